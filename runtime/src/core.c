@@ -1,0 +1,295 @@
+/* Runtime life cycle: resolving the real functions, configuration, start and shutdown, fork,
+ * and the bounded record and name memory every module registers its records in. */
+#include "iostudy.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ios_real_functions ios_real;
+_Atomic int ios_state = IOS_OFF;
+__thread int ios_in_runtime __attribute__((tls_model("initial-exec")));
+struct timespec ios_origin;
+struct ios_config ios_config;
+
+static atomic_flag lock_flag = ATOMIC_FLAG_INIT;
+static pid_t owner_pid;   /* the process whose records these are (a vfork child is not it) */
+static int warned;        /* at most one warning line per process */
+
+void ios_lock(void) {
+    while (atomic_flag_test_and_set_explicit(&lock_flag, memory_order_acquire))
+        sched_yield();
+}
+
+void ios_unlock(void) {
+    atomic_flag_clear_explicit(&lock_flag, memory_order_release);
+}
+
+void ios_resolve_real(void) {
+    /* glibc >= 2.33 keeps the __xstat family only as compat symbols, which dlsym cannot see. */
+#define X(ret, name, params)                                                                       \
+    if (!ios_real.name)                                                                            \
+        ios_real.name = (ret(*) params)dlsym(RTLD_NEXT, #name);                                    \
+    if (!ios_real.name)                                                                            \
+        ios_real.name = (ret(*) params)dlvsym(RTLD_NEXT, #name, "GLIBC_2.2.5");
+#include "real_symbols.def"
+#undef X
+}
+
+void ios_warn(const char *fmt, ...) {
+    if (warned++)
+        return;
+    char line[512] = "iostudy: ";
+    size_t n = strlen(line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    va_end(ap);
+    n = strlen(line);
+    line[n++] = '\n';
+    int saved = errno;
+    if (ios_real.write)
+        (void)!ios_real.write(STDERR_FILENO, line, n);
+    errno = saved;
+}
+
+/* ---- configuration (Darshan's variables where the meaning is the same) ---------------------- */
+static double env_double(const char *name, double fallback) {
+    const char *v = getenv(name);
+    char *end;
+    if (!v || !*v)
+        return fallback;
+    double d = strtod(v, &end);
+    return (*end == '\0' && d > 0) ? d : fallback;
+}
+
+static char **split_list(const char *list) {
+    size_t n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    char **out = calloc(n + 1, sizeof(char *));
+    char *copy = strdup(list);
+    if (!out || !copy) {
+        free(out);
+        free(copy);
+        return NULL;
+    }
+    size_t i = 0;
+    for (char *save, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        out[i++] = tok;
+    return out;
+}
+
+static void read_config(void) {
+    static char *default_excludes[] = {"/etc/",  "/dev/", "/usr/", "/bin/", "/boot/", "/lib/",
+                                       "/opt/",  "/sbin/", "/sys/", "/proc/", "/var/", NULL};
+    ios_config.modmem_mib = env_double("DARSHAN_MODMEM", 4.0);
+    ios_config.namemem_mib = env_double("DARSHAN_NAMEMEM", 1.0);
+    ios_config.mem_alignment = (int64_t)env_double("DARSHAN_MEMALIGN", 8.0);
+    ios_config.disable_shared_redux = getenv("DARSHAN_DISABLE_SHARED_REDUCTION") != NULL;
+    const char *ex = getenv("DARSHAN_EXCLUDE_DIRS");
+    if (!ex)
+        ios_config.exclude_dirs = default_excludes;
+    else if (strcmp(ex, "none") == 0)
+        ios_config.exclude_dirs = NULL;
+    else
+        ios_config.exclude_dirs = split_list(ex);
+}
+
+/* ---- bounded record and name memory ----------------------------------------------------------- */
+static struct ios_map names; /* record id -> name */
+static size_t modmem_used, namemem_used;
+static uint64_t partial_flags;
+
+void ios_set_partial(int mod) {
+    partial_flags |= UINT64_C(1) << mod;
+}
+
+uint64_t ios_partial_flags(void) {
+    return partial_flags;
+}
+
+const char *ios_record_name(uint64_t id) {
+    return ios_map_get(&names, id);
+}
+
+const struct ios_map *ios_names(void) {
+    return &names;
+}
+
+int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
+    const char *known = ios_map_get(&names, id);
+    size_t name_cost = known ? 0 : sizeof(uint64_t) + strlen(name) + 1;
+    if (modmem_used + size > (size_t)(ios_config.modmem_mib * 1048576.0) ||
+        namemem_used + name_cost > (size_t)(ios_config.namemem_mib * 1048576.0)) {
+        ios_set_partial(mod);
+        return -1;
+    }
+    char *copy = known ? NULL : strdup(name);
+    if (!known && (!copy || ios_map_put(&names, id, copy) != 0)) {
+        free(copy);
+        ios_set_partial(mod);
+        return -1;
+    }
+    modmem_used += size;
+    namemem_used += name_cost;
+    return 0;
+}
+
+void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) {
+    void *rec = calloc(1, size);
+    if (!rec || ios_reserve_record(mod, id, name, size) != 0) {
+        if (!rec)
+            ios_set_partial(mod);
+        free(rec);
+        return NULL;
+    }
+    return rec;
+}
+
+/* Forgets every record (a forked child starts its own log). Records of the parent are leaked on
+ * purpose: other modules' state may still point at them until their own reset. */
+static void reset_records(void) {
+    for (size_t i = 0; i < names.cap; i++)
+        if (names.keys[i])
+            free(names.vals[i]);
+    ios_map_free(&names);
+    modmem_used = namemem_used = 0;
+    partial_flags = 0;
+    ios_posix_reset();
+    ios_stdio_reset();
+    ios_heatmap_reset();
+}
+
+/* ---- life cycle --------------------------------------------------------------------------------- */
+void ios_job_begin(void);
+void ios_job_set_fork_parent(pid_t parent);
+void ios_job_save_args(int argc, char **argv);
+
+void ios_core_start(void) {
+    if (atomic_load(&ios_state) != IOS_OFF)
+        return;
+    ios_in_runtime = 1;
+    read_config();
+    owner_pid = getpid();
+    ios_job_begin();
+    ios_stdio_init_std_streams();
+    ios_in_runtime = 0;
+    atomic_store(&ios_state, IOS_ON);
+}
+
+static const struct ios_comm *local_comm(void);
+
+/* Stops recording and writes the log; only the first caller does anything. */
+static void shutdown_with(const struct ios_comm *comm) {
+    int expected = IOS_ON;
+    if (getpid() != owner_pid || !atomic_compare_exchange_strong(&ios_state, &expected, IOS_DONE))
+        return;
+    int saved = errno;
+    ios_in_runtime = 1;
+    ios_lock(); /* wait for updates in flight on other threads */
+    ios_unlock();
+    ios_write_log(comm);
+    ios_in_runtime = 0;
+    errno = saved;
+}
+
+void ios_core_shutdown(void) {
+    shutdown_with(local_comm());
+}
+
+void ios_core_shutdown_mpi(const struct ios_comm *comm) {
+    shutdown_with(comm ? comm : local_comm());
+}
+
+static void atfork_prepare(void) {
+    ios_lock();
+}
+
+static void atfork_parent(void) {
+    ios_unlock();
+}
+
+static void atfork_child(void) {
+    atomic_flag_clear(&lock_flag);
+    if (atomic_load(&ios_state) != IOS_ON)
+        return;
+    /* The child is a new, non-MPI process: it writes its own log of its own I/O. */
+    ios_in_runtime = 1;
+    pid_t parent = getppid();
+    reset_records();
+    warned = 0;
+    owner_pid = getpid();
+    ios_job_begin();
+    ios_job_set_fork_parent(parent);
+    ios_stdio_init_std_streams();
+    ios_in_runtime = 0;
+}
+
+/* glibc passes argc and argv to ELF constructors; they give the command line for the log. */
+__attribute__((constructor)) static void ios_constructor(int argc, char **argv) {
+    ios_resolve_real();
+    ios_job_save_args(argc, argv);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    if (getenv("DARSHAN_DISABLE"))
+        return;
+    if (getenv("DARSHAN_ENABLE_NONMPI"))
+        ios_core_start();
+}
+
+__attribute__((destructor)) static void ios_destructor(void) {
+    /* An MPI program that never reached MPI_Finalize still leaves a per-process log. */
+    ios_core_shutdown();
+}
+
+IOS_EXPORT void _exit(int status) {
+    IOS_REAL(_exit);
+    ios_core_shutdown();
+    ios_real._exit(status);
+    __builtin_unreachable();
+}
+
+/* ---- the single-process communicator ------------------------------------------------------ */
+static void local_bcast(void *buf, size_t len) {
+    (void)buf;
+    (void)len;
+}
+static void local_allreduce_i64(int64_t *buf, int n, int op) {
+    (void)buf;
+    (void)n;
+    (void)op;
+}
+static void local_allreduce_f64(double *buf, int n, int op) {
+    (void)buf;
+    (void)n;
+    (void)op;
+}
+static void local_exscan(const int64_t *in, int64_t *out, int n) {
+    (void)in;
+    memset(out, 0, sizeof(int64_t) * (size_t)n);
+}
+static void local_reduce(void *buf, size_t n, size_t elem_size,
+                         void (*combine)(const void *, void *)) {
+    (void)buf;
+    (void)n;
+    (void)elem_size;
+    (void)combine;
+}
+
+static const struct ios_comm *local_comm(void) {
+    static const struct ios_comm comm = {
+        .rank = 0,
+        .size = 1,
+        .mpi = 0,
+        .bcast = local_bcast,
+        .allreduce_i64 = local_allreduce_i64,
+        .allreduce_f64 = local_allreduce_f64,
+        .exscan_sum_i64 = local_exscan,
+        .reduce_elems = local_reduce,
+    };
+    return &comm;
+}

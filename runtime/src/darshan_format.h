@@ -1,0 +1,105 @@
+/* On-disk layout of a Darshan log, format "3.41", as darshan-util 3.5.0 reads it.
+ * See ../shared/reference/darshan-log-format.md; every size below is checked at compile time. */
+#ifndef IOS_DARSHAN_FORMAT_H
+#define IOS_DARSHAN_FORMAT_H
+
+#include <assert.h>
+#include <stdint.h>
+
+#define IOS_LOG_VERSION "3.41"
+#define IOS_LOG_MAGIC 6567223
+#define IOS_COMP_ZLIB 0
+#define IOS_COMP_NONE 2
+#define IOS_MAX_MODS 64
+#define IOS_JOB_METADATA_LEN 1024
+#define IOS_EXE_LEN 3016 /* command line + mount table, NUL included */
+
+/* Module ids are indices into the header's maps; only the ones this runtime writes. */
+enum ios_module_id {
+    IOS_MOD_POSIX = 1,
+    IOS_MOD_MPIIO = 2,
+    IOS_MOD_LUSTRE = 8,
+    IOS_MOD_STDIO = 9,
+    IOS_MOD_HEATMAP = 15,
+};
+#define IOS_POSIX_VER 4
+#define IOS_STDIO_VER 2
+#define IOS_HEATMAP_VER 1
+
+struct ios_log_map {
+    uint64_t off;
+    uint64_t len;
+};
+
+struct ios_log_header {
+    char version_string[8];
+    int64_t magic_nr;
+    uint8_t comp_type;
+    uint8_t pad[7];
+    uint64_t partial_flag;
+    struct ios_log_map name_map;
+    struct ios_log_map mod_map[IOS_MAX_MODS];
+    uint32_t mod_ver[IOS_MAX_MODS];
+};
+static_assert(sizeof(struct ios_log_header) == 1328, "Darshan 3.41 header is 1328 bytes");
+
+struct ios_log_job {
+    int64_t uid;
+    int64_t start_time_sec;
+    int64_t start_time_nsec;
+    int64_t end_time_sec;
+    int64_t end_time_nsec;
+    int64_t nprocs;
+    int64_t jobid;
+    char metadata[IOS_JOB_METADATA_LEN];
+};
+static_assert(sizeof(struct ios_log_job) == 1080, "Darshan 3.41 job record is 1080 bytes");
+
+struct ios_base_record {
+    uint64_t id;
+    int64_t rank; /* -1 for a record reduced over all ranks */
+};
+
+#define X(name) name,
+enum ios_posix_counter {
+#include "posix_counters.def"
+    POSIX_NUM_INDICES
+};
+enum ios_posix_fcounter {
+#include "posix_fcounters.def"
+    POSIX_F_NUM_INDICES
+};
+enum ios_stdio_counter {
+#include "stdio_counters.def"
+    STDIO_NUM_INDICES
+};
+enum ios_stdio_fcounter {
+#include "stdio_fcounters.def"
+    STDIO_F_NUM_INDICES
+};
+#undef X
+
+struct ios_posix_record {
+    struct ios_base_record base;
+    int64_t counters[POSIX_NUM_INDICES];
+    double fcounters[POSIX_F_NUM_INDICES];
+};
+static_assert(sizeof(struct ios_posix_record) == 704, "POSIX v4 record is 704 bytes");
+
+struct ios_stdio_record {
+    struct ios_base_record base;
+    int64_t counters[STDIO_NUM_INDICES];
+    double fcounters[STDIO_F_NUM_INDICES];
+};
+static_assert(sizeof(struct ios_stdio_record) == 248, "STDIO v2 record is 248 bytes");
+
+/* HEATMAP v1 fixed part; write_bins[nbins] then read_bins[nbins] (int64) follow it. */
+struct ios_heatmap_record_head {
+    struct ios_base_record base;
+    double bin_width_seconds;
+    int64_t nbins;
+    uint64_t unused_pointer_slots[2]; /* the reader skips them; Darshan writes two dead pointers */
+};
+static_assert(sizeof(struct ios_heatmap_record_head) == 48, "HEATMAP v1 fixed part is 48 bytes");
+
+#endif

@@ -1,0 +1,125 @@
+/* HEATMAP module: bytes read and written per time slice, one record per API and process
+ * (reference §6.5). Bins start 0.1 s wide; when time runs past the last of the 200 bins,
+ * adjacent bins merge pairwise and the width doubles, so memory stays fixed. */
+#include "iostudy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BINS 200
+#define FIRST_WIDTH 0.1
+
+struct heatmap {
+    double width;
+    int64_t bins[2][BINS]; /* [0] read, [1] write */
+    int state;             /* 0 unused, 1 recording, -1 refused for lack of memory */
+};
+static struct heatmap maps[IOS_HEATMAP_NAPIS];
+static const char *const names[IOS_HEATMAP_NAPIS] = {"heatmap:POSIX", "heatmap:STDIO"};
+
+static void collapse(struct heatmap *h) {
+    for (int dir = 0; dir < 2; dir++) {
+        int64_t *b = h->bins[dir];
+        for (int i = 0; i < BINS / 2; i++)
+            b[i] = b[2 * i] + b[2 * i + 1];
+        memset(b + BINS / 2, 0, sizeof(int64_t) * (BINS / 2));
+    }
+    h->width *= 2;
+}
+
+/* Spreads bytes over the bins [t1, t2] overlaps, in proportion to the overlap; the last bin
+ * takes the rounding remainder so that the bins always sum to the bytes moved. */
+static void spread(int64_t *bins, int nbins, double width, int64_t bytes, double t1, double t2) {
+    /* [t1, t2) is half open: an interval ending exactly on a bin edge does not touch the next. */
+    int b1 = (int)(t1 / width), b2 = (int)ceil(t2 / width) - 1;
+    if (b2 < b1)
+        b2 = b1;
+    if (b1 >= nbins)
+        b1 = nbins - 1;
+    if (b2 >= nbins)
+        b2 = nbins - 1;
+    if (b1 == b2 || t2 <= t1) {
+        bins[b1] += bytes;
+        return;
+    }
+    int64_t left = bytes;
+    for (int b = b1; b < b2; b++) {
+        double overlap = fmin(t2, (b + 1) * width) - fmax(t1, b * width);
+        int64_t part = (int64_t)((double)bytes * overlap / (t2 - t1));
+        if (part > left)
+            part = left;
+        bins[b] += part;
+        left -= part;
+    }
+    bins[b2] += left;
+}
+
+void ios_heatmap_add(int api, int is_write, int64_t bytes, double t1, double t2) {
+    struct heatmap *h = &maps[api];
+    if (IOS_UNLIKELY(h->state <= 0)) {
+        if (h->state < 0)
+            return;
+        /* The record's name and memory are claimed on first use, as modules claim theirs. */
+        if (ios_reserve_record(IOS_MOD_HEATMAP, ios_record_id(names[api]), names[api],
+                               sizeof(struct ios_heatmap_record_head) +
+                                   2 * BINS * sizeof(int64_t)) != 0) {
+            h->state = -1;
+            return;
+        }
+        h->state = 1;
+        h->width = FIRST_WIDTH;
+    }
+    if (bytes <= 0)
+        return;
+    if (t1 < 0)
+        t1 = 0;
+    while (t2 >= h->width * BINS)
+        collapse(h);
+    spread(h->bins[is_write], BINS, h->width, bytes, t1, t2);
+}
+
+double ios_heatmap_min_width(double end_time) {
+    double width = FIRST_WIDTH;
+    for (int api = 0; api < IOS_HEATMAP_NAPIS; api++)
+        if (maps[api].state > 0 && maps[api].width > width)
+            width = maps[api].width;
+    while (end_time > width * BINS)
+        width *= 2;
+    return width;
+}
+
+void ios_heatmap_collect(struct ios_record_set *set, double width, int64_t nbins, double shift) {
+    size_t rec_size = sizeof(struct ios_heatmap_record_head) + 2 * (size_t)nbins * sizeof(int64_t);
+    set->mod = IOS_MOD_HEATMAP;
+    set->rec_size = 0;
+    set->count = set->len = 0;
+    set->buf = calloc(IOS_HEATMAP_NAPIS, rec_size);
+    if (!set->buf)
+        return;
+    for (int api = 0; api < IOS_HEATMAP_NAPIS; api++) {
+        struct heatmap *h = &maps[api];
+        int64_t total = 0;
+        for (int i = 0; h->state > 0 && i < BINS; i++)
+            total += h->bins[0][i] + h->bins[1][i];
+        if (total == 0)
+            continue; /* all-zero heatmaps are not written */
+        struct ios_heatmap_record_head *head = (void *)(set->buf + set->len);
+        head->base.id = ios_record_id(names[api]);
+        head->bin_width_seconds = width;
+        head->nbins = nbins;
+        int64_t *out = (int64_t *)(head + 1);
+        /* On disk: write bins, then read bins; each source bin is spread over the job's bins. */
+        for (int dir = 1; dir >= 0; dir--, out += nbins)
+            for (int i = 0; i < BINS; i++)
+                if (h->bins[dir][i])
+                    spread(out, (int)nbins, width, h->bins[dir][i], i * h->width + shift,
+                           (i + 1) * h->width + shift);
+        set->len += rec_size;
+        set->count++;
+    }
+}
+
+void ios_heatmap_reset(void) {
+    memset(maps, 0, sizeof maps);
+}

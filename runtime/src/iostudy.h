@@ -1,0 +1,217 @@
+/* Internal interface shared by the runtime's parts (core, modules, log writer, MPI glue).
+ * Every symbol the library defines for its own use starts with ios_. */
+#ifndef IOS_IOSTUDY_H
+#define IOS_IOSTUDY_H
+
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "darshan_format.h"
+
+#define IOS_VERSION "0.1.0"
+#define IOS_HIDDEN __attribute__((visibility("hidden")))
+/* The wrappers: the only symbols the library exports (CMake hides everything else). */
+#define IOS_EXPORT __attribute__((visibility("default")))
+#define IOS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define IOS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- the real libc functions ---------------------------------------------------------- */
+struct ios_real_functions {
+#define X(ret, name, params) ret(*name) params;
+#include "real_symbols.def"
+#undef X
+};
+extern struct ios_real_functions ios_real IOS_HIDDEN;
+void ios_resolve_real(void) IOS_HIDDEN;
+/* A wrapper may run before the library's constructor (another library's constructor doing I/O). */
+#define IOS_REAL(name) (IOS_LIKELY(ios_real.name != NULL) ? (void)0 : ios_resolve_real())
+
+/* ---- runtime state ----------------------------------------------------------------------- */
+enum ios_state {
+    IOS_OFF = 0,  /* not started (waiting for MPI_Init), disabled, or failed */
+    IOS_ON = 1,   /* recording */
+    IOS_DONE = 2, /* log written or being written: wrappers pass through */
+};
+extern _Atomic int ios_state IOS_HIDDEN;
+
+/* Per-thread re-entrancy guard: set while the runtime itself works (holding its lock, writing
+ * the log), so that a signal handler or a libc-internal call into a wrapper passes straight
+ * through instead of deadlocking or recording the runtime's own I/O. */
+extern __thread int ios_in_runtime __attribute__((tls_model("initial-exec"))) IOS_HIDDEN;
+
+static inline int ios_recording(void) {
+    return IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON) &&
+           !ios_in_runtime;
+}
+
+/* One lock for all records: the critical sections are a few dozen instructions long. */
+void ios_lock(void) IOS_HIDDEN;
+void ios_unlock(void) IOS_HIDDEN;
+
+/* Seconds since the runtime started (CLOCK_MONOTONIC). */
+extern struct timespec ios_origin IOS_HIDDEN;
+static inline double ios_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)(ts.tv_sec - ios_origin.tv_sec) + (double)(ts.tv_nsec - ios_origin.tv_nsec) * 1e-9;
+}
+
+struct ios_config {
+    double modmem_mib;        /* DARSHAN_MODMEM: record memory, shared by all modules */
+    double namemem_mib;       /* DARSHAN_NAMEMEM: record-name memory */
+    int64_t mem_alignment;    /* DARSHAN_MEMALIGN */
+    int disable_shared_redux; /* DARSHAN_DISABLE_SHARED_REDUCTION */
+    char **exclude_dirs;      /* path prefixes never recorded (NULL-terminated) */
+};
+extern struct ios_config ios_config IOS_HIDDEN;
+
+/* ---- records and names ------------------------------------------------------------------ */
+uint64_t ios_hash(const unsigned char *k, size_t length, uint64_t level) IOS_HIDDEN;
+uint64_t ios_record_id(const char *name) IOS_HIDDEN;
+
+/* Normalizes a path the way Darshan names records (absolute, // and /./ collapsed) into out;
+ * returns 0, or -1 if the path must not be recorded (excluded prefix, too long). */
+int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) IOS_HIDDEN;
+
+/* Accounts size bytes of record memory to module mod and registers the record's name; returns
+ * -1 after setting the module's partial flag when record or name memory is exhausted.
+ * ios_register_record does the same and also allocates the zeroed record. */
+int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) IOS_HIDDEN;
+void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) IOS_HIDDEN;
+const char *ios_record_name(uint64_t id) IOS_HIDDEN;
+/* Darshan's FILE_ALIGNMENT: block size of the file system holding path. */
+int64_t ios_file_alignment(const char *path) IOS_HIDDEN;
+
+/* u64 -> pointer map (open addressing) for record ids and stream pointers. */
+struct ios_map {
+    uint64_t *keys;
+    void **vals;
+    size_t cap, count;
+};
+void *ios_map_get(const struct ios_map *m, uint64_t key) IOS_HIDDEN;
+int ios_map_put(struct ios_map *m, uint64_t key, void *val) IOS_HIDDEN;
+void ios_map_del(struct ios_map *m, uint64_t key) IOS_HIDDEN;
+void ios_map_free(struct ios_map *m) IOS_HIDDEN;
+
+/* ---- counters shared by modules --------------------------------------------------------- */
+static inline int ios_size_bin(int64_t size) {
+    static const int64_t upper[9] = {100,      1024,      10240,      102400,    1048576,
+                                     4194304, 10485760, 104857600, 1073741824};
+    int bin = 0;
+    while (bin < 9 && size > upper[bin])
+        bin++;
+    return bin;
+}
+
+/* Adds the part of [t1, t2] that does not overlap the previous operation to *timer. */
+static inline void ios_timer_add(double *timer, double t1, double t2, double *last_end) {
+    *timer += t2 - (t1 > *last_end ? t1 : *last_end);
+    if (t2 > *last_end)
+        *last_end = t2;
+}
+
+/* Frequencies of up to 32 distinct values (access sizes or strides) per file, as Darshan keeps
+ * them; the four most common non-zero ones are written at shutdown. */
+#define IOS_CV_SLOTS 32
+struct ios_value_counts {
+    int64_t value[IOS_CV_SLOTS];
+    int64_t count[IOS_CV_SLOTS];
+    int n, last;
+};
+static inline void ios_value_count(struct ios_value_counts *vc, int64_t v) {
+    if (vc->n > 0 && vc->value[vc->last] == v) {
+        vc->count[vc->last]++;
+        return;
+    }
+    for (int i = 0; i < vc->n; i++)
+        if (vc->value[i] == v) {
+            vc->count[i]++;
+            vc->last = i;
+            return;
+        }
+    if (vc->n < IOS_CV_SLOTS) {
+        vc->value[vc->n] = v;
+        vc->count[vc->n] = 1;
+        vc->last = vc->n++;
+    }
+}
+/* Merges (value, count) pairs into the four slots vals[0..3] / counts[0..3]: equal values add,
+ * order is count descending then value descending, zero values are never kept. */
+void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
+                      const int64_t *in_counts, int n_in) IOS_HIDDEN;
+
+/* ---- heatmap ------------------------------------------------------------------------------ */
+enum ios_heatmap_api { IOS_HEATMAP_POSIX, IOS_HEATMAP_STDIO, IOS_HEATMAP_NAPIS };
+void ios_heatmap_add(int api, int is_write, int64_t bytes, double t1, double t2) IOS_HIDDEN;
+
+/* ---- modules at shutdown ------------------------------------------------------------------ */
+/* A module's records, copied out at shutdown in on-disk form (rank filled in later). */
+struct ios_record_set {
+    int mod;
+    size_t rec_size; /* fixed record size; 0 for variable-size records (heatmap) */
+    unsigned char *buf;
+    size_t len;   /* bytes used in buf */
+    size_t count; /* records */
+};
+void ios_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_stdio_collect(struct ios_record_set *set) IOS_HIDDEN;
+/* Writes the heatmap records, rebinned to bin_width and nbins from the process's own time
+ * origin, which lies shift seconds after the job's. */
+void ios_heatmap_collect(struct ios_record_set *set, double bin_width, int64_t nbins,
+                         double shift) IOS_HIDDEN;
+double ios_heatmap_min_width(double end_time) IOS_HIDDEN;
+void ios_posix_reset(void) IOS_HIDDEN;
+void ios_stdio_reset(void) IOS_HIDDEN;
+void ios_heatmap_reset(void) IOS_HIDDEN;
+void ios_stdio_init_std_streams(void) IOS_HIDDEN;
+
+/* How a module's shared records (opened by every rank) are reduced to one rank -1 record. */
+struct ios_reducer {
+    size_t rec_size;
+    int fastest_rank, fastest_bytes, slowest_rank, slowest_bytes; /* counter indices */
+    int fastest_time, slowest_time, variance_time, variance_bytes; /* fcounter indices */
+    int ts_first, ts_last; /* the fcounters that are timestamps */
+    int64_t (*bytes)(const void *rec);
+    double (*time)(const void *rec);
+    void (*combine)(const void *in, void *inout); /* inout = in (+) inout */
+    size_t counters_off, fcounters_off;
+};
+extern const struct ios_reducer ios_posix_reducer IOS_HIDDEN;
+extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;
+void ios_reducer_seed(const struct ios_reducer *r, void *rec, int rank) IOS_HIDDEN;
+
+/* ---- core, log writing, MPI glue ------------------------------------------------------ */
+struct ios_comm;
+void ios_core_start(void) IOS_HIDDEN;
+void ios_core_shutdown(void) IOS_HIDDEN;
+void ios_core_shutdown_mpi(const struct ios_comm *comm) IOS_HIDDEN;
+void ios_set_partial(int mod) IOS_HIDDEN;
+void ios_warn(const char *fmt, ...) IOS_HIDDEN __attribute__((format(printf, 1, 2)));
+
+/* Collective operations the shutdown needs; provided by the MPI plugin of the program's MPI
+ * flavour (mpi_plugin.c) or by the single-process implementation in core.c. */
+struct ios_comm {
+    int rank, size;
+    int mpi; /* 1: an MPI job, whose shared records are reduced; 0: a single process */
+    void (*bcast)(void *buf, size_t len);                   /* from rank 0 */
+    void (*allreduce_i64)(int64_t *buf, int n, int op);     /* op: IOS_OP_* */
+    void (*allreduce_f64)(double *buf, int n, int op);
+    void (*exscan_sum_i64)(const int64_t *in, int64_t *out, int n);
+    /* Reduces n elements of elem_size bytes into rank 0's buf, in rank order, with combine. */
+    void (*reduce_elems)(void *buf, size_t n, size_t elem_size,
+                         void (*combine)(const void *in, void *inout));
+};
+enum { IOS_OP_SUM, IOS_OP_MIN, IOS_OP_MAX, IOS_OP_BAND, IOS_OP_BOR };
+typedef int (*ios_mpi_plugin_init_fn)(struct ios_comm *comm);
+
+void ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
+
+#endif

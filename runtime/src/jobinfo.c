@@ -1,0 +1,280 @@
+/* What the job record holds and where the log goes: command line, mount table, file-system
+ * block sizes, job id, metadata tags, start time, and Darshan's log file naming. */
+#include "iostudy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <mntent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define LUSTRE_SUPER_MAGIC 0x0BD00BD0
+#define MAX_MOUNTS 64
+
+static int saved_argc;
+static char **saved_argv;
+static struct timespec start_real;
+static pid_t fork_parent;
+
+struct mount {
+    char *type, *path;
+    size_t path_len;
+    int64_t block_size; /* 0 until statfs has been asked */
+};
+static struct mount mounts[MAX_MOUNTS];
+static int n_mounts = -1; /* -1: not read yet */
+
+void ios_job_save_args(int argc, char **argv) {
+    saved_argc = argc;
+    saved_argv = argv;
+}
+
+void ios_job_begin(void) {
+    clock_gettime(CLOCK_MONOTONIC, &ios_origin);
+    clock_gettime(CLOCK_REALTIME, &start_real);
+    fork_parent = 0;
+}
+
+void ios_job_set_fork_parent(pid_t parent) {
+    fork_parent = parent;
+}
+
+struct timespec ios_job_start(void) {
+    return start_real;
+}
+
+int64_t ios_job_id(void) {
+    const char *var = getenv("DARSHAN_JOBID");
+    const char *val = getenv(var && *var ? var : "SLURM_JOB_ID");
+    char *end;
+    if (val && *val) {
+        long long id = strtoll(val, &end, 10);
+        if (*end == '\0' && id >= 0)
+            return id;
+    }
+    return getpid();
+}
+
+/* ---- mount table ---------------------------------------------------------------------------- */
+static int skipped_fs_type(const char *type) {
+    static const char *skip[] = {"tmpfs",       "proc",    "sysfs",      "devpts",
+                                 "binfmt_misc", "fusectl", "debugfs",    "securityfs",
+                                 "nfsd",        "none",    "rpc_pipefs", "hugetlbfs",
+                                 "cgroup",      "cgroup2", NULL};
+    for (const char **s = skip; *s; s++)
+        if (strcmp(type, *s) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_nfs(const char *type) {
+    return strncmp(type, "nfs", 3) == 0;
+}
+
+/* Reads the mount table once, non-NFS mounts first (Darshan's order), pseudo file systems out. */
+static void read_mounts(void) {
+    if (n_mounts >= 0)
+        return;
+    n_mounts = 0;
+    FILE *f = setmntent("/proc/self/mounts", "r");
+    if (!f)
+        f = setmntent("/etc/mtab", "r");
+    if (!f)
+        return;
+    struct mntent ent;
+    char buf[4096];
+    struct mount nfs[MAX_MOUNTS];
+    int n_nfs = 0;
+    while (getmntent_r(f, &ent, buf, sizeof buf)) {
+        if (skipped_fs_type(ent.mnt_type) || strpbrk(ent.mnt_dir, " \t\n") ||
+            strpbrk(ent.mnt_type, " \t\n"))
+            continue;
+        struct mount m = {strdup(ent.mnt_type), strdup(ent.mnt_dir), strlen(ent.mnt_dir), 0};
+        if (!m.type || !m.path) {
+            free(m.type);
+            free(m.path);
+            continue;
+        }
+        if (is_nfs(m.type) && n_nfs < MAX_MOUNTS)
+            nfs[n_nfs++] = m;
+        else if (!is_nfs(m.type) && n_mounts < MAX_MOUNTS)
+            mounts[n_mounts++] = m;
+        else {
+            free(m.type);
+            free(m.path);
+        }
+    }
+    endmntent(f);
+    for (int i = 0; i < n_nfs; i++) {
+        if (n_mounts < MAX_MOUNTS) {
+            mounts[n_mounts++] = nfs[i];
+        } else {
+            free(nfs[i].type);
+            free(nfs[i].path);
+        }
+    }
+}
+
+int64_t ios_file_alignment(const char *path) {
+    read_mounts();
+    struct mount *best = NULL;
+    for (int i = 0; i < n_mounts; i++) {
+        struct mount *m = &mounts[i];
+        int under = strncmp(path, m->path, m->path_len) == 0 &&
+                    (m->path_len == 1 || path[m->path_len] == '/' || path[m->path_len] == '\0');
+        if (under && (!best || m->path_len > best->path_len))
+            best = m;
+    }
+    if (!best)
+        return -1;
+    if (best->block_size == 0) {
+        struct statfs sfs;
+        if (statfs(best->path, &sfs) != 0)
+            best->block_size = 4096;
+        else if (sfs.f_type == LUSTRE_SUPER_MAGIC)
+            best->block_size = 1048576; /* Lustre reports a page; its stripes are 1 MiB */
+        else
+            best->block_size = sfs.f_bsize;
+    }
+    return best->block_size;
+}
+
+/* "<command line>(\n<type>\t<mount point>)*": the reader needs at least one mount entry. */
+void ios_job_exe_mounts(char *out, size_t outlen) {
+    static const char truncated[] = "<TRUNCATED>";
+    size_t n = 0;
+    out[0] = '\0';
+    if (saved_argv) {
+        for (int i = 0; i < saved_argc && saved_argv[i]; i++) {
+            size_t len = strlen(saved_argv[i]);
+            if (n + len + 2 + sizeof truncated > outlen / 2) {
+                memcpy(out + n, truncated, sizeof truncated);
+                n += sizeof truncated - 1;
+                break;
+            }
+            if (i > 0)
+                out[n++] = ' ';
+            memcpy(out + n, saved_argv[i], len);
+            n += len;
+        }
+    }
+    out[n] = '\0';
+    read_mounts();
+    int written = 0;
+    for (int i = 0; i < n_mounts; i++) {
+        size_t need = 2 + strlen(mounts[i].type) + mounts[i].path_len;
+        if (n + need + 1 > outlen)
+            break;
+        n += (size_t)snprintf(out + n, outlen - n, "\n%s\t%s", mounts[i].type, mounts[i].path);
+        written++;
+    }
+    if (written == 0)
+        snprintf(out + n, outlen - n, "\nunknown\t/");
+}
+
+/* lib_ver, fork_parent, then the harness's tags from IOSTUDY_LOG_TAGS ("k=v;k=v" or one per
+ * line). PyDarshan rejects a metadata line without '=', so such tags are dropped. */
+void ios_job_metadata(char *out, size_t outlen) {
+    size_t n = (size_t)snprintf(out, outlen, "lib_ver=iostudy-%s\n", IOS_VERSION);
+    if (fork_parent)
+        n += (size_t)snprintf(out + n, outlen - n, "fork_parent=%d\n", (int)fork_parent);
+    const char *tags = getenv("IOSTUDY_LOG_TAGS");
+    if (!tags)
+        return;
+    char *copy = strdup(tags);
+    if (!copy)
+        return;
+    for (char *save, *tag = strtok_r(copy, ";\n", &save); tag; tag = strtok_r(NULL, ";\n", &save)) {
+        while (*tag == ' ')
+            tag++;
+        size_t len = strlen(tag);
+        if (len == 0 || tag[0] == '=' || !strchr(tag, '=') || n + len + 2 > outlen)
+            continue;
+        memcpy(out + n, tag, len);
+        n += len;
+        out[n++] = '\n';
+        out[n] = '\0';
+    }
+    free(copy);
+}
+
+/* ---- log file naming -------------------------------------------------------------------------- */
+static int make_dirs(char *path, size_t from) {
+    for (char *p = path + from + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = mkdir(path, 0755);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+/* Fills the path the log is written to and the stem it is renamed from: Darshan's
+ * <root>/<Y>/<M>/<D>/<user>_<exe>_id<jobid>-<pid>_<M>-<D>-<secs>-<logmod>.darshan_partial,
+ * renamed to <stem>_<write seconds>.darshan; DARSHAN_LOGFILE is used as it is. Returns 0, or -1
+ * with a reason in why. */
+int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size_t stemlen,
+                     const char **why) {
+    const char *logfile = getenv("DARSHAN_LOGFILE");
+    if (logfile && *logfile) {
+        snprintf(path, pathlen, "%s", logfile);
+        stem[0] = '\0';
+        return 0;
+    }
+    char root[2048];
+    size_t root_exists_len = 0;
+    const char *logpath = getenv("DARSHAN_LOGPATH");
+    if (logpath && *logpath) {
+        snprintf(root, sizeof root, "%s", logpath);
+        root_exists_len = strlen(root); /* the site creates the root; we add the date folders */
+    } else {
+        const char *state = getenv("XDG_STATE_HOME");
+        const char *home = getenv("HOME");
+        if (state && *state)
+            snprintf(root, sizeof root, "%s/iostudy/darshan-logs", state);
+        else if (home && *home)
+            snprintf(root, sizeof root, "%s/.local/state/iostudy/darshan-logs", home);
+        else
+            snprintf(root, sizeof root, "/tmp/iostudy-darshan-logs-%d", (int)geteuid());
+    }
+    struct tm tm;
+    time_t t = start_real.tv_sec;
+    localtime_r(&t, &tm);
+    char dir[2200];
+    snprintf(dir, sizeof dir, "%s/%d/%d/%d", root, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+    if (make_dirs(dir, root_exists_len) != 0) {
+        *why = strerror(errno);
+        snprintf(path, pathlen, "%s", dir);
+        return -1;
+    }
+    const char *user = getenv("LOGNAME");
+    char uid[32];
+    if (!user || !*user || strchr(user, '/')) {
+        snprintf(uid, sizeof uid, "%d", (int)geteuid());
+        user = uid;
+    }
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    uint64_t logmod = ios_hash((const unsigned char *)host, strlen(host),
+                               (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_usec);
+    int secs = tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec;
+    int n = snprintf(stem, stemlen, "%s/%s_%s_id%lld-%d_%d-%d-%d-%llu", dir, user,
+                     program_invocation_short_name, (long long)jobid, (int)getpid(), tm.tm_mon + 1,
+                     tm.tm_mday, secs, (unsigned long long)logmod);
+    if (n < 0 || (size_t)n + 32 > stemlen || (size_t)n + 32 > pathlen) {
+        /* Darshan's fallback for an over-long name */
+        snprintf(stem, stemlen, "%s/id%lld", dir, (long long)jobid);
+    }
+    snprintf(path, pathlen, "%s.darshan_partial", stem);
+    return 0;
+}

@@ -1,0 +1,393 @@
+/* Shutdown: collects every module's records, reduces files shared by all ranks to one rank -1
+ * record (reference §7), compresses each rank's part of every region and writes one log per
+ * job, each rank at the offsets an exclusive scan of the parts' sizes gives it (reference §2, §9). */
+#include "iostudy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+struct timespec ios_job_start(void);
+int64_t ios_job_id(void);
+void ios_job_exe_mounts(char *out, size_t outlen);
+void ios_job_metadata(char *out, size_t outlen);
+int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size_t stemlen,
+                     const char **why);
+uint64_t ios_partial_flags(void);
+
+/* Regions after the job region, in file order: names, then modules by ascending id. */
+enum { R_NAMES, R_POSIX, R_STDIO, R_HEATMAP, N_REGIONS };
+static const int region_module[N_REGIONS] = {0, IOS_MOD_POSIX, IOS_MOD_STDIO, IOS_MOD_HEATMAP};
+static const int region_version[N_REGIONS] = {0, IOS_POSIX_VER, IOS_STDIO_VER, IOS_HEATMAP_VER};
+
+static int64_t timespec_ns(struct timespec ts) {
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- shared-record reduction --------------------------------------------------------------- */
+struct variance {
+    double n, sum, m2; /* count, sum, sum of squared deviations from the mean */
+};
+
+/* Chan et al.'s pairwise update: exact for any split of the ranks. */
+static void variance_combine(const void *in_v, void *inout_v) {
+    const struct variance *x = in_v;
+    struct variance *y = inout_v;
+    if (x->n == 0)
+        return;
+    if (y->n == 0) {
+        *y = *x;
+        return;
+    }
+    double n = x->n + y->n;
+    double delta = y->sum / y->n - x->sum / x->n;
+    y->m2 += x->m2 + delta * delta * x->n * y->n / n;
+    y->sum += x->sum;
+    y->n = n;
+}
+
+void ios_reducer_seed(const struct ios_reducer *r, void *rec, int rank) {
+    int64_t *c = (int64_t *)((char *)rec + r->counters_off);
+    double *fc = (double *)((char *)rec + r->fcounters_off);
+    c[r->fastest_rank] = c[r->slowest_rank] = rank;
+    c[r->fastest_bytes] = c[r->slowest_bytes] = r->bytes(rec);
+    fc[r->fastest_time] = fc[r->slowest_time] = r->time(rec);
+}
+
+/* Files every rank recorded become one rank -1 record on rank 0; other ranks drop theirs. */
+static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *set,
+                          const struct ios_reducer *r) {
+    int64_t n = comm->rank == 0 ? (int64_t)set->count : 0;
+    comm->bcast(&n, sizeof n);
+    if (n == 0)
+        return;
+    uint64_t *ids = calloc((size_t)n, sizeof *ids);
+    int64_t *shared = calloc((size_t)n, sizeof *shared);
+    struct ios_map local = {0};
+    unsigned char *reduced = calloc((size_t)n, r->rec_size);
+    struct variance *var = calloc(2 * (size_t)n, sizeof *var);
+    unsigned char *kept = malloc(set->len + 1);
+    if (!ids || !shared || !reduced || !var || !kept)
+        goto out; /* cannot fail in practice; the records stay per rank */
+    for (size_t i = 0; comm->rank == 0 && i < set->count; i++)
+        memcpy(&ids[i], set->buf + i * r->rec_size, sizeof(uint64_t));
+    comm->bcast(ids, (size_t)n * sizeof *ids);
+    for (size_t i = 0; i < set->count; i++)
+        ios_map_put(&local, ((struct ios_base_record *)(set->buf + i * r->rec_size))->id,
+                    set->buf + i * r->rec_size);
+    for (int64_t i = 0; i < n; i++)
+        shared[i] = ios_map_get(&local, ids[i]) != NULL;
+    comm->allreduce_i64(shared, (int)n, IOS_OP_MIN);
+
+    size_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!shared[i])
+            continue;
+        void *rec = reduced + k * r->rec_size;
+        memcpy(rec, ios_map_get(&local, ids[i]), r->rec_size);
+        ios_reducer_seed(r, rec, comm->rank);
+        var[2 * k] = (struct variance){1, r->time(rec), 0};
+        var[2 * k + 1] = (struct variance){1, (double)r->bytes(rec), 0};
+        ios_map_del(&local, ids[i]); /* what stays in local is this rank's own files */
+        k++;
+    }
+    if (k == 0)
+        goto out;
+    comm->reduce_elems(reduced, k, r->rec_size, r->combine);
+    comm->reduce_elems(var, 2 * k, sizeof *var, variance_combine);
+
+    size_t len = 0;
+    for (size_t i = 0; i < set->count; i++) {
+        unsigned char *rec = set->buf + i * r->rec_size;
+        if (ios_map_get(&local, ((struct ios_base_record *)rec)->id)) {
+            memmove(kept + len, rec, r->rec_size);
+            len += r->rec_size;
+        }
+    }
+    size_t count = len / r->rec_size;
+    if (comm->rank == 0) {
+        unsigned char *grown = realloc(kept, len + k * r->rec_size + 1);
+        if (!grown)
+            goto out;
+        kept = grown;
+        for (size_t i = 0; i < k; i++) {
+            unsigned char *rec = reduced + i * r->rec_size;
+            double *fc = (double *)(rec + r->fcounters_off);
+            ((struct ios_base_record *)rec)->rank = -1;
+            fc[r->variance_time] = var[2 * i].m2 / var[2 * i].n;
+            fc[r->variance_bytes] = var[2 * i + 1].m2 / var[2 * i + 1].n;
+            memcpy(kept + len, rec, r->rec_size);
+            len += r->rec_size;
+            count++;
+        }
+    }
+    free(set->buf);
+    set->buf = kept;
+    set->len = len;
+    set->count = count;
+    kept = NULL;
+out:
+    ios_map_free(&local);
+    free(ids);
+    free(shared);
+    free(reduced);
+    free(var);
+    free(kept);
+}
+
+/* ---- serialization ------------------------------------------------------------------------- */
+struct bytes {
+    unsigned char *data;
+    size_t len;
+};
+
+static int compress_region(const void *in, size_t len, struct bytes *out) {
+    out->len = 0;
+    out->data = NULL;
+    if (len == 0)
+        return 0;
+    uLongf out_len = compressBound((uLong)len);
+    out->data = malloc(out_len);
+    if (!out->data || compress2(out->data, &out_len, in, (uLong)len, 1) != Z_OK)
+        return -1;
+    out->len = out_len;
+    return 0;
+}
+
+/* The names of the records this rank writes, each once: id, name, NUL. */
+static int serialize_names(struct ios_record_set *sets, int nsets, struct bytes *out) {
+    size_t cap = 4096, len = 0;
+    unsigned char *buf = malloc(cap);
+    struct ios_map seen = {0};
+    if (!buf)
+        return -1;
+    for (int s = 0; s < nsets; s++) {
+        for (size_t off = 0, i = 0; i < sets[s].count; i++) {
+            const struct ios_base_record *base = (const void *)(sets[s].buf + off);
+            off += sets[s].rec_size ? sets[s].rec_size
+                                    : sizeof(struct ios_heatmap_record_head) +
+                                          2 * sizeof(int64_t) *
+                                              (size_t)((const struct ios_heatmap_record_head *)base)
+                                                  ->nbins;
+            const char *name = ios_record_name(base->id);
+            if (!name || ios_map_get(&seen, base->id))
+                continue;
+            ios_map_put(&seen, base->id, (void *)name);
+            size_t need = sizeof(uint64_t) + strlen(name) + 1;
+            if (len + need > cap) {
+                while (len + need > cap)
+                    cap *= 2;
+                unsigned char *grown = realloc(buf, cap);
+                if (!grown) {
+                    free(buf);
+                    ios_map_free(&seen);
+                    return -1;
+                }
+                buf = grown;
+            }
+            memcpy(buf + len, &base->id, sizeof(uint64_t));
+            memcpy(buf + len + sizeof(uint64_t), name, need - sizeof(uint64_t));
+            len += need;
+        }
+    }
+    ios_map_free(&seen);
+    out->data = buf;
+    out->len = len;
+    return 0;
+}
+
+static void set_ranks(struct ios_record_set *set, int rank) {
+    for (size_t off = 0, i = 0; i < set->count; i++) {
+        struct ios_base_record *base = (void *)(set->buf + off);
+        base->rank = rank;
+        off += set->rec_size ? set->rec_size
+                             : sizeof(struct ios_heatmap_record_head) +
+                                   2 * sizeof(int64_t) *
+                                       (size_t)((struct ios_heatmap_record_head *)base)->nbins;
+    }
+}
+
+/* Timestamps count from this process's start; the log counts them from the job's. */
+static void shift_timestamps(struct ios_record_set *set, const struct ios_reducer *r, double by) {
+    for (size_t i = 0; by != 0 && i < set->count; i++) {
+        double *fc = (double *)(set->buf + i * set->rec_size + r->fcounters_off);
+        for (int j = r->ts_first; j <= r->ts_last; j++)
+            if (fc[j] != 0)
+                fc[j] += by;
+    }
+}
+
+static int write_all(int fd, const void *buf, size_t len, off_t off) {
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = ios_real.pwrite(fd, p, len, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+        off += n;
+    }
+    return 0;
+}
+
+/* ---- the whole shutdown ------------------------------------------------------------------------ */
+void ios_write_log(const struct ios_comm *comm) {
+    struct ios_record_set sets[N_REGIONS] = {{0}};
+    const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer,
+                                                    &ios_stdio_reducer, NULL};
+    struct bytes job = {0}, parts[N_REGIONS] = {{0}};
+    double write_start = ios_now();
+    ios_posix_collect(&sets[R_POSIX]);
+    ios_stdio_collect(&sets[R_STDIO]);
+
+    /* Job start is the earliest process start, end the latest shutdown. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t own_start = timespec_ns(ios_job_start());
+    int64_t span[2] = {-own_start, timespec_ns(now)};
+    comm->allreduce_i64(span, 2, IOS_OP_MAX);
+    int64_t job_start = -span[0], job_end = span[1];
+    double shift = (double)(own_start - job_start) * 1e-9;
+
+    for (int r = R_POSIX; r <= R_STDIO; r++) {
+        shift_timestamps(&sets[r], reducers[r], shift);
+        set_ranks(&sets[r], comm->rank);
+        if (comm->mpi && !ios_config.disable_shared_redux)
+            reduce_shared(comm, &sets[r], reducers[r]);
+    }
+
+    /* Every heatmap record of a log must have the same bins (PyDarshan requires it). */
+    double run_time = (double)(job_end - job_start) * 1e-9;
+    double width = ios_heatmap_min_width(run_time);
+    comm->allreduce_f64(&width, 1, IOS_OP_MAX);
+    int64_t nbins = (int64_t)ceil(run_time / width);
+    ios_heatmap_collect(&sets[R_HEATMAP], width, nbins > 0 ? nbins : 1, shift);
+    set_ranks(&sets[R_HEATMAP], comm->rank);
+
+    int failed = serialize_names(sets + R_POSIX, N_REGIONS - R_POSIX, &parts[R_NAMES]) != 0;
+    struct bytes raw = parts[R_NAMES];
+    failed |= compress_region(raw.data, raw.len, &parts[R_NAMES]) != 0;
+    free(raw.data);
+    for (int r = R_POSIX; r < N_REGIONS; r++)
+        failed |= compress_region(sets[r].buf, sets[r].len, &parts[r]) != 0;
+
+    char path[PATH_MAX] = "", stem[PATH_MAX] = "";
+    const char *why = NULL;
+    int64_t jobid = ios_job_id();
+    if (comm->rank == 0) {
+        /* The job record: fixed part, then command line and mount table. */
+        struct {
+            struct ios_log_job job;
+            char exe[IOS_EXE_LEN];
+        } jr;
+        memset(&jr, 0, sizeof jr);
+        jr.job.uid = getuid();
+        jr.job.start_time_sec = job_start / 1000000000;
+        jr.job.start_time_nsec = job_start % 1000000000;
+        jr.job.end_time_sec = job_end / 1000000000;
+        jr.job.end_time_nsec = job_end % 1000000000;
+        jr.job.nprocs = comm->size;
+        jr.job.jobid = jobid;
+        ios_job_metadata(jr.job.metadata, sizeof jr.job.metadata);
+        ios_job_exe_mounts(jr.exe, sizeof jr.exe);
+        failed |= compress_region(&jr, sizeof jr.job + strlen(jr.exe) + 1, &job) != 0;
+        if (ios_job_log_path(jobid, path, sizeof path, stem, sizeof stem, &why) != 0)
+            failed = 1;
+    }
+
+    /* Where each region starts, and where this rank's part of it goes. */
+    int64_t lens[N_REGIONS + 2], offsets[N_REGIONS + 2];
+    for (int r = 0; r < N_REGIONS; r++)
+        lens[r] = (int64_t)parts[r].len;
+    lens[N_REGIONS] = (int64_t)job.len;
+    lens[N_REGIONS + 1] = (int64_t)ios_partial_flags();
+    comm->exscan_sum_i64(lens, offsets, N_REGIONS);
+    int64_t partial = lens[N_REGIONS + 1];
+    comm->allreduce_i64(&partial, 1, IOS_OP_BOR);
+    comm->allreduce_i64(lens, N_REGIONS + 1, IOS_OP_SUM);
+    int64_t region_start[N_REGIONS];
+    int64_t pos = (int64_t)sizeof(struct ios_log_header) + lens[N_REGIONS];
+    for (int r = 0; r < N_REGIONS; r++) {
+        region_start[r] = pos;
+        pos += lens[r];
+    }
+
+    /* Rank 0 creates the file (never overwriting one), then every rank writes its parts. */
+    int fd = -1, err = 0;
+    if (comm->rank == 0 && !failed) {
+        fd = ios_real.open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            why = strerror(errno);
+    }
+    int64_t opened = comm->rank == 0 ? fd >= 0 : 0;
+    comm->bcast(&opened, sizeof opened);
+    if (opened) {
+        comm->bcast(path, sizeof path);
+        if (comm->rank != 0)
+            fd = ios_real.open(path, O_WRONLY);
+        err = fd < 0;
+        for (int r = 0; r < N_REGIONS && !err; r++)
+            err = parts[r].len && write_all(fd, parts[r].data, parts[r].len,
+                                            region_start[r] + offsets[r]) != 0;
+        if (!err && comm->rank == 0 && job.len)
+            err = write_all(fd, job.data, job.len, sizeof(struct ios_log_header)) != 0;
+        if (err && !why)
+            why = strerror(errno);
+        int64_t any_err = err || failed;
+        comm->allreduce_i64(&any_err, 1, IOS_OP_MAX);
+        if (comm->rank == 0 && !any_err) {
+            struct ios_log_header h;
+            memset(&h, 0, sizeof h);
+            memcpy(h.version_string, IOS_LOG_VERSION, sizeof IOS_LOG_VERSION);
+            h.magic_nr = IOS_LOG_MAGIC;
+            h.comp_type = IOS_COMP_ZLIB;
+            h.partial_flag = (uint64_t)partial;
+            h.name_map = (struct ios_log_map){(uint64_t)region_start[R_NAMES],
+                                              (uint64_t)lens[R_NAMES]};
+            for (int r = R_POSIX; r < N_REGIONS; r++) {
+                if (lens[r] == 0)
+                    continue;
+                h.mod_map[region_module[r]] = (struct ios_log_map){(uint64_t)region_start[r],
+                                                                   (uint64_t)lens[r]};
+                h.mod_ver[region_module[r]] = (uint32_t)region_version[r];
+            }
+            any_err = write_all(fd, &h, sizeof h, 0) != 0;
+            if (any_err)
+                why = strerror(errno);
+        }
+        if (fd >= 0)
+            ios_real.close(fd);
+        if (comm->rank == 0) {
+            if (any_err) {
+                unlink(path);
+            } else {
+                /* Darshan's final name carries the seconds the write took. */
+                char final[PATH_MAX];
+                int secs = (int)(ios_now() - write_start + 1);
+                if (stem[0] && snprintf(final, sizeof final, "%s_%d.darshan", stem, secs) > 0 &&
+                    ios_real.rename(path, final) == 0)
+                    snprintf(path, sizeof path, "%s", final);
+                chmod(path, 0400);
+            }
+            failed |= any_err != 0;
+        }
+    } else {
+        failed = 1;
+    }
+    if (comm->rank == 0 && failed)
+        ios_warn("cannot write the log %s: %s; this run leaves no log", path[0] ? path : "(none)",
+                 why ? why : "out of memory");
+
+    free(job.data);
+    for (int r = 0; r < N_REGIONS; r++) {
+        free(parts[r].data);
+        free(sets[r].buf);
+    }
+}

@@ -1,0 +1,685 @@
+/* POSIX module: wrappers of the POSIX I/O calls and the per-file counters Darshan's POSIX v4
+ * record holds (reference §6.1). Semantics follow darshan-runtime 3.5.0. */
+#include "iostudy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+enum { IO_NONE, IO_READ, IO_WRITE };
+
+struct posix_file {
+    struct ios_posix_record *rec;
+    int64_t offset;                          /* file offset for read/write without offset */
+    int64_t last_byte_read, last_byte_written; /* reset at open and close */
+    int last_io;                             /* IO_READ or IO_WRITE, for RW_SWITCHES */
+    double last_read_end, last_write_end, last_meta_end;
+    struct ios_value_counts access, stride;
+};
+
+static struct ios_map files_by_id;
+/* fd -> file, read without the lock on the hot path: entries are pointer-sized stores, and a
+ * file's state lives until the process ends. Sized once, backed lazily by the kernel. */
+static struct posix_file *_Atomic *fd_table;
+static int fd_table_size;
+
+static int fd_table_init(void) {
+    struct rlimit rl;
+    rlim_t n = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > n)
+        n = rl.rlim_max;
+    if (n > (1u << 20))
+        n = 1u << 20;
+    void *table = ios_real.mmap(NULL, n * sizeof(void *), PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (table == MAP_FAILED)
+        return -1;
+    fd_table_size = (int)n;
+    fd_table = table;
+    return 0;
+}
+
+static inline struct posix_file *fd_file(int fd) {
+    if (!ios_recording() || (unsigned)fd >= (unsigned)fd_table_size)
+        return NULL;
+    return atomic_load_explicit(&fd_table[fd], memory_order_relaxed);
+}
+
+static void map_fd(int fd, struct posix_file *f) {
+    if (!fd_table && fd_table_init() != 0)
+        return;
+    if ((unsigned)fd < (unsigned)fd_table_size)
+        atomic_store_explicit(&fd_table[fd], f, memory_order_relaxed);
+}
+
+/* Enters the runtime's critical section; returns 0 if recording stopped meanwhile. */
+static inline int enter(void) {
+    ios_in_runtime = 1;
+    ios_lock();
+    if (IOS_UNLIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) != IOS_ON)) {
+        ios_unlock();
+        ios_in_runtime = 0;
+        return 0;
+    }
+    return 1;
+}
+
+static inline void leave(void) {
+    ios_unlock();
+    ios_in_runtime = 0;
+}
+
+/* Finds or creates the record of a normalized name; call inside enter()/leave(). */
+static struct posix_file *file_by_name(const char *name) {
+    uint64_t id = ios_record_id(name);
+    struct posix_file *f = ios_map_get(&files_by_id, id);
+    if (f)
+        return f;
+    f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->rec = ios_register_record(IOS_MOD_POSIX, id, name, sizeof *f->rec);
+    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
+        free(f); /* a registered record without its file is simply never written */
+        return NULL;
+    }
+    f->rec->base.id = id;
+    f->rec->counters[POSIX_MEM_ALIGNMENT] = ios_config.mem_alignment;
+    f->rec->counters[POSIX_FILE_ALIGNMENT] = ios_file_alignment(name);
+    return f;
+}
+
+static inline void meta_time(struct posix_file *f, double t1, double t2) {
+    ios_timer_add(&f->rec->fcounters[POSIX_F_META_TIME], t1, t2, &f->last_meta_end);
+}
+
+/* An open, dup or fileno: counts the open and maps fd. reset: a real open restarts offsets. */
+static void count_open(struct posix_file *f, int fd, int mode, int extra_counter, int reset,
+                       double t1, double t2) {
+    int64_t *c = f->rec->counters;
+    double *fc = f->rec->fcounters;
+    if (mode)
+        c[POSIX_MODE] = mode;
+    if (reset)
+        f->offset = f->last_byte_read = f->last_byte_written = 0;
+    c[POSIX_OPENS]++;
+    if (extra_counter >= 0)
+        c[extra_counter]++;
+    if (fc[POSIX_F_OPEN_START_TIMESTAMP] == 0 || fc[POSIX_F_OPEN_START_TIMESTAMP] > t1)
+        fc[POSIX_F_OPEN_START_TIMESTAMP] = t1;
+    fc[POSIX_F_OPEN_END_TIMESTAMP] = t2;
+    meta_time(f, t1, t2);
+    map_fd(fd, f);
+}
+
+static void opened(int fd, int dirfd, const char *path, int mode, double t1, double t2) {
+    char name[PATH_MAX];
+    int saved = errno;
+    ios_in_runtime = 1;
+    if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && enter()) {
+        struct posix_file *f = file_by_name(name);
+        if (f)
+            count_open(f, fd, mode, -1, 1, t1, t2);
+        leave();
+    }
+    ios_in_runtime = 0;
+    errno = saved;
+}
+
+/* A read or write of ret bytes at offset (-1: at the file offset), Darshan's POSIX semantics. */
+static void count_rw(struct posix_file *f, int is_write, int64_t offset, int64_t ret,
+                     int mem_aligned, double t1, double t2) {
+    if (!enter())
+        return;
+    int64_t *c = f->rec->counters;
+    double *fc = f->rec->fcounters;
+    int64_t this_offset = offset >= 0 ? offset : f->offset;
+    int64_t *last_byte = is_write ? &f->last_byte_written : &f->last_byte_read;
+    int64_t stride = 0;
+    if (this_offset > *last_byte) {
+        c[is_write ? POSIX_SEQ_WRITES : POSIX_SEQ_READS]++;
+        if (*last_byte != 0)
+            stride = this_offset - *last_byte - 1;
+    }
+    if (this_offset == *last_byte + 1)
+        c[is_write ? POSIX_CONSEC_WRITES : POSIX_CONSEC_READS]++;
+    *last_byte = this_offset + ret - 1;
+    f->offset = this_offset + ret;
+    int max_byte = is_write ? POSIX_MAX_BYTE_WRITTEN : POSIX_MAX_BYTE_READ;
+    if (c[max_byte] < this_offset + ret - 1)
+        c[max_byte] = this_offset + ret - 1;
+    c[is_write ? POSIX_BYTES_WRITTEN : POSIX_BYTES_READ] += ret;
+    c[is_write ? POSIX_WRITES : POSIX_READS]++;
+    c[(is_write ? POSIX_SIZE_WRITE_0_100 : POSIX_SIZE_READ_0_100) + ios_size_bin(ret)]++;
+    ios_value_count(&f->access, ret);
+    ios_value_count(&f->stride, stride);
+    if (!mem_aligned)
+        c[POSIX_MEM_NOT_ALIGNED]++;
+    int64_t falign = c[POSIX_FILE_ALIGNMENT];
+    if (falign > 0 && this_offset % falign != 0)
+        c[POSIX_FILE_NOT_ALIGNED]++;
+    if (f->last_io == (is_write ? IO_READ : IO_WRITE))
+        c[POSIX_RW_SWITCHES]++;
+    f->last_io = is_write ? IO_WRITE : IO_READ;
+    int start = is_write ? POSIX_F_WRITE_START_TIMESTAMP : POSIX_F_READ_START_TIMESTAMP;
+    if (fc[start] == 0 || fc[start] > t1)
+        fc[start] = t1;
+    fc[is_write ? POSIX_F_WRITE_END_TIMESTAMP : POSIX_F_READ_END_TIMESTAMP] = t2;
+    int max_time = is_write ? POSIX_F_MAX_WRITE_TIME : POSIX_F_MAX_READ_TIME;
+    if (fc[max_time] < t2 - t1) {
+        fc[max_time] = t2 - t1;
+        c[is_write ? POSIX_MAX_WRITE_TIME_SIZE : POSIX_MAX_READ_TIME_SIZE] = ret;
+    }
+    if (is_write)
+        ios_timer_add(&fc[POSIX_F_WRITE_TIME], t1, t2, &f->last_write_end);
+    else
+        ios_timer_add(&fc[POSIX_F_READ_TIME], t1, t2, &f->last_read_end);
+    ios_heatmap_add(IOS_HEATMAP_POSIX, is_write, ret, t1, t2);
+    leave();
+}
+
+static inline int buf_aligned(const void *buf) {
+    return (uintptr_t)buf % (uintptr_t)ios_config.mem_alignment == 0;
+}
+
+static int iov_aligned(const struct iovec *iov, int iovcnt) {
+    for (int i = 0; i < iovcnt; i++)
+        if (!buf_aligned(iov[i].iov_base))
+            return 0;
+    return 1;
+}
+
+/* ---- wrappers ---------------------------------------------------------------------------------- */
+#define OPEN_MODE(flags, mode)                                                                     \
+    do {                                                                                           \
+        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {                               \
+            va_list ap;                                                                            \
+            va_start(ap, flags);                                                                   \
+            mode = va_arg(ap, int);                                                                \
+            va_end(ap);                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* Times the real call, then records the open of its result. */
+#define WRAP_OPEN(name, call, dirfd, path, mode)                                                   \
+    IOS_REAL(name);                                                                                \
+    if (!ios_recording())                                                                          \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    int ret = call;                                                                                \
+    double t2 = ios_now();                                                                         \
+    if (ret >= 0)                                                                                  \
+        opened(ret, dirfd, path, mode, t1, t2);                                                    \
+    return ret
+
+IOS_EXPORT int open(const char *path, int flags, ...) {
+    int mode = 0;
+    OPEN_MODE(flags, mode);
+    WRAP_OPEN(open, ios_real.open(path, flags, mode), AT_FDCWD, path, mode);
+}
+IOS_EXPORT int open64(const char *path, int flags, ...) {
+    int mode = 0;
+    OPEN_MODE(flags, mode);
+    WRAP_OPEN(open64, ios_real.open64(path, flags, mode), AT_FDCWD, path, mode);
+}
+IOS_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
+    int mode = 0;
+    OPEN_MODE(flags, mode);
+    WRAP_OPEN(openat, ios_real.openat(dirfd, path, flags, mode), dirfd, path, mode);
+}
+IOS_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
+    int mode = 0;
+    OPEN_MODE(flags, mode);
+    WRAP_OPEN(openat64, ios_real.openat64(dirfd, path, flags, mode), dirfd, path, mode);
+}
+IOS_EXPORT int __open_2(const char *path, int flags) {
+    WRAP_OPEN(__open_2, ios_real.__open_2(path, flags), AT_FDCWD, path, 0);
+}
+IOS_EXPORT int __open64_2(const char *path, int flags) {
+    WRAP_OPEN(__open64_2, ios_real.__open64_2(path, flags), AT_FDCWD, path, 0);
+}
+IOS_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
+    WRAP_OPEN(__openat_2, ios_real.__openat_2(dirfd, path, flags), dirfd, path, 0);
+}
+IOS_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
+    WRAP_OPEN(__openat64_2, ios_real.__openat64_2(dirfd, path, flags), dirfd, path, 0);
+}
+IOS_EXPORT int creat(const char *path, mode_t mode) {
+    WRAP_OPEN(creat, ios_real.creat(path, mode), AT_FDCWD, path, (int)mode);
+}
+IOS_EXPORT int creat64(const char *path, mode_t mode) {
+    WRAP_OPEN(creat64, ios_real.creat64(path, mode), AT_FDCWD, path, (int)mode);
+}
+
+/* Times the real call on a tracked fd and records its transfer. The hot path: no errno work,
+ * since recording makes no system call. */
+#define WRAP_RW(name, call, is_write, offset, aligned)                                             \
+    IOS_REAL(name);                                                                                \
+    struct posix_file *f = fd_file(fd);                                                            \
+    if (!f)                                                                                        \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    ssize_t ret = call;                                                                            \
+    double t2 = ios_now();                                                                         \
+    if (ret >= 0)                                                                                  \
+        count_rw(f, is_write, offset, ret, aligned, t1, t2);                                       \
+    return ret
+
+IOS_EXPORT ssize_t read(int fd, void *buf, size_t count) {
+    WRAP_RW(read, ios_real.read(fd, buf, count), 0, -1, buf_aligned(buf));
+}
+IOS_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
+    WRAP_RW(write, ios_real.write(fd, buf, count), 1, -1, buf_aligned(buf));
+}
+IOS_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t off) {
+    WRAP_RW(pread, ios_real.pread(fd, buf, count, off), 0, off, buf_aligned(buf));
+}
+IOS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t off) {
+    WRAP_RW(pwrite, ios_real.pwrite(fd, buf, count, off), 1, off, buf_aligned(buf));
+}
+IOS_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off64_t off) {
+    WRAP_RW(pread64, ios_real.pread64(fd, buf, count, off), 0, off, buf_aligned(buf));
+}
+IOS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t off) {
+    WRAP_RW(pwrite64, ios_real.pwrite64(fd, buf, count, off), 1, off, buf_aligned(buf));
+}
+IOS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen) {
+    (void)buflen; /* the compiler's bound check already passed at the call site */
+    WRAP_RW(read, ios_real.read(fd, buf, count), 0, -1, buf_aligned(buf));
+}
+IOS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
+    WRAP_RW(readv, ios_real.readv(fd, iov, n), 0, -1, iov_aligned(iov, n));
+}
+IOS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n) {
+    WRAP_RW(writev, ios_real.writev(fd, iov, n), 1, -1, iov_aligned(iov, n));
+}
+IOS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off) {
+    WRAP_RW(preadv, ios_real.preadv(fd, iov, n, off), 0, off, iov_aligned(iov, n));
+}
+IOS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off) {
+    WRAP_RW(pwritev, ios_real.pwritev(fd, iov, n, off), 1, off, iov_aligned(iov, n));
+}
+IOS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off) {
+    WRAP_RW(preadv64, ios_real.preadv64(fd, iov, n, off), 0, off, iov_aligned(iov, n));
+}
+IOS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int n, off64_t off) {
+    WRAP_RW(pwritev64, ios_real.pwritev64(fd, iov, n, off), 1, off, iov_aligned(iov, n));
+}
+/* offset -1 means "at the file offset" for the v2 calls, exactly as count_rw reads it */
+IOS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
+    WRAP_RW(preadv2, ios_real.preadv2(fd, iov, n, off, flags), 0, off, iov_aligned(iov, n));
+}
+IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
+    WRAP_RW(pwritev2, ios_real.pwritev2(fd, iov, n, off, flags), 1, off, iov_aligned(iov, n));
+}
+
+/* Times a call on a tracked fd and, if it succeeded, runs the statement on f inside the lock. */
+#define WRAP_FD_META(name, type, call, ok, stmt)                                                   \
+    IOS_REAL(name);                                                                                \
+    struct posix_file *f = fd_file(fd);                                                            \
+    if (!f)                                                                                        \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    type ret = call;                                                                               \
+    double t2 = ios_now();                                                                         \
+    if ((ok) && enter()) {                                                                         \
+        stmt;                                                                                      \
+        leave();                                                                                   \
+    }                                                                                              \
+    return ret
+
+IOS_EXPORT off_t lseek(int fd, off_t off, int whence) {
+    WRAP_FD_META(lseek, off_t, ios_real.lseek(fd, off, whence), ret >= 0, {
+        f->offset = ret;
+        f->rec->counters[POSIX_SEEKS]++;
+        meta_time(f, t1, t2);
+    });
+}
+IOS_EXPORT off64_t lseek64(int fd, off64_t off, int whence) {
+    WRAP_FD_META(lseek64, off64_t, ios_real.lseek64(fd, off, whence), ret >= 0, {
+        f->offset = ret;
+        f->rec->counters[POSIX_SEEKS]++;
+        meta_time(f, t1, t2);
+    });
+}
+/* Darshan counts sync time as write time. */
+IOS_EXPORT int fsync(int fd) {
+    WRAP_FD_META(fsync, int, ios_real.fsync(fd), ret == 0, {
+        f->rec->counters[POSIX_FSYNCS]++;
+        ios_timer_add(&f->rec->fcounters[POSIX_F_WRITE_TIME], t1, t2, &f->last_write_end);
+    });
+}
+IOS_EXPORT int fdatasync(int fd) {
+    WRAP_FD_META(fdatasync, int, ios_real.fdatasync(fd), ret == 0, {
+        f->rec->counters[POSIX_FDSYNCS]++;
+        ios_timer_add(&f->rec->fcounters[POSIX_F_WRITE_TIME], t1, t2, &f->last_write_end);
+    });
+}
+IOS_EXPORT int close(int fd) {
+    WRAP_FD_META(close, int, ios_real.close(fd), 1, {
+        double *fc = f->rec->fcounters;
+        f->last_byte_read = f->last_byte_written = 0;
+        if (fc[POSIX_F_CLOSE_START_TIMESTAMP] == 0 || fc[POSIX_F_CLOSE_START_TIMESTAMP] > t1)
+            fc[POSIX_F_CLOSE_START_TIMESTAMP] = t1;
+        fc[POSIX_F_CLOSE_END_TIMESTAMP] = t2;
+        meta_time(f, t1, t2);
+        map_fd(fd, NULL);
+    });
+}
+/* A new descriptor for a tracked file: an open that keeps the offsets (Darshan's REFOPEN). */
+#define WRAP_DUP(name, call)                                                                       \
+    WRAP_FD_META(name, int, call, ret >= 0, count_open(f, ret, 0, POSIX_DUPS, 0, t1, t2))
+IOS_EXPORT int dup(int fd) {
+    WRAP_DUP(dup, ios_real.dup(fd));
+}
+IOS_EXPORT int dup2(int fd, int newfd) {
+    WRAP_DUP(dup2, ios_real.dup2(fd, newfd));
+}
+IOS_EXPORT int dup3(int fd, int newfd, int flags) {
+    WRAP_DUP(dup3, ios_real.dup3(fd, newfd, flags));
+}
+/* Counted for a file-backed mapping of a tracked fd; Darshan's LD_PRELOAD build leaves it -1. */
+#define WRAP_MMAP(name, call)                                                                      \
+    WRAP_FD_META(name, void *, call, ret != MAP_FAILED, {                                          \
+        f->rec->counters[POSIX_MMAPS]++;                                                           \
+        meta_time(f, t1, t2);                                                                      \
+    })
+IOS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    WRAP_MMAP(mmap, ios_real.mmap(addr, len, prot, flags, fd, off));
+}
+IOS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+    WRAP_MMAP(mmap64, ios_real.mmap64(addr, len, prot, flags, fd, off));
+}
+
+/* ---- stat family ------------------------------------------------------------------------- */
+static void stat_path(int dirfd, const char *path, double t1, double t2) {
+    char name[PATH_MAX];
+    int saved = errno;
+    ios_in_runtime = 1;
+    if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && enter()) {
+        struct posix_file *f = file_by_name(name);
+        if (f) {
+            f->rec->counters[POSIX_STATS]++;
+            meta_time(f, t1, t2);
+        }
+        leave();
+    }
+    ios_in_runtime = 0;
+    errno = saved;
+}
+
+static void stat_fd(int fd, double t1, double t2) {
+    struct posix_file *f = fd_file(fd);
+    if (f && enter()) {
+        f->rec->counters[POSIX_STATS]++;
+        meta_time(f, t1, t2);
+        leave();
+    }
+}
+
+/* Only regular files are recorded, as in Darshan. at_fd: fstatat(fd, "", AT_EMPTY_PATH). */
+#define WRAP_STAT(name, call, dirfd, path, flags, st_mode)                                         \
+    IOS_REAL(name);                                                                                \
+    if (!ios_recording())                                                                          \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    int ret = call;                                                                                \
+    double t2 = ios_now();                                                                         \
+    if (ret == 0 && S_ISREG(st_mode)) {                                                            \
+        if (((flags) & AT_EMPTY_PATH) && path[0] == '\0')                                  \
+            stat_fd(dirfd, t1, t2);                                                                \
+        else                                                                                       \
+            stat_path(dirfd, path, t1, t2);                                                        \
+    }                                                                                              \
+    return ret
+#define WRAP_FSTAT(name, call, st_mode)                                                            \
+    IOS_REAL(name);                                                                                \
+    if (!fd_file(fd))                                                                              \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    int ret = call;                                                                                \
+    double t2 = ios_now();                                                                         \
+    if (ret == 0 && S_ISREG(st_mode))                                                              \
+        stat_fd(fd, t1, t2);                                                                       \
+    return ret
+
+IOS_EXPORT int stat(const char *path, struct stat *st) {
+    WRAP_STAT(stat, ios_real.stat(path, st), AT_FDCWD, path, 0, st->st_mode);
+}
+IOS_EXPORT int stat64(const char *path, struct stat64 *st) {
+    WRAP_STAT(stat64, ios_real.stat64(path, st), AT_FDCWD, path, 0, st->st_mode);
+}
+IOS_EXPORT int lstat(const char *path, struct stat *st) {
+    WRAP_STAT(lstat, ios_real.lstat(path, st), AT_FDCWD, path, 0, st->st_mode);
+}
+IOS_EXPORT int lstat64(const char *path, struct stat64 *st) {
+    WRAP_STAT(lstat64, ios_real.lstat64(path, st), AT_FDCWD, path, 0, st->st_mode);
+}
+IOS_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
+    WRAP_STAT(fstatat, ios_real.fstatat(dirfd, path, st, flags), dirfd, path, flags, st->st_mode);
+}
+IOS_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags) {
+    WRAP_STAT(fstatat64, ios_real.fstatat64(dirfd, path, st, flags), dirfd, path, flags,
+              st->st_mode);
+}
+IOS_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *stx) {
+    WRAP_STAT(statx, ios_real.statx(dirfd, path, flags, mask, stx), dirfd, path, flags,
+              stx->stx_mode);
+}
+IOS_EXPORT int __xstat(int ver, const char *path, struct stat *st) {
+    WRAP_STAT(__xstat, ios_real.__xstat(ver, path, st), AT_FDCWD, path, 0, st->st_mode);
+}
+IOS_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st) {
+    WRAP_STAT(__xstat64, ios_real.__xstat64(ver, path, st), AT_FDCWD, path, 0, st->st_mode);
+}
+IOS_EXPORT int __lxstat(int ver, const char *path, struct stat *st) {
+    WRAP_STAT(__lxstat, ios_real.__lxstat(ver, path, st), AT_FDCWD, path, 0, st->st_mode);
+}
+IOS_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st) {
+    WRAP_STAT(__lxstat64, ios_real.__lxstat64(ver, path, st), AT_FDCWD, path, 0, st->st_mode);
+}
+IOS_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags) {
+    WRAP_STAT(__fxstatat, ios_real.__fxstatat(ver, dirfd, path, st, flags), dirfd, path, flags,
+              st->st_mode);
+}
+IOS_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags) {
+    WRAP_STAT(__fxstatat64, ios_real.__fxstatat64(ver, dirfd, path, st, flags), dirfd, path,
+              flags, st->st_mode);
+}
+IOS_EXPORT int fstat(int fd, struct stat *st) {
+    WRAP_FSTAT(fstat, ios_real.fstat(fd, st), st->st_mode);
+}
+IOS_EXPORT int fstat64(int fd, struct stat64 *st) {
+    WRAP_FSTAT(fstat64, ios_real.fstat64(fd, st), st->st_mode);
+}
+IOS_EXPORT int __fxstat(int ver, int fd, struct stat *st) {
+    WRAP_FSTAT(__fxstat, ios_real.__fxstat(ver, fd, st), st->st_mode);
+}
+IOS_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st) {
+    WRAP_FSTAT(__fxstat64, ios_real.__fxstat64(ver, fd, st), st->st_mode);
+}
+
+/* ---- rename and fileno ------------------------------------------------------------------- */
+IOS_EXPORT int rename(const char *oldpath, const char *newpath) {
+    IOS_REAL(rename);
+    if (!ios_recording())
+        return ios_real.rename(oldpath, newpath);
+    double t1 = ios_now();
+    int ret = ios_real.rename(oldpath, newpath);
+    double t2 = ios_now();
+    char oldname[PATH_MAX], newname[PATH_MAX];
+    int saved = errno;
+    ios_in_runtime = 1;
+    if (ret == 0 && ios_normalize_path(oldpath, AT_FDCWD, oldname, sizeof oldname) == 0 &&
+        enter()) {
+        uint64_t old_id = ios_record_id(oldname);
+        struct posix_file *src = ios_map_get(&files_by_id, old_id);
+        /* Only a rename of a file already recorded is counted, as in Darshan. */
+        if (src) {
+            src->rec->counters[POSIX_RENAME_SOURCES]++;
+            meta_time(src, t1, t2);
+            struct posix_file *dst =
+                ios_normalize_path(newpath, AT_FDCWD, newname, sizeof newname) == 0
+                    ? file_by_name(newname)
+                    : NULL;
+            if (dst) {
+                dst->rec->counters[POSIX_RENAME_TARGETS]++;
+                if (dst->rec->counters[POSIX_RENAMED_FROM] == 0)
+                    dst->rec->counters[POSIX_RENAMED_FROM] = (int64_t)old_id;
+            }
+        }
+        leave();
+    }
+    ios_in_runtime = 0;
+    errno = saved;
+    return ret;
+}
+
+const char *ios_stdio_stream_name(FILE *stream);
+
+const char *ios_posix_fd_name(int fd) {
+    struct posix_file *f = (unsigned)fd < (unsigned)fd_table_size
+                               ? atomic_load_explicit(&fd_table[fd], memory_order_relaxed)
+                               : NULL;
+    return f ? ios_record_name(f->rec->base.id) : NULL;
+}
+
+/* fileno() exposes a tracked stream's descriptor: POSIX calls on it count for the same file. */
+IOS_EXPORT int fileno(FILE *stream) {
+    IOS_REAL(fileno);
+    if (!ios_recording())
+        return ios_real.fileno(stream);
+    double t1 = ios_now();
+    int ret = ios_real.fileno(stream);
+    double t2 = ios_now();
+    int saved = errno;
+    if (ret >= 0 && enter()) {
+        const char *name = ios_stdio_stream_name(stream);
+        struct posix_file *f = name ? file_by_name(name) : NULL;
+        if (f)
+            count_open(f, ret, 0, POSIX_FILENOS, 0, t1, t2);
+        leave();
+    }
+    errno = saved;
+    return ret;
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------ */
+void ios_posix_collect(struct ios_record_set *set) {
+    set->mod = IOS_MOD_POSIX;
+    set->rec_size = sizeof(struct ios_posix_record);
+    set->count = set->len = 0;
+    set->buf = malloc(files_by_id.count * set->rec_size + 1);
+    if (!set->buf)
+        return;
+    for (size_t i = 0; i < files_by_id.cap; i++) {
+        struct posix_file *f = files_by_id.keys[i] ? files_by_id.vals[i] : NULL;
+        if (!f)
+            continue;
+        struct ios_posix_record *r = (void *)(set->buf + set->len);
+        *r = *f->rec;
+        ios_common_merge(&r->counters[POSIX_ACCESS1_ACCESS], &r->counters[POSIX_ACCESS1_COUNT],
+                         f->access.value, f->access.count, f->access.n);
+        ios_common_merge(&r->counters[POSIX_STRIDE1_STRIDE], &r->counters[POSIX_STRIDE1_COUNT],
+                         f->stride.value, f->stride.count, f->stride.n);
+        set->len += set->rec_size;
+        set->count++;
+    }
+}
+
+void ios_posix_reset(void) {
+    ios_map_free(&files_by_id);
+    if (fd_table)
+        memset((void *)fd_table, 0, (size_t)fd_table_size * sizeof(void *));
+}
+
+/* ---- reduction of shared records (reference §7) ---------------------------------------------- */
+static int64_t posix_bytes(const void *rec) {
+    const struct ios_posix_record *r = rec;
+    return r->counters[POSIX_BYTES_READ] + r->counters[POSIX_BYTES_WRITTEN];
+}
+
+static double posix_time(const void *rec) {
+    const struct ios_posix_record *r = rec;
+    return r->fcounters[POSIX_F_READ_TIME] + r->fcounters[POSIX_F_WRITE_TIME] +
+           r->fcounters[POSIX_F_META_TIME];
+}
+
+static void posix_combine(const void *in_v, void *inout_v) {
+    const struct ios_posix_record *in = in_v;
+    struct ios_posix_record *io = inout_v;
+    int64_t *c = io->counters;
+    const int64_t *ic = in->counters;
+    for (int j = POSIX_OPENS; j <= POSIX_RENAME_TARGETS; j++) {
+        c[j] += ic[j];
+        if (c[j] < 0) /* counters "not monitored" stay exactly -1 */
+            c[j] = -1;
+    }
+    c[POSIX_RENAMED_FROM] = ic[POSIX_RENAMED_FROM] ? ic[POSIX_RENAMED_FROM] : c[POSIX_RENAMED_FROM];
+    c[POSIX_MODE] = ic[POSIX_MODE] ? ic[POSIX_MODE] : c[POSIX_MODE];
+    c[POSIX_BYTES_READ] += ic[POSIX_BYTES_READ];
+    c[POSIX_BYTES_WRITTEN] += ic[POSIX_BYTES_WRITTEN];
+    for (int j = POSIX_MAX_BYTE_READ; j <= POSIX_MAX_BYTE_WRITTEN; j++)
+        c[j] = ic[j] > c[j] ? ic[j] : c[j];
+    for (int j = POSIX_CONSEC_READS; j <= POSIX_MEM_NOT_ALIGNED; j++)
+        c[j] += ic[j];
+    c[POSIX_FILE_NOT_ALIGNED] += ic[POSIX_FILE_NOT_ALIGNED];
+    for (int j = POSIX_SIZE_READ_0_100; j <= POSIX_SIZE_WRITE_1G_PLUS; j++)
+        c[j] += ic[j];
+    ios_common_merge(&c[POSIX_STRIDE1_STRIDE], &c[POSIX_STRIDE1_COUNT], &ic[POSIX_STRIDE1_STRIDE],
+                     &ic[POSIX_STRIDE1_COUNT], 4);
+    ios_common_merge(&c[POSIX_ACCESS1_ACCESS], &c[POSIX_ACCESS1_COUNT], &ic[POSIX_ACCESS1_ACCESS],
+                     &ic[POSIX_ACCESS1_COUNT], 4);
+
+    double *fc = io->fcounters;
+    const double *ifc = in->fcounters;
+    for (int j = POSIX_F_OPEN_START_TIMESTAMP; j <= POSIX_F_CLOSE_START_TIMESTAMP; j++)
+        if (ifc[j] > 0 && (fc[j] == 0 || ifc[j] < fc[j]))
+            fc[j] = ifc[j];
+    for (int j = POSIX_F_OPEN_END_TIMESTAMP; j <= POSIX_F_CLOSE_END_TIMESTAMP; j++)
+        fc[j] = ifc[j] > fc[j] ? ifc[j] : fc[j];
+    for (int j = POSIX_F_READ_TIME; j <= POSIX_F_META_TIME; j++)
+        fc[j] += ifc[j];
+    if (ifc[POSIX_F_MAX_READ_TIME] > fc[POSIX_F_MAX_READ_TIME]) {
+        fc[POSIX_F_MAX_READ_TIME] = ifc[POSIX_F_MAX_READ_TIME];
+        c[POSIX_MAX_READ_TIME_SIZE] = ic[POSIX_MAX_READ_TIME_SIZE];
+    }
+    if (ifc[POSIX_F_MAX_WRITE_TIME] > fc[POSIX_F_MAX_WRITE_TIME]) {
+        fc[POSIX_F_MAX_WRITE_TIME] = ifc[POSIX_F_MAX_WRITE_TIME];
+        c[POSIX_MAX_WRITE_TIME_SIZE] = ic[POSIX_MAX_WRITE_TIME_SIZE];
+    }
+    if (ifc[POSIX_F_FASTEST_RANK_TIME] < fc[POSIX_F_FASTEST_RANK_TIME]) {
+        fc[POSIX_F_FASTEST_RANK_TIME] = ifc[POSIX_F_FASTEST_RANK_TIME];
+        c[POSIX_FASTEST_RANK] = ic[POSIX_FASTEST_RANK];
+        c[POSIX_FASTEST_RANK_BYTES] = ic[POSIX_FASTEST_RANK_BYTES];
+    }
+    if (ifc[POSIX_F_SLOWEST_RANK_TIME] > fc[POSIX_F_SLOWEST_RANK_TIME]) {
+        fc[POSIX_F_SLOWEST_RANK_TIME] = ifc[POSIX_F_SLOWEST_RANK_TIME];
+        c[POSIX_SLOWEST_RANK] = ic[POSIX_SLOWEST_RANK];
+        c[POSIX_SLOWEST_RANK_BYTES] = ic[POSIX_SLOWEST_RANK_BYTES];
+    }
+}
+
+const struct ios_reducer ios_posix_reducer = {
+    .rec_size = sizeof(struct ios_posix_record),
+    .fastest_rank = POSIX_FASTEST_RANK,
+    .fastest_bytes = POSIX_FASTEST_RANK_BYTES,
+    .slowest_rank = POSIX_SLOWEST_RANK,
+    .slowest_bytes = POSIX_SLOWEST_RANK_BYTES,
+    .fastest_time = POSIX_F_FASTEST_RANK_TIME,
+    .slowest_time = POSIX_F_SLOWEST_RANK_TIME,
+    .variance_time = POSIX_F_VARIANCE_RANK_TIME,
+    .variance_bytes = POSIX_F_VARIANCE_RANK_BYTES,
+    .ts_first = POSIX_F_OPEN_START_TIMESTAMP,
+    .ts_last = POSIX_F_CLOSE_END_TIMESTAMP,
+    .bytes = posix_bytes,
+    .time = posix_time,
+    .combine = posix_combine,
+    .counters_off = offsetof(struct ios_posix_record, counters),
+    .fcounters_off = offsetof(struct ios_posix_record, fcounters),
+};

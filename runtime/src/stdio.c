@@ -1,0 +1,483 @@
+/* STDIO module: wrappers of the buffered stream calls and Darshan's STDIO v2 record
+ * (reference §6.3), including the <STDIN>, <STDOUT> and <STDERR> records. */
+#include "iostudy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct stdio_file {
+    struct ios_stdio_record *rec;
+    int64_t offset; /* bytes from the start, as the stream's calls moved it */
+    double last_read_end, last_write_end, last_meta_end;
+};
+
+static struct ios_map files_by_id; /* record id -> file */
+static struct ios_map streams;     /* FILE* -> file */
+static FILE *cached_stream;        /* last stream looked up; most programs use one at a time */
+static struct stdio_file *cached_file;
+
+static struct stdio_file *file_by_name(const char *name) {
+    uint64_t id = ios_record_id(name);
+    struct stdio_file *f = ios_map_get(&files_by_id, id);
+    if (f)
+        return f;
+    f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->rec = ios_register_record(IOS_MOD_STDIO, id, name, sizeof *f->rec);
+    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
+        free(f);
+        return NULL;
+    }
+    f->rec->base.id = id;
+    return f;
+}
+
+static void map_stream(FILE *stream, struct stdio_file *f) {
+    if (f)
+        ios_map_put(&streams, (uint64_t)(uintptr_t)stream, f);
+    else
+        ios_map_del(&streams, (uint64_t)(uintptr_t)stream);
+    cached_stream = NULL;
+}
+
+/* The standard streams get their records on first use. */
+static struct stdio_file *stream_file(FILE *stream) {
+    if (stream == cached_stream)
+        return cached_file;
+    struct stdio_file *f = ios_map_get(&streams, (uint64_t)(uintptr_t)stream);
+    if (!f && stream && (stream == stdin || stream == stdout || stream == stderr)) {
+        f = file_by_name(stream == stdin ? "<STDIN>" : stream == stdout ? "<STDOUT>" : "<STDERR>");
+        if (f)
+            map_stream(stream, f);
+    }
+    cached_stream = stream;
+    cached_file = f;
+    return f;
+}
+
+void ios_stdio_init_std_streams(void) {
+    cached_stream = NULL;
+}
+
+const char *ios_stdio_stream_name(FILE *stream) {
+    struct stdio_file *f = stream_file(stream);
+    return f ? ios_record_name(f->rec->base.id) : NULL;
+}
+
+static inline int enter(void) {
+    ios_in_runtime = 1;
+    ios_lock();
+    if (IOS_UNLIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) != IOS_ON)) {
+        ios_unlock();
+        ios_in_runtime = 0;
+        return 0;
+    }
+    return 1;
+}
+
+static inline void leave(void) {
+    ios_unlock();
+    ios_in_runtime = 0;
+}
+
+enum op { OP_READ, OP_WRITE, OP_FLUSH, OP_SEEK, OP_TELL, OP_CLOSE };
+
+/* Records one call on stream; bytes for reads and writes, the new offset for seeks. */
+static void count(FILE *stream, enum op op, int64_t bytes, double t1, double t2) {
+    int saved = errno;
+    if (!enter()) {
+        errno = saved;
+        return;
+    }
+    struct stdio_file *f = stream_file(stream);
+    if (f) {
+        int64_t *c = f->rec->counters;
+        double *fc = f->rec->fcounters;
+        int is_write = op == OP_WRITE || op == OP_FLUSH;
+        switch (op) {
+        case OP_READ:
+        case OP_WRITE:
+        case OP_FLUSH: {
+            /* A flush is timed as a zero-byte write but counted as a flush, as in Darshan. */
+            int64_t max = f->offset + bytes - 1;
+            f->offset += bytes;
+            int max_byte = is_write ? STDIO_MAX_BYTE_WRITTEN : STDIO_MAX_BYTE_READ;
+            if (c[max_byte] < max)
+                c[max_byte] = max;
+            c[is_write ? STDIO_BYTES_WRITTEN : STDIO_BYTES_READ] += bytes;
+            c[op == OP_READ ? STDIO_READS : op == OP_WRITE ? STDIO_WRITES : STDIO_FLUSHES]++;
+            int start = is_write ? STDIO_F_WRITE_START_TIMESTAMP : STDIO_F_READ_START_TIMESTAMP;
+            if (fc[start] == 0 || fc[start] > t1)
+                fc[start] = t1;
+            fc[is_write ? STDIO_F_WRITE_END_TIMESTAMP : STDIO_F_READ_END_TIMESTAMP] = t2;
+            if (is_write)
+                ios_timer_add(&fc[STDIO_F_WRITE_TIME], t1, t2, &f->last_write_end);
+            else
+                ios_timer_add(&fc[STDIO_F_READ_TIME], t1, t2, &f->last_read_end);
+            ios_heatmap_add(IOS_HEATMAP_STDIO, is_write, bytes, t1, t2);
+            break;
+        }
+        case OP_SEEK:
+            f->offset = bytes;
+            c[STDIO_SEEKS]++;
+            ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
+            break;
+        case OP_TELL:
+            ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
+            break;
+        case OP_CLOSE:
+            if (fc[STDIO_F_CLOSE_START_TIMESTAMP] == 0 || fc[STDIO_F_CLOSE_START_TIMESTAMP] > t1)
+                fc[STDIO_F_CLOSE_START_TIMESTAMP] = t1;
+            fc[STDIO_F_CLOSE_END_TIMESTAMP] = t2;
+            ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
+            map_stream(stream, NULL);
+            break;
+        }
+    }
+    leave();
+    errno = saved;
+}
+
+static void count_open(FILE *stream, const char *name, int fdopened, double t1, double t2) {
+    struct stdio_file *f = file_by_name(name);
+    if (!f)
+        return;
+    int64_t *c = f->rec->counters;
+    double *fc = f->rec->fcounters;
+    f->offset = 0;
+    c[STDIO_OPENS]++;
+    if (fdopened)
+        c[STDIO_FDOPENS]++;
+    if (fc[STDIO_F_OPEN_START_TIMESTAMP] == 0 || fc[STDIO_F_OPEN_START_TIMESTAMP] > t1)
+        fc[STDIO_F_OPEN_START_TIMESTAMP] = t1;
+    fc[STDIO_F_OPEN_END_TIMESTAMP] = t2;
+    ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
+    map_stream(stream, f);
+}
+
+static void opened(FILE *stream, const char *path, double t1, double t2) {
+    char name[PATH_MAX];
+    int saved = errno;
+    ios_in_runtime = 1;
+    if (stream && path && ios_normalize_path(path, AT_FDCWD, name, sizeof name) == 0 && enter()) {
+        count_open(stream, name, 0, t1, t2);
+        leave();
+    }
+    ios_in_runtime = 0;
+    errno = saved;
+}
+
+const char *ios_posix_fd_name(int fd);
+
+/* ---- wrappers ------------------------------------------------------------------------------ */
+#define WRAP_OPEN(name, call, path)                                                                \
+    IOS_REAL(name);                                                                                \
+    if (!ios_recording())                                                                          \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    FILE *ret = call;                                                                              \
+    double t2 = ios_now();                                                                         \
+    opened(ret, path, t1, t2);                                                                     \
+    return ret
+
+IOS_EXPORT FILE *fopen(const char *path, const char *mode) {
+    WRAP_OPEN(fopen, ios_real.fopen(path, mode), path);
+}
+IOS_EXPORT FILE *fopen64(const char *path, const char *mode) {
+    WRAP_OPEN(fopen64, ios_real.fopen64(path, mode), path);
+}
+IOS_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream) {
+    WRAP_OPEN(freopen, ios_real.freopen(path, mode, stream), path);
+}
+IOS_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream) {
+    WRAP_OPEN(freopen64, ios_real.freopen64(path, mode, stream), path);
+}
+IOS_EXPORT FILE *fdopen(int fd, const char *mode) {
+    IOS_REAL(fdopen);
+    if (!ios_recording())
+        return ios_real.fdopen(fd, mode);
+    double t1 = ios_now();
+    FILE *ret = ios_real.fdopen(fd, mode);
+    double t2 = ios_now();
+    int saved = errno;
+    if (ret && enter()) {
+        /* The stream is named after the file the descriptor was opened as. */
+        const char *name = ios_posix_fd_name(fd);
+        if (name)
+            count_open(ret, name, 1, t1, t2);
+        leave();
+    }
+    errno = saved;
+    return ret;
+}
+
+/* Times the real call and counts it on stream when ok holds. */
+#define WRAP(name, type, call, stream, ok, op, bytes)                                              \
+    IOS_REAL(name);                                                                                \
+    if (!ios_recording())                                                                          \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    type ret = call;                                                                               \
+    double t2 = ios_now();                                                                         \
+    if (ok)                                                                                        \
+        count(stream, op, bytes, t1, t2);                                                          \
+    return ret
+
+IOS_EXPORT size_t fwrite(const void *ptr, size_t size, size_t n, FILE *stream) {
+    WRAP(fwrite, size_t, ios_real.fwrite(ptr, size, n, stream), stream, ret > 0, OP_WRITE,
+         (int64_t)(size * ret));
+}
+IOS_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *stream) {
+    WRAP(fread, size_t, ios_real.fread(ptr, size, n, stream), stream, ret > 0, OP_READ,
+         (int64_t)(size * ret));
+}
+IOS_EXPORT int fputs(const char *s, FILE *stream) {
+    WRAP(fputs, int, ios_real.fputs(s, stream), stream, ret >= 0, OP_WRITE, (int64_t)strlen(s));
+}
+IOS_EXPORT int puts(const char *s) {
+    WRAP(puts, int, ios_real.puts(s), stdout, ret >= 0, OP_WRITE, (int64_t)strlen(s) + 1);
+}
+IOS_EXPORT int fputc(int ch, FILE *stream) {
+    WRAP(fputc, int, ios_real.fputc(ch, stream), stream, ret != EOF, OP_WRITE, 1);
+}
+IOS_EXPORT int putc(int ch, FILE *stream) {
+    WRAP(putc, int, ios_real.putc(ch, stream), stream, ret != EOF, OP_WRITE, 1);
+}
+IOS_EXPORT int putchar(int ch) {
+    WRAP(putchar, int, ios_real.putchar(ch), stdout, ret != EOF, OP_WRITE, 1);
+}
+IOS_EXPORT int vfprintf(FILE *stream, const char *fmt, va_list ap) {
+    WRAP(vfprintf, int, ios_real.vfprintf(stream, fmt, ap), stream, ret > 0, OP_WRITE, ret);
+}
+IOS_EXPORT int vprintf(const char *fmt, va_list ap) {
+    WRAP(vfprintf, int, ios_real.vfprintf(stdout, fmt, ap), stdout, ret > 0, OP_WRITE, ret);
+}
+IOS_EXPORT int __vfprintf_chk(FILE *stream, int flag, const char *fmt, va_list ap) {
+    WRAP(__vfprintf_chk, int, ios_real.__vfprintf_chk(stream, flag, fmt, ap), stream, ret > 0,
+         OP_WRITE, ret);
+}
+IOS_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap) {
+    WRAP(__vfprintf_chk, int, ios_real.__vfprintf_chk(stdout, flag, fmt, ap), stdout, ret > 0,
+         OP_WRITE, ret);
+}
+/* The variadic forms go through the v* wrappers above. */
+IOS_EXPORT int fprintf(FILE *stream, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int ret = vfprintf(stream, fmt, ap);
+    va_end(ap);
+    return ret;
+}
+IOS_EXPORT int printf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int ret = vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    return ret;
+}
+IOS_EXPORT int __fprintf_chk(FILE *stream, int flag, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int ret = __vfprintf_chk(stream, flag, fmt, ap);
+    va_end(ap);
+    return ret;
+}
+IOS_EXPORT int __printf_chk(int flag, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int ret = __vfprintf_chk(stdout, flag, fmt, ap);
+    va_end(ap);
+    return ret;
+}
+
+char *fgets(char *s, int size, FILE *stream) {
+    WRAP(fgets, char *, ios_real.fgets(s, size, stream), stream, ret != NULL, OP_READ,
+         (int64_t)strlen(ret));
+}
+IOS_EXPORT int fgetc(FILE *stream) {
+    WRAP(fgetc, int, ios_real.fgetc(stream), stream, ret != EOF, OP_READ, 1);
+}
+IOS_EXPORT int getc(FILE *stream) {
+    WRAP(getc, int, ios_real.getc(stream), stream, ret != EOF, OP_READ, 1);
+}
+
+/* fscanf's byte count is how far it moved the stream. */
+static int scan(int (*real)(FILE *, const char *, va_list), FILE *stream, const char *fmt,
+                va_list ap) {
+    IOS_REAL(ftell);
+    if (!ios_recording())
+        return real(stream, fmt, ap);
+    double t1 = ios_now();
+    long before = ios_real.ftell(stream);
+    int ret = real(stream, fmt, ap);
+    long after = ios_real.ftell(stream);
+    double t2 = ios_now();
+    if (ret != 0 && before >= 0 && after >= before)
+        count(stream, OP_READ, after - before, t1, t2);
+    return ret;
+}
+/* stdio.h renames fscanf and vfscanf to their __isoc99_ forms; the asm labels define the plain
+ * symbols that older binaries still call. */
+int ios_wrap_vfscanf(FILE *stream, const char *fmt, va_list ap) __asm__("vfscanf");
+int ios_wrap_fscanf(FILE *stream, const char *fmt, ...) __asm__("fscanf");
+
+IOS_EXPORT int ios_wrap_vfscanf(FILE *stream, const char *fmt, va_list ap) {
+    IOS_REAL(vfscanf);
+    return scan(ios_real.vfscanf, stream, fmt, ap);
+}
+IOS_EXPORT int __isoc99_vfscanf(FILE *stream, const char *fmt, va_list ap) {
+    IOS_REAL(__isoc99_vfscanf);
+    return scan(ios_real.__isoc99_vfscanf, stream, fmt, ap);
+}
+IOS_EXPORT int ios_wrap_fscanf(FILE *stream, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int ret = __isoc99_vfscanf(stream, fmt, ap);
+    va_end(ap);
+    return ret;
+}
+IOS_EXPORT int __isoc99_fscanf(FILE *stream, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int ret = __isoc99_vfscanf(stream, fmt, ap);
+    va_end(ap);
+    return ret;
+}
+
+/* A seek sets the offset to where the stream now is. */
+#define WRAP_SEEK(name, call)                                                                      \
+    IOS_REAL(name);                                                                                \
+    IOS_REAL(ftello64);                                                                            \
+    if (!ios_recording())                                                                          \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    int ret = call;                                                                                \
+    double t2 = ios_now();                                                                         \
+    if (ret == 0)                                                                                  \
+        count(stream, OP_SEEK, ios_real.ftello64(stream), t1, t2);                                 \
+    return ret
+
+IOS_EXPORT int fseek(FILE *stream, long off, int whence) {
+    WRAP_SEEK(fseek, ios_real.fseek(stream, off, whence));
+}
+IOS_EXPORT int fseeko(FILE *stream, off_t off, int whence) {
+    WRAP_SEEK(fseeko, ios_real.fseeko(stream, off, whence));
+}
+IOS_EXPORT int fseeko64(FILE *stream, off64_t off, int whence) {
+    WRAP_SEEK(fseeko64, ios_real.fseeko64(stream, off, whence));
+}
+IOS_EXPORT void rewind(FILE *stream) {
+    IOS_REAL(rewind);
+    if (!ios_recording()) {
+        ios_real.rewind(stream);
+        return;
+    }
+    double t1 = ios_now();
+    ios_real.rewind(stream);
+    double t2 = ios_now();
+    count(stream, OP_SEEK, 0, t1, t2);
+}
+/* Asking the position moves nothing: its time is metadata time, not a seek. */
+IOS_EXPORT long ftell(FILE *stream) {
+    WRAP(ftell, long, ios_real.ftell(stream), stream, ret >= 0, OP_TELL, 0);
+}
+IOS_EXPORT off_t ftello(FILE *stream) {
+    WRAP(ftello, off_t, ios_real.ftello(stream), stream, ret >= 0, OP_TELL, 0);
+}
+IOS_EXPORT off64_t ftello64(FILE *stream) {
+    WRAP(ftello64, off64_t, ios_real.ftello64(stream), stream, ret >= 0, OP_TELL, 0);
+}
+IOS_EXPORT int fflush(FILE *stream) {
+    WRAP(fflush, int, ios_real.fflush(stream), stream, ret == 0 && stream, OP_FLUSH, 0);
+}
+IOS_EXPORT int fclose(FILE *stream) {
+    WRAP(fclose, int, ios_real.fclose(stream), stream, 1, OP_CLOSE, 0);
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------ */
+void ios_stdio_collect(struct ios_record_set *set) {
+    set->mod = IOS_MOD_STDIO;
+    set->rec_size = sizeof(struct ios_stdio_record);
+    set->count = set->len = 0;
+    set->buf = malloc(files_by_id.count * set->rec_size + 1);
+    if (!set->buf)
+        return;
+    for (size_t i = 0; i < files_by_id.cap; i++) {
+        struct stdio_file *f = files_by_id.keys[i] ? files_by_id.vals[i] : NULL;
+        if (!f)
+            continue;
+        memcpy(set->buf + set->len, f->rec, set->rec_size);
+        set->len += set->rec_size;
+        set->count++;
+    }
+}
+
+void ios_stdio_reset(void) {
+    ios_map_free(&files_by_id);
+    ios_map_free(&streams);
+    cached_stream = NULL;
+}
+
+static int64_t stdio_bytes(const void *rec) {
+    const struct ios_stdio_record *r = rec;
+    return r->counters[STDIO_BYTES_READ] + r->counters[STDIO_BYTES_WRITTEN];
+}
+
+static double stdio_time(const void *rec) {
+    const struct ios_stdio_record *r = rec;
+    return r->fcounters[STDIO_F_READ_TIME] + r->fcounters[STDIO_F_WRITE_TIME] +
+           r->fcounters[STDIO_F_META_TIME];
+}
+
+static void stdio_combine(const void *in_v, void *inout_v) {
+    const struct ios_stdio_record *in = in_v;
+    struct ios_stdio_record *io = inout_v;
+    int64_t *c = io->counters;
+    const int64_t *ic = in->counters;
+    for (int j = STDIO_OPENS; j <= STDIO_BYTES_READ; j++)
+        c[j] += ic[j];
+    for (int j = STDIO_MAX_BYTE_READ; j <= STDIO_MAX_BYTE_WRITTEN; j++)
+        c[j] = ic[j] > c[j] ? ic[j] : c[j];
+    double *fc = io->fcounters;
+    const double *ifc = in->fcounters;
+    for (int j = STDIO_F_META_TIME; j <= STDIO_F_READ_TIME; j++)
+        fc[j] += ifc[j];
+    for (int j = STDIO_F_OPEN_START_TIMESTAMP; j <= STDIO_F_READ_START_TIMESTAMP; j++)
+        if (ifc[j] > 0 && (fc[j] == 0 || ifc[j] < fc[j]))
+            fc[j] = ifc[j];
+    for (int j = STDIO_F_OPEN_END_TIMESTAMP; j <= STDIO_F_READ_END_TIMESTAMP; j++)
+        fc[j] = ifc[j] > fc[j] ? ifc[j] : fc[j];
+    if (ifc[STDIO_F_FASTEST_RANK_TIME] < fc[STDIO_F_FASTEST_RANK_TIME]) {
+        fc[STDIO_F_FASTEST_RANK_TIME] = ifc[STDIO_F_FASTEST_RANK_TIME];
+        c[STDIO_FASTEST_RANK] = ic[STDIO_FASTEST_RANK];
+        c[STDIO_FASTEST_RANK_BYTES] = ic[STDIO_FASTEST_RANK_BYTES];
+    }
+    if (ifc[STDIO_F_SLOWEST_RANK_TIME] > fc[STDIO_F_SLOWEST_RANK_TIME]) {
+        fc[STDIO_F_SLOWEST_RANK_TIME] = ifc[STDIO_F_SLOWEST_RANK_TIME];
+        c[STDIO_SLOWEST_RANK] = ic[STDIO_SLOWEST_RANK];
+        c[STDIO_SLOWEST_RANK_BYTES] = ic[STDIO_SLOWEST_RANK_BYTES];
+    }
+}
+
+const struct ios_reducer ios_stdio_reducer = {
+    .rec_size = sizeof(struct ios_stdio_record),
+    .fastest_rank = STDIO_FASTEST_RANK,
+    .fastest_bytes = STDIO_FASTEST_RANK_BYTES,
+    .slowest_rank = STDIO_SLOWEST_RANK,
+    .slowest_bytes = STDIO_SLOWEST_RANK_BYTES,
+    .fastest_time = STDIO_F_FASTEST_RANK_TIME,
+    .slowest_time = STDIO_F_SLOWEST_RANK_TIME,
+    .variance_time = STDIO_F_VARIANCE_RANK_TIME,
+    .variance_bytes = STDIO_F_VARIANCE_RANK_BYTES,
+    .ts_first = STDIO_F_OPEN_START_TIMESTAMP,
+    .ts_last = STDIO_F_READ_END_TIMESTAMP,
+    .bytes = stdio_bytes,
+    .time = stdio_time,
+    .combine = stdio_combine,
+    .counters_off = offsetof(struct ios_stdio_record, counters),
+    .fcounters_off = offsetof(struct ios_stdio_record, fcounters),
+};

@@ -1,0 +1,218 @@
+/* Small building blocks: the record-id hash, the u64 map, common-value merging, path names. */
+#include "iostudy.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Bob Jenkins' 64-bit lookup8 hash, byte-wise variant, as the Darshan format specifies for
+ * record ids (reference §4.1); bytes are assembled little-endian whatever the host order. */
+#define IOS_MIX(a, b, c)                                                                           \
+    do {                                                                                           \
+        a -= b; a -= c; a ^= (c >> 43);                                                            \
+        b -= c; b -= a; b ^= (a << 9);                                                             \
+        c -= a; c -= b; c ^= (b >> 8);                                                             \
+        a -= b; a -= c; a ^= (c >> 38);                                                            \
+        b -= c; b -= a; b ^= (a << 23);                                                            \
+        c -= a; c -= b; c ^= (b >> 5);                                                             \
+        a -= b; a -= c; a ^= (c >> 35);                                                            \
+        b -= c; b -= a; b ^= (a << 49);                                                            \
+        c -= a; c -= b; c ^= (b >> 11);                                                            \
+        a -= b; a -= c; a ^= (c >> 12);                                                            \
+        b -= c; b -= a; b ^= (a << 18);                                                            \
+        c -= a; c -= b; c ^= (b >> 22);                                                            \
+    } while (0)
+
+static uint64_t load_le64(const unsigned char *k) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | k[i];
+    return v;
+}
+
+uint64_t ios_hash(const unsigned char *k, size_t length, uint64_t level) {
+    uint64_t a = level, b = level, c = 0x9e3779b97f4a7c13ULL;
+    size_t len = length;
+    while (len >= 24) {
+        a += load_le64(k);
+        b += load_le64(k + 8);
+        c += load_le64(k + 16);
+        IOS_MIX(a, b, c);
+        k += 24;
+        len -= 24;
+    }
+    c += length;
+    /* Tail bytes 16..22 go to c above its lowest byte, which holds the length. */
+    for (size_t i = 0; i < len; i++) {
+        if (i < 8)
+            a += (uint64_t)k[i] << (8 * i);
+        else if (i < 16)
+            b += (uint64_t)k[i] << (8 * (i - 8));
+        else
+            c += (uint64_t)k[i] << (8 * (i - 15));
+    }
+    IOS_MIX(a, b, c);
+    return c;
+}
+
+uint64_t ios_record_id(const char *name) {
+    return ios_hash((const unsigned char *)name, strlen(name), 0);
+}
+
+/* ---- u64 -> pointer map; key 0 marks an empty slot, so 0 itself is stored off-table ----- */
+static size_t map_slot(uint64_t key, size_t cap) {
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (size_t)key & (cap - 1);
+}
+
+void *ios_map_get(const struct ios_map *m, uint64_t key) {
+    if (m->cap == 0)
+        return NULL;
+    for (size_t i = map_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == key)
+            return m->vals[i];
+        if (m->keys[i] == 0)
+            return NULL;
+    }
+}
+
+static int map_grow(struct ios_map *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    struct ios_map bigger = {calloc(cap, sizeof(uint64_t)), calloc(cap, sizeof(void *)), cap, 0};
+    if (!bigger.keys || !bigger.vals) {
+        free(bigger.keys);
+        free(bigger.vals);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i] != 0)
+            ios_map_put(&bigger, m->keys[i], m->vals[i]);
+    ios_map_free(m);
+    *m = bigger;
+    return 0;
+}
+
+int ios_map_put(struct ios_map *m, uint64_t key, void *val) {
+    if (key == 0)
+        return -1; /* ids and pointers are never 0 in practice; refuse rather than corrupt */
+    if ((m->count + 1) * 4 > m->cap * 3 && map_grow(m) != 0)
+        return -1;
+    size_t i = map_slot(key, m->cap);
+    while (m->keys[i] != 0 && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] == 0)
+        m->count++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+    return 0;
+}
+
+void ios_map_del(struct ios_map *m, uint64_t key) {
+    if (m->cap == 0)
+        return;
+    size_t i = map_slot(key, m->cap);
+    while (m->keys[i] != key) {
+        if (m->keys[i] == 0)
+            return;
+        i = (i + 1) & (m->cap - 1);
+    }
+    /* Backward-shift deletion keeps probe sequences intact without tombstones. */
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & (m->cap - 1);
+        if (m->keys[j] == 0)
+            break;
+        size_t home = map_slot(m->keys[j], m->cap);
+        if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            i = j;
+        }
+    }
+    m->keys[i] = 0;
+    m->vals[i] = NULL;
+    m->count--;
+}
+
+void ios_map_free(struct ios_map *m) {
+    free(m->keys);
+    free(m->vals);
+    *m = (struct ios_map){0};
+}
+
+/* ---- common values --------------------------------------------------------------------------- */
+void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
+                      const int64_t *in_counts, int n_in) {
+    int64_t v[4 + IOS_CV_SLOTS], c[4 + IOS_CV_SLOTS];
+    int n = 0;
+    for (int i = 0; i < 4 + n_in; i++) {
+        int64_t val = i < 4 ? vals[i] : in_vals[i - 4];
+        int64_t cnt = i < 4 ? counts[i] : in_counts[i - 4];
+        if (val == 0 || cnt <= 0)
+            continue;
+        int j = 0;
+        while (j < n && v[j] != val)
+            j++;
+        if (j == n) {
+            v[n] = val;
+            c[n++] = 0;
+        }
+        c[j] += cnt;
+    }
+    for (int k = 0; k < 4; k++) {
+        int best = -1;
+        for (int j = 0; j < n; j++)
+            if (c[j] > 0 && (best < 0 || c[j] > c[best] || (c[j] == c[best] && v[j] > v[best])))
+                best = j;
+        vals[k] = best < 0 ? 0 : v[best];
+        counts[k] = best < 0 ? 0 : c[best];
+        if (best >= 0)
+            c[best] = 0;
+    }
+}
+
+/* ---- path names ------------------------------------------------------------------------------- */
+int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
+    size_t n = 0, plen = strlen(path);
+    if (path[0] != '/') {
+        /* Relative: prefix the working directory, or the directory dirfd names (openat). */
+        ssize_t got;
+        if (dirfd == AT_FDCWD) {
+            if (!getcwd(out, outlen))
+                return -1;
+            got = (ssize_t)strlen(out);
+        } else {
+            char link[64];
+            snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+            got = readlink(link, out, outlen - 1);
+            if (got < 0)
+                return -1;
+        }
+        n = (size_t)got;
+        if (n + 1 + plen + 1 > outlen)
+            return -1;
+        out[n++] = '/';
+    } else if (plen + 1 > outlen) {
+        return -1;
+    }
+    memcpy(out + n, path, plen + 1);
+    /* Collapse // and /./ repeatedly; .. and symlinks are left alone, as Darshan does. */
+    char *r = out, *w = out;
+    while (*r) {
+        if (r[0] == '/' && r[1] == '/') {
+            r++;
+        } else if (r[0] == '/' && r[1] == '.' && r[2] == '/') {
+            r += 2;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    for (char **dir = ios_config.exclude_dirs; dir && *dir; dir++)
+        if (strncmp(out, *dir, strlen(*dir)) == 0)
+            return -1;
+    return 0;
+}
