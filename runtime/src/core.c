@@ -16,18 +16,9 @@ __thread int ios_in_runtime __attribute__((tls_model("initial-exec")));
 struct timespec ios_origin;
 struct ios_config ios_config;
 
-static atomic_flag lock_flag = ATOMIC_FLAG_INIT;
-static pid_t owner_pid;   /* the process whose records these are (a vfork child is not it) */
-static int warned;        /* at most one warning line per process */
-
-void ios_lock(void) {
-    while (atomic_flag_test_and_set_explicit(&lock_flag, memory_order_acquire))
-        sched_yield();
-}
-
-void ios_unlock(void) {
-    atomic_flag_clear_explicit(&lock_flag, memory_order_release);
-}
+atomic_flag ios_lock_flag = ATOMIC_FLAG_INIT;
+static pid_t owner_pid; /* the process whose records these are (a vfork child is not it) */
+static int warned;      /* at most one warning line per process */
 
 void ios_resolve_real(void) {
     /* glibc >= 2.33 keeps the __xstat family only as compat symbols, which dlsym cannot see. */
@@ -85,8 +76,8 @@ static char **split_list(const char *list) {
 }
 
 static void read_config(void) {
-    static char *default_excludes[] = {"/etc/",  "/dev/", "/usr/", "/bin/", "/boot/", "/lib/",
-                                       "/opt/",  "/sbin/", "/sys/", "/proc/", "/var/", NULL};
+    static char *default_excludes[] = {"/etc/", "/dev/",  "/usr/", "/bin/",  "/boot/", "/lib/",
+                                       "/opt/", "/sbin/", "/sys/", "/proc/", "/var/",  NULL};
     ios_config.modmem_mib = env_double("DARSHAN_MODMEM", 4.0);
     ios_config.namemem_mib = env_double("DARSHAN_NAMEMEM", 1.0);
     ios_config.mem_alignment = (int64_t)env_double("DARSHAN_MEMALIGN", 8.0);
@@ -100,26 +91,19 @@ static void read_config(void) {
         ios_config.exclude_dirs = split_list(ex);
 }
 
-/* ---- bounded record and name memory ----------------------------------------------------------- */
+/* ---- bounded record and name memory -----------------------------------------------------------
+ */
 static struct ios_map names; /* record id -> name */
 static size_t modmem_used, namemem_used;
 static uint64_t partial_flags;
 
-void ios_set_partial(int mod) {
-    partial_flags |= UINT64_C(1) << mod;
-}
+void ios_set_partial(int mod) { partial_flags |= UINT64_C(1) << mod; }
 
-uint64_t ios_partial_flags(void) {
-    return partial_flags;
-}
+uint64_t ios_partial_flags(void) { return partial_flags; }
 
-const char *ios_record_name(uint64_t id) {
-    return ios_map_get(&names, id);
-}
+const char *ios_record_name(uint64_t id) { return ios_map_get(&names, id); }
 
-const struct ios_map *ios_names(void) {
-    return &names;
-}
+const struct ios_map *ios_names(void) { return &names; }
 
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
     const char *known = ios_map_get(&names, id);
@@ -165,7 +149,8 @@ static void reset_records(void) {
     ios_heatmap_reset();
 }
 
-/* ---- life cycle --------------------------------------------------------------------------------- */
+/* ---- life cycle ---------------------------------------------------------------------------------
+ */
 void ios_job_begin(void);
 void ios_job_set_fork_parent(pid_t parent);
 void ios_job_save_args(int argc, char **argv);
@@ -198,24 +183,18 @@ static void shutdown_with(const struct ios_comm *comm) {
     errno = saved;
 }
 
-void ios_core_shutdown(void) {
-    shutdown_with(local_comm());
-}
+void ios_core_shutdown(void) { shutdown_with(local_comm()); }
 
 void ios_core_shutdown_mpi(const struct ios_comm *comm) {
     shutdown_with(comm ? comm : local_comm());
 }
 
-static void atfork_prepare(void) {
-    ios_lock();
-}
+static void atfork_prepare(void) { ios_lock(); }
 
-static void atfork_parent(void) {
-    ios_unlock();
-}
+static void atfork_parent(void) { ios_unlock(); }
 
 static void atfork_child(void) {
-    atomic_flag_clear(&lock_flag);
+    atomic_flag_clear(&ios_lock_flag);
     if (atomic_load(&ios_state) != IOS_ON)
         return;
     /* The child is a new, non-MPI process: it writes its own log of its own I/O. */

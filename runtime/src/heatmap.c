@@ -7,18 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BINS 200
+#define BINS IOS_HEATMAP_BINS
 #define FIRST_WIDTH 0.1
 
-struct heatmap {
-    double width;
-    int64_t bins[2][BINS]; /* [0] read, [1] write */
-    int state;             /* 0 unused, 1 recording, -1 refused for lack of memory */
-};
-static struct heatmap maps[IOS_HEATMAP_NAPIS];
+struct ios_heatmap ios_heatmaps[IOS_HEATMAP_NAPIS];
+#define maps ios_heatmaps
 static const char *const names[IOS_HEATMAP_NAPIS] = {"heatmap:POSIX", "heatmap:STDIO"};
 
-static void collapse(struct heatmap *h) {
+static void collapse(struct ios_heatmap *h) {
     for (int dir = 0; dir < 2; dir++) {
         int64_t *b = h->bins[dir];
         for (int i = 0; i < BINS / 2; i++)
@@ -26,6 +22,8 @@ static void collapse(struct heatmap *h) {
         memset(b + BINS / 2, 0, sizeof(int64_t) * (BINS / 2));
     }
     h->width *= 2;
+    h->inv_width = 1 / h->width;
+    h->end = h->width * BINS;
 }
 
 /* Spreads bytes over the bins [t1, t2] overlaps, in proportion to the overlap; the last bin
@@ -55,28 +53,34 @@ static void spread(int64_t *bins, int nbins, double width, int64_t bytes, double
     bins[b2] += left;
 }
 
-void ios_heatmap_add(int api, int is_write, int64_t bytes, double t1, double t2) {
-    struct heatmap *h = &maps[api];
-    if (IOS_UNLIKELY(h->state <= 0)) {
-        if (h->state < 0)
-            return;
-        /* The record's name and memory are claimed on first use, as modules claim theirs. */
-        if (ios_reserve_record(IOS_MOD_HEATMAP, ios_record_id(names[api]), names[api],
-                               sizeof(struct ios_heatmap_record_head) +
-                                   2 * BINS * sizeof(int64_t)) != 0) {
-            h->state = -1;
-            return;
-        }
-        h->state = 1;
-        h->width = FIRST_WIDTH;
+/* The record's name and memory are claimed on first use, as modules claim theirs. */
+static int claim(int api) {
+    struct ios_heatmap *h = &maps[api];
+    if (h->state < 0)
+        return -1;
+    if (ios_reserve_record(IOS_MOD_HEATMAP, ios_record_id(names[api]), names[api],
+                           sizeof(struct ios_heatmap_record_head) + 2 * BINS * sizeof(int64_t)) !=
+        0) {
+        h->state = -1;
+        return -1;
     }
+    h->state = 1;
+    h->width = FIRST_WIDTH;
+    h->inv_width = 1 / FIRST_WIDTH;
+    h->end = FIRST_WIDTH * BINS;
+    return 0;
+}
+
+/* ios_heatmap_add's other cases: first use, a new time range, an operation across bins. */
+void ios_heatmap_add_slow(int api, int is_write, int64_t bytes, double t1, double t2) {
+    struct ios_heatmap *h = &maps[api];
+    if (h->state <= 0 && claim(api) != 0)
+        return;
     if (bytes <= 0)
         return;
-    if (t1 < 0)
-        t1 = 0;
-    while (t2 >= h->width * BINS)
+    while (t2 >= h->end)
         collapse(h);
-    spread(h->bins[is_write], BINS, h->width, bytes, t1, t2);
+    spread(h->bins[is_write], BINS, h->width, bytes, t1 > 0 ? t1 : 0, t2);
 }
 
 double ios_heatmap_min_width(double end_time) {
@@ -98,7 +102,7 @@ void ios_heatmap_collect(struct ios_record_set *set, double width, int64_t nbins
     if (!set->buf)
         return;
     for (int api = 0; api < IOS_HEATMAP_NAPIS; api++) {
-        struct heatmap *h = &maps[api];
+        struct ios_heatmap *h = &maps[api];
         int64_t total = 0;
         for (int i = 0; h->state > 0 && i < BINS; i++)
             total += h->bins[0][i] + h->bins[1][i];
@@ -120,6 +124,4 @@ void ios_heatmap_collect(struct ios_record_set *set, double width, int64_t nbins
     }
 }
 
-void ios_heatmap_reset(void) {
-    memset(maps, 0, sizeof maps);
-}
+void ios_heatmap_reset(void) { memset(maps, 0, sizeof maps); }

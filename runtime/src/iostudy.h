@@ -4,6 +4,7 @@
 #define IOS_IOSTUDY_H
 
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -53,15 +54,35 @@ static inline int ios_recording(void) {
 }
 
 /* One lock for all records: the critical sections are a few dozen instructions long. */
-void ios_lock(void) IOS_HIDDEN;
-void ios_unlock(void) IOS_HIDDEN;
+extern atomic_flag ios_lock_flag IOS_HIDDEN;
+static inline void ios_lock(void) {
+    while (atomic_flag_test_and_set_explicit(&ios_lock_flag, memory_order_acquire))
+        sched_yield();
+}
+static inline void ios_unlock(void) {
+    atomic_flag_clear_explicit(&ios_lock_flag, memory_order_release);
+}
+
+/* The critical section around every record update. An update that lands after shutdown began
+ * is harmless: the log is written from copies of the records, which are never freed. It returns
+ * 1 so that callers can write `if (ios_enter()) {...}`. */
+static inline int ios_enter(void) {
+    ios_in_runtime = 1;
+    ios_lock();
+    return 1;
+}
+static inline void ios_leave(void) {
+    ios_unlock();
+    ios_in_runtime = 0;
+}
 
 /* Seconds since the runtime started (CLOCK_MONOTONIC). */
 extern struct timespec ios_origin IOS_HIDDEN;
 static inline double ios_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)(ts.tv_sec - ios_origin.tv_sec) + (double)(ts.tv_nsec - ios_origin.tv_nsec) * 1e-9;
+    return (double)(ts.tv_sec - ios_origin.tv_sec) +
+           (double)(ts.tv_nsec - ios_origin.tv_nsec) * 1e-9;
 }
 
 struct ios_config {
@@ -103,7 +124,7 @@ void ios_map_free(struct ios_map *m) IOS_HIDDEN;
 
 /* ---- counters shared by modules --------------------------------------------------------- */
 static inline int ios_size_bin(int64_t size) {
-    static const int64_t upper[9] = {100,      1024,      10240,      102400,    1048576,
+    static const int64_t upper[9] = {100,     1024,     10240,     102400,    1048576,
                                      4194304, 10485760, 104857600, 1073741824};
     int bin = 0;
     while (bin < 9 && size > upper[bin])
@@ -150,7 +171,24 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
 
 /* ---- heatmap ------------------------------------------------------------------------------ */
 enum ios_heatmap_api { IOS_HEATMAP_POSIX, IOS_HEATMAP_STDIO, IOS_HEATMAP_NAPIS };
-void ios_heatmap_add(int api, int is_write, int64_t bytes, double t1, double t2) IOS_HIDDEN;
+#define IOS_HEATMAP_BINS 200
+struct ios_heatmap {
+    double width, inv_width, end;      /* end = width * BINS: bins collapse when time reaches it */
+    int64_t bins[2][IOS_HEATMAP_BINS]; /* [0] read, [1] write: bytes per time slice */
+    int state;                         /* 0 unused, 1 recording, -1 refused for lack of memory */
+};
+extern struct ios_heatmap ios_heatmaps[IOS_HEATMAP_NAPIS] IOS_HIDDEN;
+void ios_heatmap_add_slow(int api, int is_write, int64_t bytes, double t1, double t2) IOS_HIDDEN;
+/* Adds bytes moved during [t1, t2]; inline because it runs on every read and write. */
+static inline void ios_heatmap_add(int api, int is_write, int64_t bytes, double t1, double t2) {
+    struct ios_heatmap *h = &ios_heatmaps[api];
+    int bin = (int)(t1 * h->inv_width);
+    /* Most operations start and end in one bin of a heatmap already recording. */
+    if (IOS_LIKELY(h->state > 0 && bin >= 0 && t2 < h->end && t2 < (bin + 1) * h->width))
+        h->bins[is_write][bin] += bytes;
+    else
+        ios_heatmap_add_slow(api, is_write, bytes, t1, t2);
+}
 
 /* ---- modules at shutdown ------------------------------------------------------------------ */
 /* A module's records, copied out at shutdown in on-disk form (rank filled in later). */
@@ -176,7 +214,7 @@ void ios_stdio_init_std_streams(void) IOS_HIDDEN;
 /* How a module's shared records (opened by every rank) are reduced to one rank -1 record. */
 struct ios_reducer {
     size_t rec_size;
-    int fastest_rank, fastest_bytes, slowest_rank, slowest_bytes; /* counter indices */
+    int fastest_rank, fastest_bytes, slowest_rank, slowest_bytes;  /* counter indices */
     int fastest_time, slowest_time, variance_time, variance_bytes; /* fcounter indices */
     int ts_first, ts_last; /* the fcounters that are timestamps */
     int64_t (*bytes)(const void *rec);
@@ -201,8 +239,8 @@ void ios_warn(const char *fmt, ...) IOS_HIDDEN __attribute__((format(printf, 1, 
 struct ios_comm {
     int rank, size;
     int mpi; /* 1: an MPI job, whose shared records are reduced; 0: a single process */
-    void (*bcast)(void *buf, size_t len);                   /* from rank 0 */
-    void (*allreduce_i64)(int64_t *buf, int n, int op);     /* op: IOS_OP_* */
+    void (*bcast)(void *buf, size_t len);               /* from rank 0 */
+    void (*allreduce_i64)(int64_t *buf, int n, int op); /* op: IOS_OP_* */
     void (*allreduce_f64)(double *buf, int n, int op);
     void (*exscan_sum_i64)(const int64_t *in, int64_t *out, int n);
     /* Reduces n elements of elem_size bytes into rank 0's buf, in rank order, with combine. */

@@ -38,9 +38,7 @@ void ios_job_begin(void) {
     fork_parent = 0;
 }
 
-void ios_job_set_fork_parent(pid_t parent) {
-    fork_parent = parent;
-}
+void ios_job_set_fork_parent(pid_t parent) { fork_parent = parent; }
 
 struct timespec ios_job_start(void) {
     return start_real;
@@ -60,19 +58,16 @@ int64_t ios_job_id(void) {
 
 /* ---- mount table ---------------------------------------------------------------------------- */
 static int skipped_fs_type(const char *type) {
-    static const char *skip[] = {"tmpfs",       "proc",    "sysfs",      "devpts",
-                                 "binfmt_misc", "fusectl", "debugfs",    "securityfs",
-                                 "nfsd",        "none",    "rpc_pipefs", "hugetlbfs",
-                                 "cgroup",      "cgroup2", NULL};
+    static const char *skip[] = {"tmpfs",      "proc",      "sysfs",      "devpts",  "binfmt_misc",
+                                 "fusectl",    "debugfs",   "securityfs", "nfsd",    "none",
+                                 "rpc_pipefs", "hugetlbfs", "cgroup",     "cgroup2", NULL};
     for (const char **s = skip; *s; s++)
         if (strcmp(type, *s) == 0)
             return 1;
     return 0;
 }
 
-static int is_nfs(const char *type) {
-    return strncmp(type, "nfs", 3) == 0;
-}
+static int is_nfs(const char *type) { return strncmp(type, "nfs", 3) == 0; }
 
 /* Reads the mount table once, non-NFS mounts first (Darshan's order), pseudo file systems out. */
 static void read_mounts(void) {
@@ -201,7 +196,8 @@ void ios_job_metadata(char *out, size_t outlen) {
     free(copy);
 }
 
-/* ---- log file naming -------------------------------------------------------------------------- */
+/* ---- log file naming --------------------------------------------------------------------------
+ */
 static int make_dirs(char *path, size_t from) {
     for (char *p = path + from + 1; *p; p++) {
         if (*p != '/')

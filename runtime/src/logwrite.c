@@ -1,6 +1,7 @@
 /* Shutdown: collects every module's records, reduces files shared by all ranks to one rank -1
  * record (reference §7), compresses each rank's part of every region and writes one log per
- * job, each rank at the offsets an exclusive scan of the parts' sizes gives it (reference §2, §9). */
+ * job, each rank at the offsets an exclusive scan of the parts' sizes gives it (reference §2, §9).
+ */
 #include "iostudy.h"
 
 #include <errno.h>
@@ -169,11 +170,11 @@ static int serialize_names(struct ios_record_set *sets, int nsets, struct bytes 
     for (int s = 0; s < nsets; s++) {
         for (size_t off = 0, i = 0; i < sets[s].count; i++) {
             const struct ios_base_record *base = (const void *)(sets[s].buf + off);
-            off += sets[s].rec_size ? sets[s].rec_size
-                                    : sizeof(struct ios_heatmap_record_head) +
-                                          2 * sizeof(int64_t) *
-                                              (size_t)((const struct ios_heatmap_record_head *)base)
-                                                  ->nbins;
+            off += sets[s].rec_size
+                       ? sets[s].rec_size
+                       : sizeof(struct ios_heatmap_record_head) +
+                             2 * sizeof(int64_t) *
+                                 (size_t)((const struct ios_heatmap_record_head *)base)->nbins;
             const char *name = ios_record_name(base->id);
             if (!name || ios_map_get(&seen, base->id))
                 continue;
@@ -237,11 +238,12 @@ static int write_all(int fd, const void *buf, size_t len, off_t off) {
     return 0;
 }
 
-/* ---- the whole shutdown ------------------------------------------------------------------------ */
+/* ---- the whole shutdown ------------------------------------------------------------------------
+ */
 void ios_write_log(const struct ios_comm *comm) {
     struct ios_record_set sets[N_REGIONS] = {{0}};
-    const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer,
-                                                    &ios_stdio_reducer, NULL};
+    const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer, &ios_stdio_reducer,
+                                                     NULL};
     struct bytes job = {0}, parts[N_REGIONS] = {{0}};
     double write_start = ios_now();
     ios_posix_collect(&sets[R_POSIX]);
@@ -334,8 +336,8 @@ void ios_write_log(const struct ios_comm *comm) {
             fd = ios_real.open(path, O_WRONLY);
         err = fd < 0;
         for (int r = 0; r < N_REGIONS && !err; r++)
-            err = parts[r].len && write_all(fd, parts[r].data, parts[r].len,
-                                            region_start[r] + offsets[r]) != 0;
+            err = parts[r].len &&
+                  write_all(fd, parts[r].data, parts[r].len, region_start[r] + offsets[r]) != 0;
         if (!err && comm->rank == 0 && job.len)
             err = write_all(fd, job.data, job.len, sizeof(struct ios_log_header)) != 0;
         if (err && !why)
@@ -349,13 +351,13 @@ void ios_write_log(const struct ios_comm *comm) {
             h.magic_nr = IOS_LOG_MAGIC;
             h.comp_type = IOS_COMP_ZLIB;
             h.partial_flag = (uint64_t)partial;
-            h.name_map = (struct ios_log_map){(uint64_t)region_start[R_NAMES],
-                                              (uint64_t)lens[R_NAMES]};
+            h.name_map =
+                (struct ios_log_map){(uint64_t)region_start[R_NAMES], (uint64_t)lens[R_NAMES]};
             for (int r = R_POSIX; r < N_REGIONS; r++) {
                 if (lens[r] == 0)
                     continue;
-                h.mod_map[region_module[r]] = (struct ios_log_map){(uint64_t)region_start[r],
-                                                                   (uint64_t)lens[r]};
+                h.mod_map[region_module[r]] =
+                    (struct ios_log_map){(uint64_t)region_start[r], (uint64_t)lens[r]};
                 h.mod_ver[region_module[r]] = (uint32_t)region_version[r];
             }
             any_err = write_all(fd, &h, sizeof h, 0) != 0;

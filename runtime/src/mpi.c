@@ -49,7 +49,8 @@ static void load_plugin(void) {
     snprintf(path, sizeof path, "%.*s/libiostudy-mpi-%s.so", dirlen, slash ? self.dli_fname : ".",
              flavour);
     void *plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    ios_mpi_plugin_init_fn init = plugin ? (ios_mpi_plugin_init_fn)dlsym(plugin, "ios_mpi_plugin_init") : NULL;
+    ios_mpi_plugin_init_fn init =
+        plugin ? (ios_mpi_plugin_init_fn)dlsym(plugin, "ios_mpi_plugin_init") : NULL;
     if (!init || init(&comm) != 0) {
         ios_warn("cannot load %s (%s); each process writes its own log", path,
                  plugin ? "no ios_mpi_plugin_init" : dlerror());

@@ -31,9 +31,7 @@ static MPI_Op mpi_op(int op) {
     }
 }
 
-static void bcast(void *buf, size_t len) {
-    PMPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
-}
+static void bcast(void *buf, size_t len) { PMPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD); }
 
 static void allreduce_i64(int64_t *buf, int n, int op) {
     PMPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_INT64_T, mpi_op(op), MPI_COMM_WORLD);

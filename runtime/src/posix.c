@@ -15,9 +15,9 @@ enum { IO_NONE, IO_READ, IO_WRITE };
 
 struct posix_file {
     struct ios_posix_record *rec;
-    int64_t offset;                          /* file offset for read/write without offset */
+    int64_t offset;                            /* file offset for read/write without offset */
     int64_t last_byte_read, last_byte_written; /* reset at open and close */
-    int last_io;                             /* IO_READ or IO_WRITE, for RW_SWITCHES */
+    int last_io;                               /* IO_READ or IO_WRITE, for RW_SWITCHES */
     double last_read_end, last_write_end, last_meta_end;
     struct ios_value_counts access, stride;
 };
@@ -57,24 +57,7 @@ static void map_fd(int fd, struct posix_file *f) {
         atomic_store_explicit(&fd_table[fd], f, memory_order_relaxed);
 }
 
-/* Enters the runtime's critical section; returns 0 if recording stopped meanwhile. */
-static inline int enter(void) {
-    ios_in_runtime = 1;
-    ios_lock();
-    if (IOS_UNLIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) != IOS_ON)) {
-        ios_unlock();
-        ios_in_runtime = 0;
-        return 0;
-    }
-    return 1;
-}
-
-static inline void leave(void) {
-    ios_unlock();
-    ios_in_runtime = 0;
-}
-
-/* Finds or creates the record of a normalized name; call inside enter()/leave(). */
+/* Finds or creates the record of a normalized name; call inside ios_enter()/ios_leave(). */
 static struct posix_file *file_by_name(const char *name) {
     uint64_t id = ios_record_id(name);
     struct posix_file *f = ios_map_get(&files_by_id, id);
@@ -121,21 +104,22 @@ static void opened(int fd, int dirfd, const char *path, int mode, double t1, dou
     char name[PATH_MAX];
     int saved = errno;
     ios_in_runtime = 1;
-    if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && enter()) {
+    if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && ios_enter()) {
         struct posix_file *f = file_by_name(name);
         if (f)
             count_open(f, fd, mode, -1, 1, t1, t2);
-        leave();
+        ios_leave();
     }
     ios_in_runtime = 0;
     errno = saved;
 }
 
 /* A read or write of ret bytes at offset (-1: at the file offset), Darshan's POSIX semantics. */
-static void count_rw(struct posix_file *f, int is_write, int64_t offset, int64_t ret,
-                     int mem_aligned, double t1, double t2) {
-    if (!enter())
-        return;
+static inline __attribute__((always_inline)) void count_rw_inline(struct posix_file *f,
+                                                                  int is_write, int64_t offset,
+                                                                  int64_t ret, int mem_aligned,
+                                                                  double t1, double t2) {
+    ios_enter();
     int64_t *c = f->rec->counters;
     double *fc = f->rec->fcounters;
     int64_t this_offset = offset >= 0 ? offset : f->offset;
@@ -180,7 +164,17 @@ static void count_rw(struct posix_file *f, int is_write, int64_t offset, int64_t
     else
         ios_timer_add(&fc[POSIX_F_READ_TIME], t1, t2, &f->last_read_end);
     ios_heatmap_add(IOS_HEATMAP_POSIX, is_write, ret, t1, t2);
-    leave();
+    ios_leave();
+}
+
+/* One copy for reads, one for writes, so that the compiler folds the direction's branches. */
+static void count_read(struct posix_file *f, int64_t offset, int64_t ret, int mem_aligned,
+                       double t1, double t2) {
+    count_rw_inline(f, 0, offset, ret, mem_aligned, t1, t2);
+}
+static void count_write(struct posix_file *f, int64_t offset, int64_t ret, int mem_aligned,
+                        double t1, double t2) {
+    count_rw_inline(f, 1, offset, ret, mem_aligned, t1, t2);
 }
 
 static inline int buf_aligned(const void *buf) {
@@ -194,7 +188,8 @@ static int iov_aligned(const struct iovec *iov, int iovcnt) {
     return 1;
 }
 
-/* ---- wrappers ---------------------------------------------------------------------------------- */
+/* ---- wrappers ----------------------------------------------------------------------------------
+ */
 #define OPEN_MODE(flags, mode)                                                                     \
     do {                                                                                           \
         if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {                               \
@@ -267,7 +262,7 @@ IOS_EXPORT int creat64(const char *path, mode_t mode) {
     ssize_t ret = call;                                                                            \
     double t2 = ios_now();                                                                         \
     if (ret >= 0)                                                                                  \
-        count_rw(f, is_write, offset, ret, aligned, t1, t2);                                       \
+        (is_write ? count_write : count_read)(f, offset, ret, aligned, t1, t2);                    \
     return ret
 
 IOS_EXPORT ssize_t read(int fd, void *buf, size_t count) {
@@ -327,9 +322,9 @@ IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, i
     double t1 = ios_now();                                                                         \
     type ret = call;                                                                               \
     double t2 = ios_now();                                                                         \
-    if ((ok) && enter()) {                                                                         \
+    if ((ok) && ios_enter()) {                                                                     \
         stmt;                                                                                      \
-        leave();                                                                                   \
+        ios_leave();                                                                               \
     }                                                                                              \
     return ret
 
@@ -374,12 +369,8 @@ IOS_EXPORT int close(int fd) {
 /* A new descriptor for a tracked file: an open that keeps the offsets (Darshan's REFOPEN). */
 #define WRAP_DUP(name, call)                                                                       \
     WRAP_FD_META(name, int, call, ret >= 0, count_open(f, ret, 0, POSIX_DUPS, 0, t1, t2))
-IOS_EXPORT int dup(int fd) {
-    WRAP_DUP(dup, ios_real.dup(fd));
-}
-IOS_EXPORT int dup2(int fd, int newfd) {
-    WRAP_DUP(dup2, ios_real.dup2(fd, newfd));
-}
+IOS_EXPORT int dup(int fd) { WRAP_DUP(dup, ios_real.dup(fd)); }
+IOS_EXPORT int dup2(int fd, int newfd) { WRAP_DUP(dup2, ios_real.dup2(fd, newfd)); }
 IOS_EXPORT int dup3(int fd, int newfd, int flags) {
     WRAP_DUP(dup3, ios_real.dup3(fd, newfd, flags));
 }
@@ -401,13 +392,13 @@ static void stat_path(int dirfd, const char *path, double t1, double t2) {
     char name[PATH_MAX];
     int saved = errno;
     ios_in_runtime = 1;
-    if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && enter()) {
+    if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && ios_enter()) {
         struct posix_file *f = file_by_name(name);
         if (f) {
             f->rec->counters[POSIX_STATS]++;
             meta_time(f, t1, t2);
         }
-        leave();
+        ios_leave();
     }
     ios_in_runtime = 0;
     errno = saved;
@@ -415,10 +406,10 @@ static void stat_path(int dirfd, const char *path, double t1, double t2) {
 
 static void stat_fd(int fd, double t1, double t2) {
     struct posix_file *f = fd_file(fd);
-    if (f && enter()) {
+    if (f && ios_enter()) {
         f->rec->counters[POSIX_STATS]++;
         meta_time(f, t1, t2);
-        leave();
+        ios_leave();
     }
 }
 
@@ -431,7 +422,7 @@ static void stat_fd(int fd, double t1, double t2) {
     int ret = call;                                                                                \
     double t2 = ios_now();                                                                         \
     if (ret == 0 && S_ISREG(st_mode)) {                                                            \
-        if (((flags) & AT_EMPTY_PATH) && path[0] == '\0')                                  \
+        if (((flags)&AT_EMPTY_PATH) && path[0] == '\0')                                            \
             stat_fd(dirfd, t1, t2);                                                                \
         else                                                                                       \
             stat_path(dirfd, path, t1, t2);                                                        \
@@ -488,8 +479,8 @@ IOS_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
               st->st_mode);
 }
 IOS_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags) {
-    WRAP_STAT(__fxstatat64, ios_real.__fxstatat64(ver, dirfd, path, st, flags), dirfd, path,
-              flags, st->st_mode);
+    WRAP_STAT(__fxstatat64, ios_real.__fxstatat64(ver, dirfd, path, st, flags), dirfd, path, flags,
+              st->st_mode);
 }
 IOS_EXPORT int fstat(int fd, struct stat *st) {
     WRAP_FSTAT(fstat, ios_real.fstat(fd, st), st->st_mode);
@@ -516,7 +507,7 @@ IOS_EXPORT int rename(const char *oldpath, const char *newpath) {
     int saved = errno;
     ios_in_runtime = 1;
     if (ret == 0 && ios_normalize_path(oldpath, AT_FDCWD, oldname, sizeof oldname) == 0 &&
-        enter()) {
+        ios_enter()) {
         uint64_t old_id = ios_record_id(oldname);
         struct posix_file *src = ios_map_get(&files_by_id, old_id);
         /* Only a rename of a file already recorded is counted, as in Darshan. */
@@ -533,7 +524,7 @@ IOS_EXPORT int rename(const char *oldpath, const char *newpath) {
                     dst->rec->counters[POSIX_RENAMED_FROM] = (int64_t)old_id;
             }
         }
-        leave();
+        ios_leave();
     }
     ios_in_runtime = 0;
     errno = saved;
@@ -558,12 +549,12 @@ IOS_EXPORT int fileno(FILE *stream) {
     int ret = ios_real.fileno(stream);
     double t2 = ios_now();
     int saved = errno;
-    if (ret >= 0 && enter()) {
+    if (ret >= 0 && ios_enter()) {
         const char *name = ios_stdio_stream_name(stream);
         struct posix_file *f = name ? file_by_name(name) : NULL;
         if (f)
             count_open(f, ret, 0, POSIX_FILENOS, 0, t1, t2);
-        leave();
+        ios_leave();
     }
     errno = saved;
     return ret;

@@ -50,95 +50,86 @@ static struct stdio_file *stream_file(FILE *stream) {
         return cached_file;
     struct stdio_file *f = ios_map_get(&streams, (uint64_t)(uintptr_t)stream);
     if (!f && stream && (stream == stdin || stream == stdout || stream == stderr)) {
+        int saved = errno; /* allocation may set it */
         f = file_by_name(stream == stdin ? "<STDIN>" : stream == stdout ? "<STDOUT>" : "<STDERR>");
         if (f)
             map_stream(stream, f);
+        errno = saved;
     }
     cached_stream = stream;
     cached_file = f;
     return f;
 }
 
-void ios_stdio_init_std_streams(void) {
-    cached_stream = NULL;
-}
+void ios_stdio_init_std_streams(void) { cached_stream = NULL; }
 
 const char *ios_stdio_stream_name(FILE *stream) {
     struct stdio_file *f = stream_file(stream);
     return f ? ios_record_name(f->rec->base.id) : NULL;
 }
 
-static inline int enter(void) {
-    ios_in_runtime = 1;
-    ios_lock();
-    if (IOS_UNLIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) != IOS_ON)) {
-        ios_unlock();
-        ios_in_runtime = 0;
-        return 0;
-    }
-    return 1;
-}
-
-static inline void leave(void) {
-    ios_unlock();
-    ios_in_runtime = 0;
-}
-
-enum op { OP_READ, OP_WRITE, OP_FLUSH, OP_SEEK, OP_TELL, OP_CLOSE };
-
-/* Records one call on stream; bytes for reads and writes, the new offset for seeks. */
-static void count(FILE *stream, enum op op, int64_t bytes, double t1, double t2) {
-    int saved = errno;
-    if (!enter()) {
-        errno = saved;
-        return;
-    }
+/* Records a read or write of bytes (a flush: a zero-byte write counted as a flush, as in
+ * Darshan). The hot path: no errno work, since nothing here makes a system call. */
+static inline __attribute__((always_inline)) void
+count_rw_inline(FILE *stream, int is_write, int is_flush, int64_t bytes, double t1, double t2) {
+    ios_enter();
     struct stdio_file *f = stream_file(stream);
     if (f) {
         int64_t *c = f->rec->counters;
         double *fc = f->rec->fcounters;
-        int is_write = op == OP_WRITE || op == OP_FLUSH;
-        switch (op) {
-        case OP_READ:
-        case OP_WRITE:
-        case OP_FLUSH: {
-            /* A flush is timed as a zero-byte write but counted as a flush, as in Darshan. */
-            int64_t max = f->offset + bytes - 1;
-            f->offset += bytes;
-            int max_byte = is_write ? STDIO_MAX_BYTE_WRITTEN : STDIO_MAX_BYTE_READ;
-            if (c[max_byte] < max)
-                c[max_byte] = max;
-            c[is_write ? STDIO_BYTES_WRITTEN : STDIO_BYTES_READ] += bytes;
-            c[op == OP_READ ? STDIO_READS : op == OP_WRITE ? STDIO_WRITES : STDIO_FLUSHES]++;
-            int start = is_write ? STDIO_F_WRITE_START_TIMESTAMP : STDIO_F_READ_START_TIMESTAMP;
-            if (fc[start] == 0 || fc[start] > t1)
-                fc[start] = t1;
-            fc[is_write ? STDIO_F_WRITE_END_TIMESTAMP : STDIO_F_READ_END_TIMESTAMP] = t2;
-            if (is_write)
-                ios_timer_add(&fc[STDIO_F_WRITE_TIME], t1, t2, &f->last_write_end);
-            else
-                ios_timer_add(&fc[STDIO_F_READ_TIME], t1, t2, &f->last_read_end);
-            ios_heatmap_add(IOS_HEATMAP_STDIO, is_write, bytes, t1, t2);
-            break;
-        }
-        case OP_SEEK:
-            f->offset = bytes;
-            c[STDIO_SEEKS]++;
-            ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
-            break;
-        case OP_TELL:
-            ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
-            break;
-        case OP_CLOSE:
+        int64_t max = f->offset + bytes - 1;
+        f->offset += bytes;
+        int max_byte = is_write ? STDIO_MAX_BYTE_WRITTEN : STDIO_MAX_BYTE_READ;
+        if (c[max_byte] < max)
+            c[max_byte] = max;
+        c[is_write ? STDIO_BYTES_WRITTEN : STDIO_BYTES_READ] += bytes;
+        c[!is_write ? STDIO_READS : is_flush ? STDIO_FLUSHES : STDIO_WRITES]++;
+        int start = is_write ? STDIO_F_WRITE_START_TIMESTAMP : STDIO_F_READ_START_TIMESTAMP;
+        if (fc[start] == 0 || fc[start] > t1)
+            fc[start] = t1;
+        fc[is_write ? STDIO_F_WRITE_END_TIMESTAMP : STDIO_F_READ_END_TIMESTAMP] = t2;
+        if (is_write)
+            ios_timer_add(&fc[STDIO_F_WRITE_TIME], t1, t2, &f->last_write_end);
+        else
+            ios_timer_add(&fc[STDIO_F_READ_TIME], t1, t2, &f->last_read_end);
+        ios_heatmap_add(IOS_HEATMAP_STDIO, is_write, bytes, t1, t2);
+    }
+    ios_leave();
+}
+/* One copy per kind of call, so that the compiler folds the kind's branches away. */
+static void count_read(FILE *stream, int64_t bytes, double t1, double t2) {
+    count_rw_inline(stream, 0, 0, bytes, t1, t2);
+}
+static void count_write(FILE *stream, int64_t bytes, double t1, double t2) {
+    count_rw_inline(stream, 1, 0, bytes, t1, t2);
+}
+static void count_flush(FILE *stream, double t1, double t2) {
+    count_rw_inline(stream, 1, 1, 0, t1, t2);
+}
+#define OP_READ(bytes) count_read(target, bytes, t1, t2)
+#define OP_WRITE(bytes) count_write(target, bytes, t1, t2)
+
+enum meta_op { META_SEEK, META_TELL, META_CLOSE };
+
+/* Records a seek (offset: where the stream now is), a position query or a close. */
+static void count_meta(FILE *stream, enum meta_op op, int64_t offset, double t1, double t2) {
+    int saved = errno;
+    ios_enter();
+    struct stdio_file *f = stream_file(stream);
+    if (f) {
+        double *fc = f->rec->fcounters;
+        if (op == META_SEEK) {
+            f->offset = offset;
+            f->rec->counters[STDIO_SEEKS]++;
+        } else if (op == META_CLOSE) {
             if (fc[STDIO_F_CLOSE_START_TIMESTAMP] == 0 || fc[STDIO_F_CLOSE_START_TIMESTAMP] > t1)
                 fc[STDIO_F_CLOSE_START_TIMESTAMP] = t1;
             fc[STDIO_F_CLOSE_END_TIMESTAMP] = t2;
-            ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
             map_stream(stream, NULL);
-            break;
         }
+        ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
     }
-    leave();
+    ios_leave();
     errno = saved;
 }
 
@@ -163,9 +154,10 @@ static void opened(FILE *stream, const char *path, double t1, double t2) {
     char name[PATH_MAX];
     int saved = errno;
     ios_in_runtime = 1;
-    if (stream && path && ios_normalize_path(path, AT_FDCWD, name, sizeof name) == 0 && enter()) {
+    if (stream && path && ios_normalize_path(path, AT_FDCWD, name, sizeof name) == 0 &&
+        ios_enter()) {
         count_open(stream, name, 0, t1, t2);
-        leave();
+        ios_leave();
     }
     ios_in_runtime = 0;
     errno = saved;
@@ -204,65 +196,66 @@ IOS_EXPORT FILE *fdopen(int fd, const char *mode) {
     FILE *ret = ios_real.fdopen(fd, mode);
     double t2 = ios_now();
     int saved = errno;
-    if (ret && enter()) {
+    if (ret && ios_enter()) {
         /* The stream is named after the file the descriptor was opened as. */
         const char *name = ios_posix_fd_name(fd);
         if (name)
             count_open(ret, name, 1, t1, t2);
-        leave();
+        ios_leave();
     }
     errno = saved;
     return ret;
 }
 
-/* Times the real call and counts it on stream when ok holds. */
-#define WRAP(name, type, call, stream, ok, op, bytes)                                              \
+/* Times the real call and, when ok holds, runs record (OP_READ, OP_WRITE or a count_*). */
+#define WRAP(name, type, call, stream, ok, record)                                                 \
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return call;                                                                               \
+    FILE *target = stream;                                                                         \
     double t1 = ios_now();                                                                         \
     type ret = call;                                                                               \
     double t2 = ios_now();                                                                         \
     if (ok)                                                                                        \
-        count(stream, op, bytes, t1, t2);                                                          \
+        record;                                                                                    \
     return ret
 
 IOS_EXPORT size_t fwrite(const void *ptr, size_t size, size_t n, FILE *stream) {
-    WRAP(fwrite, size_t, ios_real.fwrite(ptr, size, n, stream), stream, ret > 0, OP_WRITE,
-         (int64_t)(size * ret));
+    WRAP(fwrite, size_t, ios_real.fwrite(ptr, size, n, stream), stream, ret > 0,
+         OP_WRITE((int64_t)(size * ret)));
 }
 IOS_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *stream) {
-    WRAP(fread, size_t, ios_real.fread(ptr, size, n, stream), stream, ret > 0, OP_READ,
-         (int64_t)(size * ret));
+    WRAP(fread, size_t, ios_real.fread(ptr, size, n, stream), stream, ret > 0,
+         OP_READ((int64_t)(size * ret)));
 }
 IOS_EXPORT int fputs(const char *s, FILE *stream) {
-    WRAP(fputs, int, ios_real.fputs(s, stream), stream, ret >= 0, OP_WRITE, (int64_t)strlen(s));
+    WRAP(fputs, int, ios_real.fputs(s, stream), stream, ret >= 0, OP_WRITE((int64_t)strlen(s)));
 }
 IOS_EXPORT int puts(const char *s) {
-    WRAP(puts, int, ios_real.puts(s), stdout, ret >= 0, OP_WRITE, (int64_t)strlen(s) + 1);
+    WRAP(puts, int, ios_real.puts(s), stdout, ret >= 0, OP_WRITE((int64_t)strlen(s) + 1));
 }
 IOS_EXPORT int fputc(int ch, FILE *stream) {
-    WRAP(fputc, int, ios_real.fputc(ch, stream), stream, ret != EOF, OP_WRITE, 1);
+    WRAP(fputc, int, ios_real.fputc(ch, stream), stream, ret != EOF, OP_WRITE(1));
 }
 IOS_EXPORT int putc(int ch, FILE *stream) {
-    WRAP(putc, int, ios_real.putc(ch, stream), stream, ret != EOF, OP_WRITE, 1);
+    WRAP(putc, int, ios_real.putc(ch, stream), stream, ret != EOF, OP_WRITE(1));
 }
 IOS_EXPORT int putchar(int ch) {
-    WRAP(putchar, int, ios_real.putchar(ch), stdout, ret != EOF, OP_WRITE, 1);
+    WRAP(putchar, int, ios_real.putchar(ch), stdout, ret != EOF, OP_WRITE(1));
 }
 IOS_EXPORT int vfprintf(FILE *stream, const char *fmt, va_list ap) {
-    WRAP(vfprintf, int, ios_real.vfprintf(stream, fmt, ap), stream, ret > 0, OP_WRITE, ret);
+    WRAP(vfprintf, int, ios_real.vfprintf(stream, fmt, ap), stream, ret > 0, OP_WRITE(ret));
 }
 IOS_EXPORT int vprintf(const char *fmt, va_list ap) {
-    WRAP(vfprintf, int, ios_real.vfprintf(stdout, fmt, ap), stdout, ret > 0, OP_WRITE, ret);
+    WRAP(vfprintf, int, ios_real.vfprintf(stdout, fmt, ap), stdout, ret > 0, OP_WRITE(ret));
 }
 IOS_EXPORT int __vfprintf_chk(FILE *stream, int flag, const char *fmt, va_list ap) {
     WRAP(__vfprintf_chk, int, ios_real.__vfprintf_chk(stream, flag, fmt, ap), stream, ret > 0,
-         OP_WRITE, ret);
+         OP_WRITE(ret));
 }
 IOS_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap) {
     WRAP(__vfprintf_chk, int, ios_real.__vfprintf_chk(stdout, flag, fmt, ap), stdout, ret > 0,
-         OP_WRITE, ret);
+         OP_WRITE(ret));
 }
 /* The variadic forms go through the v* wrappers above. */
 IOS_EXPORT int fprintf(FILE *stream, const char *fmt, ...) {
@@ -295,14 +288,14 @@ IOS_EXPORT int __printf_chk(int flag, const char *fmt, ...) {
 }
 
 char *fgets(char *s, int size, FILE *stream) {
-    WRAP(fgets, char *, ios_real.fgets(s, size, stream), stream, ret != NULL, OP_READ,
-         (int64_t)strlen(ret));
+    WRAP(fgets, char *, ios_real.fgets(s, size, stream), stream, ret != NULL,
+         OP_READ((int64_t)strlen(ret)));
 }
 IOS_EXPORT int fgetc(FILE *stream) {
-    WRAP(fgetc, int, ios_real.fgetc(stream), stream, ret != EOF, OP_READ, 1);
+    WRAP(fgetc, int, ios_real.fgetc(stream), stream, ret != EOF, OP_READ(1));
 }
 IOS_EXPORT int getc(FILE *stream) {
-    WRAP(getc, int, ios_real.getc(stream), stream, ret != EOF, OP_READ, 1);
+    WRAP(getc, int, ios_real.getc(stream), stream, ret != EOF, OP_READ(1));
 }
 
 /* fscanf's byte count is how far it moved the stream. */
@@ -317,7 +310,7 @@ static int scan(int (*real)(FILE *, const char *, va_list), FILE *stream, const 
     long after = ios_real.ftell(stream);
     double t2 = ios_now();
     if (ret != 0 && before >= 0 && after >= before)
-        count(stream, OP_READ, after - before, t1, t2);
+        count_read(stream, after - before, t1, t2);
     return ret;
 }
 /* stdio.h renames fscanf and vfscanf to their __isoc99_ forms; the asm labels define the plain
@@ -358,7 +351,7 @@ IOS_EXPORT int __isoc99_fscanf(FILE *stream, const char *fmt, ...) {
     int ret = call;                                                                                \
     double t2 = ios_now();                                                                         \
     if (ret == 0)                                                                                  \
-        count(stream, OP_SEEK, ios_real.ftello64(stream), t1, t2);                                 \
+        count_meta(stream, META_SEEK, ios_real.ftello64(stream), t1, t2);                          \
     return ret
 
 IOS_EXPORT int fseek(FILE *stream, long off, int whence) {
@@ -379,23 +372,28 @@ IOS_EXPORT void rewind(FILE *stream) {
     double t1 = ios_now();
     ios_real.rewind(stream);
     double t2 = ios_now();
-    count(stream, OP_SEEK, 0, t1, t2);
+    count_meta(stream, META_SEEK, 0, t1, t2);
 }
 /* Asking the position moves nothing: its time is metadata time, not a seek. */
 IOS_EXPORT long ftell(FILE *stream) {
-    WRAP(ftell, long, ios_real.ftell(stream), stream, ret >= 0, OP_TELL, 0);
+    WRAP(ftell, long, ios_real.ftell(stream), stream, ret >= 0,
+         count_meta(target, META_TELL, 0, t1, t2));
 }
 IOS_EXPORT off_t ftello(FILE *stream) {
-    WRAP(ftello, off_t, ios_real.ftello(stream), stream, ret >= 0, OP_TELL, 0);
+    WRAP(ftello, off_t, ios_real.ftello(stream), stream, ret >= 0,
+         count_meta(target, META_TELL, 0, t1, t2));
 }
 IOS_EXPORT off64_t ftello64(FILE *stream) {
-    WRAP(ftello64, off64_t, ios_real.ftello64(stream), stream, ret >= 0, OP_TELL, 0);
+    WRAP(ftello64, off64_t, ios_real.ftello64(stream), stream, ret >= 0,
+         count_meta(target, META_TELL, 0, t1, t2));
 }
 IOS_EXPORT int fflush(FILE *stream) {
-    WRAP(fflush, int, ios_real.fflush(stream), stream, ret == 0 && stream, OP_FLUSH, 0);
+    WRAP(fflush, int, ios_real.fflush(stream), stream, ret == 0 && stream,
+         count_flush(target, t1, t2));
 }
 IOS_EXPORT int fclose(FILE *stream) {
-    WRAP(fclose, int, ios_real.fclose(stream), stream, 1, OP_CLOSE, 0);
+    WRAP(fclose, int, ios_real.fclose(stream), stream, 1,
+         count_meta(target, META_CLOSE, 0, t1, t2));
 }
 
 /* ---- shutdown ------------------------------------------------------------------------------ */

@@ -10,18 +10,42 @@
  * record ids (reference §4.1); bytes are assembled little-endian whatever the host order. */
 #define IOS_MIX(a, b, c)                                                                           \
     do {                                                                                           \
-        a -= b; a -= c; a ^= (c >> 43);                                                            \
-        b -= c; b -= a; b ^= (a << 9);                                                             \
-        c -= a; c -= b; c ^= (b >> 8);                                                             \
-        a -= b; a -= c; a ^= (c >> 38);                                                            \
-        b -= c; b -= a; b ^= (a << 23);                                                            \
-        c -= a; c -= b; c ^= (b >> 5);                                                             \
-        a -= b; a -= c; a ^= (c >> 35);                                                            \
-        b -= c; b -= a; b ^= (a << 49);                                                            \
-        c -= a; c -= b; c ^= (b >> 11);                                                            \
-        a -= b; a -= c; a ^= (c >> 12);                                                            \
-        b -= c; b -= a; b ^= (a << 18);                                                            \
-        c -= a; c -= b; c ^= (b >> 22);                                                            \
+        a -= b;                                                                                    \
+        a -= c;                                                                                    \
+        a ^= (c >> 43);                                                                            \
+        b -= c;                                                                                    \
+        b -= a;                                                                                    \
+        b ^= (a << 9);                                                                             \
+        c -= a;                                                                                    \
+        c -= b;                                                                                    \
+        c ^= (b >> 8);                                                                             \
+        a -= b;                                                                                    \
+        a -= c;                                                                                    \
+        a ^= (c >> 38);                                                                            \
+        b -= c;                                                                                    \
+        b -= a;                                                                                    \
+        b ^= (a << 23);                                                                            \
+        c -= a;                                                                                    \
+        c -= b;                                                                                    \
+        c ^= (b >> 5);                                                                             \
+        a -= b;                                                                                    \
+        a -= c;                                                                                    \
+        a ^= (c >> 35);                                                                            \
+        b -= c;                                                                                    \
+        b -= a;                                                                                    \
+        b ^= (a << 49);                                                                            \
+        c -= a;                                                                                    \
+        c -= b;                                                                                    \
+        c ^= (b >> 11);                                                                            \
+        a -= b;                                                                                    \
+        a -= c;                                                                                    \
+        a ^= (c >> 12);                                                                            \
+        b -= c;                                                                                    \
+        b -= a;                                                                                    \
+        b ^= (a << 18);                                                                            \
+        c -= a;                                                                                    \
+        c -= b;                                                                                    \
+        c ^= (b >> 22);                                                                            \
     } while (0)
 
 static uint64_t load_le64(const unsigned char *k) {
@@ -174,7 +198,8 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
     }
 }
 
-/* ---- path names ------------------------------------------------------------------------------- */
+/* ---- path names -------------------------------------------------------------------------------
+ */
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
     size_t n = 0, plen = strlen(path);
     if (path[0] != '/') {

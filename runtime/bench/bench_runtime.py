@@ -1,0 +1,132 @@
+"""What the runtime costs an application: `make bench-runtime`.
+
+1. Instructions added per intercepted call (64-byte pwrite, pread, fwrite), counted by valgrind's
+   callgrind, which counts instructions repeatably: (I(lib, N) - I(lib, 0)) - (I(none, N) - I(none, 0))
+   divided by N. Compared with Darshan 3.5.0 measured on these machines and with iostudy's targets.
+2. Wall-time overhead of 4 processes each writing 256 MiB in 1 MiB writes: median of alternating
+   runs with and without the runtime.
+
+Standard library only, so it runs with any Python 3.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DARSHAN_3_5_0 = {"pwrite": 1140, "pread": 1140, "fwrite": 557}
+TARGET = {"pwrite": 300, "pread": 300, "fwrite": 200}
+WALL_TARGET_PCT = 1.0
+
+
+def instructions(cmd, env):
+    """Total instructions callgrind counts for one run of cmd."""
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/callgrind.out", *cmd],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if out.returncode != 0 or not found:
+        sys.exit(f"bench: callgrind run failed ({' '.join(cmd)}):\n{out.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def per_call(build, op, calls, workdir):
+    """Instructions the runtime adds to one call of op."""
+    prog = os.path.join(build, "bench_calls")
+    plain = {k: v for k, v in os.environ.items() if not k.startswith(("LD_PRELOAD", "DARSHAN"))}
+    logs = os.path.join(workdir, "logs")
+    os.makedirs(logs, exist_ok=True)
+    instrumented = dict(
+        plain,
+        LD_PRELOAD=os.path.join(build, "libiostudy.so"),
+        DARSHAN_ENABLE_NONMPI="1",
+        DARSHAN_LOGPATH=logs,
+    )
+    counts = {}
+    for label, env in (("lib", instrumented), ("none", plain)):
+        for n in (0, calls):
+            counts[label, n] = instructions([prog, op, str(n), workdir], env)
+    added = (counts["lib", calls] - counts["lib", 0]) - (counts["none", calls] - counts["none", 0])
+    return added / calls
+
+
+def wall_time(build, procs, mib, runs, workdir):
+    """Median seconds for procs concurrent writers, without and with the runtime."""
+    prog = os.path.join(build, "bench_write")
+    plain = {k: v for k, v in os.environ.items() if not k.startswith(("LD_PRELOAD", "DARSHAN"))}
+    logs = os.path.join(workdir, "walllogs")
+    os.makedirs(logs, exist_ok=True)
+    instrumented = dict(
+        plain,
+        LD_PRELOAD=os.path.join(build, "libiostudy.so"),
+        DARSHAN_ENABLE_NONMPI="1",
+        DARSHAN_LOGPATH=logs,
+    )
+    times = {"none": [], "lib": []}
+    for run in range(runs):
+        order = ("none", "lib") if run % 2 == 0 else ("lib", "none")
+        for label in order:
+            env = instrumented if label == "lib" else plain
+            subprocess.run(["sync"], check=True)  # keep earlier runs' writeback out of this one
+            start = time.perf_counter()
+            children = [
+                subprocess.Popen([prog, os.path.join(workdir, f"w{i}.dat"), str(mib)], env=env)
+                for i in range(procs)
+            ]
+            if any(c.wait() != 0 for c in children):
+                sys.exit("bench: a writer failed")
+            times[label].append(time.perf_counter() - start)
+            for i in range(procs):
+                os.unlink(os.path.join(workdir, f"w{i}.dat"))
+        print(f"  run {run + 1}/{runs}: without {times['none'][-1]:.3f} s, "
+              f"with {times['lib'][-1]:.3f} s", flush=True)
+    return statistics.median(times["none"]), statistics.median(times["lib"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", default="build/runtime", help="runtime build directory")
+    parser.add_argument("--calls", type=int, default=20000, help="calls per callgrind run")
+    parser.add_argument("--runs", type=int, default=7, help="alternating wall-time runs (>= 5)")
+    parser.add_argument("--procs", type=int, default=4)
+    parser.add_argument("--mib", type=int, default=256, help="MiB each process writes")
+    args = parser.parse_args()
+    if not shutil.which("valgrind"):
+        sys.exit("bench: valgrind is missing (make setup installs it)")
+    for binary in ("libiostudy.so", "bench_calls", "bench_write"):
+        if not os.path.exists(os.path.join(args.build, binary)):
+            sys.exit(f"bench: {args.build}/{binary} is missing; run make setup")
+
+    with tempfile.TemporaryDirectory(prefix="iostudy-bench-", dir=args.build) as workdir:
+        print(f"Instructions added per 64-byte call ({args.calls} calls, callgrind):")
+        print(f"  {'call':8} {'iostudy':>8} {'Darshan 3.5.0':>14} {'ratio':>6} {'target':>7}")
+        ok = True
+        for op in ("pwrite", "pread", "fwrite"):
+            added = per_call(args.build, op, args.calls, workdir)
+            ratio = added / DARSHAN_3_5_0[op]
+            ok &= added <= TARGET[op]
+            verdict = "ok" if added <= TARGET[op] else "MISSED"
+            print(f"  {op:8} {added:8.0f} {DARSHAN_3_5_0[op]:14d} {ratio:6.2f} "
+                  f"{'<= ' + str(TARGET[op]):>7} {verdict}")
+        print(f"Wall time, {args.procs} processes x {args.mib} MiB in 1 MiB writes, "
+              f"median of {args.runs} alternating runs:")
+        without, with_lib = wall_time(args.build, args.procs, args.mib, args.runs, workdir)
+        overhead = (with_lib - without) / without * 100
+        ok &= overhead <= WALL_TARGET_PCT
+        print(f"  without {without:.3f} s, with {with_lib:.3f} s, overhead {overhead:+.2f} % "
+              f"(target <= {WALL_TARGET_PCT:.0f} %) {'ok' if overhead <= WALL_TARGET_PCT else 'MISSED'}")
+    print("bench-runtime: " + ("all targets met" if ok else "some targets missed"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
