@@ -7,46 +7,19 @@
 #include <unistd.h>
 
 /* Bob Jenkins' 64-bit lookup8 hash, byte-wise variant, as the Darshan format specifies for
- * record ids (reference §4.1); bytes are assembled little-endian whatever the host order. */
-#define IOS_MIX(a, b, c)                                                                           \
-    do {                                                                                           \
-        a -= b;                                                                                    \
-        a -= c;                                                                                    \
-        a ^= (c >> 43);                                                                            \
-        b -= c;                                                                                    \
-        b -= a;                                                                                    \
-        b ^= (a << 9);                                                                             \
-        c -= a;                                                                                    \
-        c -= b;                                                                                    \
-        c ^= (b >> 8);                                                                             \
-        a -= b;                                                                                    \
-        a -= c;                                                                                    \
-        a ^= (c >> 38);                                                                            \
-        b -= c;                                                                                    \
-        b -= a;                                                                                    \
-        b ^= (a << 23);                                                                            \
-        c -= a;                                                                                    \
-        c -= b;                                                                                    \
-        c ^= (b >> 5);                                                                             \
-        a -= b;                                                                                    \
-        a -= c;                                                                                    \
-        a ^= (c >> 35);                                                                            \
-        b -= c;                                                                                    \
-        b -= a;                                                                                    \
-        b ^= (a << 49);                                                                            \
-        c -= a;                                                                                    \
-        c -= b;                                                                                    \
-        c ^= (b >> 11);                                                                            \
-        a -= b;                                                                                    \
-        a -= c;                                                                                    \
-        a ^= (c >> 12);                                                                            \
-        b -= c;                                                                                    \
-        b -= a;                                                                                    \
-        b ^= (a << 18);                                                                            \
-        c -= a;                                                                                    \
-        c -= b;                                                                                    \
-        c ^= (b >> 22);                                                                            \
-    } while (0)
+ * record ids (reference §4.1); bytes are assembled little-endian whatever the host order.
+ * mix() runs the reference's 12 steps: x -= y; x -= z; x ^= z shifted, cycling (x, y, z)
+ * through (a, b, c), (b, c, a), (c, a, b); a negative shift means a left shift. */
+static void mix(uint64_t *a, uint64_t *b, uint64_t *c) {
+    static const int shifts[12] = {43, -9, 8, 38, -23, 5, 35, -49, 11, 12, -18, 22};
+    uint64_t *v[3] = {a, b, c};
+    for (int i = 0; i < 12; i++) {
+        uint64_t *x = v[i % 3], *y = v[(i + 1) % 3], *z = v[(i + 2) % 3];
+        *x -= *y;
+        *x -= *z;
+        *x ^= shifts[i] > 0 ? *z >> shifts[i] : *z << -shifts[i];
+    }
+}
 
 static uint64_t load_le64(const unsigned char *k) {
     uint64_t v = 0;
@@ -62,7 +35,7 @@ uint64_t ios_hash(const unsigned char *k, size_t length, uint64_t level) {
         a += load_le64(k);
         b += load_le64(k + 8);
         c += load_le64(k + 16);
-        IOS_MIX(a, b, c);
+        mix(&a, &b, &c);
         k += 24;
         len -= 24;
     }
@@ -76,7 +49,7 @@ uint64_t ios_hash(const unsigned char *k, size_t length, uint64_t level) {
         else
             c += (uint64_t)k[i] << (8 * (i - 15));
     }
-    IOS_MIX(a, b, c);
+    mix(&a, &b, &c);
     return c;
 }
 
