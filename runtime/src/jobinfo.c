@@ -157,6 +157,10 @@ void ios_job_exe_mounts(char *out, size_t outlen) {
         }
     }
     out[n] = '\0';
+    /* A newline in an argument would end the command line for the reader: it splits there. */
+    for (char *p = out; *p; p++)
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
     read_mounts();
     int written = 0;
     for (int i = 0; i < n_mounts; i++) {

@@ -397,6 +397,11 @@ IOS_EXPORT int fclose(FILE *stream) {
 }
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
+static int is_std_stream(const struct stdio_file *f) {
+    const char *name = ios_record_name(f->rec->base.id);
+    return name && name[0] == '<';
+}
+
 void ios_stdio_collect(struct ios_record_set *set) {
     set->mod = IOS_MOD_STDIO;
     set->rec_size = sizeof(struct ios_stdio_record);
@@ -406,8 +411,9 @@ void ios_stdio_collect(struct ios_record_set *set) {
         return;
     for (size_t i = 0; i < files_by_id.cap; i++) {
         struct stdio_file *f = files_by_id.keys[i] ? files_by_id.vals[i] : NULL;
-        if (!f)
-            continue;
+        if (!f || (is_std_stream(f) && f->rec->counters[STDIO_READS] == 0 &&
+                   f->rec->counters[STDIO_WRITES] == 0))
+            continue; /* a standard stream only asked for its descriptor, as Darshan drops it */
         memcpy(set->buf + set->len, f->rec, set->rec_size);
         set->len += set->rec_size;
         set->count++;

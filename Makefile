@@ -1,0 +1,94 @@
+# iostudy entry points. `make help` lists the targets; `make demo` and `make test` are the two a
+# newcomer needs. Every target runs from the repo root and works from a fresh clone with
+# ../shared beside it.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+# Also quiets the "Entering directory" lines of the make that CMake generates.
+MAKEFLAGS += --no-print-directory
+
+PYTHON ?= python3
+CMAKE_BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= 2
+
+BUILD_DIR := build
+RUNTIME_BUILD := $(BUILD_DIR)/runtime
+VENV := .venv
+LOCK := analysis/requirements.lock
+# The venv is rebuilt when any of these change; their sha256 sums are kept in the stamp.
+VENV_INPUTS := $(LOCK) analysis/pyproject.toml
+VENV_STAMP := $(VENV)/.lock-stamp
+PIP_TOOLS := pip-tools==7.6.2
+
+# Only trees and files that exist: the lists grow as the project does.
+PY_DIRS := $(wildcard analysis runtime/tests)
+C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.c)
+
+.PHONY: help setup apt-packages build-runtime venv test test-runtime test-python lint demo \
+	bench bench-runtime format clean lock
+
+help: ## list the targets
+	@echo "usage: make TARGET   (variables: PYTHON=$(PYTHON) CMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) JOBS=$(JOBS))"
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+setup: apt-packages build-runtime venv ## install apt packages, build the runtime, create .venv
+
+apt-packages: ## install the Debian packages of ci/apt-packages.txt that are missing
+	ci/install-apt-packages.sh ci/apt-packages.txt
+
+build-runtime: apt-packages ## configure and build the C runtime in build/runtime
+	@test -f runtime/CMakeLists.txt || \
+		{ echo "error: runtime/CMakeLists.txt is missing, cannot build the runtime" >&2; exit 1; }
+	cmake -S runtime -B $(RUNTIME_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE)
+	cmake --build $(RUNTIME_BUILD) -j$(JOBS)
+
+venv: apt-packages ## create .venv from the lock (again only when the lock or pyproject changed)
+	@if sha256sum --status -c $(VENV_STAMP) 2>/dev/null; then \
+		echo "venv: $(VENV) matches $(VENV_INPUTS)"; \
+	else \
+		echo "venv: creating $(VENV) from $(LOCK)"; \
+		rm -rf $(VENV); \
+		$(PYTHON) -m venv $(VENV); \
+		$(VENV)/bin/pip install --require-hashes -r $(LOCK); \
+		$(VENV)/bin/pip install --no-deps -e analysis; \
+		sha256sum $(VENV_INPUTS) > $(VENV_STAMP); \
+	fi
+
+test: test-runtime test-python lint ## run every test and the format checks (what CI runs)
+
+# --no-tests=error: a build that registers no test must not pass (like pytest's exit status 5).
+test-runtime: setup ## run the runtime's CTest suite
+	ctest --test-dir $(RUNTIME_BUILD) --output-on-failure --no-tests=error
+
+# Test paths and options come from pytest.ini; exit status 5 (no tests collected) fails too.
+test-python: setup ## run pytest (runtime/tests and analysis/tests)
+	$(VENV)/bin/python -m pytest
+
+lint: venv ## check Python with ruff and C with clang-format
+	$(VENV)/bin/ruff check $(PY_DIRS)
+	$(VENV)/bin/ruff format --check $(PY_DIRS)
+	$(if $(C_FILES),clang-format --dry-run --Werror $(C_FILES))
+
+demo: setup ## run a small workload under the runtime and summarise its logs
+	ci/demo.sh
+
+bench-runtime: setup ## instructions per intercepted call and wall-time overhead of the runtime
+	$(VENV)/bin/python runtime/bench/bench_runtime.py --build $(RUNTIME_BUILD)
+
+bench: bench-runtime ## run every benchmark
+
+format: venv ## rewrite Python (ruff) and C (clang-format) sources in place
+	$(VENV)/bin/ruff check --select I --fix $(PY_DIRS)
+	$(VENV)/bin/ruff format $(PY_DIRS)
+	$(if $(C_FILES),clang-format -i $(C_FILES))
+
+clean: ## remove build/ (keeps .venv)
+	rm -rf $(BUILD_DIR)
+
+# pip-tools lives in a throwaway venv so that it never enters the lock or .venv.
+lock: ## regenerate analysis/requirements.lock from analysis/pyproject.toml (needs PyPI)
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PYTHON) -m venv "$$tmp" && "$$tmp/bin/pip" install -q $(PIP_TOOLS) && \
+	"$$tmp/bin/pip-compile" --quiet --generate-hashes --extra test --strip-extras \
+		--no-emit-index-url --no-emit-find-links -o $(LOCK) analysis/pyproject.toml
