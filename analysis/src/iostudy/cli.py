@@ -1,0 +1,146 @@
+"""Command-line interface: ``iostudy <group> <command>``."""
+
+import argparse
+import json
+import os
+import sys
+
+from rich.console import Console
+from rich.table import Column, Table
+
+from . import __version__
+from .darshanlog import DarshanLogError, read_log
+from .summary import summarize
+
+# Exit status for "the input could not be used" (argparse uses 2 for bad usage as well).
+EXIT_BAD_INPUT = 2
+
+
+def _bytes(n):
+    """Binary-prefixed size, e.g. 64.0 MiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def _print_summary(s, console):
+    console.print(f"[bold]{s['path']}[/bold]", highlight=False)
+    facts = Table.grid(Column(no_wrap=True), Column(overflow="fold"), padding=(0, 2))
+    facts.add_row("job id", str(s["jobid"]))
+    facts.add_row("nprocs", str(s["nprocs"]))
+    facts.add_row("run time", f"{s['run_time']:.3f} s ({s['start']} .. {s['end']})")
+    facts.add_row("exe", s["exe"])
+    facts.add_row("format", s["log_ver"])
+    for key, value in s["metadata"].items():
+        facts.add_row(f"tag {key}", value)
+    console.print(facts, highlight=False)
+
+    if not s["modules"]:
+        console.print("no POSIX, STDIO or MPI-IO records")
+    for m in s["modules"]:
+        title = f"{m['name']}: {m['records']} records, {m['files']} files"
+        if m["partial"]:
+            title += " [PARTIAL: the runtime ran out of memory, records are missing]"
+        console.print()
+        console.print(
+            f"[bold]{title}[/bold]  read {_bytes(m['bytes_read'])} in {m['reads']} ops, "
+            f"wrote {_bytes(m['bytes_written'])} in {m['writes']} ops, {m['opens']} opens",
+            highlight=False,
+        )
+        # File names are the point of the table: fold them rather than cut them.
+        table = Table(Column("file", overflow="fold"), "ranks")
+        for heading in ("read", "written", "reads", "writes", "opens"):
+            table.add_column(heading, justify="right", no_wrap=True)
+        for f in m["top_files"]:
+            ranks = "shared" if f["shared"] else str(f["nranks"])
+            table.add_row(
+                f["name"],
+                ranks,
+                _bytes(f["bytes_read"]),
+                _bytes(f["bytes_written"]),
+                str(f["reads"]),
+                str(f["writes"]),
+                str(f["opens"]),
+            )
+        console.print(table, highlight=False)
+
+    others = [
+        f"{n}{' (partial)' if m['partial_flag'] else ''}" for n, m in s["other_modules"].items()
+    ]
+    if others:
+        console.print()
+        console.print("other modules: " + ", ".join(others), highlight=False)
+    for api, h in s["heatmaps"].items():
+        console.print(
+            f"heatmap {api}: {h['nbins']} bins of {h['bin_width']:g} s, {h['nranks']} ranks",
+            highlight=False,
+        )
+
+
+def cmd_log_summary(args):
+    try:
+        log = read_log(args.log, timeout=args.timeout)
+    except DarshanLogError as exc:
+        print(f"iostudy: error: cannot read log {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    summary = summarize(log, top=args.top)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    else:
+        _print_summary(summary, Console())
+    return 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="iostudy",
+        description="iostudy: HPC I/O-study harness (analysis side). "
+        "Reads Darshan-format logs with PyDarshan, summarises them.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    groups = parser.add_subparsers(title="command groups", dest="group", required=True)
+
+    log = groups.add_parser(
+        "log",
+        help="inspect Darshan-format logs",
+        description="Inspect Darshan-format logs (as written by the iostudy runtime or Darshan).",
+    )
+    log_cmds = log.add_subparsers(title="commands", dest="command", required=True)
+    summary = log_cmds.add_parser(
+        "summary",
+        help="print a summary of one log",
+        description="Print job facts, metadata tags and, per module (POSIX, STDIO, MPI-IO), "
+        "record count, partial flag, bytes and operations, and the files that moved the "
+        "most bytes. The log is read in a separate process; a damaged log is reported as one "
+        f"error line naming the file, with exit status {EXIT_BAD_INPUT}.",
+    )
+    summary.add_argument("log", help="path of a .darshan log")
+    summary.add_argument("--json", action="store_true", help="print the summary as JSON")
+    summary.add_argument(
+        "--top", type=int, default=5, metavar="N", help="files listed per module (default 5)"
+    )
+    summary.add_argument(
+        "--timeout",
+        type=float,
+        default=120,
+        metavar="SEC",
+        help="give up reading the log after SEC seconds (default 120)",
+    )
+    summary.set_defaults(func=cmd_log_summary)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `| head`): not an error worth a traceback.
+        sys.stdout = open(os.devnull, "w")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

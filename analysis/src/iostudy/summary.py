@@ -1,0 +1,106 @@
+"""Summary of one Darshan log: pure functions from the dict of :func:`read_log` to plain data."""
+
+from datetime import datetime, timezone
+
+# Counters summed into each figure, per module (PyDarshan module names and counter names).
+MODULE_COUNTERS = {
+    "POSIX": {
+        "bytes_read": ["POSIX_BYTES_READ"],
+        "bytes_written": ["POSIX_BYTES_WRITTEN"],
+        "opens": ["POSIX_OPENS"],
+        "reads": ["POSIX_READS"],
+        "writes": ["POSIX_WRITES"],
+    },
+    "STDIO": {
+        "bytes_read": ["STDIO_BYTES_READ"],
+        "bytes_written": ["STDIO_BYTES_WRITTEN"],
+        "opens": ["STDIO_OPENS", "STDIO_FDOPENS"],
+        "reads": ["STDIO_READS"],
+        "writes": ["STDIO_WRITES"],
+    },
+    "MPI-IO": {
+        "bytes_read": ["MPIIO_BYTES_READ"],
+        "bytes_written": ["MPIIO_BYTES_WRITTEN"],
+        "opens": ["MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS"],
+        "reads": ["MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS", "MPIIO_NB_READS"],
+        "writes": [
+            "MPIIO_INDEP_WRITES",
+            "MPIIO_COLL_WRITES",
+            "MPIIO_SPLIT_WRITES",
+            "MPIIO_NB_WRITES",
+        ],
+    },
+}
+
+
+def _figures(mod, counters):
+    return {key: sum(counters[c] for c in names) for key, names in MODULE_COUNTERS[mod].items()}
+
+
+def _timestamp(sec, nsec):
+    return datetime.fromtimestamp(sec + nsec / 1e9, timezone.utc).isoformat(timespec="seconds")
+
+
+def _module_summary(log, mod, top):
+    records = log["records"][mod]
+    totals = dict.fromkeys(MODULE_COUNTERS[mod], 0)
+    # Records are per (file, rank); a file seen by several ranks is one row of the top list.
+    files = {}
+    for rec in records:
+        figures = _figures(mod, rec["counters"])
+        f = files.setdefault(rec["id"], {"ranks": set(), **dict.fromkeys(figures, 0)})
+        f["ranks"].add(rec["rank"])
+        for key, value in figures.items():
+            totals[key] += value
+            f[key] += value
+    ranked = sorted(
+        files.items(), key=lambda kv: kv[1]["bytes_read"] + kv[1]["bytes_written"], reverse=True
+    )
+    top_files = []
+    for rec_id, f in ranked[:top]:
+        ranks = f.pop("ranks")
+        top_files.append(
+            {
+                "name": log["name_records"].get(rec_id, rec_id),
+                # Rank -1 marks a record shared by all ranks (reduced at shutdown).
+                "shared": -1 in ranks,
+                "nranks": len(ranks - {-1}),
+                **f,
+            }
+        )
+    return {
+        "name": mod,
+        "records": len(records),
+        "files": len(files),
+        "partial": log["modules"][mod]["partial_flag"],
+        **totals,
+        "top_files": top_files,
+    }
+
+
+def summarize(log, top=5):
+    """Job facts, per-module totals and the ``top`` files by bytes moved."""
+    job = log["job"]
+    return {
+        "path": log["path"],
+        "jobid": job["jobid"],
+        "nprocs": job["nprocs"],
+        "uid": job["uid"],
+        "start": _timestamp(job["start_time_sec"], job["start_time_nsec"]),
+        "end": _timestamp(job["end_time_sec"], job["end_time_nsec"]),
+        "run_time": job["run_time"],
+        "log_ver": job["log_ver"],
+        "metadata": job["metadata"],
+        "exe": log["exe"],
+        "modules": [
+            _module_summary(log, mod, top) for mod in MODULE_COUNTERS if mod in log["records"]
+        ],
+        # Modules iostudy does not summarise (LUSTRE, HEATMAP, DXT_*, ...): presence only.
+        "other_modules": {
+            name: m for name, m in log["modules"].items() if name not in MODULE_COUNTERS
+        },
+        "heatmaps": {
+            api: {"nbins": h["nbins"], "bin_width": h["bin_width"], "nranks": len(h["ranks"])}
+            for api, h in log["heatmaps"].items()
+        },
+    }

@@ -1,0 +1,20 @@
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Real Darshan logs (external test data) live beside the checkout, not in it.
+DARSHAN_LOGS = REPO_ROOT / ".." / "shared" / "testdata" / "darshan-logs"
+# Primary 3.41 test vector: written by Darshan 3.5.0, 4 ranks, POSIX+MPI-IO+STDIO+LUSTRE+HEATMAP.
+RELEASE_350 = "release_logs/mpi-io-test-x86_64-3.5.0.darshan"
+
+
+@pytest.fixture(scope="session")
+def darshan_logs():
+    assert DARSHAN_LOGS.is_dir(), f"test data missing: {DARSHAN_LOGS} (clone beside ../shared)"
+    return DARSHAN_LOGS
+
+
+@pytest.fixture(scope="session")
+def release_log(darshan_logs):
+    return darshan_logs / RELEASE_350

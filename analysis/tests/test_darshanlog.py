@@ -1,0 +1,118 @@
+"""read_log against real Darshan logs; expected values are facts of the input files (checked
+with PyDarshan 3.5.0 directly), not outputs of iostudy."""
+
+import shutil
+
+import pytest
+
+from iostudy.darshanlog import DarshanLogError, _failure_reason, read_log
+
+SHARED_FILE = "/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat"
+
+
+def test_release_341_log_job_and_modules(release_log):
+    log = read_log(release_log)
+    job = log["job"]
+    assert (job["nprocs"], job["jobid"], job["log_ver"]) == (4, 3171794, "3.41")
+    assert (job["start_time_sec"], job["start_time_nsec"]) == (1762569885, 209444863)
+    assert job["metadata"] == {"lib_ver": "3.5.0", "h": "romio_no_indep_rw=true;cb_nodes=4"}
+    assert log["exe"].startswith("/home/wkliao/Darshan/TEST/mpi-io-test -f")
+    assert len(log["mounts"]) == 35
+    assert set(log["modules"]) == {"POSIX", "MPI-IO", "LUSTRE", "STDIO", "HEATMAP"}
+    assert log["modules"]["POSIX"] == {"len": 156, "ver": 4, "partial_flag": False}
+    assert len(log["name_records"]) == 7
+
+
+def test_release_341_log_records(release_log):
+    log = read_log(release_log)
+    (posix,) = log["records"]["POSIX"]
+    assert posix["rank"] == -1
+    assert log["name_records"][posix["id"]] == SHARED_FILE
+    assert posix["counters"]["POSIX_OPENS"] == 16
+    assert posix["counters"]["POSIX_BYTES_READ"] == 64 * 2**20
+    assert posix["counters"]["POSIX_BYTES_WRITTEN"] == 64 * 2**20
+    assert "POSIX_F_OPEN_START_TIMESTAMP" in posix["fcounters"]
+    (mpiio,) = log["records"]["MPI-IO"]
+    assert mpiio["counters"]["MPIIO_INDEP_OPENS"] == 8
+    (stdio,) = log["records"]["STDIO"]
+    assert (log["name_records"][stdio["id"]], stdio["rank"]) == ("<STDOUT>", 0)
+    assert stdio["counters"]["STDIO_BYTES_WRITTEN"] == 322
+
+
+def test_release_341_log_heatmaps(release_log):
+    heatmaps = read_log(release_log)["heatmaps"]
+    assert set(heatmaps) == {"POSIX", "MPIIO", "STDIO"}
+    posix = heatmaps["POSIX"]
+    assert (posix["nbins"], posix["bin_width"], posix["ranks"]) == (1, 0.1, [0, 1, 2, 3])
+    assert posix["write_bins"] == [[16 * 2**20]] * 4
+    assert posix["read_bins"] == [[16 * 2**20]] * 4
+
+
+def test_big_endian_legacy_log(darshan_logs):
+    job = read_log(darshan_logs / "release_logs/mpi-io-test-ppc64-3.0.0.darshan")["job"]
+    assert (job["nprocs"], job["jobid"], job["log_ver"]) == (4, 770702, "3.00")
+
+
+def test_empty_log_has_no_modules(darshan_logs):
+    log = read_log(darshan_logs / "empty_log/empty_log.darshan")
+    assert (log["job"]["nprocs"], log["job"]["jobid"]) == (4, 395998)
+    assert log["modules"] == {} and log["records"] == {} and log["heatmaps"] == {}
+
+
+def test_partial_flag(darshan_logs):
+    log = read_log(darshan_logs / "partial_data_stdio/partial_data_stdio.darshan")
+    assert log["modules"]["STDIO"]["partial_flag"] is True
+    assert log["modules"]["POSIX"]["partial_flag"] is False
+    assert len(log["records"]["STDIO"]) == 1022
+
+
+# Cut points in the 2597-byte 3.5.0 log: inside the header, the job region, the name region and
+# the last (HEATMAP) module region. The first three make libdarshan-util fail or crash; the last
+# "succeeds" with records missing and only a complaint on stderr.
+@pytest.mark.parametrize("size", [100, 1500, 1850, 2500])
+def test_truncated_log_raises_naming_the_file(release_log, tmp_path, size):
+    bad = tmp_path / f"cut-at-{size}.darshan"
+    bad.write_bytes(release_log.read_bytes()[:size])
+    with pytest.raises(DarshanLogError) as err:
+        read_log(bad)
+    assert str(bad) in str(err.value)
+    assert err.value.stderr, "libdarshan-util's complaints are kept"
+
+
+def test_missing_file(tmp_path):
+    missing = tmp_path / "nope.darshan"
+    with pytest.raises(DarshanLogError, match="no such file") as err:
+        read_log(missing)
+    assert err.value.path == str(missing)
+
+
+def test_not_a_log(tmp_path):
+    text = tmp_path / "notes.darshan"
+    text.write_text("hello\n")
+    with pytest.raises(DarshanLogError, match="Failed to open file") as err:
+        read_log(text)
+    assert any("invalid log file" in line for line in err.value.stderr)
+
+
+def test_timeout(release_log, tmp_path):
+    log = tmp_path / "slow.darshan"
+    shutil.copy(release_log, log)
+    # No interpreter starts and imports PyDarshan in 10 ms.
+    with pytest.raises(DarshanLogError, match="timed out"):
+        read_log(log, timeout=0.01)
+
+
+@pytest.mark.parametrize(
+    ("returncode", "stdout", "expected"),
+    [
+        (-6, "", "reader aborted (SIGABRT), exit status -6"),
+        (134, "", "reader aborted (SIGABRT), exit status 134"),
+        (-11, "", "reader crashed (segfault), exit status -11"),
+        (139, "", "reader crashed (segfault), exit status 139"),
+        (-6, '{"error": "E: 1"}', "reader aborted (SIGABRT), exit status -6, after E: 1"),
+        (1, '{"error": "RuntimeError: bad"}', "RuntimeError: bad"),
+        (3, "garbage", "reader exited with status 3"),
+    ],
+)
+def test_failure_reason(returncode, stdout, expected):
+    assert _failure_reason(returncode, stdout) == expected
