@@ -44,7 +44,8 @@ static void map_stream(FILE *stream, struct stdio_file *f) {
     cached_stream = NULL;
 }
 
-/* The standard streams get their records on first use. */
+/* The standard streams get their records on first use (Darshan creates them at start-up and
+ * drops the idle ones at shutdown: the same log). */
 static struct stdio_file *stream_file(FILE *stream) {
     if (stream == cached_stream)
         return cached_file;
@@ -52,8 +53,10 @@ static struct stdio_file *stream_file(FILE *stream) {
     if (!f && stream && (stream == stdin || stream == stdout || stream == stderr)) {
         int saved = errno; /* allocation may set it */
         f = file_by_name(stream == stdin ? "<STDIN>" : stream == stdout ? "<STDOUT>" : "<STDERR>");
-        if (f)
+        if (f) {
+            f->rec->counters[STDIO_OPENS] = 1; /* opened before main, as Darshan counts it */
             map_stream(stream, f);
+        }
         errno = saved;
     }
     cached_stream = stream;
@@ -287,7 +290,7 @@ IOS_EXPORT int __printf_chk(int flag, const char *fmt, ...) {
     return ret;
 }
 
-char *fgets(char *s, int size, FILE *stream) {
+IOS_EXPORT char *fgets(char *s, int size, FILE *stream) {
     WRAP(fgets, char *, ios_real.fgets(s, size, stream), stream, ret != NULL,
          OP_READ((int64_t)strlen(ret)));
 }

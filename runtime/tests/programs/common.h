@@ -1,0 +1,52 @@
+/* Helpers shared by the runtime test programs.
+ *
+ * Every program performs a fixed, documented I/O pattern; the expected Darshan counters are
+ * derived by hand in the corresponding test_*.py.  Any call that does not return what the
+ * pattern assumes makes the program exit with status 99 (so a test can never silently compare
+ * against a different pattern).  Diagnostics go to stderr only on such failures.
+ */
+#ifndef IOSTUDY_TEST_COMMON_H
+#define IOSTUDY_TEST_COMMON_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond, what)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAILED %s:%d: %s (errno %d: %s)\n", __FILE__, __LINE__, what, errno,  \
+                    strerror(errno));                                                              \
+            exit(99);                                                                              \
+        }                                                                                          \
+    } while (0)
+
+/* expect a size-returning call to return exactly `want` */
+#define EXPECT_RET(call, want)                                                                     \
+    do {                                                                                           \
+        long long r_ = (long long)(call);                                                          \
+        if (r_ != (long long)(want)) {                                                             \
+            fprintf(stderr, "FAILED %s:%d: %s returned %lld, expected %lld (errno %d)\n",          \
+                    __FILE__, __LINE__, #call, r_, (long long)(want), errno);                      \
+            exit(99);                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static inline char *path_in(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    CHECK(p != NULL, "malloc");
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static inline const char *dir_arg(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s DIR ...\n", argv[0]);
+        exit(2);
+    }
+    return argv[1];
+}
+
+#endif

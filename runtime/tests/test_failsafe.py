@@ -1,0 +1,148 @@
+"""The runtime must never change what a program does: output, exit status, errno values;
+it must cope with an unwritable log location and with threads."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+from conftest import fs_block_size
+from rt_checks import check_posix_record, common_slots, histogram, posix_expected
+from rt_oracle import module_names, read_log, record
+
+
+def same_behaviour(plain, inst):
+    assert inst.returncode == plain.returncode, f"{inst.describe()}\n--- plain:\n{plain.describe()}"
+    assert inst.stdout == plain.stdout, f"stdout differs\n{inst.describe()}"
+    assert inst.stderr == plain.stderr, f"stderr differs\n{inst.describe()}"
+
+
+def _fixed_dir(tmp_path):
+    d = tmp_path / "fixed"
+    d.mkdir()
+    for n in ("a.txt", "b.dat", "c"):
+        (d / n).write_text(n)
+    return d
+
+
+def _python3():
+    # the interpreter running the tests: a real python3 binary (a "python3" found on PATH may
+    # be a wrapper script, e.g. a pyenv shim, that runs several processes)
+    return sys.executable
+
+
+@pytest.mark.parametrize("which", ["true", "ls", "python3"])
+def test_common_commands_unchanged(runner, tmp_path, which):
+    if which == "true":
+        cmd, out = [shutil.which("true") or "true"], ""
+    elif which == "ls":
+        cmd, out = ["ls", "-1a", str(_fixed_dir(tmp_path))], ".\n..\na.txt\nb.dat\nc\n"
+    else:
+        cmd, out = [_python3(), "-c", "print(1)"], "1\n"
+    plain = runner.plain(cmd)
+    inst = runner.instrumented(cmd, tmp_path)
+    same_behaviour(plain, inst)
+    assert inst.returncode == 0 and inst.stdout == out and inst.stderr == ""
+    log = read_log(inst.log)  # a valid log was written
+    assert log["job"]["nprocs"] == 1
+    assert log["exe"].split(" ")[-1] == cmd[-1]
+
+
+@pytest.mark.parametrize("how", ["return", "exit", "_exit"])
+def test_exit_code_kept(runner, tmp_path, how):
+    d = os.path.realpath(tmp_path)
+    cmd = [runner.bin("exit_code"), d, how]
+    plain = runner.plain(cmd)
+    inst = runner.instrumented(cmd, d)
+    same_behaviour(plain, inst)
+    assert inst.returncode == 3
+    assert inst.stdout == f"exiting with 3 via {how}\n"
+    log = read_log(inst.log)
+    rec = record(log, "POSIX", os.path.join(d, "exit.dat"))
+    assert rec["counters"]["POSIX_WRITES"] == 1
+    assert rec["counters"]["POSIX_BYTES_WRITTEN"] == 64
+
+
+def test_errno_values_unchanged(runner, tmp_path):
+    d = os.path.realpath(tmp_path)
+    with open(os.path.join(d, "exists.dat"), "w") as f:
+        f.write("hello world\n")
+    cmd = [runner.bin("errno_check"), d]
+    plain = runner.plain(cmd)
+    inst = runner.instrumented(cmd, d)
+    same_behaviour(plain, inst)
+    assert inst.returncode == 0
+    lines = dict((ln[:28].strip(), ln[29:]) for ln in inst.stdout.splitlines() if len(ln) > 29)
+    assert lines["open missing"].startswith("ret=-1 errno=2 ")  # ENOENT
+    assert lines["write read-only fd"].startswith("ret=-1 errno=9 ")  # EBADF
+    assert lines["lseek on pipe"].startswith("ret=-1 errno=29 ")  # ESPIPE
+    assert lines["write ok"].startswith("ret=10 errno=4242 ")
+    read_log(inst.log)
+
+
+def _deterministic_cmd(runner, d):
+    return [runner.bin("exit_code"), d, "return"]
+
+
+@pytest.mark.parametrize("where", ["LOGPATH", "LOGFILE"])
+def test_unwritable_log_location(runner, tmp_path, where):
+    d = os.path.realpath(tmp_path)
+    blocker = os.path.join(d, "regular_file")
+    with open(blocker, "w") as f:
+        f.write("not a directory\n")
+    if where == "LOGPATH":
+        extra = {"DARSHAN_LOGFILE": None, "DARSHAN_LOGPATH": os.path.join(blocker, "logs")}
+    else:
+        extra = {"DARSHAN_LOGFILE": os.path.join(blocker, "x.darshan")}
+    cmd = _deterministic_cmd(runner, d)
+    plain = runner.plain(cmd)
+    inst = runner.instrumented(cmd, d, env_extra=extra)
+    assert inst.returncode == plain.returncode == 3, inst.describe()
+    assert inst.stdout == plain.stdout, inst.describe()
+    err = inst.stderr.splitlines()
+    assert len(err) == 1 and err[0].startswith("iostudy:"), (
+        f"expected exactly one warning line starting with 'iostudy:'\n{inst.describe()}"
+    )
+    assert sorted(os.listdir(d)) == ["exit.dat", "regular_file"]
+
+
+@pytest.mark.parametrize("repeat", range(3))
+def test_threads(runner, tmp_path, repeat):
+    d = os.path.realpath(tmp_path)
+    res = runner.instrumented([runner.bin("threads"), d], d).check()
+    log = read_log(res.log)
+    block = fs_block_size(d)
+    names = []
+    for t in range(4):
+        n = (t + 1) * 25
+        name = os.path.join(d, f"thread{t}.dat")
+        names.append(name)
+        exp = posix_expected(
+            block,
+            OPENS=1,
+            MODE=0o644,
+            WRITES=n,
+            BYTES_WRITTEN=1000 * n,
+            MAX_BYTE_WRITTEN=1000 * n - 1,
+            CONSEC_WRITES=n - 1,
+            SEQ_WRITES=n - 1,
+            FILE_NOT_ALIGNED=sum(1 for k in range(n) if (1000 * k) % block),
+            **histogram("WRITE", [1000] * n),
+            **common_slots("ACCESS", [(1000, n)]),
+        )
+        check_posix_record(record(log, "POSIX", name), exp, [1000], what=name)
+        m = (t + 1) * 10
+        sname = os.path.join(d, f"thread{t}.txt")
+        sc = record(log, "STDIO", sname)["counters"]
+        assert (sc["STDIO_OPENS"], sc["STDIO_WRITES"], sc["STDIO_BYTES_WRITTEN"]) == (
+            1,
+            m,
+            100 * m,
+        ), sname
+        assert sc["STDIO_MAX_BYTE_WRITTEN"] == 100 * m - 1
+    assert module_names(log, "POSIX") == sorted(names)
+    hm = log["heatmaps"]
+    assert sum(sum(v) for v in hm["POSIX"]["write"].values()) == 250000
+    assert sum(sum(v) for v in hm["STDIO"]["write"].values()) == 10000
