@@ -23,7 +23,7 @@ PIP_TOOLS := pip-tools==7.6.2
 
 # Only trees and files that exist: the lists grow as the project does.
 PY_DIRS := $(wildcard analysis runtime/tests)
-C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.c)
+C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c)
 
 .PHONY: help setup apt-packages build-runtime venv test test-runtime test-python lint demo \
 	bench bench-runtime format clean lock

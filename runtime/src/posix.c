@@ -283,9 +283,17 @@ IOS_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off64_t off) {
 IOS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t off) {
     WRAP_RW(pwrite64, ios_real.pwrite64(fd, buf, count, off), 1, off, buf_aligned(buf));
 }
+/* _FORTIFY_SOURCE forms: the real ones keep their buffer-overflow check. */
 IOS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen) {
-    (void)buflen; /* the compiler's bound check already passed at the call site */
-    WRAP_RW(read, ios_real.read(fd, buf, count), 0, -1, buf_aligned(buf));
+    WRAP_RW(__read_chk, ios_real.__read_chk(fd, buf, count, buflen), 0, -1, buf_aligned(buf));
+}
+IOS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t count, off_t off, size_t buflen) {
+    WRAP_RW(__pread_chk, ios_real.__pread_chk(fd, buf, count, off, buflen), 0, off,
+            buf_aligned(buf));
+}
+IOS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t off, size_t buflen) {
+    WRAP_RW(__pread64_chk, ios_real.__pread64_chk(fd, buf, count, off, buflen), 0, off,
+            buf_aligned(buf));
 }
 IOS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
     WRAP_RW(readv, ios_real.readv(fd, iov, n), 0, -1, iov_aligned(iov, n));

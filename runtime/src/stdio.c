@@ -294,6 +294,14 @@ IOS_EXPORT char *fgets(char *s, int size, FILE *stream) {
     WRAP(fgets, char *, ios_real.fgets(s, size, stream), stream, ret != NULL,
          OP_READ((int64_t)strlen(ret)));
 }
+IOS_EXPORT char *__fgets_chk(char *s, size_t buflen, int size, FILE *stream) {
+    WRAP(__fgets_chk, char *, ios_real.__fgets_chk(s, buflen, size, stream), stream, ret != NULL,
+         OP_READ((int64_t)strlen(ret)));
+}
+IOS_EXPORT size_t __fread_chk(void *ptr, size_t buflen, size_t size, size_t n, FILE *stream) {
+    WRAP(__fread_chk, size_t, ios_real.__fread_chk(ptr, buflen, size, n, stream), stream, ret > 0,
+         OP_READ((int64_t)(size * ret)));
+}
 IOS_EXPORT int fgetc(FILE *stream) {
     WRAP(fgetc, int, ios_real.fgetc(stream), stream, ret != EOF, OP_READ(1));
 }

@@ -7,6 +7,7 @@ Pattern (B = 1000 bytes, rank r, np ranks, T = np(np+1)/2):
   shared.dat  every rank: r+1 pwrites of B at B*r(r+1)/2 + k*B, then r+1 preads of the same
   rank<r>.dat rank r: r+1 write()s of B from offset 0
   some.dat    ranks r < max(1, np-1): one 10-byte pwrite at 10*r
+  stdio_shared.txt every rank: fopen("a"), r+1 fwrites of 100 bytes, fclose
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shutil
 import pytest
 from conftest import Scenario, fs_block_size, real_tmp
 from rt_checks import (
+    STDIO_FCOUNTERS,
     U64,
     check_nonshared_rank_fields,
     check_timers,
@@ -26,7 +28,7 @@ from rt_checks import (
     posix_expected,
 )
 from rt_hash import darshan_hash
-from rt_oracle import read_log, records_named
+from rt_oracle import read_log, record, records_named
 
 B = 1000
 FLAVOURS = ["openmpi", "mpich"]
@@ -106,10 +108,13 @@ def test_records_of_our_files(mpi_run: Scenario):
         want = [(f"{d}/rank{r}.dat", r) for r in range(np_)] + [(f"{d}/shared.dat", -1)]
         want += [(f"{d}/some.dat", r) for r in range(some)]
     assert got == sorted(want)
-    # no record of any module carries a rank outside [-1, np)
+    # no record of any module carries a rank outside [-1, np); with one rank, all are -1
     for mod, rs in mpi_run.log["records"].items():
         for r in rs:
-            assert -1 <= r["rank"] < np_, (mod, r["rank"])
+            what = (mod, mpi_run.log["name_records"][r["id"]], r["rank"])
+            assert -1 <= r["rank"] < np_, what
+            if np_ == 1:
+                assert r["rank"] == -1, what
 
 
 def test_shared_record(mpi_run: Scenario):
@@ -255,3 +260,49 @@ def test_names_and_ids(mpi_run: Scenario):
             assert r["id"] & U64 in log["name_records"]
     for mod, info in log["modules"].items():
         assert info["partial_flag"] is False, mod
+
+
+def test_shared_stdio_record(mpi_run: Scenario):
+    np_ = mpi_run.nprocs
+    t = np_ * (np_ + 1) // 2
+    name = os.path.join(mpi_run.dir, "stdio_shared.txt")
+    rec = record(mpi_run.log, "STDIO", name)
+    assert rec["rank"] == -1
+    c, f = rec["counters"], rec["fcounters"]
+    exp = {
+        "STDIO_OPENS": np_,
+        "STDIO_FDOPENS": 0,
+        "STDIO_READS": 0,
+        "STDIO_WRITES": t,
+        "STDIO_SEEKS": 0,
+        "STDIO_FLUSHES": 0,
+        "STDIO_BYTES_WRITTEN": 100 * t,
+        "STDIO_BYTES_READ": 0,
+        "STDIO_MAX_BYTE_READ": 0,
+        # each rank's stream offset starts at 0: rank np-1 reaches 100*np - 1
+        "STDIO_MAX_BYTE_WRITTEN": 100 * np_ - 1,
+    }
+    compare_counters(rec, exp, what=name)
+    for which in ("FASTEST", "SLOWEST"):
+        rank = c[f"STDIO_{which}_RANK"]
+        assert 0 <= rank < np_, (which, rank)
+        assert c[f"STDIO_{which}_RANK_BYTES"] == 100 * (rank + 1), which
+    assert 0 <= f["STDIO_F_FASTEST_RANK_TIME"] <= f["STDIO_F_SLOWEST_RANK_TIME"]
+    assert f["STDIO_F_VARIANCE_RANK_BYTES"] == pytest.approx(
+        100**2 * (np_**2 - 1) / 12, rel=1e-9, abs=1e-9
+    )
+    assert f["STDIO_F_VARIANCE_RANK_TIME"] >= 0
+    assert list(f) == STDIO_FCOUNTERS
+    check_timers(rec, "STDIO", mpi_run.log["job"]["run_time"], dict(ALL, READ=False), name)
+
+
+def test_stdio_heatmaps(mpi_run: Scenario):
+    np_ = mpi_run.nprocs
+    log = mpi_run.log
+    hid = darshan_hash("heatmap:STDIO")
+    assert sorted(r["rank"] for r in log["heatmap_records"] if r["id"] == hid) == list(range(np_))
+    hm = log["heatmaps"]["STDIO"]
+    written = sum(r["counters"]["STDIO_BYTES_WRITTEN"] for r in log["records"]["STDIO"])
+    assert sum(sum(v) for v in hm["write"].values()) == written
+    t = np_ * (np_ + 1) // 2
+    assert written >= 100 * t + len("np=1\n")

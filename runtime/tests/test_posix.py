@@ -363,6 +363,28 @@ def test_read_write_switches(meta_run: Scenario):
     check_timers(rec, "POSIX", run_time(s.log), dict(OC, READ=True, WRITE=True), name)
 
 
+def test_close_resets_last_byte(meta_run: Scenario):
+    s = meta_run
+    name = os.path.join(s.dir, "closereset.dat")
+    exp = posix_expected(
+        s.block,
+        OPENS=2,  # open + dup
+        DUPS=1,
+        MODE=0o644,
+        WRITES=2,
+        BYTES_WRITTEN=200,
+        MAX_BYTE_WRITTEN=199,
+        # write @0; close(dup) resets last_byte to 0; write @100: 100 > 0 is sequential,
+        # 100 != 0 + 1 is not consecutive, and the stride is 0 after a reset
+        SEQ_WRITES=1,
+        CONSEC_WRITES=0,
+        FILE_NOT_ALIGNED=not_aligned([0, 100], s.block),
+        **histogram("WRITE", [100, 100]),
+        **common_slots("ACCESS", [(100, 2)]),
+    )
+    check_posix_record(record(s.log, "POSIX", name), exp, write_sizes=[100], what=name)
+
+
 def test_meta_only_expected_records(meta_run: Scenario):
     j = os.path.join
     d = meta_run.dir
@@ -378,6 +400,7 @@ def test_meta_only_expected_records(meta_run: Scenario):
             "ren_a2.dat",
             "mmap.dat",
             "mix.dat",
+            "closereset.dat",
         )
     ]
     assert module_names(meta_run.log, "POSIX") == sorted(expected)

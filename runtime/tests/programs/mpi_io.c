@@ -3,6 +3,7 @@
  *                   B*r*(r+1)/2 + k*B (k = 0..r); barrier; preads the same blocks back; close
  *   DIR/rank<r>.dat rank r only: open(O_CREAT|O_WRONLY|O_TRUNC, 0600); r+1 writes of B; close
  *   DIR/some.dat    ranks r < max(1, np-1): open(O_CREAT|O_WRONLY, 0644); pwrite 10 @10*r; close
+ *   DIR/stdio_shared.txt every rank: fopen("a"); r+1 fwrites of 100 bytes; fclose
  * Rank 0 prints "np=<np>" at the end.
  */
 #define _GNU_SOURCE
@@ -48,6 +49,12 @@ int main(int argc, char **argv) {
         EXPECT_RET(pwrite(fd, buf, 10, 10L * rank), 10);
         EXPECT_RET(close(fd), 0);
     }
+
+    FILE *sf = fopen(path_in(dir, "stdio_shared.txt"), "a");
+    CHECK(sf != NULL, "fopen stdio_shared.txt");
+    for (int k = 0; k <= rank; k++)
+        EXPECT_RET(fwrite(buf, 1, 100, sf), 100);
+    EXPECT_RET(fclose(sf), 0);
 
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)

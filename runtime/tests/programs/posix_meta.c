@@ -20,6 +20,9 @@
  *    open(O_CREAT|O_RDWR|O_TRUNC, 0600); write 4096 @0; lseek 0; read 4096 @0;
  *    write 4096 @4096; lseek 4096; read 4096 @4096; lseek(-10) fails; close;
  *    open(O_RDWR); write 100 @0; fstat; close.
+ * G. close resets the last byte: DIR/closereset.dat open(O_CREAT|O_WRONLY|O_TRUNC, 0644);
+ *    fd2 = dup(fd); write 100 @0; close(fd2); write 100 @100 (after the close: sequential,
+ *    not consecutive); close(fd).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -133,6 +136,16 @@ int main(int argc, char **argv) {
     CHECK(fd >= 0, "reopen mix.dat");
     EXPECT_RET(write(fd, buf, 100), 100);
     EXPECT_RET(fstat(fd, &st), 0);
+    EXPECT_RET(close(fd), 0);
+
+    /* G. close resets the last byte accessed */
+    fd = open(path_in(dir, "closereset.dat"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    CHECK(fd >= 0, "open closereset.dat");
+    fd2 = dup(fd);
+    CHECK(fd2 >= 0, "dup");
+    EXPECT_RET(write(fd, buf, 100), 100);
+    EXPECT_RET(close(fd2), 0);
+    EXPECT_RET(write(fd, buf, 100), 100);
     EXPECT_RET(close(fd), 0);
     return 0;
 }

@@ -20,7 +20,7 @@
  *   fseeko(100, SEEK_SET)
  *   fwrite(1 x 1)              1 byte  @100
  *   fclose
- * DIR/s2.txt fopen("w"), then freopen(DIR/s3.txt, "w") on that stream, fclose
+ * DIR/s2.txt fopen64("w"), then freopen(DIR/s3.txt, "w") on that stream, fclose
  * DIR/s4.txt open(O_CREAT|O_WRONLY|O_TRUNC, 0644) + fdopen("w"); fwrite 8 bytes; fclose
  * stdout: printf "value=%d\n" (9 bytes), puts "line" (5 bytes), fputs "abc\n" (4 bytes),
  *         fflush(stdout)
@@ -79,8 +79,8 @@ int main(int argc, char **argv) {
     EXPECT_RET(fwrite("z", 1, 1, f), 1);
     EXPECT_RET(fclose(f), 0);
 
-    FILE *g = fopen(path_in(dir, "s2.txt"), "w");
-    CHECK(g != NULL, "fopen s2.txt");
+    FILE *g = fopen64(path_in(dir, "s2.txt"), "w");
+    CHECK(g != NULL, "fopen64 s2.txt");
     g = freopen(path_in(dir, "s3.txt"), "w", g);
     CHECK(g != NULL, "freopen s3.txt");
     EXPECT_RET(fclose(g), 0);
