@@ -22,7 +22,7 @@ VENV_STAMP := $(VENV)/.lock-stamp
 PIP_TOOLS := pip-tools==7.6.2
 
 # Only trees and files that exist: the lists grow as the project does.
-PY_DIRS := $(wildcard analysis runtime/tests)
+PY_DIRS := $(wildcard analysis runtime/tests runtime/bench)
 C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c)
 
 .PHONY: help setup apt-packages build-runtime venv test test-runtime test-python lint demo \
