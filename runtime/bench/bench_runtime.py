@@ -40,11 +40,9 @@ def instructions(cmd, env):
     return int(found.group(1).replace(",", ""))
 
 
-def per_call(build, op, calls, workdir):
-    """Instructions the runtime adds to one call of op."""
-    prog = os.path.join(build, "bench_calls")
+def environments(build, logs):
+    """The environment without the runtime, and with it writing logs to logs."""
     plain = {k: v for k, v in os.environ.items() if not k.startswith(("LD_PRELOAD", "DARSHAN"))}
-    logs = os.path.join(workdir, "logs")
     os.makedirs(logs, exist_ok=True)
     instrumented = dict(
         plain,
@@ -52,6 +50,13 @@ def per_call(build, op, calls, workdir):
         DARSHAN_ENABLE_NONMPI="1",
         DARSHAN_LOGPATH=logs,
     )
+    return plain, instrumented
+
+
+def per_call(build, op, calls, workdir):
+    """Instructions the runtime adds to one call of op."""
+    prog = os.path.join(build, "bench_calls")
+    plain, instrumented = environments(build, os.path.join(workdir, "logs"))
     counts = {}
     for label, env in (("lib", instrumented), ("none", plain)):
         for n in (0, calls):
@@ -68,15 +73,7 @@ def wall_time(build, procs, mib, runs, workdir):
     time because it is far less noisy on a shared 2-core machine.
     """
     prog = os.path.join(build, "bench_write")
-    plain = {k: v for k, v in os.environ.items() if not k.startswith(("LD_PRELOAD", "DARSHAN"))}
-    logs = os.path.join(workdir, "walllogs")
-    os.makedirs(logs, exist_ok=True)
-    instrumented = dict(
-        plain,
-        LD_PRELOAD=os.path.join(build, "libiostudy.so"),
-        DARSHAN_ENABLE_NONMPI="1",
-        DARSHAN_LOGPATH=logs,
-    )
+    plain, instrumented = environments(build, os.path.join(workdir, "walllogs"))
     wall = {"none": [], "lib": []}
     cpu = {"none": [], "lib": []}
     for run in range(-1, runs):

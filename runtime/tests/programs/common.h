@@ -9,6 +9,7 @@
 #define IOSTUDY_TEST_COMMON_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,15 @@
             exit(99);                                                                              \
         }                                                                                          \
     } while (0)
+
+/* Calls vfprintf itself (printf-style callers reach it only through fprintf). */
+static inline int my_vfprintf(FILE *f, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vfprintf(f, fmt, ap);
+    va_end(ap);
+    return r;
+}
 
 static inline char *path_in(const char *dir, const char *name) {
     size_t n = strlen(dir) + strlen(name) + 2;

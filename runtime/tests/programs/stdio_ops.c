@@ -34,14 +34,6 @@
 
 #include "common.h"
 
-static int my_vfprintf(FILE *f, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vfprintf(f, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
 static int my_vfscanf(FILE *f, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
