@@ -44,8 +44,21 @@ def test_release_341_log_heatmaps(release_log):
     assert set(heatmaps) == {"POSIX", "MPIIO", "STDIO"}
     posix = heatmaps["POSIX"]
     assert (posix["nbins"], posix["bin_width"], posix["ranks"]) == (1, 0.1, [0, 1, 2, 3])
-    assert posix["write_bins"] == [[16 * 2**20]] * 4
-    assert posix["read_bins"] == [[16 * 2**20]] * 4
+    assert [posix["write"][rank] for rank in posix["ranks"]] == [[16 * 2**20]] * 4
+    assert [posix["read"][rank] for rank in posix["ranks"]] == [[16 * 2**20]] * 4
+
+
+def test_release_341_log_raw_records(release_log):
+    log = read_log(release_log)
+    # 64-bit record ids come out exact (this one is above 2**63): the hash of the name, as in
+    # the reference's test vectors.
+    (posix,) = log["records"]["POSIX"]
+    assert posix["id"] == 9347516096890457488
+    assert log["raw_record_counts"] == {"POSIX": 1, "STDIO": 1, "MPI-IO": 1, "HEATMAP": 9}
+    # One heatmap record per API and rank: POSIX and MPIIO on 4 ranks, STDIO on rank 0.
+    hm_ids = [log["name_records"][r["id"]] for r in log["heatmap_records"]]
+    assert sorted(hm_ids) == ["heatmap:MPIIO"] * 4 + ["heatmap:POSIX"] * 4 + ["heatmap:STDIO"]
+    assert {(r["nbins"], r["bin_width"]) for r in log["heatmap_records"]} == {(1, 0.1)}
 
 
 def test_big_endian_legacy_log(darshan_logs):
@@ -57,6 +70,7 @@ def test_empty_log_has_no_modules(darshan_logs):
     log = read_log(darshan_logs / "empty_log/empty_log.darshan")
     assert (log["job"]["nprocs"], log["job"]["jobid"]) == (4, 395998)
     assert log["modules"] == {} and log["records"] == {} and log["heatmaps"] == {}
+    assert log["raw_record_counts"] == {} and log["heatmap_records"] == []
 
 
 def test_partial_flag(darshan_logs):

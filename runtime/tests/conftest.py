@@ -2,8 +2,8 @@
 
 The runtime (build/runtime/libiostudy.so) is LD_PRELOADed into small C programs with a
 known I/O pattern (runtime/tests/programs/, built into build/runtime/tests/); the Darshan
-log it writes is read by the real PyDarshan in a subprocess (rt_oracle.read_log) and the
-counters are compared with values derived by hand from the programs.
+log it writes is read by the real PyDarshan in a subprocess (iostudy.darshanlog.read_log) and
+the counters are compared with values derived by hand from the programs.
 
 Paths are located relative to this file (runtime/tests/ -> repository root ../..).
 IOSTUDY_BUILD_DIR may point to another runtime build directory.
@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from iostudy import darshanlog
 
-import rt_oracle  # noqa: E402
+# The test files import the rt_* helpers beside this file, whatever pytest's import mode.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SETUP_HINT = (
@@ -33,7 +34,7 @@ SETUP_HINT = (
 # environment variables that must not leak from the caller into the runs
 _SCRUB_PREFIXES = ("DARSHAN_", "IOSTUDY_", "DXT_")
 _SCRUB_VARS = {"LD_PRELOAD", "SLURM_JOB_ID"}
-_KEEP_VARS = {"IOSTUDY_BUILD_DIR", "IOSTUDY_PYDARSHAN_PYTHON"}
+_KEEP_VARS = {"IOSTUDY_BUILD_DIR"}
 
 
 def runtime_build_dir() -> Path:
@@ -214,7 +215,7 @@ def run_instrumented(runner):
 @pytest.fixture(scope="session")
 def read_log():
     """read_log(path) -> dict, PyDarshan's view of the log (fails on any reader error)."""
-    return rt_oracle.read_log
+    return darshanlog.read_log
 
 
 def real_tmp(tmp_path_factory, name: str) -> str:
@@ -243,7 +244,7 @@ def _scenario(runner, tmp_path_factory, name, prog, setup=None, stdin=None, env_
         [runner.bin(prog), d], d, env_extra=env_extra, stdin=stdin_path or stdin
     )
     res.check(stderr_empty=(prog != "stdio_ops"))
-    return Scenario(d, res, rt_oracle.read_log(res.log), fs_block_size(d))
+    return Scenario(d, res, darshanlog.read_log(res.log), fs_block_size(d))
 
 
 # Session-wide runs shared by several test files (each program runs once per session).

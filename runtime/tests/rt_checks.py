@@ -199,3 +199,36 @@ def check_nonshared_rank_fields(rec: dict, module: str, what: str = "") -> None:
         "VARIANCE_RANK_BYTES",
     ):
         assert f[f"{module}_F_{k}"] == 0, f"{what}: {module}_F_{k} = {f[f'{module}_F_{k}']}"
+
+
+# ---------------------------------------------------------------------------------------------
+# lookups in the data of iostudy.darshanlog.read_log
+
+
+def ids_by_name(log: dict) -> dict:
+    return {name: rid for rid, name in log["name_records"].items()}
+
+
+def records_named(log: dict, module: str, name: str) -> list:
+    """All records of ``module`` whose name is ``name`` (one per rank, or one rank -1)."""
+    rid = ids_by_name(log).get(name)
+    if rid is None:
+        return []
+    return [r for r in log["records"].get(module, []) if r["id"] == rid]
+
+
+def record(log: dict, module: str, name: str, rank: int | None = None) -> dict:
+    """The single record of ``module`` named ``name`` (optionally of a given rank)."""
+    recs = records_named(log, module, name)
+    if rank is not None:
+        recs = [r for r in recs if r["rank"] == rank]
+    names = module_names(log, module)
+    assert len(recs) == 1, (
+        f"expected exactly one {module} record for {name!r} (rank {rank}), got {len(recs)};"
+        f" {module} records present: {names}"
+    )
+    return recs[0]
+
+
+def module_names(log: dict, module: str) -> list:
+    return sorted(log["name_records"].get(r["id"], "?") for r in log["records"].get(module, []))

@@ -9,8 +9,16 @@ import sys
 
 import pytest
 from conftest import fs_block_size
-from rt_checks import check_posix_record, common_slots, histogram, posix_expected
-from rt_oracle import module_names, read_log, record
+from rt_checks import (
+    check_posix_record,
+    common_slots,
+    histogram,
+    module_names,
+    posix_expected,
+    record,
+)
+
+from iostudy.darshanlog import read_log
 
 
 def same_behaviour(plain, inst):

@@ -10,8 +10,10 @@ import os
 
 import pytest
 from conftest import Scenario, fs_block_size, real_tmp
+from rt_checks import record
 from rt_hash import darshan_hash
-from rt_oracle import read_log, record
+
+from iostudy.darshanlog import read_log
 
 HM_IDS = {"POSIX": darshan_hash("heatmap:POSIX"), "STDIO": darshan_hash("heatmap:STDIO")}
 

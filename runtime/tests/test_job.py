@@ -18,10 +18,13 @@ from rt_checks import (
     check_posix_record,
     common_slots,
     histogram,
+    module_names,
     posix_expected,
+    record,
 )
 from rt_hash import darshan_hash, normalize_path
-from rt_oracle import module_names, read_log, record
+
+from iostudy.darshanlog import read_log
 
 # ---------------------------------------------------------------------------------------------
 # record-id hash (test vectors of shared/reference/darshan-log-format.md §4.1)

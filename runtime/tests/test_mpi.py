@@ -26,9 +26,12 @@ from rt_checks import (
     compare_counters,
     histogram,
     posix_expected,
+    record,
+    records_named,
 )
 from rt_hash import darshan_hash
-from rt_oracle import read_log, record, records_named
+
+from iostudy.darshanlog import read_log
 
 B = 1000
 FLAVOURS = ["openmpi", "mpich"]

@@ -7,7 +7,8 @@ import os
 import re
 
 import pytest
-from rt_oracle import read_log
+
+from iostudy.darshanlog import read_log
 
 NFILES = 500
 

@@ -23,10 +23,13 @@ from rt_checks import (
     check_timers,
     common_slots,
     histogram,
+    module_names,
     posix_expected,
+    record,
 )
 from rt_hash import darshan_hash
-from rt_oracle import module_names, read_log, record
+
+from iostudy.darshanlog import read_log
 
 OC = {"OPEN": True, "READ": False, "WRITE": False, "CLOSE": True}  # open+close only
 

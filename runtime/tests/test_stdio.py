@@ -14,10 +14,11 @@ from rt_checks import (
     check_posix_record,
     check_timers,
     compare_counters,
+    module_names,
     posix_expected,
+    record,
     stdio_expected,
 )
-from rt_oracle import module_names, record
 
 ALL = {"OPEN": True, "READ": True, "WRITE": True, "CLOSE": True}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import html
 import os
 import subprocess
+import sys
 
 import pytest
 from conftest import Scenario
-from rt_oracle import pydarshan_python
 
 
 @pytest.mark.parametrize("scenario", ["posix_write_run", "stdio_run"])
@@ -18,7 +18,7 @@ def test_darshan_summary_html(request, tmp_path, scenario):
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     env["MPLBACKEND"] = "Agg"
     proc = subprocess.run(
-        [pydarshan_python(), "-m", "darshan", "summary", str(s.result.log), "--output", str(out)],
+        [sys.executable, "-m", "darshan", "summary", str(s.result.log), "--output", str(out)],
         capture_output=True,
         text=True,
         env=env,

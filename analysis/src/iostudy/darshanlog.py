@@ -1,16 +1,36 @@
-"""Read Darshan-format logs safely.
+"""Read Darshan-format logs safely: the one reader of iostudy (CLI, analysis, runtime tests).
 
 PyDarshan (libdarshan-util) is the reference reader, but it is not robust: a damaged log can make
 it abort or segfault, and damage inside data regions is often only reported on stderr while the
 read "succeeds" with records missing (see the log-format reference, section 11.3). So every log is
-read in a child process, and a non-zero exit, a timeout or any stderr line is an error.
+read in a child process (:mod:`iostudy.darshanlog_worker`), and a non-zero exit, a signal, a
+timeout or any stderr line is an error naming the file.
 
 The child reads a private copy of the log, from inside a scratch directory: after a failed read,
 libdarshan-util's cleanup can unlink its log file using a path from freed memory, and raw inputs
 must never be modified.
+
+:func:`read_log` returns a dict of plain Python data (``json.dump`` accepts it; integer dict keys
+become strings there). Record ids are unsigned 64-bit ints and every counter an exact int (the
+child reads PyDarshan's frames column by column, never through a float64 row):
+
+- ``path``: the log as given; ``exe``: the command line; ``mounts``: [[mount point, fs type]]
+- ``job``: PyDarshan's ``metadata["job"]``: uid, start_time_sec/nsec, end_time_sec/nsec, nprocs,
+  jobid, run_time, log_ver, metadata {key: value}
+- ``modules``: {name: {len, ver, partial_flag}} for every module in the log
+- ``name_records``: {id: name}
+- ``records``: {module: [{id, rank, counters {name: int}, fcounters {name: float}}]} for POSIX,
+  STDIO and MPI-IO, from ``report.records[mod].to_df()`` (only records that have a name)
+- ``heatmaps``: {api: {nbins, bin_width, ranks [sorted], read {rank: [bytes per bin]},
+  write {rank: [...]}}}, PyDarshan's ``report.heatmaps`` (api: POSIX, STDIO, MPIIO, ...)
+- ``raw_record_counts``: {module: records stored in the log, named or not} for the record
+  modules and HEATMAP, from libdarshan-util directly
+- ``heatmap_records``: every stored HEATMAP record, unmerged: [{id, rank, nbins, bin_width,
+  read [..], write [..]}]
 """
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -51,14 +71,18 @@ def _failure_reason(returncode, stdout):
 
 
 def read_log(path, timeout=120):
-    """Return the content of the Darshan log at ``path`` as a JSON-like dict.
+    """Return the content of the Darshan log at ``path`` (see the module docstring for the keys).
 
-    Keys: path, job, exe, mounts, modules, name_records, records (POSIX, STDIO, MPI-IO; record ids
-    are strings, as in name_records), heatmaps. Raises DarshanLogError.
+    Raises DarshanLogError.
     """
     path = Path(path)
     if not path.exists():
         raise DarshanLogError(path, "no such file")
+    # The reader must not run instrumented (by iostudy's runtime or Darshan): it would write a log
+    # of its own, and a warning of the runtime on stderr would read as a complaint about the log.
+    env = {
+        k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("DARSHAN_")
+    }
     with tempfile.TemporaryDirectory(prefix="iostudy-read-") as scratch:
         shutil.copyfile(path, Path(scratch, "log.darshan"))
         # -W ignore: stderr is for libdarshan-util's complaints only, not Python warnings.
@@ -66,7 +90,13 @@ def read_log(path, timeout=120):
         try:
             # errors="replace": a crashing reader can print bytes from freed memory.
             proc = subprocess.run(
-                cmd, cwd=scratch, capture_output=True, text=True, errors="replace", timeout=timeout
+                cmd,
+                cwd=scratch,
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
             )
         except subprocess.TimeoutExpired as exc:
             stderr = (exc.stderr or b"").decode(errors="replace").splitlines()
@@ -76,4 +106,13 @@ def read_log(path, timeout=120):
         raise DarshanLogError(path, _failure_reason(proc.returncode, proc.stdout), stderr)
     if stderr:
         raise DarshanLogError(path, "libdarshan-util reported problems", stderr)
-    return {"path": str(path), **json.loads(proc.stdout)}
+    return {"path": str(path), **_int_keys(json.loads(proc.stdout))}
+
+
+def _int_keys(log):
+    """Undo JSON's stringification of the integer keys (record ids, ranks)."""
+    log["name_records"] = {int(k): v for k, v in log["name_records"].items()}
+    for hm in log["heatmaps"].values():
+        for kind in ("read", "write"):
+            hm[kind] = {int(rank): bins for rank, bins in hm[kind].items()}
+    return log

@@ -1,54 +1,101 @@
 """Dump one Darshan log as JSON on stdout, using PyDarshan.
 
-Run only through :func:`iostudy.darshanlog.read_log`: libdarshan-util may abort or segfault on a
-damaged log, so it must not share a process with the caller. Everything written on stderr is
-treated by the caller as a complaint about the log, so the caller runs it with warnings off.
+Run only through :func:`iostudy.darshanlog.read_log`, which documents the output and turns the
+JSON back into Python data: libdarshan-util may abort or segfault on a damaged log, so it must
+not share a process with the caller. Everything written on stderr is treated by the caller as a
+complaint about the log, so the caller runs it with warnings off.
 """
 
 import json
 import sys
 
 import darshan
+from darshan.backend import cffi_backend as backend
 
-# The generic-record modules iostudy analyses (PyDarshan names).
+# The generic-record modules iostudy reads (PyDarshan names).
 RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO")
+U64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _columns(frame, cast):
+    """Ids, ranks and per-record {counter: value} of one frame, read column by column: a row
+    of a mixed-dtype frame is upcast to float64, which would round 64-bit ids and counters."""
+    ids = [int(x) & U64 for x in frame["id"].tolist()]  # unsigned even if stored as int64
+    ranks = [int(x) for x in frame["rank"].tolist()]
+    names = [c for c in frame.columns if c not in ("id", "rank")]
+    rows = zip(*([cast(x) for x in frame[c].tolist()] for c in names), strict=True)
+    return ids, ranks, [dict(zip(names, row, strict=True)) for row in rows]
 
 
 def _records(report, mod):
-    """Records of one module as [{id, rank, counters{}, fcounters{}}]."""
+    """Records of one module as [{id, rank, counters{}, fcounters{}}], as PyDarshan sees them
+    (``report.records[mod].to_df()``, which keeps only records that have a name)."""
     report.mod_read_all_records(mod)
+    if len(report.records[mod]) == 0:
+        return []  # to_df() fails on a module without (named) records
     frames = report.records[mod].to_df()
-    # to_dict("records") yields native Python ints/floats, ready for JSON.
-    counters = frames["counters"].to_dict("records")
-    fcounters = frames["fcounters"].to_dict("records")
-    records = []
-    for c, f in zip(counters, fcounters, strict=True):
-        rec_id, rank = c.pop("id"), c.pop("rank")
-        f.pop("id"), f.pop("rank")
-        records.append({"id": str(rec_id), "rank": rank, "counters": c, "fcounters": f})
-    return records
+    ids, ranks, counters = _columns(frames["counters"], int)
+    fids, franks, fcounters = _columns(frames["fcounters"], float)
+    if (ids, ranks) != (fids, franks):
+        raise RuntimeError(f"{mod}: counters and fcounters frames differ in record order")
+    return [
+        {"id": i, "rank": r, "counters": c, "fcounters": f}
+        for i, r, c, f in zip(ids, ranks, counters, fcounters, strict=True)
+    ]
 
 
 def _heatmaps(report):
-    """Heatmaps per API; PyDarshan's Heatmap keeps its data in private attributes only."""
+    """Heatmaps per API as PyDarshan combines them (it raises if their nbins/bin widths
+    disagree); its Heatmap keeps the data in private attributes only."""
     report.read_all_heatmap_records()
-    out = {}
-    for api, hm in report.heatmaps.items():
-        ranks = sorted(hm._ranks)
-        out[str(api)] = {
-            "nbins": hm._nbins,
-            "bin_width": hm._bin_width_seconds,
-            "ranks": ranks,
-            "write_bins": [hm._data["write"][r].tolist() for r in ranks],
-            "read_bins": [hm._data["read"][r].tolist() for r in ranks],
+    return {
+        str(api): {
+            "nbins": int(hm._nbins),
+            "bin_width": float(hm._bin_width_seconds),
+            "ranks": sorted(int(r) for r in hm._ranks),
+            "read": {int(r): [int(x) for x in v] for r, v in hm._data["read"].items()},
+            "write": {int(r): [int(x) for x in v] for r, v in hm._data["write"].items()},
         }
-    return out
+        for api, hm in report.heatmaps.items()
+    }
+
+
+def _raw(path, modules):
+    """Second, independent pass with the low-level backend: the number of records per module,
+    named or not (PyDarshan drops unnamed ones silently), and every HEATMAP record as stored
+    (PyDarshan merges them per API and rank)."""
+    log = backend.log_open(path)
+    try:
+        counts = {}
+        for mod in RECORD_MODULES:
+            if mod in modules:
+                counts[mod] = 0
+                while backend.log_get_generic_record(log, mod) is not None:
+                    counts[mod] += 1
+        heatmap_records = []
+        if "HEATMAP" in modules:
+            while (rec := backend._log_get_heatmap_record(log)) is not None:
+                heatmap_records.append(
+                    {
+                        "id": int(rec["id"]),
+                        "rank": int(rec["rank"]),
+                        "nbins": int(rec["nbins"]),
+                        "bin_width": float(rec["bin_width_seconds"]),
+                        "read": [int(x) for x in rec["read_bins"]],
+                        "write": [int(x) for x in rec["write_bins"]],
+                    }
+                )
+            counts["HEATMAP"] = len(heatmap_records)
+        return counts, heatmap_records
+    finally:
+        backend.log_close(log)
 
 
 def dump(path):
     report = darshan.DarshanReport(path, read_all=False)
     report.read_name_records()
     modules = report.modules
+    raw_counts, heatmap_records = _raw(path, modules)
     return {
         "job": report.metadata["job"],
         "exe": report.metadata["exe"],
@@ -57,9 +104,11 @@ def dump(path):
             name: {"len": m["len"], "ver": m["ver"], "partial_flag": bool(m["partial_flag"])}
             for name, m in modules.items()
         },
-        "name_records": {str(k): v for k, v in report.name_records.items()},
+        "name_records": {int(k): v for k, v in report.name_records.items()},
         "records": {mod: _records(report, mod) for mod in RECORD_MODULES if mod in modules},
         "heatmaps": _heatmaps(report) if "HEATMAP" in modules else {},
+        "raw_record_counts": raw_counts,
+        "heatmap_records": heatmap_records,
     }
 
 
