@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.table import Column, Table
 
-from . import __version__
+from . import __version__, config
 from .darshanlog import DarshanLogError, read_log
 from .summary import summarize
 
@@ -93,6 +93,49 @@ def cmd_log_summary(args):
     return 0
 
 
+def cmd_config_check(args):
+    names = args.systems or config.system_names()
+    failed = 0
+    for name in names:
+        try:
+            config.load_system(name)
+            print(f"ok: {config.system_path(name)}")
+        except config.ConfigError as exc:
+            print(f"iostudy: error: {exc}", file=sys.stderr)
+            failed += 1
+    print(f"config check: {len(names) - failed} of {len(names)} system files valid")
+    return EXIT_BAD_INPUT if failed else 0
+
+
+def cmd_config_show(args):
+    try:
+        system = config.load_system(args.system)
+    except config.ConfigError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    json.dump(system, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+def add_config_commands(groups):
+    cfg = groups.add_parser(
+        "config",
+        help="check and show configuration (configs/)",
+        description="Configuration is data under configs/ (IOSTUDY_CONFIGS overrides the "
+        "folder), validated against configs/schemas/. A bad file is reported as one error "
+        "naming the file, the key and the problem.",
+    )
+    cmds = cfg.add_subparsers(title="commands", dest="command", required=True)
+    check = cmds.add_parser("check", help="validate system descriptions")
+    check.add_argument("systems", nargs="*", metavar="SYSTEM", help="default: every system")
+    check.set_defaults(func=cmd_config_check)
+    show = cmds.add_parser("show", help="print a system with its defaults filled in")
+    show.add_argument("system", metavar="SYSTEM")
+    show.set_defaults(func=cmd_config_show)
+    return cmds
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="iostudy",
@@ -129,6 +172,7 @@ def build_parser():
         help="give up reading the log after SEC seconds (default 120)",
     )
     summary.set_defaults(func=cmd_log_summary)
+    add_config_commands(groups)
     return parser
 
 

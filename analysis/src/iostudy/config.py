@@ -1,0 +1,109 @@
+"""Configuration files: loading and validation against configs/schemas.
+
+Configuration is data (DESIGN.md convention 4): every file is validated on entry, and a bad file
+gets one error that names the file, the key and the problem. Defaults live only in the schemas
+(their ``default`` keywords) and are filled in here, so no caller repeats them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import jsonschema
+
+# configs/ beside analysis/ in a checkout; IOSTUDY_CONFIGS may point elsewhere (a site's copy).
+REPO_ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_CONFIGS = REPO_ROOT / "configs"
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used; the message names file, key and problem."""
+
+
+def configs_dir() -> Path:
+    return Path(os.environ.get("IOSTUDY_CONFIGS", DEFAULT_CONFIGS))
+
+
+def _schema(kind: str) -> dict:
+    path = configs_dir() / "schemas" / f"{kind}.schema.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the {kind} schema: {exc}") from exc
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) if isinstance(p, str) else f"[{p}]" for p in error.absolute_path]
+    return ".".join(parts).replace(".[", "[") or "(top level)"
+
+
+def _fill_defaults(schema: dict, data):
+    """Fills in the schema's ``default`` values for missing object properties, recursively."""
+    if isinstance(data, dict):
+        for key, sub in schema.get("properties", {}).items():
+            if key not in data and "default" in sub:
+                data[key] = sub["default"]
+            if key in data:
+                _fill_defaults(sub, data[key])
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in data.keys() - schema.get("properties", {}).keys():
+                _fill_defaults(extra, data[key])
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        for item in data:
+            _fill_defaults(schema["items"], item)
+    return data
+
+
+def load(path: Path, kind: str) -> dict:
+    """Reads and validates one configuration file of kind (the schema's name)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON: {exc.msg}"
+        ) from exc
+    schema = _schema(kind)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise ConfigError(f"{path}: {_key_path(first)}: {first.message}{more}")
+    return _fill_defaults(schema, data)
+
+
+def system_path(name: str) -> Path:
+    return configs_dir() / "systems" / name / "system.json"
+
+
+def system_names() -> list[str]:
+    return sorted(p.parent.name for p in (configs_dir() / "systems").glob("*/system.json"))
+
+
+def load_system(name: str) -> dict:
+    """The validated description of system name (configs/systems/<name>/system.json)."""
+    path = system_path(name)
+    if not path.exists():
+        known = ", ".join(system_names()) or "none"
+        raise ConfigError(f"{path}: no such system '{name}' (known: {known})")
+    system = load(path, "system")
+    if system["name"] != name:
+        raise ConfigError(f"{path}: name: '{system['name']}' differs from its folder '{name}'")
+    return system
+
+
+def node_names(system: dict) -> list[str]:
+    """Slurm node names of a system: <prefix>1 .. <prefix>N."""
+    nodes = system["nodes"]
+    return [f"{nodes['name_prefix']}{i}" for i in range(1, nodes["count"] + 1)]
+
+
+def default_partition(system: dict) -> dict:
+    partitions = system["partitions"]
+    return next((p for p in partitions if p["default"]), partitions[0])
