@@ -20,13 +20,17 @@ LOCK := analysis/requirements.lock
 VENV_INPUTS := $(LOCK) analysis/pyproject.toml
 VENV_STAMP := $(VENV)/.lock-stamp
 PIP_TOOLS := pip-tools==7.6.2
+# The Slurm test cluster (ci/cluster): its state directory, and optionally another node count.
+CLUSTER_STATE ?= build/cluster
+CLUSTER_NODES ?=
 
 # Only trees and files that exist: the lists grow as the project does.
-PY_DIRS := $(wildcard analysis runtime/tests runtime/bench)
-C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c)
+PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests configs)
+C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
+	ci/tests/reframe/src/*.c)
 
-.PHONY: help setup apt-packages build-runtime venv test test-runtime test-python lint demo \
-	bench bench-runtime format clean lock
+.PHONY: help setup apt-packages build-runtime venv test test-runtime test-python test-cluster \
+	lint demo bench bench-runtime format clean lock cluster-up cluster-down
 
 help: ## list the targets
 	@echo "usage: make TARGET   (variables: PYTHON=$(PYTHON) CMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) JOBS=$(JOBS))"
@@ -55,7 +59,7 @@ venv: apt-packages ## create .venv from the lock (again only when the lock or py
 		sha256sum $(VENV_INPUTS) > $(VENV_STAMP); \
 	fi
 
-test: test-runtime test-python lint ## run every test and the format checks (what CI runs)
+test: test-runtime test-python test-cluster lint ## run every test and the format checks (what CI runs)
 
 # --no-tests=error: a build that registers no test must not pass (like pytest's exit status 5).
 test-runtime: setup ## run the runtime's CTest suite
@@ -65,6 +69,20 @@ test-runtime: setup ## run the runtime's CTest suite
 test-python: setup ## run pytest (runtime/tests and analysis/tests)
 	$(VENV)/bin/python -m pytest
 
+# ci/tests is named here, not in pytest.ini's testpaths, so that test-python needs no cluster.
+# The cluster is stopped whatever happens (trap), and the status is pytest's unless only the
+# stop failed. cluster-up's last line of output is the env file the tests read.
+# PYTEST_ARGS='-k mpi' runs a selection.
+test-cluster: setup ## stand up the Slurm test cluster, run ci/tests on it, stop it
+	@log=$$(mktemp); \
+	stop() { status=$$?; $(MAKE) cluster-down || [ $$status -ne 0 ] || status=1; \
+		rm -f "$$log"; exit $$status; }; \
+	trap stop EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
+	$(MAKE) cluster-up | tee "$$log"; \
+	env_file=$$(tail -n 1 "$$log"); \
+	echo "test-cluster: IOSTUDY_CLUSTER_ENV=$$env_file"; \
+	IOSTUDY_CLUSTER_ENV="$$env_file" $(VENV)/bin/python -m pytest ci/tests $(PYTEST_ARGS)
+
 lint: venv ## check Python with ruff and C with clang-format
 	$(VENV)/bin/ruff check $(PY_DIRS)
 	$(VENV)/bin/ruff format --check $(PY_DIRS)
@@ -72,6 +90,13 @@ lint: venv ## check Python with ruff and C with clang-format
 
 demo: setup ## run a small workload under the runtime and summarise its logs
 	ci/demo.sh
+
+# The last line of output is the env file to source; `@` keeps make's echo off that line.
+cluster-up: venv ## start the Slurm test cluster as root (CLUSTER_STATE, CLUSTER_NODES)
+	@CLUSTER_STATE=$(CLUSTER_STATE) CLUSTER_NODES=$(CLUSTER_NODES) ci/cluster/cluster-up.sh
+
+cluster-down: ## stop the Slurm test cluster, remove its namespaces (keeps its state)
+	@CLUSTER_STATE=$(CLUSTER_STATE) ci/cluster/cluster-down.sh
 
 bench-runtime: setup ## instructions per intercepted call and wall-time overhead of the runtime
 	$(VENV)/bin/python runtime/bench/bench_runtime.py --build $(RUNTIME_BUILD)

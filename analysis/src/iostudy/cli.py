@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.table import Column, Table
 
-from . import __version__, config
+from . import __version__, config, profiles, testbed
 from .darshanlog import DarshanLogError, read_log
 from .summary import summarize
 
@@ -172,7 +172,8 @@ def build_parser():
         help="give up reading the log after SEC seconds (default 120)",
     )
     summary.set_defaults(func=cmd_log_summary)
-    add_config_commands(groups)
+    profiles.register(add_config_commands(groups))
+    testbed.register(groups)
     return parser
 
 

@@ -1,0 +1,254 @@
+"""`iostudy testbed render`: the test cluster's configuration, checked against the system file.
+
+Expected values come from configs/systems/testcluster/system.json through iostudy.config, never
+from the renderer, so a renderer that drifts from the system description fails here.
+"""
+
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from iostudy import config, testbed
+from iostudy.cli import main
+
+SYSTEM = "testcluster"
+
+
+@pytest.fixture(scope="module")
+def system():
+    return config.load_system(SYSTEM)
+
+
+@pytest.fixture
+def state_dir():
+    """A short state directory: Slurm's Unix sockets below it must fit 107 bytes, and
+    pytest's tmp_path (named after the test) may not."""
+    path = Path(tempfile.mkdtemp(prefix="tb-"))
+    yield path
+    shutil.rmtree(path)
+
+
+def render(system, state, mode, **kw):
+    args = {"controller_host": "ctl", "tools_dir": state / "tools", "db_password": "pw"}
+    files = testbed.render(system, state, mode, **(args | kw))
+    testbed.write(state, files, testbed.directories(system, state))
+    return files
+
+
+def conf_lines(path):
+    """slurm.conf-style lines without comments, each as a dict of its KEY=VALUE words."""
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            out.append(dict(word.split("=", 1) for word in line.split()))
+    return out
+
+
+def settings(path):
+    """Single-word KEY=VALUE lines of a slurm.conf-style file as one dict."""
+    return {k: v for d in conf_lines(path) if len(d) == 1 for k, v in d.items()}
+
+
+def lines_with(path, key):
+    return [d for d in conf_lines(path) if key in d]
+
+
+@pytest.fixture(params=testbed.MODES)
+def rendered(request, system, state_dir):
+    render(system, state_dir, request.param)
+    return request.param, state_dir
+
+
+def test_nodes_match_the_system(system, rendered):
+    mode, state = rendered
+    nodes = lines_with(state / "etc/slurm.conf", "NodeName")
+    assert [n["NodeName"] for n in nodes] == config.node_names(system)
+    for n in nodes:
+        assert int(n["CPUs"]) == system["nodes"]["cores_per_node"]
+        assert int(n["RealMemory"]) == system["nodes"]["memory_mib"]
+
+
+def test_netns_nodes_sit_on_the_bridge_subnet(system, state_dir):
+    render(system, state_dir, "netns")
+    net = system["testbed"]["network"]
+    conf = state_dir / "etc/slurm.conf"
+    nodes = lines_with(conf, "NodeName")
+    addrs = [n["NodeAddr"] for n in nodes]
+    assert addrs == [f"{net['subnet_prefix']}.{10 + i}" for i in range(1, len(nodes) + 1)]
+    # Own host names: each node runs in its own UTS namespace.
+    assert [n["NodeHostname"] for n in nodes] == config.node_names(system)
+    assert settings(conf)["SlurmctldHost"] == f"ctl({net['subnet_prefix']}.1)"
+    assert int(settings(conf)["SlurmdPort"]) == system["testbed"]["ports"]["slurmd_first"]
+
+
+def test_localhost_nodes_have_one_port_each(system, state_dir):
+    render(system, state_dir, "localhost")
+    nodes = lines_with(state_dir / "etc/slurm.conf", "NodeName")
+    first = system["testbed"]["ports"]["slurmd_first"]
+    assert [int(n["Port"]) for n in nodes] == list(range(first, first + len(nodes)))
+    assert {(n["NodeHostname"], n["NodeAddr"]) for n in nodes} == {("localhost", "127.0.0.1")}
+
+
+def test_partitions_match_the_system(system, rendered):
+    _, state = rendered
+    parts = lines_with(state / "etc/slurm.conf", "PartitionName")
+    assert [p["PartitionName"] for p in parts] == [p["name"] for p in system["partitions"]]
+    for line, part in zip(parts, system["partitions"], strict=True):
+        assert int(line["MaxTime"]) == part["max_time_minutes"]
+        assert (line.get("Default") == "YES") == part["default"]
+        assert line["Nodes"] == "ALL" and line["State"] == "UP"
+
+
+def test_ports_and_accounting(system, rendered):
+    _, state = rendered
+    ports = system["testbed"]["ports"]
+    slurm = settings(state / "etc/slurm.conf")
+    dbd = settings(state / "etc/slurmdbd.conf")
+    assert int(slurm["SlurmctldPort"]) == ports["slurmctld"]
+    assert slurm["AccountingStorageType"] == "accounting_storage/slurmdbd"
+    assert int(slurm["AccountingStoragePort"]) == int(dbd["DbdPort"]) == ports["slurmdbd"]
+    assert slurm["ClusterName"] == system["testbed"]["cluster_name"]
+    assert int(dbd["StoragePort"]) == ports["mariadb"]
+    assert dbd["StorageHost"] == "127.0.0.1" and dbd["StoragePass"] == "pw"
+    cnf = (state / "etc/mariadb.cnf").read_text().splitlines()
+    assert f"port={ports['mariadb']}" in cnf and "bind-address=127.0.0.1" in cnf
+
+
+def test_essentials_for_one_machine(rendered):
+    _, state = rendered
+    slurm = settings(state / "etc/slurm.conf")
+    expected = {
+        "SlurmdParameters": "config_overrides",
+        "ProctrackType": "proctrack/linuxproc",
+        "TaskPlugin": "task/none",
+        "JobAcctGatherType": "jobacct_gather/linux",
+        "SelectType": "select/cons_tres",
+        "SelectTypeParameters": "CR_Core",
+        "ReturnToService": "2",
+        "MailProg": "/bin/true",
+        "ScronParameters": "enable",
+        "MpiDefault": "none",
+    }
+    assert {k: slurm.get(k) for k in expected} == expected
+    # Per-node directories: a shared TmpFS breaks PMIx steps on all nodes but the first.
+    for key in ("SlurmdSpoolDir", "SlurmdPidFile", "SlurmdLogFile", "TmpFS"):
+        assert "%n" in slurm[key] and slurm[key].startswith(str(state))
+
+
+def test_per_node_directories_exist(system, rendered):
+    _, state = rendered
+    slurm = settings(state / "etc/slurm.conf")
+    for node in config.node_names(system):
+        for key in ("SlurmdSpoolDir", "TmpFS"):
+            assert (state / slurm[key].replace("%n", node)).is_dir()
+
+
+def test_slurmdbd_conf_is_private_and_beside_slurm_conf(rendered):
+    _, state = rendered
+    dbd = state / "etc/slurmdbd.conf"
+    # slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF and wants mode 0600.
+    assert dbd.parent == (state / "etc/slurm.conf").parent
+    assert stat.S_IMODE(dbd.stat().st_mode) == 0o600
+
+
+def test_env_file_exports_slurm_conf_and_path_only(rendered):
+    _, state = rendered
+    env = state / "env.sh"
+    code = [ln for ln in env.read_text().splitlines() if ln and not ln.startswith("#")]
+    assert [
+        ln for ln in code if "export" in ln and "SLURM_CONF" not in ln and "PATH" not in ln
+    ] == []
+    out = subprocess.run(
+        ["bash", "-c", f'PATH=/usr/bin:/bin; source {env}; source {env}; echo "$SLURM_CONF|$PATH"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    conf, path = out.split("|")
+    assert conf == str(state / "etc/slurm.conf")
+    # The scrontab directory first, once, however often the file is sourced.
+    assert path == f"{state / 'tools'}:/usr/bin:/bin"
+
+
+def test_task_prolog_exports_every_mpi_env(system, rendered):
+    mode, state = rendered
+    out = subprocess.run(
+        [state / "etc/task-prolog.sh"], capture_output=True, text=True, check=True
+    ).stdout
+    exported = dict(ln.removeprefix("export ").split("=", 1) for ln in out.splitlines())
+    for flavour in system["mpi"].values():
+        for key, value in flavour.get("env", {}).items():
+            assert exported[key] == value
+    if mode == "localhost":
+        # Nodes share a host name and /dev/shm here: TCP on lo only.
+        assert exported["OMPI_MCA_btl"] == "self,tcp"
+        assert exported["OMPI_MCA_btl_tcp_if_include"] == "lo"
+    else:
+        assert exported["HYDRA_IFACE"] == testbed.NODE_IFACE
+
+
+def test_facts_for_the_scripts(system, rendered):
+    mode, state = rendered
+    script = f"source {state / 'testbed.sh'}; " + "; ".join(
+        f'echo "${{{name}[*]}}"' for name in ("TESTBED_NODES", "TESTBED_PORTS", "TESTBED_MODE")
+    )
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    names, ports, got_mode = out.stdout.splitlines()
+    assert names.split() == config.node_names(system)
+    assert got_mode == mode
+    bed = system["testbed"]["ports"]
+    expected = {bed["mariadb"], bed["slurmdbd"], bed["slurmctld"]}
+    if mode == "localhost":
+        expected |= {bed["slurmd_first"] + i for i in range(system["nodes"]["count"])}
+    assert set(map(int, ports.split())) == expected
+
+
+def test_node_count_override(system, state_dir):
+    bigger = testbed.with_node_count(system, 5)
+    render(bigger, state_dir, "netns")
+    nodes = lines_with(state_dir / "etc/slurm.conf", "NodeName")
+    assert [n["NodeName"] for n in nodes] == config.node_names(bigger)
+    assert len(nodes) == 5 and system["nodes"]["count"] != 5
+
+
+def test_second_write_changes_nothing(system, state_dir):
+    files = render(system, state_dir, "netns")
+    again = testbed.write(state_dir, files, testbed.directories(system, state_dir))
+    assert again == []
+
+
+def test_long_state_dir_is_refused(system, state_dir):
+    deep = state_dir / ("x" * 100)
+    with pytest.raises(config.ConfigError, match="too long for the Unix sockets"):
+        render(system, deep, "netns")
+
+
+def test_clashing_ports_are_refused(system):
+    ports = system["testbed"]["ports"]
+    clash = {**system, "testbed": {**system["testbed"], "ports": {**ports}}}
+    clash["testbed"]["ports"]["slurmdbd"] = ports["slurmctld"]
+    with pytest.raises(config.ConfigError, match="would both listen on port"):
+        testbed.host_ports(clash, "netns")
+
+
+def test_cli_keeps_password_and_reports_unchanged(state_dir, capsys):
+    argv = ["testbed", "render", "--system", SYSTEM, "--state", str(state_dir), "--mode", "netns"]
+    assert main([*argv, "--controller-host", "ctl"]) == 0
+    first = settings(state_dir / "etc/slurmdbd.conf")["StoragePass"]
+    assert main([*argv, "--controller-host", "ctl"]) == 0
+    assert settings(state_dir / "etc/slurmdbd.conf")["StoragePass"] == first
+    out = capsys.readouterr().out.splitlines()
+    assert "unchanged" in out[-2] and out[-1].endswith(str(state_dir / "env.sh"))
+
+
+def test_cli_node_override_and_bad_count(system, state_dir, capsys):
+    argv = ["testbed", "render", "--system", SYSTEM, "--state", str(state_dir), "--mode"]
+    assert main([*argv, "localhost", "--nodes", "3"]) == 0
+    nodes = lines_with(state_dir / "etc/slurm.conf", "NodeName")
+    assert len(nodes) == 3
+    assert main([*argv, "localhost", "--nodes", "0"]) == 2
+    assert "node count" in capsys.readouterr().err

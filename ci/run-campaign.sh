@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# One scheduled campaign run, for cron, scrontab or a CI job (ci/templates/): set up, run the
+# campaign on the system, publish the report. Runs never overlap (a lock), and each run keeps
+# its own log.
+#
+#   ci/run-campaign.sh CAMPAIGN SYSTEM
+#
+#   IOSTUDY_UPDATE=1        first `git pull --ff-only` this checkout (cron and scrontab)
+#   IOSTUDY_PUBLISH_DIR=DIR durable home of the published reports: its versions are copied in
+#                           before the run (so the new one is numbered after them) and the
+#                           reports/ tree is copied back after it
+#   IOSTUDY_LOG_DIR=DIR     one log per run (default build/campaign-logs)
+#   IOSTUDY_LOCK=FILE       the lock (default ${TMPDIR:-/tmp}/iostudy-campaign-SYSTEM.lock; put
+#                           it on a shared file system if runs may start on different hosts)
+#
+# `iostudy campaign run` and the reports/<study>/<vN>/ it writes arrive with a later issue;
+# this script is written against them. Exit status: the failing step's, 0 when a run is
+# already in progress (this one is skipped and says so).
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 CAMPAIGN SYSTEM" >&2
+    exit 2
+fi
+campaign=$1
+system=$2
+cd "$(dirname "$0")/.."
+
+lock=${IOSTUDY_LOCK:-${TMPDIR:-/tmp}/iostudy-campaign-$system.lock}
+exec 9>>"$lock"
+if ! flock -n 9; then
+    echo "run-campaign: a run on $system holds $lock; skipping this one" >&2
+    exit 0
+fi
+
+log_dir=${IOSTUDY_LOG_DIR:-build/campaign-logs}
+mkdir -p "$log_dir"
+log=$log_dir/$(date -u +%Y%m%dT%H%M%SZ)-$campaign-$system.log
+# Everything below goes to the log and to our own output (cron mail, CI job log).
+exec > >(tee -a "$log") 2>&1
+
+step() { echo "run-campaign: $(date -u +%FT%TZ) $*"; }
+trap 'status=$?; [ $status -eq 0 ] || step "FAILED with status $status; log: $log"' EXIT
+
+step "campaign $campaign on system $system, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [ "${IOSTUDY_UPDATE:-0}" = 1 ]; then
+    step "updating the checkout"
+    git pull --ff-only
+fi
+
+step "make setup"
+make setup
+
+publish=${IOSTUDY_PUBLISH_DIR:-}
+if [ -n "$publish" ] && [ -d "$publish" ]; then
+    # Published versions are immutable: copy them in without overwriting anything here.
+    step "fetching published reports from $publish"
+    cp -a -n "$publish"/. reports/
+fi
+
+step "iostudy campaign run $campaign --system $system"
+.venv/bin/iostudy campaign run "$campaign" --system "$system"
+
+if [ -n "$publish" ]; then
+    step "publishing reports/ to $publish"
+    mkdir -p "$publish"
+    cp -a reports/. "$publish"/
+fi
+step "done; log: $log${publish:+, reports: $publish}"

@@ -1,0 +1,66 @@
+"""Tests on the real Slurm test cluster (`make cluster-up`); `make test-cluster` runs them.
+
+The cluster is found through IOSTUDY_CLUSTER_ENV, the env file whose path is the last line of
+`make cluster-up` (it exports SLURM_CONF and a PATH with the scrontab client). Without it every
+test fails with a message saying what to run: these tests never skip silently.
+
+Facts about the cluster (nodes, partitions, MPI flavours) come from
+configs/systems/testcluster/system.json, as they do for the cluster itself.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+from slurmtest import HELLO_SOURCE, SYSTEM, Cluster, env_from_file, poll
+
+from iostudy import config
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Cluster:
+    env_file = os.environ.get("IOSTUDY_CLUSTER_ENV")
+    if not env_file:
+        pytest.fail(
+            "no test cluster: IOSTUDY_CLUSTER_ENV is not set. Run `make test-cluster`, or "
+            "`make cluster-up` and set IOSTUDY_CLUSTER_ENV to the env file it prints last."
+        )
+    path = Path(env_file)
+    if not path.is_file():
+        pytest.fail(f"IOSTUDY_CLUSTER_ENV={env_file}: no such file; run `make cluster-up`")
+    env = env_from_file(path)
+    if "SLURM_CONF" not in env:
+        pytest.fail(f"IOSTUDY_CLUSTER_ENV={env_file}: exports no SLURM_CONF")
+    # Run from inside a job (salloc, a CI job on a Slurm cluster), the job's SLURM_* variables
+    # would steer our srun and sbatch calls into it.
+    env = {k: v for k, v in env.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
+    c = Cluster(env=env, system=config.load_system(SYSTEM))
+
+    def all_nodes_up():
+        proc = c.run("sinfo", "-h", "-N", "-o", "%N %T", check=False, timeout=20)
+        if proc.returncode != 0:
+            pytest.fail(
+                f"sinfo fails with SLURM_CONF={env['SLURM_CONF']} ({proc.stderr.strip()}): "
+                "is the cluster up? Run `make cluster-up`."
+            )
+        states = dict(line.split() for line in proc.stdout.splitlines())
+        return all(states.get(n, "").rstrip("*") in ("idle", "mixed", "allocated") for n in c.nodes)
+
+    poll(all_nodes_up, 60, f"nodes {', '.join(c.nodes)} to be up (sinfo)")
+    return c
+
+
+@pytest.fixture(scope="session")
+def mpi_hello(cluster, tmp_path_factory):
+    """mpi_hello(flavour): the hello program built with that flavour's compiler wrapper."""
+    built = {}
+
+    def build(flavour):
+        if flavour not in built:
+            exe = tmp_path_factory.mktemp(f"hello-{flavour}") / "mpi_hello"
+            cc = cluster.system["mpi"][flavour]["cc"]
+            cluster.run(cc, "-o", exe, HELLO_SOURCE, timeout=120)
+            built[flavour] = exe
+        return built[flavour]
+
+    return build

@@ -1,0 +1,129 @@
+"""Helpers of the cluster tests: run Slurm commands with the cluster's environment, poll sacct
+and sinfo with timeouts, parse the MPI hello program's output."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from iostudy import config
+
+SYSTEM = "testcluster"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# The tools of the venv that runs the tests (make runs .venv/bin/python).
+VENV_BIN = Path(sys.executable).parent
+HELLO_SOURCE = Path(__file__).parent / "reframe" / "src" / "mpi_hello.c"
+# States of a job that has ended (sacct). Anything else (PENDING, RUNNING, REQUEUED, ...) is not
+# final yet.
+FINAL_STATES = {
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "DEADLINE",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "TIMEOUT",
+}
+HELLO_LINE = re.compile(r"^hello rank (\d+) of (\d+) host (\S+) node (\S+)$", re.M)
+
+
+def poll(fn, timeout, what, interval=0.5):
+    """fn's first true result, trying every interval seconds; fails the test after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = fn()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def env_from_file(path: Path) -> dict[str, str]:
+    """The environment after sourcing path in bash, so that `export PATH=...:$PATH` works."""
+    proc = subprocess.run(
+        ["bash", "-c", 'set -a && . "$1" >/dev/null && env -0', "env-file", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"IOSTUDY_CLUSTER_ENV={path}: cannot source it: {proc.stderr.strip()}")
+    pairs = (item.split("=", 1) for item in proc.stdout.split("\0") if "=" in item)
+    return dict(pairs)
+
+
+@dataclass
+class Cluster:
+    env: dict[str, str]
+    system: dict
+    nodes: list[str] = field(init=False)
+
+    def __post_init__(self):
+        self.nodes = config.node_names(self.system)
+
+    def run(self, *args, timeout=60, check=True, env=None, **kwargs):
+        """Runs a command with the cluster's environment (plus env); returns the completed
+        process, failing the test with its output if it did not exit 0 and check is set."""
+        proc = subprocess.run(
+            [str(a) for a in args],
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            **kwargs,
+        )
+        if check and proc.returncode != 0:
+            pytest.fail(
+                f"{' '.join(map(str, args))} exited {proc.returncode}\n"
+                f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+            )
+        return proc
+
+    def sbatch(self, *args, env=None) -> str:
+        """Submits a batch job; returns its id."""
+        out = self.run("sbatch", "--parsable", *args, env=env).stdout
+        return out.strip().split(";")[0]
+
+    def sacct(self, jobid: str) -> dict | None:
+        """The accounting record of the job allocation, or None while slurmdbd has none."""
+        out = self.run("sacct", "-j", jobid, "-X", "-n", "-P", "-o", "JobID,State,ExitCode").stdout
+        for line in out.splitlines():
+            job, state, exit_code = line.split("|")
+            if job == jobid:
+                # "CANCELLED by 0" -> CANCELLED
+                return {"state": state.split()[0], "exit_code": exit_code}
+        return None
+
+    def wait_job(self, jobid: str, timeout: float = 120) -> dict:
+        """Polls sacct until the job has ended; returns its record."""
+
+        def ended():
+            record = self.sacct(jobid)
+            return record if record and record["state"] in FINAL_STATES else None
+
+        return poll(ended, timeout, f"job {jobid} to end (sacct)")
+
+    def node_state(self, node: str) -> str:
+        return self.run("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
+
+    def node_hostnames(self) -> dict[str, str]:
+        """Node name -> NodeHostname as slurmctld knows them."""
+        out = self.run("scontrol", "-o", "show", "node").stdout
+        return dict(re.findall(r"NodeName=(\S+).*?NodeHostName=(\S+)", out))
+
+    def mpi_env(self, flavour: str) -> dict[str, str]:
+        return self.system["mpi"][flavour].get("env", {})
+
+
+def parse_hello(output: str) -> list[tuple[int, int, str, str]]:
+    """(rank, size, host, node) of every line of the hello program."""
+    return [(int(r), int(s), h, n) for r, s, h, n in HELLO_LINE.findall(output)]
