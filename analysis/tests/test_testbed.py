@@ -128,7 +128,7 @@ def test_essentials_for_one_machine(rendered):
         "JobAcctGatherType": "jobacct_gather/linux",
         "SelectType": "select/cons_tres",
         "SelectTypeParameters": "CR_Core",
-        "ReturnToService": "2",
+        "ReturnToService": "1",
         "MailProg": "/bin/true",
         "ScronParameters": "enable",
         "MpiDefault": "none",

@@ -293,7 +293,7 @@ ready_nodes() {
 all_nodes_ready() { [ "$(ready_nodes)" -eq ${#TESTBED_NODES[@]} ]; }
 
 # A node someone set down or drained (a test, an admin) while its slurmd runs would never be
-# ready again by itself; ReturnToService=2 only revives nodes that stopped responding.
+# ready again by itself; ReturnToService=1 only revives nodes that stopped responding.
 resume_nodes() {
     local node state
     while read -r node state; do

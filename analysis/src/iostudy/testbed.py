@@ -277,7 +277,9 @@ def _slurm_conf(system, layout, mode, controller_host, source) -> str:
         # Batch jobs start as soon as they are submitted (Slurm batches them for 3 s by default).
         ("SchedulerParameters", "batch_sched_delay=0"),
         ("MpiDefault", "none"),
-        ("ReturnToService", "2"),
+        # 1: a node that stopped responding returns when its slurmd registers again, but a node
+        # an administrator set down stays down until `scontrol update state=resume`.
+        ("ReturnToService", "1"),
         ("MailProg", "/bin/true"),
         ("ScronParameters", "enable"),
         ("AccountingStorageType", "accounting_storage/slurmdbd"),
