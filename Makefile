@@ -14,6 +14,7 @@ JOBS ?= 2
 
 BUILD_DIR := build
 RUNTIME_BUILD := $(BUILD_DIR)/runtime
+CHECKS_BUILD := $(BUILD_DIR)/reframe-checks
 VENV := .venv
 LOCK := analysis/requirements.lock
 # The venv is rebuilt when any of these change; their sha256 sums are kept in the stamp.
@@ -25,18 +26,18 @@ CLUSTER_STATE ?= build/cluster
 CLUSTER_NODES ?=
 
 # Only trees and files that exist: the lists grow as the project does.
-PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests configs)
+PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests configs reframe-checks)
 C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
-	ci/tests/reframe/src/*.c)
+	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
-.PHONY: help setup apt-packages build-runtime venv test test-runtime test-python test-cluster \
+.PHONY: help setup apt-packages build-runtime build-checks venv test test-runtime test-python test-cluster \
 	lint demo bench bench-runtime format clean lock cluster-up cluster-down
 
 help: ## list the targets
 	@echo "usage: make TARGET   (variables: PYTHON=$(PYTHON) CMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) JOBS=$(JOBS))"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: apt-packages build-runtime venv ## install apt packages, build the runtime, create .venv
+setup: apt-packages build-runtime build-checks venv ## install apt packages, build the runtime and benchmarks, create .venv
 
 apt-packages: ## install the Debian packages of ci/apt-packages.txt that are missing
 	ci/install-apt-packages.sh ci/apt-packages.txt
@@ -46,6 +47,10 @@ build-runtime: apt-packages ## configure and build the C runtime in build/runtim
 		{ echo "error: runtime/CMakeLists.txt is missing, cannot build the runtime" >&2; exit 1; }
 	cmake -S runtime -B $(RUNTIME_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE)
 	cmake --build $(RUNTIME_BUILD) -j$(JOBS)
+
+build-checks: apt-packages ## configure and build iostudy's own benchmarks in build/reframe-checks
+	cmake -S reframe-checks/src -B $(CHECKS_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE)
+	cmake --build $(CHECKS_BUILD) -j$(JOBS)
 
 venv: apt-packages ## create .venv from the lock (again only when the lock or pyproject changed)
 	@if sha256sum --status -c $(VENV_STAMP) 2>/dev/null; then \
@@ -66,7 +71,7 @@ test-runtime: setup ## run the runtime's CTest suite
 	ctest --test-dir $(RUNTIME_BUILD) --output-on-failure --no-tests=error
 
 # Test paths and options come from pytest.ini; exit status 5 (no tests collected) fails too.
-test-python: setup ## run pytest (runtime/tests and analysis/tests)
+test-python: setup ## run pytest (runtime/tests, analysis/tests, reframe-checks/tests)
 	$(VENV)/bin/python -m pytest
 
 # ci/tests is named here, not in pytest.ini's testpaths, so that test-python needs no cluster.
@@ -88,7 +93,7 @@ lint: venv ## check Python with ruff and C with clang-format
 	$(VENV)/bin/ruff format --check $(PY_DIRS)
 	$(if $(C_FILES),clang-format --dry-run --Werror $(C_FILES))
 
-demo: setup ## run a small workload under the runtime and summarise its logs
+demo: setup ## the quick campaign on this machine, the workflow, a new report version
 	ci/demo.sh
 
 # The last line of output is the env file to source; `@` keeps make's echo off that line.

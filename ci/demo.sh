@@ -1,42 +1,34 @@
 #!/usr/bin/env bash
-# `make demo`: run a small workload of ordinary tools under the iostudy runtime, then summarise
-# every Darshan-format log it wrote. Expects `make setup` to have run.
+# `make demo` (after `make setup`): the quick campaign on this machine (system `local`), then the
+# Snakemake workflow, which ingests every run under results/, computes the metrics and publishes
+# a new version of the report. The last line of output is the new report's index.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-lib=$PWD/build/runtime/libiostudy.so
-if [ ! -f "$lib" ]; then
-    echo "error: $lib is missing; run 'make setup' first" >&2
-    exit 1
-fi
-
-data=build/demo/data
-logs=build/demo/logs/$(date +%Y%m%dT%H%M%S)
-# Logs go to <LOGPATH>/<YYYY>/<M>/<D>/ (Darshan's convention); the runtime makes the date folders.
-mkdir -p "$data" "$logs"
-
-# Run one command under the runtime, in non-MPI mode, tagging its log.
-instrumented() {
-    echo "+ $*" >&2
-    LD_PRELOAD=$lib DARSHAN_ENABLE_NONMPI=1 DARSHAN_LOGPATH=$PWD/$logs \
-        IOSTUDY_LOG_TAGS="campaign=demo;check=demo_workload" "$@"
+study=quick
+latest() { # highest published version of the study, 0 if none
+    find "reports/$study" -mindepth 1 -maxdepth 1 -type d -name 'v[0-9]*' -printf '%f\n' 2>/dev/null |
+        sed 's/^v//' | sort -n | tail -n 1 | grep . || echo 0
 }
+before=$(latest)
 
-instrumented dd if=/dev/zero of="$data/file" bs=1M count=64 status=none
-instrumented cat "$data/file" >/dev/null
-# The interpreter itself, not a wrapper script (a pyenv shim would add a log per helper it runs).
-python=$(python3 -c 'import sys; print(sys.executable)')
-instrumented "$python" -c 'import sys; print(*range(1000), sep="\n", file=open(sys.argv[1], "w"))' \
-    "$data/numbers.txt"
+# Exit status 1: the run finished but a check failed; its results still go into the report.
+status=0
+.venv/bin/iostudy campaign run quick --system local || status=$?
+if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
+    echo "demo: the campaign could not run (exit status $status)" >&2
+    exit "$status"
+fi
 
-mapfile -t written < <(find "$logs" -name '*.darshan' | sort)
-if [ ${#written[@]} -eq 0 ]; then
-    echo "error: the runtime wrote no log under $logs" >&2
+.venv/bin/snakemake -s workflow/Snakefile --directory . --cores 2 --configfile workflow/config/config.yaml
+
+after=$(latest)
+if [ "$after" -le "$before" ]; then
+    echo "demo: the workflow published no new version under reports/$study/" >&2
     exit 1
 fi
-for log in "${written[@]}"; do
-    echo
-    .venv/bin/iostudy log summary "$log"
-done
-echo
-echo "demo: ${#written[@]} logs in $logs"
+if [ "$status" -ne 0 ]; then
+    echo "demo: a check failed in the campaign (see the report's ReFrame table)" >&2
+fi
+echo "reports/$study/v$after/index.html"
+exit "$status"

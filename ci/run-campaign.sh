@@ -13,9 +13,10 @@
 #   IOSTUDY_LOCK=FILE       the lock (default ${TMPDIR:-/tmp}/iostudy-campaign-SYSTEM.lock; put
 #                           it on a shared file system if runs may start on different hosts)
 #
-# `iostudy campaign run` and the reports/<study>/<vN>/ it writes arrive with a later issue;
-# this script is written against them. Exit status: the failing step's, 0 when a run is
-# already in progress (this one is skipped and says so).
+# Steps: `iostudy campaign run` (a new results/<run-id>/), then the Snakemake workflow, which
+# ingests every run, computes the metrics and publishes reports/<study>/v<N+1>/. Exit status:
+# the failing step's (1 from the campaign: a check failed, the report still shows it), 0 when
+# a run is already in progress (this one is skipped and says so).
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -59,7 +60,15 @@ if [ -n "$publish" ] && [ -d "$publish" ]; then
 fi
 
 step "iostudy campaign run $campaign --system $system"
-.venv/bin/iostudy campaign run "$campaign" --system "$system"
+campaign_status=0
+.venv/bin/iostudy campaign run "$campaign" --system "$system" || campaign_status=$?
+[ "$campaign_status" -le 1 ] || exit "$campaign_status"
+
+study=$(.venv/bin/python -c 'import sys; from iostudy import config
+print(config.load_campaign(sys.argv[1])["study"])' "$campaign")
+step "workflow: ingest, metrics, report of study $study"
+.venv/bin/snakemake -s workflow/Snakefile --directory . --cores 2 \
+    --configfile workflow/config/config.yaml --config "study=$study"
 
 if [ -n "$publish" ]; then
     step "publishing reports/ to $publish"
@@ -67,3 +76,4 @@ if [ -n "$publish" ]; then
     cp -a reports/. "$publish"/
 fi
 step "done; log: $log${publish:+, reports: $publish}"
+exit "$campaign_status"

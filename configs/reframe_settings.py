@@ -12,6 +12,9 @@ another configs/ folder (a site's copy), as for the iostudy command.
 
 from iostudy import config, profiles
 
+# A partition has one launcher, each MPI flavour its own mpirun: this launcher runs the one the
+# environment names (see iostudy.profiles.reframe_launcher).
+profiles.register_reframe_launcher()
 site_configuration = profiles.reframe_site_configuration(
     [config.load_system(name) for name in config.system_names()]
 )

@@ -200,3 +200,24 @@ def test_reframe_settings_refuse_a_bad_system_file(configs_copy):
     )
     assert proc.returncode != 0
     assert "nodes.count" in proc.stdout + proc.stderr
+
+
+def test_reframe_local_system_launches_with_each_flavours_mpirun():
+    """local: one partition, and each environment names its flavour's mpirun for the launcher."""
+    shown = reframe_show_config("local")
+    ((part,),) = [s["partitions"] for s in shown["systems"]]
+    assert (part["scheduler"], part["launcher"]) == ("local", profiles.MPIRUN_LAUNCHER)
+    envs = {
+        e["name"]: dict(e["env_vars"])
+        for e in shown["environments"]
+        if "mpi" in e.get("features", [])
+    }
+    assert envs["openmpi"]["IOSTUDY_MPIRUN"] == "mpirun.openmpi"
+    assert envs["openmpi"]["OMPI_MCA_rmaps_base_oversubscribe"] == "1"
+    assert envs["mpich"]["IOSTUDY_MPIRUN"] == "mpiexec.mpich"
+
+
+def test_reframe_refuses_mixed_launchers(local_system):
+    local_system["mpi"]["openmpi"]["launcher"] = "mpirun"
+    with pytest.raises(config.ConfigError, match="mpi: the flavours launch with mpirun, srun"):
+        profiles.reframe_system(local_system)

@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.table import Column, Table
 
-from . import __version__, config, profiles, testbed
+from . import __version__, campaign, config, metrics, profiles, report, store, testbed
 from .darshanlog import DarshanLogError, read_log
 from .summary import summarize
 
@@ -174,6 +174,10 @@ def build_parser():
     summary.set_defaults(func=cmd_log_summary)
     profiles.register(add_config_commands(groups))
     testbed.register(groups)
+    campaign.register(groups)
+    store.register(groups)
+    metrics.register(groups)
+    report.register(groups)
     return parser
 
 

@@ -107,3 +107,64 @@ def node_names(system: dict) -> list[str]:
 def default_partition(system: dict) -> dict:
     partitions = system["partitions"]
     return next((p for p in partitions if p["default"]), partitions[0])
+
+
+def _named_file(folder: str, name_or_path: str) -> Path:
+    """configs/<folder>/<name>.json, or the file itself when given a path (a .json name, or one
+    with a folder in it: a campaign kept outside configs/)."""
+    given = Path(name_or_path)
+    if given.suffix == ".json" or len(given.parts) > 1:
+        return given
+    return configs_dir() / folder / f"{name_or_path}.json"
+
+
+def campaign_names() -> list[str]:
+    return sorted(p.stem for p in (configs_dir() / "campaigns").glob("*.json"))
+
+
+def campaign_path(name_or_path: str) -> Path:
+    return _named_file("campaigns", name_or_path)
+
+
+def load_campaign(name_or_path: str) -> dict:
+    """The validated campaign name (configs/campaigns/<name>.json) or the campaign file at a
+    path, with the defaults of its checks' parameters filled in from the schema."""
+    path = campaign_path(name_or_path)
+    if not path.exists():
+        known = ", ".join(campaign_names()) or "none"
+        raise ConfigError(f"{path}: no such campaign '{name_or_path}' (known: {known})")
+    campaign = load(path, "campaign")
+    if campaign["name"] != path.stem:
+        raise ConfigError(f"{path}: name: '{campaign['name']}' differs from the file's name")
+    # The parameters' schema hangs off an if/then per check, which load() does not walk: fill
+    # their defaults here, still from the schema alone.
+    defs = _schema("campaign").get("$defs", {})
+    seen = set()
+    for i, entry in enumerate(campaign["checks"]):
+        if entry["check"] in seen:
+            raise ConfigError(
+                f"{path}: checks[{i}].check: '{entry['check']}' appears more than once "
+                "(give a parameter a list of values to scan it instead)"
+            )
+        seen.add(entry["check"])
+        _fill_defaults(defs.get(f"{entry['check']}_parameters", {}), entry["parameters"])
+    return campaign
+
+
+def references_path(system: str) -> Path:
+    return configs_dir() / "references" / f"{system}.json"
+
+
+def load_references(system: str) -> dict:
+    """The validated performance references of system (configs/references/<system>.json).
+
+    A system without the file has no references: its checks are measured, never failed on
+    performance. The result has the file's layout, {"system", "description", "checks"}.
+    """
+    path = references_path(system)
+    if not path.exists():
+        return {"system": system, "description": f"no references ({path} is missing)", "checks": {}}
+    refs = load(path, "references")
+    if refs["system"] != system:
+        raise ConfigError(f"{path}: system: '{refs['system']}' differs from the file's name")
+    return refs

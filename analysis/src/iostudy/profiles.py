@@ -87,17 +87,60 @@ def write_snakemake_profile(system: dict, out: Path) -> Path:
     return path
 
 
+# ReFrame has one launcher per partition, but each MPI flavour has its own mpirun: the partition
+# gets this launcher, and each flavour's environment says which mpirun it stands for.
+MPIRUN_LAUNCHER = "iostudy-mpirun"
+MPIRUN_VARIABLE = "IOSTUDY_MPIRUN"
+
+
+def register_reframe_launcher():
+    """Registers MPIRUN_LAUNCHER with ReFrame (once per process): `"$IOSTUDY_MPIRUN" -np N`, the
+    variable set by the environment of the flavour (mpirun.openmpi, mpiexec.mpich, ...)."""
+    from reframe.core.backends import getlauncher, register_launcher
+    from reframe.core.exceptions import ConfigError as ReframeConfigError
+    from reframe.core.launchers import JobLauncher
+
+    try:
+        getlauncher(MPIRUN_LAUNCHER)
+        return
+    except ReframeConfigError:
+        pass
+
+    @register_launcher(MPIRUN_LAUNCHER)
+    class FlavourMpirunLauncher(JobLauncher):
+        def command(self, job):
+            # -np: both Open MPI's mpirun and MPICH's mpiexec (Hydra) take it.
+            return [f'"${{{MPIRUN_VARIABLE}:-mpirun}}"', "-np", str(job.num_tasks)]
+
+
+def reframe_launcher(system: dict) -> str:
+    """The ReFrame launcher of system's partitions: the flavours' mpirun when every flavour
+    launches with mpirun, else srun on Slurm, and none (the program itself) on a local system."""
+    launchers = {mpi["launcher"] for mpi in system["mpi"].values()}
+    if launchers == {"mpirun"}:
+        return MPIRUN_LAUNCHER
+    if "mpirun" in launchers:
+        raise config.ConfigError(
+            f"{config.system_path(system['name'])}: mpi: the flavours launch with "
+            f"{', '.join(sorted(launchers))}; ReFrame needs one launcher per partition"
+        )
+    return "local" if system["scheduler"] == "local" else "srun"
+
+
 def reframe_environments(system: dict) -> list[dict]:
     """One ReFrame environment per MPI flavour of system, named after the flavour.
 
     srun reads the PMI plugin from SLURM_MPI_TYPE, so a flavour's srun_mpi travels with its
-    environment; the flavour's own variables (e.g. Open MPI's transport choice) come along.
+    environment, as does its mpirun when it launches with one; the flavour's own variables (e.g.
+    Open MPI's transport choice) come along.
     """
     environs = []
     for flavour, mpi in system["mpi"].items():
         env_vars = []
         if system["scheduler"] == "slurm" and mpi.get("srun_mpi"):
             env_vars.append(["SLURM_MPI_TYPE", mpi["srun_mpi"]])
+        if mpi["launcher"] == "mpirun":
+            env_vars.append([MPIRUN_VARIABLE, mpi.get("mpirun", "mpirun")])
         env_vars += [[name, value] for name, value in mpi.get("env", {}).items()]
         environs.append(
             {
@@ -123,7 +166,7 @@ def reframe_system(system: dict) -> dict:
             {
                 "name": "default",
                 "scheduler": "local",
-                "launcher": "local",
+                "launcher": reframe_launcher(system),
                 "environs": environs,
                 "max_jobs": job_slots(system),
                 "processor": cpus,
@@ -135,7 +178,7 @@ def reframe_system(system: dict) -> dict:
                 "name": p["name"],
                 "descr": f"Slurm partition {p['name']}",
                 "scheduler": "slurm",
-                "launcher": "srun",
+                "launcher": reframe_launcher(system),
                 "access": [f"-p {p['name']}"],
                 "environs": environs,
                 "max_jobs": job_slots(system),

@@ -1,0 +1,459 @@
+"""`iostudy campaign`: run a campaign (configs/campaigns/) on a system with ReFrame underneath.
+
+A run gets its own directory, results/<run-id>/ with run-id <UTC yyyymmddThhmmssZ>-<campaign>-
+<system>:
+
+    manifest.json   what was run: campaign, system, git commit, tool versions, command lines,
+                    effective configuration, status and exit code (written at the start, completed
+                    at the end)
+    reframe/        ReFrame's --prefix: stage/, output/<system>/<partition>/<environ>/<test>/
+                    (job script, stdout, stderr, the check's own files such as iomodel.jsonl),
+                    perflogs/, report.json, reframe.out (ReFrame's console output) and
+                    debug.log (its debug log)
+    darshan/        the runtime's logs, <Y>/<M>/<D>/*.darshan, one per job, tagged
+    scratch/        the benchmarks' files (a system's scratch storage relative to the run)
+
+Every check gets the campaign's parameters as ReFrame variables: -S CHECK.VAR=VALUE, or
+-P CHECK.VAR=V1,V2 for a list (a scan) and for the repetitions, so that each combination is a test
+case of its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import importlib.metadata
+import itertools
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import __version__, checks, config
+
+REPO_ROOT = config.REPO_ROOT
+CHECKS_DIR = REPO_ROOT / "reframe-checks"
+REFRAME_SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"
+RUNTIME_LIB = Path("build") / "runtime" / "libiostudy.so"
+# Each check's programs, per MPI flavour, relative to the repo root.
+CHECK_BINARIES = {"iomodel_check": "build/reframe-checks/iomodel-{environ}"}
+# "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
+# system's cores_per_node), at most max_procs, resolved per test case.
+PER_NODE_OF_SYSTEM = 0
+EXIT_FAILED = 1
+
+
+class CampaignError(Exception):
+    """A campaign that cannot run on a system, or a missing piece; the message says what to do."""
+
+
+def run_id(campaign: str, system: str, now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{campaign}-{system}"
+
+
+def _values(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _text(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def check_file(check: str) -> Path:
+    return CHECKS_DIR / f"{check}.py"
+
+
+def environs(campaign: dict, system: dict) -> list[str]:
+    """The MPI flavours to run with: the campaign's, all of them on the system."""
+    wanted = campaign["environs"] or list(system["mpi"])
+    missing = [e for e in wanted if e not in system["mpi"]]
+    if missing:
+        raise CampaignError(
+            f"campaign {campaign['name']}: environs: {', '.join(missing)} not on system "
+            f"{system['name']} (it has {', '.join(system['mpi'])})"
+        )
+    return wanted
+
+
+def system_procs(system: dict) -> int:
+    """What "max_procs": "system" means: every core of every node, so no rank waits for a core."""
+    return system["nodes"]["count"] * system["nodes"]["cores_per_node"]
+
+
+def resolve_max_procs(value, system: dict):
+    """The campaign's max_procs with "system" (alone or in a list) replaced by system_procs."""
+    if isinstance(value, list):
+        return [resolve_max_procs(v, system) for v in value]
+    return system_procs(system) if value == "system" else value
+
+
+def validate(campaign: dict, system: dict) -> None:
+    """Refuses parameter combinations that cannot run on system, before anything starts."""
+    cores = system["nodes"]["cores_per_node"]
+    for i, entry in enumerate(campaign["checks"]):
+        if entry["check"] != "iomodel_check":
+            continue
+        params = entry["parameters"]
+        max_procs = resolve_max_procs(params["max_procs"], system)
+        for size, procs, per_node in itertools.product(
+            _values(params["size"]), _values(max_procs), _values(params["procs_per_node"])
+        ):
+            per_node = min(cores, procs) if per_node == "system" else per_node
+            where = f"campaign {campaign['name']}: checks[{i}].parameters"
+            problem = checks.iomodel_problem(checks.parse_size(size), procs, per_node)
+            if problem:
+                raise CampaignError(f"{where}: {problem}")
+            if system["scheduler"] != "local" and procs // per_node > system["nodes"]["count"]:
+                raise CampaignError(
+                    f"{where}: max_procs {procs} at {per_node} per node needs "
+                    f"{procs // per_node} nodes, system {system['name']} has "
+                    f"{system['nodes']['count']}"
+                )
+
+
+def missing_binaries(campaign: dict, flavours: list[str]) -> list[Path]:
+    needed = [REPO_ROOT / RUNTIME_LIB]
+    for entry in campaign["checks"]:
+        pattern = CHECK_BINARIES.get(entry["check"])
+        if pattern:
+            needed += [REPO_ROOT / pattern.format(environ=e) for e in flavours]
+    return [p for p in needed if not p.is_file()]
+
+
+def scratch_dir(system: dict, run_dir: Path) -> Path:
+    """The system's scratch storage (its "scratch" entry, else its first), relative paths taken
+    from the run directory; <run>/scratch when the system names none."""
+    storage = system.get("storage") or [{"name": "scratch", "path": "scratch"}]
+    entry = next((s for s in storage if s["name"] == "scratch"), storage[0])
+    return run_dir / entry["path"]  # an absolute path stays as it is
+
+
+def reframe_executable() -> list[str]:
+    beside = Path(sys.executable).parent / "reframe"
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("reframe")
+    if not found:
+        raise CampaignError("ReFrame is not installed: run `make setup`")
+    return [found]
+
+
+def reframe_command(
+    campaign: dict, system: dict, run_dir: Path, rid: str, flavours: list[str], dry_run: bool
+) -> list[str]:
+    """ReFrame's command line for the whole campaign (one session, one report)."""
+    cmd = reframe_executable() + [
+        "-C", str(REFRAME_SETTINGS),
+        "--system", system["name"],
+        "--prefix", str(run_dir / "reframe"),
+        "--report-file", str(run_dir / "reframe" / "report.json"),
+        "--exec-policy=serial",
+        "--nocolor",
+        "-p", f"^({'|'.join(map(re.escape, flavours))})$",
+    ]  # fmt: skip
+    for name, value in (
+        ("campaign", campaign["name"]),
+        ("run_id", rid),
+        ("run_dir", run_dir),
+        ("repo_root", REPO_ROOT),
+        ("scratch_dir", scratch_dir(system, run_dir)),
+    ):
+        cmd += ["-S", f"{name}={value}"]
+    for entry in campaign["checks"]:
+        check = entry["check"]
+        cmd += ["-c", str(check_file(check))]
+        for name, value in entry["parameters"].items():
+            if name == "procs_per_node" and value == "system":
+                value = PER_NODE_OF_SYSTEM
+            elif name == "max_procs":
+                value = resolve_max_procs(value, system)
+            if isinstance(value, list):
+                cmd += ["-P", f"{check}.{name}={','.join(map(_text, value))}"]
+            else:
+                cmd += ["-S", f"{check}.{name}={_text(value)}"]
+        if entry["repetitions"] > 1:
+            cmd += ["-P", f"{check}.repetition={','.join(map(str, range(entry['repetitions'])))}"]
+        else:
+            cmd += ["-S", f"{check}.repetition=0"]
+    cmd.append("--dry-run" if dry_run else "--run")
+    return cmd
+
+
+def _output(*cmd, cwd=None) -> str | None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def git_state() -> tuple[str | None, bool | None]:
+    """The checkout's commit and whether it has uncommitted changes (None outside git)."""
+    commit = _output("git", "rev-parse", "HEAD", cwd=REPO_ROOT)
+    if commit is None:
+        return None, None
+    status = _output("git", "status", "--porcelain", cwd=REPO_ROOT)
+    return commit.strip(), bool(status and status.strip())
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def tool_versions(system: dict) -> dict:
+    versions = {
+        "iostudy": __version__,
+        "python": sys.version.split()[0],
+        "reframe": _package_version("reframe-hpc"),
+        "snakemake": _package_version("snakemake"),
+        "darshan": _package_version("darshan"),
+    }
+    for flavour, mpi in system["mpi"].items():
+        # The flavour's mpirun (or compiler wrapper) names the library's version.
+        out = _output(mpi.get("mpirun") or mpi["cc"], "--version")
+        match = re.search(r"\d+\.\d+(\.\d+)?", out or "")
+        versions[flavour] = match.group(0) if match else None
+    return versions
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_dir(results: Path, campaign: str, system: str) -> tuple[str, Path]:
+    """A fresh results/<run-id>/ (a run started within the same second waits for the next)."""
+    results.mkdir(parents=True, exist_ok=True)
+    while True:
+        rid = run_id(campaign, system)
+        try:
+            (results / rid).mkdir()
+            return rid, results / rid
+        except FileExistsError:
+            time.sleep(0.2)
+
+
+def write_manifest(run_dir: Path, manifest: dict) -> None:
+    tmp = run_dir / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    tmp.replace(run_dir / "manifest.json")
+
+
+def keep_debug_logs(console: Path, dest: Path) -> None:
+    """Moves ReFrame's debug logs, which its logging settings leave in the temporary folder
+    (named on its last line), into the run: debug.log, debug-1.log, ..."""
+    for line in console.read_text(errors="replace").splitlines():
+        if line.startswith("Log file(s) saved in "):
+            for i, found in enumerate(re.findall(r"'([^']+)'", line)):
+                src = Path(found)
+                if src.is_file() and src.parent == Path(tempfile.gettempdir()):
+                    shutil.move(src, dest / (f"debug-{i}.log" if i else "debug.log"))
+
+
+def report_summary(report: Path) -> dict | None:
+    """Test cases of ReFrame's report by result ({"pass": 2, "fail": 1}), None without one."""
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    counts = {}
+    for run in data.get("runs", []):
+        for case in run.get("testcases", []):
+            counts[case.get("result")] = counts.get(case.get("result"), 0) + 1
+    return counts
+
+
+def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]):
+    """Runs the campaign; returns (exit status, run directory)."""
+    system = config.load_system(system_name)
+    campaign = config.load_campaign(campaign_name)
+    references = config.load_references(system_name)
+    flavours = environs(campaign, system)
+    validate(campaign, system)
+    missing = missing_binaries(campaign, flavours)
+    if missing and not dry_run:
+        raise CampaignError(
+            f"not built: {', '.join(str(p.relative_to(REPO_ROOT)) for p in missing)}; "
+            "run `make setup`"
+        )
+    for path in missing:
+        print(f"campaign: warning: {path.relative_to(REPO_ROOT)} is not built (dry run)")
+
+    rid, run_dir = new_run_dir(Path(results).resolve(), campaign["name"], system["name"])
+    (run_dir / "darshan").mkdir()
+    (run_dir / "reframe").mkdir()
+    cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
+    commit, dirty = git_state()
+    binaries = {
+        str(RUNTIME_LIB): None,
+        **{
+            pattern.format(environ=e): None
+            for entry in campaign["checks"]
+            if (pattern := CHECK_BINARIES.get(entry["check"]))
+            for e in flavours
+        },
+    }
+    manifest = {
+        "run_id": rid,
+        "campaign": campaign["name"],
+        "study": campaign["study"],
+        "system": system["name"],
+        "dry_run": dry_run,
+        "started": _now(),
+        "finished": None,
+        "status": "running",
+        "exit_code": None,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "tool_versions": tool_versions(system),
+        "binaries_sha256": {
+            rel: _sha256(REPO_ROOT / rel) if (REPO_ROOT / rel).is_file() else None
+            for rel in binaries
+        },
+        "spack_lock_sha256": None,
+        "command_line": ["iostudy", *argv],
+        "reframe_command_line": cmd,
+        "environs": flavours,
+        "effective_config": {"system": system, "campaign": campaign, "references": references},
+        "layout": {
+            "reframe": "reframe",
+            "report": "reframe/report.json",
+            "darshan": "darshan",
+            "scratch": str(scratch_dir(system, Path("."))),
+        },
+    }
+    write_manifest(run_dir, manifest)
+    print(f"campaign {campaign['name']} on {system['name']}: run {rid}")
+    print("+ " + shlex.join(cmd), flush=True)
+
+    # ReFrame's progress goes to our output as it comes, and to reframe/reframe.out.
+    with open(run_dir / "reframe" / "reframe.out", "w") as log:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=run_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+                log.write(line)
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            # ReFrame got the signal too (same process group) and cancels its jobs.
+            rc = proc.wait()
+            manifest.update(finished=_now(), status="interrupted", exit_code=rc)
+            write_manifest(run_dir, manifest)
+            raise
+
+    keep_debug_logs(run_dir / "reframe" / "reframe.out", run_dir / "reframe")
+    counts = report_summary(run_dir / "reframe" / "report.json")
+    if counts is None:
+        status = "error"
+    elif rc == 0:
+        status = "dry-run" if dry_run else "passed"
+    else:
+        status = "failed"
+    manifest.update(finished=_now(), status=status, exit_code=rc, results=counts)
+    write_manifest(run_dir, manifest)
+    described = ", ".join(f"{n} {r}" for r, n in sorted((counts or {}).items())) or "no results"
+    print(f"campaign {campaign['name']} on {system['name']}: {status} ({described})")
+    return (0 if status in ("passed", "dry-run") else EXIT_FAILED), run_dir
+
+
+def cmd_run(args):
+    from .cli import EXIT_BAD_INPUT  # here: cli imports this module
+
+    try:
+        argv = ["campaign", "run", args.campaign, "--system", args.system]
+        argv += ["--dry-run"] * args.dry_run + ["--results", str(args.results)]
+        status, run_dir = run(args.campaign, args.system, args.results, args.dry_run, argv)
+    except (config.ConfigError, CampaignError) as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(run_dir)
+    return status
+
+
+def cmd_check(args):
+    from .cli import EXIT_BAD_INPUT
+
+    failed = checked = 0
+    names = config.campaign_names()
+    systems = config.system_names()
+    for load, items, path in (
+        (config.load_campaign, names, config.campaign_path),
+        (config.load_references, systems, config.references_path),
+    ):
+        for name in items:
+            if not path(name).exists():
+                continue
+            checked += 1
+            try:
+                load(name)
+                print(f"ok: {path(name)}")
+            except config.ConfigError as exc:
+                print(f"iostudy: error: {exc}", file=sys.stderr)
+                failed += 1
+    print(f"campaign check: {checked - failed} of {checked} campaign and references files valid")
+    return EXIT_BAD_INPUT if failed else 0
+
+
+def register(groups):
+    """Adds the `campaign` command group."""
+    grp = groups.add_parser(
+        "campaign",
+        help="run campaigns (configs/campaigns/) with ReFrame",
+        description="A campaign says which checks to run with which parameters; "
+        "`campaign run` runs it on a system into a new run directory.",
+    )
+    cmds = grp.add_subparsers(title="commands", dest="command", required=True)
+    run_p = cmds.add_parser(
+        "run",
+        help="run a campaign on a system",
+        description="Runs CAMPAIGN (a name of configs/campaigns/ or a campaign file) on SYSTEM "
+        "with ReFrame into DIR/<run-id>/ (manifest.json, reframe/, darshan/), showing "
+        "ReFrame's progress. The last line of output is the run directory. Exit status: 0 all "
+        f"passed, {EXIT_FAILED} a check failed, 2 a configuration or build problem.",
+    )
+    run_p.add_argument("campaign", metavar="CAMPAIGN")
+    run_p.add_argument("--system", required=True, metavar="SYSTEM")
+    run_p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write the job scripts (under reframe/stage/) without running them",
+    )
+    run_p.add_argument(
+        "--results",
+        type=Path,
+        default=REPO_ROOT / "results",
+        metavar="DIR",
+        help="where run directories go (default: results/ of the checkout)",
+    )
+    run_p.set_defaults(func=cmd_run)
+    check_p = cmds.add_parser(
+        "check",
+        help="validate every campaign and references file",
+        description="Validates configs/campaigns/*.json and configs/references/<system>.json "
+        "against their schemas.",
+    )
+    check_p.set_defaults(func=cmd_check)

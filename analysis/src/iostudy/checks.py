@@ -1,0 +1,149 @@
+"""What iostudy's ReFrame checks (reframe-checks/) compute, so that the checks stay thin adapters:
+the I/O-model benchmark's expected models, its JSON lines and performance values, the tags of
+each job's log, and the references of configs/references/<system>.json in ReFrame's form.
+
+Pure functions of plain data, unit tested without ReFrame.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from . import config
+
+SIZE = re.compile(r"^([1-9][0-9]*)([KMG]?)$")
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+MIB_S = "MiB/s"
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes of a size as the benchmark reads it: a number with an optional K, M or G suffix
+    (KiB, MiB, GiB)."""
+    match = SIZE.match(str(text))
+    if not match:
+        raise ValueError(f"size '{text}': expected a positive number with an optional K/M/G suffix")
+    return int(match.group(1)) * SIZE_UNITS[match.group(2)]
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    return [1 << i for i in range(limit.bit_length()) if 1 << i <= limit]
+
+
+def _is_power_of_two(x: int) -> bool:
+    return x >= 1 and x & (x - 1) == 0
+
+
+def iomodel_problem(size: int, max_procs: int, procs_per_node: int) -> str | None:
+    """Why the benchmark would refuse these parameters (seed 003's definition), or None."""
+    if not _is_power_of_two(max_procs):
+        return f"max_procs {max_procs} is not a power of two"
+    if not _is_power_of_two(procs_per_node):
+        return f"procs_per_node {procs_per_node} is not a power of two"
+    if procs_per_node > max_procs:
+        return f"procs_per_node {procs_per_node} exceeds max_procs {max_procs}"
+    if size % max_procs:
+        return f"size {size} is not a multiple of max_procs {max_procs}"
+    return None
+
+
+def iomodel_models(max_procs: int, procs_per_node: int) -> list[tuple[int, int, int, int]]:
+    """The models (n, p, f, m) of seed 003 for M ranks, P per node: n nodes used of N = M / P,
+    p processes per node doing I/O, f files per node, m nodes sharing each file."""
+    nodes = max_procs // procs_per_node
+    return [
+        (n, p, f, m)
+        for n in _powers_of_two(nodes)
+        for p in _powers_of_two(procs_per_node)
+        for f in _powers_of_two(p)
+        for m in _powers_of_two(n)
+    ]
+
+
+def iomodel_lines(text: str) -> list[dict]:
+    """The benchmark's JSON lines in a job's output (other lines, e.g. an MPI's notices, are
+    skipped)."""
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("benchmark") == "iomodel":
+            found.append(record)
+    return found
+
+
+def iomodel_sanity(lines: list[dict], size: int, max_procs: int, procs_per_node: int) -> list[str]:
+    """Problems of a run's JSON lines: each expected model exactly once, and S bytes each."""
+    expected = iomodel_models(max_procs, procs_per_node)
+    problems = []
+    if len(lines) != len(expected):
+        problems.append(f"{len(lines)} models reported, expected {len(expected)}")
+    seen = [tuple(r.get(k) for k in "npfm") for r in lines]
+    missing = sorted(set(expected) - set(seen))
+    extra = sorted(set(seen) - set(expected))
+    if missing:
+        problems.append(f"models missing (n, p, f, m): {missing}")
+    if extra:
+        problems.append(f"unexpected models (n, p, f, m): {extra}")
+    wrong = [
+        (m, r.get("bytes")) for m, r in zip(seen, lines, strict=True) if r.get("bytes") != size
+    ]
+    if wrong:
+        problems.append(f"models that did not move {size} bytes: {wrong}")
+    return problems
+
+
+def iomodel_performance(
+    lines: list[dict], max_procs: int, procs_per_node: int, read_back: bool
+) -> dict[str, float]:
+    """The check's performance variables (MiB/s): write, and read when read back, of the file per
+    process model at full scale (n = N, p = f = P, m = 1), of the single shared file (n = m = N,
+    p = P, f = 1) and the maximum over all models."""
+    nodes = max_procs // procs_per_node
+    by_model = {(r["n"], r["p"], r["f"], r["m"]): r for r in lines}
+    named = {
+        "fpp": (nodes, procs_per_node, procs_per_node, 1),
+        "ssf": (nodes, procs_per_node, 1, nodes),
+    }
+    values = {}
+    for phase in ("write",) + (("read",) if read_back else ()):
+        key = f"{phase}_mib_s"
+        for name, model in named.items():
+            if model in by_model and by_model[model].get(key) is not None:
+                values[f"{name}_{key}"] = float(by_model[model][key])
+        measured = [float(r[key]) for r in lines if r.get(key) is not None]
+        if measured:
+            values[f"max_{key}"] = max(measured)
+    return values
+
+
+def save_iomodel_lines(stdout: Path, dest: Path) -> list[dict]:
+    """Copies the benchmark's JSON lines from a job's stdout to dest (JSON lines); returns them."""
+    lines = iomodel_lines(Path(stdout).read_text(errors="replace"))
+    Path(dest).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return lines
+
+
+def log_tags(tags: dict) -> str:
+    """IOSTUDY_LOG_TAGS for a job: key=value pairs joined by ';' (the runtime's separator)."""
+    for key, value in tags.items():
+        if any(c in f"{key}{value}" for c in ";\n") or "=" in str(key):
+            raise ValueError(f"log tag {key}={value}: no ';' or newline, no '=' in the key")
+    return ";".join(f"{key}={value}" for key, value in tags.items())
+
+
+def reframe_references(check: str, system: str, partition_fullname: str) -> dict:
+    """ReFrame's ``reference`` of check on a partition, from configs/references/<system>.json:
+    {partition: {variable: (value, lower, upper, unit)}}; empty when the system has none."""
+    refs = config.load_references(system)["checks"].get(check, {})
+    return {
+        partition_fullname: {
+            name: (r["value"], r["lower"], r["upper"], r["unit"]) for name, r in refs.items()
+        }
+    }

@@ -1,0 +1,920 @@
+"""The store: run directories ingested into Parquet tables, queried with DuckDB.
+
+``iostudy ingest RUN_DIR... --store STORE`` reads a run directory (``results/<run-id>/``:
+manifest.json, reframe/report.json, reframe/output/**/iomodel.jsonl, darshan/**/*.darshan) and
+writes one Parquet file per table and run, ``STORE/<table>/<run_id>.parquet``, for every table of
+:data:`TABLES`, even when empty, so that the tables always exist once a run is in. DuckDB reads
+them through views: :func:`connect` returns a connection that has them, and STORE/store.duckdb
+holds the same views for ad-hoc queries (``duckdb STORE/store.duckdb``).
+
+Ingest is incremental. A run whose manifest is unchanged since it was ingested is skipped. A
+run ingested again (its manifest changed, e.g. it finished after a first ingest) keeps the rows
+of the logs it already had; only new logs are read. A log whose sha256 the store already holds
+for another run is skipped: logs are identified by content, not by path.
+
+Every log is read by :func:`iostudy.darshanlog.read_log` in a worker process of a bounded pool;
+a log that cannot be read goes to the quarantine table with the reason, and the others go on.
+Results are streamed into the run's Parquet files as they arrive, so memory holds a few logs at
+a time, not the run. One ingest at a time writes a store (a lock file, STORE/.lock).
+
+Times are UTC, stored without a time zone. Paths in the tables (manifest_path, log_path,
+quarantine path, iomodel source_path) are relative to the folder that holds the run directories
+(e.g. ``<run-id>/darshan/...`` for results/<run-id>/...), so that a store stays valid when
+results/ moves.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import fcntl
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .darshanlog import DarshanLogError, read_log
+from .summary import MODULE_COUNTERS
+
+DEFAULT_STORE = Path("results") / "store"
+DATABASE = "store.duckdb"
+LOCK = ".lock"
+# Exit status for "the input could not be used", as in iostudy.cli.
+EXIT_BAD_INPUT = 2
+
+# Times are UTC, stored without a time zone: DuckDB hands TIMESTAMPTZ to pandas through a
+# deprecated pandas call, and every reader of the store would see the warning.
+_TS = pa.timestamp("us")
+
+# The tables and their columns. The columns a table promises (issue 4 contract) come first;
+# extra columns follow. Paths are relative (see the module docstring).
+TABLES: dict[str, pa.Schema] = {
+    "runs": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("campaign", pa.string()),
+            ("system", pa.string()),
+            ("started", _TS),
+            ("finished", _TS),
+            ("status", pa.string()),
+            ("git_commit", pa.string()),
+            ("manifest_path", pa.string()),
+            ("manifest_sha256", pa.string()),
+            ("study", pa.string()),
+            ("git_dirty", pa.bool_()),
+            ("tool_versions", pa.string()),  # JSON
+            ("ingested", _TS),
+        ]
+    ),
+    "jobs": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("log_path", pa.string()),
+            ("log_sha256", pa.string()),
+            ("jobid", pa.int64()),
+            ("nprocs", pa.int64()),
+            ("nodes", pa.int64()),
+            ("start", _TS),
+            ("end", _TS),
+            ("run_time", pa.float64()),
+            ("exe", pa.string()),
+            ("tags", pa.string()),  # JSON object of the log's metadata lines
+            ("campaign", pa.string()),
+            ("check", pa.string()),
+            ("system", pa.string()),
+            ("repetition", pa.int64()),
+            ("environ", pa.string()),
+            ("log_ver", pa.string()),
+            ("partial", pa.bool_()),  # some module ran out of memory: records are missing
+        ]
+    ),
+    "files": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("log_sha256", pa.string()),
+            ("module", pa.string()),  # posix, stdio, mpiio
+            ("record_id", pa.uint64()),
+            ("rank", pa.int64()),  # -1: a record shared by all ranks
+            ("path", pa.string()),
+            ("bytes_read", pa.int64()),
+            ("bytes_written", pa.int64()),
+            ("reads", pa.int64()),
+            ("writes", pa.int64()),
+            ("read_time", pa.float64()),
+            ("write_time", pa.float64()),
+            ("meta_time", pa.float64()),
+            ("open_start", pa.float64()),  # seconds since the job started
+            ("read_end", pa.float64()),
+            ("write_end", pa.float64()),
+            ("close_end", pa.float64()),
+            ("slowest_rank_time", pa.float64()),
+            ("shared", pa.bool_()),
+            ("opens", pa.int64()),
+        ]
+    ),
+    "perf": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("system", pa.string()),
+            ("partition", pa.string()),
+            ("environ", pa.string()),
+            ("check", pa.string()),
+            ("parameters", pa.string()),  # JSON object
+            ("variable", pa.string()),
+            ("value", pa.float64()),
+            ("unit", pa.string()),
+            ("reference", pa.float64()),
+            ("lower", pa.float64()),  # ReFrame thresholds: fractions of the reference
+            ("upper", pa.float64()),
+            ("result", pa.string()),  # of this variable: pass or fail
+            ("case_result", pa.string()),  # of the test case
+            ("jobid", pa.string()),
+            ("completed", _TS),
+            ("test_name", pa.string()),
+        ]
+    ),
+    "iomodel": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("system", pa.string()),
+            ("repetition", pa.int64()),
+            ("n", pa.int64()),
+            ("p", pa.int64()),
+            ("f", pa.int64()),
+            ("m", pa.int64()),
+            ("io_procs", pa.int64()),
+            ("procs_per_file", pa.int64()),
+            ("files", pa.int64()),
+            ("nodes", pa.int64()),
+            ("bytes", pa.int64()),
+            ("write_seconds", pa.float64()),
+            ("write_mib_s", pa.float64()),
+            ("read_seconds", pa.float64()),
+            ("read_mib_s", pa.float64()),
+            ("model", pa.string()),
+            ("partition", pa.string()),
+            ("environ", pa.string()),
+            ("check", pa.string()),
+            ("parameters", pa.string()),  # JSON object
+            ("source_path", pa.string()),
+        ]
+    ),
+    "quarantine": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("path", pa.string()),
+            ("sha256", pa.string()),
+            ("reason", pa.string()),
+        ]
+    ),
+}
+
+# PyDarshan module name -> the project's module token (DESIGN.md convention 2).
+MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio"}
+# Prefix of each module's float counters (F_OPEN_START_TIMESTAMP, F_READ_TIME, ...).
+_FPREFIX = {"POSIX": "POSIX_F_", "STDIO": "STDIO_F_", "MPI-IO": "MPIIO_F_"}
+# Log tags that have a column of their own in the jobs table.
+_TAG_COLUMNS = ("campaign", "check", "system", "repetition", "environ")
+
+
+class IngestError(Exception):
+    """A run directory cannot be ingested at all (e.g. its manifest is unreadable)."""
+
+
+# -- small helpers -------------------------------------------------------------------------------
+
+
+def sha256_file(path, chunk=1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _utc(ts: datetime) -> datetime:
+    """ts in UTC without a time zone attached (the store's convention); naive means UTC."""
+    return ts.astimezone(timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
+
+
+def _timestamp(value):
+    """A UTC datetime from an ISO 8601 string or a number of seconds; None when not parseable."""
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return _utc(datetime.fromtimestamp(value, timezone.utc))
+    try:
+        return _utc(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def _int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _float_or_none(value):
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        return None
+    return result
+
+
+def _rel(path: Path, base: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def _table(name: str, rows: list[dict]) -> pa.Table:
+    schema = TABLES[name]
+    return pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in rows], schema)
+
+
+# -- one log -> rows (runs in a worker process) ---------------------------------------------------
+
+
+def job_nodes(nprocs, tags: dict, system: dict | None) -> int:
+    """Compute nodes of a job: the ``nodes`` tag if the job has one; else the ranks spread over
+    nodes of ``procs_per_node`` (a numeric tag) or of the system's cores per node, at most the
+    system's node count; else 1."""
+    nodes = _int_or_none(tags.get("nodes"))
+    if nodes and nodes > 0:
+        return nodes
+    sys_nodes = (system or {}).get("nodes", {})
+    ppn = _int_or_none(tags.get("procs_per_node")) or _int_or_none(sys_nodes.get("cores_per_node"))
+    if not ppn or not nprocs:
+        return 1
+    nodes = math.ceil(nprocs / ppn)
+    count = _int_or_none(sys_nodes.get("count"))
+    if count:
+        nodes = min(nodes, count)
+    return max(nodes, 1)
+
+
+def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
+    """The jobs row and the files rows of one log (the dict of :func:`read_log`).
+
+    ``run`` gives run_id, log_path, log_sha256, and the manifest's campaign, system and
+    effective system description (for the node count).
+    """
+    job = log["job"]
+    tags = dict(job.get("metadata") or {})
+    start, end = (
+        _utc(datetime.fromtimestamp(job[f"{k}_time_sec"], timezone.utc))
+        + timedelta(microseconds=job.get(f"{k}_time_nsec", 0) // 1000)
+        for k in ("start", "end")
+    )
+    nprocs = int(job["nprocs"])
+    job_row = {
+        "run_id": run["run_id"],
+        "log_path": run["log_path"],
+        "log_sha256": run["log_sha256"],
+        "jobid": _int_or_none(job.get("jobid")),
+        "nprocs": nprocs,
+        "nodes": job_nodes(nprocs, tags, run.get("system_config")),
+        "start": start,
+        "end": end,
+        "run_time": float(job.get("run_time") or max((end - start).total_seconds(), 0.0)),
+        "exe": log.get("exe"),
+        "tags": json.dumps(tags, sort_keys=True),
+        "campaign": tags.get("campaign") or run.get("campaign"),
+        "check": tags.get("check"),
+        "system": tags.get("system") or run.get("system"),
+        "repetition": _int_or_none(tags.get("repetition")),
+        "environ": tags.get("environ"),
+        "log_ver": job.get("log_ver"),
+        "partial": any(m.get("partial_flag") for m in log["modules"].values()),
+    }
+    names = log["name_records"]
+    files = []
+    for mod, token in MODULE_TOKENS.items():
+        records = log["records"].get(mod) or []
+        # A file is shared when the runtime reduced it to one rank -1 record, or when records of
+        # several ranks remain (some ranks only, or a log without the reduction).
+        ranks_of = {}
+        for rec in records:
+            ranks_of.setdefault(rec["id"], set()).add(rec["rank"])
+        fp = _FPREFIX[mod]
+        for rec in records:
+            c, fc = rec["counters"], rec["fcounters"]
+            fig = {key: sum(c.get(n, 0) for n in ns) for key, ns in MODULE_COUNTERS[mod].items()}
+            ranks = ranks_of[rec["id"]]
+            files.append(
+                {
+                    "run_id": run["run_id"],
+                    "log_sha256": run["log_sha256"],
+                    "module": token,
+                    "record_id": rec["id"],
+                    "rank": rec["rank"],
+                    "path": names.get(rec["id"]),
+                    "bytes_read": fig["bytes_read"],
+                    "bytes_written": fig["bytes_written"],
+                    "reads": fig["reads"],
+                    "writes": fig["writes"],
+                    "read_time": fc.get(fp + "READ_TIME"),
+                    "write_time": fc.get(fp + "WRITE_TIME"),
+                    "meta_time": fc.get(fp + "META_TIME"),
+                    "open_start": fc.get(fp + "OPEN_START_TIMESTAMP"),
+                    "read_end": fc.get(fp + "READ_END_TIMESTAMP"),
+                    "write_end": fc.get(fp + "WRITE_END_TIMESTAMP"),
+                    "close_end": fc.get(fp + "CLOSE_END_TIMESTAMP"),
+                    "slowest_rank_time": fc.get(fp + "SLOWEST_RANK_TIME"),
+                    "shared": rec["rank"] == -1 or len(ranks) > 1,
+                    "opens": fig["opens"],
+                }
+            )
+    return job_row, files
+
+
+def _ingest_log(path: str, run: dict, timeout: float):
+    """Worker: ("ok", jobs row, files table) or ("quarantine", reason)."""
+    try:
+        log = read_log(path, timeout=timeout)
+        job_row, files = log_rows(log, run)
+    except DarshanLogError as exc:
+        reason = exc.reason + (" [" + "; ".join(exc.stderr) + "]" if exc.stderr else "")
+        return ("quarantine", reason)
+    except Exception as exc:  # a log PyDarshan reads but that makes no sense: keep it out
+        return ("quarantine", f"unusable log content: {type(exc).__name__}: {exc}")
+    return ("ok", job_row, _table("files", files))
+
+
+# -- ReFrame report and benchmark output ---------------------------------------------------------
+
+_PARAM = re.compile(r"%([\w.]+)=(\S+)")
+
+
+def _case_parameters(case: dict, campaign_parameters=None) -> dict:
+    """A test case's parameters: the %name=value parts of its display name (ReFrame parameters,
+    typed as ReFrame recorded them in the case when it did), and the values in the case of the
+    variables the campaign set for its check (``campaign_parameters``: check -> names), which
+    ReFrame does not show in the name."""
+    display = case.get("display_name") or case.get("name") or ""
+    params = {k: case.get(k, v) if "." not in k else v for k, v in _PARAM.findall(display)}
+    for name in (campaign_parameters or {}).get(_case_check(case), ()):
+        if name in case and name not in params:
+            params[name] = case[name]
+    return params
+
+
+def campaign_parameters(manifest: dict) -> dict[str, list[str]]:
+    """check -> the variables the run's campaign set for it (its parameters and repetition),
+    from the manifest's effective campaign."""
+    effective = manifest.get("effective_config") or {}
+    campaign = effective.get("campaign") if isinstance(effective, dict) else None
+    names = {}
+    for entry in (campaign or {}).get("checks") or []:
+        if isinstance(entry, dict) and entry.get("check"):
+            names[entry["check"]] = [*(entry.get("parameters") or {}), "repetition"]
+    return names
+
+
+def _case_check(case: dict) -> str:
+    return (case.get("display_name") or case.get("name") or "").split(" ")[0] or None
+
+
+def _report_cases(report: dict) -> list[dict]:
+    return [case for run in report.get("runs", []) for case in run.get("testcases", [])]
+
+
+def perf_rows(report: dict, run_id: str, campaign_params=None) -> list[dict]:
+    """One row per performance value of ReFrame's run report (report.json).
+
+    ReFrame records each value as ``perfvalues["<system>:<partition>:<variable>"] = [value,
+    reference, lower, upper, unit, result]``. campaign_params: see :func:`_case_parameters`.
+    """
+    rows = []
+    for case in _report_cases(report):
+        params = json.dumps(_case_parameters(case, campaign_params), sort_keys=True)
+        for key, entry in (case.get("perfvalues") or {}).items():
+            variable = key.split(":")[-1]
+            value, ref, lower, upper, unit, result = (list(entry) + [None] * 6)[:6]
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "system": case.get("system"),
+                    "partition": case.get("partition"),
+                    "environ": case.get("environ"),
+                    "check": _case_check(case),
+                    "parameters": params,
+                    "variable": variable,
+                    "value": _float_or_none(value),
+                    "unit": unit,
+                    "reference": _float_or_none(ref),
+                    "lower": _float_or_none(lower),
+                    "upper": _float_or_none(upper),
+                    "result": result,
+                    "case_result": case.get("result"),
+                    "jobid": None if case.get("jobid") is None else str(case.get("jobid")),
+                    "completed": _timestamp(case.get("job_completion_time_unix")),
+                    "test_name": case.get("display_name") or case.get("name"),
+                }
+            )
+    return rows
+
+
+def _case_by_outputdir(report: dict) -> dict[str, dict]:
+    """Test cases keyed by their output folder relative to ReFrame's output prefix, so that they
+    are found again after the run directory moved."""
+    prefix = (report.get("session_info") or {}).get("prefix_output") or ""
+    cases = {}
+    for case in _report_cases(report):
+        out = case.get("outputdir")
+        if not out:
+            continue
+        rel = os.path.relpath(out, prefix) if prefix and os.path.isabs(out) else out
+        cases[Path(rel).as_posix()] = case
+    return cases
+
+
+IOMODEL_FIELDS = (
+    "n",
+    "p",
+    "f",
+    "m",
+    "io_procs",
+    "procs_per_file",
+    "files",
+    "nodes",
+    "bytes",
+    "write_seconds",
+    "write_mib_s",
+    "read_seconds",
+    "read_mib_s",
+    "model",
+)
+
+
+def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, campaign_params=None):
+    """Rows of one iomodel.jsonl and the problems of the lines that are not benchmark output.
+    case: the ReFrame test case that wrote it (system, environ, parameters), when known."""
+    case = case or {}
+    params = _case_parameters(case, campaign_params)
+    rows, problems = [], []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict) or rec.get("benchmark") != "iomodel":
+                raise ValueError("not an iomodel record")
+            for key in ("n", "p", "f", "m", "bytes", "write_seconds", "write_mib_s"):
+                if rec.get(key) is None:
+                    raise ValueError(f"no {key}")
+        except ValueError as exc:
+            problems.append(f"line {number}: {exc}")
+            continue
+        row = {k: rec.get(k) for k in IOMODEL_FIELDS}
+        row.update(
+            run_id=run_id,
+            system=case.get("system") or system,
+            repetition=_int_or_none(params.get("repetition")),
+            partition=case.get("partition"),
+            environ=case.get("environ"),
+            check=_case_check(case) if case else None,
+            parameters=json.dumps(params, sort_keys=True),
+        )
+        rows.append(row)
+    return rows, problems
+
+
+# -- a run ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Counts:
+    runs_ingested: int = 0
+    runs_skipped: int = 0
+    logs_ingested: int = 0
+    logs_skipped: int = 0
+    quarantined: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def load_manifest(run_dir: Path) -> dict:
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        raise IngestError(f"{run_dir}: not a run directory (no manifest.json)")
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise IngestError(f"{path}: cannot read the manifest: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise IngestError(f"{path}: the manifest is not a JSON object")
+    return manifest
+
+
+def run_logs(run_dir: Path) -> list[Path]:
+    """The run's Darshan-format logs (under darshan/, any depth), in a stable order."""
+    return sorted((run_dir / "darshan").rglob("*.darshan"))
+
+
+class Store:
+    """A store directory: the Parquet tables, the DuckDB views and the ingest lock."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def table_path(self, table: str, run_id: str) -> Path:
+        return self.root / table / f"{run_id}.parquet"
+
+    def run_row(self, run_id: str) -> dict | None:
+        path = self.table_path("runs", run_id)
+        if not path.is_file():
+            return None
+        rows = pq.read_table(path).to_pylist()
+        return rows[0] if rows else None
+
+    @contextlib.contextmanager
+    def locked(self, console=None):
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / LOCK, "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if console:
+                    console.print(f"waiting for another ingest into {self.root} to finish")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def known_hashes(self, exclude_run: str) -> set[str]:
+        """sha256 of every log the store holds (ingested or quarantined) for other runs."""
+        con = connect(self.root)
+        rows = con.execute(
+            "SELECT log_sha256 FROM jobs WHERE run_id <> $1 "
+            "UNION SELECT sha256 FROM quarantine WHERE run_id <> $1 AND sha256 IS NOT NULL",
+            [exclude_run],
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def old_rows(self, table: str, run_id: str, column: str, keep: set[str]):
+        """Record batches of the run's current table file whose ``column`` is in keep."""
+        path = self.table_path(table, run_id)
+        if not path.is_file() or not keep:
+            return
+        keep_arr = pa.array(sorted(keep), pa.string())
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=65536):
+            mask = pc.is_in(batch.column(column), value_set=keep_arr)
+            batch = batch.filter(mask)
+            if batch.num_rows:
+                yield pa.Table.from_batches([batch]).cast(TABLES[table])
+
+    def write_views(self) -> str | None:
+        """(Re)create STORE/store.duckdb with one view per table over the Parquet files; returns
+        why it could not (e.g. another process holds the database open), else None. The tables
+        do not depend on it: :func:`connect` makes its own views."""
+        try:
+            con = duckdb.connect(str(self.root / DATABASE))
+        except duckdb.Error as exc:
+            return str(exc).splitlines()[0]
+        try:
+            _create_views(con, self.root)
+        finally:
+            con.close()
+        return None
+
+
+class _RunWriter:
+    """The run's tables, written to temporary files and put in place together at the end."""
+
+    def __init__(self, store: Store, run_id: str):
+        self.store, self.run_id = store, run_id
+        self.tmp = {t: store.table_path(t, run_id).with_suffix(".parquet.tmp") for t in TABLES}
+        self.writers = {}
+        for table, path in self.tmp.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writers[table] = pq.ParquetWriter(path, TABLES[table])
+
+    def write(self, table: str, data):
+        if isinstance(data, list):
+            data = _table(table, data)
+        if data.num_rows:
+            self.writers[table].write_table(data)
+
+    def commit(self):
+        for w in self.writers.values():
+            w.close()
+        # The runs row goes in place last: a run counts as ingested only when all its tables are.
+        for table in sorted(TABLES, key=lambda t: t == "runs"):
+            os.replace(self.tmp[table], self.store.table_path(table, self.run_id))
+
+    def abort(self):
+        for w in self.writers.values():
+            with contextlib.suppress(Exception):
+                w.close()
+        for path in self.tmp.values():
+            path.unlink(missing_ok=True)
+
+
+def _read_report(run_dir: Path, base: Path, writer: _RunWriter, run_id: str, counts: Counts):
+    """ReFrame's report.json, or None (missing: the run did not get that far; unreadable:
+    quarantined)."""
+    path = run_dir / "reframe" / "report.json"
+    if not path.is_file():
+        return None
+    try:
+        report = json.loads(path.read_text())
+        if not isinstance(report, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        reason = f"unreadable ReFrame report: {exc}"
+        writer.write("quarantine", [_quarantine(run_id, path, base, reason)])
+        counts.quarantined += 1
+        counts.problems.append(f"{path}: {reason}")
+        return None
+    return report
+
+
+def _quarantine(run_id, path, base, reason):
+    sha = sha256_file(path) if Path(path).is_file() else None
+    return {"run_id": run_id, "path": _rel(path, base), "sha256": sha, "reason": reason}
+
+
+def _benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campaign_params):
+    output = run_dir / "reframe" / "output"
+    cases = _case_by_outputdir(report or {})
+    for path in sorted(output.rglob("iomodel.jsonl")) if output.is_dir() else []:
+        case = cases.get(path.parent.relative_to(output).as_posix())
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as exc:
+            lines, problems = [], [str(exc)]
+        else:
+            rows, problems = iomodel_rows(lines, run_id, case, system, campaign_params)
+            for row in rows:
+                row["source_path"] = _rel(path, base)
+            writer.write("iomodel", rows)
+        if problems:
+            reason = "benchmark output lines left out: " + "; ".join(problems)
+            writer.write("quarantine", [_quarantine(run_id, path, base, reason)])
+            counts.quarantined += 1
+            counts.problems.append(f"{path}: {reason}")
+
+
+def ingest_run(
+    run_dir, store: Store, pool, counts: Counts, progress=None, timeout=120.0, window=8
+) -> bool:
+    """Ingest one run directory; returns False when it was skipped (already in the store)."""
+    run_dir = Path(run_dir)
+    manifest = load_manifest(run_dir)
+    run_id = str(manifest.get("run_id") or run_dir.name)
+    base = run_dir.resolve().parent
+    manifest_sha = sha256_file(run_dir / "manifest.json")
+    old = store.run_row(run_id)
+    if old and old.get("manifest_sha256") == manifest_sha:
+        counts.runs_skipped += 1
+        return False
+
+    effective = manifest.get("effective_config") or {}
+    system_config = effective.get("system") if isinstance(effective, dict) else None
+    system = manifest.get("system") or (system_config or {}).get("name")
+    run_info = {
+        "run_id": run_id,
+        "campaign": manifest.get("campaign"),
+        "system": system,
+        "system_config": system_config if isinstance(system_config, dict) else None,
+    }
+
+    logs = run_logs(run_dir)
+    hashes = {path: sha256_file(path) for path in logs}
+    elsewhere = store.known_hashes(exclude_run=run_id)
+    # Logs this run already has (a re-ingest after the manifest changed) are carried over.
+    carried = {h for h in hashes.values() if h not in elsewhere} if old else set()
+    todo, seen = [], set()
+    for path, sha in hashes.items():
+        if sha in elsewhere or sha in seen:
+            counts.logs_skipped += 1
+        else:
+            todo.append((path, sha))
+        seen.add(sha)
+
+    writer = _RunWriter(store, run_id)
+    try:
+        already = set()
+        for table, column in (("jobs", "log_sha256"), ("files", "log_sha256")):
+            for chunk in store.old_rows(table, run_id, column, carried):
+                writer.write(table, chunk)
+                if table == "jobs":
+                    already |= set(chunk.column("log_sha256").to_pylist())
+        for chunk in store.old_rows("quarantine", run_id, "sha256", carried):
+            writer.write("quarantine", chunk)
+            already |= set(chunk.column("sha256").to_pylist())
+        todo = [(p, s) for p, s in todo if s not in already]
+        counts.logs_skipped += len(already)
+
+        task = progress.add_task(run_id, total=len(todo)) if progress else None
+        pending = {}
+        items = iter(todo)
+        # A bounded number of logs in flight: results are written as they come back.
+        while True:
+            while len(pending) < window:
+                item = next(items, None)
+                if item is None:
+                    break
+                path, sha = item
+                info = dict(run_info, log_path=_rel(path, base), log_sha256=sha)
+                pending[pool.submit(_ingest_log, str(path), info, timeout)] = (path, sha)
+            if not pending:
+                break
+            done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                path, sha = pending.pop(fut)
+                try:
+                    result = fut.result()
+                except Exception as exc:  # the worker itself died
+                    result = ("quarantine", f"ingest worker failed: {type(exc).__name__}: {exc}")
+                if result[0] == "ok":
+                    writer.write("jobs", [result[1]])
+                    writer.write("files", result[2])
+                    counts.logs_ingested += 1
+                else:
+                    writer.write("quarantine", [_quarantine(run_id, path, base, result[1])])
+                    counts.quarantined += 1
+                    counts.problems.append(f"{path}: {result[1]}")
+                if progress:
+                    progress.advance(task)
+
+        report = _read_report(run_dir, base, writer, run_id, counts)
+        params = campaign_parameters(manifest)
+        if report:
+            writer.write("perf", perf_rows(report, run_id, params))
+        _benchmark_rows(run_dir, base, writer, run_id, report, system, counts, params)
+        writer.write(
+            "runs",
+            [
+                {
+                    "run_id": run_id,
+                    "campaign": manifest.get("campaign"),
+                    "system": system,
+                    "started": _timestamp(manifest.get("started")),
+                    "finished": _timestamp(manifest.get("finished")),
+                    "status": manifest.get("status"),
+                    "git_commit": manifest.get("git_commit"),
+                    "manifest_path": _rel(run_dir / "manifest.json", base),
+                    "manifest_sha256": manifest_sha,
+                    "study": manifest.get("study")
+                    or ((effective or {}).get("campaign") or {}).get("study"),
+                    "git_dirty": manifest.get("git_dirty"),
+                    "tool_versions": json.dumps(manifest.get("tool_versions"), sort_keys=True),
+                    "ingested": _utc(datetime.now(timezone.utc)),
+                }
+            ],
+        )
+    except BaseException:
+        writer.abort()
+        raise
+    writer.commit()
+    counts.runs_ingested += 1
+    return True
+
+
+# -- queries -------------------------------------------------------------------------------------
+
+_DUCKDB_TYPES = {
+    pa.string(): "VARCHAR",
+    pa.int64(): "BIGINT",
+    pa.uint64(): "UBIGINT",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    _TS: "TIMESTAMP",
+}
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _create_views(con, root: Path):
+    for table, schema in TABLES.items():
+        folder = (Path(root) / table).resolve()
+        if any(folder.glob("*.parquet")):
+            source = (
+                f"SELECT * FROM read_parquet({_sql_string(str(folder / '*.parquet'))}, "
+                "union_by_name = true)"
+            )
+        else:  # no run ingested yet: an empty table with the right columns
+            cols = ", ".join(f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in schema)
+            source = f"SELECT {cols} WHERE false"
+        con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {source}')
+
+
+def connect(store=DEFAULT_STORE) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with one view per table of the store (:data:`TABLES`),
+    over the Parquet files as they are now. A store that does not exist gives empty tables."""
+    con = duckdb.connect()
+    _create_views(con, Path(store))
+    return con
+
+
+def read_table(store, table: str):
+    """A whole table as a pandas DataFrame."""
+    if table not in TABLES:
+        raise KeyError(f"no table {table!r} in the store (tables: {', '.join(TABLES)})")
+    return connect(store).execute(f'SELECT * FROM "{table}"').df()
+
+
+# -- command -------------------------------------------------------------------------------------
+
+
+def default_jobs() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def ingest(run_dirs, store_root, jobs=None, timeout=120.0, console=None) -> Counts:
+    """Ingest run directories into the store; returns the counts."""
+    store = Store(store_root)
+    counts = Counts()
+    console = console or Console(stderr=True)
+    jobs = jobs or default_jobs()
+    runs = []
+    for d in run_dirs:
+        load_manifest(Path(d))  # every directory is checked before any is ingested
+        runs.append(Path(d))
+    with store.locked(console):
+        # spawn: the parent runs rich's refresh thread, and forking a threaded process is unsafe.
+        ctx = multiprocessing.get_context("spawn")
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool, progress:
+            for run_dir in runs:
+                ingest_run(run_dir, store, pool, counts, progress, timeout=timeout, window=2 * jobs)
+        problem = store.write_views()
+        if problem:
+            console.print(
+                f"warning: {DATABASE} not updated: {problem}", highlight=False, soft_wrap=True
+            )
+    return counts
+
+
+def cmd_ingest(args):
+    console = Console(stderr=True)
+    try:
+        counts = ingest(args.run_dirs, args.store, args.jobs, args.timeout, console)
+    except IngestError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for problem in counts.problems:
+        console.print(f"quarantined: {problem}", highlight=False, markup=False, soft_wrap=True)
+    print(
+        f"ingest: store {args.store} ({DATABASE}): runs {counts.runs_ingested} ingested, "
+        f"{counts.runs_skipped} skipped; logs {counts.logs_ingested} ingested, "
+        f"{counts.logs_skipped} skipped, {counts.quarantined} quarantined"
+    )
+    return 0
+
+
+def register(groups) -> None:
+    """Adds the ``ingest`` command to the CLI's group subparsers."""
+    p = groups.add_parser(
+        "ingest",
+        help="ingest run directories (logs, ReFrame report, benchmark output) into the store",
+        description="Read each RUN_DIR (results/<run-id>/: manifest.json, darshan/**/*.darshan, "
+        "reframe/report.json, reframe/output/**/iomodel.jsonl) into the Parquet tables "
+        "STORE/<table>/<run_id>.parquet with DuckDB views in STORE/store.duckdb. Incremental: "
+        "a run whose manifest is unchanged is skipped, and a log already in the store (same "
+        "sha256) is not read again. A log that cannot be read is quarantined with its reason "
+        "and the others go on. The last line says where things went and the counts.",
+    )
+    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("--store", type=Path, default=DEFAULT_STORE, help=f"default {DEFAULT_STORE}")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"worker processes reading logs (default {default_jobs()} here: CPUs, at most 4)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="SEC",
+        help="give up reading one log after SEC seconds and quarantine it (default 120)",
+    )
+    p.set_defaults(func=cmd_ingest)

@@ -1,0 +1,203 @@
+"""Load a page in headless Chromium (Debian's package) and report what happened.
+
+Drives the browser over the DevTools protocol on a pipe (``--remote-debugging-pipe``: fd 3
+carries our commands, fd 4 the browser's replies and events, each message JSON ended by a NUL),
+so no port, no websocket client and no extra package are needed. It collects every console
+message, uncaught exception and log entry (failed resource loads appear there), and every
+request the page made, then takes a screenshot.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+PACKAGE = "chromium"
+# As root Chromium needs --no-sandbox; the network flags keep it from calling out (the machine
+# has no network, and the report must not need one).
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--remote-debugging-pipe",
+]
+
+
+def find_chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@dataclass
+class PageLoad:
+    console: list[dict] = field(default_factory=list)  # Runtime.consoleAPICalled params
+    exceptions: list[dict] = field(default_factory=list)  # Runtime.exceptionThrown params
+    log: list[dict] = field(default_factory=list)  # Log.entryAdded entries
+    requests: list[str] = field(default_factory=list)  # URLs the page requested
+    screenshot: bytes = b""
+
+    def errors(self) -> list[str]:
+        """Console errors and warnings, uncaught exceptions, error and warning log entries."""
+        out = []
+        for c in self.console:
+            if c.get("type") in ("error", "assert", "warning"):
+                text = " ".join(str(a.get("value", a.get("description", ""))) for a in c["args"])
+                out.append(f"console.{c['type']}: {text}")
+        for e in self.exceptions:
+            d = e["exceptionDetails"]
+            desc = (d.get("exception") or {}).get("description", "")
+            out.append(f"exception: {d.get('text')} {desc} at {d.get('url')}:{d.get('lineNumber')}")
+        for entry in self.log:
+            if entry.get("level") in ("error", "warning"):
+                out.append(f"log {entry['level']}: {entry.get('text')} {entry.get('url', '')}")
+        return out
+
+
+class _Pipe:
+    def __init__(self, write_fd: int, read_fd: int, events: list):
+        self.w, self.r, self.events = write_fd, read_fd, events
+        self.buf = b""
+        self.next_id = 0
+
+    def _recv(self, deadline: float) -> dict:
+        while b"\0" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer from chromium")
+            if select.select([self.r], [], [], left)[0]:
+                chunk = os.read(self.r, 1 << 20)
+                if not chunk:
+                    raise EOFError("chromium closed the DevTools pipe")
+                self.buf += chunk
+        message, self.buf = self.buf.split(b"\0", 1)
+        return json.loads(message)
+
+    def call(self, method: str, params=None, session=None, timeout=30.0) -> dict:
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self.w, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._recv(deadline)
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_for(self, method: str, timeout=30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(e.get("method") == method for e in self.events):
+            self.events.append(self._recv(deadline))
+
+    def drain(self, seconds: float) -> None:
+        """Collect the events that arrive within the next seconds (late console output)."""
+        deadline = time.monotonic() + seconds
+        try:
+            while True:
+                self.events.append(self._recv(deadline))
+        except TimeoutError:
+            pass
+
+
+def load(
+    url: str, width=1280, height=900, full_page=False, chromium: str | None = None
+) -> PageLoad:
+    """Open url in a fresh headless Chromium; returns what happened and a PNG screenshot."""
+    binary = chromium or find_chromium()
+    if not binary:
+        raise FileNotFoundError(f"chromium not found: install Debian's package {PACKAGE}")
+    cmd_r, cmd_w = os.pipe()  # our commands -> the browser's fd 3
+    ev_r, ev_w = os.pipe()  # the browser's fd 4 -> its replies
+
+    def child_fds():
+        # dup first: dup2 onto the same number would keep the close-on-exec flag.
+        a, b = os.dup(cmd_r), os.dup(ev_w)
+        os.dup2(a, 3)
+        os.dup2(b, 4)
+
+    # stderr to a file: a pipe nobody reads while the page loads could fill and stall the browser.
+    with (
+        tempfile.TemporaryDirectory(prefix="iostudy-chromium-") as profile,
+        tempfile.TemporaryFile() as stderr_file,
+    ):
+        proc = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"],
+            preexec_fn=child_fds,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr_file,
+        )
+        os.close(cmd_r)
+        os.close(ev_w)
+        events: list[dict] = []
+        pipe = _Pipe(cmd_w, ev_r, events)
+        result = PageLoad()
+        try:
+            target = pipe.call("Target.createTarget", {"url": "about:blank"})
+            session = pipe.call(
+                "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+            )["sessionId"]
+            for domain in ("Runtime", "Log", "Page", "Network"):
+                pipe.call(f"{domain}.enable", session=session)
+            pipe.call(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+                session=session,
+            )
+            pipe.call("Page.navigate", {"url": url}, session=session)
+            pipe.wait_for("Page.loadEventFired")
+            pipe.drain(0.5)
+            params = {"format": "png"}
+            if full_page:
+                size = pipe.call("Page.getLayoutMetrics", session=session)["cssContentSize"]
+                params |= {
+                    "captureBeyondViewport": True,
+                    "clip": {"x": 0, "y": 0, "width": width, "height": size["height"], "scale": 1},
+                }
+            shot = pipe.call("Page.captureScreenshot", params, session=session)
+            result.screenshot = base64.b64decode(shot["data"])
+            try:
+                pipe.call("Browser.close", timeout=10)
+            except (EOFError, TimeoutError):
+                pass
+        except (EOFError, TimeoutError) as exc:
+            proc.kill()
+            proc.wait()
+            stderr_file.seek(0)
+            stderr = stderr_file.read().decode(errors="replace")
+            raise RuntimeError(f"chromium failed: {exc}\n{stderr[-2000:]}") from exc
+        finally:
+            os.close(cmd_w)
+            os.close(ev_r)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    for e in events:
+        method, params = e.get("method"), e.get("params", {})
+        if method == "Runtime.consoleAPICalled":
+            result.console.append(params)
+        elif method == "Runtime.exceptionThrown":
+            result.exceptions.append(params)
+        elif method == "Log.entryAdded":
+            result.log.append(params["entry"])
+        elif method == "Network.requestWillBeSent":
+            result.requests.append(params["request"]["url"])
+    return result

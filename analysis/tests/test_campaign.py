@@ -1,0 +1,275 @@
+"""Campaign and references files, and `iostudy campaign run` up to (and including) a ReFrame dry
+run. The real runs of the check are in reframe-checks/tests/test_iomodel_check.py."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from iostudy import campaign, config
+from iostudy.cli import main
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def configs_copy(tmp_path, monkeypatch):
+    root = tmp_path / "configs"
+    shutil.copytree(REPO_ROOT / "configs", root, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("IOSTUDY_CONFIGS", str(root))
+    return root
+
+
+def edit(path: Path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_shipped_configs_are_valid(capsys):
+    assert main(["campaign", "check"]) == 0
+    out = capsys.readouterr().out
+    assert "quick.json" in out and "local.json" in out and "testcluster.json" in out
+    assert main(["config", "check"]) == 0
+
+
+def test_quick_campaign_with_defaults():
+    quick = config.load_campaign("quick")
+    (entry,) = quick["checks"]
+    assert entry["check"] == "iomodel_check" and entry["repetitions"] == 1
+    assert entry["parameters"] == {
+        "size": "256M",
+        "max_procs": "system",
+        "procs_per_node": "system",
+        "read_back": False,
+    }
+    assert quick["environs"] == [] and quick["study"] == "quick"
+
+
+def test_parameter_defaults_come_from_the_schema(configs_copy):
+    path = edit(
+        configs_copy / "campaigns" / "quick.json",
+        lambda c: c["checks"][0].update(parameters={"size": "16M", "max_procs": 2}),
+    )
+    (entry,) = config.load_campaign(str(path))["checks"]
+    assert entry["parameters"]["procs_per_node"] == "system"
+    assert entry["parameters"]["read_back"] is False
+
+
+def bad_campaign(configs_copy, change):
+    return edit(configs_copy / "campaigns" / "quick.json", change)
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "problem"),
+    [
+        (lambda c: c.pop("study"), "(top level)", "'study' is a required property"),
+        (lambda c: c.update(environs=["intelmpi"]), "environs[0]", "is not one of"),
+        (lambda c: c["checks"][0].update(check="ior_check"), "checks[0].check", "is not one of"),
+        (
+            lambda c: c["checks"][0]["parameters"].update(max_procs=3),
+            "checks[0].parameters.max_procs",
+            "3 is not valid",
+        ),
+        (
+            lambda c: c["checks"][0]["parameters"].update(size="256MB"),
+            "checks[0].parameters.size",
+            "'256MB' is not valid",
+        ),
+        (
+            lambda c: c["checks"][0]["parameters"].update(stripe=4),
+            "checks[0].parameters",
+            "'stripe' was unexpected",
+        ),
+        (lambda c: c["checks"][0].update(repetitions=0), "checks[0].repetitions", "minimum"),
+        (lambda c: c["checks"].append(c["checks"][0]), "checks[1].check", "more than once"),
+        (lambda c: c.update(name="other"), "name", "differs from the file's name"),
+    ],
+)
+def test_bad_campaign_names_file_and_key(configs_copy, change, key, problem):
+    path = bad_campaign(configs_copy, change)
+    with pytest.raises(config.ConfigError) as err:
+        config.load_campaign("quick")
+    message = str(err.value)
+    assert message.startswith(f"{path}: {key}: "), message
+    assert problem in message
+
+
+def test_campaign_not_json(configs_copy):
+    path = configs_copy / "campaigns" / "quick.json"
+    path.write_text('{"name": "quick",\n  oops}')
+    with pytest.raises(config.ConfigError, match=rf"^{re.escape(str(path))}: line 2 column 3"):
+        config.load_campaign("quick")
+
+
+def test_unknown_campaign_lists_the_known(configs_copy):
+    with pytest.raises(config.ConfigError, match=r"no such campaign 'nosuch' \(known: quick\)"):
+        config.load_campaign("nosuch")
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "problem"),
+    [
+        (
+            lambda r: r["checks"]["iomodel_check"]["fpp_write_mib_s"].update(lower=0.5),
+            "checks.iomodel_check.fpp_write_mib_s.lower",
+            "0.5 is greater than the maximum of 0",
+        ),
+        (
+            lambda r: r["checks"]["iomodel_check"]["fpp_write_mib_s"].pop("unit"),
+            "checks.iomodel_check.fpp_write_mib_s",
+            "'unit' is a required property",
+        ),
+        (
+            lambda r: r["checks"]["iomodel_check"]["max_write_mib_s"].update(value=0),
+            "checks.iomodel_check.max_write_mib_s.value",
+            "less than or equal to the minimum of 0",
+        ),
+        (lambda r: r.update(system="testcluster"), "system", "differs from the file's name"),
+    ],
+)
+def test_bad_references_name_file_and_key(configs_copy, change, key, problem):
+    path = edit(configs_copy / "references" / "local.json", change)
+    with pytest.raises(config.ConfigError) as err:
+        config.load_references("local")
+    assert str(err.value).startswith(f"{path}: {key}: "), err.value
+    assert problem in str(err.value)
+
+
+def test_system_without_references_is_never_failed(configs_copy):
+    (configs_copy / "references" / "local.json").unlink()
+    refs = config.load_references("local")
+    assert refs["checks"] == {} and "missing" in refs["description"]
+
+
+def test_bad_system_file_stops_the_run(configs_copy, tmp_path, capsys):
+    path = edit(
+        configs_copy / "systems" / "local" / "system.json",
+        lambda s: s["mpi"]["openmpi"].update(launcher="aprun"),
+    )
+    results = tmp_path / "results"
+    status = main(["campaign", "run", "quick", "--system", "local", "--results", str(results)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert f"{path}: mpi.openmpi.launcher: 'aprun' is not one of" in err
+    assert not results.exists(), "no run directory for a run that never started"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nosuch", "--system", "local"], "no such campaign 'nosuch'"),
+        (["quick", "--system", "nosuch"], "no such system 'nosuch' (known: local, testcluster)"),
+    ],
+)
+def test_unknown_names(args, message, tmp_path, capsys):
+    status = main(["campaign", "run", *args, "--results", str(tmp_path)])
+    assert status == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"size": "256M", "max_procs": 8}, "max_procs 8 at 2 per node needs 4 nodes"),
+        ({"size": "1000", "max_procs": 16}, "size 1000 is not a multiple of max_procs 16"),
+        (
+            {"size": "16M", "max_procs": 2, "procs_per_node": 4},
+            "procs_per_node 4 exceeds max_procs 2",
+        ),
+    ],
+)
+def test_impossible_parameters_on_the_system(configs_copy, tmp_path, capsys, parameters, message):
+    bad_campaign(configs_copy, lambda c: c["checks"][0].update(parameters=parameters))
+    status = main(
+        ["campaign", "run", "quick", "--system", "testcluster", "--results", str(tmp_path)]
+    )
+    err = capsys.readouterr().err
+    assert status == 2
+    assert f"campaign quick: checks[0].parameters: {message}" in err
+
+
+def test_environ_the_system_lacks(configs_copy, tmp_path, capsys):
+    edit(
+        configs_copy / "systems" / "local" / "system.json",
+        lambda s: s["mpi"].pop("mpich"),
+    )
+    bad_campaign(configs_copy, lambda c: c.update(environs=["mpich"]))
+    assert main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)]) == 2
+    assert "environs: mpich not on system local (it has openmpi)" in capsys.readouterr().err
+
+
+def test_missing_build_says_make_setup(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(campaign.CHECK_BINARIES, "iomodel_check", "build/nowhere/iomodel-{environ}")
+    status = main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "not built: build/nowhere/iomodel-openmpi, build/nowhere/iomodel-mpich" in err
+    assert "run `make setup`" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_reframe_command_line(tmp_path):
+    system = config.load_system("testcluster")
+    quick = config.load_campaign("quick")
+    quick["checks"][0]["parameters"]["max_procs"] = [2, 4]
+    quick["checks"][0]["repetitions"] = 3
+    cmd = campaign.reframe_command(quick, system, tmp_path, "RID", ["mpich"], dry_run=False)
+    joined = " ".join(cmd)
+    assert f"-C {REPO_ROOT / 'configs' / 'reframe_settings.py'} --system testcluster" in joined
+    assert f"--prefix {tmp_path / 'reframe'}" in joined
+    assert f"--report-file {tmp_path / 'reframe' / 'report.json'}" in joined
+    assert "--exec-policy=serial" in cmd and "-p ^(mpich)$" in joined
+    assert f"-c {REPO_ROOT / 'reframe-checks' / 'iomodel_check.py'}" in joined
+    for setting in (
+        "-S campaign=quick",
+        "-S run_id=RID",
+        f"-S run_dir={tmp_path}",
+        f"-S scratch_dir={tmp_path / 'scratch'}",
+        f"-S repo_root={REPO_ROOT}",
+        "-S iomodel_check.size=256M",
+        "-P iomodel_check.max_procs=2,4",
+        # "system": the check takes 0 as the partition's cores per node, at most max_procs
+        "-S iomodel_check.procs_per_node=0",
+        "-S iomodel_check.read_back=false",
+        "-P iomodel_check.repetition=0,1,2",
+    ):
+        assert setting in joined, setting
+    assert cmd[-1] == "--run"
+
+
+def test_run_id_format():
+    import datetime as dt
+
+    when = dt.datetime(2025, 3, 4, 5, 6, 7, tzinfo=dt.timezone.utc)
+    assert campaign.run_id("quick", "local", when) == "20250304T050607Z-quick-local"
+
+
+def test_dry_run_manifest(tmp_path, capsys):
+    status = main(
+        ["campaign", "run", "quick", "--system", "local", "--dry-run", "--results", str(tmp_path)]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    run_dir = Path(out.splitlines()[-1])
+    assert run_dir.parent == tmp_path
+    assert re.fullmatch(r"\d{8}T\d{6}Z-quick-local", run_dir.name)
+    assert "[ DRY      ] iomodel_check" in out, "ReFrame's progress is shown"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert set(manifest) >= {
+        "run_id", "campaign", "system", "started", "finished", "status", "git_commit",
+        "git_dirty", "tool_versions", "command_line", "effective_config", "spack_lock_sha256",
+    }  # fmt: skip
+    assert manifest["run_id"] == run_dir.name
+    assert manifest["status"] == "dry-run" and manifest["exit_code"] == 0
+    assert re.fullmatch(r"[0-9a-f]{40}", manifest["git_commit"])
+    assert manifest["command_line"][:4] == ["iostudy", "campaign", "run", "quick"]
+    assert manifest["effective_config"]["campaign"] == config.load_campaign("quick")
+    assert manifest["effective_config"]["references"] == config.load_references("local")
+    assert set(manifest["tool_versions"]) >= {"iostudy", "reframe", "snakemake", "darshan"}
+    assert (run_dir / "reframe" / "reframe.out").read_text().count("iomodel_check") >= 2
+    assert "iomodel_check" in (run_dir / "reframe" / "debug.log").read_text()
+    assert len(list((run_dir / "reframe" / "stage").rglob("rfm_job.sh"))) == 2
+    assert (run_dir / "darshan").is_dir()

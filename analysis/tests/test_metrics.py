@@ -1,0 +1,204 @@
+"""Metrics on hand-made tables whose results are computed by hand in the comments."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from iostudy import metrics
+
+MiB = 2**20
+
+
+def frec(job, rank, path, module="posix", rid=None, **values):
+    """One files-table row; unset bytes, times and timestamps are 0."""
+    row = {
+        "run_id": "r1",
+        "log_sha256": job,
+        "module": module,
+        "record_id": rid if rid is not None else hash(path) & 0xFFFF,
+        "rank": rank,
+        "path": path,
+        "shared": rank == -1,
+    }
+    for col in ("bytes_read", "bytes_written"):
+        row[col] = values.pop(col, 0)
+    for col in ("read_time", "write_time", "meta_time", "open_start", "read_end", "write_end"):
+        row[col] = float(values.pop(col, 0.0))
+    assert not values, values
+    return row
+
+
+def jobs_table(*rows):
+    return pd.DataFrame(
+        [{"run_id": "r1", "log_sha256": j, "nprocs": n, "nodes": nodes, "system": "local",
+          "repetition": 0, "environ": "openmpi"} for j, n, nodes in rows]
+    )  # fmt: skip
+
+
+# Job J1: 2 ranks on 2 compute nodes.
+#   rank 0, unique A: wrote 100 MiB, meta 0.5 s + write 1.5 s           = 2.0 s
+#   rank 0, unique B: read 20 MiB,   meta 0.5 s + read 1.0 s            = 1.5 s  -> rank 0: 3.5 s
+#   rank 1, unique C: wrote 60 MiB,  meta 0.25 s + write 2.0 s          = 2.25 s -> rank 1: 2.25 s
+#   shared S (rank -1): wrote 120 MiB, first open at 1.0 s, last write ends at 5.0 s -> 4.0 s
+#     (its cumulative times, 6 s of writes summed over ranks, do not count)
+#   a STDIO record (1 MiB, 10 s) is another module: left out by default.
+# Unique form: slowest rank 3.5 s; shared form: 4.0 s; aggregate time max(3.5, 4.0) = 4.0 s.
+# Bytes: 100 + 20 + 60 + 120 = 300 MiB -> 300 / 4.0 = 75 MiB/s -> / 2 nodes = 37.5 MiB/s/CN.
+J1 = [
+    frec("J1", 0, "/d/A", bytes_written=100 * MiB, meta_time=0.5, write_time=1.5,
+         open_start=0.1, write_end=2.0),
+    frec("J1", 0, "/d/B", bytes_read=20 * MiB, meta_time=0.5, read_time=1.0, open_start=2.1,
+         read_end=3.4),
+    frec("J1", 1, "/d/C", bytes_written=60 * MiB, meta_time=0.25, write_time=2.0,
+         open_start=0.1, write_end=2.3),
+    frec("J1", -1, "/d/S", bytes_written=120 * MiB, meta_time=1.0, write_time=6.0,
+         open_start=1.0, write_end=5.0),
+    frec("J1", 0, "<STDOUT>", module="stdio", bytes_written=MiB, write_time=10.0),
+]  # fmt: skip
+
+
+def test_mib_s_per_cn_hand_computed():
+    files = pd.DataFrame(J1)
+    (row,) = metrics.job_throughput(files, jobs_table(("J1", 2, 2))).to_dict("records")
+    assert row["bytes"] == 300 * MiB
+    assert (row["bytes_read"], row["bytes_written"]) == (20 * MiB, 280 * MiB)
+    assert row["unique_time"] == pytest.approx(3.5)
+    assert row["shared_time"] == pytest.approx(4.0)
+    assert row["io_time"] == pytest.approx(4.0)
+    assert (row["unique_files"], row["shared_files"], row["form"]) == (3, 1, "mixed")
+    assert (row["unique_bytes"], row["shared_bytes"]) == (180 * MiB, 120 * MiB)
+    assert row["mib_s"] == pytest.approx(75.0)
+    assert row["mib_s_per_cn"] == pytest.approx(37.5)
+    assert row["modules"] == "posix"
+
+
+def test_unique_form_alone():
+    # Without S: 180 MiB over the slowest rank's 3.5 s = 51.43 MiB/s; 1 node.
+    files = pd.DataFrame(J1[:3])
+    (row,) = metrics.job_throughput(files, jobs_table(("J1", 2, 1))).to_dict("records")
+    assert row["form"] == "unique" and row["shared_time"] == 0
+    assert row["mib_s_per_cn"] == pytest.approx(180 / 3.5)
+
+
+def test_shared_file_from_per_rank_records():
+    # No "shared" column: file T has records of ranks 0 and 1, so it is shared.
+    #   T: first open 0.5 s (rank 0), last write end 2.5 s (rank 1) -> 2.0 s, 20 MiB
+    #   U: rank 1 only (unique), meta 0.1 + write 0.4 = 0.5 s, 5 MiB
+    #   a rank-0 record of T that only stat'ed it (open_start 0) does not move the first open.
+    # 25 MiB / max(0.5, 2.0) s = 12.5 MiB/s.
+    files = pd.DataFrame(
+        [
+            frec("J2", 0, "/d/T", rid=7, bytes_written=10 * MiB, open_start=0.5, write_end=2.0),
+            frec("J2", 1, "/d/T", rid=7, bytes_written=10 * MiB, open_start=0.7, write_end=2.5),
+            frec("J2", 2, "/d/T", rid=7, meta_time=0.01),
+            frec("J2", 1, "/d/U", rid=8, bytes_written=5 * MiB, meta_time=0.1, write_time=0.4),
+        ]
+    ).drop(columns="shared")
+    (row,) = metrics.io_time(files, ["run_id", "log_sha256"]).to_dict("records")
+    assert (row["shared_files"], row["unique_files"]) == (1, 1)
+    assert row["shared_time"] == pytest.approx(2.0)
+    assert row["unique_time"] == pytest.approx(0.5)
+    assert row["mib_s"] == pytest.approx(12.5)
+
+
+def test_job_without_records():
+    files = pd.DataFrame(J1)
+    out = metrics.job_throughput(files, jobs_table(("J1", 2, 2), ("J0", 1, 1)))
+    empty = out[out["log_sha256"] == "J0"].iloc[0]
+    assert empty["bytes"] == 0 and math.isnan(empty["mib_s_per_cn"])
+
+
+# Job J3, 4 ranks, one node, the benchmark's files in its model directories:
+#   n1-p4-f4-m1 (file per process): rank k writes 1 MiB, meta 0.01 s + write (0.05 + 0.01 k) s;
+#     slowest rank 3: 0.09 s -> 4 MiB / 0.09 s = 44.44 MiB/s
+#   n1-p4-f1-m1 (shared): 4 MiB, first open 1.00 s, last write end 1.08 s -> 50 MiB/s
+#   /etc/hosts is in no model directory.
+J3 = [
+    frec("J3", k, f"/s/n1-p4-f4-m1/file{k}.dat", bytes_written=MiB, meta_time=0.01,
+         write_time=0.05 + 0.01 * k, open_start=0.1, write_end=0.2)
+    for k in range(4)
+] + [
+    frec("J3", -1, "/s/n1-p4-f1-m1/file0.dat", bytes_written=4 * MiB, open_start=1.0,
+         write_end=1.08),
+    frec("J3", 0, "/etc/hosts", bytes_read=100, read_time=0.5, open_start=0.01, read_end=0.6),
+]  # fmt: skip
+
+
+def bench(model, n, p, f, m, mib_s, environ="openmpi"):
+    return {"run_id": "r1", "system": "local", "environ": environ, "repetition": 0,
+            "model": model, "n": n, "p": p, "f": f, "m": m, "io_procs": n * p,
+            "procs_per_file": p // f * m, "nodes": n, "bytes": 4 * MiB,
+            "write_seconds": 4 / mib_s, "write_mib_s": mib_s}  # fmt: skip
+
+
+def test_model_throughput_and_table1_crosscheck():
+    files, jobs = pd.DataFrame(J3), jobs_table(("J3", 4, 1))
+    models = metrics.model_throughput(files, jobs)
+    by_model = {tuple(r[k] for k in "npfm"): r for r in models.to_dict("records")}
+    assert set(by_model) == {(1, 4, 4, 1), (1, 4, 1, 1)}
+    assert by_model[(1, 4, 4, 1)]["mib_s"] == pytest.approx(4 / 0.09)
+    assert by_model[(1, 4, 4, 1)]["form"] == "unique"
+    assert by_model[(1, 4, 1, 1)]["mib_s"] == pytest.approx(50.0)
+    assert by_model[(1, 4, 1, 1)]["bytes"] == 4 * MiB
+
+    iomodel = pd.DataFrame(
+        [
+            # 44.44 vs 45: -1.2%, within 3%
+            bench("file-per-process", 1, 4, 4, 1, 45.0),
+            # 50 vs 52: -3.8%, outside
+            bench("single-shared-file", 1, 4, 1, 1, 52.0),
+            # another MPI flavour's benchmark row: no log of that flavour, unmatched
+            bench("single-shared-file", 1, 4, 1, 1, 51.0, environ="mpich"),
+            # not a Table I model
+            bench(None, 1, 2, 1, 1, 30.0),
+        ]
+    )
+    check = metrics.table1_crosscheck(models, iomodel)
+    assert len(check) == 3
+    fpp, ssf, other = check.to_dict("records")
+    assert fpp["derived_mib_s"] == pytest.approx(4 / 0.09)
+    assert fpp["rel_diff"] == pytest.approx((4 / 0.09 - 45) / 45)
+    assert fpp["within_tolerance"] and fpp["log_sha256"] == "J3"
+    assert ssf["rel_diff"] == pytest.approx((50 - 52) / 52) and not ssf["within_tolerance"]
+    assert other["environ"] == "mpich" and math.isnan(other["derived_mib_s"])
+    assert not other["within_tolerance"]
+    assert len(metrics.table1_crosscheck(models, iomodel, names=None)) == 4
+
+
+def test_iomodel_histogram_bins():
+    # (io_procs, procs_per_file, nodes, write_seconds, write_mib_s) -> bin (x, y), MiB/s per
+    # node-hour = write_mib_s / (nodes * write_seconds / 3600):
+    #   (1, 1, 1, 2.0, 10) -> (0, 0), 10 / (2/3600)   = 18000
+    #   (4, 1, 2, 1.0, 40) -> (2, 0), 40 / (2/3600)   = 72000
+    #   (4, 1, 1, 0.5, 30) -> (2, 0), 30 / (0.5/3600) = 216000
+    #   (4, 4, 2, 4.0, 50) -> (2, 2), 50 / (8/3600)   = 22500
+    # Bin (2, 0): 2 models, max MiB/s 40 (one model), max per node-hour 216000 (the other).
+    rows = [(1, 1, 1, 2.0, 10.0), (4, 1, 2, 1.0, 40.0), (4, 1, 1, 0.5, 30.0), (4, 4, 2, 4.0, 50.0)]
+    iomodel = pd.DataFrame(
+        [{"run_id": "r1", "system": "local", "environ": "openmpi", "bytes": 4 * MiB,
+          "io_procs": a, "procs_per_file": b, "nodes": c, "write_seconds": d, "write_mib_s": e}
+         for a, b, c, d, e in rows]
+    )  # fmt: skip
+    hist = metrics.iomodel_histogram(iomodel)
+    bins = {(r["x_log2_io_procs"], r["y_log2_procs_per_file"]): r for r in hist.to_dict("records")}
+    assert set(bins) == {(0, 0), (2, 0), (2, 2)}
+    assert (bins[(2, 0)]["models"], bins[(2, 0)]["io_procs"]) == (2, 4)
+    assert bins[(2, 0)]["max_write_mib_s"] == 40.0
+    assert bins[(2, 0)]["max_mib_s_per_node_hour"] == pytest.approx(216000.0)
+    assert bins[(0, 0)]["max_mib_s_per_node_hour"] == pytest.approx(18000.0)
+    assert bins[(2, 2)]["max_mib_s_per_node_hour"] == pytest.approx(22500.0)
+    assert bins[(2, 2)]["procs_per_file"] == 4
+    assert set(hist["run_id"]) == {"r1"}
+
+
+def test_metrics_command_on_empty_store(tmp_path, capsys):
+    from iostudy.cli import main
+
+    store = tmp_path / "store"
+    store.mkdir()
+    assert main(["metrics", "--store", str(store), "--out", str(tmp_path / "m")]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"metrics: 4 tables written to {tmp_path / 'm'}")
+    for name in ("job_throughput", "model_throughput", "table1_crosscheck", "iomodel_histogram"):
+        assert (tmp_path / "m" / f"{name}.csv").is_file()

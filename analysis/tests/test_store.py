@@ -1,0 +1,289 @@
+"""iostudy ingest: real logs into the store, a corrupt log quarantined with its reason, re-ingest
+a no-op; ReFrame's run report (from a real ReFrame run) into perf, benchmark output into
+iomodel."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from iostudy import store
+from iostudy.cli import main
+
+from .rundirs import RUNTIME_MIB, make_run_dir, manifest
+
+RUN = "20260302T090000Z-quick-local"
+RELEASE_BYTES = 2**26  # the release log's shared file: 64 MiB written (and read) by 4 ranks
+
+
+def ingest(capsys, *args):
+    status = main(["ingest", *map(str, args)])
+    out = capsys.readouterr()
+    return status, out.out.strip().splitlines(), out.err
+
+
+@pytest.fixture
+def run_dir(tmp_path, release_log):
+    return make_run_dir(tmp_path / "results", RUN, release_log, tmp_path / "work")
+
+
+def test_ingest_real_logs_and_quarantine(run_dir, tmp_path, capsys):
+    st = tmp_path / "store"
+    status, out, err = ingest(capsys, run_dir, "--store", st)
+    assert status == 0, err
+    assert out[-1] == (
+        f"ingest: store {st} (store.duckdb): runs 1 ingested, 0 skipped; "
+        "logs 2 ingested, 0 skipped, 1 quarantined"
+    )
+    for table in store.TABLES:
+        assert (st / table / f"{RUN}.parquet").is_file(), table
+    assert (st / "store.duckdb").is_file()
+
+    con = store.connect(st)
+    jobs = con.execute("SELECT * FROM jobs ORDER BY nprocs").df()
+    assert list(jobs["log_path"]) == [
+        f"{RUN}/darshan/2026/3/2/dd_id1.darshan",
+        f"{RUN}/darshan/2026/3/2/mpi-io-test_id3171794.darshan",
+    ]
+    dd, mpi = jobs.to_dict("records")
+    # The runtime's log: tags from IOSTUDY_LOG_TAGS, nodes from the nodes tag.
+    assert (dd["nprocs"], dd["nodes"], dd["campaign"], dd["check"], dd["system"]) == (
+        1, 1, "quick", "iomodel_check", "local"
+    )  # fmt: skip
+    assert (dd["repetition"], dd["environ"]) == (0, "openmpi")
+    assert json.loads(dd["tags"])["check"] == "iomodel_check"
+    assert dd["exe"].startswith("dd ")
+    # The release log has no tags: campaign and system come from the manifest; 4 ranks on a
+    # system of 2 cores per node and 1 node -> 1 node.
+    assert (mpi["jobid"], mpi["nprocs"], mpi["nodes"], mpi["campaign"], mpi["system"]) == (
+        3171794, 4, 1, "quick", "local"
+    )  # fmt: skip
+    assert mpi["check"] is None or mpi["check"] != mpi["check"]  # NULL
+    assert str(mpi["start"]) == "2025-11-08 02:44:45.209444"
+    assert mpi["log_sha256"] == store.sha256_file(run_dir / mpi["log_path"].split("/", 1)[1])
+
+    files = con.execute(
+        "SELECT f.* FROM files f JOIN jobs j USING (log_sha256) WHERE f.module = 'posix'"
+    ).df()
+    data = files[files["path"].str.endswith("n1-p1-f1-m1/file0.dat")].iloc[0]
+    assert (data["bytes_written"], data["writes"], data["rank"], data["shared"]) == (
+        RUNTIME_MIB * 2**20, RUNTIME_MIB, 0, False
+    )  # fmt: skip
+    assert 0 < data["open_start"] <= data["write_end"] <= data["close_end"]
+    shared = files[files["path"].str.endswith("mpi-io-test.tmp.dat")].iloc[0]
+    assert (shared["rank"], shared["shared"]) == (-1, True)
+    assert (shared["bytes_written"], shared["bytes_read"]) == (RELEASE_BYTES, RELEASE_BYTES)
+    assert set(con.execute("SELECT DISTINCT module FROM files").fetchall()) == {
+        ("posix",), ("stdio",), ("mpiio",)
+    }  # fmt: skip
+
+    (q,) = con.execute("SELECT * FROM quarantine").df().to_dict("records")
+    assert q["run_id"] == RUN
+    assert q["path"] == f"{RUN}/darshan/2026/3/2/truncated_id2.darshan"
+    assert q["sha256"] == store.sha256_file(run_dir / "darshan/2026/3/2/truncated_id2.darshan")
+    assert "header" in q["reason"], q["reason"]
+    assert "truncated_id2.darshan" in err  # the reason is shown too
+
+    (r,) = con.execute("SELECT * FROM runs").df().to_dict("records")
+    assert (r["run_id"], r["campaign"], r["system"], r["status"], r["study"]) == (
+        RUN, "quick", "local", "finished", "quick"
+    )  # fmt: skip
+    assert r["manifest_path"] == f"{RUN}/manifest.json"
+    assert str(r["started"]) == "2026-03-02 09:00:00"
+    # No ReFrame report in this run: perf and iomodel are empty but exist.
+    assert con.execute("SELECT count(*) FROM perf").fetchone() == (0,)
+    assert con.execute("SELECT count(*) FROM iomodel").fetchone() == (0,)
+
+
+def test_reingest_is_a_noop(run_dir, tmp_path, capsys):
+    st = tmp_path / "store"
+    assert ingest(capsys, run_dir, "--store", st)[0] == 0
+    stamps = {p: p.stat().st_mtime_ns for p in st.rglob("*.parquet")}
+    status, out, _ = ingest(capsys, run_dir, "--store", st)
+    assert status == 0
+    assert out[-1].endswith("runs 0 ingested, 1 skipped; logs 0 ingested, 0 skipped, 0 quarantined")
+    assert {p: p.stat().st_mtime_ns for p in st.rglob("*.parquet")} == stamps
+
+
+def test_changed_run_reads_only_new_logs(run_dir, tmp_path, capsys, darshan_logs):
+    st = tmp_path / "store"
+    ingest(capsys, run_dir, "--store", st)
+    # The run went on: a new log, and the manifest changed (e.g. its final status).
+    new = darshan_logs / "release_logs" / "mpi-io-test-x86_64-3.4.0.darshan"
+    shutil.copyfile(new, run_dir / "darshan" / "2026" / "3" / "2" / "late_id3.darshan")
+    (run_dir / "manifest.json").write_text(json.dumps(manifest(RUN, status="failed")))
+    status, out, _ = ingest(capsys, run_dir, "--store", st)
+    assert status == 0
+    # The two ingested logs and the quarantined one are carried over, not read again.
+    assert out[-1].endswith("runs 1 ingested, 0 skipped; logs 1 ingested, 3 skipped, 0 quarantined")
+    con = store.connect(st)
+    assert con.execute("SELECT count(*) FROM jobs").fetchone() == (3,)
+    assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (1,)
+    assert con.execute("SELECT status FROM runs").fetchone() == ("failed",)
+    assert con.execute("SELECT count(DISTINCT log_sha256) FROM files").fetchone() == (3,)
+
+
+def test_same_log_in_another_run_is_skipped(run_dir, tmp_path, capsys, release_log):
+    st = tmp_path / "store"
+    ingest(capsys, run_dir, "--store", st)
+    other = tmp_path / "results" / "other-run"
+    (other / "darshan").mkdir(parents=True)
+    (other / "manifest.json").write_text(json.dumps(manifest("other-run")))
+    shutil.copyfile(release_log, other / "darshan" / "copy.darshan")
+    status, out, _ = ingest(capsys, other, "--store", st)
+    assert status == 0
+    assert out[-1].endswith("runs 1 ingested, 0 skipped; logs 0 ingested, 1 skipped, 0 quarantined")
+    con = store.connect(st)
+    assert con.execute("SELECT run_id, count(*) FROM runs GROUP BY ALL ORDER BY 1").fetchall() == [
+        (RUN, 1),
+        ("other-run", 1),
+    ]
+    assert con.execute("SELECT count(*) FROM jobs WHERE run_id = 'other-run'").fetchone() == (0,)
+
+
+def test_not_a_run_dir(tmp_path, capsys):
+    status = main(["ingest", str(tmp_path), "--store", str(tmp_path / "store")])
+    assert status == 2
+    assert "no manifest.json" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def test_connect_without_store_gives_empty_tables(tmp_path):
+    con = store.connect(tmp_path / "nothing")
+    for table, schema in store.TABLES.items():
+        rel = con.execute(f'SELECT * FROM "{table}"')
+        assert [d[0] for d in rel.description] == schema.names
+        assert rel.fetchall() == []
+
+
+@pytest.mark.parametrize(
+    ("tags", "system", "expected"),
+    [
+        ({"nodes": "3"}, None, 3),
+        ({"procs_per_node": "2"}, {"nodes": {"count": 8, "cores_per_node": 4}}, 2),
+        ({}, {"nodes": {"count": 8, "cores_per_node": 4}}, 1),
+        ({}, {"nodes": {"count": 1, "cores_per_node": 2}}, 1),  # oversubscribed local box
+        ({}, None, 1),
+    ],
+)
+def test_job_nodes(tags, system, expected):
+    assert store.job_nodes(4, tags, system) == expected
+
+
+# -- ReFrame's run report and the benchmark's JSON lines -----------------------------------------
+
+CHECK = textwrap.dedent(
+    """
+    import reframe as rfm
+    import reframe.utility.sanity as sn
+    from reframe.core.builtins import parameter, performance_function, sanity_function
+
+
+    @rfm.simple_test
+    class fake_iomodel_check(rfm.RunOnlyRegressionTest):
+        valid_systems = ["*"]
+        valid_prog_environs = ["*"]
+        size = parameter(["4M"])
+        repetition = parameter([0, 1])
+        executable = "cp"
+        executable_opts = ["lines.jsonl", "iomodel.jsonl"]
+        sourcesdir = "src"
+        keep_files = ["iomodel.jsonl"]
+        reference = {"*": {"fpp_write": (100.0, -0.5, None, "MiB/s")}}
+
+        @sanity_function
+        def ok(self):
+            return sn.assert_found("iomodel", "iomodel.jsonl")
+
+        @performance_function("MiB/s")
+        def fpp_write(self):
+            return sn.extractsingle(r'"write_mib_s": (\\S+),', "iomodel.jsonl", 1, float)
+    """
+)
+SETTINGS = textwrap.dedent(
+    """
+    site_configuration = {
+        "systems": [{
+            "name": "fakesys", "descr": "test", "hostnames": [".*"],
+            "partitions": [{"name": "part", "scheduler": "local", "launcher": "local",
+                            "environs": ["openmpi"]}],
+        }],
+        "environments": [{"name": "openmpi", "cc": "cc"}],
+        "logging": [{"handlers": [{"type": "file", "name": "LOGFILE", "level": "debug"}],
+                     "handlers_perflog": []}],
+    }
+    """
+)
+LINES = [
+    {"benchmark": "iomodel", "n": 1, "p": 2, "f": 2, "m": 1, "io_procs": 2, "procs_per_file": 1,
+     "files": 2, "nodes": 1, "bytes": 4194304, "write_seconds": 0.02, "write_mib_s": 200.0,
+     "read_seconds": None, "read_mib_s": None, "model": "file-per-process"},
+    {"benchmark": "iomodel", "n": 1, "p": 2, "f": 1, "m": 1, "io_procs": 2, "procs_per_file": 2,
+     "files": 1, "nodes": 1, "bytes": 4194304, "write_seconds": 0.04, "write_mib_s": 100.0,
+     "read_seconds": None, "read_mib_s": None, "model": "single-shared-file"},
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def reframe_run(tmp_path_factory):
+    """A run directory whose reframe/ is a real ReFrame run (report.json, output/) of a check
+    that copies benchmark-like JSON lines (plus one broken line) to iomodel.jsonl."""
+    work = tmp_path_factory.mktemp("reframe")
+    (work / "src").mkdir()
+    lines = [json.dumps(x) for x in LINES] + ["{broken"]
+    (work / "src" / "lines.jsonl").write_text("\n".join(lines) + "\n")
+    (work / "check.py").write_text(CHECK)
+    (work / "settings.py").write_text(SETTINGS)
+    run = work / "results" / "rf-run"
+    prefix = run / "reframe"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RFM_")}
+    proc = subprocess.run(
+        [Path(sys.executable).with_name("reframe"), "-C", "settings.py", "-c", "check.py",
+         "--prefix", prefix, "--report-file", prefix / "report.json", "--nocolor", "-r"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (run / "manifest.json").write_text(json.dumps(manifest("rf-run", system="fakesys")))
+    # The store must find the cases again after the run directory moved.
+    moved = work / "moved" / "rf-run"
+    moved.parent.mkdir()
+    shutil.move(run, moved)
+    return moved
+
+
+def test_perf_and_iomodel_from_reframe(reframe_run, tmp_path, capsys):
+    st = tmp_path / "store"
+    status, out, err = ingest(capsys, reframe_run, "--store", st)
+    assert status == 0, err
+    # No logs; the broken benchmark line of each of the two cases is quarantined.
+    assert out[-1].endswith("logs 0 ingested, 0 skipped, 2 quarantined")
+    con = store.connect(st)
+    perf = con.execute("SELECT * FROM perf ORDER BY parameters").df()
+    assert len(perf) == 2
+    for rep, row in enumerate(perf.to_dict("records")):
+        assert (row["run_id"], row["system"], row["partition"], row["environ"]) == (
+            "rf-run", "fakesys", "part", "openmpi"
+        )  # fmt: skip
+        assert (row["check"], row["variable"], row["value"], row["unit"]) == (
+            "fake_iomodel_check", "fpp_write", 200.0, "MiB/s"
+        )  # fmt: skip
+        assert (row["reference"], row["lower"], row["result"]) == (100.0, -0.5, "pass")
+        assert row["upper"] != row["upper"]  # None in ReFrame: NULL
+        assert json.loads(row["parameters"]) == {"size": "4M", "repetition": rep}
+    iomodel = con.execute("SELECT * FROM iomodel ORDER BY repetition, procs_per_file").df()
+    assert list(iomodel["repetition"]) == [0, 0, 1, 1]
+    assert list(iomodel["model"]) == ["file-per-process", "single-shared-file"] * 2
+    first = iomodel.iloc[0]
+    assert (first["system"], first["environ"], first["check"]) == (
+        "fakesys", "openmpi", "fake_iomodel_check"
+    )  # fmt: skip
+    assert (first["n"], first["p"], first["f"], first["m"], first["bytes"]) == (1, 2, 2, 1, 2**22)
+    assert first["write_mib_s"] == 200.0 and first["read_mib_s"] != first["read_mib_s"]
+    assert first["source_path"].startswith("rf-run/reframe/output/fakesys/part/openmpi/")
+    reasons = con.execute("SELECT reason FROM quarantine").fetchall()
+    assert len(reasons) == 2 and all("line 3" in r for (r,) in reasons)

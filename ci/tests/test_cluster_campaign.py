@@ -1,0 +1,68 @@
+"""The quick campaign on testcluster, as a facility runs it: `iostudy campaign run quick --system
+testcluster`, ReFrame submitting the I/O-model check to Slurm on both nodes, under the runtime."""
+
+import json
+from pathlib import Path
+
+from slurmtest import REPO_ROOT, VENV_BIN
+
+from iostudy import config
+from iostudy.darshanlog import read_log
+
+
+def test_quick_campaign_on_testcluster(cluster, tmp_path):
+    # The run directory must be visible from every node: the nodes share this machine's files.
+    results = tmp_path / "results"
+    proc = cluster.run(
+        VENV_BIN / "iostudy",
+        "campaign",
+        "run",
+        "quick",
+        "--system",
+        "testcluster",
+        "--results",
+        results,
+        check=False,
+        timeout=900,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = Path(proc.stdout.splitlines()[-1])
+    assert run_dir.parent == results and run_dir.name.endswith("-quick-testcluster")
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert (manifest["status"], manifest["exit_code"]) == ("passed", 0)
+    assert manifest["effective_config"]["system"] == cluster.system
+
+    report = json.loads((run_dir / "reframe" / "report.json").read_text())
+    cases = [case for run in report["runs"] for case in run["testcases"]]
+    partition = config.default_partition(cluster.system)["name"]
+    assert {(c["partition"], c["environ"], c["result"]) for c in cases} == {
+        (partition, flavour, "pass") for flavour in cluster.system["mpi"]
+    }
+    jobs = {}
+    for case in cases:
+        # 4 ranks, 2 per node: both nodes of the cluster.
+        assert case["num_tasks"] == 4 and case["procs_per_node"] == 2
+        # Allocated nodes from accounting's NNodes: its node *list* (and ReFrame's
+        # job_nodelist, taken from it) may name only the first node of a short job.
+        nnodes = cluster.run("sacct", "-X", "-n", "-j", str(case["jobid"]), "-o", "NNodes")
+        assert nnodes.stdout.split() == [str(len(cluster.nodes))]
+        assert Path(case["outputdir"], "iomodel.jsonl").read_text().count("\n") == 9
+        jobs[str(case["jobid"])] = case["environ"]
+
+    # One log per Slurm job, named by its job id, tagged by the check.
+    logs = sorted((run_dir / "darshan").rglob("*.darshan"))
+    assert len(logs) == len(cases), logs
+    for path in logs:
+        log = read_log(path)
+        tags = log["job"]["metadata"]
+        assert str(log["job"]["jobid"]) in jobs
+        assert tags["environ"] == jobs[str(log["job"]["jobid"])]
+        assert log["job"]["nprocs"] == 4
+        assert (tags["campaign"], tags["check"], tags["system"]) == (
+            "quick",
+            "iomodel_check",
+            "testcluster",
+        )
+        assert (tags["nodes"], tags["procs_per_node"], tags["run_id"]) == ("2", "2", run_dir.name)

@@ -1,0 +1,44 @@
+# Configuration, paths and input functions shared by the rules.
+
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+RESULTS = config["results"]
+STORE = config["store"]
+METRICS = config["metrics"]
+REPORTS = config["reports"]
+STUDY = config["study"]
+LOGS = config["logs"]
+REPORT_INDEX = f"{REPORTS}/{STUDY}/index.html"
+
+
+wildcard_constraints:
+    run=r"[^/]+",
+
+
+def iostudy():
+    """The iostudy command of the environment that runs Snakemake (so that the workflow works
+    from .venv/bin/snakemake without an activated venv), else the one on PATH."""
+    beside = Path(sys.executable).with_name("iostudy")
+    return str(beside) if beside.is_file() else "iostudy"
+
+
+def get_runs():
+    """Run directories under the results folder: each has a manifest.json."""
+    runs = sorted(p.parent.name for p in Path(RESULTS).glob("*/manifest.json"))
+    if not runs:
+        raise ValueError(
+            f"no run directory (with manifest.json) under {RESULTS}: run a campaign first "
+            "(`iostudy campaign run CAMPAIGN --system SYSTEM`)"
+        )
+    return runs
+
+
+def get_ingested_runs(wildcards):
+    """The store's marker of every run: its row in the runs table."""
+    return expand(f"{STORE}/runs/{{run}}.parquet", run=get_runs())

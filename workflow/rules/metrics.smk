@@ -1,0 +1,14 @@
+rule compute_metrics:
+    """Metric tables of the whole store (MiB/s/CN per job, Table I cross-check, seed-003
+    histograms) as CSV files in the metrics folder."""
+    input:
+        get_ingested_runs,
+    output:
+        directory(METRICS),
+    log:
+        f"{LOGS}/compute_metrics.log",
+    params:
+        iostudy=iostudy(),
+        store=STORE,
+    shell:
+        "{params.iostudy} metrics --store {params.store:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,18 @@
+rule ingest_run:
+    """Ingest one run directory (logs, ReFrame report, benchmark output) into the store.
+    Re-runs when the run's manifest changes; the store skips logs it already holds."""
+    input:
+        manifest=f"{RESULTS}/{{run}}/manifest.json",
+    output:
+        f"{STORE}/runs/{{run}}.parquet",
+    log:
+        f"{LOGS}/ingest_run/{{run}}.log",
+    params:
+        iostudy=iostudy(),
+        run_dir=lambda wildcards: f"{RESULTS}/{wildcards.run}",
+        # The store is the folder above the runs table (a prefix of the output).
+        store=lambda wildcards, output: Path(output[0]).parent.parent,
+    threads: config["ingest_jobs"]
+    shell:
+        "{params.iostudy} ingest {params.run_dir:q} --store {params.store:q} --jobs {threads} "
+        "> {log:q} 2>&1"
