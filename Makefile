@@ -26,7 +26,7 @@ CLUSTER_STATE ?= build/cluster
 CLUSTER_NODES ?=
 
 # Only trees and files that exist: the lists grow as the project does.
-PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests configs reframe-checks)
+PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests configs reframe-checks conftest.py)
 C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 

@@ -3,7 +3,6 @@ run. The real runs of the check are in reframe-checks/tests/test_iomodel_check.p
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,14 +11,6 @@ from iostudy import campaign, config
 from iostudy.cli import main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def configs_copy(tmp_path, monkeypatch):
-    root = tmp_path / "configs"
-    shutil.copytree(REPO_ROOT / "configs", root, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setenv("IOSTUDY_CONFIGS", str(root))
-    return root
 
 
 def edit(path: Path, change):

@@ -10,7 +10,6 @@ choose small sizes and their own references.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -129,15 +128,6 @@ def test_reframe_references_from_configs():
 
 
 # ---- the check under ReFrame -----------------------------------------------------------------
-
-
-@pytest.fixture
-def configs_copy(tmp_path, monkeypatch):
-    """A copy of configs/ that the tests may change, used by iostudy and ReFrame alike."""
-    root = tmp_path / "configs"
-    shutil.copytree(REPO_ROOT / "configs", root, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setenv("IOSTUDY_CONFIGS", str(root))
-    return root
 
 
 def write_campaign(configs: Path, name: str, parameters: dict, environs=(), repetitions=1):
