@@ -397,25 +397,17 @@ def cmd_run(args):
 def cmd_check(args):
     from .cli import EXIT_BAD_INPUT
 
-    failed = checked = 0
-    names = config.campaign_names()
-    systems = config.system_names()
-    for load, items, path in (
-        (config.load_campaign, names, config.campaign_path),
-        (config.load_references, systems, config.references_path),
-    ):
-        for name in items:
-            if not path(name).exists():
-                continue
-            checked += 1
-            try:
-                load(name)
-                print(f"ok: {path(name)}")
-            except config.ConfigError as exc:
-                print(f"iostudy: error: {exc}", file=sys.stderr)
-                failed += 1
-    print(f"campaign check: {checked - failed} of {checked} campaign and references files valid")
-    return EXIT_BAD_INPUT if failed else 0
+    checks = [
+        (path(name), lambda load=load, name=name: load(name))
+        for load, items, path in (
+            (config.load_campaign, config.campaign_names(), config.campaign_path),
+            (config.load_references, config.system_names(), config.references_path),
+        )
+        for name in items
+        if path(name).exists()
+    ]
+    valid = config.check_files(checks, "campaign check: campaign and references")
+    return 0 if valid else EXIT_BAD_INPUT
 
 
 def register(groups):

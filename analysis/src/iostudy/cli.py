@@ -95,16 +95,8 @@ def cmd_log_summary(args):
 
 def cmd_config_check(args):
     names = args.systems or config.system_names()
-    failed = 0
-    for name in names:
-        try:
-            config.load_system(name)
-            print(f"ok: {config.system_path(name)}")
-        except config.ConfigError as exc:
-            print(f"iostudy: error: {exc}", file=sys.stderr)
-            failed += 1
-    print(f"config check: {len(names) - failed} of {len(names)} system files valid")
-    return EXIT_BAD_INPUT if failed else 0
+    checks = [(config.system_path(n), lambda n=n: config.load_system(n)) for n in names]
+    return 0 if config.check_files(checks, "config check: system") else EXIT_BAD_INPUT
 
 
 def cmd_config_show(args):
