@@ -97,26 +97,24 @@ static struct ios_map names; /* record id -> name */
 static size_t modmem_used, namemem_used;
 static uint64_t partial_flags;
 
-void ios_set_partial(int mod) { partial_flags |= UINT64_C(1) << mod; }
+static void set_partial(int mod) { partial_flags |= UINT64_C(1) << mod; }
 
 uint64_t ios_partial_flags(void) { return partial_flags; }
 
 const char *ios_record_name(uint64_t id) { return ios_map_get(&names, id); }
-
-const struct ios_map *ios_names(void) { return &names; }
 
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
     const char *known = ios_map_get(&names, id);
     size_t name_cost = known ? 0 : sizeof(uint64_t) + strlen(name) + 1;
     if (modmem_used + size > (size_t)(ios_config.modmem_mib * 1048576.0) ||
         namemem_used + name_cost > (size_t)(ios_config.namemem_mib * 1048576.0)) {
-        ios_set_partial(mod);
+        set_partial(mod);
         return -1;
     }
     char *copy = known ? NULL : strdup(name);
     if (!known && (!copy || ios_map_put(&names, id, copy) != 0)) {
         free(copy);
-        ios_set_partial(mod);
+        set_partial(mod);
         return -1;
     }
     modmem_used += size;
@@ -128,7 +126,7 @@ void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) {
     void *rec = calloc(1, size);
     if (!rec || ios_reserve_record(mod, id, name, size) != 0) {
         if (!rec)
-            ios_set_partial(mod);
+            set_partial(mod);
         free(rec);
         return NULL;
     }
@@ -151,9 +149,6 @@ static void reset_records(void) {
 
 /* ---- life cycle ---------------------------------------------------------------------------------
  */
-void ios_job_begin(void);
-void ios_job_set_fork_parent(pid_t parent);
-void ios_job_save_args(int argc, char **argv);
 
 void ios_core_start(void) {
     if (atomic_load(&ios_state) != IOS_OFF)
@@ -162,7 +157,6 @@ void ios_core_start(void) {
     read_config();
     owner_pid = getpid();
     ios_job_begin();
-    ios_stdio_init_std_streams();
     ios_in_runtime = 0;
     atomic_store(&ios_state, IOS_ON);
 }
@@ -205,7 +199,6 @@ static void atfork_child(void) {
     owner_pid = getpid();
     ios_job_begin();
     ios_job_set_fork_parent(parent);
-    ios_stdio_init_std_streams();
     ios_in_runtime = 0;
 }
 

@@ -209,7 +209,6 @@ double ios_heatmap_min_width(double end_time) IOS_HIDDEN;
 void ios_posix_reset(void) IOS_HIDDEN;
 void ios_stdio_reset(void) IOS_HIDDEN;
 void ios_heatmap_reset(void) IOS_HIDDEN;
-void ios_stdio_init_std_streams(void) IOS_HIDDEN;
 
 /* How a module's shared records (opened by every rank) are reduced to one rank -1 record. */
 struct ios_reducer {
@@ -224,14 +223,29 @@ struct ios_reducer {
 };
 extern const struct ios_reducer ios_posix_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;
-void ios_reducer_seed(const struct ios_reducer *r, void *rec, int rank) IOS_HIDDEN;
+
+/* The name a file was recorded under: of a tracked descriptor (fdopen names its stream after
+ * it), of a tracked stream (fileno gives its descriptor the stream's record). NULL if untracked. */
+const char *ios_posix_fd_name(int fd) IOS_HIDDEN;
+const char *ios_stdio_stream_name(FILE *stream) IOS_HIDDEN;
+
+/* ---- the job record (jobinfo.c) ---------------------------------------------------------- */
+void ios_job_save_args(int argc, char **argv) IOS_HIDDEN;
+void ios_job_begin(void) IOS_HIDDEN; /* start time and time origin: now */
+void ios_job_set_fork_parent(pid_t parent) IOS_HIDDEN;
+struct timespec ios_job_start(void) IOS_HIDDEN;
+int64_t ios_job_id(void) IOS_HIDDEN;
+void ios_job_exe_mounts(char *out, size_t outlen) IOS_HIDDEN;
+void ios_job_metadata(char *out, size_t outlen) IOS_HIDDEN;
+int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size_t stemlen,
+                     const char **why) IOS_HIDDEN;
+uint64_t ios_partial_flags(void) IOS_HIDDEN;
 
 /* ---- core, log writing, MPI glue ------------------------------------------------------ */
 struct ios_comm;
 void ios_core_start(void) IOS_HIDDEN;
 void ios_core_shutdown(void) IOS_HIDDEN;
 void ios_core_shutdown_mpi(const struct ios_comm *comm) IOS_HIDDEN;
-void ios_set_partial(int mod) IOS_HIDDEN;
 void ios_warn(const char *fmt, ...) IOS_HIDDEN __attribute__((format(printf, 1, 2)));
 
 /* Collective operations the shutdown needs; provided by the MPI plugin of the program's MPI

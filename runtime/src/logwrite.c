@@ -13,14 +13,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-struct timespec ios_job_start(void);
-int64_t ios_job_id(void);
-void ios_job_exe_mounts(char *out, size_t outlen);
-void ios_job_metadata(char *out, size_t outlen);
-int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size_t stemlen,
-                     const char **why);
-uint64_t ios_partial_flags(void);
-
 /* Regions after the job region, in file order: names, then modules by ascending id. */
 enum { R_NAMES, R_POSIX, R_STDIO, R_HEATMAP, N_REGIONS };
 static const int region_module[N_REGIONS] = {0, IOS_MOD_POSIX, IOS_MOD_STDIO, IOS_MOD_HEATMAP};
@@ -52,7 +44,7 @@ static void variance_combine(const void *in_v, void *inout_v) {
     y->n = n;
 }
 
-void ios_reducer_seed(const struct ios_reducer *r, void *rec, int rank) {
+static void seed(const struct ios_reducer *r, void *rec, int rank) {
     int64_t *c = (int64_t *)((char *)rec + r->counters_off);
     double *fc = (double *)((char *)rec + r->fcounters_off);
     c[r->fastest_rank] = c[r->slowest_rank] = rank;
@@ -91,7 +83,7 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
             continue;
         void *rec = reduced + k * r->rec_size;
         memcpy(rec, ios_map_get(&local, ids[i]), r->rec_size);
-        ios_reducer_seed(r, rec, comm->rank);
+        seed(r, rec, comm->rank);
         var[2 * k] = (struct variance){1, r->time(rec), 0};
         var[2 * k + 1] = (struct variance){1, (double)r->bytes(rec), 0};
         ios_map_del(&local, ids[i]); /* what stays in local is this rank's own files */

@@ -539,8 +539,6 @@ IOS_EXPORT int rename(const char *oldpath, const char *newpath) {
     return ret;
 }
 
-const char *ios_stdio_stream_name(FILE *stream);
-
 const char *ios_posix_fd_name(int fd) {
     struct posix_file *f = (unsigned)fd < (unsigned)fd_table_size
                                ? atomic_load_explicit(&fd_table[fd], memory_order_relaxed)

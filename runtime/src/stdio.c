@@ -64,8 +64,6 @@ static struct stdio_file *stream_file(FILE *stream) {
     return f;
 }
 
-void ios_stdio_init_std_streams(void) { cached_stream = NULL; }
-
 const char *ios_stdio_stream_name(FILE *stream) {
     struct stdio_file *f = stream_file(stream);
     return f ? ios_record_name(f->rec->base.id) : NULL;
@@ -165,8 +163,6 @@ static void opened(FILE *stream, const char *path, double t1, double t2) {
     ios_in_runtime = 0;
     errno = saved;
 }
-
-const char *ios_posix_fd_name(int fd);
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
 #define WRAP_OPEN(name, call, path)                                                                \
