@@ -21,8 +21,6 @@ case of its own.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import importlib.metadata
 import itertools
 import json
 import re
@@ -34,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import __version__, checks, config
+from . import checks, config, provenance
 
 REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
@@ -185,52 +183,16 @@ def reframe_command(
     return cmd
 
 
-def _output(*cmd, cwd=None) -> str | None:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=cwd)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
-
-
-def git_state() -> tuple[str | None, bool | None]:
-    """The checkout's commit and whether it has uncommitted changes (None outside git)."""
-    commit = _output("git", "rev-parse", "HEAD", cwd=REPO_ROOT)
-    if commit is None:
-        return None, None
-    status = _output("git", "status", "--porcelain", cwd=REPO_ROOT)
-    return commit.strip(), bool(status and status.strip())
-
-
-def _package_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def tool_versions(system: dict) -> dict:
-    versions = {
-        "iostudy": __version__,
-        "python": sys.version.split()[0],
-        "reframe": _package_version("reframe-hpc"),
-        "snakemake": _package_version("snakemake"),
-        "darshan": _package_version("darshan"),
-    }
+    versions = provenance.package_versions(
+        {"reframe": "reframe-hpc", "snakemake": "snakemake", "darshan": "darshan"}
+    )
     for flavour, mpi in system["mpi"].items():
         # The flavour's mpirun (or compiler wrapper) names the library's version.
-        out = _output(mpi.get("mpirun") or mpi["cc"], "--version")
+        out = provenance.command_output(mpi.get("mpirun") or mpi["cc"], "--version")
         match = re.search(r"\d+\.\d+(\.\d+)?", out or "")
         versions[flavour] = match.group(0) if match else None
     return versions
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _now() -> str:
@@ -299,7 +261,7 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     (run_dir / "darshan").mkdir()
     (run_dir / "reframe").mkdir()
     cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
-    commit, dirty = git_state()
+    commit, dirty = provenance.git_state()
     binaries = {
         str(RUNTIME_LIB): None,
         **{
@@ -323,7 +285,7 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
         "git_dirty": dirty,
         "tool_versions": tool_versions(system),
         "binaries_sha256": {
-            rel: _sha256(REPO_ROOT / rel) if (REPO_ROOT / rel).is_file() else None
+            rel: provenance.sha256_file(REPO_ROOT / rel) if (REPO_ROOT / rel).is_file() else None
             for rel in binaries
         },
         "spack_lock_sha256": None,

@@ -29,15 +29,12 @@ import io
 import json
 import math
 import os
-import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,7 +42,7 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from . import __version__, config, metrics
+from . import __version__, config, metrics, provenance
 from . import store as store_mod
 
 if TYPE_CHECKING:
@@ -59,7 +56,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 TOLERANCE_PCT = 100 * metrics.TABLE1_TOLERANCE
 
 # Python packages whose versions a report records (the ones that shape its numbers and figures).
-PACKAGES = ("iostudy", "duckdb", "pyarrow", "pandas", "numpy", "matplotlib", "Jinja2", "darshan")
+PACKAGES = ("duckdb", "pyarrow", "pandas", "numpy", "matplotlib", "Jinja2", "darshan")
 
 
 class ReportError(Exception):
@@ -637,29 +634,6 @@ def side_by_side_figure(table: pd.DataFrame, colours: dict[str, str]) -> Figure:
 # Publishing
 
 
-def _git(*args) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(config.REPO_ROOT), *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def tool_versions() -> dict[str, str | None]:
-    versions = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            versions[name.lower()] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name.lower()] = None
-    return versions
-
-
 def versions(study_dir: Path) -> list[int]:
     """The published version numbers of a study, ascending."""
     if not study_dir.is_dir():
@@ -939,7 +913,7 @@ def render(tables, runs, study: str, version: int, title: str, out: Path, now: d
             tolerance=f"{TOLERANCE_PCT:g}",
             sections=sections,
             missing_manifests=[r["run_id"] for r in runs if r["_manifest"] is None],
-            git_commit=_git("rev-parse", "HEAD"),
+            git_commit=provenance.git_state()[0],
             iostudy_version=__version__,
             style=(TEMPLATES / "style.css").read_text(),
         )
@@ -962,7 +936,7 @@ def _manifest(
             {
                 "kind": "store-parquet",
                 "path": _shown(path),
-                "sha256": store_mod.sha256_file(path),
+                "sha256": provenance.sha256_file(path),
                 "bytes": path.stat().st_size,
             }
         )
@@ -976,7 +950,7 @@ def _manifest(
             "path": _shown(path) if path else None,
         }
         if run["_manifest"] is not None:
-            entry |= {"sha256": store_mod.sha256_file(path), "bytes": path.stat().st_size}
+            entry |= {"sha256": provenance.sha256_file(path), "bytes": path.stat().st_size}
         else:
             entry["missing"] = True
         inputs.append(entry)
@@ -997,11 +971,11 @@ def _manifest(
             }
         )
     files = [
-        {"path": p.name, "sha256": store_mod.sha256_file(p), "bytes": p.stat().st_size}
+        {"path": p.name, "sha256": provenance.sha256_file(p), "bytes": p.stat().st_size}
         for p in sorted(out.iterdir())
         if p.is_file()
     ]
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    commit, dirty = provenance.git_state()
     return {
         "report": {
             "study": study,
@@ -1011,10 +985,10 @@ def _manifest(
             "command_line": argv,
         },
         "git": {
-            "commit": _git("rev-parse", "HEAD"),
-            "dirty": None if status is None else bool(status),
+            "commit": commit,
+            "dirty": dirty,
         },
-        "tool_versions": tool_versions(),
+        "tool_versions": provenance.package_versions({p.lower(): p for p in PACKAGES}),
         "store": _shown(Path(store)),
         "inputs": inputs,
         "runs": run_entries,

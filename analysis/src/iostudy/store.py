@@ -28,7 +28,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import fcntl
-import hashlib
 import json
 import math
 import multiprocessing
@@ -47,6 +46,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .darshanlog import DarshanLogError, read_log
+from .provenance import sha256_file
 from .summary import MODULE_COUNTERS
 
 DEFAULT_STORE = Path("results") / "store"
@@ -195,14 +195,6 @@ class IngestError(Exception):
 
 
 # -- small helpers -------------------------------------------------------------------------------
-
-
-def sha256_file(path, chunk=1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _utc(ts: datetime) -> datetime:
