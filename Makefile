@@ -23,15 +23,17 @@ VENV_STAMP := $(VENV)/.lock-stamp
 PIP_TOOLS := pip-tools==7.6.2
 # The Slurm test cluster (ci/cluster): its state directory, and optionally another node count.
 CLUSTER_STATE ?= build/cluster
+# make spack: the system whose site facts (configs/systems/<SYSTEM>/spack/) Spack builds against
+SYSTEM ?= local
 CLUSTER_NODES ?=
 
 # Only trees and files that exist: the lists grow as the project does.
-PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests configs reframe-checks conftest.py)
+PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests configs reframe-checks spack-env conftest.py)
 C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
 .PHONY: help setup apt-packages build-runtime build-checks venv test test-runtime test-python test-cluster \
-	lint demo bench bench-runtime format clean lock cluster-up cluster-down
+	lint demo bench bench-runtime format clean lock cluster-up cluster-down spack spack-check
 
 help: ## list the targets
 	@echo "usage: make TARGET   (variables: PYTHON=$(PYTHON) CMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) JOBS=$(JOBS))"
@@ -105,6 +107,12 @@ cluster-down: ## stop the Slurm test cluster, remove its namespaces (keeps its s
 
 bench-runtime: setup ## instructions per intercepted call and wall-time overhead of the runtime
 	$(VENV)/bin/python runtime/bench/bench_runtime.py --build $(RUNTIME_BUILD)
+
+spack: venv ## build the runtime and every benchmark with Spack for SYSTEM (FRESH=1: ignore the lock)
+	$(VENV)/bin/iostudy spack build --system $(SYSTEM) --jobs $(JOBS) $(if $(FRESH),--fresh)
+
+spack-check: venv ## validate spack-env/spack.yaml and the site scopes (no Spack needed)
+	$(VENV)/bin/iostudy spack check
 
 bench: bench-runtime ## run every benchmark
 

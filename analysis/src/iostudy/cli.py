@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.table import Column, Table
 
-from . import __version__, campaign, config, metrics, profiles, report, store, testbed
+from . import __version__, campaign, config, metrics, profiles, report, spackenv, store, testbed
 from .darshanlog import DarshanLogError, read_log
 from .summary import summarize
 
@@ -170,6 +170,7 @@ def build_parser():
     store.register(groups)
     metrics.register(groups)
     report.register(groups)
+    spackenv.register(groups)
     return parser
 
 

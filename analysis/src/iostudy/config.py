@@ -69,6 +69,12 @@ def load(path: Path, kind: str) -> dict:
         raise ConfigError(
             f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON: {exc.msg}"
         ) from exc
+    return validate(path, data, kind)
+
+
+def validate(path: Path, data, kind: str):
+    """Validates data read from path against the schema of kind and fills in its defaults;
+    the first problem is raised as a ConfigError naming file and key."""
     schema = _schema(kind)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))

@@ -1,0 +1,45 @@
+"""HACC-IO: the checkpoint/restart I/O kernel of the HACC cosmology code."""
+
+from spack.package import *
+from spack_repo.builtin.build_systems.makefile import MakefilePackage
+
+#: the programs of the Makefile's `all` target
+PROGRAMS = ("hacc_io", "hacc_io_write", "hacc_io_read", "hacc_open_close", "hacc_printinfo")
+
+
+class HaccIo(MakefilePackage):
+    """HACC-IO writes and reads back the particle arrays of HACC's checkpoints through MPI-IO.
+    Installs the file-per-process programs under their own names and the shared-file ones with
+    the suffix _shared (hacc_io_shared, ...): a study compares both layouts."""
+
+    homepage = "https://github.com/glennklockwood/hacc-io"
+    url = (
+        "https://github.com/glennklockwood/hacc-io/archive/"
+        "b4d8c1dcfc2afcfb7722c44ec573ff3c36d3012d.tar.gz"
+    )
+    # Licence: UChicago Argonne BSD-style terms, in the source's LICENSE file.
+
+    # No release or tag upstream: the last commit (2018-01-17), pinned by its archive's checksum.
+    version("2018-01-17", sha256="7afb4fab7322255fdf0dda8f3ebd4fab6cb6b593b48d7af7bcfacc74ca0a81c6")
+
+    depends_on("cxx", type="build")
+    depends_on("gmake", type="build")
+    depends_on("mpi")
+
+    def build(self, spec, prefix):
+        # The Makefile's objects differ per layout (-DHACC_IO_FILE_PER_PROCESS): build the
+        # shared-file programs, set them aside, then the file-per-process ones.
+        make_args = [f"CXX={spec['mpi'].mpicxx}"]
+        make("all", *make_args)
+        mkdirp("shared")
+        for program in PROGRAMS:
+            rename(program, join_path("shared", f"{program}_shared"))
+        make("clean", *make_args)
+        make("fpp", *make_args)
+
+    def install(self, spec, prefix):
+        mkdirp(prefix.bin)
+        for program in PROGRAMS:
+            install(program, prefix.bin)
+            install(join_path("shared", f"{program}_shared"), prefix.bin)
+        install("README.md", prefix)

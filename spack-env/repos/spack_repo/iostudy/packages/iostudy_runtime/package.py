@@ -1,0 +1,21 @@
+"""iostudy's instrumentation runtime (runtime/ of this checkout)."""
+
+from spack.package import *
+from spack_repo.iostudy.checkout import IostudyCheckoutPackage
+
+
+class IostudyRuntime(IostudyCheckoutPackage):
+    """LD_PRELOAD library that records POSIX, STDIO and MPI I/O in Darshan-format logs, with
+    the MPI plugin (libiostudy-mpi-<flavour>.so) of the MPI it is built against."""
+
+    root_cmakelists_dir = "runtime"
+
+    variant("mpi", default=True, description="Build the MPI plugin for the spec's MPI")
+
+    depends_on("zlib-api")
+    depends_on("mpi", when="+mpi")
+
+    def cmake_args(self):
+        if self.spec.satisfies("+mpi"):
+            return [self.mpi_flavours_arg()]
+        return [self.define("IOSTUDY_MPI_FLAVOURS", "")]
