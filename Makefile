@@ -109,6 +109,8 @@ bench-runtime: setup ## instructions per intercepted call and wall-time overhead
 	$(VENV)/bin/python runtime/bench/bench_runtime.py --build $(RUNTIME_BUILD)
 
 spack: venv ## build the runtime and every benchmark with Spack for SYSTEM (FRESH=1: ignore the lock)
+	@if [ -f configs/systems/$(SYSTEM)/spack/apt-packages.txt ]; then \
+		ci/install-apt-packages.sh configs/systems/$(SYSTEM)/spack/apt-packages.txt; fi
 	$(VENV)/bin/iostudy spack build --system $(SYSTEM) --jobs $(JOBS) $(if $(FRESH),--fresh)
 
 spack-check: venv ## validate spack-env/spack.yaml and the site scopes (no Spack needed)

@@ -2,7 +2,8 @@
 
 One job of max_procs ranks (procs_per_node per node) runs every I/O model between file per
 process and single shared file, size bytes each, with the environment's build of the benchmark
-(build/reframe-checks/iomodel-<environ>, from `make setup`), under iostudy's runtime: the job
+(iomodel-<environ> from the system's Spack view, build/spack/<system>/view, else from
+build/reframe-checks of `make setup`), under iostudy's runtime (found the same way): the job
 leaves one Darshan-format log in <run_dir>/darshan tagged with campaign, check, system and
 parameters. The benchmark's JSON lines are kept as iomodel.jsonl in the test's output folder.
 
@@ -46,8 +47,7 @@ class iomodel_check(rfm.RunOnlyRegressionTest):
     read_back = variable(typ.Bool, value=False)
     repetition = variable(int, value=0)
 
-    # Where things are and go. An empty run_dir: the stage folder (a run outside a campaign).
-    repo_root = variable(str, value=str(Path(__file__).resolve().parents[1]))
+    # Where things go. An empty run_dir: the stage folder (a run outside a campaign).
     run_dir = variable(str, value="")
     #: the benchmark's files; empty: <run_dir>/scratch
     scratch_dir = variable(str, value="")
@@ -66,13 +66,13 @@ class iomodel_check(rfm.RunOnlyRegressionTest):
         self.num_tasks = procs
         self.num_tasks_per_node = per_node
 
-        root = Path(self.repo_root)
         environ = self.current_environ.name
-        self.executable = str(root / "build" / "reframe-checks" / f"iomodel-{environ}")
-        runtime = root / "build" / "runtime" / "libiostudy.so"
+        system = self.current_system.name
+        self.executable = str(checks.benchmark_program(system, "iomodel", environ))
+        runtime = checks.runtime_library(system, environ)
         for built in (Path(self.executable), runtime):
             if not built.is_file() and not self.is_dry_run():
-                raise FileNotFoundError(f"{built} is missing: run `make setup`")
+                raise FileNotFoundError(f"{built} is missing: run `make setup` or `make spack`")
 
         run_dir = Path(self.run_dir or self.stagedir)
         part = self.current_partition

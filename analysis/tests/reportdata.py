@@ -193,7 +193,7 @@ def make_study(root: Path) -> tuple[Path, Path]:
                 "campaign": {"name": "quick", "study": "quick", "checks": []},
                 "references": {},
             },
-            "spack_lock_sha256": None,
+            "spack_build": None,
         }
         run_dir = results / run_id
         run_dir.mkdir(parents=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import campaign, config
+from iostudy import campaign, checks, config, spackenv
 from iostudy.cli import main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -193,7 +193,8 @@ def test_environ_the_system_lacks(configs_copy, tmp_path, capsys):
 
 
 def test_missing_build_says_make_setup(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(campaign.CHECK_BINARIES, "iomodel_check", "build/nowhere/iomodel-{environ}")
+    monkeypatch.setattr(checks, "CHECKS_BUILD", config.REPO_ROOT / "build" / "nowhere")
+    monkeypatch.setattr(spackenv, "BUILD_ROOT", tmp_path / "no-spack-build")
     status = main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)])
     err = capsys.readouterr().err
     assert status == 2
@@ -251,7 +252,7 @@ def test_dry_run_manifest(tmp_path, capsys):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert set(manifest) >= {
         "run_id", "campaign", "system", "started", "finished", "status", "git_commit",
-        "git_dirty", "tool_versions", "command_line", "effective_config", "spack_lock_sha256",
+        "git_dirty", "tool_versions", "command_line", "effective_config", "spack_build",
     }  # fmt: skip
     assert manifest["run_id"] == run_dir.name
     assert manifest["status"] == "dry-run" and manifest["exit_code"] == 0

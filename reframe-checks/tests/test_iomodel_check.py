@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 
 from iostudy import campaign as campaign_mod
-from iostudy import checks, config
+from iostudy import checks, config, spackenv
 from iostudy.cli import main
 from iostudy.darshanlog import read_log
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = REPO_ROOT / "build" / "runtime" / "libiostudy.so"
 FLAVOURS = ["openmpi", "mpich"]
 MIB = 1 << 20
 
@@ -193,7 +192,8 @@ def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
         mpi = sysdesc["mpi"][environ]
         lines = script.splitlines()
         (launch,) = [line for line in lines if f"iomodel-{environ} " in line]
-        binary = REPO_ROOT / "build" / "reframe-checks" / f"iomodel-{environ}"
+        # The programs come from the system's Spack view when `make spack` made one.
+        binary = checks.benchmark_program(system, "iomodel", environ)
         # quick's max_procs "system": every core, 2 on local, 2 nodes x 2 on testcluster.
         procs = sysdesc["nodes"]["count"] * sysdesc["nodes"]["cores_per_node"]
         assert f"{binary} --size 256M --max-procs {procs} --procs-per-node 2 --dir" in launch
@@ -210,7 +210,7 @@ def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
             assert "#SBATCH -p debug" in lines
         for name, value in mpi.get("env", {}).items():
             assert exported(script, name) == value
-        assert exported(script, "LD_PRELOAD") == str(RUNTIME)
+        assert exported(script, "LD_PRELOAD") == str(checks.runtime_library(system, environ))
         assert exported(script, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
         tags = dict(kv.split("=", 1) for kv in exported(script, "IOSTUDY_LOG_TAGS").split(";"))
         assert tags == {
@@ -235,7 +235,10 @@ def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
 
 
 def require_built():
-    missing = campaign_mod.missing_binaries({"checks": [{"check": "iomodel_check"}]}, FLAVOURS)
+    needed = campaign_mod.needed_binaries(
+        {"checks": [{"check": "iomodel_check"}]}, "local", FLAVOURS
+    )
+    missing = [p for p in needed if not p.is_file()]
     if missing:
         pytest.fail(f"not built: {', '.join(map(str, missing))}; run `make setup`")
 
@@ -268,7 +271,8 @@ def test_real_run_with_1_2_and_4_ranks(configs_copy, tmp_path, capsys):
     assert manifest["effective_config"]["campaign"]["checks"][0]["parameters"]["max_procs"] == [
         1, 2, 4
     ]  # fmt: skip
-    assert manifest["spack_lock_sha256"] is None
+    # The Spack build the binaries come from, when `make spack` made one (else None).
+    assert manifest["spack_build"] == spackenv.manifest_entry("local")
     assert manifest["results"] == {"pass": 6}
 
     cases = report_cases(run_dir)

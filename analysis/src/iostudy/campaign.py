@@ -32,14 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import checks, config, provenance
+from . import checks, config, provenance, spackenv
 
 REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
 REFRAME_SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"
-RUNTIME_LIB = Path("build") / "runtime" / "libiostudy.so"
-# Each check's programs, per MPI flavour, relative to the repo root.
-CHECK_BINARIES = {"iomodel_check": "build/reframe-checks/iomodel-{environ}"}
+# Each check's own benchmark (one program per MPI flavour: checks.benchmark_program).
+CHECK_BENCHMARKS = {"iomodel_check": "iomodel"}
 # "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
 # system's cores_per_node), at most max_procs, resolved per test case.
 PER_NODE_OF_SYSTEM = 0
@@ -115,13 +114,14 @@ def validate(campaign: dict, system: dict) -> None:
                 )
 
 
-def missing_binaries(campaign: dict, flavours: list[str]) -> list[Path]:
-    needed = [REPO_ROOT / RUNTIME_LIB]
+def needed_binaries(campaign: dict, system: str, flavours: list[str]) -> list[Path]:
+    """The runtime and every check's programs, where the checks will take them from."""
+    needed = list(dict.fromkeys(checks.runtime_library(system, e) for e in flavours))
     for entry in campaign["checks"]:
-        pattern = CHECK_BINARIES.get(entry["check"])
-        if pattern:
-            needed += [REPO_ROOT / pattern.format(environ=e) for e in flavours]
-    return [p for p in needed if not p.is_file()]
+        benchmark = CHECK_BENCHMARKS.get(entry["check"])
+        if benchmark:
+            needed += [checks.benchmark_program(system, benchmark, e) for e in flavours]
+    return needed
 
 
 def scratch_dir(system: dict, run_dir: Path) -> Path:
@@ -248,7 +248,8 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     references = config.load_references(system_name)
     flavours = environs(campaign, system)
     validate(campaign, system)
-    missing = missing_binaries(campaign, flavours)
+    binaries = needed_binaries(campaign, system_name, flavours)
+    missing = [p for p in binaries if not p.is_file()]
     if missing and not dry_run:
         raise CampaignError(
             f"not built: {', '.join(str(p.relative_to(REPO_ROOT)) for p in missing)}; "
@@ -262,15 +263,6 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     (run_dir / "reframe").mkdir()
     cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
     commit, dirty = provenance.git_state()
-    binaries = {
-        str(RUNTIME_LIB): None,
-        **{
-            pattern.format(environ=e): None
-            for entry in campaign["checks"]
-            if (pattern := CHECK_BINARIES.get(entry["check"]))
-            for e in flavours
-        },
-    }
     manifest = {
         "run_id": rid,
         "campaign": campaign["name"],
@@ -285,10 +277,11 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
         "git_dirty": dirty,
         "tool_versions": tool_versions(system),
         "binaries_sha256": {
-            rel: provenance.sha256_file(REPO_ROOT / rel) if (REPO_ROOT / rel).is_file() else None
-            for rel in binaries
+            str(p.relative_to(REPO_ROOT)): provenance.sha256_file(p) if p.is_file() else None
+            for p in binaries
         },
-        "spack_lock_sha256": None,
+        # The Spack build (record, lock) the binaries come from; None: `make setup`'s build.
+        "spack_build": spackenv.manifest_entry(system_name),
         "command_line": ["iostudy", *argv],
         "reframe_command_line": cmd,
         "environs": flavours,

@@ -1,6 +1,7 @@
 """What iostudy's ReFrame checks (reframe-checks/) compute, so that the checks stay thin adapters:
 the I/O-model benchmark's expected models, its JSON lines and performance values, the tags of
-each job's log, and the references of configs/references/<system>.json in ReFrame's form.
+each job's log, the references of configs/references/<system>.json in ReFrame's form, and
+where each check finds its programs.
 
 Pure functions of plain data, unit tested without ReFrame.
 """
@@ -11,11 +12,29 @@ import json
 import re
 from pathlib import Path
 
-from . import config
+from . import config, spackenv
 
+RUNTIME_BUILD = config.REPO_ROOT / "build" / "runtime" / "libiostudy.so"
+CHECKS_BUILD = config.REPO_ROOT / "build" / "reframe-checks"
 SIZE = re.compile(r"^([1-9][0-9]*)([KMG]?)$")
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 MIB_S = "MiB/s"
+
+
+def runtime_library(system: str, environ: str) -> Path:
+    """The runtime the jobs of an MPI flavour preload: the system's Spack view (`make spack`)
+    when its runtime has that flavour's plugin (it is built for the view's one MPI), else the
+    CMake build of `make setup`, which has a plugin per flavour."""
+    if spackenv.view_library(system, f"libiostudy-mpi-{environ}.so"):
+        return spackenv.view_library(system, "libiostudy.so") or RUNTIME_BUILD
+    return RUNTIME_BUILD
+
+
+def benchmark_program(system: str, benchmark: str, environ: str) -> Path:
+    """iostudy's own benchmark for an MPI flavour, <benchmark>-<environ>: from the system's
+    Spack view when it has one, else from the CMake build of `make setup`."""
+    name = f"{benchmark}-{environ}"
+    return spackenv.view_program(system, name) or CHECKS_BUILD / name
 
 
 def parse_size(text: str | int) -> int:

@@ -966,7 +966,7 @@ def _manifest(
                 "git_dirty": m.get("git_dirty"),
                 "tool_versions": m.get("tool_versions"),
                 "command_line": m.get("command_line"),
-                "spack_lock_sha256": m.get("spack_lock_sha256"),
+                "spack_build": m.get("spack_build"),
                 "effective_config": m.get("effective_config"),
             }
         )

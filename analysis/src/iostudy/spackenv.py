@@ -87,13 +87,31 @@ def view_library(system: str, name: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def build_record(system: str) -> dict | None:
+    path = record_path(system)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def view_mpi(system: str) -> tuple[str, Path] | None:
+    """The MPI flavour the view's programs are built with and its mpirun (an external's
+    prefix, else the view's), from the build record; None without a build."""
+    record = build_record(system)
+    if record is None:
+        return None
+    for spec in record["specs"]:
+        if spec["name"] in ("openmpi", "mpich"):
+            prefix = Path(spec["external"]["path"]) if spec.get("external") else view_dir(system)
+            return spec["name"], prefix / "bin" / "mpirun"
+    return None
+
+
 def manifest_entry(system: str) -> dict | None:
     """What a run manifest records of the system's Spack build: the record's path (relative
     to the checkout) and checksum, and the lock's checksum; None without a build."""
-    path = record_path(system)
-    if not path.is_file():
+    record = build_record(system)
+    if record is None:
         return None
-    record = json.loads(path.read_text())
+    path = record_path(system)
     return {
         "record": str(path.relative_to(REPO_ROOT)),
         "record_sha256": provenance.sha256_file(path),

@@ -1,0 +1,105 @@
+"""Where the checks take their programs from, and what a run manifest records of a Spack build.
+
+A Spack build is stood in for by a folder laid out as `iostudy spack build` leaves it
+(<system>/view and <system>/build-record.json) in a build folder of the checkout that only
+these tests use (manifests name it relative to the checkout): CI has no Spack. The real
+build is exercised by spack-env/tests/test_view_programs.py where Spack exists.
+"""
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from iostudy import checks, config, spackenv
+from iostudy.cli import main
+
+
+@pytest.fixture
+def spack_build(monkeypatch):
+    """An empty stand-in for build/spack/: no system has a Spack build until a test adds it."""
+    root = config.REPO_ROOT / "build" / "test-spackenv"
+    shutil.rmtree(root, ignore_errors=True)
+    monkeypatch.setattr(spackenv, "BUILD_ROOT", root)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def fake_view(root, system, files):
+    for rel in files:
+        path = root / system / "view" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\x7fELF" + rel.encode())
+
+
+def write_record(root, system, lock_sha="ab" * 32):
+    path = root / system / "build-record.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "system": system,
+        "spack": {"version": "1.1.0"},
+        "spack_lock_sha256": lock_sha,
+        "specs": [{"name": "openmpi", "external": {"path": "/usr"}}],
+    }
+    path.write_text(json.dumps(record))
+    return path
+
+
+def test_without_spack_build_the_cmake_builds_are_used(spack_build):
+    assert checks.runtime_library("local", "openmpi") == checks.RUNTIME_BUILD
+    assert checks.benchmark_program("local", "iomodel", "mpich") == (
+        config.REPO_ROOT / "build" / "reframe-checks" / "iomodel-mpich"
+    )
+    assert spackenv.manifest_entry("local") is None
+    assert spackenv.view_mpi("local") is None
+
+
+def test_the_view_wins_for_what_it_has(spack_build):
+    fake_view(
+        spack_build,
+        "local",
+        ["bin/iomodel-openmpi", "lib/libiostudy.so", "lib/libiostudy-mpi-openmpi.so"],
+    )
+    view = spack_build / "local" / "view"
+    assert checks.runtime_library("local", "openmpi") == view / "lib" / "libiostudy.so"
+    assert checks.benchmark_program("local", "iomodel", "openmpi") == view / "bin/iomodel-openmpi"
+    # The view was built with one MPI: the other flavour's programs and runtime (with its
+    # plugin) still come from `make setup`.
+    assert checks.benchmark_program("local", "iomodel", "mpich").parent == checks.CHECKS_BUILD
+    assert checks.runtime_library("local", "mpich") == checks.RUNTIME_BUILD
+    # Another system's view is not this one's.
+    assert checks.runtime_library("testcluster", "openmpi") == checks.RUNTIME_BUILD
+
+
+def test_manifest_entry_and_mpi_come_from_the_record(spack_build):
+    path = write_record(spack_build, "local", lock_sha="cd" * 32)
+    entry = spackenv.manifest_entry("local")
+    assert entry["record_sha256"] == sha256(path)
+    assert entry["spack_lock_sha256"] == "cd" * 32
+    assert entry["spack_version"] == "1.1.0"
+    assert spackenv.view_mpi("local") == ("openmpi", Path("/usr/bin/mpirun"))
+
+
+def test_dry_run_manifest_references_the_build(spack_build, tmp_path, capsys):
+    record = write_record(spack_build, "local")
+    fake_view(spack_build, "local", ["lib/libiostudy.so", "lib/libiostudy-mpi-openmpi.so"])
+    results = tmp_path / "results"
+    status = main(
+        ["campaign", "run", "quick", "--system", "local", "--dry-run", "--results", str(results)]
+    )
+    capsys.readouterr()
+    assert status == 0
+    (run_dir,) = results.iterdir()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["spack_build"]["record"] == "build/test-spackenv/local/build-record.json"
+    assert manifest["spack_build"]["record_sha256"] == sha256(record)
+    runtime = spack_build / "local" / "view" / "lib" / "libiostudy.so"
+    assert manifest["binaries_sha256"]["build/test-spackenv/local/view/lib/libiostudy.so"] == (
+        sha256(runtime)
+    )
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
