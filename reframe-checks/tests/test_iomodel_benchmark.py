@@ -16,18 +16,14 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from benchmark_runs import FLAVOURS, binary, launcher, require, run_env
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-BUILD_HINT = "build it first: `make build-checks` (or `make setup`)"
-FLAVOURS = ["openmpi", "mpich"]
-LAUNCHERS = {"openmpi": "mpirun.openmpi", "mpich": "mpirun.mpich"}
 MIB = 1 << 20
 COORDS = ("n", "p", "f", "m")
 RUN_KEYS = [
@@ -47,11 +43,6 @@ RUN_KEYS = [
     "read_mib_s",
     "model",
 ]
-
-
-def checks_build_dir() -> Path:
-    env = os.environ.get("IOSTUDY_CHECKS_BUILD_DIR")
-    return Path(env).resolve() if env else REPO_ROOT / "build" / "reframe-checks"
 
 
 def pow2_upto(limit: int) -> list[int]:
@@ -92,47 +83,17 @@ def seed_label(c: dict, max_procs: int) -> str | None:
 # --- running the benchmark ---------------------------------------------------------------
 
 
-def run_env() -> dict:
-    """The caller's environment without instrumentation, plus what mpirun needs as root in a
-    container (no ssh agent, oversubscription of the 2 cores)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not (k.startswith(("DARSHAN_", "IOSTUDY_LOG")) or k == "LD_PRELOAD")
-    }
-    env.update(
-        {
-            "LC_ALL": "C",
-            "OMPI_ALLOW_RUN_AS_ROOT": "1",
-            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_plm_rsh_agent": "",
-            "OMPI_MCA_rmaps_base_oversubscribe": "1",
-        }
-    )
-    return env
-
-
 @pytest.fixture(params=FLAVOURS)
 def flavour(request) -> str:
-    launcher = LAUNCHERS[request.param]
-    if shutil.which(launcher) is None:
-        pytest.skip(f"{launcher} not found")
-    binary = checks_build_dir() / f"iomodel-{request.param}"
-    if not binary.is_file():
-        pytest.fail(f"{binary} not found: {BUILD_HINT}", pytrace=False)
-    return request.param
+    return require("iomodel", request.param)
 
 
 def iomodel(flavour: str, nprocs: int | None, *args, timeout: int = 300):
     """Runs the benchmark under mpirun with nprocs ranks, or alone (an MPI singleton: one rank)
     when nprocs is None."""
-    binary = checks_build_dir() / f"iomodel-{flavour}"
-    cmd = [str(binary), *map(str, args)]
+    cmd = [str(binary("iomodel", flavour)), *map(str, args)]
     if nprocs is not None:
-        launcher = [LAUNCHERS[flavour], "-np", str(nprocs)]
-        if flavour == "openmpi":
-            launcher[1:1] = ["--oversubscribe", "--allow-run-as-root"]
-        cmd = launcher + cmd
+        cmd = launcher(flavour, nprocs) + cmd
     return subprocess.run(
         cmd, env=run_env(), capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -439,9 +400,8 @@ def lustre_stand_ins(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def run_alone_with(flavour, env_extra: dict, *args) -> subprocess.CompletedProcess:
-    binary = checks_build_dir() / f"iomodel-{flavour}"
     env = {**run_env(), **env_extra}
-    cmd = [str(binary), *map(str, args)]
+    cmd = [str(binary("iomodel", flavour)), *map(str, args)]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from benchmark_runs import FLAVOURS, REPO_ROOT, binary, launcher, require, run_env
 
 from iostudy.darshanlog import read_log
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = REPO_ROOT / "build" / "runtime" / "libiostudy.so"
-LAUNCHERS = {"openmpi": "mpirun.openmpi", "mpich": "mpirun.mpich"}
 PROCS = 2
 N = 50
 KEYS = [
@@ -38,49 +36,15 @@ KEYS = [
 ]
 
 
-def checks_build_dir() -> Path:
-    env = os.environ.get("IOSTUDY_CHECKS_BUILD_DIR")
-    return Path(env).resolve() if env else REPO_ROOT / "build" / "reframe-checks"
-
-
-def run_env() -> dict:
-    """The caller's environment without instrumentation, plus what mpirun needs as root in a
-    container (no ssh agent, oversubscription of the 2 cores)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not (k.startswith(("DARSHAN_", "IOSTUDY_LOG")) or k == "LD_PRELOAD")
-    }
-    env.update(
-        {
-            "LC_ALL": "C",
-            "OMPI_ALLOW_RUN_AS_ROOT": "1",
-            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_plm_rsh_agent": "",
-            "OMPI_MCA_rmaps_base_oversubscribe": "1",
-        }
-    )
-    return env
-
-
-@pytest.fixture(params=list(LAUNCHERS))
+@pytest.fixture(params=FLAVOURS)
 def flavour(request) -> str:
-    launcher = LAUNCHERS[request.param]
-    if shutil.which(launcher) is None:
-        pytest.skip(f"{launcher} not found")
-    binary = checks_build_dir() / f"metarates-{request.param}"
-    if not binary.is_file():
-        pytest.skip(f"{binary} not built: run `make build-checks`")
-    return request.param
+    return require("metarates", request.param)
 
 
 def metarates(flavour: str, *args, app_env: dict | None = None, timeout: int = 120):
     """The benchmark under mpirun with PROCS ranks; app_env goes to the ranks only (through
     the launcher), so that mpirun itself is never instrumented."""
-    launcher = [LAUNCHERS[flavour], "-np", str(PROCS)]
-    for k, v in (app_env or {}).items():
-        launcher += ["-x", f"{k}={v}"] if flavour == "openmpi" else ["-genv", k, str(v)]
-    cmd = [*launcher, str(checks_build_dir() / f"metarates-{flavour}"), *map(str, args)]
+    cmd = [*launcher(flavour, PROCS, app_env), str(binary("metarates", flavour)), *map(str, args)]
     return subprocess.run(
         cmd, env=run_env(), capture_output=True, text=True, timeout=timeout, check=False
     )
