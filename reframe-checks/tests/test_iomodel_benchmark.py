@@ -347,7 +347,7 @@ def test_unwritable_dir_exit_2(flavour, case, tmp_path):
     if case == "regular-file":
         target, why = a_file, "not a directory"
     else:
-        target, why = a_file / "sub", "cannot create it"
+        target, why = a_file / "sub", f"cannot create {a_file / 'sub'}: Not a directory"
     res = iomodel(
         flavour, 1, "--size", "1M", "--max-procs", 1, "--procs-per-node", 1, "--dir", target
     )

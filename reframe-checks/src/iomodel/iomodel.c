@@ -27,10 +27,10 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "bench_args.h"
+
 enum { EXIT_IO = 1, EXIT_USAGE = 2 };
 
-#define ERR_LEN 512
-#define PATH_LEN 4096
 /* Above 2^30 ranks the power-of-two loops would overflow an int; no machine is near it. */
 #define MAX_PROCS (1L << 30)
 /* Large chunks go out in pieces of this size, so memory per rank stays bounded at any S. */
@@ -78,25 +78,7 @@ static const char USAGE[] =
     "serial and single shared file, and prints one JSON line per model. Run it with exactly\n"
     "M MPI ranks placed in blocks of P per node; --list prints the models without I/O.\n";
 
-/* Formats a parameter error into err (ERR_LEN bytes); returns -1 for the caller to return. */
-static int fail(char *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static bool is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
-
-static bool all_digits(const char *s) {
-    if (*s == '\0')
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
 
 /* Bytes with an optional binary suffix; strtoull alone would accept "-1" and " 5". */
 static int parse_size(const char *s, uint64_t *out, char *err) {
@@ -123,17 +105,6 @@ static int parse_size(const char *s, uint64_t *out, char *err) {
     return 0;
 }
 
-static int parse_count(const char *name, const char *s, long *out, char *err) {
-    errno = 0;
-    long v = all_digits(s) ? strtol(s, NULL, 10) : 0;
-    if (v <= 0 || errno != 0)
-        return fail(err, "%s '%s' is not a positive integer", name, s);
-    if (v > MAX_PROCS)
-        return fail(err, "%s %ld is larger than %ld", name, v, MAX_PROCS);
-    *out = v;
-    return 0;
-}
-
 static const struct option LONG_OPTIONS[] = {
     {"size", required_argument, NULL, 's'},
     {"max-procs", required_argument, NULL, 'M'},
@@ -148,14 +119,15 @@ static const struct option LONG_OPTIONS[] = {
 };
 
 /* One option; the optarg-taking ones are parsed at once so that errors name the option. */
-static int apply_option(options_t *o, int c, const char *arg, char *err) {
+static int apply_option(void *opts, int c, const char *arg, char *err) {
+    options_t *o = opts;
     switch (c) {
     case 's':
         return parse_size(arg, &o->size, err);
     case 'M':
-        return parse_count("--max-procs", arg, &o->max_procs, err);
+        return parse_count("--max-procs", arg, MAX_PROCS, &o->max_procs, err);
     case 'P':
-        return parse_count("--procs-per-node", arg, &o->ppn, err);
+        return parse_count("--procs-per-node", arg, MAX_PROCS, &o->ppn, err);
     case 'd':
         o->dir = arg;
         return 0;
@@ -175,23 +147,6 @@ static int apply_option(options_t *o, int c, const char *arg, char *err) {
         o->help = true;
         return 0;
     }
-}
-
-static int parse_options(int argc, char **argv, options_t *o, char *err) {
-    o->models = "all";
-    opterr = 0; /* getopt's own messages would come from every rank, not in our format */
-    int c;
-    while ((c = getopt_long(argc, argv, ":", LONG_OPTIONS, NULL)) != -1) {
-        if (c == ':')
-            return fail(err, "option '%s' needs a value", argv[optind - 1]);
-        if (c == '?')
-            return fail(err, "unknown option '%s' (see --help)", argv[optind - 1]);
-        if (apply_option(o, c, optarg, err) != 0)
-            return -1;
-    }
-    if (optind < argc)
-        return fail(err, "unexpected argument '%s' (see --help)", argv[optind]);
-    return 0;
 }
 
 /* Powers of two with P <= M imply that P divides M, so a separate divisibility check could never
@@ -379,31 +334,16 @@ static void list_models(const bench_t *b) {
     }
 }
 
-/* mkdir -p: DIR may be a fresh per-run directory. */
-static int make_dirs(const char *path) {
-    char buf[PATH_LEN];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return ENAMETOOLONG;
-    for (char *s = buf + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return errno;
-        *s = '/';
-    }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? errno : 0;
-}
-
 /* access() rather than a probe file: a probe would show up in the job's I/O log. access() with
  * W_OK fails on a read-only file system even for root. */
 static int check_dir(const char *dir, char *err) {
     struct stat st;
     if (strlen(dir) > PATH_LEN - 128) /* room for the model directory and file names */
         return fail(err, "--dir is longer than %d characters", PATH_LEN - 128);
-    int e = make_dirs(dir);
+    char failed[PATH_LEN];
+    int e = make_dirs(dir, failed);
     if (e != 0)
-        return fail(err, "--dir %s: cannot create it: %s", dir, strerror(e));
+        return fail(err, "--dir %s: cannot create %s: %s", dir, failed, strerror(e));
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return fail(err, "--dir %s: not a directory", dir);
     if (access(dir, W_OK | X_OK) != 0)
@@ -609,7 +549,8 @@ static int run_all(bench_t *b) {
 
 /* Parameters every rank can check alone (all ranks see the same argv and job size). */
 static int setup_local(bench_t *b, int argc, char **argv, char *err) {
-    if (parse_options(argc, argv, &b->opt, err) != 0)
+    b->opt.models = "all";
+    if (parse_args(argc, argv, ":", LONG_OPTIONS, apply_option, &b->opt, err) != 0)
         return -1;
     if (b->opt.help)
         return 0;

@@ -22,10 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench_args.h"
+
 enum { EXIT_SYSCALL = 1, EXIT_USAGE = 2 };
 
-#define ERR_LEN 512
-#define PATH_LEN 4096
 /* Room after DIR for "/rank.<r>/f.<i>" with 10-digit numbers. */
 #define NAME_ROOM 64
 /* Keeps procs * N (the ops field) far inside 64 bits for any MPI job size. */
@@ -85,15 +85,6 @@ static const char USAGE[] =
     "Exit status: 0; 1 a system call failed (metarates: rank R: CALL PATH: reason); 2 bad\n"
     "parameters.\n";
 
-/* Formats a parameter error into err (ERR_LEN bytes); returns -1 for the caller to return. */
-static int fail(char *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* Reports a failed system call; returns EXIT_SYSCALL for the caller to return. */
 static int syscall_error(int rank, const char *call, const char *path) {
     fprintf(stderr, "metarates: rank %d: %s %s: %s\n", rank, call, path, strerror(errno));
@@ -110,27 +101,6 @@ static int agree(int status) {
     return worst;
 }
 
-static bool all_digits(const char *s) {
-    if (*s == '\0')
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
-
-/* strtol alone would accept "-1", " 5" and "5x". */
-static int parse_files(const char *s, long *out, char *err) {
-    errno = 0;
-    long v = all_digits(s) ? strtol(s, NULL, 10) : 0;
-    if (v <= 0 || errno != 0)
-        return fail(err, "--files-per-proc '%s' is not a positive integer", s);
-    if (v > MAX_FILES)
-        return fail(err, "--files-per-proc %ld is larger than %ld", v, MAX_FILES);
-    *out = v;
-    return 0;
-}
-
 static const struct option LONG_OPTIONS[] = {
     {"dir", required_argument, NULL, 'd'},    {"files-per-proc", required_argument, NULL, 'n'},
     {"phases", required_argument, NULL, 'p'}, {"keep", no_argument, NULL, 'k'},
@@ -138,13 +108,14 @@ static const struct option LONG_OPTIONS[] = {
 };
 
 /* One option; the value-taking ones are checked at once so that errors name the option. */
-static int apply_option(options_t *o, int c, const char *arg, char *err) {
+static int apply_option(void *opts, int c, const char *arg, char *err) {
+    options_t *o = opts;
     switch (c) {
     case 'd':
         o->dir = arg;
         return 0;
     case 'n':
-        return parse_files(arg, &o->files, err);
+        return parse_count("--files-per-proc", arg, MAX_FILES, &o->files, err);
     case 'p':
         o->phases = arg;
         return 0;
@@ -155,27 +126,6 @@ static int apply_option(options_t *o, int c, const char *arg, char *err) {
         o->help = true;
         return 0;
     }
-}
-
-static int parse_options(int argc, char **argv, options_t *o, char *err) {
-    o->files = 1000;
-    opterr = 0; /* getopt's own messages would come from every rank, not in our format */
-    int c;
-    while ((c = getopt_long(argc, argv, ":d:n:p:kh", LONG_OPTIONS, NULL)) != -1) {
-        if (c == ':')
-            return fail(err, "option '%s' needs a value", argv[optind - 1]);
-        /* optopt names an unknown short option even inside a cluster such as -kx; for an
-         * unknown long option it is 0 and the option is the argument just passed. */
-        if (c == '?' && optopt != 0)
-            return fail(err, "unknown option '-%c'", optopt);
-        if (c == '?')
-            return fail(err, "unknown option '%s'", argv[optind - 1]);
-        if (apply_option(o, c, optarg, err) != 0)
-            return -1;
-    }
-    if (optind < argc)
-        return fail(err, "unexpected argument '%s'", argv[optind]);
-    return 0;
 }
 
 /* A comma-separated set of phase names; repeats are harmless, an empty list is not. */
@@ -206,7 +156,8 @@ static int select_phases(const char *list, bool run[NPHASES], char *err) {
 /* Everything a rank can check alone; all ranks see the same argv, so all reach the same
  * verdict and leave together without any communication. */
 static int setup(bench_t *b, int argc, char **argv, char *err) {
-    if (parse_options(argc, argv, &b->opt, err) != 0)
+    b->opt.files = 1000;
+    if (parse_args(argc, argv, ":d:n:p:kh", LONG_OPTIONS, apply_option, &b->opt, err) != 0)
         return -1;
     if (b->opt.help)
         return 0;
@@ -224,20 +175,10 @@ static int setup(bench_t *b, int argc, char **argv, char *err) {
 }
 
 /* mkdir -p on rank 0; a failure names the component that could not be made. */
-static int make_dirs(const bench_t *b, const char *path) {
-    char buf[PATH_LEN];
-    snprintf(buf, sizeof buf, "%s", path); /* fits: the length was checked in setup */
-    for (char *s = buf + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return syscall_error(b->rank, "mkdir", buf);
-        *s = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return syscall_error(b->rank, "mkdir", buf);
-    return 0;
+static int make_top_dir(const bench_t *b) {
+    char failed[PATH_LEN];
+    errno = make_dirs(b->opt.dir, failed);
+    return errno ? syscall_error(b->rank, "mkdir", failed) : 0;
 }
 
 /* Only the index changes from file to file, so the timed loops do not format the prefix. */
@@ -251,7 +192,7 @@ static const char *file_path(bench_t *b, long i) {
  * own directory once DIR exists. An existing rank directory is fine: create's O_EXCL still
  * refuses files left by an earlier --keep run. */
 static int make_rank_dir(bench_t *b) {
-    int status = agree(b->rank == 0 ? make_dirs(b, b->opt.dir) : 0); /* also the barrier */
+    int status = agree(b->rank == 0 ? make_top_dir(b) : 0); /* also the barrier */
     if (status != 0)
         return status;
     if (mkdir(b->rdir, 0777) != 0 && errno != EEXIST)
