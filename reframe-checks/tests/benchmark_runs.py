@@ -5,8 +5,10 @@ instrumentation. Imported by the test modules beside it (pytest puts this folder
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,15 @@ def launcher(flavour: str, nprocs: int, app_env: dict | None = None) -> list[str
     for key, value in (app_env or {}).items():
         cmd += ["-x", f"{key}={value}"] if flavour == "openmpi" else ["-genv", key, str(value)]
     return cmd
+
+
+def describe(res: subprocess.CompletedProcess) -> str:
+    return (
+        f"command: {' '.join(res.args)}\nexit status: {res.returncode}\n"
+        f"stdout:\n{res.stdout}\nstderr:\n{res.stderr}"
+    )
+
+
+def json_lines(res: subprocess.CompletedProcess) -> list[dict]:
+    assert res.returncode == 0, describe(res)
+    return [json.loads(line) for line in res.stdout.splitlines()]

@@ -14,7 +14,6 @@ so --max-procs 4 --procs-per-node 2 is a two-node run as far as the benchmark ca
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from benchmark_runs import FLAVOURS, binary, launcher, require, run_env
+from benchmark_runs import FLAVOURS, binary, describe, json_lines, launcher, require, run_env
 
 MIB = 1 << 20
 COORDS = ("n", "p", "f", "m")
@@ -97,18 +96,6 @@ def iomodel(flavour: str, nprocs: int | None, *args, timeout: int = 300):
     return subprocess.run(
         cmd, env=run_env(), capture_output=True, text=True, timeout=timeout, check=False
     )
-
-
-def describe(res: subprocess.CompletedProcess) -> str:
-    return (
-        f"command: {' '.join(res.args)}\nexit status: {res.returncode}\n"
-        f"stdout:\n{res.stdout}\nstderr:\n{res.stderr}"
-    )
-
-
-def json_lines(res: subprocess.CompletedProcess) -> list[dict]:
-    assert res.returncode == 0, describe(res)
-    return [json.loads(line) for line in res.stdout.splitlines()]
 
 
 def key(rec: dict) -> tuple:

@@ -9,14 +9,22 @@ under the flavour's own mpirun, oversubscribed on this host.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from benchmark_runs import FLAVOURS, REPO_ROOT, binary, launcher, require, run_env
+from benchmark_runs import (
+    FLAVOURS,
+    REPO_ROOT,
+    binary,
+    describe,
+    json_lines,
+    launcher,
+    require,
+    run_env,
+)
 
 from iostudy.darshanlog import read_log
 
@@ -48,18 +56,6 @@ def metarates(flavour: str, *args, app_env: dict | None = None, timeout: int = 1
     return subprocess.run(
         cmd, env=run_env(), capture_output=True, text=True, timeout=timeout, check=False
     )
-
-
-def describe(res: subprocess.CompletedProcess) -> str:
-    return (
-        f"command: {' '.join(res.args)}\nexit status: {res.returncode}\n"
-        f"stdout:\n{res.stdout}\nstderr:\n{res.stderr}"
-    )
-
-
-def json_lines(res: subprocess.CompletedProcess) -> list[dict]:
-    assert res.returncode == 0, describe(res)
-    return [json.loads(line) for line in res.stdout.splitlines()]
 
 
 def check_phases(recs: list[dict], phases: list[str]):
