@@ -37,7 +37,10 @@ def program(name: str) -> Path:
 def mpi():
     found = spackenv.view_mpi(SYSTEM)
     if found is None:
-        pytest.skip(f"no Spack build record for {SYSTEM}: run `make spack SYSTEM={SYSTEM}`")
+        pytest.skip(
+            f"{spackenv.record_path(SYSTEM)} is missing: no Spack build for {SYSTEM}; run `make "
+            f"spack SYSTEM={SYSTEM}` (needs Spack >= 1.0, see spack-env/README.md)"
+        )
     return found
 
 
