@@ -143,6 +143,7 @@ static void reset_records(void) {
     modmem_used = namemem_used = 0;
     partial_flags = 0;
     ios_posix_reset();
+    ios_mpiio_reset();
     ios_stdio_reset();
     ios_heatmap_reset();
 }

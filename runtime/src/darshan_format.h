@@ -23,6 +23,7 @@ enum ios_module_id {
     IOS_MOD_HEATMAP = 15,
 };
 #define IOS_POSIX_VER 4
+#define IOS_MPIIO_VER 3
 #define IOS_STDIO_VER 2
 #define IOS_HEATMAP_VER 1
 
@@ -69,6 +70,14 @@ enum ios_posix_fcounter {
 #include "posix_fcounters.def"
     POSIX_F_NUM_INDICES
 };
+enum ios_mpiio_counter {
+#include "mpiio_counters.def"
+    MPIIO_NUM_INDICES
+};
+enum ios_mpiio_fcounter {
+#include "mpiio_fcounters.def"
+    MPIIO_F_NUM_INDICES
+};
 enum ios_stdio_counter {
 #include "stdio_counters.def"
     STDIO_NUM_INDICES
@@ -85,6 +94,13 @@ struct ios_posix_record {
     double fcounters[POSIX_F_NUM_INDICES];
 };
 static_assert(sizeof(struct ios_posix_record) == 704, "POSIX v4 record is 704 bytes");
+
+struct ios_mpiio_record {
+    struct ios_base_record base;
+    int64_t counters[MPIIO_NUM_INDICES];
+    double fcounters[MPIIO_F_NUM_INDICES];
+};
+static_assert(sizeof(struct ios_mpiio_record) == 560, "MPI-IO v3 record is 560 bytes");
 
 struct ios_stdio_record {
     struct ios_base_record base;

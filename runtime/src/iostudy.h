@@ -170,7 +170,7 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
                       const int64_t *in_counts, int n_in) IOS_HIDDEN;
 
 /* ---- heatmap ------------------------------------------------------------------------------ */
-enum ios_heatmap_api { IOS_HEATMAP_POSIX, IOS_HEATMAP_STDIO, IOS_HEATMAP_NAPIS };
+enum ios_heatmap_api { IOS_HEATMAP_POSIX, IOS_HEATMAP_MPIIO, IOS_HEATMAP_STDIO, IOS_HEATMAP_NAPIS };
 #define IOS_HEATMAP_BINS 200
 struct ios_heatmap {
     double width, inv_width, end;      /* end = width * BINS: bins collapse when time reaches it */
@@ -200,6 +200,7 @@ struct ios_record_set {
     size_t count; /* records */
 };
 void ios_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_mpiio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_stdio_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Writes the heatmap records, rebinned to bin_width and nbins from the process's own time
  * origin, which lies shift seconds after the job's. */
@@ -207,6 +208,7 @@ void ios_heatmap_collect(struct ios_record_set *set, double bin_width, int64_t n
                          double shift) IOS_HIDDEN;
 double ios_heatmap_min_width(double end_time) IOS_HIDDEN;
 void ios_posix_reset(void) IOS_HIDDEN;
+void ios_mpiio_reset(void) IOS_HIDDEN;
 void ios_stdio_reset(void) IOS_HIDDEN;
 void ios_heatmap_reset(void) IOS_HIDDEN;
 
@@ -222,6 +224,7 @@ struct ios_reducer {
     size_t counters_off, fcounters_off;
 };
 extern const struct ios_reducer ios_posix_reducer IOS_HIDDEN;
+extern const struct ios_reducer ios_mpiio_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;
 
 /* The name a file was recorded under: of a tracked descriptor (fdopen names its stream after
@@ -260,10 +263,17 @@ struct ios_comm {
     /* Reduces n elements of elem_size bytes into rank 0's buf, in rank order, with combine. */
     void (*reduce_elems)(void *buf, size_t n, size_t elem_size,
                          void (*combine)(const void *in, void *inout));
+    /* What the MPI-IO wrappers need to know of MPI's handles, which mpiio.c passes as opaque
+     * uintptr_t (an int in MPICH, a pointer in Open MPI). NULL without a plugin. */
+    int64_t (*type_bytes)(uintptr_t datatype, int64_t count); /* count elements, in bytes */
+    int (*comm_size)(uintptr_t comm);
+    int (*info_is_null)(uintptr_t info);
 };
 enum { IOS_OP_SUM, IOS_OP_MIN, IOS_OP_MAX, IOS_OP_BAND, IOS_OP_BOR };
 typedef int (*ios_mpi_plugin_init_fn)(struct ios_comm *comm);
 
 void ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
+/* Lets the MPI-IO wrappers record, with the plugin's knowledge of MPI's handles. */
+void ios_mpiio_enable(const struct ios_comm *comm) IOS_HIDDEN;
 
 #endif

@@ -14,9 +14,11 @@
 #include <zlib.h>
 
 /* Regions after the job region, in file order: names, then modules by ascending id. */
-enum { R_NAMES, R_POSIX, R_STDIO, R_HEATMAP, N_REGIONS };
-static const int region_module[N_REGIONS] = {0, IOS_MOD_POSIX, IOS_MOD_STDIO, IOS_MOD_HEATMAP};
-static const int region_version[N_REGIONS] = {0, IOS_POSIX_VER, IOS_STDIO_VER, IOS_HEATMAP_VER};
+enum { R_NAMES, R_POSIX, R_MPIIO, R_STDIO, R_HEATMAP, N_REGIONS };
+static const int region_module[N_REGIONS] = {0, IOS_MOD_POSIX, IOS_MOD_MPIIO, IOS_MOD_STDIO,
+                                             IOS_MOD_HEATMAP};
+static const int region_version[N_REGIONS] = {0, IOS_POSIX_VER, IOS_MPIIO_VER, IOS_STDIO_VER,
+                                              IOS_HEATMAP_VER};
 
 static int64_t timespec_ns(struct timespec ts) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -254,11 +256,12 @@ static int write_all(int fd, const void *buf, size_t len, off_t off) {
  */
 void ios_write_log(const struct ios_comm *comm) {
     struct ios_record_set sets[N_REGIONS] = {{0}};
-    const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer, &ios_stdio_reducer,
-                                                     NULL};
+    const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer, &ios_mpiio_reducer,
+                                                     &ios_stdio_reducer, NULL};
     struct bytes job = {0}, parts[N_REGIONS] = {{0}};
     double write_start = ios_now();
     ios_posix_collect(&sets[R_POSIX]);
+    ios_mpiio_collect(&sets[R_MPIIO]);
     ios_stdio_collect(&sets[R_STDIO]);
 
     /* Job start is the earliest process start, end the latest shutdown. */

@@ -57,6 +57,7 @@ static void load_plugin(void) {
         return;
     }
     have_comm = 1;
+    ios_mpiio_enable(&comm);
 }
 
 static void mpi_started(void) {

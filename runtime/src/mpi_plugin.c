@@ -67,6 +67,23 @@ static void reduce_elems(void *buf, size_t n, size_t elem_size,
     PMPI_Type_free(&type);
 }
 
+/* MPI's handles arrive as uintptr_t; the casts give them back their type (an int in MPICH, a
+ * pointer in Open MPI): converting the integer is exact for both. */
+static int64_t type_bytes(uintptr_t datatype, int64_t count) {
+    MPI_Count size = 0;
+    if (count <= 0 || (MPI_Datatype)datatype == MPI_DATATYPE_NULL ||
+        PMPI_Type_size_x((MPI_Datatype)datatype, &size) != MPI_SUCCESS)
+        return 0;
+    return (int64_t)size * count;
+}
+
+static int comm_size(uintptr_t comm) {
+    int size = 0;
+    return PMPI_Comm_size((MPI_Comm)comm, &size) == MPI_SUCCESS ? size : 0;
+}
+
+static int info_is_null(uintptr_t info) { return (MPI_Info)info == MPI_INFO_NULL; }
+
 IOS_EXPORT int ios_mpi_plugin_init(struct ios_comm *comm) {
     if (PMPI_Comm_rank(MPI_COMM_WORLD, &comm->rank) != MPI_SUCCESS ||
         PMPI_Comm_size(MPI_COMM_WORLD, &comm->size) != MPI_SUCCESS)
@@ -77,5 +94,8 @@ IOS_EXPORT int ios_mpi_plugin_init(struct ios_comm *comm) {
     comm->allreduce_f64 = allreduce_f64;
     comm->exscan_sum_i64 = exscan_sum_i64;
     comm->reduce_elems = reduce_elems;
+    comm->type_bytes = type_bytes;
+    comm->comm_size = comm_size;
+    comm->info_is_null = info_is_null;
     return 0;
 }
