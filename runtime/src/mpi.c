@@ -13,14 +13,30 @@
 static struct ios_comm comm;
 static int have_comm;
 
-static void *real_mpi(const char *name) {
+/* The MPI library's function, or NULL; never one of this library's own PMPI_ names, which
+ * would call themselves. */
+static void *lookup_mpi(const char *name) {
     void *f = dlsym(RTLD_NEXT, name);
-    return f ? f : dlsym(RTLD_DEFAULT, name);
+    Dl_info found, self;
+    if (!f && (f = dlsym(RTLD_DEFAULT, name)) != NULL && dladdr(f, &found) &&
+        dladdr((void *)lookup_mpi, &self) && found.dli_fbase == self.dli_fbase)
+        f = NULL;
+    return f;
+}
+
+/* Without the real function the program could not have called the wrapper: stop, saying why. */
+static void *real_mpi(const char *name) {
+    void *f = lookup_mpi(name);
+    if (!f) {
+        ios_warn("%s is not in the MPI library the program uses", name);
+        abort();
+    }
+    return f;
 }
 
 /* "openmpi" or "mpich" (and its derivatives), from the library version string. */
 static const char *mpi_flavour(void) {
-    int (*get_version)(char *, int *) = real_mpi("PMPI_Get_library_version");
+    int (*get_version)(char *, int *) = lookup_mpi("PMPI_Get_library_version");
     static char version[8192];
     int len = 0;
     if (!get_version || get_version(version, &len) != 0)
@@ -78,6 +94,10 @@ IOS_EXPORT int MPI_Init(int *argc, char ***argv) {
     return ret;
 }
 
+/* Open MPI's Fortran bindings call PMPI_Init, PMPI_Init_thread and PMPI_Finalize: those names
+ * are the same wrappers (the real calls are looked up past this library). */
+IOS_EXPORT int PMPI_Init(int *argc, char ***argv) __attribute__((alias("MPI_Init")));
+
 IOS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     int (*real)(int *, char ***, int, int *) = real_mpi("PMPI_Init_thread");
     int ret = real(argc, argv, required, provided);
@@ -85,6 +105,8 @@ IOS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provi
         mpi_started();
     return ret;
 }
+IOS_EXPORT int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+    __attribute__((alias("MPI_Init_thread")));
 
 /* The log is written collectively before MPI goes away. */
 IOS_EXPORT int MPI_Finalize(void) {
@@ -92,3 +114,4 @@ IOS_EXPORT int MPI_Finalize(void) {
     ios_core_shutdown_mpi(have_comm ? &comm : NULL);
     return real();
 }
+IOS_EXPORT int PMPI_Finalize(void) __attribute__((alias("MPI_Finalize")));

@@ -35,6 +35,22 @@ POSIX_FCOUNTERS = [
     ).split()
 ]
 
+MPIIO_COUNTERS = [
+    "MPIIO_" + c
+    for c in (
+        "INDEP_OPENS COLL_OPENS INDEP_READS INDEP_WRITES COLL_READS COLL_WRITES SPLIT_READS"
+        " SPLIT_WRITES NB_READS NB_WRITES SYNCS HINTS VIEWS MODE BYTES_READ BYTES_WRITTEN"
+        " RW_SWITCHES MAX_READ_TIME_SIZE MAX_WRITE_TIME_SIZE"
+    ).split()
+]
+MPIIO_COUNTERS += [f"MPIIO_SIZE_READ_AGG_{b}" for b in SIZE_BINS]
+MPIIO_COUNTERS += [f"MPIIO_SIZE_WRITE_AGG_{b}" for b in SIZE_BINS]
+MPIIO_COUNTERS += [f"MPIIO_ACCESS{i}_ACCESS" for i in range(1, 5)]
+MPIIO_COUNTERS += [f"MPIIO_ACCESS{i}_COUNT" for i in range(1, 5)]
+MPIIO_COUNTERS += [
+    "MPIIO_" + c for c in "FASTEST_RANK FASTEST_RANK_BYTES SLOWEST_RANK SLOWEST_RANK_BYTES".split()
+]
+
 STDIO_COUNTERS = [
     "STDIO_" + c
     for c in (
@@ -75,23 +91,25 @@ def size_bin(size: int) -> str:
     return "1G_PLUS"
 
 
-def histogram(kind: str, sizes) -> dict:
-    """POSIX_SIZE_<kind>_* counters for a list of access sizes (kind = READ or WRITE)."""
-    out = {f"POSIX_SIZE_{kind}_{b}": 0 for b in SIZE_BINS}
+def histogram(kind: str, sizes, module: str = "POSIX") -> dict:
+    """The size histogram for a list of access sizes (kind = READ or WRITE): POSIX_SIZE_<kind>_*
+    or, for module MPIIO, MPIIO_SIZE_<kind>_AGG_*."""
+    prefix = f"MPIIO_SIZE_{kind}_AGG_" if module == "MPIIO" else f"{module}_SIZE_{kind}_"
+    out = {f"{prefix}{b}": 0 for b in SIZE_BINS}
     for s in sizes:
-        out[f"POSIX_SIZE_{kind}_{size_bin(s)}"] += 1
+        out[f"{prefix}{size_bin(s)}"] += 1
     return out
 
 
-def common_slots(kind: str, pairs) -> dict:
-    """POSIX_<kind>{1..4}_<kind> / _COUNT from hand-ordered (value, count) pairs."""
+def common_slots(kind: str, pairs, module: str = "POSIX") -> dict:
+    """<module>_<kind>{1..4}_<kind> / _COUNT from hand-ordered (value, count) pairs."""
     pairs = list(pairs)
     assert len(pairs) <= 4
     pairs += [(0, 0)] * (4 - len(pairs))
     out = {}
     for i, (val, cnt) in enumerate(pairs, start=1):
-        out[f"POSIX_{kind}{i}_{kind}"] = val
-        out[f"POSIX_{kind}{i}_COUNT"] = cnt
+        out[f"{module}_{kind}{i}_{kind}"] = val
+        out[f"{module}_{kind}{i}_COUNT"] = cnt
     return out
 
 
@@ -108,13 +126,22 @@ def posix_expected(file_alignment: int, mem_alignment: int = 8, **counters) -> d
     return exp
 
 
-def stdio_expected(**counters) -> dict:
-    exp = {c: 0 for c in STDIO_COUNTERS}
+def _expected(names: list, module: str, counters: dict) -> dict:
+    """Every counter of names at zero, then the given ones (with or without the prefix)."""
+    exp = dict.fromkeys(names, 0)
     for k, v in counters.items():
-        key = k if k.startswith("STDIO_") else "STDIO_" + k
+        key = k if k.startswith(f"{module}_") else f"{module}_{k}"
         assert key in exp, f"unknown counter {key}"
         exp[key] = v
     return exp
+
+
+def mpiio_expected(**counters) -> dict:
+    return _expected(MPIIO_COUNTERS, "MPIIO", counters)
+
+
+def stdio_expected(**counters) -> dict:
+    return _expected(STDIO_COUNTERS, "STDIO", counters)
 
 
 def compare_counters(rec: dict, expected: dict, skip=(), what: str = "") -> None:
@@ -158,11 +185,13 @@ def check_posix_record(rec, expected, write_sizes=(), read_sizes=(), what="") ->
 EPS = 2e-3  # slack (s) between the job's wall-clock run time and the module timers
 
 
-def check_timers(rec: dict, module: str, run_time: float, families: dict, what: str = "") -> None:
+def check_timers(
+    rec: dict, module: str, run_time: float, families: dict, what: str = "", ranks: int = 1
+) -> None:
     """Timestamps/timers of one record: all >= 0, start <= end per family, inside
-    [0, run_time], cumulative times <= run_time.  ``families`` maps OPEN/READ/WRITE/CLOSE to
-    True when the program performed that kind of operation on the record (then both
-    timestamps must be > 0) or False (then both must be 0)."""
+    [0, run_time], cumulative times <= ranks x run_time (a shared record sums its ranks' times).
+    ``families`` maps OPEN/READ/WRITE/CLOSE to True when the program performed that kind of
+    operation on the record (then both timestamps must be > 0) or False (then both must be 0)."""
     f = rec["fcounters"]
     p = f"{module}_F_"
     problems = []
@@ -179,8 +208,8 @@ def check_timers(rec: dict, module: str, run_time: float, families: dict, what: 
         elif start != 0 or end != 0:
             problems.append(f"{fam}: no such operation but start={start} end={end}")
     for t in ("READ_TIME", "WRITE_TIME", "META_TIME"):
-        if not (0 <= f[p + t] <= run_time + EPS):
-            problems.append(f"{t} = {f[p + t]} not within [0, run_time {run_time}]")
+        if not (0 <= f[p + t] <= ranks * run_time + EPS):
+            problems.append(f"{t} = {f[p + t]} not within [0, {ranks} x run_time {run_time}]")
     for t in ("MAX_READ_TIME", "MAX_WRITE_TIME"):
         if p + t in f and not (0 <= f[p + t] <= run_time + EPS):
             problems.append(f"{t} = {f[p + t]} not within [0, run_time {run_time}]")
