@@ -13,7 +13,7 @@
 struct ios_heatmap ios_heatmaps[IOS_HEATMAP_NAPIS];
 #define maps ios_heatmaps
 static const char *const names[IOS_HEATMAP_NAPIS] = {"heatmap:POSIX", "heatmap:MPIIO",
-                                                        "heatmap:STDIO"};
+                                                     "heatmap:STDIO"};
 
 static void collapse(struct ios_heatmap *h) {
     for (int dir = 0; dir < 2; dir++) {
