@@ -4,7 +4,10 @@
    callgrind, which counts instructions repeatably:
    ((I(lib, N) - I(lib, 0)) - (I(none, N) - I(none, 0))) / N. Compared with Darshan 3.5.0
    measured on these machines and with iostudy's targets.
-2. Wall-time overhead of 4 processes each writing 256 MiB in 1 MiB writes: median of alternating
+2. Instructions added per 64-byte MPI_File_write_at (one process, MPI_COMM_SELF), per MPI
+   flavour built, the same way; it includes the POSIX write beneath, which is recorded too.
+   Compared with the instructions the MPI library itself spends on the call.
+3. Wall-time overhead of 4 processes each writing 256 MiB in 1 MiB writes: median of alternating
    runs with and without the runtime.
 
 Standard library only, so it runs with any Python 3.
@@ -53,16 +56,33 @@ def environments(build, logs):
     return plain, instrumented
 
 
+def added_per_call(cmd, calls, envs):
+    """(instructions the runtime adds per call, instructions of the call itself) for cmd(n),
+    the argument list of a program making n calls, from runs with 0 and with calls calls."""
+    counts = {}
+    for label, env in zip(("none", "lib"), envs, strict=True):
+        for n in (0, calls):
+            counts[label, n] = instructions(cmd(n), env)
+    own = counts["none", calls] - counts["none", 0]
+    return ((counts["lib", calls] - counts["lib", 0]) - own) / calls, own / calls
+
+
 def per_call(build, op, calls, workdir):
     """Instructions the runtime adds to one call of op."""
     prog = os.path.join(build, "bench_calls")
-    plain, instrumented = environments(build, os.path.join(workdir, "logs"))
-    counts = {}
-    for label, env in (("lib", instrumented), ("none", plain)):
-        for n in (0, calls):
-            counts[label, n] = instructions([prog, op, str(n), workdir], env)
-    added = (counts["lib", calls] - counts["lib", 0]) - (counts["none", calls] - counts["none", 0])
-    return added / calls
+    envs = environments(build, os.path.join(workdir, "logs"))
+    return added_per_call(lambda n: [prog, op, str(n), workdir], calls, envs)[0]
+
+
+def per_mpiio_call(build, flavour, calls, workdir):
+    """Instructions the runtime adds to one MPI_File_write_at, and the call's own."""
+    prog = os.path.join(build, f"bench_mpiio-{flavour}")
+    plain, instrumented = environments(build, os.path.join(workdir, "mpilogs"))
+    # An MPI program: the runtime starts at MPI_Init, not by DARSHAN_ENABLE_NONMPI.
+    instrumented.pop("DARSHAN_ENABLE_NONMPI")
+    root = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    envs = (dict(plain, **root), dict(instrumented, **root))
+    return added_per_call(lambda n: [prog, str(n), workdir], calls, envs)
 
 
 def wall_time(build, procs, mib, runs, workdir):
@@ -136,6 +156,14 @@ def main():
                 f"  {op:8} {added:8.0f} {DARSHAN_3_5_0[op]:14d} {ratio:6.2f} "
                 f"{'<= ' + str(TARGET[op]):>7} {verdict}"
             )
+        print(f"Instructions added per 64-byte MPI_File_write_at ({args.calls} calls):")
+        print(f"  {'MPI':8} {'iostudy':>8} {'MPI itself':>11} {'ratio':>6}")
+        for flavour in ("openmpi", "mpich"):
+            if not os.path.exists(os.path.join(args.build, f"bench_mpiio-{flavour}")):
+                print(f"  {flavour:8} skipped: bench_mpiio-{flavour} not built (no {flavour})")
+                continue
+            added, own = per_mpiio_call(args.build, flavour, args.calls, workdir)
+            print(f"  {flavour:8} {added:8.0f} {own:11.0f} {added / own:6.2f}")
         print(
             f"Wall time, {args.procs} processes x {args.mib} MiB in 1 MiB writes, "
             f"median of {args.runs} alternating runs:"
