@@ -19,8 +19,8 @@ int main(int argc, char **argv) {
     memset(buf, 'x', sizeof buf);
     snprintf(path, sizeof path, "%s/bench_mpiio.dat", argv[2]);
     MPI_File fh;
-    int rc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
-                           &fh);
+    int rc =
+        MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
     for (long i = 0; rc == MPI_SUCCESS && i < n; i++)
         rc = MPI_File_write_at(fh, (i % 1024) * 64, buf, sizeof buf, MPI_BYTE, MPI_STATUS_IGNORE);
     if (rc == MPI_SUCCESS)
