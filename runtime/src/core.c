@@ -144,6 +144,7 @@ static void reset_records(void) {
     partial_flags = 0;
     ios_posix_reset();
     ios_mpiio_reset();
+    ios_lustre_reset();
     ios_stdio_reset();
     ios_heatmap_reset();
 }

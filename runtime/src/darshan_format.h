@@ -24,6 +24,7 @@ enum ios_module_id {
 };
 #define IOS_POSIX_VER 4
 #define IOS_MPIIO_VER 3
+#define IOS_LUSTRE_VER 2
 #define IOS_STDIO_VER 2
 #define IOS_HEATMAP_VER 1
 
@@ -108,6 +109,30 @@ struct ios_stdio_record {
     double fcounters[STDIO_F_NUM_INDICES];
 };
 static_assert(sizeof(struct ios_stdio_record) == 248, "STDIO v2 record is 248 bytes");
+
+/* LUSTRE v2: this fixed part, then num_comps components and num_stripes OST indices (reference
+ * §6.4); the id is the file's POSIX record id, which carries the name. */
+struct ios_lustre_record_head {
+    struct ios_base_record base;
+    int64_t num_comps;
+    int64_t num_stripes; /* the sum of the components' stripe counts */
+};
+static_assert(sizeof(struct ios_lustre_record_head) == 32, "LUSTRE v2 fixed part is 32 bytes");
+enum ios_lustre_comp_counter {
+    LUSTRE_COMP_STRIPE_SIZE,
+    LUSTRE_COMP_STRIPE_COUNT,
+    LUSTRE_COMP_STRIPE_PATTERN,
+    LUSTRE_COMP_FLAGS,
+    LUSTRE_COMP_EXT_START,
+    LUSTRE_COMP_EXT_END,
+    LUSTRE_COMP_MIRROR_ID,
+    LUSTRE_COMP_NUM_INDICES
+};
+struct ios_lustre_component {
+    int64_t counters[LUSTRE_COMP_NUM_INDICES];
+    char pool_name[16];
+};
+static_assert(sizeof(struct ios_lustre_component) == 72, "LUSTRE v2 component is 72 bytes");
 
 /* HEATMAP v1 fixed part; write_bins[nbins] then read_bins[nbins] (int64) follow it. */
 struct ios_heatmap_record_head {

@@ -232,6 +232,23 @@ extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;
 const char *ios_posix_fd_name(int fd) IOS_HIDDEN;
 const char *ios_stdio_stream_name(FILE *stream) IOS_HIDDEN;
 
+/* ---- Lustre layouts (lustre.c) ------------------------------------------------------------ */
+#define IOS_LUSTRE_MAX_COMPS 64
+#define IOS_LUSTRE_MAX_STRIPES 4096 /* keeps a record below darshan-parser's 80 KiB buffer */
+struct ios_lustre_layout {
+    int num_comps, num_stripes;
+    struct ios_lustre_component comps[IOS_LUSTRE_MAX_COMPS];
+    int64_t osts[IOS_LUSTRE_MAX_STRIPES]; /* component by component; -1 when unknown */
+};
+/* The layout of the open file fd on Lustre: 0, or -1 when it cannot be had. The seam between
+ * the module and liblustreapi. */
+int ios_lustre_query(int fd, struct ios_lustre_layout *out) IOS_HIDDEN;
+/* The POSIX module opened a file for the first time (call with ios_in_runtime set, no lock). */
+void ios_lustre_file_opened(uint64_t id, const char *name, int fd) IOS_HIDDEN;
+void ios_lustre_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_lustre_reset(void) IOS_HIDDEN;
+size_t ios_lustre_record_size(const void *rec) IOS_HIDDEN;
+
 /* ---- the job record (jobinfo.c) ---------------------------------------------------------- */
 void ios_job_save_args(int argc, char **argv) IOS_HIDDEN;
 void ios_job_begin(void) IOS_HIDDEN; /* start time and time origin: now */

@@ -14,11 +14,21 @@
 #include <zlib.h>
 
 /* Regions after the job region, in file order: names, then modules by ascending id. */
-enum { R_NAMES, R_POSIX, R_MPIIO, R_STDIO, R_HEATMAP, N_REGIONS };
-static const int region_module[N_REGIONS] = {0, IOS_MOD_POSIX, IOS_MOD_MPIIO, IOS_MOD_STDIO,
-                                             IOS_MOD_HEATMAP};
-static const int region_version[N_REGIONS] = {0, IOS_POSIX_VER, IOS_MPIIO_VER, IOS_STDIO_VER,
-                                              IOS_HEATMAP_VER};
+enum { R_NAMES, R_POSIX, R_MPIIO, R_LUSTRE, R_STDIO, R_HEATMAP, N_REGIONS };
+static const int region_module[N_REGIONS] = {
+    0, IOS_MOD_POSIX, IOS_MOD_MPIIO, IOS_MOD_LUSTRE, IOS_MOD_STDIO, IOS_MOD_HEATMAP};
+static const int region_version[N_REGIONS] = {
+    0, IOS_POSIX_VER, IOS_MPIIO_VER, IOS_LUSTRE_VER, IOS_STDIO_VER, IOS_HEATMAP_VER};
+
+/* The size of one record of set: fixed, or given by the record for the variable ones. */
+static size_t record_size(const struct ios_record_set *set, const void *rec) {
+    if (set->rec_size)
+        return set->rec_size;
+    if (set->mod == IOS_MOD_LUSTRE)
+        return ios_lustre_record_size(rec);
+    const struct ios_heatmap_record_head *head = rec;
+    return sizeof *head + 2 * sizeof(int64_t) * (size_t)head->nbins;
+}
 
 static int64_t timespec_ns(struct timespec ts) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -54,30 +64,53 @@ static void seed(const struct ios_reducer *r, void *rec, int rank) {
     fc[r->fastest_time] = fc[r->slowest_time] = r->time(rec);
 }
 
+/* Which of rank 0's records every rank has: rank 0's ids (*ids, *n) and a flag per id; local
+ * maps this rank's record ids to its records. NULL when nothing is shared or memory ran out
+ * (the records then stay per rank). */
+static int64_t *shared_flags(const struct ios_comm *comm, const struct ios_record_set *set,
+                             struct ios_map *local, uint64_t **ids, int64_t *n) {
+    *n = comm->rank == 0 ? (int64_t)set->count : 0;
+    comm->bcast(n, sizeof *n);
+    *ids = NULL;
+    if (*n == 0)
+        return NULL;
+    *ids = calloc((size_t)*n, sizeof **ids);
+    int64_t *shared = calloc((size_t)*n, sizeof *shared);
+    for (size_t off = 0, i = 0; i < set->count; i++) {
+        const struct ios_base_record *base = (const void *)(set->buf + off);
+        if (comm->rank == 0 && *ids)
+            (*ids)[i] = base->id;
+        ios_map_put(local, base->id, set->buf + off);
+        off += record_size(set, base);
+    }
+    /* Every rank takes part in both collectives, whatever its allocations did. */
+    int64_t failed = !*ids || !shared;
+    comm->allreduce_i64(&failed, 1, IOS_OP_MAX);
+    if (failed) {
+        free(shared);
+        free(*ids);
+        *ids = NULL;
+        return NULL;
+    }
+    comm->bcast(*ids, (size_t)*n * sizeof **ids);
+    for (int64_t i = 0; i < *n; i++)
+        shared[i] = ios_map_get(local, (*ids)[i]) != NULL;
+    comm->allreduce_i64(shared, (int)*n, IOS_OP_MIN);
+    return shared;
+}
+
 /* Files every rank recorded become one rank -1 record on rank 0; other ranks drop theirs. */
 static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *set,
                           const struct ios_reducer *r) {
-    int64_t n = comm->rank == 0 ? (int64_t)set->count : 0;
-    comm->bcast(&n, sizeof n);
-    if (n == 0)
-        return;
-    uint64_t *ids = calloc((size_t)n, sizeof *ids);
-    int64_t *shared = calloc((size_t)n, sizeof *shared);
     struct ios_map local = {0};
-    unsigned char *reduced = calloc((size_t)n, r->rec_size);
-    struct variance *var = calloc(2 * (size_t)n, sizeof *var);
+    uint64_t *ids;
+    int64_t n;
+    int64_t *shared = shared_flags(comm, set, &local, &ids, &n);
+    unsigned char *reduced = shared ? calloc((size_t)n, r->rec_size) : NULL;
+    struct variance *var = shared ? calloc(2 * (size_t)n, sizeof *var) : NULL;
     unsigned char *kept = malloc(set->len + 1);
-    if (!ids || !shared || !reduced || !var || !kept)
+    if (!shared || !reduced || !var || !kept)
         goto out; /* cannot fail in practice; the records stay per rank */
-    for (size_t i = 0; comm->rank == 0 && i < set->count; i++)
-        memcpy(&ids[i], set->buf + i * r->rec_size, sizeof(uint64_t));
-    comm->bcast(ids, (size_t)n * sizeof *ids);
-    for (size_t i = 0; i < set->count; i++)
-        ios_map_put(&local, ((struct ios_base_record *)(set->buf + i * r->rec_size))->id,
-                    set->buf + i * r->rec_size);
-    for (int64_t i = 0; i < n; i++)
-        shared[i] = ios_map_get(&local, ids[i]) != NULL;
-    comm->allreduce_i64(shared, (int)n, IOS_OP_MIN);
 
     size_t k = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -135,6 +168,41 @@ out:
     free(kept);
 }
 
+/* Records with nothing to add up (Lustre layouts): rank 0 keeps a shared one as rank -1, the
+ * other ranks drop theirs. */
+static void mark_shared(const struct ios_comm *comm, struct ios_record_set *set) {
+    struct ios_map local = {0};
+    uint64_t *ids;
+    int64_t n;
+    int64_t *shared = shared_flags(comm, set, &local, &ids, &n);
+    struct ios_map is_shared = {0};
+    for (int64_t i = 0; shared && i < n; i++)
+        if (shared[i])
+            ios_map_put(&is_shared, ids[i], set->buf);
+    size_t len = 0, count = 0;
+    for (size_t off = 0, i = 0; shared && i < set->count; i++) {
+        struct ios_base_record *base = (void *)(set->buf + off);
+        size_t size = record_size(set, base);
+        int dup = ios_map_get(&is_shared, base->id) != NULL;
+        if (dup && comm->rank == 0)
+            base->rank = -1;
+        if (!dup || comm->rank == 0) {
+            memmove(set->buf + len, base, size);
+            len += size;
+            count++;
+        }
+        off += size;
+    }
+    if (shared) {
+        set->len = len;
+        set->count = count;
+    }
+    ios_map_free(&is_shared);
+    ios_map_free(&local);
+    free(ids);
+    free(shared);
+}
+
 /* ---- serialization ------------------------------------------------------------------------- */
 struct bytes {
     unsigned char *data;
@@ -184,11 +252,7 @@ static int serialize_names(struct ios_record_set *sets, int nsets, struct bytes 
     for (int s = 0; s < nsets; s++) {
         for (size_t off = 0, i = 0; i < sets[s].count; i++) {
             const struct ios_base_record *base = (const void *)(sets[s].buf + off);
-            off += sets[s].rec_size
-                       ? sets[s].rec_size
-                       : sizeof(struct ios_heatmap_record_head) +
-                             2 * sizeof(int64_t) *
-                                 (size_t)((const struct ios_heatmap_record_head *)base)->nbins;
+            off += record_size(&sets[s], base);
             const char *name = ios_record_name(base->id);
             if (!name || ios_map_get(&seen, base->id))
                 continue;
@@ -220,10 +284,7 @@ static void set_ranks(struct ios_record_set *set, int rank) {
     for (size_t off = 0, i = 0; i < set->count; i++) {
         struct ios_base_record *base = (void *)(set->buf + off);
         base->rank = rank;
-        off += set->rec_size ? set->rec_size
-                             : sizeof(struct ios_heatmap_record_head) +
-                                   2 * sizeof(int64_t) *
-                                       (size_t)((struct ios_heatmap_record_head *)base)->nbins;
+        off += record_size(set, base);
     }
 }
 
@@ -257,11 +318,12 @@ static int write_all(int fd, const void *buf, size_t len, off_t off) {
 void ios_write_log(const struct ios_comm *comm) {
     struct ios_record_set sets[N_REGIONS] = {{0}};
     const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer, &ios_mpiio_reducer,
-                                                     &ios_stdio_reducer, NULL};
+                                                     NULL, &ios_stdio_reducer, NULL};
     struct bytes job = {0}, parts[N_REGIONS] = {{0}};
     double write_start = ios_now();
     ios_posix_collect(&sets[R_POSIX]);
     ios_mpiio_collect(&sets[R_MPIIO]);
+    ios_lustre_collect(&sets[R_LUSTRE]);
     ios_stdio_collect(&sets[R_STDIO]);
 
     /* Job start is the earliest process start, end the latest shutdown. */
@@ -274,10 +336,15 @@ void ios_write_log(const struct ios_comm *comm) {
     double shift = (double)(own_start - job_start) * 1e-9;
 
     for (int r = R_POSIX; r <= R_STDIO; r++) {
-        shift_timestamps(&sets[r], reducers[r], shift);
+        if (reducers[r])
+            shift_timestamps(&sets[r], reducers[r], shift);
         set_ranks(&sets[r], comm->rank);
-        if (comm->mpi && !ios_config.disable_shared_redux)
-            reduce_shared(comm, &sets[r], reducers[r]);
+        if (comm->mpi && !ios_config.disable_shared_redux) {
+            if (reducers[r])
+                reduce_shared(comm, &sets[r], reducers[r]);
+            else
+                mark_shared(comm, &sets[r]);
+        }
     }
 
     /* Every heatmap record of a log must have the same bins (PyDarshan requires it). */

@@ -106,9 +106,13 @@ static void opened(int fd, int dirfd, const char *path, int mode, double t1, dou
     ios_in_runtime = 1;
     if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && ios_enter()) {
         struct posix_file *f = file_by_name(name);
+        int first_open = f && f->rec->counters[POSIX_OPENS] == 0;
         if (f)
             count_open(f, fd, mode, -1, 1, t1, t2);
         ios_leave();
+        ios_in_runtime = 1;
+        if (first_open) /* a file's Lustre layout is taken once, at its first open */
+            ios_lustre_file_opened(f->rec->base.id, name, fd);
     }
     ios_in_runtime = 0;
     errno = saved;
