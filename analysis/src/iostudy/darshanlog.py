@@ -21,6 +21,8 @@ child reads PyDarshan's frames column by column, never through a float64 row):
 - ``name_records``: {id: name}
 - ``records``: {module: [{id, rank, counters {name: int}, fcounters {name: float}}]} for POSIX,
   STDIO and MPI-IO, from ``report.records[mod].to_df()`` (only records that have a name)
+- ``lustre``: [{id, rank, components [{counters {LUSTRE_COMP_*: int}, pool_name, ost_ids [int]}]}],
+  the LUSTRE module's layouts, from ``report.records["LUSTRE"].to_df()`` (named records only)
 - ``heatmaps``: {api: {nbins, bin_width, ranks [sorted], read {rank: [bytes per bin]},
   write {rank: [...]}}}, PyDarshan's ``report.heatmaps`` (api: POSIX, STDIO, MPIIO, ...)
 - ``raw_record_counts``: {module: records stored in the log, named or not} for the record

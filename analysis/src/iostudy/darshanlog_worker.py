@@ -44,6 +44,29 @@ def _records(report, mod):
     ]
 
 
+def _lustre(report):
+    """Lustre layouts as [{id, rank, components [{counters {}, pool_name, ost_ids []}]}], from
+    PyDarshan's one row per component (in the record's order; named records only)."""
+    report.mod_read_all_lustre_records()
+    if len(report.records["LUSTRE"]) == 0:
+        return []
+    frame = report.records["LUSTRE"].to_df()["components"]
+    counters = [c for c in frame.columns if c.startswith("LUSTRE_COMP_")]
+    records = []
+    for row in frame.to_dict("records"):
+        rid, rank = int(row["id"]) & U64, int(row["rank"])
+        if not records or (records[-1]["id"], records[-1]["rank"]) != (rid, rank):
+            records.append({"id": rid, "rank": rank, "components": []})
+        records[-1]["components"].append(
+            {
+                "counters": {c: int(row[c]) for c in counters},
+                "pool_name": str(row["LUSTRE_POOL_NAME"]),
+                "ost_ids": [int(x) for x in row["LUSTRE_OST_IDS"]],
+            }
+        )
+    return records
+
+
 def _heatmaps(report):
     """Heatmaps per API as PyDarshan combines them (it raises if their nbins/bin widths
     disagree); its Heatmap keeps the data in private attributes only."""
@@ -106,6 +129,7 @@ def dump(path):
         },
         "name_records": {int(k): v for k, v in report.name_records.items()},
         "records": {mod: _records(report, mod) for mod in RECORD_MODULES if mod in modules},
+        "lustre": _lustre(report) if "LUSTRE" in modules else [],
         "heatmaps": _heatmaps(report) if "HEATMAP" in modules else {},
         "raw_record_counts": raw_counts,
         "heatmap_records": heatmap_records,
