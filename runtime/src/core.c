@@ -97,7 +97,10 @@ static struct ios_map names; /* record id -> name */
 static size_t modmem_used, namemem_used;
 static uint64_t partial_flags;
 
-static void set_partial(int mod) { partial_flags |= UINT64_C(1) << mod; }
+static void set_partial(int mod) {
+    partial_flags |= UINT64_C(1) << mod;
+    ios_mmap_set_partial(partial_flags);
+}
 
 uint64_t ios_partial_flags(void) { return partial_flags; }
 
@@ -119,17 +122,17 @@ int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
     }
     modmem_used += size;
     namemem_used += name_cost;
+    if (copy)
+        ios_mmap_add_name(id, copy);
     return 0;
 }
 
 void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) {
-    void *rec = calloc(1, size);
-    if (!rec || ios_reserve_record(mod, id, name, size) != 0) {
-        if (!rec)
-            set_partial(mod);
-        free(rec);
+    if (ios_reserve_record(mod, id, name, size) != 0)
         return NULL;
-    }
+    void *rec = ios_mmap_on ? ios_mmap_alloc(mod, size) : NULL;
+    if (!rec && !(rec = calloc(1, size)))
+        set_partial(mod);
     return rec;
 }
 
@@ -159,6 +162,7 @@ void ios_core_start(void) {
     read_config();
     owner_pid = getpid();
     ios_job_begin();
+    ios_mmap_open();
     ios_in_runtime = 0;
     atomic_store(&ios_state, IOS_ON);
 }
@@ -174,7 +178,7 @@ static void shutdown_with(const struct ios_comm *comm) {
     ios_in_runtime = 1;
     ios_lock(); /* wait for updates in flight on other threads */
     ios_unlock();
-    ios_write_log(comm);
+    ios_mmap_close(ios_write_log(comm));
     ios_in_runtime = 0;
     errno = saved;
 }
@@ -196,11 +200,13 @@ static void atfork_child(void) {
     /* The child is a new, non-MPI process: it writes its own log of its own I/O. */
     ios_in_runtime = 1;
     pid_t parent = getppid();
+    ios_mmap_forget();
     reset_records();
     warned = 0;
     owner_pid = getpid();
     ios_job_begin();
     ios_job_set_fork_parent(parent);
+    ios_mmap_open();
     ios_in_runtime = 0;
 }
 

@@ -169,6 +169,25 @@ static inline void ios_value_count(struct ios_value_counts *vc, int64_t v) {
 void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
                       const int64_t *in_counts, int n_in) IOS_HIDDEN;
 
+/* With memory-mapped logs a record holds its four most common values at every moment: moves the
+ * value vc counted last into the record's slots (the order ios_common_merge gives). */
+void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) IOS_HIDDEN;
+
+/* ---- robust logs (mmaplog.c) -------------------------------------------------------------- */
+extern int ios_mmap_on IOS_HIDDEN; /* the records live in this process's memory-mapped log */
+void ios_mmap_open(void) IOS_HIDDEN;
+/* Zeroed space for a record of module mod in the mapped log, counted in its region; NULL for a
+ * module that is not kept there (or without a mapped log). */
+void *ios_mmap_alloc(int mod, size_t size) IOS_HIDDEN;
+void ios_mmap_add_name(uint64_t id, const char *name) IOS_HIDDEN;
+void ios_mmap_set_partial(uint64_t flags) IOS_HIDDEN;
+const char *ios_mmap_path(void) IOS_HIDDEN; /* NULL without a mapped log */
+void ios_mmap_set_rank(int rank, int nprocs) IOS_HIDDEN;
+/* After the normal log: the mapped one is removed, or kept when the normal one failed. */
+void ios_mmap_close(int keep) IOS_HIDDEN;
+/* In a forked child: let go of the parent's mapped log without touching it. */
+void ios_mmap_forget(void) IOS_HIDDEN;
+
 /* ---- heatmap ------------------------------------------------------------------------------ */
 enum ios_heatmap_api { IOS_HEATMAP_POSIX, IOS_HEATMAP_MPIIO, IOS_HEATMAP_STDIO, IOS_HEATMAP_NAPIS };
 #define IOS_HEATMAP_BINS 200
@@ -289,7 +308,8 @@ struct ios_comm {
 enum { IOS_OP_SUM, IOS_OP_MIN, IOS_OP_MAX, IOS_OP_BAND, IOS_OP_BOR };
 typedef int (*ios_mpi_plugin_init_fn)(struct ios_comm *comm);
 
-void ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
+/* Writes the job's log; returns non-zero when this rank's part of it could not be written. */
+int ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
 /* Lets the MPI-IO wrappers record, with the plugin's knowledge of MPI's handles. */
 void ios_mpiio_enable(const struct ios_comm *comm) IOS_HIDDEN;
 

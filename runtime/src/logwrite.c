@@ -315,7 +315,7 @@ static int write_all(int fd, const void *buf, size_t len, off_t off) {
 
 /* ---- the whole shutdown ------------------------------------------------------------------------
  */
-void ios_write_log(const struct ios_comm *comm) {
+int ios_write_log(const struct ios_comm *comm) {
     struct ios_record_set sets[N_REGIONS] = {{0}};
     const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer, &ios_mpiio_reducer,
                                                      NULL, &ios_stdio_reducer, NULL};
@@ -466,8 +466,10 @@ void ios_write_log(const struct ios_comm *comm) {
         failed = 1;
     }
     if (comm->rank == 0 && failed)
-        ios_warn("cannot write the log %s: %s; this run leaves no log", path[0] ? path : "(none)",
-                 why ? why : "out of memory");
+        ios_warn("cannot write the log %s: %s; %s%s", path[0] ? path : "(none)",
+                 why ? why : "out of memory",
+                 ios_mmap_path() ? "its records stay in " : "this run leaves no log",
+                 ios_mmap_path() ? ios_mmap_path() : "");
 
     if (deflater_ready)
         deflateEnd(&deflater);
@@ -477,4 +479,5 @@ void ios_write_log(const struct ios_comm *comm) {
         free(parts[r].data);
         free(sets[r].buf);
     }
+    return failed;
 }

@@ -74,6 +74,7 @@ static void load_plugin(void) {
     }
     have_comm = 1;
     ios_mpiio_enable(&comm);
+    ios_mmap_set_rank(comm.rank, comm.size);
 }
 
 static void mpi_started(void) {

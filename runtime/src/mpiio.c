@@ -119,6 +119,8 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
         c[(is_write ? MPIIO_SIZE_WRITE_AGG_0_100 : MPIIO_SIZE_READ_AGG_0_100) +
           ios_size_bin(bytes)]++;
         ios_value_count(&f->access, bytes);
+        if (ios_mmap_on)
+            ios_common_live(&c[MPIIO_ACCESS1_ACCESS], &c[MPIIO_ACCESS1_COUNT], &f->access);
         if (f->last_io == (is_write ? IO_READ : IO_WRITE))
             c[MPIIO_RW_SWITCHES]++;
         f->last_io = is_write ? IO_WRITE : IO_READ;
@@ -262,6 +264,9 @@ void ios_mpiio_collect(struct ios_record_set *set) {
             continue;
         struct ios_mpiio_record *r = (void *)(set->buf + set->len);
         *r = *f->rec;
+        /* From the tracked values (a memory-mapped log's live slots hold the same). */
+        memset(&r->counters[MPIIO_ACCESS1_ACCESS], 0,
+               (MPIIO_ACCESS4_COUNT - MPIIO_ACCESS1_ACCESS + 1) * sizeof(int64_t));
         ios_common_merge(&r->counters[MPIIO_ACCESS1_ACCESS], &r->counters[MPIIO_ACCESS1_COUNT],
                          f->access.value, f->access.count, f->access.n);
         set->len += set->rec_size;

@@ -146,6 +146,10 @@ static inline __attribute__((always_inline)) void count_rw_inline(struct posix_f
     c[(is_write ? POSIX_SIZE_WRITE_0_100 : POSIX_SIZE_READ_0_100) + ios_size_bin(ret)]++;
     ios_value_count(&f->access, ret);
     ios_value_count(&f->stride, stride);
+    if (ios_mmap_on) {
+        ios_common_live(&c[POSIX_ACCESS1_ACCESS], &c[POSIX_ACCESS1_COUNT], &f->access);
+        ios_common_live(&c[POSIX_STRIDE1_STRIDE], &c[POSIX_STRIDE1_COUNT], &f->stride);
+    }
     if (!mem_aligned)
         c[POSIX_MEM_NOT_ALIGNED]++;
     int64_t falign = c[POSIX_FILE_ALIGNMENT];
@@ -584,6 +588,9 @@ void ios_posix_collect(struct ios_record_set *set) {
             continue;
         struct ios_posix_record *r = (void *)(set->buf + set->len);
         *r = *f->rec;
+        /* From the tracked values (a memory-mapped log's live slots hold the same). */
+        memset(&r->counters[POSIX_STRIDE1_STRIDE], 0,
+               (POSIX_ACCESS4_COUNT - POSIX_STRIDE1_STRIDE + 1) * sizeof(int64_t));
         ios_common_merge(&r->counters[POSIX_ACCESS1_ACCESS], &r->counters[POSIX_ACCESS1_COUNT],
                          f->access.value, f->access.count, f->access.n);
         ios_common_merge(&r->counters[POSIX_STRIDE1_STRIDE], &r->counters[POSIX_STRIDE1_COUNT],

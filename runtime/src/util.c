@@ -171,6 +171,32 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
     }
 }
 
+void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) {
+    if (vc->n == 0 || vc->value[vc->last] == 0)
+        return; /* zero values are never kept */
+    int64_t v = vc->value[vc->last], c = vc->count[vc->last];
+    int i = 0;
+    while (i < 4 && !(vals[i] == v && counts[i] > 0))
+        i++;
+    if (i == 4) {
+        /* Not among the four: it enters in the last slot if it now ranks above that one. */
+        if (counts[3] > c || (counts[3] == c && vals[3] > v))
+            return;
+        i = 3;
+        vals[i] = v;
+    }
+    counts[i] = c;
+    for (; i > 0 &&
+           (counts[i] > counts[i - 1] || (counts[i] == counts[i - 1] && vals[i] > vals[i - 1]));
+         i--) {
+        int64_t tv = vals[i], tc = counts[i];
+        vals[i] = vals[i - 1];
+        counts[i] = counts[i - 1];
+        vals[i - 1] = tv;
+        counts[i - 1] = tc;
+    }
+}
+
 /* ---- path names -------------------------------------------------------------------------------
  */
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {

@@ -131,6 +131,8 @@ class Runner:
             "LD_PRELOAD": str(self.lib),
             "DARSHAN_ENABLE_NONMPI": "1",
             "DARSHAN_LOGFILE": str(Path(tmp_path) / "x.darshan"),
+            # memory-mapped logs of runs that end without writing theirs stay with the test
+            "DARSHAN_MMAP_LOGPATH": str(tmp_path),
         }
         extra.update(env_extra or {})
         env = clean_env(extra)
@@ -149,7 +151,11 @@ class Runner:
         if launcher is None:
             pytest.skip(f"{self.MPIRUN[flavour]} not found")
         log = Path(tmp_path) / "x.darshan"
-        app_env = {"LD_PRELOAD": str(self.lib), "DARSHAN_LOGFILE": str(log)}
+        app_env = {
+            "LD_PRELOAD": str(self.lib),
+            "DARSHAN_LOGFILE": str(log),
+            "DARSHAN_MMAP_LOGPATH": str(tmp_path),
+        }
         app_env.update(env_extra or {})
         env = clean_env(
             {

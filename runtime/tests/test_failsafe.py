@@ -16,6 +16,7 @@ from rt_checks import (
     module_names,
     posix_expected,
     record,
+    records_named,
 )
 
 from iostudy.darshanlog import read_log
@@ -113,7 +114,13 @@ def test_unwritable_log_location(runner, tmp_path, where):
     assert len(err) == 1 and err[0].startswith("iostudy:"), (
         f"expected exactly one warning line starting with 'iostudy:'\n{inst.describe()}"
     )
-    assert sorted(os.listdir(d)) == ["exit.dat", "regular_file"]
+    mmap_logs = [f for f in os.listdir(d) if "_mmap-log-" in f]
+    assert sorted(set(os.listdir(d)) - set(mmap_logs)) == ["exit.dat", "regular_file"]
+    # Nothing is lost: the records stay in the memory-mapped log, which the warning names.
+    assert len(mmap_logs) == 1 and mmap_logs[0] in err[0], inst.describe()
+    log = read_log(os.path.join(d, mmap_logs[0]))
+    (rec,) = records_named(log, "POSIX", os.path.join(d, "exit.dat"))
+    assert rec["counters"]["POSIX_BYTES_WRITTEN"] == 64
 
 
 @pytest.mark.parametrize("repeat", range(3))
