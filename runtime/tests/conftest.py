@@ -146,17 +146,12 @@ class Runner:
     # -- MPI ---------------------------------------------------------------------------------
     MPIRUN = {"openmpi": "mpirun.openmpi", "mpich": "mpirun.mpich"}
 
-    def mpirun(self, flavour, nprocs, cmd, tmp_path, env_extra=None, timeout=180) -> RunResult:
+    def mpirun_command(self, flavour, nprocs, cmd, app_env) -> tuple[list, dict]:
+        """The launcher command line running ``cmd`` on ``nprocs`` ranks of ``flavour`` with
+        ``app_env`` given to the ranks only, and the launcher's environment."""
         launcher = shutil.which(self.MPIRUN[flavour])
         if launcher is None:
             pytest.skip(f"{self.MPIRUN[flavour]} not found")
-        log = Path(tmp_path) / "x.darshan"
-        app_env = {
-            "LD_PRELOAD": str(self.lib),
-            "DARSHAN_LOGFILE": str(log),
-            "DARSHAN_MMAP_LOGPATH": str(tmp_path),
-        }
-        app_env.update(env_extra or {})
         env = clean_env(
             {
                 "OMPI_ALLOW_RUN_AS_ROOT": "1",
@@ -173,7 +168,17 @@ class Runner:
             full = [launcher, "-np", str(nprocs)]
             for k, v in app_env.items():
                 full += ["-genv", k, v]
-        full += [str(c) for c in cmd]
+        return full + [str(c) for c in cmd], env
+
+    def mpirun(self, flavour, nprocs, cmd, tmp_path, env_extra=None, timeout=180) -> RunResult:
+        log = Path(tmp_path) / "x.darshan"
+        app_env = {
+            "LD_PRELOAD": str(self.lib),
+            "DARSHAN_LOGFILE": str(log),
+            "DARSHAN_MMAP_LOGPATH": str(tmp_path),
+        }
+        app_env.update(env_extra or {})
+        full, env = self.mpirun_command(flavour, nprocs, cmd, app_env)
         return self._run(full, env, timeout=timeout, log=log)
 
 
