@@ -315,46 +315,31 @@ static int write_all(int fd, const void *buf, size_t len, off_t off) {
 
 /* ---- the whole shutdown ------------------------------------------------------------------------
  */
-int ios_write_log(const struct ios_comm *comm) {
-    struct ios_record_set sets[N_REGIONS] = {{0}};
-    const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer, &ios_mpiio_reducer,
-                                                     NULL, &ios_stdio_reducer, NULL};
+static void set_job_span(struct ios_log_job *job, int64_t start_ns, int64_t end_ns) {
+    job->start_time_sec = start_ns / 1000000000;
+    job->start_time_nsec = start_ns % 1000000000;
+    job->end_time_sec = end_ns / 1000000000;
+    job->end_time_nsec = end_ns % 1000000000;
+}
+
+/* What a log file is made of, whoever assembled it (a job's shutdown, `iostudy logs merge`):
+ * every rank's records, and on rank 0 the job record and where the file goes. */
+struct log_content {
+    struct ios_record_set sets[N_REGIONS]; /* sets[R_NAMES] unused */
+    int64_t partial;                       /* this rank's partial flags */
+    struct {                               /* rank 0 */
+        struct ios_log_job job;
+        char exe[IOS_EXE_LEN]; /* command line and mount table */
+    } jr;
+    char path[PATH_MAX], stem[PATH_MAX]; /* rank 0; stem: renamed to <stem>_<secs>.darshan */
+    const char *why;                     /* rank 0: why path is unusable (NULL: fine) */
+};
+
+/* Compresses every rank's part of each region and writes them, collectively, into one new file;
+ * returns non-zero when this rank's part could not be written (rank 0 warns). */
+static int write_content(const struct ios_comm *comm, struct log_content *c, double write_start) {
     struct bytes job = {0}, parts[N_REGIONS] = {{0}};
-    double write_start = ios_now();
-    ios_posix_collect(&sets[R_POSIX]);
-    ios_mpiio_collect(&sets[R_MPIIO]);
-    ios_lustre_collect(&sets[R_LUSTRE]);
-    ios_stdio_collect(&sets[R_STDIO]);
-
-    /* Job start is the earliest process start, end the latest shutdown. */
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    int64_t own_start = timespec_ns(ios_job_start());
-    int64_t span[2] = {-own_start, timespec_ns(now)};
-    comm->allreduce_i64(span, 2, IOS_OP_MAX);
-    int64_t job_start = -span[0], job_end = span[1];
-    double shift = (double)(own_start - job_start) * 1e-9;
-
-    for (int r = R_POSIX; r <= R_STDIO; r++) {
-        if (reducers[r])
-            shift_timestamps(&sets[r], reducers[r], shift);
-        set_ranks(&sets[r], comm->rank);
-        if (comm->mpi && !ios_config.disable_shared_redux) {
-            if (reducers[r])
-                reduce_shared(comm, &sets[r], reducers[r]);
-            else
-                mark_shared(comm, &sets[r]);
-        }
-    }
-
-    /* Every heatmap record of a log must have the same bins (PyDarshan requires it). */
-    double run_time = (double)(job_end - job_start) * 1e-9;
-    double width = ios_heatmap_min_width(run_time);
-    comm->allreduce_f64(&width, 1, IOS_OP_MAX);
-    int64_t nbins = (int64_t)ceil(run_time / width);
-    ios_heatmap_collect(&sets[R_HEATMAP], width, nbins > 0 ? nbins : 1, shift);
-    set_ranks(&sets[R_HEATMAP], comm->rank);
-
+    struct ios_record_set *sets = c->sets;
     int failed = serialize_names(sets + R_POSIX, N_REGIONS - R_POSIX, &parts[R_NAMES]) != 0;
     struct bytes raw = parts[R_NAMES];
     failed |= compress_region(raw.data, raw.len, &parts[R_NAMES]) != 0;
@@ -362,36 +347,18 @@ int ios_write_log(const struct ios_comm *comm) {
     for (int r = R_POSIX; r < N_REGIONS; r++)
         failed |= compress_region(sets[r].buf, sets[r].len, &parts[r]) != 0;
 
-    char path[PATH_MAX] = "", stem[PATH_MAX] = "";
-    const char *why = NULL;
-    int64_t jobid = ios_job_id();
+    char *path = c->path, *stem = c->stem;
+    const char *why = c->why;
     if (comm->rank == 0) {
-        /* The job record: fixed part, then command line and mount table. */
-        struct {
-            struct ios_log_job job;
-            char exe[IOS_EXE_LEN];
-        } jr;
-        memset(&jr, 0, sizeof jr);
-        jr.job.uid = getuid();
-        jr.job.start_time_sec = job_start / 1000000000;
-        jr.job.start_time_nsec = job_start % 1000000000;
-        jr.job.end_time_sec = job_end / 1000000000;
-        jr.job.end_time_nsec = job_end % 1000000000;
-        jr.job.nprocs = comm->size;
-        jr.job.jobid = jobid;
-        ios_job_metadata(jr.job.metadata, sizeof jr.job.metadata);
-        ios_job_exe_mounts(jr.exe, sizeof jr.exe);
-        failed |= compress_region(&jr, sizeof jr.job + strlen(jr.exe) + 1, &job) != 0;
-        if (ios_job_log_path(jobid, path, sizeof path, stem, sizeof stem, &why) != 0)
-            failed = 1;
+        failed |= compress_region(&c->jr, sizeof c->jr.job + strlen(c->jr.exe) + 1, &job) != 0;
+        failed |= why != NULL;
     }
-
     /* Where each region starts, and where this rank's part of it goes. */
     int64_t lens[N_REGIONS + 2], offsets[N_REGIONS + 2];
     for (int r = 0; r < N_REGIONS; r++)
         lens[r] = (int64_t)parts[r].len;
     lens[N_REGIONS] = (int64_t)job.len;
-    lens[N_REGIONS + 1] = (int64_t)ios_partial_flags();
+    lens[N_REGIONS + 1] = c->partial;
     comm->exscan_sum_i64(lens, offsets, N_REGIONS);
     int64_t partial = lens[N_REGIONS + 1];
     comm->allreduce_i64(&partial, 1, IOS_OP_BOR);
@@ -413,7 +380,7 @@ int ios_write_log(const struct ios_comm *comm) {
     int64_t opened = comm->rank == 0 ? fd >= 0 : 0;
     comm->bcast(&opened, sizeof opened);
     if (opened) {
-        comm->bcast(path, sizeof path);
+        comm->bcast(path, sizeof c->path);
         if (comm->rank != 0)
             fd = ios_real.open(path, O_WRONLY);
         err = fd < 0;
@@ -457,7 +424,7 @@ int ios_write_log(const struct ios_comm *comm) {
                 int secs = (int)(ios_now() - write_start + 1);
                 if (stem[0] && snprintf(final, sizeof final, "%s_%d.darshan", stem, secs) > 0 &&
                     ios_real.rename(path, final) == 0)
-                    snprintf(path, sizeof path, "%s", final);
+                    snprintf(path, sizeof c->path, "%s", final);
                 chmod(path, 0400);
             }
             failed |= any_err != 0;
@@ -480,4 +447,62 @@ int ios_write_log(const struct ios_comm *comm) {
         free(sets[r].buf);
     }
     return failed;
+}
+
+int ios_write_log(const struct ios_comm *comm) {
+    static struct log_content c; /* large: not on the stack of a program's last moments */
+    const struct ios_reducer *reducers[N_REGIONS] = {NULL, &ios_posix_reducer, &ios_mpiio_reducer,
+                                                     NULL, &ios_stdio_reducer, NULL};
+    double write_start = ios_now();
+    memset(&c, 0, sizeof c);
+    struct ios_record_set *sets = c.sets;
+    ios_posix_collect(&sets[R_POSIX]);
+    ios_mpiio_collect(&sets[R_MPIIO]);
+    ios_lustre_collect(&sets[R_LUSTRE]);
+    ios_stdio_collect(&sets[R_STDIO]);
+
+    /* Job start is the earliest process start, end the latest shutdown. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t own_start = timespec_ns(ios_job_start());
+    int64_t span[2] = {-own_start, timespec_ns(now)};
+    comm->allreduce_i64(span, 2, IOS_OP_MAX);
+    int64_t job_start = -span[0], job_end = span[1];
+    double shift = (double)(own_start - job_start) * 1e-9;
+
+    for (int r = R_POSIX; r <= R_STDIO; r++) {
+        if (reducers[r])
+            shift_timestamps(&sets[r], reducers[r], shift);
+        set_ranks(&sets[r], comm->rank);
+        if (comm->mpi && !ios_config.disable_shared_redux) {
+            if (reducers[r])
+                reduce_shared(comm, &sets[r], reducers[r]);
+            else
+                mark_shared(comm, &sets[r]);
+        }
+    }
+
+    /* Every heatmap record of a log must have the same bins (PyDarshan requires it). */
+    double run_time = (double)(job_end - job_start) * 1e-9;
+    double width = ios_heatmap_min_width(run_time);
+    comm->allreduce_f64(&width, 1, IOS_OP_MAX);
+    int64_t nbins = (int64_t)ceil(run_time / width);
+    ios_heatmap_collect(&sets[R_HEATMAP], width, nbins > 0 ? nbins : 1, shift);
+    set_ranks(&sets[R_HEATMAP], comm->rank);
+
+    c.partial = (int64_t)ios_partial_flags();
+    if (comm->rank == 0) {
+        /* The job record: fixed part, then command line and mount table. */
+        c.jr.job.uid = getuid();
+        set_job_span(&c.jr.job, job_start, job_end);
+        c.jr.job.nprocs = comm->size;
+        c.jr.job.jobid = ios_job_id();
+        ios_job_metadata(c.jr.job.metadata, sizeof c.jr.job.metadata);
+        ios_job_exe_mounts(c.jr.exe, sizeof c.jr.exe);
+        if (ios_job_log_path(c.jr.job.jobid, c.path, sizeof c.path, c.stem, sizeof c.stem,
+                             &c.why) != 0 &&
+            !c.why)
+            c.why = "no log path";
+    }
+    return write_content(comm, &c, write_start);
 }
