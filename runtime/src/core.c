@@ -106,24 +106,29 @@ uint64_t ios_partial_flags(void) { return partial_flags; }
 
 const char *ios_record_name(uint64_t id) { return ios_map_get(&names, id); }
 
+int ios_name_record(uint64_t id, const char *name) {
+    if (ios_map_get(&names, id))
+        return 0;
+    char *copy = strdup(name);
+    if (!copy || ios_map_put(&names, id, copy) != 0) {
+        free(copy);
+        return -1;
+    }
+    ios_mmap_add_name(id, copy);
+    return 0;
+}
+
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
     const char *known = ios_map_get(&names, id);
     size_t name_cost = known ? 0 : sizeof(uint64_t) + strlen(name) + 1;
     if (modmem_used + size > (size_t)(ios_config.modmem_mib * 1048576.0) ||
-        namemem_used + name_cost > (size_t)(ios_config.namemem_mib * 1048576.0)) {
-        set_partial(mod);
-        return -1;
-    }
-    char *copy = known ? NULL : strdup(name);
-    if (!known && (!copy || ios_map_put(&names, id, copy) != 0)) {
-        free(copy);
+        namemem_used + name_cost > (size_t)(ios_config.namemem_mib * 1048576.0) ||
+        ios_name_record(id, name) != 0) {
         set_partial(mod);
         return -1;
     }
     modmem_used += size;
     namemem_used += name_cost;
-    if (copy)
-        ios_mmap_add_name(id, copy);
     return 0;
 }
 
@@ -167,7 +172,6 @@ void ios_core_start(void) {
     atomic_store(&ios_state, IOS_ON);
 }
 
-static const struct ios_comm *local_comm(void);
 
 /* Stops recording and writes the log; only the first caller does anything. */
 static void shutdown_with(const struct ios_comm *comm) {
@@ -183,10 +187,10 @@ static void shutdown_with(const struct ios_comm *comm) {
     errno = saved;
 }
 
-void ios_core_shutdown(void) { shutdown_with(local_comm()); }
+void ios_core_shutdown(void) { shutdown_with(ios_local_comm()); }
 
 void ios_core_shutdown_mpi(const struct ios_comm *comm) {
-    shutdown_with(comm ? comm : local_comm());
+    shutdown_with(comm ? comm : ios_local_comm());
 }
 
 static void atfork_prepare(void) { ios_lock(); }
@@ -260,7 +264,7 @@ static void local_reduce(void *buf, size_t n, size_t elem_size,
     (void)combine;
 }
 
-static const struct ios_comm *local_comm(void) {
+const struct ios_comm *ios_local_comm(void) {
     static const struct ios_comm comm = {
         .rank = 0,
         .size = 1,

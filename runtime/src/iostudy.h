@@ -108,6 +108,8 @@ int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) IO
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) IOS_HIDDEN;
 void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) IOS_HIDDEN;
 const char *ios_record_name(uint64_t id) IOS_HIDDEN;
+/* Registers a record's name (no memory accounting: for names that come from other logs). */
+int ios_name_record(uint64_t id, const char *name) IOS_HIDDEN;
 /* Darshan's FILE_ALIGNMENT: block size of the file system holding path. */
 int64_t ios_file_alignment(const char *path) IOS_HIDDEN;
 
@@ -182,7 +184,8 @@ void *ios_mmap_alloc(int mod, size_t size) IOS_HIDDEN;
 void ios_mmap_add_name(uint64_t id, const char *name) IOS_HIDDEN;
 void ios_mmap_set_partial(uint64_t flags) IOS_HIDDEN;
 const char *ios_mmap_path(void) IOS_HIDDEN; /* NULL without a mapped log */
-void ios_mmap_set_rank(int rank, int nprocs) IOS_HIDDEN;
+/* An MPI job: this process's rank, the job's size and id, for its mapped log. */
+void ios_mmap_set_rank(int rank, int nprocs, int64_t jobid) IOS_HIDDEN;
 /* After the normal log: the mapped one is removed, or kept when the normal one failed. */
 void ios_mmap_close(int keep) IOS_HIDDEN;
 /* In a forked child: let go of the parent's mapped log without touching it. */
@@ -308,6 +311,8 @@ struct ios_comm {
 enum { IOS_OP_SUM, IOS_OP_MIN, IOS_OP_MAX, IOS_OP_BAND, IOS_OP_BOR };
 typedef int (*ios_mpi_plugin_init_fn)(struct ios_comm *comm);
 
+/* The communicator of a single process (core.c). */
+const struct ios_comm *ios_local_comm(void) IOS_HIDDEN;
 /* Writes the job's log; returns non-zero when this rank's part of it could not be written. */
 int ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
 /* Lets the MPI-IO wrappers record, with the plugin's knowledge of MPI's handles. */

@@ -160,11 +160,12 @@ void ios_mmap_set_partial(uint64_t flags) {
         header->partial_flag = flags;
 }
 
-void ios_mmap_set_rank(int r, int nprocs) {
+void ios_mmap_set_rank(int r, int nprocs, int64_t jobid) {
     if (!ios_mmap_on)
         return;
     rank = r;
     job->nprocs = nprocs;
+    job->jobid = jobid;
 }
 
 void ios_mmap_close(int keep) {

@@ -74,7 +74,10 @@ static void load_plugin(void) {
     }
     have_comm = 1;
     ios_mpiio_enable(&comm);
-    ios_mmap_set_rank(comm.rank, comm.size);
+    /* A job without a scheduler's job id is known by rank 0's process id. */
+    int64_t jobid = ios_job_id();
+    comm.bcast(&jobid, sizeof jobid);
+    ios_mmap_set_rank(comm.rank, comm.size, jobid);
 }
 
 static void mpi_started(void) {
