@@ -172,7 +172,6 @@ void ios_core_start(void) {
     atomic_store(&ios_state, IOS_ON);
 }
 
-
 /* Stops recording and writes the log; only the first caller does anything. */
 static void shutdown_with(const struct ios_comm *comm) {
     int expected = IOS_ON;
