@@ -553,11 +553,13 @@ static int merge_read(struct merge_input *in) {
         return merge_error(in->path, "cannot read it whole");
     const size_t job_end = sizeof(struct ios_log_header) + sizeof(struct ios_log_job);
     in->header = (const void *)in->data;
-    if (in->len < job_end || in->header->magic_nr != IOS_LOG_MAGIC ||
+    if (in->len < sizeof(struct ios_log_header) || in->header->magic_nr != IOS_LOG_MAGIC ||
         memcmp(in->header->version_string, IOS_LOG_VERSION, sizeof IOS_LOG_VERSION) != 0)
         return merge_error(in->path, "not a Darshan 3.41 log");
     if (in->header->comp_type != IOS_COMP_NONE)
         return merge_error(in->path, "compressed: not a memory-mapped per-process log");
+    if (in->len < job_end)
+        return merge_error(in->path, "job region outside the file (truncated?)");
     if (!region_ok(in, in->header->name_map) || in->header->name_map.off < job_end)
         return merge_error(in->path, "name region outside the file (truncated?)");
     for (int m = 0; m < IOS_MAX_MODS; m++)

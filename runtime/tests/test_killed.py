@@ -3,7 +3,8 @@
 The programs do known I/O, say "ready", and wait; the test kills them with SIGKILL, the one
 signal nothing can catch, so no shutdown code runs. What is left must be a log PyDarshan reads
 whose counters are exactly the I/O done: programs/killed_io.c (one process) and
-programs/killed_mpi.c (per rank, under Open MPI and MPICH).
+programs/killed_mpi.c (per rank, under Open MPI and MPICH); and `iostudy logs merge` must make
+one job log of them, files of every rank reduced to rank -1 as the normal shutdown does.
 """
 
 from __future__ import annotations
@@ -19,9 +20,19 @@ import pytest
 from conftest import clean_env, fs_block_size, real_tmp
 from rt_checks import common_slots, compare_counters, histogram, posix_expected, records_named
 
+from iostudy.cli import main as iostudy
 from iostudy.darshanlog import read_log
 
 B = 1000
+
+
+def merged(d: str, capsys) -> dict:
+    out = os.path.join(d, "merged.darshan")
+    status = iostudy(["logs", "merge", *map(str, mmap_logs(d)), "--output", out])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert f"into {out}" in captured.out
+    return read_log(out)
 
 
 def wait_ready(proc: subprocess.Popen, lines: int, timeout: float = 60) -> list[str]:
@@ -43,7 +54,8 @@ def mmap_logs(d: str) -> list[Path]:
     return sorted(Path(d).glob("*_mmap-log-*.darshan"))
 
 
-def test_killed_process_leaves_its_records(runner, tmp_path_factory):
+def kill_one_process(runner, tmp_path_factory):
+    """killed_io run and killed; its folder and the counters its log must hold."""
     d = real_tmp(tmp_path_factory, "killed")
     env = clean_env(
         {
@@ -86,10 +98,24 @@ def test_killed_process_leaves_its_records(runner, tmp_path_factory):
     # Strides: every write follows the previous one (stride 0 is never kept).
     compare_counters(rec, exp, what="killed.dat")
     assert rec["fcounters"]["POSIX_F_WRITE_TIME"] > 0
+    return d, exp
+
+
+def test_killed_process_leaves_its_records(runner, tmp_path_factory):
+    kill_one_process(runner, tmp_path_factory)
+
+
+def test_merged_log_of_a_killed_process(runner, tmp_path_factory, capsys):
+    d, exp = kill_one_process(runner, tmp_path_factory)
+    log = merged(d, capsys)
+    assert log["job"]["nprocs"] == 1 and log["job"]["run_time"] > 0
+    (rec,) = records_named(log, "POSIX", os.path.join(d, "killed.dat"))
+    assert rec["rank"] == 0
+    compare_counters(rec, exp, what="merged killed.dat")
 
 
 @pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
-def test_killed_mpi_job_leaves_one_log_per_rank(runner, tmp_path_factory, flavour):
+def test_killed_mpi_job_leaves_one_log_per_rank(runner, tmp_path_factory, flavour, capsys):
     prog = runner.tests_dir / f"killed_mpi-{flavour}"
     if not prog.is_file():
         pytest.skip(f"{prog.name} not built (no pkg-config module for {flavour} at build time)")
@@ -129,3 +155,48 @@ def test_killed_mpi_job_leaves_one_log_per_rank(runner, tmp_path_factory, flavou
         (shared,) = records_named(log, "POSIX", os.path.join(d, "shared.dat"))
         assert shared["counters"]["POSIX_BYTES_WRITTEN"] == B
         assert shared["counters"]["POSIX_MAX_BYTE_WRITTEN"] == B * rank + B - 1
+
+    # One job log: the per-rank files as they were, shared.dat once as rank -1.
+    log = merged(d, capsys)
+    assert log["job"]["nprocs"] == nprocs
+    for rank in range(nprocs):
+        (own,) = records_named(log, "POSIX", os.path.join(d, f"rank{rank}.dat"))
+        assert own["rank"] == rank and own["counters"]["POSIX_BYTES_WRITTEN"] == B * (rank + 1)
+    (shared,) = records_named(log, "POSIX", os.path.join(d, "shared.dat"))
+    c, f = shared["counters"], shared["fcounters"]
+    assert shared["rank"] == -1
+    assert (c["POSIX_OPENS"], c["POSIX_WRITES"]) == (nprocs, nprocs)
+    assert c["POSIX_BYTES_WRITTEN"] == B * nprocs
+    assert c["POSIX_MAX_BYTE_WRITTEN"] == B * nprocs - 1
+    assert c["POSIX_FASTEST_RANK_BYTES"] == c["POSIX_SLOWEST_RANK_BYTES"] == B
+    assert {c["POSIX_FASTEST_RANK"], c["POSIX_SLOWEST_RANK"]} <= set(range(nprocs))
+    assert f["POSIX_F_VARIANCE_RANK_BYTES"] == 0  # every rank wrote B bytes to it
+
+
+def test_merge_refuses_what_it_cannot_merge(runner, tmp_path_factory, capsys):
+    """Every refusal names the file and the reason, and writes nothing."""
+    d1, _ = kill_one_process(runner, tmp_path_factory)
+    d2, _ = kill_one_process(runner, tmp_path_factory)
+    (a,), (b,) = mmap_logs(d1), mmap_logs(d2)
+    out = Path(d1) / "out.darshan"
+
+    def refused(*logs, why):
+        status = iostudy(["logs", "merge", *map(str, logs), "--output", str(out)])
+        err = capsys.readouterr().err
+        assert status == 2, err
+        assert why in err, err
+        return err
+
+    err = refused(a, b, why="another job")  # two processes, two jobs
+    assert str(b) in err
+    truncated = Path(d1) / "truncated.darshan"
+    truncated.write_bytes(a.read_bytes()[:6000])  # the regions lie further on
+    assert str(truncated) in refused(truncated, why="outside the file")
+    normal = Path(d1) / "normal.darshan"
+    res = runner.instrumented([runner.bin("exit_code"), d1], d1, {"DARSHAN_LOGFILE": normal})
+    assert res.returncode == 3 and normal.is_file()
+    refused(normal, why="compressed: not a memory-mapped per-process log")
+    assert not out.exists()
+    out.write_bytes(b"precious")
+    refused(a, why="never overwritten")
+    assert out.read_bytes() == b"precious"

@@ -8,7 +8,18 @@ import sys
 from rich.console import Console
 from rich.table import Column, Table
 
-from . import __version__, campaign, config, metrics, profiles, report, spackenv, store, testbed
+from . import (
+    __version__,
+    campaign,
+    config,
+    logmerge,
+    metrics,
+    profiles,
+    report,
+    spackenv,
+    store,
+    testbed,
+)
 from .darshanlog import DarshanLogError, read_log
 from .summary import summarize
 
@@ -139,8 +150,10 @@ def build_parser():
 
     log = groups.add_parser(
         "log",
-        help="inspect Darshan-format logs",
-        description="Inspect Darshan-format logs (as written by the iostudy runtime or Darshan).",
+        aliases=["logs"],
+        help="inspect Darshan-format logs, merge a killed job's logs",
+        description="Inspect Darshan-format logs (as written by the iostudy runtime or Darshan); "
+        "merge the memory-mapped per-process logs a killed job left.",
     )
     log_cmds = log.add_subparsers(title="commands", dest="command", required=True)
     summary = log_cmds.add_parser(
@@ -164,6 +177,7 @@ def build_parser():
         help="give up reading the log after SEC seconds (default 120)",
     )
     summary.set_defaults(func=cmd_log_summary)
+    logmerge.register(log_cmds)
     profiles.register(add_config_commands(groups))
     testbed.register(groups)
     campaign.register(groups)
