@@ -7,7 +7,9 @@
 2. Instructions added per 64-byte MPI_File_write_at (one process, MPI_COMM_SELF), per MPI
    flavour built, the same way; it includes the POSIX write beneath, which is recorded too.
    Compared with the instructions the MPI library itself spends on the call.
-3. Wall-time overhead of 4 processes each writing 256 MiB in 1 MiB writes: median of alternating
+3. The memory-mapped logs (the default) against IOSTUDY_MMAP_LOGS=0: instructions per 64-byte
+   pwrite and fwrite, and the fixed instructions per process (a run with no calls).
+4. Wall-time overhead of 4 processes each writing 256 MiB in 1 MiB writes: median of alternating
    runs with and without the runtime.
 
 Standard library only, so it runs with any Python 3.
@@ -43,9 +45,14 @@ def instructions(cmd, env):
     return int(found.group(1).replace(",", ""))
 
 
-def environments(build, logs):
-    """The environment without the runtime, and with it writing logs to logs."""
-    plain = {k: v for k, v in os.environ.items() if not k.startswith(("LD_PRELOAD", "DARSHAN"))}
+def environments(build, logs, mmap=True):
+    """The environment without the runtime, and with it writing logs to logs (its memory-mapped
+    logs where they go by default, unless mmap is false)."""
+    plain = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("LD_PRELOAD", "DARSHAN", "IOSTUDY_MMAP"))
+    }
     os.makedirs(logs, exist_ok=True)
     instrumented = dict(
         plain,
@@ -53,6 +60,8 @@ def environments(build, logs):
         DARSHAN_ENABLE_NONMPI="1",
         DARSHAN_LOGPATH=logs,
     )
+    if not mmap:
+        instrumented["IOSTUDY_MMAP_LOGS"] = "0"
     return plain, instrumented
 
 
@@ -67,11 +76,19 @@ def added_per_call(cmd, calls, envs):
     return ((counts["lib", calls] - counts["lib", 0]) - own) / calls, own / calls
 
 
-def per_call(build, op, calls, workdir):
+def per_call(build, op, calls, workdir, mmap=True):
     """Instructions the runtime adds to one call of op."""
     prog = os.path.join(build, "bench_calls")
-    envs = environments(build, os.path.join(workdir, "logs"))
+    envs = environments(build, os.path.join(workdir, "logs"), mmap)
     return added_per_call(lambda n: [prog, op, str(n), workdir], calls, envs)[0]
+
+
+def fixed_cost(build, workdir, mmap):
+    """Instructions the runtime adds to a process that makes no call (start and shutdown)."""
+    prog = os.path.join(build, "bench_calls")
+    plain, instrumented = environments(build, os.path.join(workdir, "logs"), mmap)
+    cmd = [prog, "pwrite", "0", workdir]
+    return instructions(cmd, instrumented) - instructions(cmd, plain)
 
 
 def per_mpiio_call(build, flavour, calls, workdir):
@@ -164,6 +181,13 @@ def main():
                 continue
             added, own = per_mpiio_call(args.build, flavour, args.calls, workdir)
             print(f"  {flavour:8} {added:8.0f} {own:11.0f} {added / own:6.2f}")
+        print("Memory-mapped logs (default) against IOSTUDY_MMAP_LOGS=0, instructions:")
+        print(f"  {'':18} {'mmap':>9} {'no mmap':>9} {'ratio':>6}")
+        for op in ("pwrite", "fwrite"):
+            on, off = (per_call(args.build, op, args.calls, workdir, m) for m in (True, False))
+            print(f"  {op + ' per call':18} {on:9.0f} {off:9.0f} {on / off:6.2f}")
+        on, off = (fixed_cost(args.build, workdir, m) for m in (True, False))
+        print(f"  {'per process':18} {on:9d} {off:9d} {on / off:6.2f}")
         print(
             f"Wall time, {args.procs} processes x {args.mib} MiB in 1 MiB writes, "
             f"median of {args.runs} alternating runs:"

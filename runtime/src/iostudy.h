@@ -172,8 +172,20 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
                       const int64_t *in_counts, int n_in) IOS_HIDDEN;
 
 /* With memory-mapped logs a record holds its four most common values at every moment: moves the
- * value vc counted last into the record's slots (the order ios_common_merge gives). */
-void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) IOS_HIDDEN;
+ * value vc counted last into the record's slots (the order ios_common_merge gives). Inline for
+ * the usual case, the most common value counted again. */
+void ios_common_live_slow(int64_t *vals, int64_t *counts,
+                          const struct ios_value_counts *vc) IOS_HIDDEN;
+static inline void ios_common_live(int64_t *vals, int64_t *counts,
+                                   const struct ios_value_counts *vc) {
+    int64_t v = vc->value[vc->last];
+    if (v == 0)
+        return; /* zero values are never kept */
+    if (IOS_LIKELY(vals[0] == v && counts[0] > 0))
+        counts[0] = vc->count[vc->last];
+    else
+        ios_common_live_slow(vals, counts, vc);
+}
 
 /* ---- robust logs (mmaplog.c) -------------------------------------------------------------- */
 extern int ios_mmap_on IOS_HIDDEN; /* the records live in this process's memory-mapped log */

@@ -1,6 +1,6 @@
 /* Robust logs (seed 002 §III-C, reference §10.4): while a process runs, its records live in a
  * memory-mapped file laid out as an uncompressed Darshan log (comp_type none) in a node-local
- * directory, so that a job killed by SIGKILL, a crash or the scheduler's time limit leaves one
+ * directory (DARSHAN_MMAP_LOGPATH, default /dev/shm, else /tmp), so that a job killed by SIGKILL, a crash or the scheduler's time limit leaves one
  * readable per-process log; `iostudy logs merge` turns those into one job log. On normal exit the
  * file is removed once the normal log is written.
  *
@@ -76,9 +76,11 @@ void ios_mmap_open(void) {
     const char *off = getenv("IOSTUDY_MMAP_LOGS");
     if (off && strcmp(off, "0") == 0)
         return;
+    /* Node-local memory by default: on a disk file system every first write to a page of a
+     * shared mapping allocates blocks, milliseconds per process. */
     const char *dir = getenv("DARSHAN_MMAP_LOGPATH");
     if (!dir || !*dir)
-        dir = "/tmp";
+        dir = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
     long page = sysconf(_SC_PAGESIZE);
     name_cap = (size_t)(ios_config.namemem_mib * 1048576.0);
     mod_cap = (size_t)(ios_config.modmem_mib * 1048576.0);

@@ -171,7 +171,7 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
     }
 }
 
-void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) {
+void ios_common_live_slow(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) {
     if (vc->n == 0 || vc->value[vc->last] == 0)
         return; /* zero values are never kept */
     int64_t v = vc->value[vc->last], c = vc->count[vc->last];
