@@ -1,8 +1,8 @@
 /* Robust logs (seed 002 §III-C, reference §10.4): while a process runs, its records live in a
  * memory-mapped file laid out as an uncompressed Darshan log (comp_type none) in a node-local
- * directory (DARSHAN_MMAP_LOGPATH, default /dev/shm, else /tmp), so that a job killed by SIGKILL, a crash or the scheduler's time limit leaves one
- * readable per-process log; `iostudy logs merge` turns those into one job log. On normal exit the
- * file is removed once the normal log is written.
+ * directory (DARSHAN_MMAP_LOGPATH, default /dev/shm, else /tmp), so that a job killed by SIGKILL, a
+ * crash or the scheduler's time limit leaves one readable per-process log; `iostudy logs merge`
+ * turns those into one job log. On normal exit the file is removed once the normal log is written.
  *
  * File layout: header | job region (job record + command line and mounts, 4096 bytes) | name
  * region (DARSHAN_NAMEMEM bytes) | one region of DARSHAN_MODMEM bytes per module below. The file
