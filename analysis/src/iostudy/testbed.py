@@ -94,6 +94,20 @@ class Layout:
         return self.etc / "task-prolog.sh"
 
     @property
+    def epilog(self) -> Path:
+        return self.etc / "epilog.sh"
+
+    @property
+    def mmap_staging(self) -> Path:
+        """Where the epilog gathers a killed job's memory-mapped logs."""
+        return self.state / "mmap-staging"
+
+    @property
+    def merged_logs(self) -> Path:
+        """Where the epilog writes the merged log of a killed job."""
+        return self.state / "darshan-logs"
+
+    @property
     def env(self) -> Path:
         return self.state / "env.sh"
 
@@ -270,6 +284,8 @@ def _slurm_conf(system, layout, mode, controller_host, source) -> str:
         ("ProctrackType", "proctrack/linuxproc"),
         ("TaskPlugin", "task/none"),
         ("TaskProlog", layout.task_prolog),
+        # Merges the memory-mapped logs of jobs killed by their time limit, a crash or SIGKILL.
+        ("Epilog", layout.epilog),
         ("JobAcctGatherType", "jobacct_gather/linux"),
         ("SelectType", "select/cons_tres"),
         ("SelectTypeParameters", "CR_Core"),
@@ -383,6 +399,24 @@ def _task_prolog(system, mode, source) -> str:
     return "#!/bin/sh\n" + HEADER.format(source=source) + lines
 
 
+def _epilog(layout, source) -> str:
+    """ci/templates/slurm-epilog-iostudy.sh with the test cluster's settings."""
+    settings = {
+        "IOSTUDY_STAGING": layout.mmap_staging,
+        "IOSTUDY_LOG_DIR": layout.merged_logs,
+        "IOSTUDY_MERGE": config.REPO_ROOT / "build" / "runtime" / "iostudy-merge",
+        "IOSTUDY_EPILOG_CONF": "/dev/null",  # this machine's own settings do not apply
+    }
+    template = config.REPO_ROOT / "ci" / "templates" / "slurm-epilog-iostudy.sh"
+    lines = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in settings.items())
+    return (
+        "#!/bin/sh\n"
+        + HEADER.format(source=source)
+        + lines
+        + f"exec {shlex.quote(str(template))}\n"
+    )
+
+
 def _env_sh(layout, tools_dir, source) -> str:
     tools = shlex.quote(str(tools_dir))
     return (
@@ -457,6 +491,7 @@ def render(
         "etc/slurmdbd.conf": File(_slurmdbd_conf(system, layout, db_password, source), 0o600),
         "etc/mariadb.cnf": File(_mariadb_cnf(system, layout, source)),
         "etc/task-prolog.sh": File(_task_prolog(system, mode, source), 0o755),
+        "etc/epilog.sh": File(_epilog(layout, source), 0o755),
         "env.sh": File(_env_sh(layout, tools_dir, source)),
         "testbed.sh": File(_facts(system, layout, mode, source)),
     }
@@ -470,6 +505,8 @@ def directories(system: dict, state: Path) -> list[Path]:
         layout.etc,
         layout.log,
         layout.run,
+        layout.mmap_staging,
+        layout.merged_logs,
         layout.ctld_spool,
         layout.mariadb_data.parent,
         *(layout.slurmd_spool / n for n in names),

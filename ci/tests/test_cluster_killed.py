@@ -1,0 +1,103 @@
+"""Jobs killed by their time limit leave a merged log (seed 002, III-C).
+
+The runtime keeps each process's records in a memory-mapped log in /dev/shm; when Slurm kills a
+job at its time limit no shutdown runs, and the cluster's Epilog (ci/templates/
+slurm-epilog-iostudy.sh, installed by `make cluster-up`) merges what the processes left into
+<state>/darshan-logs/<user>_id<jobid>_killed.darshan. Both jobs run at once (slurmctld checks
+time limits about every 30 s, so each ends 60-90 s after it started).
+"""
+
+import getpass
+import os
+import shlex
+from pathlib import Path
+
+from slurmtest import poll
+
+from iostudy import config
+from iostudy.darshanlog import read_log
+
+RUNTIME = config.REPO_ROOT / "build" / "runtime"
+B = 1000
+
+
+def batch_script(tmp_path: Path, name: str, command: str) -> Path:
+    script = tmp_path / f"{name}.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"export LD_PRELOAD={shlex.quote(str(RUNTIME / 'libiostudy.so'))}\n"
+        f"export DARSHAN_LOGPATH={shlex.quote(str(tmp_path / 'logs'))}\n"
+        f"{command}\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def merged_log(cluster, jobid: str) -> dict:
+    state = Path(cluster.env["SLURM_CONF"]).parent.parent
+    user = os.environ.get("LOGNAME") or getpass.getuser()
+    path = state / "darshan-logs" / f"{user}_id{jobid}_killed.darshan"
+    poll(path.is_file, 60, f"the epilog to merge job {jobid}'s logs into {path}")
+    return read_log(path)
+
+
+def posix(log: dict, name: str) -> list[dict]:
+    ids = {v: k for k, v in log["name_records"].items()}
+    return [r for r in log["records"]["POSIX"] if r["id"] == ids.get(name)]
+
+
+def test_time_limit_leaves_merged_logs(cluster, tmp_path):
+    tmp_path.chmod(0o755)
+    one_dir, mpi_dir = tmp_path / "one", tmp_path / "mpi"
+    one_dir.mkdir()
+    mpi_dir.mkdir()
+    tests = RUNTIME / "tests"
+    one = batch_script(
+        tmp_path,
+        "one",
+        f"DARSHAN_ENABLE_NONMPI=1 exec {tests / 'killed_io'} {one_dir}",
+    )
+    mpi = cluster.system["mpi"]["mpich"]
+    nodes = len(cluster.nodes)
+    many = batch_script(
+        tmp_path,
+        "many",
+        f"exec srun --mpi={mpi['srun_mpi']} {tests / 'killed_mpi-mpich'} {mpi_dir}",
+    )
+    common = ["--time=1", "--no-requeue"]
+    one_id = cluster.sbatch(*common, "--ntasks=1", f"--output={tmp_path / 'one.out'}", str(one))
+    many_id = cluster.sbatch(
+        *common,
+        f"--nodes={nodes}",
+        "--ntasks-per-node=1",
+        f"--output={tmp_path / 'many.out'}",
+        str(many),
+        env=cluster.mpi_env("mpich"),
+    )
+    for jobid in (one_id, many_id):
+        assert cluster.wait_job(jobid, timeout=240)["state"] == "TIMEOUT"
+    assert not list((tmp_path / "logs").rglob("*.darshan")), "no process reached its shutdown"
+
+    # One process: its file, exactly as far as it got.
+    log = merged_log(cluster, one_id)
+    (rec,) = posix(log, str(one_dir / "killed.dat"))
+    c = rec["counters"]
+    assert (c["POSIX_OPENS"], c["POSIX_WRITES"], c["POSIX_STATS"]) == (1, 5, 1)
+    assert c["POSIX_BYTES_WRITTEN"] == 5 * B and c["POSIX_MAX_BYTE_WRITTEN"] == 5 * B - 1
+    assert log["job"]["jobid"] == int(one_id) and log["job"]["nprocs"] == 1
+
+    # One rank per node: the ranks' own files, and the file every rank wrote reduced to one
+    # rank -1 record, as the normal shutdown would have written them.
+    log = merged_log(cluster, many_id)
+    assert log["job"]["jobid"] == int(many_id) and log["job"]["nprocs"] == nodes
+    for rank in range(nodes):
+        (own,) = posix(log, str(mpi_dir / f"rank{rank}.dat"))
+        assert own["rank"] == rank
+        assert own["counters"]["POSIX_BYTES_WRITTEN"] == B * (rank + 1)
+    (shared,) = posix(log, str(mpi_dir / "shared.dat"))
+    assert shared["rank"] == -1
+    assert shared["counters"]["POSIX_OPENS"] == nodes
+    assert shared["counters"]["POSIX_BYTES_WRITTEN"] == B * nodes
+    # Nothing is left behind: the staged files were merged and removed.
+    state = Path(cluster.env["SLURM_CONF"]).parent.parent
+    assert not (state / "mmap-staging" / many_id).exists()
