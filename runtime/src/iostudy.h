@@ -257,6 +257,20 @@ struct ios_reducer {
     void (*combine)(const void *in, void *inout); /* inout = in (+) inout */
     size_t counters_off, fcounters_off;
 };
+/* The reducer of a module whose counters follow Darshan's names, <P>_FASTEST_RANK, ... */
+#define IOS_REDUCER(P, record, first_ts, last_ts, bytes_fn, time_fn, combine_fn)                   \
+    {                                                                                              \
+        .rec_size = sizeof(record), .fastest_rank = P##_FASTEST_RANK,                              \
+        .fastest_bytes = P##_FASTEST_RANK_BYTES, .slowest_rank = P##_SLOWEST_RANK,                 \
+        .slowest_bytes = P##_SLOWEST_RANK_BYTES, .fastest_time = P##_F_FASTEST_RANK_TIME,          \
+        .slowest_time = P##_F_SLOWEST_RANK_TIME, .variance_time = P##_F_VARIANCE_RANK_TIME,        \
+        .variance_bytes = P##_F_VARIANCE_RANK_BYTES, .ts_first = first_ts, .ts_last = last_ts,     \
+        .bytes = bytes_fn, .time = time_fn, .combine = combine_fn,                                 \
+        .counters_off = offsetof(record, counters), .fcounters_off = offsetof(record, fcounters),  \
+    }
+/* The part of every combine that is the same in all modules: the fastest and slowest rank with
+ * their bytes and times (logwrite.c). */
+void ios_combine_rank_extremes(const struct ios_reducer *r, const void *in, void *inout) IOS_HIDDEN;
 extern const struct ios_reducer ios_posix_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_mpiio_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;

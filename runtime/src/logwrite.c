@@ -103,6 +103,23 @@ static int64_t *shared_flags(const struct ios_comm *comm, const struct ios_recor
     return shared;
 }
 
+void ios_combine_rank_extremes(const struct ios_reducer *r, const void *in, void *inout) {
+    const int64_t *ic = (const int64_t *)((const char *)in + r->counters_off);
+    const double *ifc = (const double *)((const char *)in + r->fcounters_off);
+    int64_t *c = (int64_t *)((char *)inout + r->counters_off);
+    double *fc = (double *)((char *)inout + r->fcounters_off);
+    if (ifc[r->fastest_time] < fc[r->fastest_time]) {
+        fc[r->fastest_time] = ifc[r->fastest_time];
+        c[r->fastest_rank] = ic[r->fastest_rank];
+        c[r->fastest_bytes] = ic[r->fastest_bytes];
+    }
+    if (ifc[r->slowest_time] > fc[r->slowest_time]) {
+        fc[r->slowest_time] = ifc[r->slowest_time];
+        c[r->slowest_rank] = ic[r->slowest_rank];
+        c[r->slowest_bytes] = ic[r->slowest_bytes];
+    }
+}
+
 /* Files every rank recorded become one rank -1 record on rank 0; other ranks drop theirs. */
 static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *set,
                           const struct ios_reducer *r) {

@@ -323,33 +323,9 @@ static void mpiio_combine(const void *in_v, void *inout_v) {
         fc[MPIIO_F_MAX_WRITE_TIME] = ifc[MPIIO_F_MAX_WRITE_TIME];
         c[MPIIO_MAX_WRITE_TIME_SIZE] = ic[MPIIO_MAX_WRITE_TIME_SIZE];
     }
-    if (ifc[MPIIO_F_FASTEST_RANK_TIME] < fc[MPIIO_F_FASTEST_RANK_TIME]) {
-        fc[MPIIO_F_FASTEST_RANK_TIME] = ifc[MPIIO_F_FASTEST_RANK_TIME];
-        c[MPIIO_FASTEST_RANK] = ic[MPIIO_FASTEST_RANK];
-        c[MPIIO_FASTEST_RANK_BYTES] = ic[MPIIO_FASTEST_RANK_BYTES];
-    }
-    if (ifc[MPIIO_F_SLOWEST_RANK_TIME] > fc[MPIIO_F_SLOWEST_RANK_TIME]) {
-        fc[MPIIO_F_SLOWEST_RANK_TIME] = ifc[MPIIO_F_SLOWEST_RANK_TIME];
-        c[MPIIO_SLOWEST_RANK] = ic[MPIIO_SLOWEST_RANK];
-        c[MPIIO_SLOWEST_RANK_BYTES] = ic[MPIIO_SLOWEST_RANK_BYTES];
-    }
+    ios_combine_rank_extremes(&ios_mpiio_reducer, in, io);
 }
 
-const struct ios_reducer ios_mpiio_reducer = {
-    .rec_size = sizeof(struct ios_mpiio_record),
-    .fastest_rank = MPIIO_FASTEST_RANK,
-    .fastest_bytes = MPIIO_FASTEST_RANK_BYTES,
-    .slowest_rank = MPIIO_SLOWEST_RANK,
-    .slowest_bytes = MPIIO_SLOWEST_RANK_BYTES,
-    .fastest_time = MPIIO_F_FASTEST_RANK_TIME,
-    .slowest_time = MPIIO_F_SLOWEST_RANK_TIME,
-    .variance_time = MPIIO_F_VARIANCE_RANK_TIME,
-    .variance_bytes = MPIIO_F_VARIANCE_RANK_BYTES,
-    .ts_first = MPIIO_F_OPEN_START_TIMESTAMP,
-    .ts_last = MPIIO_F_CLOSE_END_TIMESTAMP,
-    .bytes = mpiio_bytes,
-    .time = mpiio_time,
-    .combine = mpiio_combine,
-    .counters_off = offsetof(struct ios_mpiio_record, counters),
-    .fcounters_off = offsetof(struct ios_mpiio_record, fcounters),
-};
+const struct ios_reducer ios_mpiio_reducer =
+    IOS_REDUCER(MPIIO, struct ios_mpiio_record, MPIIO_F_OPEN_START_TIMESTAMP,
+                MPIIO_F_CLOSE_END_TIMESTAMP, mpiio_bytes, mpiio_time, mpiio_combine);

@@ -661,33 +661,9 @@ static void posix_combine(const void *in_v, void *inout_v) {
         fc[POSIX_F_MAX_WRITE_TIME] = ifc[POSIX_F_MAX_WRITE_TIME];
         c[POSIX_MAX_WRITE_TIME_SIZE] = ic[POSIX_MAX_WRITE_TIME_SIZE];
     }
-    if (ifc[POSIX_F_FASTEST_RANK_TIME] < fc[POSIX_F_FASTEST_RANK_TIME]) {
-        fc[POSIX_F_FASTEST_RANK_TIME] = ifc[POSIX_F_FASTEST_RANK_TIME];
-        c[POSIX_FASTEST_RANK] = ic[POSIX_FASTEST_RANK];
-        c[POSIX_FASTEST_RANK_BYTES] = ic[POSIX_FASTEST_RANK_BYTES];
-    }
-    if (ifc[POSIX_F_SLOWEST_RANK_TIME] > fc[POSIX_F_SLOWEST_RANK_TIME]) {
-        fc[POSIX_F_SLOWEST_RANK_TIME] = ifc[POSIX_F_SLOWEST_RANK_TIME];
-        c[POSIX_SLOWEST_RANK] = ic[POSIX_SLOWEST_RANK];
-        c[POSIX_SLOWEST_RANK_BYTES] = ic[POSIX_SLOWEST_RANK_BYTES];
-    }
+    ios_combine_rank_extremes(&ios_posix_reducer, in, io);
 }
 
-const struct ios_reducer ios_posix_reducer = {
-    .rec_size = sizeof(struct ios_posix_record),
-    .fastest_rank = POSIX_FASTEST_RANK,
-    .fastest_bytes = POSIX_FASTEST_RANK_BYTES,
-    .slowest_rank = POSIX_SLOWEST_RANK,
-    .slowest_bytes = POSIX_SLOWEST_RANK_BYTES,
-    .fastest_time = POSIX_F_FASTEST_RANK_TIME,
-    .slowest_time = POSIX_F_SLOWEST_RANK_TIME,
-    .variance_time = POSIX_F_VARIANCE_RANK_TIME,
-    .variance_bytes = POSIX_F_VARIANCE_RANK_BYTES,
-    .ts_first = POSIX_F_OPEN_START_TIMESTAMP,
-    .ts_last = POSIX_F_CLOSE_END_TIMESTAMP,
-    .bytes = posix_bytes,
-    .time = posix_time,
-    .combine = posix_combine,
-    .counters_off = offsetof(struct ios_posix_record, counters),
-    .fcounters_off = offsetof(struct ios_posix_record, fcounters),
-};
+const struct ios_reducer ios_posix_reducer =
+    IOS_REDUCER(POSIX, struct ios_posix_record, POSIX_F_OPEN_START_TIMESTAMP,
+                POSIX_F_CLOSE_END_TIMESTAMP, posix_bytes, posix_time, posix_combine);

@@ -462,33 +462,9 @@ static void stdio_combine(const void *in_v, void *inout_v) {
             fc[j] = ifc[j];
     for (int j = STDIO_F_OPEN_END_TIMESTAMP; j <= STDIO_F_READ_END_TIMESTAMP; j++)
         fc[j] = ifc[j] > fc[j] ? ifc[j] : fc[j];
-    if (ifc[STDIO_F_FASTEST_RANK_TIME] < fc[STDIO_F_FASTEST_RANK_TIME]) {
-        fc[STDIO_F_FASTEST_RANK_TIME] = ifc[STDIO_F_FASTEST_RANK_TIME];
-        c[STDIO_FASTEST_RANK] = ic[STDIO_FASTEST_RANK];
-        c[STDIO_FASTEST_RANK_BYTES] = ic[STDIO_FASTEST_RANK_BYTES];
-    }
-    if (ifc[STDIO_F_SLOWEST_RANK_TIME] > fc[STDIO_F_SLOWEST_RANK_TIME]) {
-        fc[STDIO_F_SLOWEST_RANK_TIME] = ifc[STDIO_F_SLOWEST_RANK_TIME];
-        c[STDIO_SLOWEST_RANK] = ic[STDIO_SLOWEST_RANK];
-        c[STDIO_SLOWEST_RANK_BYTES] = ic[STDIO_SLOWEST_RANK_BYTES];
-    }
+    ios_combine_rank_extremes(&ios_stdio_reducer, in, io);
 }
 
-const struct ios_reducer ios_stdio_reducer = {
-    .rec_size = sizeof(struct ios_stdio_record),
-    .fastest_rank = STDIO_FASTEST_RANK,
-    .fastest_bytes = STDIO_FASTEST_RANK_BYTES,
-    .slowest_rank = STDIO_SLOWEST_RANK,
-    .slowest_bytes = STDIO_SLOWEST_RANK_BYTES,
-    .fastest_time = STDIO_F_FASTEST_RANK_TIME,
-    .slowest_time = STDIO_F_SLOWEST_RANK_TIME,
-    .variance_time = STDIO_F_VARIANCE_RANK_TIME,
-    .variance_bytes = STDIO_F_VARIANCE_RANK_BYTES,
-    .ts_first = STDIO_F_OPEN_START_TIMESTAMP,
-    .ts_last = STDIO_F_READ_END_TIMESTAMP,
-    .bytes = stdio_bytes,
-    .time = stdio_time,
-    .combine = stdio_combine,
-    .counters_off = offsetof(struct ios_stdio_record, counters),
-    .fcounters_off = offsetof(struct ios_stdio_record, fcounters),
-};
+const struct ios_reducer ios_stdio_reducer =
+    IOS_REDUCER(STDIO, struct ios_stdio_record, STDIO_F_OPEN_START_TIMESTAMP,
+                STDIO_F_READ_END_TIMESTAMP, stdio_bytes, stdio_time, stdio_combine);

@@ -146,6 +146,19 @@ class Runner:
     # -- MPI ---------------------------------------------------------------------------------
     MPIRUN = {"openmpi": "mpirun.openmpi", "mpich": "mpirun.mpich"}
 
+    def mpi_program(self, name: str, flavour: str) -> Path:
+        """tests/programs/<name>.c built for flavour; skips, naming what is missing, when that
+        MPI's launcher or build is absent."""
+        if shutil.which(self.MPIRUN[flavour]) is None:
+            pytest.skip(f"{self.MPIRUN[flavour]} not found")
+        prog = self.tests_dir / f"{name}-{flavour}"
+        if not prog.is_file():
+            pytest.skip(
+                f"{prog.name} not built: no {flavour} build at configure time (pkg-config "
+                f"module, mpif90.{flavour}; see runtime/tests/CMakeLists.txt)"
+            )
+        return prog
+
     def mpirun_command(self, flavour, nprocs, cmd, app_env) -> tuple[list, dict]:
         """The launcher command line running ``cmd`` on ``nprocs`` ranks of ``flavour`` with
         ``app_env`` given to the ranks only, and the launcher's environment."""

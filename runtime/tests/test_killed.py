@@ -116,9 +116,7 @@ def test_merged_log_of_a_killed_process(runner, tmp_path_factory, capsys):
 
 @pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
 def test_killed_mpi_job_leaves_one_log_per_rank(runner, tmp_path_factory, flavour, capsys):
-    prog = runner.tests_dir / f"killed_mpi-{flavour}"
-    if not prog.is_file():
-        pytest.skip(f"{prog.name} not built (no pkg-config module for {flavour} at build time)")
+    prog = runner.mpi_program("killed_mpi", flavour)
     d = real_tmp(tmp_path_factory, f"killed_{flavour}")
     nprocs = 2
     app_env = {

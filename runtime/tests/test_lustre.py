@@ -12,7 +12,6 @@ runtime/README.md.
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 from conftest import real_tmp
@@ -136,11 +135,7 @@ def test_without_liblustreapi_one_warning_and_no_records(runner, tmp_path_factor
 def test_shared_file_layout_once_as_rank_minus_one(runner, tmp_path_factory, flavour):
     """programs/mpi_io.c on 3 ranks: shared.dat (all ranks) once as rank -1, rank<r>.dat and
     some.dat (ranks 0 and 1) per rank."""
-    if shutil.which(runner.MPIRUN[flavour]) is None:
-        pytest.skip(f"{runner.MPIRUN[flavour]} not found")
-    prog = runner.tests_dir / f"mpi_io-{flavour}"
-    if not prog.is_file():
-        pytest.skip(f"{prog.name} not built (no pkg-config module for {flavour} at build time)")
+    prog = runner.mpi_program("mpi_io", flavour)
     d = real_tmp(tmp_path_factory, f"lustre_mpi_{flavour}")
     spec = layout_spec("composite", PFL)
     env = lustre_env(runner, d, spec)

@@ -13,7 +13,6 @@ Pattern (B = 1000 bytes, rank r, np ranks, T = np(np+1)/2):
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 from conftest import Scenario, fs_block_size, real_tmp
@@ -54,12 +53,7 @@ RANK_COUNTERS = {
 )
 def mpi_run(request, runner, tmp_path_factory):
     flavour, nprocs = request.param
-    launcher = runner.MPIRUN[flavour]
-    if shutil.which(launcher) is None:
-        pytest.skip(f"{launcher} not found")
-    prog = runner.tests_dir / f"mpi_io-{flavour}"
-    if not prog.is_file():
-        pytest.skip(f"{prog.name} not built (no pkg-config module for {flavour} at build time)")
+    prog = runner.mpi_program("mpi_io", flavour)
     d = real_tmp(tmp_path_factory, f"mpi_{flavour}_{nprocs}")
     res = runner.mpirun(flavour, nprocs, [prog, d], d)
     assert res.returncode == 0, res.describe()

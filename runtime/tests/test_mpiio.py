@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 
 import pytest
 from conftest import Scenario, real_tmp
@@ -59,11 +58,7 @@ def size(rank: int) -> int:
 )
 def run(request, runner, tmp_path_factory):
     flavour, nprocs = request.param
-    if shutil.which(runner.MPIRUN[flavour]) is None:
-        pytest.skip(f"{runner.MPIRUN[flavour]} not found")
-    prog = runner.tests_dir / f"mpiio_calls-{flavour}"
-    if not prog.is_file():
-        pytest.skip(f"{prog.name} not built (no pkg-config module for {flavour} at build time)")
+    prog = runner.mpi_program("mpiio_calls", flavour)
     d = real_tmp(tmp_path_factory, f"mpiio_{flavour}_{nprocs}")
     res = runner.mpirun(flavour, nprocs, [prog, d], d)
     assert res.returncode == 0, res.describe()
@@ -167,11 +162,7 @@ def test_mpiio_heatmap(run: Scenario):
 @pytest.mark.parametrize("nprocs", [1, 3])
 def test_fortran_bindings(runner, tmp_path_factory, flavour, nprocs):
     """programs/mpiio_fortran.f90: per rank one write_at and one read_at_all of 100 integers."""
-    if shutil.which(runner.MPIRUN[flavour]) is None:
-        pytest.skip(f"{runner.MPIRUN[flavour]} not found")
-    prog = runner.tests_dir / f"mpiio_fortran-{flavour}"
-    if not prog.is_file():
-        pytest.skip(f"{prog.name} not built (mpif90.{flavour} missing at build time)")
+    prog = runner.mpi_program("mpiio_fortran", flavour)
     d = real_tmp(tmp_path_factory, f"fortran_{flavour}_{nprocs}")
     res = runner.mpirun(flavour, nprocs, [prog, d], d)
     assert res.returncode == 0, res.describe()
