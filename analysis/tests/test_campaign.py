@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import campaign, checks, config, spackenv
+from iostudy import campaign, checks, config
 from iostudy.cli import main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +37,7 @@ def test_quick_campaign_with_defaults():
         "procs_per_node": "system",
         "read_back": False,
     }
+    assert not entry["optional"]
     assert quick["environs"] == [] and quick["study"] == "quick"
 
 
@@ -59,7 +60,7 @@ def bad_campaign(configs_copy, change):
     [
         (lambda c: c.pop("study"), "(top level)", "'study' is a required property"),
         (lambda c: c.update(environs=["intelmpi"]), "environs[0]", "is not one of"),
-        (lambda c: c["checks"][0].update(check="ior_check"), "checks[0].check", "is not one of"),
+        (lambda c: c["checks"][0].update(check="hacc_check"), "checks[0].check", "is not one of"),
         (
             lambda c: c["checks"][0]["parameters"].update(max_procs=3),
             "checks[0].parameters.max_procs",
@@ -97,7 +98,8 @@ def test_campaign_not_json(configs_copy):
 
 
 def test_unknown_campaign_lists_the_known(configs_copy):
-    with pytest.raises(config.ConfigError, match=r"no such campaign 'nosuch' \(known: quick\)"):
+    known = r"\(known: acceptance, quick\)"
+    with pytest.raises(config.ConfigError, match=rf"no such campaign 'nosuch' {known}"):
         config.load_campaign("nosuch")
 
 
@@ -194,7 +196,7 @@ def test_environ_the_system_lacks(configs_copy, tmp_path, capsys):
 
 def test_missing_build_says_make_setup(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(checks, "CHECKS_BUILD", config.REPO_ROOT / "build" / "nowhere")
-    monkeypatch.setattr(spackenv, "BUILD_ROOT", tmp_path / "no-spack-build")
+    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(tmp_path / "no-spack-build"))
     status = main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)])
     err = capsys.readouterr().err
     assert status == 2
@@ -220,7 +222,6 @@ def test_reframe_command_line(tmp_path):
         "-S run_id=RID",
         f"-S run_dir={tmp_path}",
         f"-S scratch_dir={tmp_path / 'scratch'}",
-        f"-S repo_root={REPO_ROOT}",
         "-S iomodel_check.size=256M",
         "-P iomodel_check.max_procs=2,4",
         # "system": the check takes 0 as the partition's cores per node, at most max_procs

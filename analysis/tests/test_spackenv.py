@@ -22,7 +22,7 @@ def spack_build(monkeypatch):
     """An empty stand-in for build/spack/: no system has a Spack build until a test adds it."""
     root = config.REPO_ROOT / "build" / "test-spackenv"
     shutil.rmtree(root, ignore_errors=True)
-    monkeypatch.setattr(spackenv, "BUILD_ROOT", root)
+    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))
     yield root
     shutil.rmtree(root, ignore_errors=True)
 

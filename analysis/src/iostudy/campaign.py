@@ -39,6 +39,9 @@ CHECKS_DIR = REPO_ROOT / "reframe-checks"
 REFRAME_SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"
 # Each check's own benchmark (one program per MPI flavour: checks.benchmark_program).
 CHECK_BENCHMARKS = {"iomodel_check": "iomodel"}
+# Checks whose programs come from the system's Spack view, built with one MPI: they run with
+# that flavour only (without a view they run, and skip naming what is missing).
+SPACK_CHECKS = {"ior_check"}
 # "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
 # system's cores_per_node), at most max_procs, resolved per test case.
 PER_NODE_OF_SYSTEM = 0
@@ -84,9 +87,14 @@ def system_procs(system: dict) -> int:
 
 
 def resolve_max_procs(value, system: dict):
-    """The campaign's max_procs with "system" (alone or in a list) replaced by system_procs."""
+    """A process count of the campaign: "system" (alone or in a list) is system_procs, and
+    "scaling" the doubling counts 1, 2, 4, ... up to it (and it)."""
     if isinstance(value, list):
-        return [resolve_max_procs(v, system) for v in value]
+        return [v for item in value for v in _values(resolve_max_procs(item, system))]
+    if value == "scaling":
+        top = system_procs(system)
+        counts = [1 << k for k in range(top.bit_length()) if 1 << k < top]
+        return [*counts, top]
     return system_procs(system) if value == "system" else value
 
 
@@ -94,6 +102,8 @@ def validate(campaign: dict, system: dict) -> None:
     """Refuses parameter combinations that cannot run on system, before anything starts."""
     cores = system["nodes"]["cores_per_node"]
     for i, entry in enumerate(campaign["checks"]):
+        if entry["check"] == "ior_check":
+            validate_ior(campaign, system, i, entry["parameters"])
         if entry["check"] != "iomodel_check":
             continue
         params = entry["parameters"]
@@ -112,6 +122,21 @@ def validate(campaign: dict, system: dict) -> None:
                     f"{procs // per_node} nodes, system {system['name']} has "
                     f"{system['nodes']['count']}"
                 )
+
+
+def validate_ior(campaign: dict, system: dict, i: int, params: dict) -> None:
+    where = f"campaign {campaign['name']}: checks[{i}].parameters"
+    if system["scheduler"] == "local":
+        return
+    cores, nodes = system["nodes"]["cores_per_node"], system["nodes"]["count"]
+    per_node = params["procs_per_node"]
+    for procs in _values(resolve_max_procs(params["procs"], system)):
+        used = min(cores, procs) if per_node == "system" else per_node
+        if -(-procs // used) > nodes:
+            raise CampaignError(
+                f"{where}: procs {procs} at {used} per node needs {-(-procs // used)} nodes, "
+                f"system {system['name']} has {nodes}"
+            )
 
 
 def needed_binaries(campaign: dict, system: str, flavours: list[str]) -> list[Path]:
@@ -159,17 +184,19 @@ def reframe_command(
         ("campaign", campaign["name"]),
         ("run_id", rid),
         ("run_dir", run_dir),
-        ("repo_root", REPO_ROOT),
         ("scratch_dir", scratch_dir(system, run_dir)),
     ):
         cmd += ["-S", f"{name}={value}"]
     for entry in campaign["checks"]:
         check = entry["check"]
         cmd += ["-c", str(check_file(check))]
+        view_mpi = spackenv.view_mpi(system["name"]) if check in SPACK_CHECKS else None
+        if view_mpi and view_mpi[0] in flavours:
+            cmd += ["-S", f"{check}.valid_prog_environs={view_mpi[0]}"]
         for name, value in entry["parameters"].items():
             if name == "procs_per_node" and value == "system":
                 value = PER_NODE_OF_SYSTEM
-            elif name == "max_procs":
+            elif name in ("max_procs", "procs"):
                 value = resolve_max_procs(value, system)
             if isinstance(value, list):
                 cmd += ["-P", f"{check}.{name}={','.join(map(_text, value))}"]
@@ -228,8 +255,10 @@ def keep_debug_logs(console: Path, dest: Path) -> None:
                     shutil.move(src, dest / (f"debug-{i}.log" if i else "debug.log"))
 
 
-def report_summary(report: Path) -> dict | None:
-    """Test cases of ReFrame's report by result ({"pass": 2, "fail": 1}), None without one."""
+def report_summary(report: Path, optional: tuple[str, ...] = ()) -> dict | None:
+    """Test cases of ReFrame's report by result ({"pass": 2, "fail": 1}), None without one. A
+    skipped case of an optional check (its program is not built here) counts as
+    "skip-optional", apart from the skips that leave the campaign incomplete."""
     try:
         data = json.loads(report.read_text())
     except (OSError, json.JSONDecodeError):
@@ -237,7 +266,11 @@ def report_summary(report: Path) -> dict | None:
     counts = {}
     for run in data.get("runs", []):
         for case in run.get("testcases", []):
-            counts[case.get("result")] = counts.get(case.get("result"), 0) + 1
+            result = case.get("result")
+            name = case.get("name") or ""
+            if result == "skip" and any(name.startswith(check) for check in optional):
+                result = "skip-optional"
+            counts[result] = counts.get(result, 0) + 1
     return counts
 
 
@@ -321,13 +354,16 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
             raise
 
     keep_debug_logs(run_dir / "reframe" / "reframe.out", run_dir / "reframe")
-    counts = report_summary(run_dir / "reframe" / "report.json")
+    optional = tuple(e["check"] for e in campaign["checks"] if e["optional"])
+    counts = report_summary(run_dir / "reframe" / "report.json", optional)
     if counts is None:
         status = "error"
-    elif rc == 0:
-        status = "dry-run" if dry_run else "passed"
-    else:
+    elif rc != 0:
         status = "failed"
+    elif counts.get("skip"):
+        status = "incomplete"  # a check could not run: a skip never counts as a pass
+    else:
+        status = "dry-run" if dry_run else "passed"
     manifest.update(finished=_now(), status=status, exit_code=rc, results=counts)
     write_manifest(run_dir, manifest)
     described = ", ".join(f"{n} {r}" for r, n in sorted((counts or {}).items())) or "no results"
@@ -380,7 +416,8 @@ def register(groups):
         description="Runs CAMPAIGN (a name of configs/campaigns/ or a campaign file) on SYSTEM "
         "with ReFrame into DIR/<run-id>/ (manifest.json, reframe/, darshan/), showing "
         "ReFrame's progress. The last line of output is the run directory. Exit status: 0 all "
-        f"passed, {EXIT_FAILED} a check failed, 2 a configuration or build problem.",
+        f"passed, {EXIT_FAILED} a check failed or was skipped (its program is not built; "
+        "optional checks excepted), 2 a configuration or build problem.",
     )
     run_p.add_argument("campaign", metavar="CAMPAIGN")
     run_p.add_argument("--system", required=True, metavar="SYSTEM")

@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from . import config, spackenv
+from . import benchparse, config, spackenv
 
 RUNTIME_BUILD = config.REPO_ROOT / "build" / "runtime" / "libiostudy.so"
 CHECKS_BUILD = config.REPO_ROOT / "build" / "reframe-checks"
@@ -166,3 +166,81 @@ def reframe_references(check: str, system: str, partition_fullname: str) -> dict
             name: (r["value"], r["lower"], r["upper"], r["unit"]) for name, r in refs.items()
         }
     }
+
+
+# ---- programs from the Spack view (IOR, mdtest, ...) ----------------------------------------
+def spack_program(system: str, name: str, environ: str) -> tuple[Path | None, str]:
+    """A benchmark the Spack view of system provides, built for environ's MPI: (its path, "")
+    or (None, why it cannot run); a check skips with that reason."""
+    path = spackenv.view_program(system, name)
+    if path is None:
+        return None, (
+            f"{name} is not built: no {spackenv.view_dir(system) / 'bin' / name} "
+            f"(run `make spack SYSTEM={system}`)"
+        )
+    mpi = spackenv.view_mpi(system)
+    if mpi and mpi[0] != environ:
+        return None, f"{name} of the Spack view is built with {mpi[0]}, not {environ}"
+    return path, ""
+
+
+# ---- IOR (seed 001's scaling campaign) --------------------------------------------------------
+IOR_APIS = ("POSIX", "MPIIO", "HDF5", "NCMPI")
+IOR_LAYOUTS = ("shared", "fpp")  # N-1, N-N
+
+
+def ior_arguments(
+    api: str, layout: str, transfer: str, transfers: int, iterations: int, path: Path
+) -> list[str]:
+    """IOR's options: transfers calls of transfer bytes per process (its block), write then read
+    (other tasks' data, -C), fsync before closing (-e), every iteration's results as JSON on
+    stdout."""
+    block = parse_size(transfer) * transfers
+    args = ["-a", api, "-w", "-r", "-C", "-e", "-b", str(block)]
+    args += ["-t", str(parse_size(transfer)), "-i", str(iterations), "-o", str(path)]
+    if layout == "fpp":
+        args.append("-F")
+    if api == "MPIIO":
+        args.append("-c")  # collective: the access MPI-IO's aggregation is for
+    return args + ["-O", "summaryFormat=JSON"]
+
+
+def ior_results(stdout: str) -> dict:
+    """IOR's JSON document from its stdout (ranks' warnings may come before it)."""
+    start = stdout.find("{")
+    if start < 0:
+        raise ValueError("IOR printed no JSON document")
+    return benchparse.ior_json(stdout[start:])
+
+
+def ior_sanity(parsed: dict, iterations: int, procs: int, block: int) -> list[str]:
+    """What is wrong with an IOR run's results (empty: nothing)."""
+    problems = []
+    for op in ("write", "read"):
+        rows = [r for r in parsed["results"] if r["operation"] == op]
+        if len(rows) != iterations:
+            problems.append(f"{len(rows)} {op} results, expected {iterations}")
+        for r in rows:
+            if r["tasks"] != procs or r["aggregate_bytes"] != procs * block:
+                problems.append(
+                    f"{op} iteration {r['iteration']}: {r['tasks']} tasks moving "
+                    f"{r['aggregate_bytes']} bytes, expected {procs} moving {procs * block}"
+                )
+            if not r["bw_mib_s"] or r["bw_mib_s"] <= 0:
+                problems.append(f"{op} iteration {r['iteration']}: no bandwidth")
+    return problems
+
+
+def ior_performance(parsed: dict) -> dict[str, float]:
+    """write_mib_s and read_mib_s: the mean over the iterations, as IOR's summary gives it."""
+    values = {}
+    for op in ("write", "read"):
+        bws = [r["bw_mib_s"] for r in parsed["results"] if r["operation"] == op]
+        if bws:
+            values[f"{op}_mib_s"] = sum(bws) / len(bws)
+    return values
+
+
+def save_json_lines(rows: list[dict], dest: Path, extra: dict) -> None:
+    """One JSON line per row (with extra's keys added): what the store ingests."""
+    dest.write_text("".join(json.dumps({**row, **extra}) + "\n" for row in rows))

@@ -25,6 +25,7 @@ from . import config, provenance
 REPO_ROOT = config.REPO_ROOT
 SPACK_ENV = REPO_ROOT / "spack-env"
 RECIPES = SPACK_ENV / "repos" / "spack_repo" / "iostudy" / "packages"
+# IOSTUDY_SPACK_BUILD: another folder of Spack builds (tests point it at a stand-in).
 BUILD_ROOT = REPO_ROOT / "build" / "spack"
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -57,7 +58,7 @@ class SpackError(Exception):
 
 
 def env_dir(system: str) -> Path:
-    return BUILD_ROOT / system
+    return Path(os.environ.get("IOSTUDY_SPACK_BUILD") or BUILD_ROOT) / system
 
 
 def view_dir(system: str) -> Path:

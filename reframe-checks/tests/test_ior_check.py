@@ -1,0 +1,172 @@
+"""The IOR check (reframe-checks/ior_check.py) and the logic behind it (iostudy.checks).
+
+IOR's results are real output captured from IOR 4.0.0 runs (data/ior/, see data/README.md);
+the campaign runs are ReFrame dry runs (job scripts written, nothing run), with and without a
+Spack view: a check whose program is missing is skipped, named, and never counts as passed.
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from iostudy import campaign as campaign_mod
+from iostudy import checks, spackenv
+from iostudy.cli import main
+
+DATA = Path(__file__).parent / "data" / "ior"
+MIB = 1 << 20
+
+
+def test_arguments():
+    args = checks.ior_arguments("MPIIO", "fpp", "4M", 16, 3, Path("dir/testfile"))
+    assert args[args.index("-b") + 1] == str(16 * 4 * MIB)
+    assert args[args.index("-t") + 1] == str(4 * MIB)
+    assert args[args.index("-i") + 1] == "3" and args[args.index("-a") + 1] == "MPIIO"
+    assert "-F" in args and "-c" in args and args[-2:] == ["-O", "summaryFormat=JSON"]
+    shared = checks.ior_arguments("POSIX", "shared", "4000000", 16, 1, Path("f"))
+    assert "-F" not in shared and "-c" not in shared
+    assert shared[shared.index("-b") + 1] == str(64_000_000)  # unaligned: 4 MB transfers
+
+
+def test_results_sanity_and_performance_of_a_real_run():
+    stdout = "WARNING: a line some ranks print first\n" + (DATA / "posix-fpp.json").read_text()
+    parsed = checks.ior_results(stdout)
+    # posix-fpp: 2 tasks, -b 1m, -i 3 (data/README.md)
+    assert checks.ior_sanity(parsed, 3, 2, MIB) == []
+    problems = checks.ior_sanity(parsed, 4, 4, MIB)
+    assert "3 write results, expected 4" in problems
+    assert any("expected 4 moving" in p for p in problems)
+    # The mean of the bandwidths IOR printed for each iteration, read from the raw text.
+    raw = json.loads((DATA / "posix-fpp.json").read_text())
+    per_op = {"write": [], "read": []}
+    for result in raw["tests"][0]["Results"]:
+        entries = result if isinstance(result, list) else [result]
+        for entry in entries:
+            per_op[entry["access"]].append(float(entry["bwMiB"]))
+    perf = checks.ior_performance(parsed)
+    for op, values in per_op.items():
+        assert perf[f"{op}_mib_s"] == pytest.approx(sum(values) / len(values), rel=1e-9)
+
+
+def test_no_json_is_an_error():
+    with pytest.raises(ValueError, match="no JSON"):
+        checks.ior_results("ior: cannot open file\n")
+
+
+@pytest.fixture
+def view(monkeypatch):
+    root = spackenv.REPO_ROOT / "build" / "test-ior-view"
+    shutil.rmtree(root, ignore_errors=True)
+    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_spack_program_says_why_it_cannot_run(view):
+    program, why = checks.spack_program("local", "ior", "openmpi")
+    assert program is None
+    assert str(view / "local" / "view" / "bin" / "ior") in why and "make spack SYSTEM=local" in why
+    (view / "local" / "view" / "bin").mkdir(parents=True)
+    (view / "local" / "view" / "bin" / "ior").write_text("#!/bin/sh\n")
+    (view / "local" / "build-record.json").write_text(
+        json.dumps({"specs": [{"name": "openmpi", "external": {"path": "/usr"}}]})
+    )
+    assert checks.spack_program("local", "ior", "openmpi") == (
+        view / "local" / "view" / "bin" / "ior",
+        "",
+    )
+    program, why = checks.spack_program("local", "ior", "mpich")
+    assert program is None and why == "ior of the Spack view is built with openmpi, not mpich"
+
+
+def write_campaign(configs, name, checks_):
+    path = configs / "campaigns" / f"{name}.json"
+    doc = {"name": name, "description": "test", "study": "tests", "checks": checks_}
+    path.write_text(json.dumps(doc))
+
+
+IOR_POINT = {
+    "check": "ior_check",
+    "parameters": {"layout": ["shared", "fpp"], "transfer": "1M", "transfers": 4, "procs": 1},
+}
+
+
+@pytest.mark.parametrize("system", ["local", "testcluster"])
+def test_missing_ior_is_skipped_named_and_never_passed(
+    configs_copy, view, tmp_path, capsys, system
+):
+    write_campaign(configs_copy, "iorpoints", [IOR_POINT])
+    status = main(
+        [
+            "campaign",
+            "run",
+            "iorpoints",
+            "--system",
+            system,
+            "--dry-run",
+            "--results",
+            str(tmp_path / "results"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == campaign_mod.EXIT_FAILED
+    skips = [line for line in out.splitlines() if "SKIP" in line and "ior_check" in line]
+    assert len(skips) == 2 * 2, out  # two layouts, both MPI flavours
+    assert all(f"no {view / system / 'view' / 'bin' / 'ior'}" in line for line in skips)
+    (run_dir,) = (tmp_path / "results").iterdir()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 4}
+    assert f"campaign iorpoints on {system}: incomplete (4 skip)" in out
+
+
+def test_optional_check_skips_leave_the_campaign_complete(configs_copy, view, tmp_path, capsys):
+    write_campaign(configs_copy, "iorpoints", [dict(IOR_POINT, optional=True)])
+    status = main(
+        [
+            "campaign",
+            "run",
+            "iorpoints",
+            "--system",
+            "local",
+            "--dry-run",
+            "--results",
+            str(tmp_path / "results"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "dry-run (4 skip-optional)" in out
+
+
+def test_acceptance_scripts_every_point_with_the_view(tmp_path, capsys):
+    """With this machine's Spack view (make spack SYSTEM=local): every IOR point is scripted,
+    with the view's MPI only."""
+    mpi = spackenv.view_mpi("local")
+    if mpi is None or spackenv.view_program("local", "ior") is None:
+        pytest.skip("no Spack view for local: run `make spack SYSTEM=local`")
+    status = main(
+        [
+            "campaign",
+            "run",
+            "acceptance",
+            "--system",
+            "local",
+            "--dry-run",
+            "--results",
+            str(tmp_path / "results"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    (run_dir,) = (tmp_path / "results").iterdir()
+    scripts = list((run_dir / "reframe" / "stage").rglob("ior_check_*/rfm_job.sh"))
+    # 4 APIs x 2 layouts x 2 transfers x 2 targets x process counts 1..2, one MPI
+    assert len(scripts) == 4 * 2 * 2 * 2 * 2
+    for script in scripts:
+        text = script.read_text()
+        assert f"/{mpi[0]}/" in str(script)
+        assert re.search(r"view/bin/ior -a (POSIX|MPIIO|HDF5|NCMPI) -w -r -C -e", text)
+        assert "IOSTUDY_LOG_TAGS=" in text and "check=ior_check" in text
