@@ -38,10 +38,10 @@ REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
 REFRAME_SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"
 # Each check's own benchmark (one program per MPI flavour: checks.benchmark_program).
-CHECK_BENCHMARKS = {"iomodel_check": "iomodel"}
+CHECK_BENCHMARKS = {"iomodel_check": "iomodel", "metarates_check": "metarates"}
 # Checks whose programs come from the system's Spack view, built with one MPI: they run with
 # that flavour only (without a view they run, and skip naming what is missing).
-SPACK_CHECKS = {"ior_check"}
+SPACK_CHECKS = {"ior_check", "mdtest_check"}
 # "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
 # system's cores_per_node), at most max_procs, resolved per test case.
 PER_NODE_OF_SYSTEM = 0
@@ -102,8 +102,8 @@ def validate(campaign: dict, system: dict) -> None:
     """Refuses parameter combinations that cannot run on system, before anything starts."""
     cores = system["nodes"]["cores_per_node"]
     for i, entry in enumerate(campaign["checks"]):
-        if entry["check"] == "ior_check":
-            validate_ior(campaign, system, i, entry["parameters"])
+        if "procs" in entry["parameters"]:
+            validate_procs(campaign, system, i, entry["parameters"])
         if entry["check"] != "iomodel_check":
             continue
         params = entry["parameters"]
@@ -124,7 +124,8 @@ def validate(campaign: dict, system: dict) -> None:
                 )
 
 
-def validate_ior(campaign: dict, system: dict, i: int, params: dict) -> None:
+def validate_procs(campaign: dict, system: dict, i: int, params: dict) -> None:
+    """A check's process counts fit the system's nodes."""
     where = f"campaign {campaign['name']}: checks[{i}].parameters"
     if system["scheduler"] == "local":
         return

@@ -244,3 +244,61 @@ def ior_performance(parsed: dict) -> dict[str, float]:
 def save_json_lines(rows: list[dict], dest: Path, extra: dict) -> None:
     """One JSON line per row (with extra's keys added): what the store ingests."""
     dest.write_text("".join(json.dumps({**row, **extra}) + "\n" for row in rows))
+
+
+# ---- metadata rates: mdtest and iostudy's metarates --------------------------------------------
+OPS_S = "ops/s"
+#: mdtest operations the check reports, as performance variable names
+MDTEST_PERF = {
+    "File creation": "file_create_ops_s",
+    "File stat": "file_stat_ops_s",
+    "File removal": "file_remove_ops_s",
+    "Directory creation": "dir_create_ops_s",
+}
+
+
+def mdtest_arguments(files_per_proc: int, iterations: int, path: Path) -> list[str]:
+    """mdtest's options: files_per_proc files and directories per process, each process in a
+    directory of its own (-u), iterations times."""
+    return ["-n", str(files_per_proc), "-i", str(iterations), "-u", "-d", str(path)]
+
+
+def mdtest_sanity(parsed: dict, procs: int, files_per_proc: int, iterations: int) -> list[str]:
+    problems = []
+    if parsed["tasks"] != procs:
+        problems.append(f"{parsed['tasks']} tasks, expected {procs}")
+    if parsed["items"] != procs * files_per_proc:
+        problems.append(f"{parsed['items']} files, expected {procs * files_per_proc}")
+    if parsed["iterations"] != iterations:
+        problems.append(f"{parsed['iterations']} iterations, expected {iterations}")
+    for op in MDTEST_PERF:
+        if not (parsed["rate"] or {}).get(op, {}).get("mean"):
+            problems.append(f"no {op} rate")
+    return problems
+
+
+def mdtest_performance(parsed: dict) -> dict[str, float]:
+    """The mean rate over the iterations of each reported operation (mdtest's summary)."""
+    return {name: parsed["rate"][op]["mean"] for op, name in MDTEST_PERF.items()}
+
+
+def metarates_arguments(files_per_proc: int, path: Path) -> list[str]:
+    return ["--dir", str(path), "--files-per-proc", str(files_per_proc)]
+
+
+def metarates_lines(text: str) -> list[dict]:
+    """The JSON lines metarates prints, one per phase."""
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def metarates_sanity(lines: list[dict], procs: int, files_per_proc: int) -> list[str]:
+    phases = [line.get("phase") for line in lines]
+    problems = [] if phases == ["create", "stat", "utime", "remove"] else [f"phases {phases}"]
+    for line in lines:
+        if line.get("ops") != procs * files_per_proc or not line.get("rate_ops_s"):
+            problems.append(f"{line.get('phase')}: {line.get('ops')} ops, no rate or wrong count")
+    return problems
+
+
+def metarates_performance(lines: list[dict]) -> dict[str, float]:
+    return {f"{line['phase']}_ops_s": line["rate_ops_s"] for line in lines}

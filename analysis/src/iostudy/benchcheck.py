@@ -1,0 +1,79 @@
+"""What iostudy's ReFrame checks of one benchmark run have in common (IOR, mdtest, metarates):
+the scaling point (procs, procs per node), where the files go (the system's scratch storage, or
+/dev/shm for the client-side ceiling), the runtime preloaded with its log tagged, the skip when
+the program is not built, and the references of configs/references/<system>.json.
+
+A check subclasses BenchmarkCheck, sets CHECK, and calls prepare() from its setup hook with
+its program and its own log tags; it returns the folder the benchmark works in.
+"""
+
+import shlex
+from pathlib import Path
+
+import reframe as rfm
+from reframe.core.builtins import variable
+
+from . import checks
+
+
+class BenchmarkCheck(rfm.RunOnlyRegressionTest):
+    valid_systems = ["*"]
+    valid_prog_environs = ["+mpi"]
+    sourcesdir = None
+
+    procs = variable(int, value=1)
+    #: 0: the partition's cores per node, at most procs
+    procs_per_node = variable(int, value=0)
+    target = variable(str, value="scratch")  # scratch, or memory (/dev/shm): the client ceiling
+    repetition = variable(int, value=0)
+    run_dir = variable(str, value="")
+    scratch_dir = variable(str, value="")
+    campaign = variable(str, value="none")
+    run_id = variable(str, value="")
+
+    def prepare(self, check: str, program: Path | None, why: str, tags: dict) -> Path:
+        """Skips (with why) without program; else sets the job up and returns its folder."""
+        self.skip_if(program is None, why)
+        environ = self.current_environ.name
+        system = self.current_system.name
+        part = self.current_partition
+        per_node = self.procs_per_node or min(part.processor.num_cpus or 1, self.procs)
+        self.procs_per_node = per_node
+        self.num_tasks = self.procs
+        self.num_tasks_per_node = per_node
+        run_dir = Path(self.run_dir or self.stagedir)
+        if self.target == "memory":
+            base = Path("/dev/shm") / "iostudy" / (self.run_id or "manual")
+        else:
+            base = Path(self.scratch_dir or run_dir / "scratch")
+        workdir = base / part.fullname.replace(":", "/") / environ / self.unique_name
+        logs = run_dir / "darshan"
+        self.executable = str(program)
+        self.prerun_cmds = [f"mkdir -p {shlex.quote(str(workdir))} {shlex.quote(str(logs))}"]
+        self.postrun_cmds = [f"rm -rf {shlex.quote(str(workdir))}"]
+        nodes = 1 if part.scheduler.registered_name == "local" else -(-self.procs // per_node)
+        self.log_tags = {
+            "campaign": self.campaign,
+            "check": check,
+            "system": system,
+            "partition": part.name,
+            "environ": environ,
+            **tags,
+            "procs": self.procs,
+            "procs_per_node": per_node,
+            "nodes": nodes,
+            "target": self.target,
+            "repetition": self.repetition,
+            "run_id": self.run_id,
+        }
+        # ReFrame writes `export NAME=VALUE` unquoted: quote what the shell would split.
+        self.env_vars = {
+            "LD_PRELOAD": shlex.quote(str(checks.runtime_library(system, environ))),
+            "DARSHAN_LOGPATH": shlex.quote(str(logs)),
+            "IOSTUDY_LOG_TAGS": shlex.quote(checks.log_tags(self.log_tags)),
+        }
+        self.reference = checks.reframe_references(check, system, part.fullname)
+        return workdir
+
+    def output_text(self) -> str:
+        return Path(self.stagedir, self.stdout.evaluate()).read_text()

@@ -1,0 +1,60 @@
+"""mdtest as a site-free ReFrame check: metadata rates at one scaling point (seed 001).
+
+One job of procs ranks runs mdtest (from the system's Spack view, IOR's mdtest) with
+files_per_proc files and directories per process, each process in its own directory (-u),
+iterations times, under iostudy's runtime (its log tagged like every check's). Performance
+variables: the mean create, stat and remove rates of files and the directory creation rate
+(ops/s). Without mdtest in the view the test is skipped, naming what is missing. By hand:
+
+    reframe -C configs/reframe_settings.py --system local -c reframe-checks/mdtest_check.py \\
+        -S procs=2 -S files_per_proc=100 -r
+"""
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
+
+from iostudy import benchparse, checks
+from iostudy.benchcheck import BenchmarkCheck
+
+CHECK = "mdtest_check"
+
+
+@rfm.simple_test
+class mdtest_check(BenchmarkCheck):
+    descr = "mdtest: file and directory create, stat and remove rates, one scaling point"
+    time_limit = "30m"
+    tags = {"mdtest", "metadata", "scaling"}
+
+    files_per_proc = variable(int, value=1000)
+    iterations = variable(int, value=3)
+
+    @run_after("setup")
+    def set_job(self):
+        program, why = checks.spack_program(
+            self.current_system.name, "mdtest", self.current_environ.name
+        )
+        tags = {"files_per_proc": self.files_per_proc, "iterations": self.iterations}
+        workdir = self.prepare(CHECK, program, why, tags)
+        self.executable_opts = checks.mdtest_arguments(
+            self.files_per_proc, self.iterations, workdir / "mdtest"
+        )
+
+    @sanity_function
+    def validate_results(self):
+        try:
+            parsed = benchparse.mdtest_text(self.output_text())
+        except (OSError, ValueError) as exc:
+            return sn.assert_true(False, msg=f"mdtest output: {exc}")
+        problems = checks.mdtest_sanity(parsed, self.procs, self.files_per_proc, self.iterations)
+        return sn.assert_true(not problems, msg="; ".join(problems))
+
+    @run_before("performance")
+    def set_perf_variables(self):
+        if self.is_dry_run():
+            return
+        values = checks.mdtest_performance(benchparse.mdtest_text(self.output_text()))
+        self.perf_variables = {
+            name: sn.make_performance_function(lambda v=value: v, checks.OPS_S)
+            for name, value in values.items()
+        }

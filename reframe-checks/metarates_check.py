@@ -1,0 +1,56 @@
+"""iostudy's metarates as a site-free ReFrame check: the method of UCAR's metarates (2004).
+
+One job of procs ranks runs metarates-<MPI flavour> (reframe-checks/src/metarates: the Spack
+view's, else `make setup`'s) with files_per_proc files per process, each process in its own
+directory, barrier-synchronized phases: creat+close, stat, utime, remove. Performance
+variables: each phase's aggregate rate (ops/s). Under iostudy's runtime, its log tagged. By hand:
+
+    reframe -C configs/reframe_settings.py --system local -c reframe-checks/metarates_check.py \\
+        -S procs=2 -S files_per_proc=1000 -r
+"""
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
+
+from iostudy import checks
+from iostudy.benchcheck import BenchmarkCheck
+
+CHECK = "metarates_check"
+
+
+@rfm.simple_test
+class metarates_check(BenchmarkCheck):
+    descr = "metarates: barrier-synchronized create, stat, utime and remove rates"
+    time_limit = "30m"
+    tags = {"metarates", "metadata", "scaling"}
+
+    files_per_proc = variable(int, value=1000)
+
+    @run_after("setup")
+    def set_job(self):
+        system, environ = self.current_system.name, self.current_environ.name
+        program = checks.benchmark_program(system, "metarates", environ)
+        why = f"{program} is not built: run `make setup` (or `make spack SYSTEM={system}`)"
+        found = program if program.is_file() else None
+        workdir = self.prepare(CHECK, found, why, {"files_per_proc": self.files_per_proc})
+        self.executable_opts = checks.metarates_arguments(self.files_per_proc, workdir / "md")
+
+    @sanity_function
+    def validate_results(self):
+        try:
+            lines = checks.metarates_lines(self.output_text())
+        except (OSError, ValueError) as exc:
+            return sn.assert_true(False, msg=f"metarates output: {exc}")
+        problems = checks.metarates_sanity(lines, self.procs, self.files_per_proc)
+        return sn.assert_true(not problems, msg="; ".join(problems))
+
+    @run_before("performance")
+    def set_perf_variables(self):
+        if self.is_dry_run():
+            return
+        values = checks.metarates_performance(checks.metarates_lines(self.output_text()))
+        self.perf_variables = {
+            name: sn.make_performance_function(lambda v=value: v, checks.OPS_S)
+            for name, value in values.items()
+        }
