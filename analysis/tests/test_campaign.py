@@ -29,7 +29,7 @@ def test_shipped_configs_are_valid(capsys):
 
 def test_quick_campaign_with_defaults():
     quick = config.load_campaign("quick")
-    (entry,) = quick["checks"]
+    entry, *spack_points = quick["checks"]
     assert entry["check"] == "iomodel_check" and entry["repetitions"] == 1
     assert entry["parameters"] == {
         "size": "256M",
@@ -38,6 +38,9 @@ def test_quick_campaign_with_defaults():
         "read_back": False,
     }
     assert not entry["optional"]
+    # IOR and mdtest where the Spack view has them: optional elsewhere.
+    assert {e["check"] for e in spack_points} == {"ior_check", "mdtest_check"}
+    assert all(e["optional"] for e in spack_points)
     assert quick["environs"] == [] and quick["study"] == "quick"
 
 
@@ -46,7 +49,7 @@ def test_parameter_defaults_come_from_the_schema(configs_copy):
         configs_copy / "campaigns" / "quick.json",
         lambda c: c["checks"][0].update(parameters={"size": "16M", "max_procs": 2}),
     )
-    (entry,) = config.load_campaign(str(path))["checks"]
+    entry = config.load_campaign(str(path))["checks"][0]
     assert entry["parameters"]["procs_per_node"] == "system"
     assert entry["parameters"]["read_back"] is False
 
@@ -77,7 +80,7 @@ def bad_campaign(configs_copy, change):
             "'stripe' was unexpected",
         ),
         (lambda c: c["checks"][0].update(repetitions=0), "checks[0].repetitions", "minimum"),
-        (lambda c: c["checks"].append(c["checks"][0]), "checks[1].check", "more than once"),
+        (lambda c: c["checks"].insert(1, c["checks"][0]), "checks[1].check", "more than once"),
         (lambda c: c.update(name="other"), "name", "differs from the file's name"),
     ],
 )
@@ -264,5 +267,5 @@ def test_dry_run_manifest(tmp_path, capsys):
     assert set(manifest["tool_versions"]) >= {"iostudy", "reframe", "snakemake", "darshan"}
     assert (run_dir / "reframe" / "reframe.out").read_text().count("iomodel_check") >= 2
     assert "iomodel_check" in (run_dir / "reframe" / "debug.log").read_text()
-    assert len(list((run_dir / "reframe" / "stage").rglob("rfm_job.sh"))) == 2
+    assert len(list((run_dir / "reframe" / "stage").rglob("iomodel_check/rfm_job.sh"))) == 2
     assert (run_dir / "darshan").is_dir()

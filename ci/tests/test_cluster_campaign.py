@@ -36,6 +36,11 @@ def test_quick_campaign_on_testcluster(cluster, tmp_path):
 
     report = json.loads((run_dir / "reframe" / "report.json").read_text())
     cases = [case for run in report["runs"] for case in run["testcases"]]
+    # quick's IOR and mdtest points are optional: they pass where the Spack view of testcluster
+    # exists (make spack SYSTEM=testcluster), else they are skipped without failing the run.
+    spack_points = [c for c in cases if c["name"] in ("ior_check", "mdtest_check")]
+    assert spack_points and {c["result"] for c in spack_points} <= {"pass", "skip"}
+    cases = [c for c in cases if c["name"] == "iomodel_check"]
     partition = config.default_partition(cluster.system)["name"]
     assert {(c["partition"], c["environ"], c["result"]) for c in cases} == {
         (partition, flavour, "pass") for flavour in cluster.system["mpi"]

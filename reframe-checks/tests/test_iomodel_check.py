@@ -163,7 +163,7 @@ def report_cases(run_dir: Path) -> list[dict]:
 
 def job_scripts(run_dir: Path) -> dict[str, str]:
     """environ -> its job script (ReFrame's dry run leaves them in the stage folders)."""
-    scripts = sorted((run_dir / "reframe" / "stage").rglob("rfm_job.sh"))
+    scripts = sorted((run_dir / "reframe" / "stage").rglob("iomodel_check/rfm_job.sh"))
     return {p.parent.parent.name: p.read_text() for p in scripts}
 
 
