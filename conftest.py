@@ -15,3 +15,14 @@ def configs_copy(tmp_path, monkeypatch):
     shutil.copytree(REPO_ROOT / "configs", root, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setenv("IOSTUDY_CONFIGS", str(root))
     return root
+
+
+@pytest.fixture
+def spack_build(monkeypatch):
+    """An empty stand-in for build/spack/ (IOSTUDY_SPACK_BUILD): no system has a Spack build
+    until a test adds one. Inside the checkout, since manifests name builds relative to it."""
+    root = REPO_ROOT / "build" / "test-spack-build"
+    shutil.rmtree(root, ignore_errors=True)
+    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)

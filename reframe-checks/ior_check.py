@@ -85,10 +85,7 @@ class ior_check(BenchmarkCheck):
 
     @run_before("performance")
     def set_perf_variables(self):
-        if self.is_dry_run():
-            return
-        values = checks.ior_performance(checks.ior_results(self.output_text()))
-        self.perf_variables = {
-            name: sn.make_performance_function(lambda v=value: v, checks.MIB_S)
-            for name, value in values.items()
-        }
+        if not self.is_dry_run():
+            self.set_performance(
+                checks.ior_performance(checks.ior_results(self.output_text())), checks.MIB_S
+            )

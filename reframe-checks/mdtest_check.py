@@ -51,10 +51,7 @@ class mdtest_check(BenchmarkCheck):
 
     @run_before("performance")
     def set_perf_variables(self):
-        if self.is_dry_run():
-            return
-        values = checks.mdtest_performance(benchparse.mdtest_text(self.output_text()))
-        self.perf_variables = {
-            name: sn.make_performance_function(lambda v=value: v, checks.OPS_S)
-            for name, value in values.items()
-        }
+        if not self.is_dry_run():
+            self.set_performance(
+                checks.mdtest_performance(benchparse.mdtest_text(self.output_text())), checks.OPS_S
+            )

@@ -47,10 +47,8 @@ class metarates_check(BenchmarkCheck):
 
     @run_before("performance")
     def set_perf_variables(self):
-        if self.is_dry_run():
-            return
-        values = checks.metarates_performance(checks.metarates_lines(self.output_text()))
-        self.perf_variables = {
-            name: sn.make_performance_function(lambda v=value: v, checks.OPS_S)
-            for name, value in values.items()
-        }
+        if not self.is_dry_run():
+            self.set_performance(
+                checks.metarates_performance(checks.metarates_lines(self.output_text())),
+                checks.OPS_S,
+            )

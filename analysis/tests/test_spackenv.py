@@ -1,30 +1,17 @@
 """Where the checks take their programs from, and what a run manifest records of a Spack build.
 
 A Spack build is stood in for by a folder laid out as `iostudy spack build` leaves it
-(<system>/view and <system>/build-record.json) in a build folder of the checkout that only
-these tests use (manifests name it relative to the checkout): CI has no Spack. The real
+(<system>/view and <system>/build-record.json): the spack_build fixture of the root
+conftest.py. CI has no Spack. The real
 build is exercised by spack-env/tests/test_view_programs.py where Spack exists.
 """
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
-
-import pytest
 
 from iostudy import checks, config, spackenv
 from iostudy.cli import main
-
-
-@pytest.fixture
-def spack_build(monkeypatch):
-    """An empty stand-in for build/spack/: no system has a Spack build until a test adds it."""
-    root = config.REPO_ROOT / "build" / "test-spackenv"
-    shutil.rmtree(root, ignore_errors=True)
-    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def fake_view(root, system, files):
@@ -93,10 +80,10 @@ def test_dry_run_manifest_references_the_build(spack_build, tmp_path, capsys):
     assert status == 0
     (run_dir,) = results.iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["spack_build"]["record"] == "build/test-spackenv/local/build-record.json"
+    assert manifest["spack_build"]["record"] == "build/test-spack-build/local/build-record.json"
     assert manifest["spack_build"]["record_sha256"] == sha256(record)
     runtime = spack_build / "local" / "view" / "lib" / "libiostudy.so"
-    assert manifest["binaries_sha256"]["build/test-spackenv/local/view/lib/libiostudy.so"] == (
+    assert manifest["binaries_sha256"]["build/test-spack-build/local/view/lib/libiostudy.so"] == (
         sha256(runtime)
     )
 

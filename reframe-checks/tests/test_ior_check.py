@@ -7,7 +7,6 @@ Spack view: a check whose program is missing is skipped, named, and never counts
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -56,16 +55,8 @@ def test_no_json_is_an_error():
         checks.ior_results("ior: cannot open file\n")
 
 
-@pytest.fixture
-def view(monkeypatch):
-    root = spackenv.REPO_ROOT / "build" / "test-ior-view"
-    shutil.rmtree(root, ignore_errors=True)
-    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-def test_spack_program_says_why_it_cannot_run(view):
+def test_spack_program_says_why_it_cannot_run(spack_build):
+    view = spack_build
     program, why = checks.spack_program("local", "ior", "openmpi")
     assert program is None
     assert str(view / "local" / "view" / "bin" / "ior") in why and "make spack SYSTEM=local" in why
@@ -96,7 +87,7 @@ IOR_POINT = {
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
 def test_missing_ior_is_skipped_named_and_never_passed(
-    configs_copy, view, tmp_path, capsys, system
+    configs_copy, spack_build, tmp_path, capsys, system
 ):
     write_campaign(configs_copy, "iorpoints", [IOR_POINT])
     status = main(
@@ -115,14 +106,16 @@ def test_missing_ior_is_skipped_named_and_never_passed(
     assert status == campaign_mod.EXIT_FAILED
     skips = [line for line in out.splitlines() if "SKIP" in line and "ior_check" in line]
     assert len(skips) == 2 * 2, out  # two layouts, both MPI flavours
-    assert all(f"no {view / system / 'view' / 'bin' / 'ior'}" in line for line in skips)
+    assert all(f"no {spack_build / system / 'view' / 'bin' / 'ior'}" in line for line in skips)
     (run_dir,) = (tmp_path / "results").iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 4}
     assert f"campaign iorpoints on {system}: incomplete (4 skip)" in out
 
 
-def test_optional_check_skips_leave_the_campaign_complete(configs_copy, view, tmp_path, capsys):
+def test_optional_check_skips_leave_the_campaign_complete(
+    configs_copy, spack_build, tmp_path, capsys
+):
     write_campaign(configs_copy, "iorpoints", [dict(IOR_POINT, optional=True)])
     status = main(
         [

@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 
 import reframe as rfm
+import reframe.utility.sanity as sn
 from reframe.core.builtins import variable
 
 from . import checks
@@ -77,3 +78,10 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
 
     def output_text(self) -> str:
         return Path(self.stagedir, self.stdout.evaluate()).read_text()
+
+    def set_performance(self, values: dict[str, float], unit: str) -> None:
+        """The benchmark's figures as ReFrame's performance variables."""
+        self.perf_variables = {
+            name: sn.make_performance_function(lambda v=value: v, unit)
+            for name, value in values.items()
+        }
