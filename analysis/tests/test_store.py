@@ -287,3 +287,35 @@ def test_perf_and_iomodel_from_reframe(reframe_run, tmp_path, capsys):
     assert first["source_path"].startswith("rf-run/reframe/output/fakesys/part/openmpi/")
     reasons = con.execute("SELECT reason FROM quarantine").fetchall()
     assert len(reasons) == 2 and all("line 3" in r for (r,) in reasons)
+
+
+def test_ior_results_from_the_check(run_dir, tmp_path, capsys):
+    """ior.jsonl as ior_check writes it (checks.save_json_lines of real IOR output, captured in
+    reframe-checks/tests/data/ior/posix-fpp.json: 2 tasks, 3 iterations) becomes the ior table;
+    a line that is not IOR's is left out and quarantined."""
+    from iostudy import checks
+
+    data = Path(__file__).parents[2] / "reframe-checks" / "tests" / "data" / "ior"
+    raw = (data / "posix-fpp.json").read_text()
+    out = run_dir / "reframe" / "output" / "local" / "default" / "openmpi" / "ior_check_1"
+    out.mkdir(parents=True)
+    tags = {"check": "ior_check", "system": "local", "environ": "openmpi", "layout": "fpp"}
+    tags |= {"procs": 2, "procs_per_node": 2, "nodes": 1, "target": "scratch", "repetition": 0}
+    checks.save_json_lines(checks.ior_results(raw)["results"], out / "ior.jsonl", tags)
+    with open(out / "ior.jsonl", "a") as f:
+        f.write('{"benchmark": "something else"}\n')
+    st = tmp_path / "store"
+    status, _, err = ingest(capsys, run_dir, "--store", st)
+    assert status == 0, err
+    con = store.connect(st)
+    ior = con.execute("SELECT * FROM ior ORDER BY operation, iteration").df()
+    expected = {"read": [], "write": []}
+    for result in json.loads(raw)["tests"][0]["Results"]:
+        for entry in result if isinstance(result, list) else [result]:
+            expected[entry["access"]].append(float(entry["bwMiB"]))
+    assert list(ior["operation"]) == ["read"] * 3 + ["write"] * 3
+    assert list(ior["bw_mib_s"]) == pytest.approx(expected["read"] + expected["write"])
+    assert set(ior["layout"]) == {"fpp"} and set(ior["api"]) == {"POSIX"}
+    assert set(ior["aggregate_bytes"]) == {2 * 2**20} and set(ior["run_id"]) == {RUN}
+    (reason,) = con.execute("SELECT reason FROM quarantine WHERE path LIKE '%ior.jsonl'").fetchone()
+    assert "not an ior_check record" in reason

@@ -1,7 +1,7 @@
 """The store: run directories ingested into Parquet tables, queried with DuckDB.
 
 ``iostudy ingest RUN_DIR... --store STORE`` reads a run directory (``results/<run-id>/``:
-manifest.json, reframe/report.json, reframe/output/**/iomodel.jsonl, darshan/**/*.darshan) and
+manifest.json, reframe/report.json, reframe/output/**/{iomodel,ior}.jsonl, darshan/**/*.darshan) and
 writes one Parquet file per table and run, ``STORE/<table>/<run_id>.parquet``, for every table of
 :data:`TABLES`, even when empty, so that the tables always exist once a run is in. DuckDB reads
 them through views: :func:`connect` returns a connection that has them, and STORE/store.duckdb
@@ -169,6 +169,34 @@ TABLES: dict[str, pa.Schema] = {
             ("environ", pa.string()),
             ("check", pa.string()),
             ("parameters", pa.string()),  # JSON object
+            ("source_path", pa.string()),
+        ]
+    ),
+    # One row per IOR iteration and operation (reframe/output/**/ior.jsonl of ior_check).
+    "ior": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("system", pa.string()),
+            ("partition", pa.string()),
+            ("environ", pa.string()),
+            ("repetition", pa.int64()),
+            ("api", pa.string()),
+            ("layout", pa.string()),  # shared (N-1) or fpp (N-N)
+            ("target", pa.string()),  # scratch, or memory: the client ceiling
+            ("transfer_size", pa.int64()),
+            ("block_size", pa.int64()),
+            ("procs", pa.int64()),
+            ("procs_per_node", pa.int64()),
+            ("nodes", pa.int64()),
+            ("operation", pa.string()),  # write or read
+            ("iteration", pa.int64()),
+            ("bw_mib_s", pa.float64()),
+            ("iops", pa.float64()),
+            ("open_s", pa.float64()),
+            ("wrrd_s", pa.float64()),
+            ("close_s", pa.float64()),
+            ("total_s", pa.float64()),
+            ("aggregate_bytes", pa.int64()),
             ("source_path", pa.string()),
         ]
     ),
@@ -489,6 +517,56 @@ def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, camp
     return rows, problems
 
 
+IOR_FIELDS = (
+    "api",
+    "layout",
+    "target",
+    "transfer_size",
+    "block_size",
+    "procs",
+    "procs_per_node",
+    "nodes",
+    "operation",
+    "iteration",
+    "bw_mib_s",
+    "iops",
+    "open_s",
+    "wrrd_s",
+    "close_s",
+    "total_s",
+    "aggregate_bytes",
+)
+
+
+def ior_rows(lines, run_id: str, system: str | None):
+    """Rows of one ior.jsonl (ior_check: IOR's results, each with the job's log tags) and the
+    problems of the lines that are not."""
+    rows, problems = [], []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict) or rec.get("check") != "ior_check":
+                raise ValueError("not an ior_check record")
+            for key in ("operation", "iteration", "bw_mib_s", "aggregate_bytes", "procs"):
+                if rec.get(key) is None:
+                    raise ValueError(f"no {key}")
+        except ValueError as exc:
+            problems.append(f"line {number}: {exc}")
+            continue
+        row = {k: rec.get(k) for k in IOR_FIELDS}
+        row.update(
+            run_id=run_id,
+            system=rec.get("system") or system,
+            partition=rec.get("partition"),
+            environ=rec.get("environ"),
+            repetition=_int_or_none(rec.get("repetition")),
+        )
+        rows.append(row)
+    return rows, problems
+
+
 # -- a run ---------------------------------------------------------------------------------------
 
 
@@ -644,17 +722,23 @@ def _quarantine(run_id, path, base, reason):
 def _benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campaign_params):
     output = run_dir / "reframe" / "output"
     cases = _case_by_outputdir(report or {})
-    for path in sorted(output.rglob("iomodel.jsonl")) if output.is_dir() else []:
+    names = ("iomodel.jsonl", "ior.jsonl")
+    found = [p for n in names for p in sorted(output.rglob(n))] if output.is_dir() else []
+    for path in found:
         case = cases.get(path.parent.relative_to(output).as_posix())
         try:
             lines = path.read_text().splitlines()
         except OSError as exc:
             lines, problems = [], [str(exc)]
         else:
-            rows, problems = iomodel_rows(lines, run_id, case, system, campaign_params)
+            if path.name == "ior.jsonl":
+                table, (rows, problems) = "ior", ior_rows(lines, run_id, system)
+            else:
+                table = "iomodel"
+                rows, problems = iomodel_rows(lines, run_id, case, system, campaign_params)
             for row in rows:
                 row["source_path"] = _rel(path, base)
-            writer.write("iomodel", rows)
+            writer.write(table, rows)
         if problems:
             reason = "benchmark output lines left out: " + "; ".join(problems)
             writer.write("quarantine", [_quarantine(run_id, path, base, reason)])
