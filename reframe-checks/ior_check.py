@@ -21,8 +21,7 @@ in iostudy.checks and iostudy.benchcheck. By hand:
 from pathlib import Path
 
 import reframe as rfm
-import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, run_before, sanity_function, variable
+from reframe.core.builtins import run_after, run_before, variable
 
 from iostudy import checks
 from iostudy.benchcheck import BenchmarkCheck
@@ -63,29 +62,24 @@ class ior_check(BenchmarkCheck):
             workdir / "testfile",
         )  # fmt: skip
 
+    perf_unit = checks.MIB_S
+
+    def parse(self, text):
+        return checks.ior_results(text)
+
+    def problems(self, parsed):
+        block = checks.parse_size(self.transfer) * self.transfers
+        return checks.ior_sanity(parsed, self.iterations, self.procs, block)
+
+    def figures(self, parsed):
+        return checks.ior_performance(parsed)
+
     @run_before("sanity")
     def save_results(self):
         if self.is_dry_run():
             return
         try:
-            parsed = checks.ior_results(self.output_text())
+            results = self.parsed()["results"]
         except (OSError, ValueError):
             return  # the sanity function says why
-        checks.save_json_lines(parsed["results"], Path(self.stagedir, "ior.jsonl"), self.log_tags)
-
-    @sanity_function
-    def validate_results(self):
-        try:
-            parsed = checks.ior_results(self.output_text())
-        except (OSError, ValueError) as exc:
-            return sn.assert_true(False, msg=f"IOR output: {exc}")
-        block = checks.parse_size(self.transfer) * self.transfers
-        problems = checks.ior_sanity(parsed, self.iterations, self.procs, block)
-        return sn.assert_true(not problems, msg="; ".join(problems))
-
-    @run_before("performance")
-    def set_perf_variables(self):
-        if not self.is_dry_run():
-            self.set_performance(
-                checks.ior_performance(checks.ior_results(self.output_text())), checks.MIB_S
-            )
+        checks.save_json_lines(results, Path(self.stagedir, "ior.jsonl"), self.log_tags)

@@ -11,8 +11,7 @@ variables: the mean create, stat and remove rates of files and the directory cre
 """
 
 import reframe as rfm
-import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, run_before, sanity_function, variable
+from reframe.core.builtins import run_after, variable
 
 from iostudy import benchparse, checks
 from iostudy.benchcheck import BenchmarkCheck
@@ -40,18 +39,13 @@ class mdtest_check(BenchmarkCheck):
             self.files_per_proc, self.iterations, workdir / "mdtest"
         )
 
-    @sanity_function
-    def validate_results(self):
-        try:
-            parsed = benchparse.mdtest_text(self.output_text())
-        except (OSError, ValueError) as exc:
-            return sn.assert_true(False, msg=f"mdtest output: {exc}")
-        problems = checks.mdtest_sanity(parsed, self.procs, self.files_per_proc, self.iterations)
-        return sn.assert_true(not problems, msg="; ".join(problems))
+    perf_unit = checks.OPS_S
 
-    @run_before("performance")
-    def set_perf_variables(self):
-        if not self.is_dry_run():
-            self.set_performance(
-                checks.mdtest_performance(benchparse.mdtest_text(self.output_text())), checks.OPS_S
-            )
+    def parse(self, text):
+        return benchparse.mdtest_text(text)
+
+    def problems(self, parsed):
+        return checks.mdtest_sanity(parsed, self.procs, self.files_per_proc, self.iterations)
+
+    def figures(self, parsed):
+        return checks.mdtest_performance(parsed)

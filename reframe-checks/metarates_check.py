@@ -10,8 +10,7 @@ variables: each phase's aggregate rate (ops/s). Under iostudy's runtime, its log
 """
 
 import reframe as rfm
-import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, run_before, sanity_function, variable
+from reframe.core.builtins import run_after, variable
 
 from iostudy import checks
 from iostudy.benchcheck import BenchmarkCheck
@@ -36,19 +35,13 @@ class metarates_check(BenchmarkCheck):
         workdir = self.prepare(CHECK, found, why, {"files_per_proc": self.files_per_proc})
         self.executable_opts = checks.metarates_arguments(self.files_per_proc, workdir / "md")
 
-    @sanity_function
-    def validate_results(self):
-        try:
-            lines = checks.metarates_lines(self.output_text())
-        except (OSError, ValueError) as exc:
-            return sn.assert_true(False, msg=f"metarates output: {exc}")
-        problems = checks.metarates_sanity(lines, self.procs, self.files_per_proc)
-        return sn.assert_true(not problems, msg="; ".join(problems))
+    perf_unit = checks.OPS_S
 
-    @run_before("performance")
-    def set_perf_variables(self):
-        if not self.is_dry_run():
-            self.set_performance(
-                checks.metarates_performance(checks.metarates_lines(self.output_text())),
-                checks.OPS_S,
-            )
+    def parse(self, text):
+        return checks.metarates_lines(text)
+
+    def problems(self, parsed):
+        return checks.metarates_sanity(parsed, self.procs, self.files_per_proc)
+
+    def figures(self, parsed):
+        return checks.metarates_performance(parsed)

@@ -79,6 +79,14 @@ def write_campaign(configs, name, checks_):
     path.write_text(json.dumps(doc))
 
 
+def dry_run(campaign: str, system: str, results: Path, capsys) -> tuple[int, str]:
+    """`iostudy campaign run CAMPAIGN --system SYSTEM --dry-run`: its status and output."""
+    status = main(
+        ["campaign", "run", campaign, "--system", system, "--dry-run", "--results", str(results)]
+    )
+    return status, capsys.readouterr().out
+
+
 IOR_POINT = {
     "check": "ior_check",
     "parameters": {"layout": ["shared", "fpp"], "transfer": "1M", "transfers": 4, "procs": 1},
@@ -90,19 +98,7 @@ def test_missing_ior_is_skipped_named_and_never_passed(
     configs_copy, spack_build, tmp_path, capsys, system
 ):
     write_campaign(configs_copy, "iorpoints", [IOR_POINT])
-    status = main(
-        [
-            "campaign",
-            "run",
-            "iorpoints",
-            "--system",
-            system,
-            "--dry-run",
-            "--results",
-            str(tmp_path / "results"),
-        ]
-    )
-    out = capsys.readouterr().out
+    status, out = dry_run("iorpoints", system, tmp_path / "results", capsys)
     assert status == campaign_mod.EXIT_FAILED
     skips = [line for line in out.splitlines() if "SKIP" in line and "ior_check" in line]
     assert len(skips) == 2 * 2, out  # two layouts, both MPI flavours
@@ -117,19 +113,7 @@ def test_optional_check_skips_leave_the_campaign_complete(
     configs_copy, spack_build, tmp_path, capsys
 ):
     write_campaign(configs_copy, "iorpoints", [dict(IOR_POINT, optional=True)])
-    status = main(
-        [
-            "campaign",
-            "run",
-            "iorpoints",
-            "--system",
-            "local",
-            "--dry-run",
-            "--results",
-            str(tmp_path / "results"),
-        ]
-    )
-    out = capsys.readouterr().out
+    status, out = dry_run("iorpoints", "local", tmp_path / "results", capsys)
     assert status == 0, out
     assert "dry-run (4 skip-optional)" in out
 
@@ -140,19 +124,7 @@ def test_acceptance_scripts_every_point_with_the_view(tmp_path, capsys):
     mpi = spackenv.view_mpi("local")
     if mpi is None or spackenv.view_program("local", "ior") is None:
         pytest.skip("no Spack view for local: run `make spack SYSTEM=local`")
-    status = main(
-        [
-            "campaign",
-            "run",
-            "acceptance",
-            "--system",
-            "local",
-            "--dry-run",
-            "--results",
-            str(tmp_path / "results"),
-        ]
-    )
-    out = capsys.readouterr().out
+    status, out = dry_run("acceptance", "local", tmp_path / "results", capsys)
     assert status == 0, out
     (run_dir,) = (tmp_path / "results").iterdir()
     scripts = list((run_dir / "reframe" / "stage").rglob("ior_check_*/rfm_job.sh"))

@@ -3,8 +3,10 @@ the scaling point (procs, procs per node), where the files go (the system's scra
 /dev/shm for the client-side ceiling), the runtime preloaded with its log tagged, the skip when
 the program is not built, and the references of configs/references/<system>.json.
 
-A check subclasses BenchmarkCheck, sets CHECK, and calls prepare() from its setup hook with
-its program and its own log tags; it returns the folder the benchmark works in.
+A check subclasses BenchmarkCheck, calls prepare() from its setup hook with its program and
+its own log tags (it returns the folder the benchmark works in), and says how its output reads:
+parse() (text to results; ValueError when it is not the benchmark's), problems() (what is wrong
+with the results) and figures() (the performance values, in perf_unit). The base judges and reports.
 """
 
 import shlex
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import variable
+from reframe.core.builtins import run_before, sanity_function, variable
 
 from . import checks
 
@@ -76,12 +78,37 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
         self.reference = checks.reframe_references(check, system, part.fullname)
         return workdir
 
-    def output_text(self) -> str:
-        return Path(self.stagedir, self.stdout.evaluate()).read_text()
+    # ---- what each check says about its output ----
+    perf_unit = ""
 
-    def set_performance(self, values: dict[str, float], unit: str) -> None:
-        """The benchmark's figures as ReFrame's performance variables."""
+    def parse(self, text: str):
+        raise NotImplementedError
+
+    def problems(self, parsed) -> list[str]:
+        raise NotImplementedError
+
+    def figures(self, parsed) -> dict[str, float]:
+        raise NotImplementedError
+
+    def parsed(self):
+        """The benchmark's output through parse(), read once per run."""
+        if getattr(self, "_parsed", None) is None:
+            self._parsed = self.parse(Path(self.stagedir, self.stdout.evaluate()).read_text())
+        return self._parsed
+
+    @sanity_function
+    def validate_output(self):
+        try:
+            problems = self.problems(self.parsed())
+        except (OSError, ValueError) as exc:
+            problems = [f"{self.executable} output: {exc}"]
+        return sn.assert_true(not problems, msg="; ".join(problems))
+
+    @run_before("performance")
+    def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         self.perf_variables = {
-            name: sn.make_performance_function(lambda v=value: v, unit)
-            for name, value in values.items()
+            name: sn.make_performance_function(lambda v=value: v, self.perf_unit)
+            for name, value in self.figures(self.parsed()).items()
         }

@@ -517,24 +517,11 @@ def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, camp
     return rows, problems
 
 
-IOR_FIELDS = (
-    "api",
-    "layout",
-    "target",
-    "transfer_size",
-    "block_size",
-    "procs",
-    "procs_per_node",
-    "nodes",
-    "operation",
-    "iteration",
-    "bw_mib_s",
-    "iops",
-    "open_s",
-    "wrrd_s",
-    "close_s",
-    "total_s",
-    "aggregate_bytes",
+# ior_check's own fields: every column of the table but the run's and the file's.
+IOR_FIELDS = tuple(
+    name
+    for name in TABLES["ior"].names
+    if name not in ("run_id", "system", "partition", "environ", "repetition", "source_path")
 )
 
 
