@@ -16,6 +16,8 @@ class IostudyRuntime(IostudyCheckoutPackage):
     depends_on("mpi", when="+mpi")
 
     def cmake_args(self):
+        # The test programs and benchmark drivers are not installed (some need Fortran).
+        args = [self.define("BUILD_TESTING", False)]
         if self.spec.satisfies("+mpi"):
-            return [self.mpi_flavours_arg()]
-        return [self.define("IOSTUDY_MPI_FLAVOURS", "")]
+            return [*args, self.mpi_flavours_arg()]
+        return [*args, self.define("IOSTUDY_MPI_FLAVOURS", "")]
