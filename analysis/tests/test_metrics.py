@@ -199,6 +199,90 @@ def test_metrics_command_on_empty_store(tmp_path, capsys):
     store.mkdir()
     assert main(["metrics", "--store", str(store), "--out", str(tmp_path / "m")]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith(f"metrics: 4 tables written to {tmp_path / 'm'}")
-    for name in ("job_throughput", "model_throughput", "table1_crosscheck", "iomodel_histogram"):
+    assert last.startswith(f"metrics: 5 tables written to {tmp_path / 'm'}")
+    names = ("job_throughput", "model_throughput", "table1_crosscheck", "ior_crosscheck")
+    for name in (*names, "iomodel_histogram"):
         assert (tmp_path / "m" / f"{name}.csv").is_file()
+
+
+# ior_check's runs (ior table: IOR's own results) and their logs (jobs + files):
+#   run A: POSIX, shared file, 2 ranks, one iteration; IOR: write 2 MiB in 0.100 s, read 2 MiB
+#     in 0.050 s. Its log, a record per rank of <dir>/testfile:
+#       rank 0: wrote 1 MiB in 0.090 s, read 1 MiB in 0.040 s (+ 0.5 s of metadata: left out)
+#       rank 1: wrote 1 MiB in 0.095 s, read 1 MiB in 0.045 s
+#     write: 2 MiB / 0.095 s = 21.05 MiB/s against IOR's 20: +5.3 %, outside 3 %
+#     read:  2 MiB / 0.045 s = 44.44 MiB/s against 40: +11 %, outside
+#     Another file of rank 0 (/d/other, 8 MiB written in 9 s) is not IOR's test file.
+#   run B: MPIIO, file per process, 2 ranks, two iterations; IOR: write 2 MiB in 0.2 s and in
+#     0.2 s, read in 0.1 s and 0.1 s. Its log, in the MPI-IO module (POSIX records beneath):
+#       testfile.00000000 rank 0: wrote 2 MiB in 0.390 s, read 2 MiB in 0.195 s
+#       testfile.00000001 rank 1: wrote 2 MiB in 0.380 s, read 2 MiB in 0.190 s
+#     write: 4 MiB / 0.390 s = 10.256 MiB/s against 4 MiB / 0.4 s = 10: +2.6 %, within
+#     read:  4 MiB / 0.195 s = 20.51 against 20: +2.6 %, within
+#   run C: POSIX, fpp, its log's records reduced to rank -1: no slowest rank, NaN.
+#   run D: no log at all.
+def ior_row(tags, op, iteration, nbytes, seconds, api="POSIX", layout="shared"):
+    return {"run_id": "r1", "log_tags": tags, "system": "local", "environ": "openmpi",
+            "repetition": 0, "api": api, "layout": layout, "target": "scratch",
+            "transfer_size": MiB, "block_size": MiB, "procs": 2, "nodes": 1,
+            "operation": op, "iteration": iteration, "aggregate_bytes": nbytes,
+            "total_s": seconds, "bw_mib_s": nbytes / MiB / seconds}  # fmt: skip
+
+
+def ior_tags(api, layout):
+    return f'{{"api": "{api}", "check": "ior_check", "layout": "{layout}"}}'
+
+
+def test_ior_crosscheck_against_the_slowest_rank():
+    ta, tb, tc, td = (ior_tags(*k) for k in
+                      [("POSIX", "shared"), ("MPIIO", "fpp"), ("POSIX", "fpp"), ("HDF5", "fpp")])  # fmt: skip
+    ior = pd.DataFrame(
+        [ior_row(ta, "write", 0, 2 * MiB, 0.1), ior_row(ta, "read", 0, 2 * MiB, 0.05)]
+        + [ior_row(tb, op, i, 2 * MiB, t, "MPIIO", "fpp")
+           for i in (0, 1) for op, t in (("write", 0.2), ("read", 0.1))]
+        + [ior_row(tc, "write", 0, 2 * MiB, 0.1, layout="fpp")]
+        + [ior_row(td, "write", 0, 2 * MiB, 0.1, "HDF5", "fpp")]
+    )  # fmt: skip
+    files = pd.DataFrame(
+        [
+            frec("A", 0, "/s/testfile", bytes_written=MiB, write_time=0.09, bytes_read=MiB,
+                 read_time=0.04, meta_time=0.5),
+            frec("A", 1, "/s/testfile", bytes_written=MiB, write_time=0.095, bytes_read=MiB,
+                 read_time=0.045),
+            frec("A", 0, "/d/other", bytes_written=8 * MiB, write_time=9.0),
+            *[frec("B", r, f"/s/testfile.0000000{r}", module=m, bytes_written=2 * MiB,
+                   write_time=w, bytes_read=2 * MiB, read_time=rd)
+              for r, w, rd in ((0, 0.39, 0.195), (1, 0.38, 0.19))
+              for m in ("mpiio", "posix")],
+            frec("C", -1, "/s/testfile.00000000", bytes_written=2 * MiB, write_time=0.2),
+        ]
+    )  # fmt: skip
+    lib = '"lib_ver": "iostudy-0.1.0", '
+    jobs = pd.DataFrame(
+        [{"run_id": "r1", "log_sha256": sha, "check": "ior_check", "tags": "{" + lib + t[1:]}
+         for sha, t in (("A", ta), ("B", tb), ("C", tc))]
+        + [{"run_id": "r1", "log_sha256": "X", "check": "iomodel_check", "tags": "{}"}]
+    )  # fmt: skip
+    out = metrics.ior_crosscheck(ior, files, jobs)
+    got = {(r["api"], r["layout"], r["operation"]): r for r in out.to_dict("records")}
+    assert len(out) == 6
+
+    a_write, a_read = got["POSIX", "shared", "write"], got["POSIX", "shared", "read"]
+    assert a_write["log_sha256"] == "A" and a_write["log_bytes"] == 2 * MiB
+    assert a_write["log_mib_s"] == pytest.approx(2 / 0.095)
+    assert a_write["ior_mib_s"] == pytest.approx(20.0)
+    assert a_write["rel_diff"] == pytest.approx((2 / 0.095 - 20) / 20)
+    assert not a_write["within_tolerance"]
+    assert a_read["log_mib_s"] == pytest.approx(2 / 0.045) and not a_read["within_tolerance"]
+
+    b_write, b_read = got["MPIIO", "fpp", "write"], got["MPIIO", "fpp", "read"]
+    assert b_write["iterations"] == 2 and b_write["ior_bytes"] == 4 * MiB
+    assert b_write["log_bytes"] == 4 * MiB  # the MPI-IO records only, not the POSIX beneath
+    assert b_write["log_mib_s"] == pytest.approx(4 / 0.39) and b_write["within_tolerance"]
+    assert b_read["log_mib_s"] == pytest.approx(4 / 0.195) and b_read["within_tolerance"]
+
+    reduced, missing = got["POSIX", "fpp", "write"], got["HDF5", "fpp", "write"]
+    assert reduced["log_sha256"] == "C" and math.isnan(reduced["log_mib_s"])
+    assert not reduced["within_tolerance"]
+    assert pd.isna(missing["log_sha256"]) and math.isnan(missing["log_mib_s"])
+    assert not missing["within_tolerance"]

@@ -71,10 +71,13 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
         }
         # ReFrame writes `export NAME=VALUE` unquoted: quote what the shell would split.
         self.env_vars = {
+            **self.env_vars,
             "LD_PRELOAD": shlex.quote(str(checks.runtime_library(system, environ))),
             "DARSHAN_LOGPATH": shlex.quote(str(logs)),
             "IOSTUDY_LOG_TAGS": shlex.quote(checks.log_tags(self.log_tags)),
         }
+        if self.target == "memory":
+            self.env_vars["DARSHAN_EXCLUDE_DIRS"] = ",".join(checks.RUNTIME_EXCLUDES_BUT_DEV)
         self.reference = checks.reframe_references(check, system, part.fullname)
         return workdir
 

@@ -149,6 +149,12 @@ def save_iomodel_lines(stdout: Path, dest: Path) -> list[dict]:
     return lines
 
 
+#: The runtime's default DARSHAN_EXCLUDE_DIRS (runtime/src/core.c) without /dev/: what a job
+#: whose files are in /dev/shm (target "memory") excludes, so that its log records them.
+RUNTIME_EXCLUDES_BUT_DEV = ("/etc/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/",
+                            "/sys/", "/proc/", "/var/")  # fmt: skip
+
+
 def log_tags(tags: dict) -> str:
     """IOSTUDY_LOG_TAGS for a job: key=value pairs joined by ';' (the runtime's separator)."""
     for key, value in tags.items():
@@ -241,9 +247,10 @@ def ior_performance(parsed: dict) -> dict[str, float]:
     return values
 
 
-def save_json_lines(rows: list[dict], dest: Path, extra: dict) -> None:
-    """One JSON line per row (with extra's keys added): what the store ingests."""
-    dest.write_text("".join(json.dumps({**row, **extra}) + "\n" for row in rows))
+def save_json_lines(rows: list[dict], dest: Path, log_tags: dict) -> None:
+    """One JSON line per row, with the tags of the job's log under "log_tags" (the store links
+    the rows to the log by them): what the store ingests."""
+    dest.write_text("".join(json.dumps({**row, "log_tags": log_tags}) + "\n" for row in rows))
 
 
 # ---- metadata rates: mdtest and iostudy's metarates --------------------------------------------

@@ -10,6 +10,9 @@
 - :func:`model_throughput` and :func:`table1_crosscheck`: the same computation per I/O model of
   the seed-003 benchmark (its files live in a directory ``n<n>-p<p>-f<f>-m<m>/``), for write
   only, against the benchmark's own write_mib_s: seed 000's Table I check (within 3%).
+- :func:`ior_log_bandwidth` and :func:`ior_crosscheck`: the same check for every run of
+  ior_check: per operation, the bytes of IOR's test files over the slowest rank's write (or
+  read) time, against IOR's own bandwidth over the run's iterations.
 - :func:`iomodel_histogram`: seed 003's 2D histograms, bins of log2(processes doing I/O) x
   log2(processes per file), reduced with the maximum of write throughput and of throughput per
   node-hour.
@@ -20,6 +23,7 @@ each as DIR/<name>.csv.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -260,6 +264,129 @@ def table1_crosscheck(
     return out[[c for c in cols if c in out.columns]].reset_index(drop=True)
 
 
+# ior_check's test files: -o <dir>/testfile; with a file per process IOR appends .<8-digit rank>.
+IOR_TEST_FILE = r"(?:^|/)testfile(?:\.\d{8})?$"
+# Where IOR's bytes show: POSIX calls for the POSIX API, MPI-IO for the others (HDF5 and PnetCDF
+# write through MPI-IO; their POSIX calls beneath would count collective buffering's bytes).
+IOR_MODULE = {"POSIX": "posix"}
+IOR_OPERATIONS = {"write": ("bytes_written", "write_time"), "read": ("bytes_read", "read_time")}
+
+
+def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    """Per ior_check job and operation, the bandwidth its log gives: bytes of IOR's test files
+    over the slowest rank's write (or read) time on them, in the API's module (seed 000: data
+    moved over the time of the slowest process).
+
+    The ranks' metadata time is left out, unlike seed 000's job metric: the log cannot tell
+    which phase an open or close belongs to, and IOR opens its files outside the timed phases
+    too (with MPI-IO a collective open and close to learn the file's size after each phase,
+    ~1-5 % of a phase here). Write time includes fsync (-e), as IOR's does.
+
+    The per-rank form needs a record per rank: ior_check keeps them for the shared file too
+    (DARSHAN_DISABLE_SHARED_REDUCTION). A job whose test files were reduced to rank -1 records
+    has NaN seconds (which rank was slowest is lost), as does an operation without bytes.
+    Returns run_id, log_sha256, tags (the job's), api, module, operation, log_bytes,
+    log_seconds, log_mib_s.
+    """
+    cols = ["run_id", "log_sha256", "tags", "api", "module", "operation"]
+    ior_jobs = jobs[jobs["check"] == "ior_check"]
+    rows = []
+    for job in ior_jobs.itertuples(index=False):
+        api = json.loads(job.tags or "{}").get("api", "POSIX")
+        module = IOR_MODULE.get(api, "mpiio")
+        mine = files[
+            (files["log_sha256"] == job.log_sha256)
+            & (files["module"] == module)
+            & files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)
+        ]
+        reduced = bool((mine["rank"] == -1).any())
+        for op, (byte_col, time_col) in IOR_OPERATIONS.items():
+            nbytes = int(mine[byte_col].fillna(0).sum())
+            per_rank = mine[time_col].fillna(0).groupby(mine["rank"]).sum()
+            seconds = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
+            rows.append(
+                {
+                    "run_id": job.run_id,
+                    "log_sha256": job.log_sha256,
+                    "tags": job.tags,
+                    "api": api,
+                    "module": module,
+                    "operation": op,
+                    "log_bytes": nbytes,
+                    "log_seconds": seconds,
+                    "log_mib_s": nbytes / MIB / seconds if nbytes and seconds > 0 else np.nan,
+                }
+            )
+    return pd.DataFrame(rows, columns=[*cols, "log_bytes", "log_seconds", "log_mib_s"])
+
+
+def _log_of_run(log_tags: str, jobs: pd.DataFrame):
+    """The log_sha256 of the one job whose tags include every tag of an IOR run (None when no
+    job, or more than one, has them: the run's results cannot be told apart)."""
+    wanted = json.loads(log_tags).items()
+    found = [
+        job.log_sha256
+        for job in jobs.itertuples(index=False)
+        if wanted <= json.loads(job.tags or "{}").items()
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def ior_crosscheck(
+    ior: pd.DataFrame, files: pd.DataFrame, jobs: pd.DataFrame, tolerance=TABLE1_TOLERANCE
+) -> pd.DataFrame:
+    """Seed 000's Table I check for every run of ior_check and operation: the bandwidth derived
+    from the job's log (:func:`ior_log_bandwidth`) against IOR's own over the run's iterations,
+    the bytes of all of them over the sum of their times (the log accumulates the iterations;
+    ior_mean_mib_s is IOR's mean of the iterations' bandwidths, for reference). A run's log is
+    the job whose tags include the run's log_tags. With several iterations the log can only
+    undercut IOR's time: it sums each rank's time over them, while IOR adds up the slowest
+    rank of each (a different one each time when the ranks' waits vary); hence one iteration
+    per job, repeated, in the campaigns.
+
+    Returns run_id, system, environ, repetition, api, layout, target, transfer_size, block_size,
+    procs, nodes, operation, iterations, ior_bytes, ior_seconds, ior_mib_s, ior_mean_mib_s,
+    log_bytes, log_seconds, log_mib_s, rel_diff ((log - IOR) / IOR), within_tolerance,
+    log_sha256. A run without a log has NaN log values and within_tolerance False.
+    """
+    keys = [
+        "run_id", "log_tags", "system", "environ", "repetition", "api", "layout", "target",
+        "transfer_size", "block_size", "procs", "nodes", "operation",
+    ]  # fmt: skip
+    runs = (
+        ior.groupby(keys, dropna=False)
+        .agg(
+            iterations=("iteration", "nunique"),
+            ior_bytes=("aggregate_bytes", "sum"),
+            ior_seconds=("total_s", "sum"),
+            ior_mean_mib_s=("bw_mib_s", "mean"),
+        )
+        .reset_index()
+    )
+    runs["ior_mib_s"] = runs["ior_bytes"] / MIB / runs["ior_seconds"]
+    derived = ior_log_bandwidth(files, jobs)
+    candidates = jobs[jobs["log_sha256"].isin(derived["log_sha256"])]
+    runs["log_sha256"] = pd.Series(
+        [
+            _log_of_run(tags, candidates[candidates["run_id"] == run_id])
+            for run_id, tags in zip(runs["run_id"], runs["log_tags"], strict=True)
+        ],
+        index=runs.index,
+        dtype="object",
+    )
+    found = ["log_sha256", "operation", "log_bytes", "log_seconds", "log_mib_s"]
+    out = runs.merge(derived[found], on=["log_sha256", "operation"], how="left")
+    out["rel_diff"] = (out["log_mib_s"] - out["ior_mib_s"]) / out["ior_mib_s"]
+    out["within_tolerance"] = (out["rel_diff"].abs() <= tolerance).fillna(False).astype(bool)
+    return out[
+        [
+            *[k for k in keys if k != "log_tags"], "iterations", "ior_bytes", "ior_seconds",
+            "ior_mib_s", "ior_mean_mib_s", "log_bytes", "log_seconds", "log_mib_s", "rel_diff",
+            "within_tolerance", "log_sha256",
+        ]
+    ]  # fmt: skip
+
+
 def iomodel_histogram(iomodel: pd.DataFrame, by=("run_id", "system", "environ", "bytes")):
     """Seed 003's 2D histograms: per group of ``by`` and bin (x = log2 io_procs, y = log2
     procs_per_file), the number of models, the maximum write MiB/s and the maximum throughput per
@@ -298,7 +425,7 @@ _FILE_COLUMNS = (
 
 def compute_all(con, modules=DEFAULT_MODULES) -> dict[str, pd.DataFrame]:
     """Every metric table from a store connection (:func:`iostudy.store.connect`):
-    job_throughput, model_throughput, table1_crosscheck, iomodel_histogram."""
+    job_throughput, model_throughput, table1_crosscheck, ior_crosscheck, iomodel_histogram."""
     modules = tuple(modules)
     placeholders = ", ".join("?" for _ in modules)
     files = con.execute(
@@ -306,11 +433,18 @@ def compute_all(con, modules=DEFAULT_MODULES) -> dict[str, pd.DataFrame]:
     ).df()
     jobs = con.execute("SELECT * FROM jobs").df()
     iomodel = con.execute("SELECT * FROM iomodel").df()
+    ior = con.execute("SELECT * FROM ior").df()
+    # IOR's logs in every module: MPI-IO runs are judged on their MPI-IO records.
+    ior_files = con.execute(
+        f"SELECT {_FILE_COLUMNS} FROM files WHERE log_sha256 IN "
+        "(SELECT log_sha256 FROM jobs WHERE \"check\" = 'ior_check')"
+    ).df()
     models = model_throughput(files, jobs, module=modules[0])
     return {
         "job_throughput": job_throughput(files, jobs, modules),
         "model_throughput": models,
         "table1_crosscheck": table1_crosscheck(models, iomodel),
+        "ior_crosscheck": ior_crosscheck(ior, ior_files, jobs),
         "iomodel_histogram": iomodel_histogram(iomodel),
     }
 
@@ -347,7 +481,8 @@ def register(groups) -> None:
         "metrics",
         help="compute the metric tables from the store and write them as CSV",
         description="Compute MiB/s/CN per job (seed 000 II-D), throughput per I/O model derived "
-        "from the logs with the Table I cross-check against the benchmark, and the seed-003 "
+        "from the logs with the Table I cross-check against the benchmark, the same check for "
+        "every IOR run of ior_check, and the seed-003 "
         "2D histograms, from STORE; write each table as DIR/<name>.csv.",
     )
     p.add_argument("--store", type=Path, default=Path("results") / "store", metavar="STORE")
@@ -361,6 +496,8 @@ __all__ = [
     "model_of_path",
     "model_throughput",
     "table1_crosscheck",
+    "ior_log_bandwidth",
+    "ior_crosscheck",
     "iomodel_histogram",
     "compute_all",
     "write_csvs",

@@ -198,6 +198,7 @@ TABLES: dict[str, pa.Schema] = {
             ("total_s", pa.float64()),
             ("aggregate_bytes", pa.int64()),
             ("source_path", pa.string()),
+            ("log_tags", pa.string()),  # JSON object: the tags of the job's log (jobs.tags)
         ]
     ),
     "quarantine": pa.schema(
@@ -517,39 +518,46 @@ def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, camp
     return rows, problems
 
 
-# ior_check's own fields: every column of the table but the run's and the file's.
+# The ior table's columns of one line of ior.jsonl: IOR's result and the job's log tags.
 IOR_FIELDS = tuple(
-    name
-    for name in TABLES["ior"].names
-    if name not in ("run_id", "system", "partition", "environ", "repetition", "source_path")
+    name for name in TABLES["ior"].names if name not in ("run_id", "source_path", "log_tags")
 )
 
 
+def log_tags_json(tags: dict) -> str:
+    """Tags as the jobs table's tags column has them: a JSON object of strings, keys sorted
+    (a log's metadata lines are text)."""
+    return json.dumps({str(k): str(v) for k, v in tags.items()}, sort_keys=True)
+
+
 def ior_rows(lines, run_id: str, system: str | None):
-    """Rows of one ior.jsonl (ior_check: IOR's results, each with the job's log tags) and the
-    problems of the lines that are not."""
+    """Rows of one ior.jsonl (ior_check: one IOR result per line, with the job's log tags under
+    "log_tags") and the problems of the lines that are not."""
     rows, problems = [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-            if not isinstance(rec, dict) or rec.get("check") != "ior_check":
+            tags = rec.get("log_tags") if isinstance(rec, dict) else None
+            if not isinstance(tags, dict) or tags.get("check") != "ior_check":
                 raise ValueError("not an ior_check record")
-            for key in ("operation", "iteration", "bw_mib_s", "aggregate_bytes", "procs"):
+            for key in ("operation", "iteration", "bw_mib_s", "aggregate_bytes"):
                 if rec.get(key) is None:
                     raise ValueError(f"no {key}")
         except ValueError as exc:
             problems.append(f"line {number}: {exc}")
             continue
-        row = {k: rec.get(k) for k in IOR_FIELDS}
+        fields = {**rec, **tags}
+        row = {k: fields.get(k) for k in IOR_FIELDS}
         row.update(
             run_id=run_id,
-            system=rec.get("system") or system,
-            partition=rec.get("partition"),
-            environ=rec.get("environ"),
-            repetition=_int_or_none(rec.get("repetition")),
+            system=fields.get("system") or system,
+            repetition=_int_or_none(fields.get("repetition")),
+            log_tags=log_tags_json(tags),
         )
+        for key in ("procs", "procs_per_node", "nodes"):
+            row[key] = _int_or_none(row[key])
         rows.append(row)
     return rows, problems
 
