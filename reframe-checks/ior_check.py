@@ -43,7 +43,7 @@ class ior_check(BenchmarkCheck):
     layout = variable(str, value="shared")  # shared (N-1) or fpp (N-N)
     transfer = variable(str, value="4M")
     transfers = variable(int, value=16)  # per process and iteration
-    iterations = variable(int, value=3)
+    iterations = variable(int, value=1)
 
     @run_after("setup")
     def set_job(self):

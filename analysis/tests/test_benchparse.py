@@ -346,10 +346,27 @@ def test_ior_json_with_verbose_is_rejected_clearly():
         benchparse.ior_json(raw("posix-fpp-verbose", "json"))
 
 
-def test_ior_warnings_inside_results_are_skipped():
+def test_ior_warnings_inside_results_are_skipped_and_kept():
     text = raw("ncmpi", "txt")
     assert text.count("WARNING: File write only not implemented in NCMPI") == 6
-    assert len(benchparse.ior_text(text)["results"]) == 6
+    got = benchparse.ior_text(text)
+    assert len(got["results"]) == 6
+    assert got["warnings"] == ["File write only not implemented in NCMPI"] * 6
+
+
+def test_ior_warnings_inside_the_json_on_stdout_are_taken_out():
+    """ior_check reads IOR's JSON from stdout, where IOR's warnings land inside the document
+    (ncmpi-stdout.json: 2 ranks, 2 iterations, a warning per rank and write phase)."""
+    text = raw("ncmpi-stdout", "json")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    got = benchparse.ior_json(text)
+    assert got["warnings"] == ["File write only not implemented in NCMPI"] * 4
+    assert [(r["operation"], r["iteration"]) for r in got["results"]] == [
+        ("write", 0), ("read", 0), ("write", 1), ("read", 1)
+    ]  # fmt: skip
+    assert {r["api"] for r in got["results"]} == {"NCMPI"}
+    assert {r["aggregate_bytes"] for r in got["results"]} == {2 * 2 * 2**20}
 
 
 def test_ior_unaligned_sizes_are_exact():

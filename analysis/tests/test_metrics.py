@@ -234,8 +234,8 @@ def ior_tags(api, layout):
 
 
 def test_ior_crosscheck_against_the_slowest_rank():
-    ta, tb, tc, td = (ior_tags(*k) for k in
-                      [("POSIX", "shared"), ("MPIIO", "fpp"), ("POSIX", "fpp"), ("HDF5", "fpp")])  # fmt: skip
+    kinds = [("POSIX", "shared"), ("MPIIO", "fpp"), ("POSIX", "fpp"), ("HDF5", "fpp")]
+    ta, tb, tc, td = (ior_tags(*k) for k in kinds)
     ior = pd.DataFrame(
         [ior_row(ta, "write", 0, 2 * MiB, 0.1), ior_row(ta, "read", 0, 2 * MiB, 0.05)]
         + [ior_row(tb, op, i, 2 * MiB, t, "MPIIO", "fpp")

@@ -128,10 +128,46 @@ def test_acceptance_scripts_every_point_with_the_view(tmp_path, capsys):
     assert status == 0, out
     (run_dir,) = (tmp_path / "results").iterdir()
     scripts = list((run_dir / "reframe" / "stage").rglob("ior_check_*/rfm_job.sh"))
-    # 4 APIs x 2 layouts x 2 transfers x 2 targets x process counts 1..2, one MPI
-    assert len(scripts) == 4 * 2 * 2 * 2 * 2
+    # 4 APIs x 2 layouts x 2 transfers x 2 targets x process counts 1..2 x 3 repetitions
+    assert len(scripts) == 4 * 2 * 2 * 2 * 2 * 3
     for script in scripts:
         text = script.read_text()
         assert f"/{mpi[0]}/" in str(script)
-        assert re.search(r"view/bin/ior -a (POSIX|MPIIO|HDF5|NCMPI) -w -r -C -e", text)
+        assert re.search(r"view/bin/ior -a (POSIX|MPIIO|HDF5|NCMPI) -w -r -C -e .* -i 1 ", text)
         assert "IOSTUDY_LOG_TAGS=" in text and "check=ior_check" in text
+        assert "export DARSHAN_DISABLE_SHARED_REDUCTION=1" in text
+        # /dev/shm is recorded for the memory target (the runtime excludes /dev/ by default)
+        excludes = re.search(r"export DARSHAN_EXCLUDE_DIRS=(\S+)", text)
+        if "target=memory" in text:
+            assert excludes and "/dev/" not in excludes.group(1).split(",")
+        else:
+            assert excludes is None
+
+
+def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):
+    """Seed 000's Table I on real runs: IOR of the local Spack view under the runtime, POSIX and
+    MPI-IO, shared file and file per process, memory and scratch, one iteration of 256 MiB per
+    process on 2 ranks; after ingest, the write and read bandwidth derived from each job's log
+    is within 3% of IOR's own, and comes from the API's module."""
+    from iostudy import metrics, store
+
+    if spackenv.view_mpi("local") is None or spackenv.view_program("local", "ior") is None:
+        pytest.skip("no Spack view for local: run `make spack SYSTEM=local`")
+    params = {"api": ["POSIX", "MPIIO"], "layout": ["shared", "fpp"], "transfer": "1M",
+              "transfers": 256, "iterations": 1, "procs": 2,
+              "target": ["memory", "scratch"]}  # fmt: skip
+    write_campaign(configs_copy, "iorlogs", [{"check": "ior_check", "parameters": params}])
+    results = tmp_path / "results"
+    status = main(["campaign", "run", "iorlogs", "--system", "local", "--results", str(results)])
+    assert status == 0, capsys.readouterr().out[-3000:]
+    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    assert main(["ingest", str(run_dir), "--store", str(tmp_path / "store")]) == 0
+    con = store.connect(tmp_path / "store")
+    ior, jobs = (con.execute(f"SELECT * FROM {t}").df() for t in ("ior", "jobs"))
+    files = con.execute("SELECT * FROM files").df()
+    check = metrics.ior_crosscheck(ior, files, jobs)
+    assert len(check) == 2 * 2 * 2 * 2  # APIs x layouts x targets x operations
+    assert check["log_sha256"].notna().all() and check["log_sha256"].nunique() == 8
+    assert (check["log_bytes"] == 2 * 256 * MIB).all()
+    worst = check.loc[check["rel_diff"].abs().idxmax()]
+    assert check["within_tolerance"].all(), worst.to_dict()

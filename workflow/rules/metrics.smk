@@ -1,6 +1,6 @@
 rule compute_metrics:
-    """Metric tables of the whole store (MiB/s/CN per job, Table I cross-check, seed-003
-    histograms) as CSV files in the metrics folder."""
+    """Metric tables of the whole store (MiB/s/CN per job, Table I cross-checks of the I/O
+    models and of every IOR run, seed-003 histograms) as CSV files in the metrics folder."""
     input:
         get_ingested_runs,
     output:

@@ -18,7 +18,8 @@ Both IOR parsers return the same structure, so a check may use either format::
      "tests":   [one dict per test (TestID): its parameters, see TEST_KEYS],
      "results": [one dict per test, iteration and operation (write/read), see RESULT_KEYS],
      "removes": [{"test_id", "iteration", "total_s"}: file removal times, only with -v],
-     "summary": [one dict per test and operation: the summary statistics, see SUMMARY_KEYS]}
+     "summary": [one dict per test and operation: the summary statistics, see SUMMARY_KEYS],
+     "warnings": [IOR's WARNING messages, in order]}
 
 Every iteration of every test is kept in ``results``; ``iteration`` is IOR's 0-based ``iter``
 (the JSON has no such field: it is the position of the result among the test's results of the
@@ -256,11 +257,24 @@ def _json_test(raw: dict, index: int) -> dict:
     return test
 
 
+# IOR's warnings (its WARN macro) go to its result stream: on stdout they land inside the JSON
+# document, a line each (e.g. "WARNING: File write only not implemented in NCMPI").
+IOR_WARNING = re.compile(r"^(?:ior )?WARNING: (.*)$", re.MULTILINE)
+
+
+def _ior_warnings(text: str) -> list[str]:
+    """IOR's warning messages in its output, in order, without the "WARNING:" prefix."""
+    return [message.strip() for message in IOR_WARNING.findall(text)]
+
+
 def ior_json(text: str) -> dict:
     """Parse IOR's JSON output (``-O summaryFormat=JSON``) into the structure of this module.
 
-    ``text`` is the JSON document: IOR's stdout, or the file named by ``-O summaryFile``.
+    ``text`` is the JSON document: IOR's stdout, or the file named by ``-O summaryFile``. IOR's
+    warning lines inside it are taken out and kept, in order, under "warnings".
     """
+    warnings = _ior_warnings(text)
+    text = IOR_WARNING.sub("", text)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
@@ -330,6 +344,7 @@ def ior_json(text: str) -> dict:
         "results": results,
         "removes": removes,
         "summary": summary,
+        "warnings": warnings,
     }
 
 
@@ -586,6 +601,7 @@ def ior_text(text: str) -> dict:
         "results": results,
         "removes": removes,
         "summary": summary,
+        "warnings": _ior_warnings(text),
     }
 
 

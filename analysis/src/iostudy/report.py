@@ -42,8 +42,9 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from . import __version__, config, metrics, provenance
+from . import __version__, config, metrics, provenance, scaling
 from . import store as store_mod
+from .numfmt import short
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -295,6 +296,8 @@ def run_metrics(runs, iomodel, jobs_t, cross, perf) -> pd.DataFrame:
         for (model, n, p, f, m), g in named.groupby(["model", "n", "p", "f", "m"]):
             add(g, f"{source}: {model} write ({n},{p},{f},{m})", "MiB/s", column)
     add(jobs_t, "logs: MiB/s/CN (mean of jobs)", "MiB/s/CN", "mib_s_per_cn")
+    # The scaling points have their own section: one metric per point would bury the others.
+    perf = perf[~perf["check"].isin(scaling.SCALING_CHECKS)]
     if len(perf):
         perf = perf.copy()
         band = [_band(*r) for r in perf[["reference", "lower", "upper"]].itertuples(index=False)]
@@ -429,16 +432,6 @@ def _fmt(value, digits=3) -> str:
     return f"{v:,.{decimals}f}"
 
 
-def _short(value) -> str:
-    """A number for a figure: 3 significant digits, with k, M, G from 10^4 on; no exponent."""
-    v = float(value)
-    for threshold, factor, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
-        if abs(v) >= threshold:
-            v /= factor
-            return (f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}") + suffix
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
-
-
 def histogram_figure(hist: pd.DataFrame, title: str) -> Figure:
     from matplotlib import colors as mcolors
     from matplotlib import ticker
@@ -477,7 +470,7 @@ def histogram_figure(hist: pd.DataFrame, title: str) -> Figure:
                 ax.text(
                     i,
                     j,
-                    _short(value),
+                    short(value),
                     ha="center",
                     va="center",
                     fontsize=8,
@@ -492,7 +485,7 @@ def histogram_figure(hist: pd.DataFrame, title: str) -> Figure:
         ax.set_title(label, fontsize=9)
         bar = fig.colorbar(mesh, ax=ax, shrink=0.9)
         bar.set_label(unit, fontsize=8)
-        bar.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: _short(v)))
+        bar.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
         bar.ax.tick_params(labelsize=7)
     fig.suptitle(title, fontsize=10)
     return fig
@@ -509,7 +502,7 @@ def job_rates_figure(rates: pd.DataFrame, colours: dict[str, str]) -> Figure:
     ax.barh(y, values, color=[colours.get(s, "#777777") for s in rates["series"]], height=0.7)
     for yi, value in zip(y, rates["mib_s_per_cn"], strict=True):
         ax.annotate(
-            _short(value) if pd.notna(value) else "no I/O",
+            short(value) if pd.notna(value) else "no I/O",
             (0 if pd.isna(value) else value, yi),
             xytext=(3, 0),
             textcoords="offset points",
@@ -580,7 +573,7 @@ def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Fig
         locator = mdates.AutoDateLocator(maxticks=5)
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: _short(v)))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, loc="lower right")
@@ -612,7 +605,7 @@ def side_by_side_figure(table: pd.DataFrame, colours: dict[str, str]) -> Figure:
         )
         for xi, hi, value in zip(x, g["max"], g["latest"], strict=True):
             ax.annotate(
-                _short(value),
+                short(value),
                 (xi, hi),
                 xytext=(0, 3),
                 textcoords="offset points",
@@ -624,7 +617,7 @@ def side_by_side_figure(table: pd.DataFrame, colours: dict[str, str]) -> Figure:
         ax.set_title(textwrap.fill(name, 45), fontsize=8)
         ax.set_ylabel(g["unit"].iloc[0], fontsize=8)
         ax.set_ylim(0, max(g["max"].max() * 1.2, 1e-9))
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: _short(v)))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
         ax.tick_params(labelsize=7)
         ax.grid(axis="y", alpha=0.3)
     return fig
@@ -695,6 +688,8 @@ HEADERS = {
     "difference_pct": "difference %",
     f"within_{TOLERANCE_PCT:g}pct": f"within {TOLERANCE_PCT:g}%?",
     "mib_s": "MiB/s",
+    "ior_mib_s": "IOR MiB/s",
+    "log_mib_s": "derived from log MiB/s",
     "mib_s_per_cn": "MiB/s/CN",
     "io_time": "aggregate I/O time (s)",
     "form": "time form",
@@ -702,7 +697,7 @@ HEADERS = {
     "upper": "upper (fraction)",
 }
 # Columns that are identifiers or small counts: shown as they are, without digit grouping.
-PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs"}
+PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs", "procs"}
 # Columns whose yes/no or pass/fail is a verdict (coloured).
 VERDICTS = {f"within_{TOLERANCE_PCT:g}pct", "result"}
 
@@ -771,7 +766,7 @@ def render(tables, runs, study: str, version: int, title: str, out: Path, now: d
             what = run.system
             if len(groups) > 1:
                 ident += f"-{_safe(environ)}-{_safe(size)}"
-                what += f" ({environ}, {_short(size / 2**20)} MiB)"
+                what += f" ({environ}, {short(size / 2**20)} MiB)"
             add(
                 "histograms",
                 "figure",
@@ -782,6 +777,8 @@ def render(tables, runs, study: str, version: int, title: str, out: Path, now: d
                 h,
                 fig=histogram_figure(h, f"{what}: {run.run_id}"),
             )
+
+    ior_cross = add_scaling(add, tables, runs, runs_df)
 
     by_environ = any(t["environ"].nunique() > 1 for t in (tables["jobs"], iomodel) if len(t))
     jobs_t = job_table(tables["jobs"], tables["files"])
@@ -900,6 +897,10 @@ def render(tables, runs, study: str, version: int, title: str, out: Path, now: d
         if len(perf)
         else "no values",
         "crosscheck": f"{int(sum(within))} of {len(within)} models" if len(cross) else "no data",
+        "ior_crosscheck": f"{int(ior_cross[scaling.WITHIN].sum())} of {len(ior_cross)} IOR "
+        "runs and operations"
+        if len(ior_cross)
+        else "no data",
     }
     html = (
         _env()
@@ -920,6 +921,69 @@ def render(tables, runs, study: str, version: int, title: str, out: Path, now: d
     )
     (out / "index.html").write_text(html)
     return sections
+
+
+def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.DataFrame:
+    """The scaling campaign's section (seed 001; iostudy.scaling): per system, its latest run's
+    IOR and metadata curves with the ceilings; the Table I check of every IOR run; pass/fail
+    per scaling point. Returns the IOR cross-check table."""
+    peaks = {
+        r["run_id"]: (
+            ((r["_manifest"] or {}).get("effective_config") or {}).get("system") or {}
+        ).get("peaks")
+        for r in runs
+    }
+    curves = scaling.ior_curves(tables["ior"])
+    for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
+        data = curves[curves["run_id"] == run_id]
+        add(
+            "scaling",
+            "figure",
+            f"ior-scaling-{_safe(system)}",
+            f"{system}, latest run {run_id}: IOR bandwidth against processes (mean of the "
+            "iterations and repetitions, bars min to max) on the scratch target, shared file "
+            "(N-1) and file per process (N-N), aligned (a multiple of 1 MiB) and unaligned "
+            "transfers; dotted: the best bandwidth to the memory target (the client-side "
+            "ceiling); grey: the peaks the system declares (none drawn when it declares none).",
+            data,
+            fig=scaling.ior_scaling_figure(data, peaks.get(run_id), f"{system}: {run_id}"),
+        )
+    md = scaling.metadata_curves(tables["perf"])
+    for system, run_id in scaling.latest_with(md, runs_df).itertuples(index=False):
+        data = md[md["run_id"] == run_id]
+        add(
+            "scaling",
+            "figure",
+            f"metadata-scaling-{_safe(system)}",
+            f"{system}, latest run {run_id}: metadata rates against processes, mdtest (one "
+            "directory per process) and iostudy's metarates (create+close, stat, utime, remove "
+            "between barriers), on scratch and in memory (mean over repetitions, bars min to "
+            "max; log scale); grey: the declared metadata peak.",
+            data,
+            fig=scaling.metadata_figure(data, peaks.get(run_id), f"{system}: {run_id}"),
+        )
+    cross = scaling.ior_crosscheck_table(tables["ior"], tables["files"], tables["jobs"])
+    add(
+        "scaling",
+        "table",
+        "ior-crosscheck",
+        "Seed 000's Table I check for every IOR run: IOR's own MiB/s (bytes of all iterations "
+        "over the sum of their times) against the MiB/s derived from the job's log (bytes of "
+        "IOR's test files over the slowest rank's write or read time, in the API's module); "
+        f"within {TOLERANCE_PCT:g}% passes.",
+        cross,
+        table=True,
+    )
+    add(
+        "scaling",
+        "table",
+        "scaling-pass-fail",
+        "Every scaling point of every run (each repetition) against the references of "
+        "configs/references/: values passed, the variables that failed.",
+        scaling.pass_fail_table(tables["perf"]),
+        table=True,
+    )
+    return cross
 
 
 def _manifest(
