@@ -146,14 +146,16 @@ def test_acceptance_scripts_every_point_with_the_view(tmp_path, capsys):
 
 def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):
     """Seed 000's Table I on real runs: IOR of the local Spack view under the runtime, POSIX and
-    MPI-IO, shared file and file per process, memory and scratch, one iteration of 256 MiB per
-    process on 2 ranks; after ingest, the write and read bandwidth derived from each job's log
-    is within 3% of IOR's own, and comes from the API's module."""
+    MPI-IO, shared file and file per process, memory and scratch, one iteration of 1 GiB per
+    process on 2 ranks (acceptance's size); after ingest, the write and read bandwidth derived
+    from each job's log is within 3% of IOR's own, and comes from the API's module. (With 256
+    MiB a read from the page cache lasts ~20 ms, and the MPI-IO open and close IOR times but the
+    derived time leaves out made 3-4% of it.)"""
     from iostudy import metrics, store
 
     if spackenv.view_mpi("local") is None or spackenv.view_program("local", "ior") is None:
         pytest.skip("no Spack view for local: run `make spack SYSTEM=local`")
-    params = {"api": ["POSIX", "MPIIO"], "layout": ["shared", "fpp"], "transfer": "1M",
+    params = {"api": ["POSIX", "MPIIO"], "layout": ["shared", "fpp"], "transfer": "4M",
               "transfers": 256, "iterations": 1, "procs": 2,
               "target": ["memory", "scratch"]}  # fmt: skip
     write_campaign(configs_copy, "iorlogs", [{"check": "ior_check", "parameters": params}])
@@ -168,6 +170,6 @@ def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):
     check = metrics.ior_crosscheck(ior, files, jobs)
     assert len(check) == 2 * 2 * 2 * 2  # APIs x layouts x targets x operations
     assert check["log_sha256"].notna().all() and check["log_sha256"].nunique() == 8
-    assert (check["log_bytes"] == 2 * 256 * MIB).all()
-    worst = check.loc[check["rel_diff"].abs().idxmax()]
-    assert check["within_tolerance"].all(), worst.to_dict()
+    assert (check["log_bytes"] == 2 * 1024 * MIB).all()
+    shown = ["api", "layout", "target", "operation", "ior_seconds", "log_seconds", "rel_diff"]
+    assert check["within_tolerance"].all(), check[shown].to_string()
