@@ -3,7 +3,8 @@
 Three runs of the quick campaign (two on ``local``, one on ``testcluster``): each run directory
 has its manifest.json, and the store has STORE/<table>/<run_id>.parquet for every table, with
 the rows a real campaign run would give (one iomodel job of 4 ranks, 256 MiB per model, files in
-the model's directory n<n>-p<p>-f<f>-m<m>/), plus a quarantined log in the last local run.
+the model's directory n<n>-p<p>-f<f>-m<m>/), small scaling points (IOR results and their ReFrame
+values, mdtest rates; no logs of them), plus a quarantined log in the last local run.
 """
 
 import hashlib
@@ -167,7 +168,52 @@ def _run_tables(run_id, system, started, scale):
                 "result": "pass" if row["write_mib_s"] >= ref * 0.5 else "fail",
             }
         )
-    return {"jobs": jobs, "files": files, "iomodel": iomodel, "perf": perf, "quarantine": []}
+    ior, perf_scaling = _scaling_rows(run_id, system, scale)
+    return {
+        "jobs": jobs,
+        "files": files,
+        "iomodel": iomodel,
+        "ior": ior,
+        "perf": perf + perf_scaling,
+        "quarantine": [],
+    }
+
+
+def _scaling_rows(run_id, system, scale):
+    """The acceptance campaign's points, small: IOR (POSIX, shared and file per process, 4 MiB,
+    scratch and memory, 1 to 4 processes; write 100 MiB/s per process on scratch, 300 in memory,
+    reads twice that) as ior rows, their ReFrame values, and an mdtest file creation rate per
+    process count (1000 ops/s per process) whose 4-process value fails its reference."""
+    ior, perf = [], []
+    for layout in ("shared", "fpp"):
+        for target, per_proc in (("scratch", 100.0), ("memory", 300.0)):
+            for procs in (1, 2, 4):
+                params = {".layout": layout, ".target": target, ".procs": procs, "api": "POSIX"}
+                for op, factor in (("write", 1), ("read", 2)):
+                    bw = per_proc * procs * factor * scale
+                    ior.append(
+                        {"run_id": run_id, "system": system, "partition": "default",
+                         "environ": "openmpi", "repetition": 0, "api": "POSIX",
+                         "layout": layout, "target": target, "transfer_size": 4 * 2**20,
+                         "block_size": 2**30, "procs": procs, "procs_per_node": PPN,
+                         "nodes": max(procs // PPN, 1), "operation": op, "iteration": 0,
+                         "bw_mib_s": bw, "aggregate_bytes": procs * 2**30,
+                         "total_s": procs * 1024 / bw, "log_tags": "{}"}
+                    )  # fmt: skip
+                    perf.append(_perf(run_id, system, "ior_check", params, f"{op}_mib_s", bw,
+                                      "MiB/s", 100.0))  # fmt: skip
+    for procs in (1, 2, 4):
+        rate = 1000.0 * procs if procs < 4 else 50.0
+        perf.append(_perf(run_id, system, "mdtest_check", {".procs": procs},
+                          "file_create_ops_s", rate, "ops/s", 1000.0))  # fmt: skip
+    return ior, perf
+
+
+def _perf(run_id, system, check, params, variable, value, unit, floor):
+    return {"run_id": run_id, "system": system, "partition": "default", "environ": "openmpi",
+            "check": check, "parameters": json.dumps(params), "variable": variable,
+            "value": value, "unit": unit, "reference": floor * 2, "lower": -0.5, "upper": None,
+            "result": "pass" if value >= floor else "fail"}  # fmt: skip
 
 
 def make_study(root: Path) -> tuple[Path, Path]:

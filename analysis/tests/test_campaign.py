@@ -187,6 +187,37 @@ def test_impossible_parameters_on_the_system(configs_copy, tmp_path, capsys, par
     assert f"campaign quick: checks[0].parameters: {message}" in err
 
 
+@pytest.mark.parametrize(
+    ("exclude", "message"),
+    [
+        ({"api": "POSIX"}, "api is not a scanned parameter of ior_check"),
+        ({"layout": "shared", "api": "POSIX"}, "api is not a scanned parameter"),
+        ({"layout": "nn"}, "layout=nn is not one of its values (shared, fpp)"),
+    ],
+)
+def test_excluded_combinations_must_be_of_the_scan(
+    configs_copy, tmp_path, capsys, exclude, message
+):
+    # quick's ior_check scans layout (shared, fpp); its api is one value.
+    bad_campaign(configs_copy, lambda c: c["checks"][1].update(
+        exclude=[{"parameters": exclude, "why": "test"}]))  # fmt: skip
+    status = main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)])
+    assert status == 2
+    assert f"campaign quick: checks[1].exclude[0]: {message}" in capsys.readouterr().err
+
+
+def test_excluded_by_needs_every_value():
+    value_of = {"api": "NCMPI", "layout": "fpp", "procs": 2, "read_back": True}.get
+    assert checks.excluded_by(["api=NCMPI&layout=fpp"], value_of) == "api=NCMPI&layout=fpp"
+    assert checks.excluded_by(["api=NCMPI&layout=shared", "procs=2"], value_of) == "procs=2"
+    assert checks.excluded_by(["read_back=true"], value_of) == "read_back=true"
+    assert checks.excluded_by(["api=POSIX&layout=fpp"], value_of) is None
+    assert checks.excluded_by([], value_of) is None
+    assert (
+        checks.exclusion_text({"api": "NCMPI", "read_back": False}) == "api=NCMPI&read_back=false"
+    )
+
+
 def test_environ_the_system_lacks(configs_copy, tmp_path, capsys):
     edit(
         configs_copy / "systems" / "local" / "system.json",

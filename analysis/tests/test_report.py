@@ -272,6 +272,11 @@ def test_every_figure_and_table_has_a_caption_and_its_csv(study):
         "metrics-over-runs",
         "systems-side-by-side",
         "table-i-crosscheck",
+        "ior-scaling-local",
+        "ior-scaling-testcluster",
+        "metadata-scaling-local",
+        "ior-crosscheck",
+        "scaling-pass-fail",
         "reframe-performance",
         "counts",
         "quarantine",
@@ -312,6 +317,21 @@ def test_tables_behind_the_figures(study):
         r["series"]: r for r in side if r["metric"] == "benchmark: file-per-process write (2,2,2,1)"
     }
     assert set(fpp_side) == {"local", "testcluster"} and fpp_side["local"]["runs"] == "2"
+    # The scaling points have their section, not a metric each over runs.
+    assert not any("ior_check" in r["metric"] or "mdtest_check" in r["metric"] for r in over)
+    # Scaling: the latest local run's IOR curves, 2 layouts x 2 targets x 3 counts x 2 operations
+    ior = _csv(v2 / "ior-scaling-local.csv")
+    assert {r["run_id"] for r in ior} == {"20260303T090000Z-quick-local"} and len(ior) == 24
+    point = next(r for r in ior if (r["layout"], r["target"], r["procs"], r["operation"])
+                 == ("fpp", "scratch", "4", "write"))  # fmt: skip
+    assert float(point["mib_s"]) == pytest.approx(400 * 1.1)
+    assert point["transfer"] == "4 MiB, aligned" and point["declared_aggregate_mib_s"] == ""
+    verdicts = _csv(v2 / "scaling-pass-fail.csv")
+    failed = [(r["run_id"], r["point"]) for r in verdicts if r["result"] == "fail"]
+    assert sorted(failed) == sorted((r[0], "procs=4") for r in reportdata.RUNS)
+    # No logs of these IOR runs: the cross-check says so rather than passing.
+    cross_ior = _csv(v2 / "ior-crosscheck.csv")
+    assert len(cross_ior) == 3 * 24 and {r["within_3pct"] for r in cross_ior} == {"False"}
     quarantine = _csv(v2 / "quarantine.csv")
     assert [r["reason"] for r in quarantine] == ["darshan-util could not read the log: truncated"]
     counts = {r["system"]: r for r in _csv(v2 / "counts.csv")}

@@ -129,3 +129,11 @@ def test_ior_crosscheck_table_on_an_empty_store_has_its_columns():
     table = scaling.ior_crosscheck_table(empty["ior"], empty["files"], empty["jobs"])
     assert table.empty and scaling.WITHIN in table.columns and "difference_pct" in table
     assert scaling.WITHIN == f"within_{100 * metrics.TABLE1_TOLERANCE:g}pct"
+
+
+def test_curves_carry_the_declared_peaks():
+    curves = scaling.ior_curves(IOR)
+    data = scaling.with_peaks(curves, {"aggregate_mib_s": 1000, "client_network_mib_s": None})
+    assert set(data["declared_aggregate_mib_s"]) == {1000}
+    assert data["declared_client_network_mib_s"].isna().all()
+    assert data["declared_storage_targets"].isna().all() and len(data) == len(curves)

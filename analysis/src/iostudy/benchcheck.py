@@ -14,6 +14,7 @@ from pathlib import Path
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 
 from . import checks
@@ -33,9 +34,14 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
     scratch_dir = variable(str, value="")
     campaign = variable(str, value="none")
     run_id = variable(str, value="")
+    #: combinations the campaign leaves out, "name=value&name=value" each (checks.excluded_by)
+    excluded = variable(typ.List[str], value=[])
 
     def prepare(self, check: str, program: Path | None, why: str, tags: dict) -> Path:
-        """Skips (with why) without program; else sets the job up and returns its folder."""
+        """Skips (with why) without program or when the campaign excluded this combination;
+        else sets the job up and returns its folder."""
+        exclusion = checks.excluded_by(self.excluded, lambda name: getattr(self, name, None))
+        self.skip_if(exclusion is not None, f"{checks.EXCLUDED}: {exclusion}")
         self.skip_if(program is None, why)
         environ = self.current_environ.name
         system = self.current_system.name

@@ -15,7 +15,10 @@ A run gets its own directory, results/<run-id>/ with run-id <UTC yyyymmddThhmmss
 
 Every check gets the campaign's parameters as ReFrame variables: -S CHECK.VAR=VALUE, or
 -P CHECK.VAR=V1,V2 for a list (a scan) and for the repetitions, so that each combination is a test
-case of its own.
+case of its own. A check's "exclude" entries leave combinations out of the scan: the check gets
+them (-S CHECK.excluded=...) and skips those cases without running anything; they count as
+"excluded", not as skips that leave the campaign incomplete. (ReFrame's -x cannot do it: it
+filters before -P makes the combinations.)
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ CHECK_BENCHMARKS = {"iomodel_check": "iomodel", "metarates_check": "metarates"}
 # Checks whose programs come from the system's Spack view, built with one MPI: they run with
 # that flavour only (without a view they run, and skip naming what is missing).
 SPACK_CHECKS = {"ior_check", "mdtest_check"}
+# Checks built on iostudy.benchcheck.BenchmarkCheck: they take a campaign's exclusions.
+EXCLUDABLE = {"ior_check", "mdtest_check", "metarates_check"}
 # "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
 # system's cores_per_node), at most max_procs, resolved per test case.
 PER_NODE_OF_SYSTEM = 0
@@ -61,8 +66,7 @@ def _values(value) -> list:
     return value if isinstance(value, list) else [value]
 
 
-def _text(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+_text = checks.param_text  # how -S/-P values are written
 
 
 def check_file(check: str) -> Path:
@@ -102,8 +106,14 @@ def validate(campaign: dict, system: dict) -> None:
     """Refuses parameter combinations that cannot run on system, before anything starts."""
     cores = system["nodes"]["cores_per_node"]
     for i, entry in enumerate(campaign["checks"]):
+        if entry.get("exclude") and entry["check"] not in EXCLUDABLE:
+            raise CampaignError(
+                f"campaign {campaign['name']}: checks[{i}].exclude: {entry['check']} has no "
+                f"exclusions (checks that have: {', '.join(sorted(EXCLUDABLE))})"
+            )
         if "procs" in entry["parameters"]:
             validate_procs(campaign, system, i, entry["parameters"])
+        validate_excludes(campaign, i, entry)
         if entry["check"] != "iomodel_check":
             continue
         params = entry["parameters"]
@@ -122,6 +132,26 @@ def validate(campaign: dict, system: dict) -> None:
                     f"{procs // per_node} nodes, system {system['name']} has "
                     f"{system['nodes']['count']}"
                 )
+
+
+def validate_excludes(campaign: dict, i: int, entry: dict) -> None:
+    """Each excluded combination names scanned parameters of the check and values they take."""
+    for k, exclude in enumerate(entry.get("exclude") or []):
+        where = f"campaign {campaign['name']}: checks[{i}].exclude[{k}]"
+        for name, value in exclude["parameters"].items():
+            scanned = entry["parameters"].get(name)
+            if not isinstance(scanned, list):
+                raise CampaignError(
+                    f"{where}: {name} is not a scanned parameter of {entry['check']} "
+                    "(only a parameter given as a list has combinations to leave out)"
+                )
+            if _text(value) not in map(_text, scanned):
+                raise CampaignError(
+                    f"{where}: {name}={_text(value)} is not one of its values "
+                    f"({', '.join(map(_text, scanned))})"
+                )
+            if any(c in _text(value) for c in ",&="):
+                raise CampaignError(f"{where}: {name}={_text(value)}: no ',', '&' or '=' in it")
 
 
 def validate_procs(campaign: dict, system: dict, i: int, params: dict) -> None:
@@ -207,6 +237,9 @@ def reframe_command(
             cmd += ["-P", f"{check}.repetition={','.join(map(str, range(entry['repetitions'])))}"]
         else:
             cmd += ["-S", f"{check}.repetition=0"]
+        if entry.get("exclude"):
+            excluded = [checks.exclusion_text(e["parameters"]) for e in entry["exclude"]]
+            cmd += ["-S", f"{check}.excluded={','.join(excluded)}"]
     cmd.append("--dry-run" if dry_run else "--run")
     return cmd
 
@@ -256,10 +289,22 @@ def keep_debug_logs(console: Path, dest: Path) -> None:
                     shutil.move(src, dest / (f"debug-{i}.log" if i else "debug.log"))
 
 
-def report_summary(report: Path, optional: tuple[str, ...] = ()) -> dict | None:
+def _case_value(case: dict, name: str):
+    """A variable's value in a test case of ReFrame's report: a -P value shows in the display
+    name as %.name=value, a -S value as a key of the case."""
+    display = case.get("display_name") or ""
+    found = re.search(rf"%\.?{re.escape(name)}=(\S+)", display)
+    return found.group(1) if found else case.get(name)
+
+
+def report_summary(
+    report: Path, optional: tuple[str, ...] = (), excluded: dict | None = None
+) -> dict | None:
     """Test cases of ReFrame's report by result ({"pass": 2, "fail": 1}), None without one. A
     skipped case of an optional check (its program is not built here) counts as
-    "skip-optional", apart from the skips that leave the campaign incomplete."""
+    "skip-optional", one of a combination the campaign excluded (excluded: check -> its
+    entries, checks.exclusion_text) as "excluded", apart from the skips that leave the
+    campaign incomplete."""
     try:
         data = json.loads(report.read_text())
     except (OSError, json.JSONDecodeError):
@@ -269,7 +314,12 @@ def report_summary(report: Path, optional: tuple[str, ...] = ()) -> dict | None:
         for case in run.get("testcases", []):
             result = case.get("result")
             name = case.get("name") or ""
-            if result == "skip" and any(name.startswith(check) for check in optional):
+            entries = next((e for c, e in (excluded or {}).items() if name.startswith(c)), [])
+            if result == "skip" and checks.excluded_by(
+                entries, lambda n, c=case: _case_value(c, n)
+            ):
+                result = "excluded"
+            elif result == "skip" and any(name.startswith(check) for check in optional):
                 result = "skip-optional"
             counts[result] = counts.get(result, 0) + 1
     return counts
@@ -356,7 +406,11 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
 
     keep_debug_logs(run_dir / "reframe" / "reframe.out", run_dir / "reframe")
     optional = tuple(e["check"] for e in campaign["checks"] if e["optional"])
-    counts = report_summary(run_dir / "reframe" / "report.json", optional)
+    excluded = {
+        e["check"]: [checks.exclusion_text(x["parameters"]) for x in e.get("exclude") or []]
+        for e in campaign["checks"]
+    }
+    counts = report_summary(run_dir / "reframe" / "report.json", optional, excluded)
     if counts is None:
         status = "error"
     elif rc != 0:

@@ -155,6 +155,30 @@ RUNTIME_EXCLUDES_BUT_DEV = ("/etc/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/
                             "/sys/", "/proc/", "/var/")  # fmt: skip
 
 
+#: How a check's skip of a combination the campaign excluded begins.
+EXCLUDED = "excluded by the campaign"
+
+
+def exclusion_text(parameters: dict) -> str:
+    """An excluded combination as a check's `excluded` entry: name=value&name=value."""
+    return "&".join(f"{name}={param_text(value)}" for name, value in parameters.items())
+
+
+def excluded_by(entries, value_of) -> str | None:
+    """The first entry ("name=value&...") all of whose values the case has (value_of(name)
+    gives the case's value), or None."""
+    for entry in entries:
+        pairs = [part.partition("=") for part in entry.split("&")]
+        if all(param_text(value_of(name)) == value for name, _, value in pairs):
+            return entry
+    return None
+
+
+def param_text(value) -> str:
+    """A parameter value as ReFrame's command line and display names write it."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def log_tags(tags: dict) -> str:
     """IOSTUDY_LOG_TAGS for a job: key=value pairs joined by ';' (the runtime's separator)."""
     for key, value in tags.items():

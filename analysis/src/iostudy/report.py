@@ -935,7 +935,7 @@ def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.Data
     }
     curves = scaling.ior_curves(tables["ior"])
     for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
-        data = curves[curves["run_id"] == run_id]
+        data = scaling.with_peaks(curves[curves["run_id"] == run_id], peaks.get(run_id))
         add(
             "scaling",
             "figure",
@@ -950,7 +950,7 @@ def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.Data
         )
     md = scaling.metadata_curves(tables["perf"])
     for system, run_id in scaling.latest_with(md, runs_df).itertuples(index=False):
-        data = md[md["run_id"] == run_id]
+        data = scaling.with_peaks(md[md["run_id"] == run_id], peaks.get(run_id))
         add(
             "scaling",
             "figure",

@@ -177,6 +177,14 @@ def ior_crosscheck_table(ior, files, jobs) -> pd.DataFrame:
 # Figures
 
 
+def with_peaks(curves: pd.DataFrame, peaks: dict | None) -> pd.DataFrame:
+    """The curves with the system's declared peaks beside them (declared_<name> columns, empty
+    where the system declares none), so that the figure's CSV holds what it draws."""
+    names = ["client_network_mib_s", "storage_target_mib_s", "aggregate_mib_s",
+             "metadata_ops_s", "storage_targets"]  # fmt: skip
+    return curves.assign(**{f"declared_{k}": (peaks or {}).get(k) for k in names})
+
+
 def latest_with(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Per system, the latest run (by start) that has rows in frame: system, run_id."""
     have = runs[runs["run_id"].isin(set(frame["run_id"]))]
