@@ -23,8 +23,10 @@ def frec(job, rank, path, module="posix", rid=None, **values):
     }
     for col in ("bytes_read", "bytes_written"):
         row[col] = values.pop(col, 0)
-    for col in ("read_time", "write_time", "meta_time", "open_start", "read_end", "write_end"):
-        row[col] = float(values.pop(col, 0.0))
+    for col in ("read_time", "write_time", "meta_time", "open_start", "read_end", "write_end",
+                "read_start", "write_start"):  # fmt: skip
+        value = values.pop(col, 0.0)
+        row[col] = None if value is None else float(value)
     assert not values, values
     return row
 
@@ -205,18 +207,24 @@ def test_metrics_command_on_empty_store(tmp_path, capsys):
         assert (tmp_path / "m" / f"{name}.csv").is_file()
 
 
-# ior_check's runs (ior table: IOR's own results) and their logs (jobs + files):
+# ior_check's runs (ior table: IOR's own results) and their logs (jobs + files). The derived
+# time of an operation is the larger of busy (the slowest rank's write or read time) and span
+# (first start to last end of that operation over the ranks).
 #   run A: POSIX, shared file, 2 ranks, one iteration; IOR: write 2 MiB in 0.100 s, read 2 MiB
 #     in 0.050 s. Its log, a record per rank of <dir>/testfile:
-#       rank 0: wrote 1 MiB in 0.090 s, read 1 MiB in 0.040 s (+ 0.5 s of metadata: left out)
-#       rank 1: wrote 1 MiB in 0.095 s, read 1 MiB in 0.045 s
-#     write: 2 MiB / 0.095 s = 21.05 MiB/s against IOR's 20: +5.3 %, outside 3 %
-#     read:  2 MiB / 0.045 s = 44.44 MiB/s against 40: +11 %, outside
+#       rank 0: wrote 1 MiB in 0.090 s (1.00 .. 1.07: its fsync came after), read 1 MiB in
+#               0.040 s (2.00 .. 2.040) (+ 0.5 s of metadata: left out)
+#       rank 1: wrote 1 MiB in 0.095 s (1.01 .. 1.08), read 1 MiB in 0.045 s (2.01 .. 2.070)
+#     write: busy 0.095, span 0.08 -> 0.095 s: 2 MiB / 0.095 s = 21.05 MiB/s against IOR's 20:
+#       +5.3 %, outside 3 %
+#     read: busy 0.045, span 0.070 (the library's work between the reads) -> 0.070 s:
+#       28.57 MiB/s against 40: -29 %, outside
 #     Another file of rank 0 (/d/other, 8 MiB written in 9 s) is not IOR's test file.
 #   run B: MPIIO, file per process, 2 ranks, two iterations; IOR: write 2 MiB in 0.2 s and in
 #     0.2 s, read in 0.1 s and 0.1 s. Its log, in the MPI-IO module (POSIX records beneath):
 #       testfile.00000000 rank 0: wrote 2 MiB in 0.390 s, read 2 MiB in 0.195 s
 #       testfile.00000001 rank 1: wrote 2 MiB in 0.380 s, read 2 MiB in 0.190 s
+#       (no start timestamps: a store ingested before they were kept; busy alone)
 #     write: 4 MiB / 0.390 s = 10.256 MiB/s against 4 MiB / 0.4 s = 10: +2.6 %, within
 #     read:  4 MiB / 0.195 s = 20.51 against 20: +2.6 %, within
 #   run C: POSIX, fpp, its log's records reduced to rank -1: no slowest rank, NaN.
@@ -246,12 +254,15 @@ def test_ior_crosscheck_against_the_slowest_rank():
     files = pd.DataFrame(
         [
             frec("A", 0, "/s/testfile", bytes_written=MiB, write_time=0.09, bytes_read=MiB,
-                 read_time=0.04, meta_time=0.5),
+                 read_time=0.04, meta_time=0.5, write_start=1.0, write_end=1.07,
+                 read_start=2.0, read_end=2.04),
             frec("A", 1, "/s/testfile", bytes_written=MiB, write_time=0.095, bytes_read=MiB,
-                 read_time=0.045),
+                 read_time=0.045, write_start=1.01, write_end=1.08, read_start=2.01,
+                 read_end=2.07),
             frec("A", 0, "/d/other", bytes_written=8 * MiB, write_time=9.0),
             *[frec("B", r, f"/s/testfile.0000000{r}", module=m, bytes_written=2 * MiB,
-                   write_time=w, bytes_read=2 * MiB, read_time=rd)
+                   write_time=w, bytes_read=2 * MiB, read_time=rd, read_start=None,
+                   write_start=None)
               for r, w, rd in ((0, 0.39, 0.195), (1, 0.38, 0.19))
               for m in ("mpiio", "posix")],
             frec("C", -1, "/s/testfile.00000000", bytes_written=2 * MiB, write_time=0.2),
@@ -270,15 +281,18 @@ def test_ior_crosscheck_against_the_slowest_rank():
     a_write, a_read = got["POSIX", "shared", "write"], got["POSIX", "shared", "read"]
     assert a_write["log_sha256"] == "A" and a_write["log_bytes"] == 2 * MiB
     assert a_write["log_mib_s"] == pytest.approx(2 / 0.095)
+    assert a_write["span_seconds"] == pytest.approx(0.08)
     assert a_write["ior_mib_s"] == pytest.approx(20.0)
     assert a_write["rel_diff"] == pytest.approx((2 / 0.095 - 20) / 20)
     assert not a_write["within_tolerance"]
-    assert a_read["log_mib_s"] == pytest.approx(2 / 0.045) and not a_read["within_tolerance"]
+    assert a_read["busy_seconds"] == pytest.approx(0.045)
+    assert a_read["log_mib_s"] == pytest.approx(2 / 0.07) and not a_read["within_tolerance"]
 
     b_write, b_read = got["MPIIO", "fpp", "write"], got["MPIIO", "fpp", "read"]
     assert b_write["iterations"] == 2 and b_write["ior_bytes"] == 4 * MiB
     assert b_write["log_bytes"] == 4 * MiB  # the MPI-IO records only, not the POSIX beneath
     assert b_write["log_mib_s"] == pytest.approx(4 / 0.39) and b_write["within_tolerance"]
+    assert math.isnan(b_write["span_seconds"])
     assert b_read["log_mib_s"] == pytest.approx(4 / 0.195) and b_read["within_tolerance"]
 
     reduced, missing = got["POSIX", "fpp", "write"], got["HDF5", "fpp", "write"]

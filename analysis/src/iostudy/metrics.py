@@ -11,8 +11,8 @@
   the seed-003 benchmark (its files live in a directory ``n<n>-p<p>-f<f>-m<m>/``), for write
   only, against the benchmark's own write_mib_s: seed 000's Table I check (within 3%).
 - :func:`ior_log_bandwidth` and :func:`ior_crosscheck`: the same check for every run of
-  ior_check: per operation, the bytes of IOR's test files over the slowest rank's write (or
-  read) time, against IOR's own bandwidth over the run's iterations.
+  ior_check: per operation, the bytes of IOR's test files over the larger of the slowest rank's
+  write (or read) time and the span from the first to the last, against IOR's own bandwidth.
 - :func:`iomodel_histogram`: seed 003's 2D histograms, bins of log2(processes doing I/O) x
   log2(processes per file), reduced with the maximum of write throughput and of throughput per
   node-hour.
@@ -273,22 +273,26 @@ IOR_OPERATIONS = {"write": ("bytes_written", "write_time"), "read": ("bytes_read
 
 
 def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
-    """Per ior_check job and operation, the bandwidth its log gives: bytes of IOR's test files
-    over the slowest rank's write (or read) time on them, in the API's module (seed 000: data
-    moved over the time of the slowest process).
+    """Per ior_check job and operation, the bandwidth its log gives: bytes of IOR's test files,
+    in the API's module, over the operation's time, the larger of two lower bounds of it:
 
-    The ranks' metadata time is left out, unlike seed 000's job metric: the log cannot tell
-    which phase an open or close belongs to, and IOR opens its files outside the timed phases
-    too (with MPI-IO a collective open and close to learn the file's size after each phase,
-    ~1-5 % of a phase here). Write time includes fsync (-e), as IOR's does.
+    - busy: the slowest rank's write (or read) time on the files (seed 000: the time of the
+      slowest process). It includes fsync (-e), as IOR's time does, but not the library's
+      work between calls (HDF5's and PnetCDF's own, ~3-5 ms per phase here).
+    - span: from the first write (read) to the end of the last one, over all ranks (seed 000's
+      shared-file form, from the first I/O rather than the first open: the job opens its
+      files for other phases too). It includes the work between calls, not a final fsync.
 
-    The per-rank form needs a record per rank: ior_check keeps them for the shared file too
-    (DARSHAN_DISABLE_SHARED_REDUCTION). A job whose test files were reduced to rank -1 records
-    has NaN seconds (which rank was slowest is lost), as does an operation without bytes.
+    Metadata time is left out: the log cannot tell which phase an open or close belongs to,
+    and IOR also opens its files outside the timed phases (with MPI-IO a collective open and
+    close to learn the file's size). The busy form needs a record per rank: ior_check keeps
+    them for the shared file too (DARSHAN_DISABLE_SHARED_REDUCTION); a job whose test files
+    were reduced to rank -1 records has NaN seconds, as does an operation without bytes.
     Returns run_id, log_sha256, tags (the job's), api, module, operation, log_bytes,
-    log_seconds, log_mib_s.
+    busy_seconds, span_seconds, log_seconds, log_mib_s.
     """
-    cols = ["run_id", "log_sha256", "tags", "api", "module", "operation"]
+    cols = ["run_id", "log_sha256", "tags", "api", "module", "operation", "log_bytes",
+            "busy_seconds", "span_seconds", "log_seconds", "log_mib_s"]  # fmt: skip
     ior_jobs = jobs[jobs["check"] == "ior_check"]
     rows = []
     for job in ior_jobs.itertuples(index=False):
@@ -303,7 +307,15 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
         for op, (byte_col, time_col) in IOR_OPERATIONS.items():
             nbytes = int(mine[byte_col].fillna(0).sum())
             per_rank = mine[time_col].fillna(0).groupby(mine["rank"]).sum()
-            seconds = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
+            busy = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
+            moved = mine[mine[byte_col].fillna(0) > 0]
+            start, end = f"{op}_start", f"{op}_end"
+            span = (
+                float(moved[end].max() - moved[start].min())
+                if len(moved) and start in moved.columns and moved[start].notna().all()
+                else np.nan
+            )
+            seconds = np.nan if np.isnan(busy) else float(np.nanmax([busy, span]))
             rows.append(
                 {
                     "run_id": job.run_id,
@@ -313,11 +325,13 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
                     "module": module,
                     "operation": op,
                     "log_bytes": nbytes,
+                    "busy_seconds": busy,
+                    "span_seconds": span,
                     "log_seconds": seconds,
                     "log_mib_s": nbytes / MIB / seconds if nbytes and seconds > 0 else np.nan,
                 }
             )
-    return pd.DataFrame(rows, columns=[*cols, "log_bytes", "log_seconds", "log_mib_s"])
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _log_of_run(log_tags: str, jobs: pd.DataFrame):
@@ -346,8 +360,9 @@ def ior_crosscheck(
 
     Returns run_id, system, environ, repetition, api, layout, target, transfer_size, block_size,
     procs, nodes, operation, iterations, ior_bytes, ior_seconds, ior_mib_s, ior_mean_mib_s,
-    log_bytes, log_seconds, log_mib_s, rel_diff ((log - IOR) / IOR), within_tolerance,
-    log_sha256. A run without a log has NaN log values and within_tolerance False.
+    log_bytes, busy_seconds, span_seconds, log_seconds, log_mib_s, rel_diff ((log - IOR) /
+    IOR), within_tolerance, log_sha256. A run without a log has NaN log values and
+    within_tolerance False.
     """
     keys = [
         "run_id", "log_tags", "system", "environ", "repetition", "api", "layout", "target",
@@ -374,15 +389,16 @@ def ior_crosscheck(
         index=runs.index,
         dtype="object",
     )
-    found = ["log_sha256", "operation", "log_bytes", "log_seconds", "log_mib_s"]
+    found = ["log_sha256", "operation", "log_bytes", "busy_seconds", "span_seconds",
+             "log_seconds", "log_mib_s"]  # fmt: skip
     out = runs.merge(derived[found], on=["log_sha256", "operation"], how="left")
     out["rel_diff"] = (out["log_mib_s"] - out["ior_mib_s"]) / out["ior_mib_s"]
     out["within_tolerance"] = (out["rel_diff"].abs() <= tolerance).fillna(False).astype(bool)
     return out[
         [
             *[k for k in keys if k != "log_tags"], "iterations", "ior_bytes", "ior_seconds",
-            "ior_mib_s", "ior_mean_mib_s", "log_bytes", "log_seconds", "log_mib_s", "rel_diff",
-            "within_tolerance", "log_sha256",
+            "ior_mib_s", "ior_mean_mib_s", "log_bytes", "busy_seconds", "span_seconds",
+            "log_seconds", "log_mib_s", "rel_diff", "within_tolerance", "log_sha256",
         ]
     ]  # fmt: skip
 
@@ -434,9 +450,10 @@ def compute_all(con, modules=DEFAULT_MODULES) -> dict[str, pd.DataFrame]:
     jobs = con.execute("SELECT * FROM jobs").df()
     iomodel = con.execute("SELECT * FROM iomodel").df()
     ior = con.execute("SELECT * FROM ior").df()
-    # IOR's logs in every module: MPI-IO runs are judged on their MPI-IO records.
+    # IOR's logs in every module (MPI-IO runs are judged on their MPI-IO records), with every
+    # column: a store ingested before the first and last I/O's start were kept lacks them.
     ior_files = con.execute(
-        f"SELECT {_FILE_COLUMNS} FROM files WHERE log_sha256 IN "
+        "SELECT * FROM files WHERE log_sha256 IN "
         "(SELECT log_sha256 FROM jobs WHERE \"check\" = 'ior_check')"
     ).df()
     models = model_throughput(files, jobs, module=modules[0])

@@ -969,7 +969,8 @@ def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.Data
         "ior-crosscheck",
         "Seed 000's Table I check for every IOR run: IOR's own MiB/s (bytes of all iterations "
         "over the sum of their times) against the MiB/s derived from the job's log (bytes of "
-        "IOR's test files over the slowest rank's write or read time, in the API's module); "
+        "IOR's test files, in the API's module, over the larger of the slowest rank's write or "
+        "read time and the span from the first to the end of the last); "
         f"within {TOLERANCE_PCT:g}% passes.",
         cross,
         table=True,

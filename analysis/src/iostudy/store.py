@@ -123,6 +123,8 @@ TABLES: dict[str, pa.Schema] = {
             ("slowest_rank_time", pa.float64()),
             ("shared", pa.bool_()),
             ("opens", pa.int64()),
+            ("read_start", pa.float64()),  # seconds since the job started: the first read's start
+            ("write_start", pa.float64()),
         ]
     ),
     "perf": pa.schema(
@@ -361,6 +363,8 @@ def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
                     "slowest_rank_time": fc.get(fp + "SLOWEST_RANK_TIME"),
                     "shared": rec["rank"] == -1 or len(ranks) > 1,
                     "opens": fig["opens"],
+                    "read_start": fc.get(fp + "READ_START_TIMESTAMP"),
+                    "write_start": fc.get(fp + "WRITE_START_TIMESTAMP"),
                 }
             )
     return job_row, files
