@@ -933,35 +933,38 @@ def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.Data
         ).get("peaks")
         for r in runs
     }
-    curves = scaling.ior_curves(tables["ior"])
-    for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
-        data = scaling.with_peaks(curves[curves["run_id"] == run_id], peaks.get(run_id))
-        add(
-            "scaling",
-            "figure",
-            f"ior-scaling-{_safe(system)}",
-            f"{system}, latest run {run_id}: IOR bandwidth against processes (mean of the "
-            "iterations and repetitions, bars min to max) on the scratch target, shared file "
-            "(N-1) and file per process (N-N), aligned (a multiple of 1 MiB) and unaligned "
-            "transfers; dotted: the best bandwidth to the memory target (the client-side "
-            "ceiling); grey: the peaks the system declares (none drawn when it declares none).",
-            data,
-            fig=scaling.ior_scaling_figure(data, peaks.get(run_id), f"{system}: {run_id}"),
-        )
-    md = scaling.metadata_curves(tables["perf"])
-    for system, run_id in scaling.latest_with(md, runs_df).itertuples(index=False):
-        data = scaling.with_peaks(md[md["run_id"] == run_id], peaks.get(run_id))
-        add(
-            "scaling",
-            "figure",
-            f"metadata-scaling-{_safe(system)}",
-            f"{system}, latest run {run_id}: metadata rates against processes, mdtest (one "
-            "directory per process) and iostudy's metarates (create+close, stat, utime, remove "
-            "between barriers), on scratch and in memory (mean over repetitions, bars min to "
-            "max; log scale); grey: the declared metadata peak.",
-            data,
-            fig=scaling.metadata_figure(data, peaks.get(run_id), f"{system}: {run_id}"),
-        )
+    figures = (
+        (
+            "ior-scaling",
+            scaling.ior_curves(tables["ior"]),
+            scaling.ior_scaling_figure,
+            "IOR bandwidth against processes (mean of the iterations and repetitions, bars min "
+            "to max) on the scratch target, shared file (N-1) and file per process (N-N), "
+            "aligned (a multiple of 1 MiB) and unaligned transfers; dotted: the best bandwidth "
+            "to the memory target (the client-side ceiling); grey: the peaks the system "
+            "declares (none drawn when it declares none).",
+        ),
+        (
+            "metadata-scaling",
+            scaling.metadata_curves(tables["perf"]),
+            scaling.metadata_figure,
+            "metadata rates against processes, mdtest (one directory per process) and iostudy's "
+            "metarates (create+close, stat, utime, remove between barriers), on scratch and in "
+            "memory (mean over repetitions, bars min to max; log scale); grey: the declared "
+            "metadata peak.",
+        ),
+    )
+    for ident, curves, draw, what in figures:
+        for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
+            data = scaling.with_peaks(curves[curves["run_id"] == run_id], peaks.get(run_id))
+            add(
+                "scaling",
+                "figure",
+                f"{ident}-{_safe(system)}",
+                f"{system}, latest run {run_id}: {what}",
+                data,
+                fig=draw(data, peaks.get(run_id), f"{system}: {run_id}"),
+            )
     cross = scaling.ior_crosscheck_table(tables["ior"], tables["files"], tables["jobs"])
     add(
         "scaling",
