@@ -188,7 +188,7 @@ def _scaling_rows(run_id, system, scale):
     for layout in ("shared", "fpp"):
         for target, per_proc in (("scratch", 100.0), ("memory", 300.0)):
             for procs in (1, 2, 4):
-                params = {".layout": layout, ".target": target, ".procs": procs, "api": "POSIX"}
+                params = {"layout": layout, "target": target, "procs": procs, "api": "POSIX"}
                 for op, factor in (("write", 1), ("read", 2)):
                     bw = per_proc * procs * factor * scale
                     ior.append(
@@ -204,7 +204,7 @@ def _scaling_rows(run_id, system, scale):
                                       "MiB/s", 100.0))  # fmt: skip
     for procs in (1, 2, 4):
         rate = 1000.0 * procs if procs < 4 else 50.0
-        perf.append(_perf(run_id, system, "mdtest_check", {".procs": procs},
+        perf.append(_perf(run_id, system, "mdtest_check", {"procs": procs},
                           "file_create_ops_s", rate, "ops/s", 1000.0))  # fmt: skip
     return ior, perf
 

@@ -86,11 +86,11 @@ def perf_row(check, variable, value, params, result="pass", environ="openmpi"):
 
 PERF = pd.DataFrame(
     [
-        perf_row("mdtest_check", "file_create_ops_s", 50, {".procs": 1, "repetition": 0}),
-        perf_row("mdtest_check", "file_create_ops_s", 100, {".procs": 2, "repetition": 0}),
-        perf_row("mdtest_check", "file_create_ops_s", 300, {".procs": 2, "repetition": 1},
+        perf_row("mdtest_check", "file_create_ops_s", 50, {"procs": 1, "repetition": 0}),
+        perf_row("mdtest_check", "file_create_ops_s", 100, {"procs": 2, "repetition": 0}),
+        perf_row("mdtest_check", "file_create_ops_s", 300, {"procs": 2, "repetition": 1},
                  result="fail"),
-        perf_row("mdtest_check", "file_stat_ops_s", 900, {".procs": 2, "repetition": 1}),
+        perf_row("mdtest_check", "file_stat_ops_s", 900, {"procs": 2, "repetition": 1}),
         perf_row("metarates_check", "create_ops_s", 70, {"procs": "1", "target": "memory"},
                  environ="mpich"),
         perf_row("metarates_check", "create_ops_s", 80, {"procs": "1", "target": "memory"}),

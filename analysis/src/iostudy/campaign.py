@@ -66,9 +66,6 @@ def _values(value) -> list:
     return value if isinstance(value, list) else [value]
 
 
-_text = checks.param_text  # how -S/-P values are written
-
-
 def check_file(check: str) -> Path:
     return CHECKS_DIR / f"{check}.py"
 
@@ -145,13 +142,15 @@ def validate_excludes(campaign: dict, i: int, entry: dict) -> None:
                     f"{where}: {name} is not a scanned parameter of {entry['check']} "
                     "(only a parameter given as a list has combinations to leave out)"
                 )
-            if _text(value) not in map(_text, scanned):
+            if checks.param_text(value) not in map(checks.param_text, scanned):
                 raise CampaignError(
-                    f"{where}: {name}={_text(value)} is not one of its values "
-                    f"({', '.join(map(_text, scanned))})"
+                    f"{where}: {name}={checks.param_text(value)} is not one of its values "
+                    f"({', '.join(map(checks.param_text, scanned))})"
                 )
-            if any(c in _text(value) for c in ",&="):
-                raise CampaignError(f"{where}: {name}={_text(value)}: no ',', '&' or '=' in it")
+            if any(c in checks.param_text(value) for c in ",&="):
+                raise CampaignError(
+                    f"{where}: {name}={checks.param_text(value)}: no ',', '&' or '=' in it"
+                )
 
 
 def validate_procs(campaign: dict, system: dict, i: int, params: dict) -> None:
@@ -230,9 +229,9 @@ def reframe_command(
             elif name in ("max_procs", "procs"):
                 value = resolve_max_procs(value, system)
             if isinstance(value, list):
-                cmd += ["-P", f"{check}.{name}={','.join(map(_text, value))}"]
+                cmd += ["-P", f"{check}.{name}={','.join(map(checks.param_text, value))}"]
             else:
-                cmd += ["-S", f"{check}.{name}={_text(value)}"]
+                cmd += ["-S", f"{check}.{name}={checks.param_text(value)}"]
         if entry["repetitions"] > 1:
             cmd += ["-P", f"{check}.repetition={','.join(map(str, range(entry['repetitions'])))}"]
         else:
@@ -291,10 +290,9 @@ def keep_debug_logs(console: Path, dest: Path) -> None:
 
 def _case_value(case: dict, name: str):
     """A variable's value in a test case of ReFrame's report: a -P value shows in the display
-    name as %.name=value, a -S value as a key of the case."""
-    display = case.get("display_name") or ""
-    found = re.search(rf"%\.?{re.escape(name)}=(\S+)", display)
-    return found.group(1) if found else case.get(name)
+    name, a -S value as a key of the case."""
+    shown = checks.display_parameters(case.get("display_name") or "")
+    return shown[name] if name in shown else case.get(name)
 
 
 def report_summary(

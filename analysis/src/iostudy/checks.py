@@ -174,6 +174,15 @@ def excluded_by(entries, value_of) -> str | None:
     return None
 
 
+_DISPLAY_PARAMETER = re.compile(r"%\.?([\w.]+)=(\S+)")
+
+
+def display_parameters(display_name: str) -> dict[str, str]:
+    """The parameters a ReFrame test's display name shows, "%name=value" (a parameter) or
+    "%.name=value" (a variable scanned with -P): {name: value}."""
+    return dict(_DISPLAY_PARAMETER.findall(display_name))
+
+
 def param_text(value) -> str:
     """A parameter value as ReFrame's command line and display names write it."""
     return str(value).lower() if isinstance(value, bool) else str(value)

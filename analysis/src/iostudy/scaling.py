@@ -37,8 +37,7 @@ METADATA_CHECKS = {"mdtest_check": "mdtest", "metarates_check": "metarates"}
 #: A transfer is aligned when it is a multiple of this (1 MiB: the usual Lustre stripe size).
 ALIGNMENT = MIB
 LAYOUTS = {"shared": "N-1 (shared file)", "fpp": "N-N (file per process)"}
-TARGETS = ("scratch", "memory")
-OPERATIONS = ("write", "read")
+OPERATIONS = tuple(metrics.IOR_OPERATIONS)  # write, read: the figure's rows
 #: The verdict column of the IOR cross-check, named as the report's other Table I check.
 WITHIN = f"within_{100 * metrics.TABLE1_TOLERANCE:g}pct"
 
@@ -76,14 +75,12 @@ def ior_curves(ior: pd.DataFrame) -> pd.DataFrame:
 
 
 def _parameters(text) -> dict:
-    """A perf row's parameters; ReFrame's "%.name=value" parameters appear as ".name"."""
+    """A perf row's parameters (a JSON object; anything else: none)."""
     try:
         params = json.loads(text) if isinstance(text, str) and text else {}
     except ValueError:
         return {}
-    if not isinstance(params, dict):
-        return {}
-    return {k.lstrip("."): v for k, v in sorted(params.items(), key=lambda kv: kv[0][:1] != ".")}
+    return params if isinstance(params, dict) else {}
 
 
 def _int(value):

@@ -32,7 +32,6 @@ import json
 import math
 import multiprocessing
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -45,6 +44,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from . import checks
 from .darshanlog import DarshanLogError, read_log
 from .provenance import sha256_file
 from .summary import MODULE_COUNTERS
@@ -385,16 +385,15 @@ def _ingest_log(path: str, run: dict, timeout: float):
 
 # -- ReFrame report and benchmark output ---------------------------------------------------------
 
-_PARAM = re.compile(r"%([\w.]+)=(\S+)")
-
 
 def _case_parameters(case: dict, campaign_parameters=None) -> dict:
-    """A test case's parameters: the %name=value parts of its display name (ReFrame parameters,
-    typed as ReFrame recorded them in the case when it did), and the values in the case of the
+    """A test case's parameters: those its display name shows (checks.display_parameters; typed
+    as ReFrame recorded them in the case when it did), and the values in the case of the
     variables the campaign set for its check (``campaign_parameters``: check -> names), which
     ReFrame does not show in the name."""
     display = case.get("display_name") or case.get("name") or ""
-    params = {k: case.get(k, v) if "." not in k else v for k, v in _PARAM.findall(display)}
+    shown = checks.display_parameters(display)
+    params = {k: case.get(k, v) if "." not in k else v for k, v in shown.items()}
     for name in (campaign_parameters or {}).get(_case_check(case), ()):
         if name in case and name not in params:
             params[name] = case[name]
