@@ -3,8 +3,10 @@
 # per-process logs of a job that did not end normally (time limit, SIGKILL, crash, node failure)
 # into one Darshan log. A job that ended normally left none: its processes removed them.
 #
-# It runs on every node of the job, as root, after the job. Each node moves the job's files out
-# of its node-local folder into a staging folder every node can write; the last node to arrive
+# It runs on every node of the job, as root, after the job. Each node moves the job's files of
+# that node (their names carry the host name) out of its node-local folder into a staging folder
+# every node can write (only its own: where nodes share the folder, as the test cluster's do, two
+# nodes moving one file at once across file systems can lose it); the last node to arrive
 # (it counts the nodes of SLURM_JOB_NODELIST) merges them with iostudy-merge, gives the log to
 # the job's user and removes the staged files. It never fails: a failing epilog drains the node.
 #
@@ -30,7 +32,8 @@ if [ -z "$job" ] || [ -z "${IOSTUDY_STAGING:-}" ] || [ -z "${IOSTUDY_LOG_DIR:-}"
 fi
 
 shopt -s nullglob
-mine=("$mmap_dir"/*_id"${job}"_mmap-log-*.darshan)
+host=$(hostname)
+mine=("$mmap_dir"/*_id"${job}"_mmap-log-"${host}"-*.darshan)
 stage=$IOSTUDY_STAGING/$job
 nodes=$(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null | wc -l)
 # Nothing here and a one-node job: nothing to merge, and no staging folder to leave behind.
@@ -41,7 +44,7 @@ mkdir -p "$stage" || { log "cannot create $stage"; exit 0; }
 for f in "${mine[@]}"; do
     mv -f -- "$f" "$stage/" || log "cannot move $f to $stage"
 done
-touch "$stage/.node-$(hostname)"
+touch "$stage/.node-$host"
 
 (
     flock 9 || exit 0

@@ -10,6 +10,7 @@ time limits about every 30 s, so each ends 60-90 s after it started).
 import getpass
 import os
 import shlex
+import subprocess
 from pathlib import Path
 
 from slurmtest import poll
@@ -101,3 +102,31 @@ def test_time_limit_leaves_merged_logs(cluster, tmp_path):
     # Nothing is left behind: the staged files were merged and removed.
     state = Path(cluster.env["SLURM_CONF"]).parent.parent
     assert not (state / "mmap-staging" / many_id).exists()
+
+
+def test_epilog_moves_only_its_own_nodes_files(tmp_path):
+    """Where nodes share the folder of the memory-mapped logs (the test cluster's nodes share
+    this machine's /dev/shm) each node's epilog takes only the files its host name is in: two
+    nodes moving one file at once across file systems lost a rank's log (a merged log of a
+    2-node job with one rank's records). Run as node n1 (its own UTS namespace) of a 2-node job
+    that n2 has not finished yet: n1's file is staged, n2's stays where it is."""
+    shm, staging, logs = (tmp_path / d for d in ("shm", "staging", "logs"))
+    shm.mkdir()
+    files = {n: shm / f"root_prog_id42_mmap-log-{n}-{pid}.darshan"
+             for n, pid in (("n1", 7), ("n2", 8))}  # fmt: skip
+    for path in files.values():
+        path.write_bytes(b"log")
+    epilog = config.REPO_ROOT / "ci" / "templates" / "slurm-epilog-iostudy.sh"
+    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "n[1-2]",
+           "IOSTUDY_EPILOG_CONF": "/dev/null", "IOSTUDY_MMAP_DIR": str(shm),
+           "IOSTUDY_STAGING": str(staging), "IOSTUDY_LOG_DIR": str(logs),
+           "IOSTUDY_MERGE": "false"}  # fmt: skip
+    subprocess.run(
+        ["unshare", "--uts", "sh", "-c", 'hostname n1 && exec bash "$0"', str(epilog)],
+        env=env,
+        check=True,
+    )
+    assert files["n2"].read_bytes() == b"log"
+    assert not files["n1"].exists()
+    assert (staging / "42" / files["n1"].name).read_bytes() == b"log"
+    assert (staging / "42" / ".node-n1").exists()
