@@ -7,7 +7,7 @@
 # that node (their names carry the host name) out of its node-local folder into a staging folder
 # every node can write (only its own: where nodes share the folder, as the test cluster's do, two
 # nodes moving one file at once across file systems can lose it); the last node to arrive
-# (it counts the nodes of SLURM_JOB_NODELIST) merges them with iostudy-merge, gives the log to
+# (SLURM_JOB_NUM_NODES says how many there are) merges them with iostudy-merge, gives the log to
 # the job's user and removes the staged files. It never fails: a failing epilog drains the node.
 #
 # Settings, from the environment or from IOSTUDY_EPILOG_CONF (default /etc/iostudy/epilog.conf,
@@ -35,7 +35,11 @@ shopt -s nullglob
 host=$(hostname)
 mine=("$mmap_dir"/*_id"${job}"_mmap-log-"${host}"-*.darshan)
 stage=$IOSTUDY_STAGING/$job
-nodes=$(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null | wc -l)
+# Slurm 22.05 gives an epilog SLURM_JOB_NUM_NODES and SLURM_NODELIST, not SLURM_JOB_NODELIST.
+nodes=${SLURM_JOB_NUM_NODES:-}
+if ! [[ $nodes =~ ^[0-9]+$ ]]; then
+    nodes=$(scontrol show hostnames "${SLURM_JOB_NODELIST:-${SLURM_NODELIST:-}}" 2>/dev/null | wc -l)
+fi
 # Nothing here and a one-node job: nothing to merge, and no staging folder to leave behind.
 if [ ${#mine[@]} -eq 0 ] && [ "$nodes" -le 1 ] && [ ! -d "$stage" ]; then
     exit 0
@@ -49,6 +53,10 @@ touch "$stage/.node-$host"
 (
     flock 9 || exit 0
     arrived=("$stage"/.node-*)
+    if [ "$nodes" -eq 0 ]; then # merging now could leave other nodes' files out
+        log "cannot tell how many nodes the job had: files kept in $stage"
+        exit 0
+    fi
     [ ${#arrived[@]} -ge "$nodes" ] || exit 0 # another node has yet to move its files
     logs=("$stage"/*_mmap-log-*.darshan)
     if [ ${#logs[@]} -gt 0 ]; then

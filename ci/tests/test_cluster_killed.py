@@ -104,29 +104,45 @@ def test_time_limit_leaves_merged_logs(cluster, tmp_path):
     assert not (state / "mmap-staging" / many_id).exists()
 
 
-def test_epilog_moves_only_its_own_nodes_files(tmp_path):
+def run_epilog_as(node: str, env: dict) -> None:
+    """The epilog as the given node: its own UTS namespace, with that host name."""
+    epilog = config.REPO_ROOT / "ci" / "templates" / "slurm-epilog-iostudy.sh"
+    subprocess.run(
+        ["unshare", "--uts", "sh", "-c", 'hostname "$1" && exec bash "$0"', str(epilog), node],
+        env=env,
+        check=True,
+    )
+
+
+def test_epilog_merges_when_the_last_node_arrives(tmp_path):
     """Where nodes share the folder of the memory-mapped logs (the test cluster's nodes share
     this machine's /dev/shm) each node's epilog takes only the files its host name is in: two
-    nodes moving one file at once across file systems lost a rank's log (a merged log of a
-    2-node job with one rank's records). Run as node n1 (its own UTS namespace) of a 2-node job
-    that n2 has not finished yet: n1's file is staged, n2's stays where it is."""
+    nodes moving one file at once across file systems lost a rank's log. And the last node
+    merges, knowing how many there are from what Slurm 22.05 gives an epilog
+    (SLURM_JOB_NUM_NODES, SLURM_NODELIST; not SLURM_JOB_NODELIST): without a count the first
+    node merged its own files alone, a merged log of a 2-node job with one rank's records."""
     shm, staging, logs = (tmp_path / d for d in ("shm", "staging", "logs"))
     shm.mkdir()
     files = {n: shm / f"root_prog_id42_mmap-log-{n}-{pid}.darshan"
              for n, pid in (("n1", 7), ("n2", 8))}  # fmt: skip
     for path in files.values():
         path.write_bytes(b"log")
-    epilog = config.REPO_ROOT / "ci" / "templates" / "slurm-epilog-iostudy.sh"
-    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "n[1-2]",
+    merge = tmp_path / "merge"  # records what it was given, as iostudy-merge's stand-in
+    merge.write_text(f'#!/bin/sh\nfor a; do basename "$a"; done >> {tmp_path / "merged"}\n')
+    merge.chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "42", "SLURM_JOB_USER": "root",
+           "SLURM_JOB_NUM_NODES": "2", "SLURM_NODELIST": "n[1-2]",
            "IOSTUDY_EPILOG_CONF": "/dev/null", "IOSTUDY_MMAP_DIR": str(shm),
-           "IOSTUDY_STAGING": str(staging), "IOSTUDY_LOG_DIR": str(logs),
-           "IOSTUDY_MERGE": "false"}  # fmt: skip
-    subprocess.run(
-        ["unshare", "--uts", "sh", "-c", 'hostname n1 && exec bash "$0"', str(epilog)],
-        env=env,
-        check=True,
-    )
-    assert files["n2"].read_bytes() == b"log"
-    assert not files["n1"].exists()
+           "IOSTUDY_STAGING": str(staging),
+           "IOSTUDY_LOG_DIR": str(logs), "IOSTUDY_MERGE": str(merge)}  # fmt: skip
+    run_epilog_as("n1", env)
+    assert files["n2"].read_bytes() == b"log", "n1 took n2's file"
     assert (staging / "42" / files["n1"].name).read_bytes() == b"log"
-    assert (staging / "42" / ".node-n1").exists()
+    assert not (tmp_path / "merged").exists(), "n1 merged before n2 arrived"
+
+    run_epilog_as("n2", env)
+    merged = (tmp_path / "merged").read_text().split()
+    assert sorted(n for n in merged if n.endswith(".darshan")) == sorted(
+        ["root_id42_killed.darshan"] + [f.name for f in files.values()]
+    )
+    assert not (staging / "42").exists() and not list(shm.iterdir())
