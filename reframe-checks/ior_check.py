@@ -2,11 +2,14 @@
 
 One job of procs ranks (procs_per_node per node) runs IOR with an API (POSIX, MPIIO, HDF5,
 NCMPI), shared file (N-1) or file per process (N-N), transfers calls of transfer bytes per
-process (so 4M and 4000000 move nearly the same data), then read back by other ranks (-C),
-iterations times, under iostudy's runtime: the job leaves one Darshan-format log in
-<run_dir>/darshan tagged with campaign, check, system and parameters. Every iteration of IOR's
-JSON results is kept as ior.jsonl in the test's output folder; the performance variables are
-the mean write and read MiB/s over the iterations.
+process (so 4M and 4000000 move nearly the same data), iterations times, under iostudy's runtime,
+in two launches: the write phase, then the read phase (other ranks' data, -C). Each leaves a
+Darshan-format log in <run_dir>/darshan tagged with campaign, check, system, parameters and
+phase: a log records only a file's first open, and seed 000's time of a shared file starts at
+the phase's open (iostudy.metrics.ior_log_bandwidth). The write phase's output is
+ior-write.out, the read phase's the job's stdout. Every iteration of IOR's JSON results is kept
+as ior.jsonl in the test's output folder, each with its phase log's tags; the performance
+variables are the mean write and read MiB/s over the iterations.
 
 IOR comes from the system's Spack view (`make spack SYSTEM=...`); when it is missing the test is
 skipped with the reason (a skip is never a pass). target "scratch" writes to the system's
@@ -18,6 +21,7 @@ in iostudy.checks and iostudy.benchcheck. By hand:
         -S procs=2 -S transfers=4 -S transfer=4M -r
 """
 
+import shlex
 from pathlib import Path
 
 import reframe as rfm
@@ -27,6 +31,7 @@ from iostudy import checks
 from iostudy.benchcheck import BenchmarkCheck
 
 CHECK = "ior_check"
+WRITE_OUTPUT = "ior-write.out"
 
 
 @rfm.simple_test
@@ -34,7 +39,7 @@ class ior_check(BenchmarkCheck):
     descr = "IOR: write then read, shared file or file per process, one scaling point"
     time_limit = "30m"
     tags = {"ior", "scaling"}
-    keep_files = ["ior.jsonl"]
+    keep_files = ["ior.jsonl", WRITE_OUTPUT]
     # A record per rank for the shared file too: the slowest rank's time, from which the log's
     # bandwidth is derived (iostudy.metrics.ior_log_bandwidth), is lost when they are reduced.
     env_vars = {"DARSHAN_DISABLE_SHARED_REDUCTION": "1"}
@@ -60,15 +65,35 @@ class ior_check(BenchmarkCheck):
             "iterations": self.iterations,
         }
         workdir = self.prepare(CHECK, program, why, tags)
-        self.executable_opts = checks.ior_arguments(
-            self.api, self.layout, self.transfer, self.transfers, self.iterations,
-            workdir / "testfile",
-        )  # fmt: skip
+        self.ior_options = {
+            phase: checks.ior_arguments(
+                self.api, self.layout, self.transfer, self.transfers, self.iterations,
+                workdir / "testfile", phase,
+            )
+            for phase in checks.IOR_PHASES
+        }  # fmt: skip
+        self.executable_opts = self.ior_options["read"]
+
+    @run_before("run")
+    def launch_write_phase_first(self):
+        """The write phase runs before the job's own launch (the read phase), each under its
+        phase's log tags."""
+        # ReFrame hands the task counts to the job only in run(); the launcher needs them now.
+        self.job.num_tasks, self.job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
+        launch = self.job.launcher.run_command(self.job)
+        write = " ".join(shlex.quote(a) for a in [self.executable, *self.ior_options["write"]])
+
+        def tags(phase):
+            phase_tags = checks.log_tags({**self.log_tags, "phase": phase})
+            return f"export IOSTUDY_LOG_TAGS={shlex.quote(phase_tags)}"
+
+        self.prerun_cmds += [tags("write"), f"{launch} {write} > {WRITE_OUTPUT}", tags("read")]
 
     perf_unit = checks.MIB_S
 
     def parse(self, text):
-        return checks.ior_results(text)
+        write = Path(self.stagedir, WRITE_OUTPUT).read_text()
+        return checks.ior_phase_results({"write": write, "read": text}, self.log_tags)
 
     def problems(self, parsed):
         block = checks.parse_size(self.transfer) * self.transfers

@@ -1,5 +1,6 @@
 """Metrics on hand-made tables whose results are computed by hand in the comments."""
 
+import json
 import math
 
 import pandas as pd
@@ -300,3 +301,35 @@ def test_ior_crosscheck_against_the_slowest_rank():
     assert not reduced["within_tolerance"]
     assert pd.isna(missing["log_sha256"]) and math.isnan(missing["log_mib_s"])
     assert not missing["within_tolerance"]
+
+
+def test_ior_phase_logs_take_seed_000s_shared_file_time_from_the_open():
+    """ior_check launches each IOR phase apart, its log tagged with the phase: the time then
+    runs from the phase's first open (seed 000's form for shared files). A collective MPI-IO
+    open of 0.1 s before writes from 1.1 to 1.5 s on both ranks: 0.5 s, against IOR's 0.5 s
+    (the first I/O alone would give 0.4 s, +25 %). The write log has no read row."""
+    tags = {"api": "MPIIO", "check": "ior_check", "layout": "shared"}
+    phase = {op: json.dumps({**tags, "phase": op}) for op in ("write", "read")}
+    ior = pd.DataFrame(
+        [ior_row(phase["write"], "write", 0, 2 * MiB, 0.5, "MPIIO"),
+         ior_row(phase["read"], "read", 0, 2 * MiB, 0.25, "MPIIO")]
+    )  # fmt: skip
+    files = pd.DataFrame(
+        [frec("W", r, "/s/testfile", module="mpiio", bytes_written=MiB, write_time=0.39,
+              open_start=1.0, write_start=1.1, write_end=1.5) for r in (0, 1)]
+        + [frec("R", r, "/s/testfile", module="mpiio", bytes_read=MiB, read_time=0.1,
+                open_start=0.2, read_start=0.3, read_end=0.44 + 0.01 * r) for r in (0, 1)]
+    )  # fmt: skip
+    jobs = pd.DataFrame(
+        [{"run_id": "r1", "log_sha256": sha, "check": "ior_check", "tags": phase[op]}
+         for sha, op in (("W", "write"), ("R", "read"))]
+    )  # fmt: skip
+    derived = metrics.ior_log_bandwidth(files, jobs)
+    assert sorted(zip(derived["log_sha256"], derived["operation"], strict=True)) == [
+        ("R", "read"), ("W", "write")]  # fmt: skip
+    out = {r["operation"]: r for r in metrics.ior_crosscheck(ior, files, jobs).to_dict("records")}
+    assert out["write"]["log_sha256"] == "W" and out["read"]["log_sha256"] == "R"
+    assert out["write"]["span_seconds"] == pytest.approx(0.5)
+    assert out["write"]["log_mib_s"] == pytest.approx(4.0) and out["write"]["within_tolerance"]
+    assert out["read"]["span_seconds"] == pytest.approx(0.25)
+    assert out["read"]["rel_diff"] == pytest.approx(0.0) and out["read"]["within_tolerance"]

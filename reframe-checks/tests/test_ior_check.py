@@ -20,14 +20,32 @@ MIB = 1 << 20
 
 
 def test_arguments():
-    args = checks.ior_arguments("MPIIO", "fpp", "4M", 16, 3, Path("dir/testfile"))
-    assert args[args.index("-b") + 1] == str(16 * 4 * MIB)
-    assert args[args.index("-t") + 1] == str(4 * MIB)
-    assert args[args.index("-i") + 1] == "3" and args[args.index("-a") + 1] == "MPIIO"
-    assert "-F" in args and "-c" in args and args[-2:] == ["-O", "summaryFormat=JSON"]
-    shared = checks.ior_arguments("POSIX", "shared", "4000000", 16, 1, Path("f"))
-    assert "-F" not in shared and "-c" not in shared
-    assert shared[shared.index("-b") + 1] == str(64_000_000)  # unaligned: 4 MB transfers
+    write = checks.ior_arguments("MPIIO", "fpp", "4M", 16, 3, Path("dir/testfile"), "write")
+    assert write[write.index("-b") + 1] == str(16 * 4 * MIB)
+    assert write[write.index("-t") + 1] == str(4 * MIB)
+    assert write[write.index("-i") + 1] == "3" and write[write.index("-a") + 1] == "MPIIO"
+    assert "-F" in write and "-c" in write and write[-2:] == ["-O", "summaryFormat=JSON"]
+    # write with fsync; read other tasks' data; both keep the files for the other phase
+    assert {"-w", "-e", "-k"} <= set(write) and not {"-r", "-C"} & set(write)
+    read = checks.ior_arguments("POSIX", "shared", "4000000", 16, 1, Path("f"), "read")
+    assert {"-r", "-C", "-k"} <= set(read) and not {"-w", "-e"} & set(read)
+    assert "-F" not in read and "-c" not in read
+    assert read[read.index("-b") + 1] == str(64_000_000)  # unaligned: 4 MB transfers
+    with pytest.raises(ValueError, match="phase 'both'"):
+        checks.ior_arguments("POSIX", "fpp", "1M", 1, 1, Path("f"), "both")
+
+
+def test_phase_results_keep_each_phase_own_operation_and_log_tags():
+    """A job's two launches: each phase's rows of its own operation (a real -w -r run's output
+    stands for both), tagged with that phase's log; a phase without JSON is named."""
+    doc = (DATA / "posix-fpp.json").read_text()
+    parsed = checks.ior_phase_results({"write": doc, "read": doc}, {"check": "ior_check"})
+    rows = parsed["results"]
+    assert [r["operation"] for r in rows] == ["write"] * 3 + ["read"] * 3
+    assert all(r["log_tags"] == {"check": "ior_check", "phase": r["operation"]} for r in rows)
+    assert checks.ior_sanity(parsed, 3, 2, MIB) == []
+    with pytest.raises(ValueError, match="read phase: IOR printed no JSON"):
+        checks.ior_phase_results({"write": doc, "read": "ior: cannot open\n"}, {})
 
 
 def test_results_sanity_and_performance_of_a_real_run():
@@ -149,8 +167,12 @@ def test_acceptance_scripts_every_point_with_the_view(tmp_path, capsys):
     for script in scripts:
         text = script.read_text()
         assert f"/{mpi[0]}/" in str(script)
-        assert re.search(r"view/bin/ior -a (POSIX|MPIIO|HDF5|NCMPI) -w -r -C -e .* -i 1 ", text)
-        assert "IOSTUDY_LOG_TAGS=" in text and "check=ior_check" in text
+        # the write phase, then the read phase (the job's own launch), each with its log's tags
+        write = re.search(r"\n(export IOSTUDY_LOG_TAGS=.*phase=write.*)\n(.*)\n(.*)\n", text)
+        assert write and "check=ior_check" in write.group(1), text
+        assert re.search(r"view/bin/ior -a (POSIX|MPIIO|HDF5|NCMPI) -w -e -k .* -i 1 ", write[2])
+        assert write[2].endswith("> ior-write.out") and "phase=read" in write[3]
+        assert re.search(r"\n.*view/bin/ior -a (POSIX|MPIIO|HDF5|NCMPI) -r -C -k .* -i 1 ", text)
         assert "export DARSHAN_DISABLE_SHARED_REDUCTION=1" in text
         # /dev/shm is recorded for the memory target (the runtime excludes /dev/ by default)
         excludes = re.search(r"export DARSHAN_EXCLUDE_DIRS=(\S+)", text)
@@ -185,7 +207,8 @@ def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):
     files = con.execute("SELECT * FROM files").df()
     check = metrics.ior_crosscheck(ior, files, jobs)
     assert len(check) == 2 * 2 * 2 * 2  # APIs x layouts x targets x operations
-    assert check["log_sha256"].notna().all() and check["log_sha256"].nunique() == 8
+    # a log per phase of each job
+    assert check["log_sha256"].notna().all() and check["log_sha256"].nunique() == 16
     assert (check["log_bytes"] == 2 * 1024 * MIB).all()
     shown = ["api", "layout", "target", "operation", "ior_seconds", "log_seconds", "rel_diff"]
     assert check["within_tolerance"].all(), check[shown].to_string()

@@ -228,15 +228,23 @@ IOR_APIS = ("POSIX", "MPIIO", "HDF5", "NCMPI")
 IOR_LAYOUTS = ("shared", "fpp")  # N-1, N-N
 
 
+#: IOR's phases, each a launch of its own in one job, so that each leaves a log of its own: a log
+#: records only the first open of a file, and seed 000's time of a shared file starts there
+IOR_PHASES = ("write", "read")
+
+
 def ior_arguments(
-    api: str, layout: str, transfer: str, transfers: int, iterations: int, path: Path
+    api: str, layout: str, transfer: str, transfers: int, iterations: int, path: Path, phase: str
 ) -> list[str]:
-    """IOR's options: transfers calls of transfer bytes per process (its block), write then read
-    (other tasks' data, -C), fsync before closing (-e), every iteration's results as JSON on
-    stdout."""
+    """IOR's options for one phase: transfers calls of transfer bytes per process (its block);
+    write with fsync before closing (-e), or read other tasks' data (-C); the files kept (-k)
+    for the read phase and removed by the job; every iteration's results as JSON on stdout."""
+    if phase not in IOR_PHASES:
+        raise ValueError(f"IOR phase {phase!r}: not one of {', '.join(IOR_PHASES)}")
     block = parse_size(transfer) * transfers
-    args = ["-a", api, "-w", "-r", "-C", "-e", "-b", str(block)]
-    args += ["-t", str(parse_size(transfer)), "-i", str(iterations), "-o", str(path)]
+    args = ["-a", api] + (["-w", "-e"] if phase == "write" else ["-r", "-C"])
+    args += ["-k", "-b", str(block), "-t", str(parse_size(transfer)), "-i", str(iterations)]
+    args += ["-o", str(path)]
     if layout == "fpp":
         args.append("-F")
     if api == "MPIIO":
@@ -250,6 +258,21 @@ def ior_results(stdout: str) -> dict:
     if start < 0:
         raise ValueError("IOR printed no JSON document")
     return benchparse.ior_json(stdout[start:])
+
+
+def ior_phase_results(outputs: dict[str, str], log_tags: dict) -> dict:
+    """The results of a job's IOR phases ({phase: its stdout}), each phase's rows of its own
+    operation with the tags of that phase's log (log_tags and phase) under "log_tags"."""
+    rows, warnings = [], []
+    for phase, stdout in outputs.items():
+        try:
+            parsed = ior_results(stdout)
+        except ValueError as exc:
+            raise ValueError(f"{phase} phase: {exc}") from None
+        tags = {**log_tags, "phase": phase}
+        rows += [{**r, "log_tags": tags} for r in parsed["results"] if r["operation"] == phase]
+        warnings += parsed.get("warnings", [])
+    return {"results": rows, "warnings": warnings}
 
 
 def ior_sanity(parsed: dict, iterations: int, procs: int, block: int) -> list[str]:
@@ -281,9 +304,9 @@ def ior_performance(parsed: dict) -> dict[str, float]:
 
 
 def save_json_lines(rows: list[dict], dest: Path, log_tags: dict) -> None:
-    """One JSON line per row, with the tags of the job's log under "log_tags" (the store links
-    the rows to the log by them): what the store ingests."""
-    dest.write_text("".join(json.dumps({**row, "log_tags": log_tags}) + "\n" for row in rows))
+    """One JSON line per row, with the tags of the job's log under "log_tags" unless the row
+    names its own log's (the store links the rows to the log by them): what the store ingests."""
+    dest.write_text("".join(json.dumps({"log_tags": log_tags, **row}) + "\n" for row in rows))
 
 
 # ---- metadata rates: mdtest and iostudy's metarates --------------------------------------------

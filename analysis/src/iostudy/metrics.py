@@ -273,22 +273,25 @@ IOR_OPERATIONS = {"write": ("bytes_written", "write_time"), "read": ("bytes_read
 
 
 def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
-    """Per ior_check job and operation, the bandwidth its log gives: bytes of IOR's test files,
+    """Per ior_check log and operation, the bandwidth the log gives: bytes of IOR's test files,
     in the API's module, over the operation's time, the larger of two lower bounds of it:
 
     - busy: the slowest rank's write (or read) time on the files (seed 000: the time of the
       slowest process). It includes fsync (-e), as IOR's time does, but not the library's
       work between calls (HDF5's and PnetCDF's own, ~3-5 ms per phase here).
-    - span: from the first write (read) to the end of the last one, over all ranks (seed 000's
-      shared-file form, from the first I/O rather than the first open: the job opens its
-      files for other phases too). It includes the work between calls, not a final fsync.
+    - span: seed 000's shared-file form, from the start of the first open to the end of the
+      last write (read) over all ranks, when the log is of that phase alone (ior_check
+      launches each phase apart and tags its log with it: a log records only a file's first
+      open). It includes opening the files (HDF5's and PnetCDF's collective open across nodes
+      took up to a third of a read phase) and the work between calls, not a final fsync. In
+      a log of both phases the span starts at the first write (read) instead.
 
-    Metadata time is left out: the log cannot tell which phase an open or close belongs to,
-    and IOR also opens its files outside the timed phases (with MPI-IO a collective open and
-    close to learn the file's size). The busy form needs a record per rank: ior_check keeps
-    them for the shared file too (DARSHAN_DISABLE_SHARED_REDUCTION); a job whose test files
-    were reduced to rank -1 records has NaN seconds, as does an operation without bytes.
-    Returns run_id, log_sha256, tags (the job's), api, module, operation, log_bytes,
+    The slowest rank's metadata time is left out: IOR also opens its files outside the timed
+    phases (with MPI-IO a collective open and close after each, to learn the file's size).
+    The busy form needs a record per rank: ior_check keeps them for the shared file too
+    (DARSHAN_DISABLE_SHARED_REDUCTION); a log whose test files were reduced to rank -1 records
+    has NaN seconds. A log of one phase has a row of that operation only, a log of both a row
+    of each. Returns run_id, log_sha256, tags (the log's), api, module, operation, log_bytes,
     busy_seconds, span_seconds, log_seconds, log_mib_s.
     """
     cols = ["run_id", "log_sha256", "tags", "api", "module", "operation", "log_bytes",
@@ -296,7 +299,8 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     ior_jobs = jobs[jobs["check"] == "ior_check"]
     rows = []
     for job in ior_jobs.itertuples(index=False):
-        api = json.loads(job.tags or "{}").get("api", "POSIX")
+        tags = json.loads(job.tags or "{}")
+        api = tags.get("api", "POSIX")
         module = IOR_MODULE.get(api, "mpiio")
         mine = files[
             (files["log_sha256"] == job.log_sha256)
@@ -304,15 +308,19 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
             & files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)
         ]
         reduced = bool((mine["rank"] == -1).any())
+        phase = tags.get("phase")
         for op, (byte_col, time_col) in IOR_OPERATIONS.items():
+            if phase not in (None, op):
+                continue
             nbytes = int(mine[byte_col].fillna(0).sum())
             per_rank = mine[time_col].fillna(0).groupby(mine["rank"]).sum()
             busy = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
             moved = mine[mine[byte_col].fillna(0) > 0]
-            start, end = f"{op}_start", f"{op}_end"
+            # seed 000's form from the phase's first open; in a log of both, its first I/O
+            starts = mine["open_start"] if phase == op else moved.get(f"{op}_start")
             span = (
-                float(moved[end].max() - moved[start].min())
-                if len(moved) and start in moved.columns and moved[start].notna().all()
+                float(moved[f"{op}_end"].max() - starts.min())
+                if len(moved) and starts is not None and starts.notna().all()
                 else np.nan
             )
             seconds = np.nan if np.isnan(busy) else float(np.nanmax([busy, span]))
@@ -353,10 +361,10 @@ def ior_crosscheck(
     from the job's log (:func:`ior_log_bandwidth`) against IOR's own over the run's iterations,
     the bytes of all of them over the sum of their times (the log accumulates the iterations;
     ior_mean_mib_s is IOR's mean of the iterations' bandwidths, for reference). A run's log is
-    the job whose tags include the run's log_tags. With several iterations the log can only
-    undercut IOR's time: it sums each rank's time over them, while IOR adds up the slowest
-    rank of each (a different one each time when the ranks' waits vary); hence one iteration
-    per job, repeated, in the campaigns.
+    the one whose tags include the run's log_tags (ior_check: its phase's). With several
+    iterations the log can only undercut IOR's time: it sums each rank's time over them, while
+    IOR adds up the slowest rank of each (a different one each time when the ranks' waits
+    vary); hence one iteration per job, repeated, in the campaigns.
 
     Returns run_id, system, environ, repetition, api, layout, target, transfer_size, block_size,
     procs, nodes, operation, iterations, ior_bytes, ior_seconds, ior_mib_s, ior_mean_mib_s,
