@@ -130,3 +130,25 @@ def test_timeout(release_log, tmp_path):
 )
 def test_failure_reason(returncode, stdout, expected):
     assert _failure_reason(returncode, stdout) == expected
+
+
+def test_hdf5_and_pnetcdf_file_records(darshan_logs):
+    """The libraries' file-level records of upstream Darshan's IOR logs (4 ranks, one file
+    written and read back, reduced to rank -1)."""
+    logs = darshan_logs / "ior_pnetcdf_hdf5"
+    (hdf5,) = logs.glob("shane_ior-HDF5_*.darshan")
+    log = read_log(hdf5)
+    (h5f,) = log["records"]["H5F"]
+    assert h5f["rank"] == -1 and log["modules"]["H5F"]["ver"] == 3
+    assert (h5f["counters"]["H5F_OPENS"], h5f["counters"]["H5F_USE_MPIIO"]) == (8, 1)
+    fc = h5f["fcounters"]
+    assert fc["H5F_F_OPEN_START_TIMESTAMP"] == pytest.approx(0.009283, abs=1e-6)
+    assert fc["H5F_F_CLOSE_END_TIMESTAMP"] == pytest.approx(0.018892, abs=1e-6)
+    assert log["raw_record_counts"]["H5F"] == 1
+
+    (pnetcdf,) = logs.glob("shane_ior-PNETCDF_*.darshan")
+    (nc,) = read_log(pnetcdf)["records"]["PNETCDF_FILE"]
+    c = nc["counters"]
+    assert (c["PNETCDF_FILE_CREATES"], c["PNETCDF_FILE_OPENS"]) == (4, 4)
+    assert (c["PNETCDF_FILE_BYTES_WRITTEN"], c["PNETCDF_FILE_BYTES_READ"]) == (4194476, 4456448)
+    assert nc["fcounters"]["PNETCDF_FILE_F_CLOSE_END_TIMESTAMP"] == pytest.approx(0.01819, abs=1e-6)

@@ -25,7 +25,7 @@ def frec(job, rank, path, module="posix", rid=None, **values):
     for col in ("bytes_read", "bytes_written"):
         row[col] = values.pop(col, 0)
     for col in ("read_time", "write_time", "meta_time", "open_start", "read_end", "write_end",
-                "read_start", "write_start"):  # fmt: skip
+                "read_start", "write_start", "close_end"):  # fmt: skip
         value = values.pop(col, 0.0)
         row[col] = None if value is None else float(value)
     assert not values, values
@@ -333,3 +333,27 @@ def test_ior_phase_logs_take_seed_000s_shared_file_time_from_the_open():
     assert out["write"]["log_mib_s"] == pytest.approx(4.0) and out["write"]["within_tolerance"]
     assert out["read"]["span_seconds"] == pytest.approx(0.25)
     assert out["read"]["rel_diff"] == pytest.approx(0.0) and out["read"]["within_tolerance"]
+
+
+def test_ior_hdf5_phase_time_is_the_librarys_open_to_close():
+    """HDF5 (and PnetCDF) work outside any MPI-IO call: its H5Fopen starts before
+    MPI_File_open, its H5Fclose ends after MPI_File_close. With the log's H5F records the time
+    runs from the first H5Fopen (0.95 s) to the last H5Fclose's end (1.6 s): 0.65 s as IOR
+    timed it, where the MPI-IO records alone give 0.5 s (+30 %)."""
+    tags = json.dumps({"api": "HDF5", "check": "ior_check", "layout": "shared", "phase": "write"})
+    ior = pd.DataFrame([ior_row(tags, "write", 0, 2 * MiB, 0.65, "HDF5")])
+    files = pd.DataFrame(
+        [frec("W", r, "/s/testfile", module="mpiio", bytes_written=MiB, write_time=0.39,
+              open_start=1.0, write_start=1.1, write_end=1.5) for r in (0, 1)]
+        + [frec("W", r, "/s/testfile", module="h5f", open_start=0.95 + 0.01 * r,
+                close_end=1.6 - 0.01 * r) for r in (0, 1)]
+    )  # fmt: skip
+    jobs = pd.DataFrame(
+        [{"run_id": "r1", "log_sha256": "W", "check": "ior_check", "tags": tags}]
+    )  # fmt: skip
+    (row,) = metrics.ior_crosscheck(ior, files, jobs).to_dict("records")
+    assert row["log_bytes"] == 2 * MiB  # bytes from MPI-IO: the H5F record has none
+    assert row["span_seconds"] == pytest.approx(0.65) and row["within_tolerance"]
+    no_h5f = metrics.ior_crosscheck(ior, files[files["module"] == "mpiio"], jobs)
+    assert no_h5f["span_seconds"].iloc[0] == pytest.approx(0.5)
+    assert not no_h5f["within_tolerance"].iloc[0]

@@ -319,3 +319,21 @@ def test_ior_results_from_the_check(run_dir, tmp_path, capsys):
     assert set(ior["aggregate_bytes"]) == {2 * 2**20} and set(ior["run_id"]) == {RUN}
     (reason,) = con.execute("SELECT reason FROM quarantine WHERE path LIKE '%ior.jsonl'").fetchone()
     assert "not an ior_check record" in reason
+
+
+def test_library_file_records_become_rows(darshan_logs):
+    """HDF5's and PnetCDF's file-level records (upstream Darshan's IOR logs) are files rows of
+    modules h5f and pnetcdf, with the library's first open and last close."""
+    from iostudy.darshanlog import read_log
+
+    run = {"run_id": RUN, "log_path": "x.darshan", "log_sha256": "s"}
+    logs = darshan_logs / "ior_pnetcdf_hdf5"
+    for pattern, token, opens, written in (("HDF5", "h5f", 8, 0),
+                                           ("PNETCDF", "pnetcdf", 8, 4194476)):  # fmt: skip
+        (path,) = logs.glob(f"shane_ior-{pattern}_*.darshan")
+        _, rows = store.log_rows(read_log(path), run)
+        (row,) = [r for r in rows if r["module"] == token]
+        assert (row["rank"], row["shared"], row["opens"]) == (-1, True, opens)
+        assert row["bytes_written"] == written
+        assert 0 < row["open_start"] < row["close_end"]
+        assert row["path"].endswith("/testFile")

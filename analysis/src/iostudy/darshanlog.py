@@ -20,7 +20,8 @@ child reads PyDarshan's frames column by column, never through a float64 row):
 - ``modules``: {name: {len, ver, partial_flag}} for every module in the log
 - ``name_records``: {id: name}
 - ``records``: {module: [{id, rank, counters {name: int}, fcounters {name: float}}]} for POSIX,
-  STDIO and MPI-IO, from ``report.records[mod].to_df()`` (only records that have a name)
+  STDIO, MPI-IO and the file-level records of HDF5 (H5F) and PnetCDF (PNETCDF_FILE), from
+  ``report.records[mod].to_df()`` (only records that have a name)
 - ``lustre``: [{id, rank, components [{counters {LUSTRE_COMP_*: int}, pool_name, ost_ids [int]}]}],
   the LUSTRE module's layouts, from ``report.records["LUSTRE"].to_df()`` (named records only)
 - ``heatmaps``: {api: {nbins, bin_width, ranks [sorted], read {rank: [bytes per bin]},

@@ -13,7 +13,7 @@ import darshan
 from darshan.backend import cffi_backend as backend
 
 # The generic-record modules iostudy reads (PyDarshan names).
-RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO")
+RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE")
 U64 = 0xFFFFFFFFFFFFFFFF
 
 

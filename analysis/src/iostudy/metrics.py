@@ -269,6 +269,10 @@ IOR_TEST_FILE = r"(?:^|/)testfile(?:\.\d{8})?$"
 # Where IOR's bytes show: POSIX calls for the POSIX API, MPI-IO for the others (HDF5 and PnetCDF
 # write through MPI-IO; their POSIX calls beneath would count collective buffering's bytes).
 IOR_MODULE = {"POSIX": "posix"}
+# The libraries' own file records, whose first open and last close bracket what IOR times for
+# HDF5 and PnetCDF: their work before MPI_File_open and after MPI_File_close, and not the MPI-IO
+# open and close IOR adds after each phase to learn the file's size.
+IOR_FILE_MODULE = {"HDF5": "h5f", "NCMPI": "pnetcdf"}
 IOR_OPERATIONS = {"write": ("bytes_written", "write_time"), "read": ("bytes_read", "read_time")}
 
 
@@ -282,9 +286,11 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     - span: seed 000's shared-file form, from the start of the first open to the end of the
       last write (read) over all ranks, when the log is of that phase alone (ior_check
       launches each phase apart and tags its log with it: a log records only a file's first
-      open). It includes opening the files (HDF5's and PnetCDF's collective open across nodes
-      took up to a third of a read phase) and the work between calls, not a final fsync. In
-      a log of both phases the span starts at the first write (read) instead.
+      open). It includes opening the files and the work between calls, not a final fsync.
+      For HDF5 and PnetCDF, when the log has their file-level records (H5F, PNETCDF_FILE), it
+      runs from the library's first open to its last close: their collective open and close
+      across nodes took up to a third of a read phase, partly outside any MPI-IO call. In a
+      log of both phases the span starts at the first write (read) instead.
 
     The slowest rank's metadata time is left out: IOR also opens its files outside the timed
     phases (with MPI-IO a collective open and close after each, to learn the file's size).
@@ -309,6 +315,11 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
         ]
         reduced = bool((mine["rank"] == -1).any())
         phase = tags.get("phase")
+        library = files[
+            (files["log_sha256"] == job.log_sha256)
+            & (files["module"] == IOR_FILE_MODULE.get(api))
+            & files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)
+        ]
         for op, (byte_col, time_col) in IOR_OPERATIONS.items():
             if phase not in (None, op):
                 continue
@@ -323,6 +334,8 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
                 if len(moved) and starts is not None and starts.notna().all()
                 else np.nan
             )
+            if phase == op and len(library) and library["close_end"].notna().all():
+                span = float(library["close_end"].max() - library["open_start"].min())
             seconds = np.nan if np.isnan(busy) else float(np.nanmax([busy, span]))
             rows.append(
                 {

@@ -105,7 +105,8 @@ TABLES: dict[str, pa.Schema] = {
         [
             ("run_id", pa.string()),
             ("log_sha256", pa.string()),
-            ("module", pa.string()),  # posix, stdio, mpiio
+            # posix, stdio, mpiio; h5f, pnetcdf: HDF5's and PnetCDF's file-level records
+            ("module", pa.string()),
             ("record_id", pa.uint64()),
             ("rank", pa.int64()),  # -1: a record shared by all ranks
             ("path", pa.string()),
@@ -214,9 +215,11 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 # PyDarshan module name -> the project's module token (DESIGN.md convention 2).
-MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio"}
+MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio", "H5F": "h5f",
+                 "PNETCDF_FILE": "pnetcdf"}  # fmt: skip
 # Prefix of each module's float counters (F_OPEN_START_TIMESTAMP, F_READ_TIME, ...).
-_FPREFIX = {"POSIX": "POSIX_F_", "STDIO": "STDIO_F_", "MPI-IO": "MPIIO_F_"}
+_FPREFIX = {"POSIX": "POSIX_F_", "STDIO": "STDIO_F_", "MPI-IO": "MPIIO_F_", "H5F": "H5F_F_",
+            "PNETCDF_FILE": "PNETCDF_FILE_F_"}  # fmt: skip
 # Log tags that have a column of their own in the jobs table.
 _TAG_COLUMNS = ("campaign", "check", "system", "repetition", "environ")
 

@@ -30,6 +30,21 @@ MODULE_COUNTERS = {
             "MPIIO_NB_WRITES",
         ],
     },
+    # The libraries' file-level records: opens and closes (HDF5), bytes by PnetCDF's count
+    "H5F": {
+        "bytes_read": [],
+        "bytes_written": [],
+        "opens": ["H5F_OPENS"],
+        "reads": [],
+        "writes": [],
+    },
+    "PNETCDF_FILE": {
+        "bytes_read": ["PNETCDF_FILE_BYTES_READ"],
+        "bytes_written": ["PNETCDF_FILE_BYTES_WRITTEN"],
+        "opens": ["PNETCDF_FILE_CREATES", "PNETCDF_FILE_OPENS"],
+        "reads": [],
+        "writes": [],
+    },
 }
 
 
