@@ -31,6 +31,15 @@ void ios_resolve_real(void) {
 #undef X
 }
 
+void *ios_next_symbol(const char *name, const char *library) {
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        ios_warn("%s is not in the %s library the program uses", name, library);
+        abort();
+    }
+    return f;
+}
+
 void ios_warn(const char *fmt, ...) {
     if (warned++)
         return;
@@ -154,6 +163,8 @@ static void reset_records(void) {
     ios_mpiio_reset();
     ios_lustre_reset();
     ios_stdio_reset();
+    ios_h5f_reset();
+    ios_pnetcdf_file_reset();
     ios_heatmap_reset();
 }
 

@@ -18,12 +18,16 @@
 enum ios_module_id {
     IOS_MOD_POSIX = 1,
     IOS_MOD_MPIIO = 2,
+    IOS_MOD_H5F = 3,
+    IOS_MOD_PNETCDF_FILE = 5,
     IOS_MOD_LUSTRE = 8,
     IOS_MOD_STDIO = 9,
     IOS_MOD_HEATMAP = 15,
 };
 #define IOS_POSIX_VER 4
 #define IOS_MPIIO_VER 3
+#define IOS_H5F_VER 3
+#define IOS_PNETCDF_FILE_VER 3
 #define IOS_LUSTRE_VER 2
 #define IOS_STDIO_VER 2
 #define IOS_HEATMAP_VER 1
@@ -79,6 +83,22 @@ enum ios_mpiio_fcounter {
 #include "mpiio_fcounters.def"
     MPIIO_F_NUM_INDICES
 };
+enum ios_h5f_counter {
+#include "h5f_counters.def"
+    H5F_NUM_INDICES
+};
+enum ios_h5f_fcounter {
+#include "h5f_fcounters.def"
+    H5F_F_NUM_INDICES
+};
+enum ios_pnetcdf_file_counter {
+#include "pnetcdf_file_counters.def"
+    PNETCDF_FILE_NUM_INDICES
+};
+enum ios_pnetcdf_file_fcounter {
+#include "pnetcdf_file_fcounters.def"
+    PNETCDF_FILE_F_NUM_INDICES
+};
 enum ios_stdio_counter {
 #include "stdio_counters.def"
     STDIO_NUM_INDICES
@@ -102,6 +122,20 @@ struct ios_mpiio_record {
     double fcounters[MPIIO_F_NUM_INDICES];
 };
 static_assert(sizeof(struct ios_mpiio_record) == 560, "MPI-IO v3 record is 560 bytes");
+
+struct ios_h5f_record {
+    struct ios_base_record base;
+    int64_t counters[H5F_NUM_INDICES];
+    double fcounters[H5F_F_NUM_INDICES];
+};
+static_assert(sizeof(struct ios_h5f_record) == 80, "H5F v3 record is 80 bytes");
+
+struct ios_pnetcdf_file_record {
+    struct ios_base_record base;
+    int64_t counters[PNETCDF_FILE_NUM_INDICES];
+    double fcounters[PNETCDF_FILE_F_NUM_INDICES];
+};
+static_assert(sizeof(struct ios_pnetcdf_file_record) == 152, "PNETCDF_FILE v3 record is 152 bytes");
 
 struct ios_stdio_record {
     struct ios_base_record base;

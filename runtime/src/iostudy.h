@@ -101,6 +101,9 @@ uint64_t ios_record_id(const char *name) IOS_HIDDEN;
 /* Normalizes a path the way Darshan names records (absolute, // and /./ collapsed) into out;
  * returns 0, or -1 if the path must not be recorded (excluded prefix, too long). */
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) IOS_HIDDEN;
+/* A file name without ROMIO's file-system prefix ("ufs:", "lustre:"), as Darshan names the
+ * records of MPI-IO, HDF5 and PnetCDF; a one-letter prefix is a drive and stays. */
+const char *ios_strip_fs_prefix(const char *filename) IOS_HIDDEN;
 
 /* Accounts size bytes of record memory to module mod and registers the record's name; returns
  * -1 after setting the module's partial flag when record or name memory is exhausted.
@@ -236,6 +239,8 @@ struct ios_record_set {
 void ios_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_mpiio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_stdio_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_h5f_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_pnetcdf_file_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Writes the heatmap records, rebinned to bin_width and nbins from the process's own time
  * origin, which lies shift seconds after the job's. */
 void ios_heatmap_collect(struct ios_record_set *set, double bin_width, int64_t nbins,
@@ -244,11 +249,15 @@ double ios_heatmap_min_width(double end_time) IOS_HIDDEN;
 void ios_posix_reset(void) IOS_HIDDEN;
 void ios_mpiio_reset(void) IOS_HIDDEN;
 void ios_stdio_reset(void) IOS_HIDDEN;
+void ios_h5f_reset(void) IOS_HIDDEN;
+void ios_pnetcdf_file_reset(void) IOS_HIDDEN;
 void ios_heatmap_reset(void) IOS_HIDDEN;
 
 /* How a module's shared records (opened by every rank) are reduced to one rank -1 record. */
 struct ios_reducer {
     size_t rec_size;
+    /* Counter and fcounter indices of the fastest/slowest rank and the variances; -1 (and bytes,
+     * time NULL) in modules without them (H5F, PNETCDF_FILE). */
     int fastest_rank, fastest_bytes, slowest_rank, slowest_bytes;  /* counter indices */
     int fastest_time, slowest_time, variance_time, variance_bytes; /* fcounter indices */
     int ts_first, ts_last; /* the fcounters that are timestamps */
@@ -268,12 +277,40 @@ struct ios_reducer {
         .bytes = bytes_fn, .time = time_fn, .combine = combine_fn,                                 \
         .counters_off = offsetof(record, counters), .fcounters_off = offsetof(record, fcounters),  \
     }
+/* The reducer of a module without rank extremes or variances. */
+#define IOS_REDUCER_PLAIN(record, first_ts, last_ts, combine_fn)                                   \
+    {                                                                                              \
+        .rec_size = sizeof(record), .fastest_rank = -1, .fastest_bytes = -1, .slowest_rank = -1,   \
+        .slowest_bytes = -1, .fastest_time = -1, .slowest_time = -1, .variance_time = -1,          \
+        .variance_bytes = -1, .ts_first = first_ts, .ts_last = last_ts, .combine = combine_fn,     \
+        .counters_off = offsetof(record, counters), .fcounters_off = offsetof(record, fcounters),  \
+    }
 /* The part of every combine that is the same in all modules: the fastest and slowest rank with
  * their bytes and times (logwrite.c). */
 void ios_combine_rank_extremes(const struct ios_reducer *r, const void *in, void *inout) IOS_HIDDEN;
 extern const struct ios_reducer ios_posix_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_mpiio_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;
+extern const struct ios_reducer ios_h5f_reducer IOS_HIDDEN;
+extern const struct ios_reducer ios_pnetcdf_file_reducer IOS_HIDDEN;
+
+/* Timestamp rules shared by the modules: a first-start timestamp keeps the earliest time (0 is
+ * unset), and in a reduction fcounters[first..last] keep the earliest non-zero start or the
+ * latest end of in and inout. */
+static inline void ios_first_start(double *ts, double t) {
+    if (*ts == 0 || *ts > t)
+        *ts = t;
+}
+static inline void ios_reduce_starts(double *fc, const double *ifc, int first, int last) {
+    for (int j = first; j <= last; j++)
+        if (ifc[j] > 0)
+            ios_first_start(&fc[j], ifc[j]);
+}
+static inline void ios_reduce_ends(double *fc, const double *ifc, int first, int last) {
+    for (int j = first; j <= last; j++)
+        if (ifc[j] > fc[j])
+            fc[j] = ifc[j];
+}
 
 /* The name a file was recorded under: of a tracked descriptor (fdopen names its stream after
  * it), of a tracked stream (fileno gives its descriptor the stream's record). NULL if untracked. */
@@ -315,6 +352,9 @@ void ios_core_start(void) IOS_HIDDEN;
 void ios_core_shutdown(void) IOS_HIDDEN;
 void ios_core_shutdown_mpi(const struct ios_comm *comm) IOS_HIDDEN;
 void ios_warn(const char *fmt, ...) IOS_HIDDEN __attribute__((format(printf, 1, 2)));
+/* The real function name of a wrapped library (MPI, HDF5, PnetCDF): it exists whenever the
+ * program could call the wrapper, so without it the wrapper stops, saying why. */
+void *ios_next_symbol(const char *name, const char *library) IOS_HIDDEN;
 
 /* Collective operations the shutdown needs; provided by the MPI plugin of the program's MPI
  * flavour (mpi_plugin.c) or by the single-process implementation in core.c. */

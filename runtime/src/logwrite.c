@@ -14,15 +14,32 @@
 #include <zlib.h>
 
 /* Regions after the job region, in file order: names, then modules by ascending id. */
-enum { R_NAMES, R_POSIX, R_MPIIO, R_LUSTRE, R_STDIO, R_HEATMAP, N_REGIONS };
+enum { R_NAMES, R_POSIX, R_MPIIO, R_H5F, R_PNETCDF_FILE, R_LUSTRE, R_STDIO, R_HEATMAP, N_REGIONS };
 static const int region_module[N_REGIONS] = {
-    0, IOS_MOD_POSIX, IOS_MOD_MPIIO, IOS_MOD_LUSTRE, IOS_MOD_STDIO, IOS_MOD_HEATMAP};
+    [R_POSIX] = IOS_MOD_POSIX,    [R_MPIIO] = IOS_MOD_MPIIO,
+    [R_H5F] = IOS_MOD_H5F,        [R_PNETCDF_FILE] = IOS_MOD_PNETCDF_FILE,
+    [R_LUSTRE] = IOS_MOD_LUSTRE,  [R_STDIO] = IOS_MOD_STDIO,
+    [R_HEATMAP] = IOS_MOD_HEATMAP};
 static const int region_version[N_REGIONS] = {
-    0, IOS_POSIX_VER, IOS_MPIIO_VER, IOS_LUSTRE_VER, IOS_STDIO_VER, IOS_HEATMAP_VER};
+    [R_POSIX] = IOS_POSIX_VER,    [R_MPIIO] = IOS_MPIIO_VER,
+    [R_H5F] = IOS_H5F_VER,        [R_PNETCDF_FILE] = IOS_PNETCDF_FILE_VER,
+    [R_LUSTRE] = IOS_LUSTRE_VER,  [R_STDIO] = IOS_STDIO_VER,
+    [R_HEATMAP] = IOS_HEATMAP_VER};
+/* The fixed record size of each region (0: variable-size records, or none). */
+static const size_t region_record_size[N_REGIONS] = {
+    [R_POSIX] = sizeof(struct ios_posix_record),
+    [R_MPIIO] = sizeof(struct ios_mpiio_record),
+    [R_H5F] = sizeof(struct ios_h5f_record),
+    [R_PNETCDF_FILE] = sizeof(struct ios_pnetcdf_file_record),
+    [R_STDIO] = sizeof(struct ios_stdio_record),
+};
 
 /* How each region's shared records combine (NULL: kept once as they are, or not shared). */
 static const struct ios_reducer *const reducers_of[N_REGIONS] = {
-    NULL, &ios_posix_reducer, &ios_mpiio_reducer, NULL, &ios_stdio_reducer, NULL};
+    [R_POSIX] = &ios_posix_reducer, [R_MPIIO] = &ios_mpiio_reducer,
+    [R_H5F] = &ios_h5f_reducer,     [R_PNETCDF_FILE] = &ios_pnetcdf_file_reducer,
+    [R_STDIO] = &ios_stdio_reducer,
+};
 
 /* The size of one record of set: fixed, or given by the record for the variable ones. */
 static size_t record_size(const struct ios_record_set *set, const void *rec) {
@@ -61,6 +78,8 @@ static void variance_combine(const void *in_v, void *inout_v) {
 }
 
 static void seed(const struct ios_reducer *r, void *rec, int rank) {
+    if (r->fastest_rank < 0)
+        return;
     int64_t *c = (int64_t *)((char *)rec + r->counters_off);
     double *fc = (double *)((char *)rec + r->fcounters_off);
     c[r->fastest_rank] = c[r->slowest_rank] = rank;
@@ -140,15 +159,18 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
         void *rec = reduced + k * r->rec_size;
         memcpy(rec, ios_map_get(&local, ids[i]), r->rec_size);
         seed(r, rec, comm->rank);
-        var[2 * k] = (struct variance){1, r->time(rec), 0};
-        var[2 * k + 1] = (struct variance){1, (double)r->bytes(rec), 0};
+        if (r->variance_time >= 0) {
+            var[2 * k] = (struct variance){1, r->time(rec), 0};
+            var[2 * k + 1] = (struct variance){1, (double)r->bytes(rec), 0};
+        }
         ios_map_del(&local, ids[i]); /* what stays in local is this rank's own files */
         k++;
     }
     if (k == 0)
         goto out;
     comm->reduce_elems(reduced, k, r->rec_size, r->combine);
-    comm->reduce_elems(var, 2 * k, sizeof *var, variance_combine);
+    if (r->variance_time >= 0)
+        comm->reduce_elems(var, 2 * k, sizeof *var, variance_combine);
 
     size_t len = 0;
     for (size_t i = 0; i < set->count; i++) {
@@ -168,8 +190,10 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
             unsigned char *rec = reduced + i * r->rec_size;
             double *fc = (double *)(rec + r->fcounters_off);
             ((struct ios_base_record *)rec)->rank = -1;
-            fc[r->variance_time] = var[2 * i].m2 / var[2 * i].n;
-            fc[r->variance_bytes] = var[2 * i + 1].m2 / var[2 * i + 1].n;
+            if (r->variance_time >= 0) {
+                fc[r->variance_time] = var[2 * i].m2 / var[2 * i].n;
+                fc[r->variance_bytes] = var[2 * i + 1].m2 / var[2 * i + 1].n;
+            }
             memcpy(kept + len, rec, r->rec_size);
             len += r->rec_size;
             count++;
@@ -478,6 +502,8 @@ int ios_write_log(const struct ios_comm *comm) {
     struct ios_record_set *sets = c.sets;
     ios_posix_collect(&sets[R_POSIX]);
     ios_mpiio_collect(&sets[R_MPIIO]);
+    ios_h5f_collect(&sets[R_H5F]);
+    ios_pnetcdf_file_collect(&sets[R_PNETCDF_FILE]);
     ios_lustre_collect(&sets[R_LUSTRE]);
     ios_stdio_collect(&sets[R_STDIO]);
 
@@ -675,9 +701,12 @@ static void merge_reduce(struct ios_record_set *set, const struct ios_reducer *r
                     continue;
                 memcpy(copy, other, size);
                 seed(r, copy, (int)other->rank);
-                struct variance t = {1, r->time(copy), 0}, b = {1, (double)r->bytes(copy), 0};
-                variance_combine(&t, &vt);
-                variance_combine(&b, &vb);
+                if (r->variance_time >= 0) {
+                    struct variance t = {1, r->time(copy), 0};
+                    struct variance b = {1, (double)r->bytes(copy), 0};
+                    variance_combine(&t, &vt);
+                    variance_combine(&b, &vb);
+                }
                 if (other == base)
                     memcpy(acc, copy, size);
                 else
@@ -685,8 +714,10 @@ static void merge_reduce(struct ios_record_set *set, const struct ios_reducer *r
             }
             free(copy);
             double *fc = (double *)((char *)acc + r->fcounters_off);
-            fc[r->variance_time] = vt.n ? vt.m2 / vt.n : 0;
-            fc[r->variance_bytes] = vb.n ? vb.m2 / vb.n : 0;
+            if (r->variance_time >= 0) {
+                fc[r->variance_time] = vt.n ? vt.m2 / vt.n : 0;
+                fc[r->variance_bytes] = vb.n ? vb.m2 / vb.n : 0;
+            }
         }
         acc->rank = -1;
         len += size;
@@ -746,11 +777,9 @@ IOS_EXPORT int iostudy_merge_main(int argc, char **argv) {
         job_start = in[i].start_ns < job_start ? in[i].start_ns : job_start;
         job_end = in[i].end_ns > job_end ? in[i].end_ns : job_end;
     }
-    const int fixed[N_REGIONS] = {
-        0, sizeof(struct ios_posix_record), sizeof(struct ios_mpiio_record),
-        0, sizeof(struct ios_stdio_record), 0};
     for (int r = R_POSIX; r < N_REGIONS; r++)
-        c.sets[r] = (struct ios_record_set){.mod = region_module[r], .rec_size = (size_t)fixed[r]};
+        c.sets[r] =
+            (struct ios_record_set){.mod = region_module[r], .rec_size = region_record_size[r]};
     for (int i = 0; i < n && !status; i++) {
         status = merge_add(&c, &in[i], job_start);
         c.partial |= (int64_t)in[i].header->partial_flag;

@@ -24,10 +24,9 @@
 /* The modules whose records live in the file (heatmaps are rebinned at shutdown: not here). */
 static const struct {
     int mod, ver;
-} modules[] = {{IOS_MOD_POSIX, IOS_POSIX_VER},
-               {IOS_MOD_MPIIO, IOS_MPIIO_VER},
-               {IOS_MOD_LUSTRE, IOS_LUSTRE_VER},
-               {IOS_MOD_STDIO, IOS_STDIO_VER}};
+} modules[] = {{IOS_MOD_POSIX, IOS_POSIX_VER},   {IOS_MOD_MPIIO, IOS_MPIIO_VER},
+               {IOS_MOD_H5F, IOS_H5F_VER},       {IOS_MOD_PNETCDF_FILE, IOS_PNETCDF_FILE_VER},
+               {IOS_MOD_LUSTRE, IOS_LUSTRE_VER}, {IOS_MOD_STDIO, IOS_STDIO_VER}};
 #define NMODULES (sizeof modules / sizeof *modules)
 
 int ios_mmap_on;

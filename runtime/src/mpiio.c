@@ -12,7 +12,6 @@
  * info_is_null). Until the plugin is loaded, at MPI_Init, the wrappers only pass through. */
 #include "iostudy.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -43,16 +42,6 @@ void ios_mpiio_enable(const struct ios_comm *comm) { mpi = comm->type_bytes ? co
 
 static inline int active(void) { return mpi != NULL && depth == 0 && ios_recording(); }
 
-/* The MPI library's own function. It exists whenever the program could call the wrapper. */
-static void *real_symbol(const char *name) {
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        ios_warn("%s is not in the MPI library the program uses", name);
-        abort();
-    }
-    return f;
-}
-
 static inline uint64_t fh_key(ios_file fh) { return (uint64_t)(uintptr_t)fh; }
 
 /* Finds or creates the record of a normalized name; call inside ios_enter()/ios_leave(). */
@@ -80,11 +69,7 @@ static inline void meta_time(struct mpiio_file *f, double t1, double t2) {
 static void opened(ios_handle comm, const char *filename, int amode, ios_handle info, ios_file fh,
                    double t1, double t2) {
     char name[PATH_MAX];
-    /* ROMIO's file-system prefix ("ufs:", "lustre:"); a one-letter one is a drive, as Darshan
-     * reads it. */
-    const char *colon = strchr(filename, ':');
-    if (colon && colon > filename + 1)
-        filename = colon + 1;
+    filename = ios_strip_fs_prefix(filename);
     int procs = mpi->comm_size(comm), no_hints = mpi->info_is_null(info);
     if (ios_normalize_path(filename, AT_FDCWD, name, sizeof name) != 0 || !ios_enter())
         return;
@@ -158,7 +143,7 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
     IOS_EXPORT int MPI_File_##name params {                                                        \
         static int(*real) params;                                                                  \
         if (IOS_UNLIKELY(!real))                                                                   \
-            real = real_symbol("PMPI_File_" #name);                                                \
+            real = ios_next_symbol("PMPI_File_" #name, "MPI");                                     \
         if (!active())                                                                             \
             return real args;                                                                      \
         TIMED(ret, real args);                                                                     \
@@ -209,7 +194,7 @@ static void closed(ios_file fh, double t1, double t2) {
 IOS_EXPORT int MPI_File_close(ios_file *fh) {
     static int (*real)(ios_file *);
     if (IOS_UNLIKELY(!real))
-        real = real_symbol("PMPI_File_close");
+        real = ios_next_symbol("PMPI_File_close", "MPI");
     if (!active() || !fh)
         return real(fh);
     ios_file handle = *fh;

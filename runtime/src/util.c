@@ -199,6 +199,11 @@ void ios_common_live_slow(int64_t *vals, int64_t *counts, const struct ios_value
 
 /* ---- path names -------------------------------------------------------------------------------
  */
+const char *ios_strip_fs_prefix(const char *filename) {
+    const char *colon = strchr(filename, ':');
+    return colon && colon > filename + 1 ? colon + 1 : filename;
+}
+
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
     size_t n = 0, plen = strlen(path);
     if (path[0] != '/') {

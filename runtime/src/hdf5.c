@@ -1,0 +1,223 @@
+/* H5F module: wrappers of HDF5's H5Fcreate, H5Fopen, H5Fflush and H5Fclose and Darshan's H5F v3
+ * record, with darshan-runtime 3.5.0's semantics: opens count creates too, the meta time is that
+ * of all four calls, a record is named by the file's path as POSIX names it.
+ *
+ * The library is built without hdf5.h (it loads into programs with any HDF5, or none): hid_t is
+ * a 64-bit integer since HDF5 1.10, herr_t an int, H5F_scope_t an enum (int-sized). The real
+ * functions are found in the HDF5 library when a wrapper first runs. */
+#include "iostudy.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int64_t ios_hid; /* hid_t */
+#define IOS_H5P_DEFAULT 0
+
+struct h5f_file {
+    struct ios_h5f_record *rec;
+    double last_meta_end;
+};
+
+static struct ios_map files_by_id;  /* record id -> file */
+static struct ios_map files_by_hid; /* open file id -> file (file ids are never 0) */
+
+static void *real_symbol(const char *name) { return ios_next_symbol(name, "HDF5"); }
+
+static struct h5f_file *file_by_name(const char *name) {
+    uint64_t id = ios_record_id(name);
+    struct h5f_file *f = ios_map_get(&files_by_id, id);
+    if (f)
+        return f;
+    f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->rec = ios_register_record(IOS_MOD_H5F, id, name, sizeof *f->rec);
+    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
+        free(f); /* a registered record without its file is simply never written */
+        return NULL;
+    }
+    f->rec->base.id = id;
+    return f;
+}
+
+/* 1 when the file access property list selects the MPI-IO driver. HDF5 without parallel support
+ * has no H5FD_mpio_init: never. Called outside the lock (it calls into HDF5). */
+static int uses_mpiio(ios_hid fapl) {
+    static ios_hid (*get_driver)(ios_hid);
+    static ios_hid (*mpio_driver)(void);
+    if (fapl == IOS_H5P_DEFAULT)
+        return 0;
+    if (!get_driver || !mpio_driver) {
+        get_driver = (ios_hid(*)(ios_hid))dlsym(RTLD_DEFAULT, "H5Pget_driver");
+        mpio_driver = (ios_hid(*)(void))dlsym(RTLD_DEFAULT, "H5FD_mpio_init");
+        if (!get_driver || !mpio_driver)
+            return 0;
+    }
+    ios_hid driver = get_driver(fapl);
+    return driver >= 0 && driver == mpio_driver();
+}
+
+static void opened(const char *filename, ios_hid fapl, ios_hid file, double t1, double t2) {
+    char name[PATH_MAX];
+    ios_in_runtime = 1; /* HDF5's own work here is not the program's */
+    int use_mpiio = uses_mpiio(fapl);
+    ios_in_runtime = 0;
+    if (ios_normalize_path(ios_strip_fs_prefix(filename), AT_FDCWD, name, sizeof name) != 0 ||
+        !ios_enter())
+        return;
+    struct h5f_file *f = file_by_name(name);
+    if (f) {
+        f->rec->counters[H5F_OPENS]++;
+        f->rec->counters[H5F_USE_MPIIO] = use_mpiio;
+        double *fc = f->rec->fcounters;
+        ios_first_start(&fc[H5F_F_OPEN_START_TIMESTAMP], t1);
+        fc[H5F_F_OPEN_END_TIMESTAMP] = t2;
+        ios_timer_add(&fc[H5F_F_META_TIME], t1, t2, &f->last_meta_end);
+        ios_map_put(&files_by_hid, (uint64_t)file, f);
+    }
+    ios_leave();
+}
+
+IOS_EXPORT ios_hid H5Fcreate(const char *filename, unsigned flags, ios_hid fcpl, ios_hid fapl) {
+    static ios_hid (*real)(const char *, unsigned, ios_hid, ios_hid);
+    if (IOS_UNLIKELY(!real))
+        real = real_symbol("H5Fcreate");
+    if (!ios_recording() || !filename)
+        return real(filename, flags, fcpl, fapl);
+    double t1 = ios_now();
+    ios_hid ret = real(filename, flags, fcpl, fapl);
+    double t2 = ios_now();
+    int saved_errno = errno;
+    if (ret >= 0)
+        opened(filename, fapl, ret, t1, t2);
+    errno = saved_errno;
+    return ret;
+}
+
+IOS_EXPORT ios_hid H5Fopen(const char *filename, unsigned flags, ios_hid fapl) {
+    static ios_hid (*real)(const char *, unsigned, ios_hid);
+    if (IOS_UNLIKELY(!real))
+        real = real_symbol("H5Fopen");
+    if (!ios_recording() || !filename)
+        return real(filename, flags, fapl);
+    double t1 = ios_now();
+    ios_hid ret = real(filename, flags, fapl);
+    double t2 = ios_now();
+    int saved_errno = errno;
+    if (ret >= 0)
+        opened(filename, fapl, ret, t1, t2);
+    errno = saved_errno;
+    return ret;
+}
+
+static int (*real_close)(ios_hid);
+
+static void flushed(ios_hid file, double t1, double t2) {
+    ios_enter();
+    struct h5f_file *f = ios_map_get(&files_by_hid, (uint64_t)file);
+    if (f) {
+        f->rec->counters[H5F_FLUSHES]++;
+        ios_timer_add(&f->rec->fcounters[H5F_F_META_TIME], t1, t2, &f->last_meta_end);
+    }
+    ios_leave();
+}
+
+/* H5Fflush takes any object of a file (a dataset, a group): as Darshan does, the file's id comes
+ * from H5Iget_file_id, whose new reference to the file is closed again. */
+IOS_EXPORT int H5Fflush(ios_hid object, int scope) {
+    static int (*real)(ios_hid, int);
+    static ios_hid (*file_of)(ios_hid);
+    if (IOS_UNLIKELY(!real)) {
+        real = real_symbol("H5Fflush");
+        real_close = real_symbol("H5Fclose");
+        file_of = (ios_hid(*)(ios_hid))real_symbol("H5Iget_file_id");
+    }
+    if (!ios_recording())
+        return real(object, scope);
+    double t1 = ios_now();
+    int ret = real(object, scope);
+    double t2 = ios_now();
+    int saved_errno = errno;
+    if (ret >= 0) {
+        ios_in_runtime = 1; /* HDF5's own work here is not the program's */
+        ios_hid file = file_of(object);
+        ios_in_runtime = 0;
+        if (file > 0) {
+            flushed(file, t1, t2);
+            ios_in_runtime = 1;
+            real_close(file);
+            ios_in_runtime = 0;
+        }
+    }
+    errno = saved_errno;
+    return ret;
+}
+
+IOS_EXPORT int H5Fclose(ios_hid file) {
+    if (IOS_UNLIKELY(!real_close))
+        real_close = real_symbol("H5Fclose");
+    if (!ios_recording())
+        return real_close(file);
+    double t1 = ios_now();
+    int ret = real_close(file);
+    double t2 = ios_now();
+    int saved_errno = errno;
+    if (ret >= 0) {
+        ios_enter();
+        struct h5f_file *f = ios_map_get(&files_by_hid, (uint64_t)file);
+        if (f) {
+            double *fc = f->rec->fcounters;
+            ios_first_start(&fc[H5F_F_CLOSE_START_TIMESTAMP], t1);
+            fc[H5F_F_CLOSE_END_TIMESTAMP] = t2;
+            ios_timer_add(&fc[H5F_F_META_TIME], t1, t2, &f->last_meta_end);
+            ios_map_del(&files_by_hid, (uint64_t)file);
+        }
+        ios_leave();
+    }
+    errno = saved_errno;
+    return ret;
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------ */
+void ios_h5f_collect(struct ios_record_set *set) {
+    set->mod = IOS_MOD_H5F;
+    set->rec_size = sizeof(struct ios_h5f_record);
+    set->count = set->len = 0;
+    set->buf = malloc(files_by_id.count * set->rec_size + 1);
+    if (!set->buf)
+        return;
+    for (size_t i = 0; i < files_by_id.cap; i++) {
+        struct h5f_file *f = files_by_id.keys[i] ? files_by_id.vals[i] : NULL;
+        if (!f)
+            continue;
+        memcpy(set->buf + set->len, f->rec, set->rec_size);
+        set->len += set->rec_size;
+        set->count++;
+    }
+}
+
+void ios_h5f_reset(void) {
+    ios_map_free(&files_by_id);
+    ios_map_free(&files_by_hid);
+}
+
+/* ---- reduction of shared records: Darshan's H5F rules ------------------------------------- */
+static void h5f_combine(const void *in_v, void *inout_v) {
+    const struct ios_h5f_record *in = in_v;
+    struct ios_h5f_record *io = inout_v;
+    io->counters[H5F_OPENS] += in->counters[H5F_OPENS];
+    io->counters[H5F_FLUSHES] += in->counters[H5F_FLUSHES];
+    io->counters[H5F_USE_MPIIO] |= in->counters[H5F_USE_MPIIO];
+    ios_reduce_starts(io->fcounters, in->fcounters, H5F_F_OPEN_START_TIMESTAMP,
+                      H5F_F_CLOSE_START_TIMESTAMP);
+    ios_reduce_ends(io->fcounters, in->fcounters, H5F_F_OPEN_END_TIMESTAMP,
+                    H5F_F_CLOSE_END_TIMESTAMP);
+    io->fcounters[H5F_F_META_TIME] += in->fcounters[H5F_F_META_TIME];
+}
+
+const struct ios_reducer ios_h5f_reducer = IOS_REDUCER_PLAIN(
+    struct ios_h5f_record, H5F_F_OPEN_START_TIMESTAMP, H5F_F_CLOSE_END_TIMESTAMP, h5f_combine);

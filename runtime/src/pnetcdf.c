@@ -1,0 +1,228 @@
+/* PNETCDF_FILE module: wrappers of PnetCDF's file calls (ncmpi_create, _open, _enddef, _redef,
+ * _sync, _wait, _wait_all, _close) and Darshan's PNETCDF_FILE v3 record, with darshan-runtime
+ * 3.5.0's semantics: the bytes are PnetCDF's own count of a file's traffic (header included),
+ * asked for just before the close; waits count whether or not they succeed (failures apart).
+ *
+ * The library is built without pnetcdf.h and mpi.h: MPI_Comm and MPI_Info are passed through as
+ * uintptr_t exactly as mpiio.c passes them (see its header), MPI_Offset is long long. The real
+ * functions are found in the PnetCDF library when a wrapper first runs. */
+#include "iostudy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uintptr_t ios_handle; /* MPI_Comm, MPI_Info */
+#define IOS_NC_NOERR 0
+
+struct pnetcdf_file {
+    struct ios_pnetcdf_file_record *rec;
+    double last_meta_end, last_wait_end;
+};
+
+static struct ios_map files_by_id;   /* record id -> file */
+static struct ios_map files_by_ncid; /* open ncid -> file */
+
+static void *real_symbol(const char *name) { return ios_next_symbol(name, "PnetCDF"); }
+
+/* ncids start at 0; the map's keys never do. */
+static inline uint64_t ncid_key(int ncid) { return (uint64_t)(uint32_t)ncid + 1; }
+
+static struct pnetcdf_file *file_by_name(const char *name) {
+    uint64_t id = ios_record_id(name);
+    struct pnetcdf_file *f = ios_map_get(&files_by_id, id);
+    if (f)
+        return f;
+    f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->rec = ios_register_record(IOS_MOD_PNETCDF_FILE, id, name, sizeof *f->rec);
+    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
+        free(f); /* a registered record without its file is simply never written */
+        return NULL;
+    }
+    f->rec->base.id = id;
+    return f;
+}
+
+static inline void meta_time(struct pnetcdf_file *f, double t1, double t2) {
+    ios_timer_add(&f->rec->fcounters[PNETCDF_FILE_F_META_TIME], t1, t2, &f->last_meta_end);
+}
+
+/* counter: PNETCDF_FILE_CREATES or _OPENS. */
+static void opened(const char *path, int ncid, int counter, double t1, double t2) {
+    char name[PATH_MAX];
+    if (ios_normalize_path(ios_strip_fs_prefix(path), AT_FDCWD, name, sizeof name) != 0 ||
+        !ios_enter())
+        return;
+    struct pnetcdf_file *f = file_by_name(name);
+    if (f) {
+        double *fc = f->rec->fcounters;
+        f->rec->counters[counter]++;
+        ios_first_start(&fc[PNETCDF_FILE_F_OPEN_START_TIMESTAMP], t1);
+        fc[PNETCDF_FILE_F_OPEN_END_TIMESTAMP] = t2;
+        meta_time(f, t1, t2);
+        ios_map_put(&files_by_ncid, ncid_key(ncid), f);
+    }
+    ios_leave();
+}
+
+/* Runs the real call, timed; ret and [t1, t2] for the caller. */
+#define TIMED(ret, call)                                                                           \
+    double t1 = ios_now();                                                                         \
+    int ret = call;                                                                                \
+    double t2 = ios_now();                                                                         \
+    int saved_errno = errno
+
+/* A wrapper of int ncmpi_<name> params: the real call, then record (with ret, t1, t2) when the
+ * call succeeded, or always (waits). */
+#define WRAPPER(name, params, args, always, record)                                                \
+    IOS_EXPORT int ncmpi_##name params {                                                           \
+        static int(*real) params;                                                                  \
+        if (IOS_UNLIKELY(!real))                                                                   \
+            real = real_symbol("ncmpi_" #name);                                                    \
+        if (!ios_recording())                                                                      \
+            return real args;                                                                      \
+        TIMED(ret, real args);                                                                     \
+        if (always || ret == IOS_NC_NOERR)                                                         \
+            record;                                                                                \
+        errno = saved_errno;                                                                       \
+        return ret;                                                                                \
+    }
+
+WRAPPER(create, (ios_handle comm, const char *path, int cmode, ios_handle info, int *ncidp),
+        (comm, path, cmode, info, ncidp), 0,
+        if (path && ncidp) opened(path, *ncidp, PNETCDF_FILE_CREATES, t1, t2))
+WRAPPER(open, (ios_handle comm, const char *path, int omode, ios_handle info, int *ncidp),
+        (comm, path, omode, info, ncidp), 0,
+        if (path && ncidp) opened(path, *ncidp, PNETCDF_FILE_OPENS, t1, t2))
+
+/* enddef, redef, sync: meta time, and the counter (-1: none). */
+static void meta_call(int ncid, int counter, double t1, double t2) {
+    ios_enter();
+    struct pnetcdf_file *f = ios_map_get(&files_by_ncid, ncid_key(ncid));
+    if (f) {
+        if (counter >= 0)
+            f->rec->counters[counter]++;
+        meta_time(f, t1, t2);
+    }
+    ios_leave();
+}
+WRAPPER(enddef, (int ncid), (ncid), 0, meta_call(ncid, -1, t1, t2))
+WRAPPER(redef, (int ncid), (ncid), 0, meta_call(ncid, PNETCDF_FILE_REDEFS, t1, t2))
+WRAPPER(sync, (int ncid), (ncid), 0, meta_call(ncid, PNETCDF_FILE_SYNCS, t1, t2))
+
+/* counter: PNETCDF_FILE_INDEP_WAITS or _COLL_WAITS, counted when the wait succeeded. */
+static void waited(int ncid, int ret, int counter, double t1, double t2) {
+    ios_enter();
+    struct pnetcdf_file *f = ios_map_get(&files_by_ncid, ncid_key(ncid));
+    if (f) {
+        double *fc = f->rec->fcounters;
+        f->rec->counters[ret == IOS_NC_NOERR ? counter : PNETCDF_FILE_WAIT_FAILURES]++;
+        ios_first_start(&fc[PNETCDF_FILE_F_WAIT_START_TIMESTAMP], t1);
+        fc[PNETCDF_FILE_F_WAIT_END_TIMESTAMP] = t2;
+        ios_timer_add(&fc[PNETCDF_FILE_F_WAIT_TIME], t1, t2, &f->last_wait_end);
+    }
+    ios_leave();
+}
+WRAPPER(wait, (int ncid, int num, int *requests, int *statuses), (ncid, num, requests, statuses), 1,
+        waited(ncid, ret, PNETCDF_FILE_INDEP_WAITS, t1, t2))
+WRAPPER(wait_all, (int ncid, int num, int *requests, int *statuses),
+        (ncid, num, requests, statuses), 1, waited(ncid, ret, PNETCDF_FILE_COLL_WAITS, t1, t2))
+
+/* PnetCDF's count of the bytes a file moved; -1 when it cannot tell. */
+static long long traffic(const char *query, int ncid) {
+    int (*inq)(int, long long *) = (int (*)(int, long long *))real_symbol(query);
+    long long bytes;
+    return inq(ncid, &bytes) == IOS_NC_NOERR ? bytes : -1;
+}
+
+/* Darshan's rule: a count PnetCDF could not give once stays -1. */
+static void add_traffic(int64_t *counter, long long bytes) {
+    *counter = bytes >= 0 && *counter >= 0 ? *counter + bytes : -1;
+}
+
+static void closed(int ncid, long long put, long long get, double t1, double t2) {
+    ios_enter();
+    struct pnetcdf_file *f = ios_map_get(&files_by_ncid, ncid_key(ncid));
+    if (f) {
+        int64_t *c = f->rec->counters;
+        double *fc = f->rec->fcounters;
+        add_traffic(&c[PNETCDF_FILE_BYTES_WRITTEN], put);
+        add_traffic(&c[PNETCDF_FILE_BYTES_READ], get);
+        ios_first_start(&fc[PNETCDF_FILE_F_CLOSE_START_TIMESTAMP], t1);
+        fc[PNETCDF_FILE_F_CLOSE_END_TIMESTAMP] = t2;
+        meta_time(f, t1, t2);
+        ios_map_del(&files_by_ncid, ncid_key(ncid));
+    }
+    ios_leave();
+}
+
+/* The byte counts are asked for before the close, while the ncid is valid. */
+IOS_EXPORT int ncmpi_close(int ncid) {
+    static int (*real)(int);
+    if (IOS_UNLIKELY(!real))
+        real = real_symbol("ncmpi_close");
+    if (!ios_recording())
+        return real(ncid);
+    ios_enter();
+    int tracked = ios_map_get(&files_by_ncid, ncid_key(ncid)) != NULL;
+    ios_leave();
+    long long put = 0, get = 0;
+    if (tracked) {
+        int saved = errno;
+        ios_in_runtime = 1; /* PnetCDF's own work here is not the program's */
+        put = traffic("ncmpi_inq_put_size", ncid);
+        get = traffic("ncmpi_inq_get_size", ncid);
+        ios_in_runtime = 0;
+        errno = saved;
+    }
+    TIMED(ret, real(ncid));
+    if (ret == IOS_NC_NOERR && tracked)
+        closed(ncid, put, get, t1, t2);
+    errno = saved_errno;
+    return ret;
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------ */
+void ios_pnetcdf_file_collect(struct ios_record_set *set) {
+    set->mod = IOS_MOD_PNETCDF_FILE;
+    set->rec_size = sizeof(struct ios_pnetcdf_file_record);
+    set->count = set->len = 0;
+    set->buf = malloc(files_by_id.count * set->rec_size + 1);
+    if (!set->buf)
+        return;
+    for (size_t i = 0; i < files_by_id.cap; i++) {
+        struct pnetcdf_file *f = files_by_id.keys[i] ? files_by_id.vals[i] : NULL;
+        if (!f)
+            continue;
+        memcpy(set->buf + set->len, f->rec, set->rec_size);
+        set->len += set->rec_size;
+        set->count++;
+    }
+}
+
+void ios_pnetcdf_file_reset(void) {
+    ios_map_free(&files_by_id);
+    ios_map_free(&files_by_ncid);
+}
+
+/* ---- reduction of shared records: Darshan's PNETCDF_FILE rules ---------------------------- */
+static void pnetcdf_file_combine(const void *in_v, void *inout_v) {
+    const struct ios_pnetcdf_file_record *in = in_v;
+    struct ios_pnetcdf_file_record *io = inout_v;
+    for (int j = 0; j < PNETCDF_FILE_NUM_INDICES; j++)
+        io->counters[j] += in->counters[j];
+    ios_reduce_starts(io->fcounters, in->fcounters, PNETCDF_FILE_F_OPEN_START_TIMESTAMP,
+                      PNETCDF_FILE_F_WAIT_START_TIMESTAMP);
+    ios_reduce_ends(io->fcounters, in->fcounters, PNETCDF_FILE_F_OPEN_END_TIMESTAMP,
+                    PNETCDF_FILE_F_WAIT_END_TIMESTAMP);
+    io->fcounters[PNETCDF_FILE_F_META_TIME] += in->fcounters[PNETCDF_FILE_F_META_TIME];
+    io->fcounters[PNETCDF_FILE_F_WAIT_TIME] += in->fcounters[PNETCDF_FILE_F_WAIT_TIME];
+}
+
+const struct ios_reducer ios_pnetcdf_file_reducer =
+    IOS_REDUCER_PLAIN(struct ios_pnetcdf_file_record, PNETCDF_FILE_F_OPEN_START_TIMESTAMP,
+                      PNETCDF_FILE_F_WAIT_END_TIMESTAMP, pnetcdf_file_combine);

@@ -1,0 +1,41 @@
+"""Helpers of the killed-process tests: wait for a program's "ready" lines, find the
+memory-mapped logs it left, merge them with `iostudy logs merge`."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+
+from iostudy.cli import main as iostudy
+from iostudy.darshanlog import read_log
+
+
+def merged(d: str, capsys) -> dict:
+    out = os.path.join(d, "merged.darshan")
+    status = iostudy(["logs", "merge", *map(str, mmap_logs(d)), "--output", out])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert f"into {out}" in captured.out
+    return read_log(out)
+
+
+def wait_ready(proc: subprocess.Popen, lines: int, timeout: float = 60) -> list[str]:
+    """The first `lines` "ready ..." lines of proc's stdout."""
+    got, buf, deadline = [], b"", time.monotonic() + timeout
+    while len(got) < lines:
+        left = deadline - time.monotonic()
+        assert left > 0 and proc.poll() is None, f"not ready: {got} {proc.stderr.read()!r}"
+        if select.select([proc.stdout], [], [], left)[0]:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            assert chunk, f"stdout closed before ready: {got}"
+            buf += chunk
+            *complete, buf = buf.split(b"\n")
+            got += [x.decode() for x in complete if x.startswith(b"ready")]
+    return got
+
+
+def mmap_logs(d: str) -> list[Path]:
+    return sorted(Path(d).glob("*_mmap-log-*.darshan"))
