@@ -17,7 +17,7 @@
 typedef int64_t ios_hid; /* hid_t */
 #define IOS_H5P_DEFAULT 0
 
-struct h5f_file {
+struct h5f_file { /* the record first: ios_collect_records */
     struct ios_h5f_record *rec;
     double last_meta_end;
 };
@@ -184,20 +184,7 @@ IOS_EXPORT int H5Fclose(ios_hid file) {
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
 void ios_h5f_collect(struct ios_record_set *set) {
-    set->mod = IOS_MOD_H5F;
-    set->rec_size = sizeof(struct ios_h5f_record);
-    set->count = set->len = 0;
-    set->buf = malloc(files_by_id.count * set->rec_size + 1);
-    if (!set->buf)
-        return;
-    for (size_t i = 0; i < files_by_id.cap; i++) {
-        struct h5f_file *f = files_by_id.keys[i] ? files_by_id.vals[i] : NULL;
-        if (!f)
-            continue;
-        memcpy(set->buf + set->len, f->rec, set->rec_size);
-        set->len += set->rec_size;
-        set->count++;
-    }
+    ios_collect_records(set, IOS_MOD_H5F, sizeof(struct ios_h5f_record), &files_by_id);
 }
 
 void ios_h5f_reset(void) {

@@ -237,6 +237,10 @@ struct ios_record_set {
     size_t count; /* records */
 };
 void ios_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
+/* Copies out, as they are, the records of files, a map of record id -> a module's file struct
+ * whose first member points to its record. */
+void ios_collect_records(struct ios_record_set *set, int mod, size_t rec_size,
+                         const struct ios_map *files) IOS_HIDDEN;
 void ios_mpiio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_stdio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_h5f_collect(struct ios_record_set *set) IOS_HIDDEN;

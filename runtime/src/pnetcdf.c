@@ -17,7 +17,7 @@
 typedef uintptr_t ios_handle; /* MPI_Comm, MPI_Info */
 #define IOS_NC_NOERR 0
 
-struct pnetcdf_file {
+struct pnetcdf_file { /* the record first: ios_collect_records */
     struct ios_pnetcdf_file_record *rec;
     double last_meta_end, last_wait_end;
 };
@@ -188,20 +188,8 @@ IOS_EXPORT int ncmpi_close(int ncid) {
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
 void ios_pnetcdf_file_collect(struct ios_record_set *set) {
-    set->mod = IOS_MOD_PNETCDF_FILE;
-    set->rec_size = sizeof(struct ios_pnetcdf_file_record);
-    set->count = set->len = 0;
-    set->buf = malloc(files_by_id.count * set->rec_size + 1);
-    if (!set->buf)
-        return;
-    for (size_t i = 0; i < files_by_id.cap; i++) {
-        struct pnetcdf_file *f = files_by_id.keys[i] ? files_by_id.vals[i] : NULL;
-        if (!f)
-            continue;
-        memcpy(set->buf + set->len, f->rec, set->rec_size);
-        set->len += set->rec_size;
-        set->count++;
-    }
+    ios_collect_records(set, IOS_MOD_PNETCDF_FILE, sizeof(struct ios_pnetcdf_file_record),
+                        &files_by_id);
 }
 
 void ios_pnetcdf_file_reset(void) {

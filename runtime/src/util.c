@@ -245,3 +245,21 @@ int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
             return -1;
     return 0;
 }
+
+void ios_collect_records(struct ios_record_set *set, int mod, size_t rec_size,
+                         const struct ios_map *files) {
+    set->mod = mod;
+    set->rec_size = rec_size;
+    set->count = set->len = 0;
+    set->buf = malloc(files->count * rec_size + 1);
+    if (!set->buf)
+        return;
+    for (size_t i = 0; i < files->cap; i++) {
+        void *const *f = files->keys[i] ? files->vals[i] : NULL;
+        if (!f)
+            continue;
+        memcpy(set->buf + set->len, *f, rec_size);
+        set->len += rec_size;
+        set->count++;
+    }
+}
