@@ -150,6 +150,27 @@ void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) {
     return rec;
 }
 
+void *ios_file_by_name(struct ios_map *files, int mod, const char *name, size_t file_size,
+                       size_t rec_size, int *created) {
+    uint64_t id = ios_record_id(name);
+    void **f = ios_map_get(files, id);
+    if (f)
+        return f;
+    f = calloc(1, file_size);
+    if (!f)
+        return NULL;
+    struct ios_base_record *rec = ios_register_record(mod, id, name, rec_size);
+    if (!rec || ios_map_put(files, id, f) != 0) {
+        free(f); /* a registered record without its file is simply never written */
+        return NULL;
+    }
+    rec->id = id;
+    *f = rec;
+    if (created)
+        *created = 1;
+    return f;
+}
+
 /* Forgets every record (a forked child starts its own log). Records of the parent are leaked on
  * purpose: other modules' state may still point at them until their own reset. */
 static void reset_records(void) {

@@ -11,13 +11,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdlib.h>
-#include <string.h>
 
 typedef int64_t ios_hid; /* hid_t */
 #define IOS_H5P_DEFAULT 0
 
-struct h5f_file { /* the record first: ios_collect_records */
+struct h5f_file { /* the record first: ios_file_by_name */
     struct ios_h5f_record *rec;
     double last_meta_end;
 };
@@ -28,20 +26,8 @@ static struct ios_map files_by_hid; /* open file id -> file (file ids are never 
 static void *real_symbol(const char *name) { return ios_next_symbol(name, "HDF5"); }
 
 static struct h5f_file *file_by_name(const char *name) {
-    uint64_t id = ios_record_id(name);
-    struct h5f_file *f = ios_map_get(&files_by_id, id);
-    if (f)
-        return f;
-    f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL;
-    f->rec = ios_register_record(IOS_MOD_H5F, id, name, sizeof *f->rec);
-    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
-        free(f); /* a registered record without its file is simply never written */
-        return NULL;
-    }
-    f->rec->base.id = id;
-    return f;
+    return ios_file_by_name(&files_by_id, IOS_MOD_H5F, name, sizeof(struct h5f_file),
+                            sizeof(struct ios_h5f_record), NULL);
 }
 
 /* 1 when the file access property list selects the MPI-IO driver. HDF5 without parallel support
@@ -49,14 +35,16 @@ static struct h5f_file *file_by_name(const char *name) {
 static int uses_mpiio(ios_hid fapl) {
     static ios_hid (*get_driver)(ios_hid);
     static ios_hid (*mpio_driver)(void);
+    static int looked_up; /* once: a serial HDF5 stays without them */
     if (fapl == IOS_H5P_DEFAULT)
         return 0;
-    if (!get_driver || !mpio_driver) {
+    if (!looked_up) {
         get_driver = (ios_hid(*)(ios_hid))dlsym(RTLD_DEFAULT, "H5Pget_driver");
         mpio_driver = (ios_hid(*)(void))dlsym(RTLD_DEFAULT, "H5FD_mpio_init");
-        if (!get_driver || !mpio_driver)
-            return 0;
+        looked_up = 1;
     }
+    if (!get_driver || !mpio_driver)
+        return 0;
     ios_hid driver = get_driver(fapl);
     return driver >= 0 && driver == mpio_driver();
 }

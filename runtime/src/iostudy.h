@@ -126,6 +126,11 @@ void *ios_map_get(const struct ios_map *m, uint64_t key) IOS_HIDDEN;
 int ios_map_put(struct ios_map *m, uint64_t key, void *val) IOS_HIDDEN;
 void ios_map_del(struct ios_map *m, uint64_t key) IOS_HIDDEN;
 void ios_map_free(struct ios_map *m) IOS_HIDDEN;
+/* The tracked file of a record name: files maps record id -> a module's file struct (file_size
+ * bytes) whose first member points to its record (rec_size bytes). A new one is made zeroed,
+ * with its record registered and *created set; NULL without memory. Call inside ios_enter(). */
+void *ios_file_by_name(struct ios_map *files, int mod, const char *name, size_t file_size,
+                       size_t rec_size, int *created) IOS_HIDDEN;
 
 /* ---- counters shared by modules --------------------------------------------------------- */
 static inline int ios_size_bin(int64_t size) {

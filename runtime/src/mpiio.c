@@ -24,7 +24,7 @@ typedef long long ios_offset; /* MPI_Offset */
 
 enum { IO_NONE, IO_READ, IO_WRITE };
 
-struct mpiio_file {
+struct mpiio_file { /* the record first: ios_file_by_name */
     struct ios_mpiio_record *rec;
     int last_io; /* IO_READ or IO_WRITE, for RW_SWITCHES */
     double last_read_end, last_write_end, last_meta_end;
@@ -46,20 +46,8 @@ static inline uint64_t fh_key(ios_file fh) { return (uint64_t)(uintptr_t)fh; }
 
 /* Finds or creates the record of a normalized name; call inside ios_enter()/ios_leave(). */
 static struct mpiio_file *file_by_name(const char *name) {
-    uint64_t id = ios_record_id(name);
-    struct mpiio_file *f = ios_map_get(&files_by_id, id);
-    if (f)
-        return f;
-    f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL;
-    f->rec = ios_register_record(IOS_MOD_MPIIO, id, name, sizeof *f->rec);
-    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
-        free(f); /* a registered record without its file is simply never written */
-        return NULL;
-    }
-    f->rec->base.id = id;
-    return f;
+    return ios_file_by_name(&files_by_id, IOS_MOD_MPIIO, name, sizeof(struct mpiio_file),
+                            sizeof(struct ios_mpiio_record), NULL);
 }
 
 static inline void meta_time(struct mpiio_file *f, double t1, double t2) {
@@ -81,8 +69,7 @@ static void opened(ios_handle comm, const char *filename, int amode, ios_handle 
         c[procs == 1 ? MPIIO_INDEP_OPENS : MPIIO_COLL_OPENS]++;
         if (!no_hints)
             c[MPIIO_HINTS]++;
-        if (fc[MPIIO_F_OPEN_START_TIMESTAMP] == 0 || fc[MPIIO_F_OPEN_START_TIMESTAMP] > t1)
-            fc[MPIIO_F_OPEN_START_TIMESTAMP] = t1;
+        ios_first_start(&fc[MPIIO_F_OPEN_START_TIMESTAMP], t1);
         fc[MPIIO_F_OPEN_END_TIMESTAMP] = t2;
         meta_time(f, t1, t2);
         ios_map_put(&files_by_fh, fh_key(fh), f);
@@ -110,8 +97,7 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
             c[MPIIO_RW_SWITCHES]++;
         f->last_io = is_write ? IO_WRITE : IO_READ;
         int start = is_write ? MPIIO_F_WRITE_START_TIMESTAMP : MPIIO_F_READ_START_TIMESTAMP;
-        if (fc[start] == 0 || fc[start] > t1)
-            fc[start] = t1;
+        ios_first_start(&fc[start], t1);
         fc[is_write ? MPIIO_F_WRITE_END_TIMESTAMP : MPIIO_F_READ_END_TIMESTAMP] = t2;
         int max_time = is_write ? MPIIO_F_MAX_WRITE_TIME : MPIIO_F_MAX_READ_TIME;
         if (fc[max_time] < t2 - t1) {
@@ -181,8 +167,7 @@ static void closed(ios_file fh, double t1, double t2) {
     struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
     if (f) {
         double *fc = f->rec->fcounters;
-        if (fc[MPIIO_F_CLOSE_START_TIMESTAMP] == 0 || fc[MPIIO_F_CLOSE_START_TIMESTAMP] > t1)
-            fc[MPIIO_F_CLOSE_START_TIMESTAMP] = t1;
+        ios_first_start(&fc[MPIIO_F_CLOSE_START_TIMESTAMP], t1);
         fc[MPIIO_F_CLOSE_END_TIMESTAMP] = t2;
         meta_time(f, t1, t2);
         ios_map_del(&files_by_fh, fh_key(fh));
@@ -293,11 +278,8 @@ static void mpiio_combine(const void *in_v, void *inout_v) {
 
     double *fc = io->fcounters;
     const double *ifc = in->fcounters;
-    for (int j = MPIIO_F_OPEN_START_TIMESTAMP; j <= MPIIO_F_CLOSE_START_TIMESTAMP; j++)
-        if (ifc[j] > 0 && (fc[j] == 0 || ifc[j] < fc[j]))
-            fc[j] = ifc[j];
-    for (int j = MPIIO_F_OPEN_END_TIMESTAMP; j <= MPIIO_F_CLOSE_END_TIMESTAMP; j++)
-        fc[j] = ifc[j] > fc[j] ? ifc[j] : fc[j];
+    ios_reduce_starts(fc, ifc, MPIIO_F_OPEN_START_TIMESTAMP, MPIIO_F_CLOSE_START_TIMESTAMP);
+    ios_reduce_ends(fc, ifc, MPIIO_F_OPEN_END_TIMESTAMP, MPIIO_F_CLOSE_END_TIMESTAMP);
     for (int j = MPIIO_F_READ_TIME; j <= MPIIO_F_META_TIME; j++)
         fc[j] += ifc[j];
     if (ifc[MPIIO_F_MAX_READ_TIME] > fc[MPIIO_F_MAX_READ_TIME]) {

@@ -11,13 +11,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdlib.h>
-#include <string.h>
 
 typedef uintptr_t ios_handle; /* MPI_Comm, MPI_Info */
 #define IOS_NC_NOERR 0
 
-struct pnetcdf_file { /* the record first: ios_collect_records */
+struct pnetcdf_file { /* the record first: ios_file_by_name */
     struct ios_pnetcdf_file_record *rec;
     double last_meta_end, last_wait_end;
 };
@@ -31,20 +29,8 @@ static void *real_symbol(const char *name) { return ios_next_symbol(name, "PnetC
 static inline uint64_t ncid_key(int ncid) { return (uint64_t)(uint32_t)ncid + 1; }
 
 static struct pnetcdf_file *file_by_name(const char *name) {
-    uint64_t id = ios_record_id(name);
-    struct pnetcdf_file *f = ios_map_get(&files_by_id, id);
-    if (f)
-        return f;
-    f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL;
-    f->rec = ios_register_record(IOS_MOD_PNETCDF_FILE, id, name, sizeof *f->rec);
-    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
-        free(f); /* a registered record without its file is simply never written */
-        return NULL;
-    }
-    f->rec->base.id = id;
-    return f;
+    return ios_file_by_name(&files_by_id, IOS_MOD_PNETCDF_FILE, name, sizeof(struct pnetcdf_file),
+                            sizeof(struct ios_pnetcdf_file_record), NULL);
 }
 
 static inline void meta_time(struct pnetcdf_file *f, double t1, double t2) {
@@ -132,9 +118,10 @@ WRAPPER(wait, (int ncid, int num, int *requests, int *statuses), (ncid, num, req
 WRAPPER(wait_all, (int ncid, int num, int *requests, int *statuses),
         (ncid, num, requests, statuses), 1, waited(ncid, ret, PNETCDF_FILE_COLL_WAITS, t1, t2))
 
-/* PnetCDF's count of the bytes a file moved; -1 when it cannot tell. */
-static long long traffic(const char *query, int ncid) {
-    int (*inq)(int, long long *) = (int (*)(int, long long *))real_symbol(query);
+/* PnetCDF's count of the bytes a file moved (ncmpi_inq_put_size, _get_size); -1 when it
+ * cannot tell. */
+typedef int (*traffic_query)(int ncid, long long *bytes);
+static long long traffic(traffic_query inq, int ncid) {
     long long bytes;
     return inq(ncid, &bytes) == IOS_NC_NOERR ? bytes : -1;
 }
@@ -163,8 +150,12 @@ static void closed(int ncid, long long put, long long get, double t1, double t2)
 /* The byte counts are asked for before the close, while the ncid is valid. */
 IOS_EXPORT int ncmpi_close(int ncid) {
     static int (*real)(int);
-    if (IOS_UNLIKELY(!real))
+    static traffic_query put_size, get_size;
+    if (IOS_UNLIKELY(!real)) {
+        put_size = (traffic_query)real_symbol("ncmpi_inq_put_size");
+        get_size = (traffic_query)real_symbol("ncmpi_inq_get_size");
         real = real_symbol("ncmpi_close");
+    }
     if (!ios_recording())
         return real(ncid);
     ios_enter();
@@ -174,8 +165,8 @@ IOS_EXPORT int ncmpi_close(int ncid) {
     if (tracked) {
         int saved = errno;
         ios_in_runtime = 1; /* PnetCDF's own work here is not the program's */
-        put = traffic("ncmpi_inq_put_size", ncid);
-        get = traffic("ncmpi_inq_get_size", ncid);
+        put = traffic(put_size, ncid);
+        get = traffic(get_size, ncid);
         ios_in_runtime = 0;
         errno = saved;
     }

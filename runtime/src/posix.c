@@ -13,7 +13,7 @@
 
 enum { IO_NONE, IO_READ, IO_WRITE };
 
-struct posix_file {
+struct posix_file { /* the record first: ios_file_by_name */
     struct ios_posix_record *rec;
     int64_t offset;                            /* file offset for read/write without offset */
     int64_t last_byte_read, last_byte_written; /* reset at open and close */
@@ -59,21 +59,13 @@ static void map_fd(int fd, struct posix_file *f) {
 
 /* Finds or creates the record of a normalized name; call inside ios_enter()/ios_leave(). */
 static struct posix_file *file_by_name(const char *name) {
-    uint64_t id = ios_record_id(name);
-    struct posix_file *f = ios_map_get(&files_by_id, id);
-    if (f)
-        return f;
-    f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL;
-    f->rec = ios_register_record(IOS_MOD_POSIX, id, name, sizeof *f->rec);
-    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
-        free(f); /* a registered record without its file is simply never written */
-        return NULL;
+    int created = 0;
+    struct posix_file *f =
+        ios_file_by_name(&files_by_id, IOS_MOD_POSIX, name, sizeof *f, sizeof *f->rec, &created);
+    if (f && created) {
+        f->rec->counters[POSIX_MEM_ALIGNMENT] = ios_config.mem_alignment;
+        f->rec->counters[POSIX_FILE_ALIGNMENT] = ios_file_alignment(name);
     }
-    f->rec->base.id = id;
-    f->rec->counters[POSIX_MEM_ALIGNMENT] = ios_config.mem_alignment;
-    f->rec->counters[POSIX_FILE_ALIGNMENT] = ios_file_alignment(name);
     return f;
 }
 
@@ -93,8 +85,7 @@ static void count_open(struct posix_file *f, int fd, int mode, int extra_counter
     c[POSIX_OPENS]++;
     if (extra_counter >= 0)
         c[extra_counter]++;
-    if (fc[POSIX_F_OPEN_START_TIMESTAMP] == 0 || fc[POSIX_F_OPEN_START_TIMESTAMP] > t1)
-        fc[POSIX_F_OPEN_START_TIMESTAMP] = t1;
+    ios_first_start(&fc[POSIX_F_OPEN_START_TIMESTAMP], t1);
     fc[POSIX_F_OPEN_END_TIMESTAMP] = t2;
     meta_time(f, t1, t2);
     map_fd(fd, f);
@@ -159,8 +150,7 @@ static inline __attribute__((always_inline)) void count_rw_inline(struct posix_f
         c[POSIX_RW_SWITCHES]++;
     f->last_io = is_write ? IO_WRITE : IO_READ;
     int start = is_write ? POSIX_F_WRITE_START_TIMESTAMP : POSIX_F_READ_START_TIMESTAMP;
-    if (fc[start] == 0 || fc[start] > t1)
-        fc[start] = t1;
+    ios_first_start(&fc[start], t1);
     fc[is_write ? POSIX_F_WRITE_END_TIMESTAMP : POSIX_F_READ_END_TIMESTAMP] = t2;
     int max_time = is_write ? POSIX_F_MAX_WRITE_TIME : POSIX_F_MAX_READ_TIME;
     if (fc[max_time] < t2 - t1) {
@@ -375,8 +365,7 @@ IOS_EXPORT int close(int fd) {
     WRAP_FD_META(close, int, ios_real.close(fd), 1, {
         double *fc = f->rec->fcounters;
         f->last_byte_read = f->last_byte_written = 0;
-        if (fc[POSIX_F_CLOSE_START_TIMESTAMP] == 0 || fc[POSIX_F_CLOSE_START_TIMESTAMP] > t1)
-            fc[POSIX_F_CLOSE_START_TIMESTAMP] = t1;
+        ios_first_start(&fc[POSIX_F_CLOSE_START_TIMESTAMP], t1);
         fc[POSIX_F_CLOSE_END_TIMESTAMP] = t2;
         meta_time(f, t1, t2);
         map_fd(fd, NULL);
@@ -646,11 +635,8 @@ static void posix_combine(const void *in_v, void *inout_v) {
 
     double *fc = io->fcounters;
     const double *ifc = in->fcounters;
-    for (int j = POSIX_F_OPEN_START_TIMESTAMP; j <= POSIX_F_CLOSE_START_TIMESTAMP; j++)
-        if (ifc[j] > 0 && (fc[j] == 0 || ifc[j] < fc[j]))
-            fc[j] = ifc[j];
-    for (int j = POSIX_F_OPEN_END_TIMESTAMP; j <= POSIX_F_CLOSE_END_TIMESTAMP; j++)
-        fc[j] = ifc[j] > fc[j] ? ifc[j] : fc[j];
+    ios_reduce_starts(fc, ifc, POSIX_F_OPEN_START_TIMESTAMP, POSIX_F_CLOSE_START_TIMESTAMP);
+    ios_reduce_ends(fc, ifc, POSIX_F_OPEN_END_TIMESTAMP, POSIX_F_CLOSE_END_TIMESTAMP);
     for (int j = POSIX_F_READ_TIME; j <= POSIX_F_META_TIME; j++)
         fc[j] += ifc[j];
     if (ifc[POSIX_F_MAX_READ_TIME] > fc[POSIX_F_MAX_READ_TIME]) {

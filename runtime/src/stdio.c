@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct stdio_file {
+struct stdio_file { /* the record first: ios_file_by_name */
     struct ios_stdio_record *rec;
     int64_t offset; /* bytes from the start, as the stream's calls moved it */
     double last_read_end, last_write_end, last_meta_end;
@@ -20,20 +20,8 @@ static FILE *cached_stream;        /* last stream looked up; most programs use o
 static struct stdio_file *cached_file;
 
 static struct stdio_file *file_by_name(const char *name) {
-    uint64_t id = ios_record_id(name);
-    struct stdio_file *f = ios_map_get(&files_by_id, id);
-    if (f)
-        return f;
-    f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL;
-    f->rec = ios_register_record(IOS_MOD_STDIO, id, name, sizeof *f->rec);
-    if (!f->rec || ios_map_put(&files_by_id, id, f) != 0) {
-        free(f);
-        return NULL;
-    }
-    f->rec->base.id = id;
-    return f;
+    return ios_file_by_name(&files_by_id, IOS_MOD_STDIO, name, sizeof(struct stdio_file),
+                            sizeof(struct ios_stdio_record), NULL);
 }
 
 static void map_stream(FILE *stream, struct stdio_file *f) {
@@ -86,8 +74,7 @@ count_rw_inline(FILE *stream, int is_write, int is_flush, int64_t bytes, double 
         c[is_write ? STDIO_BYTES_WRITTEN : STDIO_BYTES_READ] += bytes;
         c[!is_write ? STDIO_READS : is_flush ? STDIO_FLUSHES : STDIO_WRITES]++;
         int start = is_write ? STDIO_F_WRITE_START_TIMESTAMP : STDIO_F_READ_START_TIMESTAMP;
-        if (fc[start] == 0 || fc[start] > t1)
-            fc[start] = t1;
+        ios_first_start(&fc[start], t1);
         fc[is_write ? STDIO_F_WRITE_END_TIMESTAMP : STDIO_F_READ_END_TIMESTAMP] = t2;
         if (is_write)
             ios_timer_add(&fc[STDIO_F_WRITE_TIME], t1, t2, &f->last_write_end);
@@ -123,8 +110,7 @@ static void count_meta(FILE *stream, enum meta_op op, int64_t offset, double t1,
             f->offset = offset;
             f->rec->counters[STDIO_SEEKS]++;
         } else if (op == META_CLOSE) {
-            if (fc[STDIO_F_CLOSE_START_TIMESTAMP] == 0 || fc[STDIO_F_CLOSE_START_TIMESTAMP] > t1)
-                fc[STDIO_F_CLOSE_START_TIMESTAMP] = t1;
+            ios_first_start(&fc[STDIO_F_CLOSE_START_TIMESTAMP], t1);
             fc[STDIO_F_CLOSE_END_TIMESTAMP] = t2;
             map_stream(stream, NULL);
         }
@@ -144,8 +130,7 @@ static void count_open(FILE *stream, const char *name, int fdopened, double t1, 
     c[STDIO_OPENS]++;
     if (fdopened)
         c[STDIO_FDOPENS]++;
-    if (fc[STDIO_F_OPEN_START_TIMESTAMP] == 0 || fc[STDIO_F_OPEN_START_TIMESTAMP] > t1)
-        fc[STDIO_F_OPEN_START_TIMESTAMP] = t1;
+    ios_first_start(&fc[STDIO_F_OPEN_START_TIMESTAMP], t1);
     fc[STDIO_F_OPEN_END_TIMESTAMP] = t2;
     ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
     map_stream(stream, f);
@@ -457,11 +442,8 @@ static void stdio_combine(const void *in_v, void *inout_v) {
     const double *ifc = in->fcounters;
     for (int j = STDIO_F_META_TIME; j <= STDIO_F_READ_TIME; j++)
         fc[j] += ifc[j];
-    for (int j = STDIO_F_OPEN_START_TIMESTAMP; j <= STDIO_F_READ_START_TIMESTAMP; j++)
-        if (ifc[j] > 0 && (fc[j] == 0 || ifc[j] < fc[j]))
-            fc[j] = ifc[j];
-    for (int j = STDIO_F_OPEN_END_TIMESTAMP; j <= STDIO_F_READ_END_TIMESTAMP; j++)
-        fc[j] = ifc[j] > fc[j] ? ifc[j] : fc[j];
+    ios_reduce_starts(fc, ifc, STDIO_F_OPEN_START_TIMESTAMP, STDIO_F_READ_START_TIMESTAMP);
+    ios_reduce_ends(fc, ifc, STDIO_F_OPEN_END_TIMESTAMP, STDIO_F_READ_END_TIMESTAMP);
     ios_combine_rank_extremes(&ios_stdio_reducer, in, io);
 }
 
