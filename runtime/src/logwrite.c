@@ -77,8 +77,12 @@ static void variance_combine(const void *in_v, void *inout_v) {
     y->n = n;
 }
 
+/* Whether a module's records carry the fastest/slowest rank and the variances (not H5F's and
+ * PNETCDF_FILE's). */
+static inline int ranked(const struct ios_reducer *r) { return r->fastest_rank >= 0; }
+
 static void seed(const struct ios_reducer *r, void *rec, int rank) {
-    if (r->fastest_rank < 0)
+    if (!ranked(r))
         return;
     int64_t *c = (int64_t *)((char *)rec + r->counters_off);
     double *fc = (double *)((char *)rec + r->fcounters_off);
@@ -159,7 +163,7 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
         void *rec = reduced + k * r->rec_size;
         memcpy(rec, ios_map_get(&local, ids[i]), r->rec_size);
         seed(r, rec, comm->rank);
-        if (r->variance_time >= 0) {
+        if (ranked(r)) {
             var[2 * k] = (struct variance){1, r->time(rec), 0};
             var[2 * k + 1] = (struct variance){1, (double)r->bytes(rec), 0};
         }
@@ -169,7 +173,7 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
     if (k == 0)
         goto out;
     comm->reduce_elems(reduced, k, r->rec_size, r->combine);
-    if (r->variance_time >= 0)
+    if (ranked(r))
         comm->reduce_elems(var, 2 * k, sizeof *var, variance_combine);
 
     size_t len = 0;
@@ -190,7 +194,7 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
             unsigned char *rec = reduced + i * r->rec_size;
             double *fc = (double *)(rec + r->fcounters_off);
             ((struct ios_base_record *)rec)->rank = -1;
-            if (r->variance_time >= 0) {
+            if (ranked(r)) {
                 fc[r->variance_time] = var[2 * i].m2 / var[2 * i].n;
                 fc[r->variance_bytes] = var[2 * i + 1].m2 / var[2 * i + 1].n;
             }
@@ -701,7 +705,7 @@ static void merge_reduce(struct ios_record_set *set, const struct ios_reducer *r
                     continue;
                 memcpy(copy, other, size);
                 seed(r, copy, (int)other->rank);
-                if (r->variance_time >= 0) {
+                if (ranked(r)) {
                     struct variance t = {1, r->time(copy), 0};
                     struct variance b = {1, (double)r->bytes(copy), 0};
                     variance_combine(&t, &vt);
@@ -714,7 +718,7 @@ static void merge_reduce(struct ios_record_set *set, const struct ios_reducer *r
             }
             free(copy);
             double *fc = (double *)((char *)acc + r->fcounters_off);
-            if (r->variance_time >= 0) {
+            if (ranked(r)) {
                 fc[r->variance_time] = vt.n ? vt.m2 / vt.n : 0;
                 fc[r->variance_bytes] = vb.n ? vb.m2 / vb.n : 0;
             }

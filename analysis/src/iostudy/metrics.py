@@ -304,22 +304,17 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
             "busy_seconds", "span_seconds", "log_seconds", "log_mib_s"]  # fmt: skip
     ior_jobs = jobs[jobs["check"] == "ior_check"]
     rows = []
+    test_files = files[files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)]
+    by_log = dict(tuple(test_files.groupby("log_sha256")))
     for job in ior_jobs.itertuples(index=False):
         tags = json.loads(job.tags or "{}")
         api = tags.get("api", "POSIX")
         module = IOR_MODULE.get(api, "mpiio")
-        mine = files[
-            (files["log_sha256"] == job.log_sha256)
-            & (files["module"] == module)
-            & files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)
-        ]
+        of_log = by_log.get(job.log_sha256, test_files.iloc[:0])
+        mine = of_log[of_log["module"] == module]
+        library = of_log[of_log["module"] == IOR_FILE_MODULE.get(api)]
         reduced = bool((mine["rank"] == -1).any())
         phase = tags.get("phase")
-        library = files[
-            (files["log_sha256"] == job.log_sha256)
-            & (files["module"] == IOR_FILE_MODULE.get(api))
-            & files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)
-        ]
         for op, (byte_col, time_col) in IOR_OPERATIONS.items():
             if phase not in (None, op):
                 continue
@@ -327,15 +322,15 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
             per_rank = mine[time_col].fillna(0).groupby(mine["rank"]).sum()
             busy = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
             moved = mine[mine[byte_col].fillna(0) > 0]
-            # seed 000's form from the phase's first open; in a log of both, its first I/O
-            starts = mine["open_start"] if phase == op else moved.get(f"{op}_start")
-            span = (
-                float(moved[f"{op}_end"].max() - starts.min())
-                if len(moved) and starts is not None and starts.notna().all()
-                else np.nan
-            )
             if phase == op and len(library) and library["close_end"].notna().all():
                 span = float(library["close_end"].max() - library["open_start"].min())
+            else:  # seed 000's form from the phase's first open; in a log of both, its first I/O
+                starts = mine["open_start"] if phase == op else moved.get(f"{op}_start")
+                span = (
+                    float(moved[f"{op}_end"].max() - starts.min())
+                    if len(moved) and starts is not None and starts.notna().all()
+                    else np.nan
+                )
             seconds = np.nan if np.isnan(busy) else float(np.nanmax([busy, span]))
             rows.append(
                 {
