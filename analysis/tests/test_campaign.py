@@ -218,6 +218,25 @@ def test_excluded_by_needs_every_value():
     )
 
 
+def test_memory_target_tree_goes_only_where_empty(tmp_path):
+    root = tmp_path / "run"
+    (root / "debug" / "openmpi" / "ior_check_1").mkdir(parents=True)
+    (root / "debug" / "mpich" / "mdtest_check_2").mkdir(parents=True)
+    left = root / "debug" / "mpich" / "metarates_check_3" / "file.0"
+    left.parent.mkdir()
+    left.write_text("a job's file")
+    checks.remove_empty_dirs(root)
+    assert left.read_text() == "a job's file"
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+        "debug", "debug/mpich", "debug/mpich/metarates_check_3",
+        "debug/mpich/metarates_check_3/file.0",
+    ]  # fmt: skip
+    left.unlink()
+    checks.remove_empty_dirs(root)
+    assert not root.exists()
+    checks.remove_empty_dirs(root)  # a run without memory-target jobs has none
+
+
 def test_environ_the_system_lacks(configs_copy, tmp_path, capsys):
     edit(
         configs_copy / "systems" / "local" / "system.json",

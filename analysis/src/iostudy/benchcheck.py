@@ -52,7 +52,7 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
         self.num_tasks_per_node = per_node
         run_dir = Path(self.run_dir or self.stagedir)
         if self.target == "memory":
-            base = Path("/dev/shm") / "iostudy" / (self.run_id or "manual")
+            base = checks.memory_target_root(self.run_id)
         else:
             base = Path(self.scratch_dir or run_dir / "scratch")
         workdir = base / part.fullname.replace(":", "/") / environ / self.unique_name

@@ -403,6 +403,9 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
             raise
 
     keep_debug_logs(run_dir / "reframe" / "reframe.out", run_dir / "reframe")
+    # Each job removes its own memory-target folder; the run's empty tree above them goes here,
+    # once no job can be making a folder in it (this machine's /dev/shm: local, the test cluster).
+    checks.remove_empty_dirs(checks.memory_target_root(rid))
     optional = tuple(e["check"] for e in campaign["checks"] if e["optional"])
     excluded = {
         e["check"]: [checks.exclusion_text(x["parameters"]) for x in e.get("exclude") or []]

@@ -149,6 +149,23 @@ def save_iomodel_lines(stdout: Path, dest: Path) -> list[dict]:
     return lines
 
 
+def memory_target_root(run_id: str) -> Path:
+    """Where a run's jobs with target "memory" keep their files: /dev/shm of the nodes."""
+    return Path("/dev/shm") / "iostudy" / (run_id or "manual")
+
+
+def remove_empty_dirs(root: Path) -> None:
+    """Removes root and the folders under it, deepest first, that are empty; a folder that
+    still holds a file stays (and with it its parents), so nothing is lost."""
+    if not root.is_dir():
+        return
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    if not any(root.iterdir()):
+        root.rmdir()
+
+
 #: The runtime's default DARSHAN_EXCLUDE_DIRS (runtime/src/core.c) without /dev/: what a job
 #: whose files are in /dev/shm (target "memory") excludes, so that its log records them.
 RUNTIME_EXCLUDES_BUT_DEV = ("/etc/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/",
