@@ -6,7 +6,9 @@ Spack view: a check whose program is missing is skipped, named, and never counts
 """
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -168,10 +170,15 @@ def test_acceptance_scripts_every_point_with_the_view(tmp_path, capsys):
         text = script.read_text()
         assert f"/{mpi[0]}/" in str(script)
         # the write phase, then the read phase (the job's own launch), each with its log's tags
-        write = re.search(r"\n(export IOSTUDY_LOG_TAGS=.*phase=write.*)\n(.*)\n(.*)\n", text)
+        write = re.search(r"\n(export IOSTUDY_LOG_TAGS=.*phase=write.*)\n(.*)\n(.*)\n(.*)\n", text)
         assert write and "check=ior_check" in write.group(1), text
         assert re.search(r"view/bin/ior -a (POSIX|MPIIO|HDF5|NCMPI) -w -e -k .* -i 1 ", write[2])
-        assert write[2].endswith("> ior-write.out") and "phase=read" in write[3]
+        assert write[2].endswith("> ior-write.out")
+        # on scratch the files' cached pages are dropped between the phases, not in memory
+        if "target=memory" in text:
+            assert "phase=read" in write[3] and "iflag=nocache" not in text
+        else:
+            assert "iflag=nocache count=0" in write[3] and "phase=read" in write[4]
         assert re.search(r"\n.*view/bin/ior -a (POSIX|MPIIO|HDF5|NCMPI) -r -C -k .* -i 1 ", text)
         assert "export DARSHAN_DISABLE_SHARED_REDUCTION=1" in text
         # /dev/shm is recorded for the memory target (the runtime excludes /dev/ by default)
@@ -180,6 +187,25 @@ def test_acceptance_scripts_every_point_with_the_view(tmp_path, capsys):
             assert excludes and "/dev/" not in excludes.group(1).split(",")
         else:
             assert excludes is None
+
+
+def test_drop_cached_pages_leaves_the_files_on_storage_only(tmp_path):
+    """The command the check runs between its phases, on real files: their pages were in the
+    page cache after a write and fsync, and none are after it; the data is untouched."""
+    data = os.urandom(8 * MIB)
+    for name in ("testfile", "testfile.00000001"):
+        with open(tmp_path / name, "wb") as f:
+            f.write(data)
+            os.fsync(f.fileno())
+    cached = lambda: {  # noqa: E731
+        p.name: int(subprocess.check_output(["fincore", "-nbr", "-o", "RES", p], text=True))
+        for p in tmp_path.iterdir()
+    }
+    if not any(cached().values()):
+        pytest.fail(f"nothing of the files written in {tmp_path} is in the page cache")
+    subprocess.run(["bash", "-c", checks.drop_cached_pages_command(tmp_path)], check=True)
+    assert cached() == {"testfile": 0, "testfile.00000001": 0}
+    assert (tmp_path / "testfile").read_bytes() == data
 
 
 def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 from . import benchparse, config, spackenv
@@ -267,6 +268,20 @@ def ior_arguments(
     if api == "MPIIO":
         args.append("-c")  # collective: the access MPI-IO's aggregation is for
     return args + ["-O", "summaryFormat=JSON"]
+
+
+def drop_cached_pages_command(workdir: Path) -> str:
+    """Shell that drops this node's cached pages of the IOR files in workdir (GNU dd: count=0
+    with iflag=nocache drops a whole file's clean pages; no privileges needed), so that the read
+    phase reads the storage back, not memory: -C reads other ranks' data, which in a one-node
+    job this node's cache holds. dd runs without the runtime, which would log it as a job of
+    the check. A file it cannot drop is said on stderr; the read phase runs anyway."""
+    files = shlex.quote(str(workdir)) + "/testfile*"
+    return (
+        f'for f in {files}; do env -u LD_PRELOAD dd if="$f" iflag=nocache count=0 status=none'
+        ' || echo "ior_check: could not drop the cached pages of $f: its read measures memory"'
+        " >&2; done"
+    )
 
 
 def ior_results(stdout: str) -> dict:
