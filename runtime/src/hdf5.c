@@ -70,37 +70,28 @@ static void opened(const char *filename, ios_hid fapl, ios_hid file, double t1, 
     ios_leave();
 }
 
-IOS_EXPORT ios_hid H5Fcreate(const char *filename, unsigned flags, ios_hid fcpl, ios_hid fapl) {
-    static ios_hid (*real)(const char *, unsigned, ios_hid, ios_hid);
-    if (IOS_UNLIKELY(!real))
-        real = real_symbol("H5Fcreate");
-    if (!ios_recording() || !filename)
-        return real(filename, flags, fcpl, fapl);
-    double t1 = ios_now();
-    ios_hid ret = real(filename, flags, fcpl, fapl);
-    double t2 = ios_now();
-    int saved_errno = errno;
-    if (ret >= 0)
-        opened(filename, fapl, ret, t1, t2);
-    errno = saved_errno;
-    return ret;
-}
+/* A wrapper of ios_hid H5F<name> params, which opens or creates the file named filename with
+ * the access property list fapl. */
+#define WRAP_OPEN(name, params, args)                                                              \
+    IOS_EXPORT ios_hid H5F##name params {                                                          \
+        static ios_hid(*real) params;                                                              \
+        if (IOS_UNLIKELY(!real))                                                                   \
+            real = real_symbol("H5F" #name);                                                       \
+        if (!ios_recording() || !filename)                                                         \
+            return real args;                                                                      \
+        double t1 = ios_now();                                                                     \
+        ios_hid ret = real args;                                                                   \
+        double t2 = ios_now();                                                                     \
+        int saved_errno = errno;                                                                   \
+        if (ret >= 0)                                                                              \
+            opened(filename, fapl, ret, t1, t2);                                                   \
+        errno = saved_errno;                                                                       \
+        return ret;                                                                                \
+    }
 
-IOS_EXPORT ios_hid H5Fopen(const char *filename, unsigned flags, ios_hid fapl) {
-    static ios_hid (*real)(const char *, unsigned, ios_hid);
-    if (IOS_UNLIKELY(!real))
-        real = real_symbol("H5Fopen");
-    if (!ios_recording() || !filename)
-        return real(filename, flags, fapl);
-    double t1 = ios_now();
-    ios_hid ret = real(filename, flags, fapl);
-    double t2 = ios_now();
-    int saved_errno = errno;
-    if (ret >= 0)
-        opened(filename, fapl, ret, t1, t2);
-    errno = saved_errno;
-    return ret;
-}
+WRAP_OPEN(create, (const char *filename, unsigned flags, ios_hid fcpl, ios_hid fapl),
+          (filename, flags, fcpl, fapl))
+WRAP_OPEN(open, (const char *filename, unsigned flags, ios_hid fapl), (filename, flags, fapl))
 
 static int (*real_close)(ios_hid);
 

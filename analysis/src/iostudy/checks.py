@@ -160,11 +160,10 @@ def remove_empty_dirs(root: Path) -> None:
     still holds a file stays (and with it its parents), so nothing is lost."""
     if not root.is_dir():
         return
-    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+    below = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+    for folder in [*below, root]:
         if not any(folder.iterdir()):
             folder.rmdir()
-    if not any(root.iterdir()):
-        root.rmdir()
 
 
 #: The runtime's default DARSHAN_EXCLUDE_DIRS (runtime/src/core.c) without /dev/: what a job
