@@ -9,13 +9,12 @@ view's runtime read by PyDarshan.
 
 import json
 import os
-import random
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from iostudy import spackenv
+from iostudy import hmmer, spackenv
 from iostudy.darshanlog import read_log
 
 SYSTEM = os.environ.get("IOSTUDY_SPACK_SYSTEM", "local")
@@ -152,41 +151,18 @@ def test_madbench2_io_mode(mpi, tmp_path):
     assert "W_total" in out and "C_total" in out
 
 
-def _planted(tmp_path):
-    """A family alignment and a database in which every 10th sequence carries the motif."""
-    rng = random.Random(7)
-    alphabet = "ACDEFGHIKLMNPQRSTVWY"
-    motif = "MKVLAAGIVGLPNVGKSTLFNALTG"
-    rows = []
-    for i in range(4):
-        row = list(motif)
-        for _ in range(3):
-            row[rng.randrange(len(row))] = rng.choice(alphabet)
-        rows.append(f"seq{i} {''.join(row)}")
-    (tmp_path / "fam.sto").write_text("# STOCKHOLM 1.0\n" + "\n".join(rows) + "\n//\n")
-    planted = set()
-    with open(tmp_path / "db.fa", "w") as db:
-        for i in range(50):
-            seq = "".join(rng.choice(alphabet) for _ in range(120))
-            if i % 10 == 0:
-                seq = seq[:40] + motif + seq[40:]
-                planted.add(f"s{i}")
-            db.write(f">s{i}\n{seq}\n")
-    return planted
-
-
 def test_hmmsearch_finds_the_planted_sequences(mpi, tmp_path):
-    planted = _planted(tmp_path)
-    subprocess.run([program("hmmbuild"), "fam.hmm", "fam.sto"], cwd=tmp_path, check=True,
+    """The view's hmmbuild and hmmsearch --mpi on iostudy.hmmer's generated inputs."""
+    alignment, fasta = hmmer.write_inputs(tmp_path, 2, 50, 120)
+    subprocess.run([program("hmmbuild"), "fam.hmm", alignment], cwd=tmp_path, check=True,
                    capture_output=True)  # fmt: skip
-    run(mpi, PROCS, [program("hmmsearch"), "--mpi", "--tblout", "hits.tbl", "fam.hmm", "db.fa"],
+    run(mpi, PROCS, [program("hmmsearch"), "--mpi", "--tblout", "hits.tbl", "fam.hmm", fasta],
         tmp_path)  # fmt: skip
-    hits = {
-        line.split()[0]
-        for line in (tmp_path / "hits.tbl").read_text().splitlines()
-        if not line.startswith("#")
-    }
-    assert hits == planted
+    hits = {}
+    for line in (tmp_path / "hits.tbl").read_text().splitlines():
+        if not line.startswith("#"):
+            hits.setdefault(line.split()[2], set()).add(line.split()[0])
+    assert hits == hmmer.planted(2, 50)
 
 
 def test_view_runtime_records_ior(mpi, tmp_path):

@@ -41,12 +41,18 @@ REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
 REFRAME_SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"
 # Each check's own benchmark (one program per MPI flavour: checks.benchmark_program).
-CHECK_BENCHMARKS = {"iomodel_check": "iomodel", "metarates_check": "metarates"}
+CHECK_BENCHMARKS = {
+    "iomodel_check": "iomodel",
+    "metarates_check": "metarates",
+    "probe_check": "ioprobe",
+}
 # Checks whose programs come from the system's Spack view, built with one MPI: they run with
 # that flavour only (without a view they run, and skip naming what is missing).
-SPACK_CHECKS = {"ior_check", "mdtest_check"}
+# hmmer_check takes Debian's hmmsearch (no MPI) when the view has none.
+APP_CHECKS = {"btio_check", "madbench_check", "flashio_check", "haccio_check", "hmmer_check"}
+SPACK_CHECKS = {"ior_check", "mdtest_check", *APP_CHECKS}
 # Checks built on iostudy.benchcheck.BenchmarkCheck: they take a campaign's exclusions.
-EXCLUDABLE = {"ior_check", "mdtest_check", "metarates_check"}
+EXCLUDABLE = {"ior_check", "mdtest_check", "metarates_check", "probe_check", *APP_CHECKS}
 # "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
 # system's cores_per_node), at most max_procs, resolved per test case.
 PER_NODE_OF_SYSTEM = 0
