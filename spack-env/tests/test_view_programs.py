@@ -119,6 +119,21 @@ def test_metarates_and_iomodel(mpi, tmp_path):
     assert lines and all(line["bytes"] == 64 * 1024 for line in lines)
 
 
+def test_ioprobe_writes_one_file_per_writer(mpi, tmp_path):
+    flavour = mpi[0]
+    out = run(
+        mpi,
+        PROCS,
+        [program(f"ioprobe-{flavour}"), "--dir", tmp_path / "probe", "--size", "1M",
+         "--transfer", "256K", "--keep"],
+        tmp_path,
+    )  # fmt: skip
+    rec = json.loads(out)
+    assert rec["writers"] == PROCS and len(rec["write_s"]) == PROCS
+    for r in range(PROCS):
+        assert (tmp_path / "probe" / f"writer.{r}").read_bytes() == bytes([1 + r]) * MIB
+
+
 def test_hacc_io_file_per_process_verifies_its_contents(mpi, tmp_path):
     out = run(mpi, PROCS, [program("hacc_io"), "1000", tmp_path / "part"], tmp_path)
     assert "CONTENTS VERIFIED... Success" in out

@@ -6,7 +6,8 @@ the program is not built, and the references of configs/references/<system>.json
 A check subclasses BenchmarkCheck, calls prepare() from its setup hook with its program and
 its own log tags (it returns the folder the benchmark works in), and says how its output reads:
 parse() (text to results; ValueError when it is not the benchmark's), problems() (what is wrong
-with the results) and figures() (the performance values, in perf_unit). The base judges and reports.
+with the results) and figures() (the performance values: a number in perf_unit, or a pair (value,
+unit) when a check's values differ in unit). The base judges and reports.
 """
 
 import shlex
@@ -118,6 +119,10 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
         if self.is_dry_run():
             return
         self.perf_variables = {
-            name: sn.make_performance_function(lambda v=value: v, self.perf_unit)
-            for name, value in self.figures(self.parsed()).items()
+            name: sn.make_performance_function(lambda v=value: v, unit)
+            for name, (value, unit) in map(self._with_unit, self.figures(self.parsed()).items())
         }
+
+    def _with_unit(self, item):
+        name, value = item
+        return name, value if isinstance(value, tuple) else (value, self.perf_unit)

@@ -165,7 +165,7 @@ def validate_procs(campaign: dict, system: dict, i: int, params: dict) -> None:
     if system["scheduler"] == "local":
         return
     cores, nodes = system["nodes"]["cores_per_node"], system["nodes"]["count"]
-    per_node = params["procs_per_node"]
+    per_node = params.get("procs_per_node", "system")
     for procs in _values(resolve_max_procs(params["procs"], system)):
         used = min(cores, procs) if per_node == "system" else per_node
         if -(-procs // used) > nodes:
@@ -439,10 +439,18 @@ def cmd_run(args):
     try:
         argv = ["campaign", "run", args.campaign, "--system", args.system]
         argv += ["--dry-run"] * args.dry_run + ["--results", str(args.results)]
+        if args.ingest:
+            argv += ["--ingest", str(args.ingest)]
         status, run_dir = run(args.campaign, args.system, args.results, args.dry_run, argv)
     except (config.ConfigError, CampaignError) as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.ingest and not args.dry_run:
+        from . import store  # here: the store's imports are not needed for a run alone
+
+        # A failed check's run is ingested too: its logs and verdicts belong in the store.
+        ingested = store.ingest_and_report([run_dir], args.ingest)
+        status = status or (EXIT_FAILED if ingested else 0)
     print(run_dir)
     return status
 
@@ -494,6 +502,12 @@ def register(groups):
         default=REPO_ROOT / "results",
         metavar="DIR",
         help="where run directories go (default: results/ of the checkout)",
+    )
+    run_p.add_argument(
+        "--ingest",
+        type=Path,
+        metavar="STORE",
+        help="ingest the run into STORE when it ends (what the scheduled probe does)",
     )
     run_p.set_defaults(func=cmd_run)
     check_p = cmds.add_parser(

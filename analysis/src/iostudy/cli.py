@@ -16,6 +16,7 @@ from . import (
     metrics,
     profiles,
     report,
+    schedule,
     spackenv,
     store,
     testbed,
@@ -184,6 +185,7 @@ def build_parser():
     store.register(groups)
     metrics.register(groups)
     report.register(groups)
+    schedule.register(groups)
     spackenv.register(groups)
     return parser
 

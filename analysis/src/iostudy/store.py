@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import checks
+from . import checks, probe
 from .darshanlog import DarshanLogError, read_log
 from .provenance import sha256_file
 from .summary import MODULE_COUNTERS
@@ -126,6 +126,15 @@ TABLES: dict[str, pa.Schema] = {
             ("opens", pa.int64()),
             ("read_start", pa.float64()),  # seconds since the job started: the first read's start
             ("write_start", pa.float64()),
+            # what seeds 000 and 002 look at: counters of the modules that have them, else null
+            ("seeks", pa.int64()),
+            ("max_byte", pa.int64()),  # the highest offset accessed: the file's size, or near
+            ("unaligned", pa.int64()),  # accesses not aligned to the file system's block
+            ("seq_ops", pa.int64()),  # reads and writes after the previous one's offset
+            ("small_reads", pa.int64()),  # reads and writes below 1 MiB
+            ("small_writes", pa.int64()),
+            ("coll_ops", pa.int64()),  # MPI-IO: collective reads and writes
+            ("indep_ops", pa.int64()),  # MPI-IO: independent ones
         ]
     ),
     "perf": pa.schema(
@@ -204,6 +213,29 @@ TABLES: dict[str, pa.Schema] = {
             ("log_tags", pa.string()),  # JSON object: the tags of the job's log (jobs.tags)
         ]
     ),
+    # One row per writer of an interference probe sample (probe_check's logs; iostudy.probe).
+    "probes": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("log_sha256", pa.string()),
+            ("system", pa.string()),
+            ("campaign", pa.string()),
+            ("environ", pa.string()),
+            ("jobid", pa.int64()),
+            ("start", _TS),  # the sample's time: its job's start
+            ("nodes", pa.int64()),
+            ("writers", pa.int64()),
+            ("writers_per_target", pa.int64()),
+            ("targets", pa.int64()),
+            ("target", pa.string()),  # scratch, or memory
+            ("writer", pa.int64()),  # n of its file writer.<n>
+            ("rank", pa.int64()),
+            ("bytes", pa.int64()),
+            ("write_time", pa.float64()),  # POSIX_F_WRITE_TIME: writes and fsync
+            ("write_start", pa.float64()),
+            ("write_end", pa.float64()),
+        ]
+    ),
     "quarantine": pa.schema(
         [
             ("run_id", pa.string()),
@@ -220,6 +252,19 @@ MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio", "H5F": "
 # Prefix of each module's float counters (F_OPEN_START_TIMESTAMP, F_READ_TIME, ...).
 _FPREFIX = {"POSIX": "POSIX_F_", "STDIO": "STDIO_F_", "MPI-IO": "MPIIO_F_", "H5F": "H5F_F_",
             "PNETCDF_FILE": "PNETCDF_FILE_F_"}  # fmt: skip
+# The files table's counter columns beyond MODULE_COUNTERS': {column: {module: counters summed}};
+# a module without an entry gets null.
+_SMALL = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
+EXTRA_COUNTERS = {
+    "seeks": {"POSIX": ["POSIX_SEEKS"], "STDIO": ["STDIO_SEEKS"]},
+    "unaligned": {"POSIX": ["POSIX_FILE_NOT_ALIGNED"]},
+    "seq_ops": {"POSIX": ["POSIX_SEQ_READS", "POSIX_SEQ_WRITES"]},
+    "small_reads": {"POSIX": [f"POSIX_SIZE_READ_{b}" for b in _SMALL]},
+    "small_writes": {"POSIX": [f"POSIX_SIZE_WRITE_{b}" for b in _SMALL]},
+    "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"]},
+    "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"]},
+}
+_MAX_BYTE = {m: [f"{m}_MAX_BYTE_READ", f"{m}_MAX_BYTE_WRITTEN"] for m in ("POSIX", "STDIO")}
 # Log tags that have a column of their own in the jobs table.
 _TAG_COLUMNS = ("campaign", "check", "system", "repetition", "environ")
 
@@ -368,6 +413,13 @@ def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
                     "opens": fig["opens"],
                     "read_start": fc.get(fp + "READ_START_TIMESTAMP"),
                     "write_start": fc.get(fp + "WRITE_START_TIMESTAMP"),
+                    **{
+                        col: sum(c.get(n, 0) for n in by_mod[mod]) if mod in by_mod else None
+                        for col, by_mod in EXTRA_COUNTERS.items()
+                    },
+                    "max_byte": max(c.get(n, -1) for n in _MAX_BYTE[mod])
+                    if mod in _MAX_BYTE
+                    else None,
                 }
             )
     return job_row, files
@@ -383,7 +435,7 @@ def _ingest_log(path: str, run: dict, timeout: float):
         return ("quarantine", reason)
     except Exception as exc:  # a log PyDarshan reads but that makes no sense: keep it out
         return ("quarantine", f"unusable log content: {type(exc).__name__}: {exc}")
-    return ("ok", job_row, _table("files", files))
+    return ("ok", job_row, _table("files", files), probe.probe_rows(job_row, files))
 
 
 # -- ReFrame report and benchmark output ---------------------------------------------------------
@@ -787,7 +839,8 @@ def ingest_run(
     writer = _RunWriter(store, run_id)
     try:
         already = set()
-        for table, column in (("jobs", "log_sha256"), ("files", "log_sha256")):
+        for table, column in (("jobs", "log_sha256"), ("files", "log_sha256"),
+                              ("probes", "log_sha256")):  # fmt: skip
             for chunk in store.old_rows(table, run_id, column, carried):
                 writer.write(table, chunk)
                 if table == "jobs":
@@ -822,6 +875,7 @@ def ingest_run(
                 if result[0] == "ok":
                     writer.write("jobs", [result[1]])
                     writer.write("files", result[2])
+                    writer.write("probes", result[3])
                     counts.logs_ingested += 1
                 else:
                     writer.write("quarantine", [_quarantine(run_id, path, base, result[1])])
@@ -948,21 +1002,26 @@ def ingest(run_dirs, store_root, jobs=None, timeout=120.0, console=None) -> Coun
     return counts
 
 
-def cmd_ingest(args):
+def ingest_and_report(run_dirs, store_root, jobs=None, timeout=120.0) -> int:
+    """ingest() with its problems and counts said; the exit status of `iostudy ingest`."""
     console = Console(stderr=True)
     try:
-        counts = ingest(args.run_dirs, args.store, args.jobs, args.timeout, console)
+        counts = ingest(run_dirs, store_root, jobs, timeout, console)
     except IngestError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for problem in counts.problems:
         console.print(f"quarantined: {problem}", highlight=False, markup=False, soft_wrap=True)
     print(
-        f"ingest: store {args.store} ({DATABASE}): runs {counts.runs_ingested} ingested, "
+        f"ingest: store {store_root} ({DATABASE}): runs {counts.runs_ingested} ingested, "
         f"{counts.runs_skipped} skipped; logs {counts.logs_ingested} ingested, "
         f"{counts.logs_skipped} skipped, {counts.quarantined} quarantined"
     )
     return 0
+
+
+def cmd_ingest(args):
+    return ingest_and_report(args.run_dirs, args.store, args.jobs, args.timeout)
 
 
 def register(groups) -> None:

@@ -1,5 +1,6 @@
-/* What iostudy's benchmarks (iomodel, metarates) share: parameter errors, strict number
- * parsing, the getopt loop and mkdir -p. Header-only: each benchmark is one C file.
+/* What iostudy's benchmarks (iomodel, metarates, ioprobe) share: parameter errors, strict number
+ * and size parsing, the getopt loop, mkdir -p and the check of an output directory. Header-only:
+ * each benchmark is one C file.
  * Every rank parses the same arguments, so every rank reaches the same verdict. */
 #ifndef IOSTUDY_BENCH_ARGS_H
 #define IOSTUDY_BENCH_ARGS_H
@@ -8,9 +9,12 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define ERR_LEN 512
 #define PATH_LEN 4096
@@ -42,6 +46,32 @@ static inline int parse_count(const char *name, const char *s, long max, long *o
     if (v > max)
         return fail(err, "%s %ld is larger than %ld", name, v, max);
     *out = v;
+    return 0;
+}
+
+/* Bytes for option name, with an optional binary suffix K, M or G (also KiB, MiB, GiB; either
+ * case), larger than 0; strtoull alone would accept "-1" and " 5". */
+static inline int parse_size(const char *name, const char *s, uint64_t *out, char *err) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = (*s >= '0' && *s <= '9') ? strtoull(s, &end, 10) : 0;
+    if (end == NULL || errno != 0)
+        return fail(err, "%s '%s' is not a size (bytes, or a number with K, M or G)", name, s);
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    end += shift ? 1 : 0;
+    if (shift && strcmp(end, "iB") == 0)
+        end += 2;
+    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
+        return fail(err, "%s '%s' is not a size (bytes, or a number with K, M or G)", name, s);
+    if (v == 0)
+        return fail(err, "%s must be larger than 0", name);
+    *out = (uint64_t)v << shift;
     return 0;
 }
 
@@ -84,6 +114,25 @@ static inline int make_dirs(const char *path, char *failed) {
         *s = '/';
     }
     return mkdir(failed, 0777) != 0 && errno != EEXIST ? errno : 0;
+}
+
+/* The --dir of a benchmark that writes files: created like mkdir -p, a directory, writable, and
+ * short enough to leave room characters for the benchmark's own names below it. access() rather
+ * than a probe file: a probe would show up in the job's I/O log; access() with W_OK fails on a
+ * read-only file system even for root. */
+static inline int check_dir(const char *dir, size_t room, char *err) {
+    struct stat st;
+    if (strlen(dir) > PATH_LEN - room)
+        return fail(err, "--dir is longer than %zu characters", PATH_LEN - room);
+    char failed[PATH_LEN];
+    int e = make_dirs(dir, failed);
+    if (e != 0)
+        return fail(err, "--dir %s: cannot create %s: %s", dir, failed, strerror(e));
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fail(err, "--dir %s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return fail(err, "--dir %s: not writable: %s", dir, strerror(errno));
+    return 0;
 }
 
 #endif

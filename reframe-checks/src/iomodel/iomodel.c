@@ -11,7 +11,6 @@
 #define _POSIX_C_SOURCE 200809L
 #define _FILE_OFFSET_BITS 64
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "bench_args.h"
+#include "lustre.h"
 
 enum { EXIT_IO = 1, EXIT_USAGE = 2 };
 
@@ -35,7 +34,6 @@ enum { EXIT_IO = 1, EXIT_USAGE = 2 };
 #define MAX_PROCS (1L << 30)
 /* Large chunks go out in pieces of this size, so memory per rank stays bounded at any S. */
 #define IO_PIECE ((uint64_t)16 << 20)
-#define LUSTRE_SUPER_MAGIC 0x0BD00BD0L
 #define LUSTRE_MIN_STRIPE ((uint64_t)64 << 10)
 /* Lustre keeps the stripe size in 32 bits: 2 GiB is the largest power of two that fits. */
 #define LUSTRE_MAX_STRIPE ((uint64_t)2 << 30)
@@ -54,9 +52,6 @@ typedef struct {
     const char *models;
     bool read_back, list, keep, help;
 } options_t;
-
-/* llapi_file_create(name, stripe_size, stripe_offset, stripe_count, stripe_pattern) */
-typedef int (*llapi_file_create_fn)(const char *, unsigned long long, int, int, int);
 
 typedef struct {
     options_t opt;
@@ -80,31 +75,6 @@ static const char USAGE[] =
 
 static bool is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
-/* Bytes with an optional binary suffix; strtoull alone would accept "-1" and " 5". */
-static int parse_size(const char *s, uint64_t *out, char *err) {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = (*s >= '0' && *s <= '9') ? strtoull(s, &end, 10) : 0;
-    if (end == NULL || errno != 0)
-        return fail(err, "--size '%s' is not a size (bytes, or a number with K, M or G)", s);
-    unsigned shift = 0;
-    if (*end == 'K' || *end == 'k')
-        shift = 10;
-    else if (*end == 'M' || *end == 'm')
-        shift = 20;
-    else if (*end == 'G' || *end == 'g')
-        shift = 30;
-    end += shift ? 1 : 0;
-    if (shift && strcmp(end, "iB") == 0)
-        end += 2;
-    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-        return fail(err, "--size '%s' is not a size (bytes, or a number with K, M or G)", s);
-    if (v == 0)
-        return fail(err, "--size must be larger than 0");
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
 static const struct option LONG_OPTIONS[] = {
     {"size", required_argument, NULL, 's'},
     {"max-procs", required_argument, NULL, 'M'},
@@ -123,7 +93,7 @@ static int apply_option(void *opts, int c, const char *arg, char *err) {
     options_t *o = opts;
     switch (c) {
     case 's':
-        return parse_size(arg, &o->size, err);
+        return parse_size("--size", arg, &o->size, err);
     case 'M':
         return parse_count("--max-procs", arg, MAX_PROCS, &o->max_procs, err);
     case 'P':
@@ -334,48 +304,6 @@ static void list_models(const bench_t *b) {
     }
 }
 
-/* access() rather than a probe file: a probe would show up in the job's I/O log. access() with
- * W_OK fails on a read-only file system even for root. */
-static int check_dir(const char *dir, char *err) {
-    struct stat st;
-    if (strlen(dir) > PATH_LEN - 128) /* room for the model directory and file names */
-        return fail(err, "--dir is longer than %d characters", PATH_LEN - 128);
-    char failed[PATH_LEN];
-    int e = make_dirs(dir, failed);
-    if (e != 0)
-        return fail(err, "--dir %s: cannot create %s: %s", dir, failed, strerror(e));
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fail(err, "--dir %s: not a directory", dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return fail(err, "--dir %s: not writable: %s", dir, strerror(errno));
-    return 0;
-}
-
-/* llapi_file_create when DIR is on Lustre and liblustreapi loads, NULL otherwise. The library
- * is loaded at run time so that one binary serves Lustre and non-Lustre machines. */
-static llapi_file_create_fn lustre_api(const char *dir) {
-    struct statfs sfs;
-    if (statfs(dir, &sfs) != 0 || (long)sfs.f_type != LUSTRE_SUPER_MAGIC)
-        return NULL;
-    static const char *const names[] = {"liblustreapi.so.1", "liblustreapi.so"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        void *sym = h ? dlsym(h, "llapi_file_create") : NULL;
-        if (h != NULL && sym == NULL)
-            dlclose(h);
-        if (sym != NULL) {
-            fprintf(stderr, "iomodel: %s is on Lustre: stripe size aligned per model (%s)\n", dir,
-                    names[i]);
-            return (llapi_file_create_fn)sym;
-        }
-    }
-    fprintf(stderr,
-            "iomodel: warning: %s is on Lustre but liblustreapi cannot be loaded: "
-            "default striping\n",
-            dir);
-    return NULL;
-}
-
 /* Seed 003: "stripe alignment with the largest possible stripe size": the largest power of two
  * not above a process's chunk, within Lustre's limits (a multiple of 64 KiB, below 4 GiB). */
 static uint64_t stripe_size(uint64_t chunk) {
@@ -539,7 +467,7 @@ static int run_all(bench_t *b) {
     }
     memset(b->buf, fill_byte(b->rank), b->buflen);
     if (b->rank == 0)
-        b->lustre_create = lustre_api(b->opt.dir);
+        b->lustre_create = lustre_api("iomodel", b->opt.dir, "stripe size aligned per model");
     int status = 0;
     for (int k = 0; k < b->nmodels && status == 0; k++)
         if (b->selected[k])
@@ -576,7 +504,7 @@ static int setup(bench_t *b, int argc, char **argv) {
     int bad = setup_local(b, argc, argv, err) != 0;
     if (!bad && !b->opt.help && !b->opt.list) {
         if (b->rank == 0)
-            bad = check_dir(b->opt.dir, err) != 0;
+            bad = check_dir(b->opt.dir, 128, err) != 0; /* room for the model dirs and files */
         MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }
     if (bad && b->rank == 0)

@@ -1,0 +1,93 @@
+"""Seed 002's HMMER configurations and seed 004's interference probe on the test cluster, run
+as a facility runs them (`iostudy campaign run ... --ingest STORE`, ReFrame submitting to Slurm
+under the runtime), and the hourly probe installed in the user's scrontab."""
+
+import json
+import re
+import shutil
+
+import pytest
+from slurmtest import REPO_ROOT, VENV_BIN, poll
+
+from iostudy import store
+
+ENTRY_NAME = "iostudy-probe-testcluster"
+
+
+@pytest.fixture
+def own_scrontab(cluster):
+    """Keeps whatever scrontab the user had, and puts it back afterwards."""
+    before = cluster.run("scrontab", "-l", check=False)
+    yield
+    if before.returncode == 0 and before.stdout.strip():
+        cluster.run("scrontab", "-", input=before.stdout)
+    else:
+        cluster.run("scrontab", "-r", check=False)
+
+
+def queued(cluster):
+    return cluster.run("squeue", "-h", f"--name={ENTRY_NAME}", "-o", "%i").stdout.split()
+
+
+def test_schedule_probe_installs_one_scrontab_entry(cluster, own_scrontab, tmp_path):
+    iostudy = [VENV_BIN / "iostudy", "schedule", "probe", "--system", "testcluster",
+               "--store", tmp_path / "store", "--results", tmp_path / "results"]  # fmt: skip
+    shown = cluster.run(*iostudy, "--dry-run").stdout.splitlines()
+    assert shown[:2] == ["# iostudy schedule probe --system testcluster",
+                         f"#SCRON --job-name={ENTRY_NAME}"]  # fmt: skip
+    assert re.match(r"0 \* \* \* \* mkdir -p .* campaign run probe --system testcluster", shown[-1])
+    for _ in range(2):  # installing twice leaves one entry
+        cluster.run(*iostudy)
+        listed = cluster.run("scrontab", "-l").stdout.splitlines()
+        assert [line for line in listed if "campaign run probe" in line] == [shown[-1]]
+    (job,) = queued(cluster)
+    assert "CronJob=Yes" in cluster.run("scontrol", "show", "job", job).stdout
+    cluster.run(*iostudy, "--remove")
+    listed = cluster.run("scrontab", "-l", check=False).stdout
+    assert "campaign run probe" not in listed
+    poll(lambda: not queued(cluster), 30, "the probe's cron job to leave the queue")
+
+
+def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
+    configs = tmp_path / "configs"
+    shutil.copytree(REPO_ROOT / "configs", configs, ignore=shutil.ignore_patterns("__pycache__"))
+    campaign = {
+        "name": "appsprobe",
+        "description": "test",
+        "study": "tests",
+        "environs": ["openmpi"],
+        "checks": [
+            {"check": "hmmer_check",
+             "parameters": {"config": ["A", "B", "C"], "procs": 2, "families": 3,
+                            "sequences": 2000}},
+            # the probe's writers on both nodes
+            {"check": "probe_check",
+             "parameters": {"writers_per_target": 2, "size": "32M", "procs_per_node": 1}},
+        ],
+    }  # fmt: skip
+    (configs / "campaigns" / "appsprobe.json").write_text(json.dumps(campaign))
+    proc = cluster.run(
+        VENV_BIN / "iostudy", "campaign", "run", "appsprobe", "--system", "testcluster",
+        "--results", tmp_path / "results", "--ingest", tmp_path / "store",
+        check=False, timeout=900, cwd=REPO_ROOT, env={"IOSTUDY_CONFIGS": str(configs)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "runs 1 ingested" in proc.stdout
+    con = store.connect(tmp_path / "store")
+    probes = con.execute("SELECT * FROM probes").df()
+    assert sorted(probes["writer"]) == [0, 1] and set(probes["nodes"]) == {2}
+    assert (probes["bytes"] == 32 << 20).all() and (probes["write_time"] > 0).all()
+    jobs = con.execute("SELECT * FROM jobs WHERE \"check\" = 'hmmer_check'").df()
+    files = con.execute("SELECT * FROM files WHERE module = 'stdio'").df()
+    configs_seen = set()
+    for job in jobs.itertuples():
+        tags = json.loads(job.tags)
+        configs_seen.add(tags["config"])
+        mine = files[files["log_sha256"] == job.log_sha256]
+        db = mine[mine["path"].str.endswith("/db.fa")]
+        # read once per family (query): three times its size (the highest offset read + 1)
+        assert len(db) >= 1 and db["bytes_read"].sum() >= 3 * (db["max_byte"].max() + 1)
+        assert db["path"].iloc[0].startswith("/dev/shm/") == (tags["config"] == "C")
+        out = "<STDOUT>" if tags["config"] == "A" else "/hmmsearch.out"
+        assert mine[mine["path"].str.endswith(out)]["bytes_written"].sum() > 0, tags
+    assert configs_seen == {"A", "B", "C"}

@@ -1,0 +1,407 @@
+"""The HACC-IO check (reframe-checks/haccio_check.py) and its logic (iostudy.haccio).
+
+HACC-IO's results are real output of the Spack view's hacc_io programs (data/haccio/, commands
+in data/README.md); the tests read the values they expect from the raw text with their own
+regular expressions, and the runs' parameters from the capture commands. The campaign runs are
+ReFrame dry runs (job scripts written, nothing run), with and without a Spack view, and one real
+run from the view under the runtime, whose logs PyDarshan reads.
+"""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iostudy import campaign as campaign_mod
+from iostudy import checks, haccio, spackenv
+from iostudy.cli import main
+
+DATA = Path(__file__).parent / "data" / "haccio"
+MIB = 1 << 20
+#: the captured runs (data/README.md): ranks, particles per rank, layout of each command; the
+#: write-only and read-only runs of one checkpoint are a pair
+CASES = {
+    "fpp-verify-1": (1, 100_000, "fpp"),
+    "fpp-verify-2": (2, 100_000, "fpp"),
+    "fpp-verify-4": (4, 50_000, "fpp"),
+    "fpp-write-2": (2, 200_000, "fpp"),
+    "fpp-read-2": (2, 200_000, "fpp"),
+    "shared-verify-2": (2, 100_000, "shared"),
+    "shared-write-4": (4, 50_000, "shared"),
+    "shared-read-4": (4, 50_000, "shared"),
+}
+PAIRS = {"fpp-2": ("fpp-write-2", "fpp-read-2"), "shared-4": ("shared-write-4", "shared-read-4")}
+#: the files' sizes the capture listed (ls -l after each run)
+FILE_SIZES = {"fpp-verify-1": 28965824, "fpp-verify-2": 28965824, "fpp-verify-4": 27065824,
+              "shared-verify-2": 32765824}  # fmt: skip
+
+
+def text_of(name: str) -> str:
+    return (DATA / f"{name}.out").read_text()
+
+
+def raw_phase(text: str, operation: str) -> tuple[float, int, float] | None:
+    """(printed bandwidth, Bytes, MaxTime) of the 'WRITE Checkpoint' or 'READ Restart' line."""
+    m = re.search(
+        rf"^ {operation} Perf: (\S+) BW\[MB/s\] (\d+) Bytes (\S+) MaxTime\[sec\] $", text, re.M
+    )
+    return (float(m.group(1)), int(m.group(2)), float(m.group(3))) if m else None
+
+
+# ---- the logic, on plain data and captured output ----------------------------------------------
+
+
+def test_programs_and_arguments():
+    assert haccio.programs("fpp", False) == {"write": "hacc_io_write", "read": "hacc_io_read"}
+    assert haccio.programs("fpp", True) == {"verify": "hacc_io"}
+    assert haccio.programs("shared", False) == {
+        "write": "hacc_io_write_shared", "read": "hacc_io_read_shared"
+    }  # fmt: skip
+    assert haccio.programs("shared", True) == {"verify": "hacc_io_shared"}
+    with pytest.raises(ValueError, match="layout 'N-N': not one of fpp, shared"):
+        haccio.programs("N-N", False)
+    assert haccio.arguments(100_000, Path("dir/checkpoint")) == ["100000", "dir/checkpoint"]
+    # the program reads the count with atoi()
+    haccio.arguments(2**31 - 1, "p")
+    for bad in (0, 2**31):
+        with pytest.raises(ValueError, match="1 to 2147483647 per rank"):
+            haccio.arguments(bad, "p")
+
+
+def test_file_names_are_the_ones_real_runs_wrote():
+    """As the capture listed them (data/README.md): a file per rank, or one."""
+    assert haccio.file_names("checkpoint", "fpp", 2) == [
+        "checkpoint-Part00000000-of-00000002.data", "checkpoint-Part00000001-of-00000002.data"
+    ]  # fmt: skip
+    assert haccio.file_names("checkpoint", "shared", 4) == [
+        "checkpoint-Part00000000-of-00000001.data"
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_parse_real_output(name):
+    text = text_of(name)
+    parsed = haccio.parse(text)
+    for phase, operation in (("write", "WRITE Checkpoint"), ("read", "READ Restart")):
+        raw = raw_phase(text, operation)
+        if raw is None:
+            assert phase not in parsed["phases"]
+            continue
+        got = parsed["phases"][phase]
+        assert (got["printed_bw"], got["bytes"], got["seconds"]) == raw
+    assert parsed["verified"] == ("\n CONTENTS VERIFIED... Success \n" in text)
+    assert parsed["verified"] == ("verify" in name)
+    assert parsed["failures"] == []
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_printed_bandwidth_is_mib_per_second(name):
+    """The programs label their bandwidth MB/s, but it is Bytes / MaxTime / 2^20: MiB/s (to
+    the 6 significant digits printed), not 10^6 bytes a second."""
+    text = text_of(name)
+    for operation in ("WRITE Checkpoint", "READ Restart"):
+        if (raw := raw_phase(text, operation)) is not None:
+            printed, nbytes, seconds = raw
+            assert printed == pytest.approx(nbytes / seconds / MIB, rel=1e-5)
+            assert printed != pytest.approx(nbytes / seconds / 1e6, rel=1e-3)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bytes_are_the_particles_and_headers(name):
+    """Bytes each phase reports: the files' size written (the capture's listing), and every
+    rank's particles and the 24 MiB header read."""
+    procs, particles, layout = CASES[name]
+    text = text_of(name)
+    expected = haccio.expected_bytes(particles, procs, layout)
+    for phase, operation in (("write", "WRITE Checkpoint"), ("read", "READ Restart")):
+        if (raw := raw_phase(text, operation)) is not None:
+            assert raw[1] == expected[phase]
+    if name in FILE_SIZES:
+        files = len(haccio.file_names("checkpoint", layout, procs))
+        assert raw_phase(text, "WRITE Checkpoint")[1] == files * FILE_SIZES[name]
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if "verify" in n])
+def test_sanity_of_real_verified_runs(name):
+    procs, particles, layout = CASES[name]
+    parsed = haccio.merge({"verify": text_of(name)})
+    assert haccio.sanity(parsed, particles, procs, layout, True) == []
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_sanity_of_real_write_then_read_runs(pair):
+    write, read = PAIRS[pair]
+    procs, particles, layout = CASES[write]
+    parsed = haccio.merge({"write": text_of(write), "read": text_of(read)})
+    assert haccio.sanity(parsed, particles, procs, layout, False) == []
+    # without hacc_io's comparison there is no verdict to want
+    assert haccio.sanity(parsed, particles, procs, layout, True) == [
+        "no 'CONTENTS VERIFIED... Success': the data read back was not verified"
+    ]
+
+
+def test_sanity_catches_wrong_counts_and_failures():
+    parsed = haccio.merge({"verify": text_of("fpp-verify-2")})
+    problems = haccio.sanity(parsed, 100_000, 3, "fpp", True)
+    assert any(p.startswith("write: 57931648 bytes, expected 86897472 (3 ranks") for p in problems)
+    assert any(p.startswith("read: 57931648 bytes, expected 86897472") for p in problems)
+    problems = haccio.sanity(parsed, 120_000, 2, "fpp", True)
+    assert sum("bytes, expected" in p for p in problems) == 2
+    # the shared file has one header, not one per rank
+    problems = haccio.sanity(parsed, 100_000, 2, "shared", True)
+    assert problems == ["write: 57931648 bytes, expected 32765824 (2 ranks of 100000 particles, "
+                        "shared)"]  # fmt: skip
+    # what the programs print when something failed, even after a phase's results
+    failed = text_of("fpp-verify-2") + text_of("fpp-read-mismatch-2")
+    problems = haccio.sanity(haccio.parse(failed), 100_000, 2, "fpp", True)
+    assert problems == ["HACC-IO printed: Particles Counts Do NOT MATCH"] * 2
+
+
+def test_truncated_and_foreign_output_raise_naming_what_is_missing():
+    # hacc_io_read of a checkpoint of other particle counts aborts: no phase
+    with pytest.raises(ValueError, match=r"no 'WRITE .* \(Particles Counts Do NOT MATCH\)"):
+        haccio.parse(text_of("fpp-read-mismatch-2"))
+    # without arguments the usage is lost: printf without newline, then MPI_Abort
+    assert text_of("usage-1") == ""
+    with pytest.raises(ValueError, match="not HACC-IO's results"):
+        haccio.parse(text_of("usage-1"))
+    for other in ("flashio/coll-nb-2.out", "ior/posix-fpp.txt"):
+        with pytest.raises(ValueError, match="no 'WRITE Checkpoint Perf:'"):
+            haccio.parse((DATA.parent / other).read_text())
+    text = text_of("fpp-verify-2")
+    cut = text[: text.index(" READ Restart")]
+    with pytest.raises(ValueError, match="verify launch: HACC-IO reported no read phase"):
+        haccio.merge({"verify": cut})
+    with pytest.raises(ValueError, match="read launch: HACC-IO reported no read phase"):
+        haccio.merge({"write": text_of("fpp-write-2"), "read": text_of("fpp-write-2")})
+    with pytest.raises(ValueError, match="read launch: not HACC-IO's results"):
+        haccio.merge({"write": text_of("fpp-write-2"), "read": ""})
+
+
+@pytest.mark.parametrize("name", ["fpp-verify-4", "shared-verify-2"])
+def test_performance_of_a_real_run(name):
+    text = text_of(name)
+    perf = haccio.performance(haccio.parse(text))
+    for phase, operation in (("write", "WRITE Checkpoint"), ("read", "READ Restart")):
+        _, nbytes, seconds = raw_phase(text, operation)
+        assert perf[f"{phase}_time_s"] == (seconds, "s")
+        assert perf[f"{phase}_mib_s"] == (pytest.approx(nbytes / seconds / MIB), "MiB/s")
+    assert len(perf) == 4
+
+
+def test_drop_cached_pages_of_a_checkpoint(tmp_path):
+    """The command the check runs between its phases, on files written as hacc-io writes them
+    (no fsync: their pages are dirty): none of their pages are cached after it, and the data is
+    untouched; other files are left alone."""
+    data = os.urandom(4 * MIB)
+    names = haccio.file_names("checkpoint", "fpp", 2)
+    for name in [*names, "other"]:
+        (tmp_path / name).write_bytes(data)
+
+    def cached(name):
+        out = subprocess.check_output(["fincore", "-nbr", "-o", "RES", tmp_path / name], text=True)
+        return int(out)
+
+    if not cached(names[0]):
+        pytest.fail(f"nothing of the files written in {tmp_path} is in the page cache")
+    subprocess.run(["bash", "-c", haccio.drop_cached_pages_command(tmp_path)], check=True)
+    assert [cached(name) for name in names] == [0, 0]
+    assert cached("other") > 0
+    assert all((tmp_path / name).read_bytes() == data for name in names)
+
+
+# ---- campaigns: dry runs --------------------------------------------------------------------
+
+
+def write_campaign(configs, name, entries):
+    path = configs / "campaigns" / f"{name}.json"
+    doc = {"name": name, "description": "test", "study": "tests", "checks": entries}
+    path.write_text(json.dumps(doc))
+
+
+def run_campaign(capsys, name, system, results, *extra):
+    """`iostudy campaign run NAME --system SYSTEM --results RESULTS [EXTRA]`: (status, output,
+    run directory)."""
+    status = main(["campaign", "run", name, "--system", system, "--results", str(results), *extra])
+    out = capsys.readouterr().out
+    (run_dir,) = [p for p in Path(results).iterdir() if p.is_dir()]
+    return status, out, run_dir
+
+
+POINT = {"check": "haccio_check", "parameters": {
+    "particles": 100_000, "verify": [False, True], "procs": 2,
+    "procs_per_node": "system"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("system", ["local", "testcluster"])
+def test_missing_haccio_is_skipped_named_and_never_passed(
+    configs_copy, spack_build, tmp_path, capsys, system
+):
+    write_campaign(configs_copy, "haccpoints", [POINT])
+    status, out, run_dir = run_campaign(
+        capsys, "haccpoints", system, tmp_path / "results", "--dry-run"
+    )
+    assert status == campaign_mod.EXIT_FAILED
+    skips = [line for line in out.splitlines() if "SKIP" in line and "haccio_check" in line]
+    assert len(skips) == 2 * 2, out  # verify or not, both MPI flavours
+    bin_dir = spack_build / system / "view" / "bin"
+    for line in skips:
+        # each program the job would launch is named
+        wanted = ["hacc_io"] if "%.verify=true" in line else ["hacc_io_write", "hacc_io_read"]
+        for program in wanted:
+            assert f"{program} is not built: no {bin_dir / program} " in line, line
+        assert f"make spack SYSTEM={system}" in line, line
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 4}
+
+
+def test_unknown_layout_fails_naming_it(configs_copy, spack_build, tmp_path, capsys):
+    """A layout hacc-io has no programs for fails at setup, even without the programs."""
+    write_campaign(configs_copy, "haccbad", [{"check": "haccio_check",
+                                              "parameters": {"layout": "N-1"}}])  # fmt: skip
+    status, out, run_dir = run_campaign(
+        capsys, "haccbad", "local", tmp_path / "results", "--dry-run"
+    )
+    assert status == campaign_mod.EXIT_FAILED
+    assert "HACC-IO layout 'N-1': not one of fpp, shared" in out, out
+
+
+def require_view(system: str) -> str:
+    """The MPI flavour of the system's Spack view (this machine's build/spack/<system>), when
+    it has HACC-IO; else the test is skipped, saying how to build it."""
+    names = [name for launch in haccio.PROGRAMS.values() for name in launch.values()]
+    if spackenv.view_mpi(system) is None or not all(
+        spackenv.view_program(system, name) for name in names
+    ):
+        pytest.skip(f"no HACC-IO in the Spack view of {system}: run `make spack SYSTEM={system}`")
+    return spackenv.view_mpi(system)[0]
+
+
+def exported(script: str, name: str) -> str:
+    """The value of a variable after bash runs the script's export lines."""
+    exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
+    proc = subprocess.run(
+        ["bash", "-c", f'{exports}\nprintf %s "${name}"'], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("system", ["local", "testcluster"])
+def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
+    """With the system's Spack view: without verify, the job writes the checkpoint, drops its
+    cached pages on scratch (not in memory) and reads it back, each phase under its log tags;
+    with verify one launch of hacc_io; the view's programs, runtime and MPI only."""
+    mpi = require_view(system)
+    entry = {"check": "haccio_check", "parameters": {
+        "particles": 100_000, "layout": ["fpp", "shared"], "verify": [False, True],
+        "target": ["scratch", "memory"], "procs": 4, "procs_per_node": "system"}}  # fmt: skip
+    write_campaign(configs_copy, "haccpoints", [entry])
+    status, out, run_dir = run_campaign(
+        capsys, "haccpoints", system, tmp_path / "results", "--dry-run"
+    )
+    assert status == 0, out
+    scripts = sorted((run_dir / "reframe" / "stage").rglob("haccio_check_*/rfm_job.sh"))
+    assert len(scripts) == 2 * 2 * 2 and all(f"/{mpi}/" in str(s) for s in scripts), scripts
+    seen = set()
+    for script in scripts:
+        text = script.read_text()
+        # the job's tags (its first export; the phases export their own later)
+        first = next(line for line in text.splitlines() if "IOSTUDY_LOG_TAGS=" in line)
+        tags = dict(kv.split("=", 1) for kv in exported(first, "IOSTUDY_LOG_TAGS").split(";"))
+        layout, verify, target = tags["layout"], tags["verify"] == "true", tags["target"]
+        seen.add((layout, verify, target))
+        assert (tags["check"], tags["particles"], tags["procs"]) == ("haccio_check", "100000", "4")
+        assert tags["campaign"] == "haccpoints" and tags["run_id"] == run_dir.name
+        assert tags["drop_cache"] == "true" and "phase" not in tags
+        assert exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
+        assert exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
+        workdir = Path(re.search(r"^mkdir -p (\S+) ", text, re.M).group(1))
+        root = run_dir / "scratch" if target == "scratch" else Path("/dev/shm/iostudy")
+        assert workdir.is_relative_to(root), workdir
+        args = f"100000 {workdir / 'checkpoint'}"
+        lines = text.splitlines()
+        launches = [line for line in lines if str(spackenv.view_dir(system)) + "/bin/" in line]
+        launcher = (
+            '"${IOSTUDY_MPIRUN:-mpirun}" -np 4 ' if system == "local" else "srun "
+        )  # fmt: skip
+        assert all(line.startswith(launcher) for line in launches), launches
+        if system == "testcluster":
+            assert "#SBATCH --ntasks=4" in lines and "#SBATCH --ntasks-per-node=2" in lines
+            assert tags["nodes"] == "2"
+        programs = {p: spackenv.view_program(system, n)
+                    for p, n in haccio.programs(layout, verify).items()}  # fmt: skip
+        if verify:
+            assert launches == [f"{launcher}{programs['verify']} {args}"]
+            assert "phase=" not in text and "iflag=nocache" not in text
+            continue
+        write = next(i for i, line in enumerate(lines) if "phase=write" in line)
+        assert lines[write + 1] == f"{launcher}{programs['write']} {args} > haccio-write.out"
+        if target == "scratch":
+            drop = lines[write + 2]
+            assert f"for f in {workdir}/checkpoint-Part*.data; do" in drop
+            assert 'sync "$f"' in drop and "iflag=nocache count=0" in drop
+            read_tags = lines[write + 3]
+        else:  # the memory target's pages are its storage
+            assert "iflag=nocache" not in text
+            read_tags = lines[write + 2]
+        assert read_tags.startswith("export IOSTUDY_LOG_TAGS=") and "phase=read" in read_tags
+        assert launches[1] == f"{launcher}{programs['read']} {args}"
+        assert lines.index(launches[1]) > lines.index(read_tags)
+    assert len(seen) == 8
+    assert not list((run_dir / "darshan").rglob("*.darshan"))
+
+
+# ---- a real run from the Spack view -----------------------------------------------------------
+
+
+def test_real_run_passes_and_its_logs_show_a_posix_file_per_rank(configs_copy, tmp_path, capsys):
+    """100,000 particles on 2 ranks, file per process, from the local Spack view under the
+    runtime, with and without hacc_io's verification: both jobs pass with every performance
+    variable, and their logs (one per phase without verify, one with) show one POSIX file per
+    rank, opened by that rank only, holding its particles and the header. No MPI-IO records:
+    the unmodified hacc-io does its I/O with POSIX calls (see iostudy.haccio)."""
+    import darshan
+
+    require_view("local")
+    particles = 100_000
+    parameters = {"particles": particles, "verify": [False, True], "procs": 2}
+    entry = {"check": "haccio_check", "parameters": parameters}
+    write_campaign(configs_copy, "haccreal", [entry])
+    status, out, run_dir = run_campaign(capsys, "haccreal", "local", tmp_path / "results")
+    assert status == 0, out[-3000:]
+    report = json.loads((run_dir / "reframe" / "report.json").read_text())
+    cases = [c for run in report["runs"] for c in run["testcases"]]
+    assert len(cases) == 2
+    for case in cases:
+        assert case["result"] == "pass"
+        perf = {key.split(":")[-1]: value for key, value in case["perfvalues"].items()}
+        assert set(perf) == {"write_mib_s", "write_time_s", "read_mib_s", "read_time_s"}
+        assert all(v[0] > 0 for v in perf.values())
+        assert perf["write_mib_s"][4] == "MiB/s" and perf["read_time_s"][4] == "s"
+    per_file = haccio.HEADER_BYTES + particles * haccio.PARTICLE_BYTES
+    names = haccio.file_names(haccio.PREFIX, "fpp", 2)
+    logs = sorted((run_dir / "darshan").rglob("*.darshan"))
+    phases = []
+    for path in logs:
+        report = darshan.DarshanReport(str(path), read_all=True)
+        tags = report.metadata["job"]["metadata"]
+        assert tags["check"] == "haccio_check" and report.metadata["job"]["nprocs"] == 2
+        phase = tags.get("phase", "both")
+        phases.append((tags["verify"], phase))
+        assert "POSIX" in report.modules and "MPI-IO" not in report.modules, report.modules
+        posix = report.records["POSIX"].to_df()["counters"]
+        mine = {Path(report.name_records[i]).name: row
+                for i, (_, row) in zip(posix["id"], posix.iterrows(), strict=True)
+                if Path(report.name_records[i]).name.startswith(haccio.PREFIX)}  # fmt: skip
+        assert sorted(mine) == names
+        for rank, name in enumerate(names):
+            assert mine[name]["rank"] == rank  # a file per rank, no other rank opened it
+            written = per_file if phase in ("write", "both") else 0
+            read = per_file if phase in ("read", "both") else 0
+            assert mine[name]["POSIX_BYTES_WRITTEN"] == written
+            assert mine[name]["POSIX_BYTES_READ"] == read
+    assert sorted(phases) == [("false", "read"), ("false", "write"), ("true", "both")]
