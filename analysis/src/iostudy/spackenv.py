@@ -34,6 +34,7 @@ EXIT_BAD_INPUT = 2
 MISSION_SPECS = {
     "iostudy-runtime": ["+mpi"],
     "iostudy-iomodel": [],
+    "iostudy-ioprobe": [],
     "metarates": [],
     "ior": ["+hdf5", "+ncmpi"],
     "btio": [],
