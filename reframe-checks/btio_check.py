@@ -21,7 +21,6 @@ naming why; without btio in the view the test is skipped, naming what is missing
         -S procs=4 -S problem_class=S -r
 """
 
-import shlex
 from pathlib import Path
 
 import reframe as rfm
@@ -67,25 +66,14 @@ class btio_check(BenchmarkCheck):
         self.executable_opts = [str(Path(self.stagedir, INPUTS["read"]))]
 
     @run_before("run")
-    def launch_write_phase_first(self):
+    def launch_phases(self):
         """Writes both input files, then launches the write phase before the job's own launch
         (the read phase), each under its phase's log tags."""
         for phase, text in self.inputs.items():
             Path(self.stagedir, INPUTS[phase]).write_text(text)
-        # ReFrame hands the task counts to the job only in run(); the launcher needs them now.
-        self.job.num_tasks, self.job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
-        launch = self.job.launcher.run_command(self.job)
-        write_input = str(Path(self.stagedir, INPUTS["write"]))
-        write = " ".join(shlex.quote(a) for a in [self.executable, write_input])
-
-        def tags(phase):
-            phase_tags = checks.log_tags({**self.log_tags, "phase": phase})
-            return f"export IOSTUDY_LOG_TAGS={shlex.quote(phase_tags)}"
-
-        self.prerun_cmds += [tags("write"), f"{launch} {write} > {WRITE_OUTPUT}"]
-        if self.target != "memory":
-            self.prerun_cmds.append(btio.drop_cached_pages_command(self.workdir))
-        self.prerun_cmds.append(tags("read"))
+        command = [self.executable, Path(self.stagedir, INPUTS["write"])]
+        between = [btio.drop_cached_pages_command(self.workdir)] if self.target != "memory" else []
+        self.launch_write_phase_first(command, WRITE_OUTPUT, between)
 
     def parse(self, text):
         write = Path(self.stagedir, WRITE_OUTPUT).read_text()

@@ -35,7 +35,6 @@ iostudy.haccio. By hand:
         -S procs=2 -S particles=1000000 -r
 """
 
-import shlex
 from pathlib import Path
 
 import reframe as rfm
@@ -87,22 +86,12 @@ class haccio_check(BenchmarkCheck):
         )
 
     @run_before("run")
-    def launch_write_phase_first(self):
+    def launch_phases(self):
         """Without verify, the write phase runs before the job's own launch (the read phase),
         each under its phase's log tags."""
-        if self.verify:
-            return
-        # ReFrame hands the task counts to the job only in run(); the launcher needs them now.
-        self.job.num_tasks, self.job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
-        launch = self.job.launcher.run_command(self.job)
-        write = shlex.join([str(self.write_program), *self.executable_opts])
-
-        def tags(phase):
-            phase_tags = checks.log_tags({**self.log_tags, "phase": phase})
-            return f"export IOSTUDY_LOG_TAGS={shlex.quote(phase_tags)}"
-
-        self.prerun_cmds += [tags("write"), f"{launch} {write} > {WRITE_OUTPUT}"]
-        self.prerun_cmds += [*self.between_phases, tags("read")]
+        if not self.verify:
+            command = [self.write_program, *self.executable_opts]
+            self.launch_write_phase_first(command, WRITE_OUTPUT, self.between_phases)
 
     def parse(self, text):
         if self.verify:

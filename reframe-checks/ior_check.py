@@ -24,7 +24,6 @@ in iostudy.checks and iostudy.benchcheck. By hand:
         -S procs=2 -S transfers=4 -S transfer=4M -r
 """
 
-import shlex
 from pathlib import Path
 
 import reframe as rfm
@@ -82,20 +81,11 @@ class ior_check(BenchmarkCheck):
         self.executable_opts = self.ior_options["read"]
 
     @run_before("run")
-    def launch_write_phase_first(self):
+    def launch_phases(self):
         """The write phase runs before the job's own launch (the read phase), each under its
         phase's log tags."""
-        # ReFrame hands the task counts to the job only in run(); the launcher needs them now.
-        self.job.num_tasks, self.job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
-        launch = self.job.launcher.run_command(self.job)
-        write = " ".join(shlex.quote(a) for a in [self.executable, *self.ior_options["write"]])
-
-        def tags(phase):
-            phase_tags = checks.log_tags({**self.log_tags, "phase": phase})
-            return f"export IOSTUDY_LOG_TAGS={shlex.quote(phase_tags)}"
-
-        self.prerun_cmds += [tags("write"), f"{launch} {write} > {WRITE_OUTPUT}"]
-        self.prerun_cmds += [*self.between_phases, tags("read")]
+        command = [self.executable, *self.ior_options["write"]]
+        self.launch_write_phase_first(command, WRITE_OUTPUT, self.between_phases)
 
     perf_unit = checks.MIB_S
 

@@ -62,8 +62,7 @@ ACCESS_COLUMNS = ["run_id", "system", "environ", "check", "parameters", "repetit
                   "nprocs", "posix_ops", "unaligned_pct", "small_pct", "mpiio_coll_ops",
                   "mpiio_indep_ops", "collective_pct",
                   *(f"{m}_bytes" for m in BYTE_MODULES)]  # fmt: skip
-# Seed 002's Fig. 4 (per-OST occupancy and I/O time) needs the runtime's LUSTRE records in the
-# store, which has no table of them yet: it is not drawn.
+# Seed 002's Fig. 4 (per-OST occupancy and I/O time) is iostudy.lustre's section.
 
 
 def _parameters(text) -> dict:

@@ -88,6 +88,22 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
         self.reference = checks.reframe_references(check, system, part.fullname)
         return workdir
 
+    def launch_write_phase_first(self, command: list, output: str, between: list[str]) -> None:
+        """For a check whose job launches twice, a write phase then a read phase (the job's own
+        launch): adds to the job's prerun the write phase's launch of command (its stdout to
+        output), under the log tag phase=write, then the between commands, then the read
+        phase's tags, so that each phase leaves a log of its own. Call it from a run_before("run")
+        hook: ReFrame hands the task counts to the job only in run(), the launcher needs them."""
+        self.job.num_tasks, self.job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
+        launch = self.job.launcher.run_command(self.job)
+
+        def tags(phase):
+            phase_tags = checks.log_tags({**self.log_tags, "phase": phase})
+            return f"export IOSTUDY_LOG_TAGS={shlex.quote(phase_tags)}"
+
+        write = shlex.join(str(part) for part in command)
+        self.prerun_cmds += [tags("write"), f"{launch} {write} > {output}", *between, tags("read")]
+
     # ---- what each check says about its output ----
     perf_unit = ""
 

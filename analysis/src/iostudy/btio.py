@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from pathlib import Path
+
+from . import checks
 
 MIB = 1 << 20
 #: bytes per grid point: 5 doubles (BTIO's FIVE_DBL dimension)
@@ -105,18 +106,9 @@ def input_text(phase: str, points: int, dumps: int, directory: Path, method: int
 
 
 def drop_cached_pages_command(directory: Path) -> str:
-    """Shell that drops this node's cached pages of BTIO's file in directory (as ior_check does
-    between its phases), so that the read phase reads the storage back, not memory: BTIO does
-    not sync its file, so `sync FILE` first writes its dirty pages out, then GNU dd (count=0
-    with iflag=nocache) drops the clean ones; no privileges needed, both without the runtime.
-    A file it cannot drop is said on stderr; the read phase runs anyway."""
-    path = shlex.quote(str(Path(directory) / FILE_NAME))
-    return (
-        f"{{ env -u LD_PRELOAD sync {path} && "
-        f"env -u LD_PRELOAD dd if={path} iflag=nocache count=0 status=none; }}"
-        f' || echo "btio_check: could not drop the cached pages of {FILE_NAME}:'
-        ' its read measures memory" >&2'
-    )
+    """Shell that writes BTIO's file back (BTIO does not sync it) and drops this node's cached
+    pages of it, as ior_check does between its phases: the read phase reads the storage."""
+    return checks.drop_cached_pages_command(directory, FILE_NAME, "btio_check", sync=True)
 
 
 # ---- output ----------------------------------------------------------------------------------

@@ -269,16 +269,21 @@ def ior_arguments(
     return args + ["-O", "summaryFormat=JSON"]
 
 
-def drop_cached_pages_command(workdir: Path) -> str:
-    """Shell that drops this node's cached pages of the IOR files in workdir (GNU dd: count=0
-    with iflag=nocache drops a whole file's clean pages; no privileges needed), so that the read
-    phase reads the storage back, not memory: -C reads other ranks' data, which in a one-node
-    job this node's cache holds. dd runs without the runtime, which would log it as a job of
-    the check. A file it cannot drop is said on stderr; the read phase runs anyway."""
-    files = shlex.quote(str(workdir)) + "/testfile*"
+def drop_cached_pages_command(
+    workdir: Path, pattern: str = "testfile*", check: str = "ior_check", sync: bool = False
+) -> str:
+    """Shell that drops this node's cached pages of the files pattern matches in workdir (GNU
+    dd: count=0 with iflag=nocache drops a whole file's clean pages; no privileges needed), so
+    that a read phase reads the storage back, not memory: IOR's -C reads other ranks' data,
+    which in a one-node job this node's cache holds. sync first writes back the dirty pages of
+    a program that does not fsync (`sync FILE`). Both run without the runtime, which would log
+    them as jobs of the check. A file it cannot drop is said on stderr; the read runs anyway."""
+    files = shlex.quote(str(workdir)) + "/" + pattern
+    write_back = 'env -u LD_PRELOAD sync "$f" && ' if sync else ""
     return (
-        f'for f in {files}; do env -u LD_PRELOAD dd if="$f" iflag=nocache count=0 status=none'
-        ' || echo "ior_check: could not drop the cached pages of $f: its read measures memory"'
+        f"for f in {files}; do {write_back}"
+        'env -u LD_PRELOAD dd if="$f" iflag=nocache count=0 status=none'
+        f' || echo "{check}: could not drop the cached pages of $f: its read measures memory"'
         " >&2; done"
     )
 

@@ -41,6 +41,8 @@ import re
 import shlex
 from pathlib import Path
 
+from . import checks
+
 #: record of one particle: 7 floats, an int64 and a uint16
 PARTICLE_BYTES = 7 * 4 + 8 + 2
 #: the header every file begins with (restartio_glean.h FILE_HEADER_SIZE_MAX)
@@ -198,14 +200,8 @@ def performance(parsed: dict) -> dict[str, tuple[float, str]]:
 
 
 def drop_cached_pages_command(workdir: Path, prefix: str = PREFIX) -> str:
-    """Shell that writes the checkpoint's dirty pages back (sync FILE: fsync of each) and drops
-    this node's cached pages of it (GNU dd count=0 iflag=nocache; no privileges needed), so that
-    the read phase reads the storage, not memory. Run without the runtime, which would log it.
-    A file it cannot drop is said on stderr; the read phase runs anyway."""
-    files = shlex.quote(str(workdir)) + "/" + shlex.quote(prefix) + "-Part*.data"
-    return (
-        f'for f in {files}; do env -u LD_PRELOAD sync "$f" && env -u LD_PRELOAD dd if="$f"'
-        " iflag=nocache count=0 status=none"
-        ' || echo "haccio_check: could not drop the cached pages of $f: its read measures memory"'
-        " >&2; done"
+    """Shell that writes the checkpoint's files back (hacc-io does not sync them) and drops
+    this node's cached pages of them, so that the read phase reads the storage, not memory."""
+    return checks.drop_cached_pages_command(
+        workdir, f"{shlex.quote(prefix)}-Part*.data", "haccio_check", sync=True
     )

@@ -42,7 +42,7 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from . import __version__, apps, config, metrics, probe, provenance, scaling
+from . import __version__, apps, config, lustre, metrics, probe, provenance, scaling
 from . import store as store_mod
 from .numfmt import short
 
@@ -781,6 +781,7 @@ def render(tables, runs, study: str, version: int, title: str, out: Path, now: d
     ior_cross = add_scaling(add, tables, runs, runs_df)
     probe.add_section(add, tables["probes"])
     apps.add_section(add, tables)
+    lustre.add_section(add, tables, runs)
 
     by_environ = any(t["environ"].nunique() > 1 for t in (tables["jobs"], iomodel) if len(t))
     jobs_t = job_table(tables["jobs"], tables["files"])

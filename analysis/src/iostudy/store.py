@@ -236,6 +236,19 @@ TABLES: dict[str, pa.Schema] = {
             ("write_end", pa.float64()),
         ]
     ),
+    # One row per OST of each file layout the runtime's LUSTRE module recorded (iostudy.lustre).
+    "lustre": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("log_sha256", pa.string()),
+            ("record_id", pa.uint64()),  # the file's, as in the files table
+            ("rank", pa.int64()),
+            ("component", pa.int64()),  # of a progressive file layout; 0 otherwise
+            ("stripe_size", pa.int64()),
+            ("stripe_count", pa.int64()),
+            ("ost", pa.int64()),  # an OST index the component stripes over
+        ]
+    ),
     "quarantine": pa.schema(
         [
             ("run_id", pa.string()),
@@ -425,17 +438,38 @@ def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
     return job_row, files
 
 
+def lustre_rows(log: dict, run: dict) -> list[dict]:
+    """The lustre table's rows of one log (the dict of :func:`read_log`)."""
+    return [
+        {
+            "run_id": run["run_id"],
+            "log_sha256": run["log_sha256"],
+            "record_id": layout["id"],
+            "rank": layout["rank"],
+            "component": k,
+            "stripe_size": comp["counters"].get("LUSTRE_COMP_STRIPE_SIZE"),
+            "stripe_count": comp["counters"].get("LUSTRE_COMP_STRIPE_COUNT"),
+            "ost": ost,
+        }
+        for layout in log.get("lustre") or []
+        for k, comp in enumerate(layout["components"])
+        for ost in comp["ost_ids"]
+    ]
+
+
 def _ingest_log(path: str, run: dict, timeout: float):
-    """Worker: ("ok", jobs row, files table) or ("quarantine", reason)."""
+    """Worker: ("ok", jobs row, files table, probes rows, lustre rows) or ("quarantine",
+    reason)."""
     try:
         log = read_log(path, timeout=timeout)
         job_row, files = log_rows(log, run)
+        layouts = lustre_rows(log, run)
     except DarshanLogError as exc:
         reason = exc.reason + (" [" + "; ".join(exc.stderr) + "]" if exc.stderr else "")
         return ("quarantine", reason)
     except Exception as exc:  # a log PyDarshan reads but that makes no sense: keep it out
         return ("quarantine", f"unusable log content: {type(exc).__name__}: {exc}")
-    return ("ok", job_row, _table("files", files), probe.probe_rows(job_row, files))
+    return ("ok", job_row, _table("files", files), probe.probe_rows(job_row, files), layouts)
 
 
 # -- ReFrame report and benchmark output ---------------------------------------------------------
@@ -839,9 +873,8 @@ def ingest_run(
     writer = _RunWriter(store, run_id)
     try:
         already = set()
-        for table, column in (("jobs", "log_sha256"), ("files", "log_sha256"),
-                              ("probes", "log_sha256")):  # fmt: skip
-            for chunk in store.old_rows(table, run_id, column, carried):
+        for table in ("jobs", "files", "probes", "lustre"):
+            for chunk in store.old_rows(table, run_id, "log_sha256", carried):
                 writer.write(table, chunk)
                 if table == "jobs":
                     already |= set(chunk.column("log_sha256").to_pylist())
@@ -876,6 +909,7 @@ def ingest_run(
                     writer.write("jobs", [result[1]])
                     writer.write("files", result[2])
                     writer.write("probes", result[3])
+                    writer.write("lustre", result[4])
                     counts.logs_ingested += 1
                 else:
                     writer.write("quarantine", [_quarantine(run_id, path, base, result[1])])
