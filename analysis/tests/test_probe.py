@@ -51,6 +51,8 @@ def test_samples_variability_and_sweep_by_hand():
     pairs = zip(sweep["writers_per_target"], sweep["samples"], strict=True)
     assert sorted(pairs) == [(2, 2), (4, 1)]
     assert sweep.set_index("writers_per_target").loc[2, "aggregate_min"] == 64
+    # the histogram takes the most sampled shape: the two 2-writer samples, not the sweep's one
+    assert sorted(probe.histogram_samples(samples)["run_id"]) == ["a", "b"]
     assert probe.samples(pd.DataFrame()).empty
 
 
