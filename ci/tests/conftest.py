@@ -64,3 +64,14 @@ def mpi_hello(cluster, tmp_path_factory):
         return built[flavour]
 
     return build
+
+
+@pytest.fixture
+def own_scrontab(cluster):
+    """Keeps whatever scrontab the user had, and puts it back afterwards."""
+    before = cluster.run("scrontab", "-l", check=False)
+    yield
+    if before.returncode == 0 and before.stdout.strip():
+        cluster.run("scrontab", "-", input=before.stdout)
+    else:
+        cluster.run("scrontab", "-r", check=False)

@@ -6,23 +6,11 @@ import json
 import re
 import shutil
 
-import pytest
 from slurmtest import REPO_ROOT, VENV_BIN, poll
 
 from iostudy import store
 
 ENTRY_NAME = "iostudy-probe-testcluster"
-
-
-@pytest.fixture
-def own_scrontab(cluster):
-    """Keeps whatever scrontab the user had, and puts it back afterwards."""
-    before = cluster.run("scrontab", "-l", check=False)
-    yield
-    if before.returncode == 0 and before.stdout.strip():
-        cluster.run("scrontab", "-", input=before.stdout)
-    else:
-        cluster.run("scrontab", "-r", check=False)
 
 
 def queued(cluster):

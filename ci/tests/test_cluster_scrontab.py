@@ -2,24 +2,12 @@
 
 import re
 
-import pytest
 from slurmtest import REPO_ROOT, poll
 
 ENTRY = "0 * * * * /bin/true"
 
 
-@pytest.fixture
-def own_crontab(cluster):
-    """Keeps whatever scrontab the user had, and puts it back afterwards."""
-    before = cluster.run("scrontab", "-l", check=False)
-    yield
-    if before.returncode == 0 and before.stdout.strip():
-        cluster.run("scrontab", "-", input=before.stdout)
-    else:
-        cluster.run("scrontab", "-r", check=False)
-
-
-def test_scrontab_entry_registered(cluster, own_crontab):
+def test_scrontab_entry_registered(cluster, own_scrontab):
     name = "iostudy-scron-test"
     cluster.run("scrontab", "-", input=f"#SCRON --job-name={name} --time=1\n{ENTRY}\n")
     assert ENTRY in cluster.run("scrontab", "-l").stdout.splitlines()
@@ -37,7 +25,7 @@ def test_scrontab_entry_registered(cluster, own_crontab):
     )
 
 
-def test_scrontab_template_is_accepted(cluster, own_crontab):
+def test_scrontab_template_is_accepted(cluster, own_scrontab):
     """ci/templates/scrontab as shipped: scrontab parses its #SCRON options and registers it."""
     template = REPO_ROOT / "ci" / "templates" / "scrontab"
     cluster.run("scrontab", template)

@@ -7,16 +7,15 @@ with and without a Spack view, and one real run from the view under the runtime,
 PyDarshan reads.
 """
 
-import json
 import re
 import subprocess
 from pathlib import Path
 
+import campaign_runs as runs
 import pytest
 
 from iostudy import btio, checks, spackenv
 from iostudy import campaign as campaign_mod
-from iostudy.cli import main
 
 DATA = Path(__file__).parent / "data" / "btio"
 MIB = 1 << 20
@@ -196,21 +195,6 @@ def test_drop_cached_pages_of_btios_file(tmp_path):
 # ---- campaigns: dry runs --------------------------------------------------------------------
 
 
-def write_campaign(configs, name, entries):
-    path = configs / "campaigns" / f"{name}.json"
-    doc = {"name": name, "description": "test", "study": "tests", "checks": entries}
-    path.write_text(json.dumps(doc))
-
-
-def run_campaign(capsys, name, system, results, *extra):
-    """`iostudy campaign run NAME --system SYSTEM --results RESULTS [EXTRA]`: (status, output,
-    run directory)."""
-    status = main(["campaign", "run", name, "--system", system, "--results", str(results), *extra])
-    out = capsys.readouterr().out
-    (run_dir,) = [p for p in Path(results).iterdir() if p.is_dir()]
-    return status, out, run_dir
-
-
 # procs_per_node given: campaigns fill in the defaults of a check's parameter schema only
 POINT = {
     "check": "btio_check",
@@ -222,49 +206,28 @@ POINT = {
 def test_missing_btio_is_skipped_named_and_never_passed(
     configs_copy, spack_build, tmp_path, capsys, system
 ):
-    write_campaign(configs_copy, "btiopoints", [POINT])
-    status, out, run_dir = run_campaign(
-        capsys, "btiopoints", system, tmp_path / "results", "--dry-run"
-    )
+    runs.write_campaign(configs_copy, "btiopoints", [POINT])
+    status, out, run_dir = runs.dry_run(capsys, "btiopoints", system, tmp_path / "results")
     assert status == campaign_mod.EXIT_FAILED
-    skips = [line for line in out.splitlines() if "SKIP" in line and "btio_check" in line]
+    skips = runs.skip_lines(out, "btio_check")
     assert len(skips) == 2 * 2, out  # two process counts, both MPI flavours
     program = spack_build / system / "view" / "bin" / "btio"
     assert all(f"btio is not built: no {program}" in line for line in skips), out
     assert all(f"make spack SYSTEM={system}" in line for line in skips), out
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = runs.manifest(run_dir)
     assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 4}
 
 
 def test_a_class_btio_cannot_split_fails_naming_why(configs_copy, spack_build, tmp_path, capsys):
     """Not a square number of processes: the test fails at setup (before the missing program
     is even looked at), with the reason."""
-    write_campaign(
+    runs.write_campaign(
         configs_copy, "btiobad", [dict(POINT, parameters={"procs": 2, "procs_per_node": "system"})]
     )
-    status, out, run_dir = run_campaign(
-        capsys, "btiobad", "local", tmp_path / "results", "--dry-run"
-    )
+    status, out, run_dir = runs.dry_run(capsys, "btiobad", "local", tmp_path / "results")
     assert status == campaign_mod.EXIT_FAILED
     assert "btio_check: procs 2 is not a square number" in out, out
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["results"] == {"fail": 2}
-
-
-def require_view(system):
-    if spackenv.view_mpi(system) is None or spackenv.view_program(system, "btio") is None:
-        pytest.skip(f"no btio in the Spack view of {system}: run `make spack SYSTEM={system}`")
-    return spackenv.view_mpi(system)[0]
-
-
-def exported(script: str, name: str) -> str:
-    """The value of a variable after bash runs the script's export lines."""
-    exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
-    proc = subprocess.run(
-        ["bash", "-c", f'{exports}\nprintf %s "${name}"'], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    assert runs.manifest(run_dir)["results"] == {"fail": 2}
 
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
@@ -272,26 +235,24 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
     """With the system's Spack view: each point's job writes, drops the file's cached pages and
     reads, each phase under its log tags, with the view's btio and runtime and MPI only, and
     the input files name the job's scratch folder."""
-    mpi = require_view(system)
-    write_campaign(configs_copy, "btiopoints", [POINT])
-    status, out, run_dir = run_campaign(
-        capsys, "btiopoints", system, tmp_path / "results", "--dry-run"
-    )
+    mpi = runs.require_view(system, "btio")
+    runs.write_campaign(configs_copy, "btiopoints", [POINT])
+    status, out, run_dir = runs.dry_run(capsys, "btiopoints", system, tmp_path / "results")
     assert status == 0, out
-    scripts = sorted((run_dir / "reframe" / "stage").rglob("btio_check_*/rfm_job.sh"))
+    scripts = runs.job_scripts(run_dir, "btio_check_*")
     assert len(scripts) == 2 and all(f"/{mpi}/" in str(s) for s in scripts), scripts
     program = spackenv.view_program(system, "btio")
     for script in scripts:
         text, stage = script.read_text(), script.parent
-        tags = dict(kv.split("=", 1) for kv in exported(text, "IOSTUDY_LOG_TAGS").split(";"))
+        tags = runs.log_tags(text)
         procs = int(tags["procs"])
         assert (tags["check"], tags["problem_class"], tags["points"], tags["dumps"]) == (
             "btio_check", "S", "12", "12"
         )  # fmt: skip
         assert tags["method"] == "full" and tags["campaign"] == "btiopoints"
         assert tags["run_id"] == run_dir.name and tags["system"] == system
-        assert exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
-        assert exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
+        assert runs.exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
+        assert runs.exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
         lines = text.splitlines()
         write = next(i for i, line in enumerate(lines) if "phase=write" in line)
         launch, drop, read_tags = lines[write + 1 : write + 4]
@@ -314,7 +275,7 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
             assert (stage / f"btio-{phase}.data").read_text() == (
                 f"{phase[0]}\n0\n12\n12 12 12\n{workdir}\n"
             )
-    assert not list((run_dir / "darshan").rglob("*.darshan"))
+    assert not runs.darshan_logs(run_dir)
 
 
 # ---- a real run from the Spack view -----------------------------------------------------------
@@ -326,25 +287,22 @@ def test_real_run_passes_and_its_logs_show_collective_mpiio(configs_copy, tmp_pa
     the class's bytes, written (or read) collectively by every rank."""
     import darshan
 
-    require_view("local")
-    write_campaign(configs_copy, "btioreal", [POINT])
-    status, out, run_dir = run_campaign(capsys, "btioreal", "local", tmp_path / "results")
-    assert status == 0, out[-3000:]
-    report = json.loads((run_dir / "reframe" / "report.json").read_text())
-    cases = [c for run in report["runs"] for c in run["testcases"]]
+    runs.require_view("local", "btio")
+    run_dir = runs.real_run(capsys, configs_copy, "btioreal", [POINT], tmp_path / "results")
+    cases = runs.report_cases(run_dir)
     assert sorted(c["procs"] for c in cases) == [1, 4]
     names = {"write_mib_s", "read_mib_s", "write_time_s", "read_time_s", "io_mib_s",
              "io_time_s", "io_gib"}  # fmt: skip
     for case in cases:
         assert case["result"] == "pass"
-        perf = {key.split(":")[-1]: value for key, value in case["perfvalues"].items()}
+        perf = runs.perf_values(case)
         assert set(perf) == names
         assert all(v[0] > 0 for v in perf.values())
         assert perf["write_mib_s"][4] == "MiB/s" and perf["io_time_s"][4] == "s"
         kept = Path(case["outputdir"])
         assert btio.parse((kept / "btio-write.out").read_text())["procs"] == case["procs"]
     size = btio.io_bytes(12, 12)
-    logs = sorted((run_dir / "darshan").rglob("*.darshan"))
+    logs = runs.darshan_logs(run_dir)
     assert len(logs) == 2 * 2, logs  # a log per phase of each job
     seen = set()
     for path in logs:

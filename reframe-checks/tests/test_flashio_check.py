@@ -7,11 +7,10 @@ are ReFrame dry runs (job scripts written, nothing run), with and without a Spac
 real run from the view under the runtime, whose log PyDarshan reads.
 """
 
-import json
 import re
-import subprocess
 from pathlib import Path
 
+import campaign_runs as runs
 import pytest
 
 from iostudy import campaign as campaign_mod
@@ -173,21 +172,6 @@ def test_a_time_printed_as_zero_has_no_bandwidth():
 # ---- campaigns: dry runs --------------------------------------------------------------------
 
 
-def write_campaign(configs, name, entries):
-    path = configs / "campaigns" / f"{name}.json"
-    doc = {"name": name, "description": "test", "study": "tests", "checks": entries}
-    path.write_text(json.dumps(doc))
-
-
-def run_campaign(capsys, name, system, results, *extra):
-    """`iostudy campaign run NAME --system SYSTEM --results RESULTS [EXTRA]`: (status, output,
-    run directory)."""
-    status = main(["campaign", "run", name, "--system", system, "--results", str(results), *extra])
-    out = capsys.readouterr().out
-    (run_dir,) = [p for p in Path(results).iterdir() if p.is_dir()]
-    return status, out, run_dir
-
-
 POINT = {"check": "flashio_check", "parameters": {
     "access": ["collective", "independent"], "procs": 2, "procs_per_node": "system"}}  # fmt: skip
 
@@ -196,76 +180,54 @@ POINT = {"check": "flashio_check", "parameters": {
 def test_missing_flashio_is_skipped_named_and_never_passed(
     configs_copy, spack_build, tmp_path, capsys, system
 ):
-    write_campaign(configs_copy, "flashpoints", [POINT])
-    status, out, run_dir = run_campaign(
-        capsys, "flashpoints", system, tmp_path / "results", "--dry-run"
-    )
+    runs.write_campaign(configs_copy, "flashpoints", [POINT])
+    status, out, run_dir = runs.dry_run(capsys, "flashpoints", system, tmp_path / "results")
     assert status == campaign_mod.EXIT_FAILED
-    skips = [line for line in out.splitlines() if "SKIP" in line and "flashio_check" in line]
+    skips = runs.skip_lines(out, "flashio_check")
     assert len(skips) == 2 * 2, out  # two accesses, both MPI flavours
     program = spack_build / system / "view" / "bin" / "flash_benchmark_io"
     assert all(f"flash_benchmark_io is not built: no {program}" in s for s in skips), out
     assert all(f"make spack SYSTEM={system}" in line for line in skips), out
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = runs.manifest(run_dir)
     assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 4}
 
 
-def test_unknown_access_fails_naming_it(configs_copy, spack_build, tmp_path, capsys):
-    """A value the program has no option for fails at setup, even without the program."""
-    write_campaign(configs_copy, "flashbad", [{"check": "flashio_check",
-                                               "parameters": {"access": "coll"}}])  # fmt: skip
-    status, out, run_dir = run_campaign(
-        capsys, "flashbad", "local", tmp_path / "results", "--dry-run"
-    )
-    assert status == campaign_mod.EXIT_FAILED
-    assert "FLASH-IO access 'coll': not one of collective, independent" in out, out
-
-
-def require_view(system: str) -> str:
-    """The MPI flavour of the system's Spack view (this machine's build/spack/<system>), when
-    it has flash_benchmark_io; else the test is skipped, saying how to build it."""
-    if spackenv.view_mpi(system) is None or not spackenv.view_program(system, flashio.PROGRAM):
-        pytest.skip(f"no {flashio.PROGRAM} in the Spack view of {system}: "
-                    f"run `make spack SYSTEM={system}`")  # fmt: skip
-    return spackenv.view_mpi(system)[0]
-
-
-def exported(script: str, name: str) -> str:
-    """The value of a variable after bash runs the script's export lines."""
-    exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
-    proc = subprocess.run(
-        ["bash", "-c", f'{exports}\nprintf %s "${name}"'], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+def test_unknown_access_is_refused_naming_it(configs_copy, spack_build, tmp_path, capsys):
+    """A value the program has no option for: the campaign's schema refuses it before anything
+    runs (and flashio.arguments, the check's own guard, names it too)."""
+    runs.write_campaign(configs_copy, "flashbad", [{"check": "flashio_check",
+                                                    "parameters": {"access": "coll"}}])  # fmt: skip
+    argv = ["campaign", "run", "flashbad", "--system", "local", "--dry-run"]
+    assert main(argv + ["--results", str(tmp_path / "results")]) == 2
+    assert "checks[0].parameters.access: 'coll'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="FLASH-IO access 'coll': not one of collective"):
+        flashio.arguments("coll", "nonblocking")
 
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
 def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
     """With the Spack view: each point's job runs the view's flash_benchmark_io with its
     options in its scratch folder, under the runtime with its log tags, with the view's MPI."""
-    mpi = require_view(system)
+    mpi = runs.require_view(system, flashio.PROGRAM)
     entry = {"check": "flashio_check", "parameters": {
         "access": ["collective", "independent"], "requests": ["nonblocking", "blocking"],
         "procs": [1, 4], "procs_per_node": "system"}}  # fmt: skip
-    write_campaign(configs_copy, "flashpoints", [entry])
-    status, out, run_dir = run_campaign(
-        capsys, "flashpoints", system, tmp_path / "results", "--dry-run"
-    )
+    runs.write_campaign(configs_copy, "flashpoints", [entry])
+    status, out, run_dir = runs.dry_run(capsys, "flashpoints", system, tmp_path / "results")
     assert status == 0, out
-    scripts = sorted((run_dir / "reframe" / "stage").rglob("flashio_check_*/rfm_job.sh"))
+    scripts = runs.job_scripts(run_dir, "flashio_check_*")
     assert len(scripts) == 2 * 2 * 2 and all(f"/{mpi}/" in str(s) for s in scripts), scripts
     program = spackenv.view_program(system, "flash_benchmark_io")
     seen = set()
     for script in scripts:
         text, stage = script.read_text(), script.parent
-        tags = dict(kv.split("=", 1) for kv in exported(text, "IOSTUDY_LOG_TAGS").split(";"))
+        tags = runs.log_tags(text)
         procs, access, requests = int(tags["procs"]), tags["access"], tags["requests"]
         seen.add((procs, access, requests))
         assert tags["check"] == "flashio_check" and tags["campaign"] == "flashpoints"
         assert tags["run_id"] == run_dir.name and tags["system"] == system
-        assert exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
-        assert exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
+        assert runs.exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
+        assert runs.exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
         lines = text.splitlines()
         workdir = re.search(r"^mkdir -p (\S+) ", text, re.M).group(1)
         assert Path(workdir).is_relative_to(run_dir / "scratch")
@@ -279,15 +241,15 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
         assert lines[launch + 1 :] == [f"cd {stage}", f"rm -rf {workdir}"]
         if system == "local":
             assert lines[launch].startswith(f'"${{IOSTUDY_MPIRUN:-mpirun}}" -np {procs} ')
-            assert exported(text, "IOSTUDY_MPIRUN") == "mpirun.openmpi"
+            assert runs.exported(text, "IOSTUDY_MPIRUN") == "mpirun.openmpi"
         else:
             assert lines[launch].startswith("srun ")
             assert f"#SBATCH --ntasks={procs}" in lines
             assert f"#SBATCH --ntasks-per-node={min(procs, 2)}" in lines
             assert tags["nodes"] == str(-(-procs // 2))
-            assert exported(text, "SLURM_MPI_TYPE") == "pmix"
+            assert runs.exported(text, "SLURM_MPI_TYPE") == "pmix"
     assert len(seen) == 8
-    assert not list((run_dir / "darshan").rglob("*.darshan"))
+    assert not runs.darshan_logs(run_dir)
 
 
 # ---- a real run from the Spack view -----------------------------------------------------------
@@ -300,24 +262,21 @@ def test_real_run_passes_and_its_log_shows_the_three_pnetcdf_files(configs_copy,
     written collectively or not as asked."""
     import darshan
 
-    require_view("local")
+    runs.require_view("local", flashio.PROGRAM)
     entry = {"check": "flashio_check",
              "parameters": {"access": ["collective", "independent"], "procs": 2}}  # fmt: skip
-    write_campaign(configs_copy, "flashreal", [entry])
-    status, out, run_dir = run_campaign(capsys, "flashreal", "local", tmp_path / "results")
-    assert status == 0, out[-3000:]
-    report = json.loads((run_dir / "reframe" / "report.json").read_text())
-    cases = [c for run in report["runs"] for c in run["testcases"]]
+    run_dir = runs.real_run(capsys, configs_copy, "flashreal", [entry], tmp_path / "results")
+    cases = runs.report_cases(run_dir)
     assert len(cases) == 2
     names = {f"{f}_{v}" for f in LABELS for v in ("time_s", "mib_s")}
     for case in cases:
         assert case["result"] == "pass"
-        perf = {key.split(":")[-1]: value for key, value in case["perfvalues"].items()}
+        perf = runs.perf_values(case)
         # a plot file written in under 5 ms would have no bandwidth: not on this machine
         assert set(perf) == names | {"total_time_s", "total_mib_s"}
         assert all(v[0] > 0 for v in perf.values())
         assert perf["checkpoint_mib_s"][4] == "MiB/s" and perf["checkpoint_time_s"][4] == "s"
-    logs = sorted((run_dir / "darshan").rglob("*.darshan"))
+    logs = runs.darshan_logs(run_dir)
     assert len(logs) == 2, logs
     amounts = flashio.expected_mib(flashio.parse(text_of("coll-nb-2")), 2)
     accesses = set()
@@ -329,9 +288,8 @@ def test_real_run_passes_and_its_log_shows_the_three_pnetcdf_files(configs_copy,
         assert {"PNETCDF_FILE", "MPI-IO"} <= set(report.modules), report.modules
         records = {}
         for module in ("PNETCDF_FILE", "MPI-IO"):
-            df = report.records[module].to_df()["counters"]
-            rows = zip(df["id"], df.iterrows(), strict=True)
-            records[module] = {Path(report.name_records[i]).name: row for i, (_, row) in rows}
+            rows = runs.records_by_name(report, module)
+            records[module] = {Path(name).name: row for name, row in rows.items()}
             assert set(records[module]) == set(flashio.file_names().values()), module
         for file, name in flashio.file_names().items():
             pnetcdf, mpiio = records["PNETCDF_FILE"][name], records["MPI-IO"][name]

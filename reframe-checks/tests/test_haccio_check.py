@@ -7,12 +7,12 @@ ReFrame dry runs (job scripts written, nothing run), with and without a Spack vi
 run from the view under the runtime, whose logs PyDarshan reads.
 """
 
-import json
 import os
 import re
 import subprocess
 from pathlib import Path
 
+import campaign_runs as runs
 import pytest
 
 from iostudy import campaign as campaign_mod
@@ -216,21 +216,6 @@ def test_drop_cached_pages_of_a_checkpoint(tmp_path):
 # ---- campaigns: dry runs --------------------------------------------------------------------
 
 
-def write_campaign(configs, name, entries):
-    path = configs / "campaigns" / f"{name}.json"
-    doc = {"name": name, "description": "test", "study": "tests", "checks": entries}
-    path.write_text(json.dumps(doc))
-
-
-def run_campaign(capsys, name, system, results, *extra):
-    """`iostudy campaign run NAME --system SYSTEM --results RESULTS [EXTRA]`: (status, output,
-    run directory)."""
-    status = main(["campaign", "run", name, "--system", system, "--results", str(results), *extra])
-    out = capsys.readouterr().out
-    (run_dir,) = [p for p in Path(results).iterdir() if p.is_dir()]
-    return status, out, run_dir
-
-
 POINT = {"check": "haccio_check", "parameters": {
     "particles": 100_000, "verify": [False, True], "procs": 2,
     "procs_per_node": "system"}}  # fmt: skip
@@ -240,12 +225,10 @@ POINT = {"check": "haccio_check", "parameters": {
 def test_missing_haccio_is_skipped_named_and_never_passed(
     configs_copy, spack_build, tmp_path, capsys, system
 ):
-    write_campaign(configs_copy, "haccpoints", [POINT])
-    status, out, run_dir = run_campaign(
-        capsys, "haccpoints", system, tmp_path / "results", "--dry-run"
-    )
+    runs.write_campaign(configs_copy, "haccpoints", [POINT])
+    status, out, run_dir = runs.dry_run(capsys, "haccpoints", system, tmp_path / "results")
     assert status == campaign_mod.EXIT_FAILED
-    skips = [line for line in out.splitlines() if "SKIP" in line and "haccio_check" in line]
+    skips = runs.skip_lines(out, "haccio_check")
     assert len(skips) == 2 * 2, out  # verify or not, both MPI flavours
     bin_dir = spack_build / system / "view" / "bin"
     for line in skips:
@@ -254,40 +237,26 @@ def test_missing_haccio_is_skipped_named_and_never_passed(
         for program in wanted:
             assert f"{program} is not built: no {bin_dir / program} " in line, line
         assert f"make spack SYSTEM={system}" in line, line
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = runs.manifest(run_dir)
     assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 4}
 
 
-def test_unknown_layout_fails_naming_it(configs_copy, spack_build, tmp_path, capsys):
-    """A layout hacc-io has no programs for fails at setup, even without the programs."""
-    write_campaign(configs_copy, "haccbad", [{"check": "haccio_check",
-                                              "parameters": {"layout": "N-1"}}])  # fmt: skip
-    status, out, run_dir = run_campaign(
-        capsys, "haccbad", "local", tmp_path / "results", "--dry-run"
-    )
-    assert status == campaign_mod.EXIT_FAILED
-    assert "HACC-IO layout 'N-1': not one of fpp, shared" in out, out
+def test_unknown_layout_is_refused_naming_it(configs_copy, spack_build, tmp_path, capsys):
+    """A layout hacc-io has no programs for: the campaign's schema refuses it before anything
+    runs (and haccio.programs, the check's own guard, names it too)."""
+    runs.write_campaign(configs_copy, "haccbad", [{"check": "haccio_check",
+                                                   "parameters": {"layout": "N-1"}}])  # fmt: skip
+    argv = ["campaign", "run", "haccbad", "--system", "local", "--dry-run"]
+    assert main(argv + ["--results", str(tmp_path / "results")]) == 2
+    assert "checks[0].parameters.layout: 'N-1'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="HACC-IO layout 'N-1': not one of fpp, shared"):
+        haccio.programs("N-1", False)
 
 
-def require_view(system: str) -> str:
-    """The MPI flavour of the system's Spack view (this machine's build/spack/<system>), when
-    it has HACC-IO; else the test is skipped, saying how to build it."""
+def require_hacc_io(system: str) -> str:
+    """The MPI flavour of the system's Spack view, when it has every HACC-IO program."""
     names = [name for launch in haccio.PROGRAMS.values() for name in launch.values()]
-    if spackenv.view_mpi(system) is None or not all(
-        spackenv.view_program(system, name) for name in names
-    ):
-        pytest.skip(f"no HACC-IO in the Spack view of {system}: run `make spack SYSTEM={system}`")
-    return spackenv.view_mpi(system)[0]
-
-
-def exported(script: str, name: str) -> str:
-    """The value of a variable after bash runs the script's export lines."""
-    exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
-    proc = subprocess.run(
-        ["bash", "-c", f'{exports}\nprintf %s "${name}"'], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return runs.require_view(system, *names, what="HACC-IO")
 
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
@@ -295,30 +264,28 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
     """With the system's Spack view: without verify, the job writes the checkpoint, drops its
     cached pages on scratch (not in memory) and reads it back, each phase under its log tags;
     with verify one launch of hacc_io; the view's programs, runtime and MPI only."""
-    mpi = require_view(system)
+    mpi = require_hacc_io(system)
     entry = {"check": "haccio_check", "parameters": {
         "particles": 100_000, "layout": ["fpp", "shared"], "verify": [False, True],
         "target": ["scratch", "memory"], "procs": 4, "procs_per_node": "system"}}  # fmt: skip
-    write_campaign(configs_copy, "haccpoints", [entry])
-    status, out, run_dir = run_campaign(
-        capsys, "haccpoints", system, tmp_path / "results", "--dry-run"
-    )
+    runs.write_campaign(configs_copy, "haccpoints", [entry])
+    status, out, run_dir = runs.dry_run(capsys, "haccpoints", system, tmp_path / "results")
     assert status == 0, out
-    scripts = sorted((run_dir / "reframe" / "stage").rglob("haccio_check_*/rfm_job.sh"))
+    scripts = runs.job_scripts(run_dir, "haccio_check_*")
     assert len(scripts) == 2 * 2 * 2 and all(f"/{mpi}/" in str(s) for s in scripts), scripts
     seen = set()
     for script in scripts:
         text = script.read_text()
         # the job's tags (its first export; the phases export their own later)
         first = next(line for line in text.splitlines() if "IOSTUDY_LOG_TAGS=" in line)
-        tags = dict(kv.split("=", 1) for kv in exported(first, "IOSTUDY_LOG_TAGS").split(";"))
+        tags = runs.log_tags(first)
         layout, verify, target = tags["layout"], tags["verify"] == "true", tags["target"]
         seen.add((layout, verify, target))
         assert (tags["check"], tags["particles"], tags["procs"]) == ("haccio_check", "100000", "4")
         assert tags["campaign"] == "haccpoints" and tags["run_id"] == run_dir.name
         assert tags["drop_cache"] == "true" and "phase" not in tags
-        assert exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
-        assert exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
+        assert runs.exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
+        assert runs.exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
         workdir = Path(re.search(r"^mkdir -p (\S+) ", text, re.M).group(1))
         root = run_dir / "scratch" if target == "scratch" else Path("/dev/shm/iostudy")
         assert workdir.is_relative_to(root), workdir
@@ -352,7 +319,7 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
         assert launches[1] == f"{launcher}{programs['read']} {args}"
         assert lines.index(launches[1]) > lines.index(read_tags)
     assert len(seen) == 8
-    assert not list((run_dir / "darshan").rglob("*.darshan"))
+    assert not runs.darshan_logs(run_dir)
 
 
 # ---- a real run from the Spack view -----------------------------------------------------------
@@ -366,25 +333,22 @@ def test_real_run_passes_and_its_logs_show_a_posix_file_per_rank(configs_copy, t
     the unmodified hacc-io does its I/O with POSIX calls (see iostudy.haccio)."""
     import darshan
 
-    require_view("local")
+    require_hacc_io("local")
     particles = 100_000
     parameters = {"particles": particles, "verify": [False, True], "procs": 2}
     entry = {"check": "haccio_check", "parameters": parameters}
-    write_campaign(configs_copy, "haccreal", [entry])
-    status, out, run_dir = run_campaign(capsys, "haccreal", "local", tmp_path / "results")
-    assert status == 0, out[-3000:]
-    report = json.loads((run_dir / "reframe" / "report.json").read_text())
-    cases = [c for run in report["runs"] for c in run["testcases"]]
+    run_dir = runs.real_run(capsys, configs_copy, "haccreal", [entry], tmp_path / "results")
+    cases = runs.report_cases(run_dir)
     assert len(cases) == 2
     for case in cases:
         assert case["result"] == "pass"
-        perf = {key.split(":")[-1]: value for key, value in case["perfvalues"].items()}
+        perf = runs.perf_values(case)
         assert set(perf) == {"write_mib_s", "write_time_s", "read_mib_s", "read_time_s"}
         assert all(v[0] > 0 for v in perf.values())
         assert perf["write_mib_s"][4] == "MiB/s" and perf["read_time_s"][4] == "s"
     per_file = haccio.HEADER_BYTES + particles * haccio.PARTICLE_BYTES
     names = haccio.file_names(haccio.PREFIX, "fpp", 2)
-    logs = sorted((run_dir / "darshan").rglob("*.darshan"))
+    logs = runs.darshan_logs(run_dir)
     phases = []
     for path in logs:
         report = darshan.DarshanReport(str(path), read_all=True)
@@ -393,10 +357,9 @@ def test_real_run_passes_and_its_logs_show_a_posix_file_per_rank(configs_copy, t
         phase = tags.get("phase", "both")
         phases.append((tags["verify"], phase))
         assert "POSIX" in report.modules and "MPI-IO" not in report.modules, report.modules
-        posix = report.records["POSIX"].to_df()["counters"]
-        mine = {Path(report.name_records[i]).name: row
-                for i, (_, row) in zip(posix["id"], posix.iterrows(), strict=True)
-                if Path(report.name_records[i]).name.startswith(haccio.PREFIX)}  # fmt: skip
+        posix = runs.records_by_name(report, "POSIX")
+        mine = {Path(name).name: row for name, row in posix.items()
+                if Path(name).name.startswith(haccio.PREFIX)}  # fmt: skip
         assert sorted(mine) == names
         for rank, name in enumerate(names):
             assert mine[name]["rank"] == rank  # a file per rank, no other rank opened it

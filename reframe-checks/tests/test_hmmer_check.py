@@ -6,16 +6,15 @@ three configurations (the Spack view's hmmsearch with MPI when there is one, els
 PyDarshan reads what the runtime recorded of each.
 """
 
-import json
 import re
 import subprocess
 from pathlib import Path
 
+import campaign_runs as runs
 import darshan
 import pytest
 
 from iostudy import hmmer
-from iostudy.cli import main
 
 DATA = Path(__file__).parent / "data" / "hmmer"
 # data/README.md: hmmer.write_inputs(folder, 3, 200, 300)
@@ -98,15 +97,6 @@ def test_generated_inputs_are_found_by_hmmsearch(tmp_path):
     assert fasta.read_text().count(">") == 100
 
 
-def _stdio_records(log: Path) -> dict[str, dict]:
-    """{file name: STDIO counters} of a log, through PyDarshan."""
-    report = darshan.DarshanReport(str(log), read_all=True)
-    names = report.name_records
-    frame = report.records["STDIO"].to_df()
-    counters = frame["counters"].set_index("id")
-    return {names[rid]: counters.loc[rid] for rid in counters.index}
-
-
 def test_three_configurations_run_and_are_recorded(configs_copy, tmp_path, capsys):
     """A real campaign of the check on local in configurations A, B and C; PyDarshan's view of
     each job's log: the database read once per family (hmmsearch re-reads it for each query),
@@ -114,14 +104,9 @@ def test_three_configurations_run_and_are_recorded(configs_copy, tmp_path, capsy
     to the -o file (B, C)."""
     point = {"check": "hmmer_check", "parameters": {"config": ["A", "B", "C"], "procs": 2,
              "families": FAMILIES, "sequences": 2000}}  # fmt: skip
-    doc = {"name": "hmmerrun", "description": "test", "study": "tests", "checks": [point]}
-    (configs_copy / "campaigns" / "hmmerrun.json").write_text(json.dumps(doc))
-    results = tmp_path / "results"
-    status = main(["campaign", "run", "hmmerrun", "--system", "local", "--results", str(results)])
-    assert status == 0, capsys.readouterr().out[-3000:]
-    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    run_dir = runs.real_run(capsys, configs_copy, "hmmerrun", [point], tmp_path / "results")
     by_config = {}
-    for log in sorted((run_dir / "darshan").rglob("*.darshan")):
+    for log in runs.darshan_logs(run_dir):
         meta = darshan.DarshanReport(str(log), read_all=False).metadata
         # the search's log only: not one of the job's mkdir, cp or rm
         assert meta["exe"].split()[0].endswith("/hmmsearch"), meta["exe"]
@@ -130,7 +115,7 @@ def test_three_configurations_run_and_are_recorded(configs_copy, tmp_path, capsy
     assert sorted(by_config) == ["A", "B", "C"]
     for config, logs in by_config.items():
         for log, tags in logs:
-            records = _stdio_records(log)
+            records = runs.records_by_name(darshan.DarshanReport(str(log), read_all=True), "STDIO")
             (db,) = [name for name in records if name.endswith("/db.fa")]
             assert db.startswith("/dev/shm/") == (config == "C"), db
             size = 2000 * (300 + 1) + sum(len(f">s{i}\n") for i in range(2000))

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from benchmark_runs import FLAVOURS, binary, describe, json_lines, launcher, require, run_env
+from benchmark_runs import FLAVOURS, check_usage_error, describe, json_lines, require, run
 
 MIB = 1 << 20
 COORDS = ("n", "p", "f", "m")
@@ -87,15 +85,10 @@ def flavour(request) -> str:
     return require("iomodel", request.param)
 
 
-def iomodel(flavour: str, nprocs: int | None, *args, timeout: int = 300):
+def iomodel(flavour: str, nprocs: int | None, *args, app_env: dict | None = None):
     """Runs the benchmark under mpirun with nprocs ranks, or alone (an MPI singleton: one rank)
     when nprocs is None."""
-    cmd = [str(binary("iomodel", flavour)), *map(str, args)]
-    if nprocs is not None:
-        cmd = launcher(flavour, nprocs) + cmd
-    return subprocess.run(
-        cmd, env=run_env(), capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return run("iomodel", flavour, nprocs, *args, app_env=app_env, timeout=300)
 
 
 def key(rec: dict) -> tuple:
@@ -286,18 +279,6 @@ BAD = {
 }
 
 
-def error_lines(res: subprocess.CompletedProcess) -> list[str]:
-    return [line for line in res.stderr.splitlines() if line.startswith("iomodel: ")]
-
-
-def check_usage_error(res: subprocess.CompletedProcess, message: str):
-    assert res.returncode == 2, describe(res)
-    assert res.stdout == "", describe(res)
-    lines = error_lines(res)
-    assert len(lines) == 1, describe(res)  # rank 0 only
-    assert lines[0].startswith("iomodel: error: ") and message in lines[0], describe(res)
-
-
 @pytest.mark.parametrize("case", BAD.values(), ids=BAD.keys())
 def test_bad_parameters_exit_2(flavour, case, tmp_path):
     change, message = case
@@ -305,7 +286,7 @@ def test_bad_parameters_exit_2(flavour, case, tmp_path):
     args = [x for k, v in opts.items() if v is not None for x in (k, v)]
     # Alone (one rank): every rank validates the same way; the exit status through mpirun is
     # covered below (and Open MPI's mpirun takes seconds to wind down a failed job).
-    check_usage_error(iomodel(flavour, None, *args), message)
+    check_usage_error(iomodel(flavour, None, *args), "iomodel", message)
     assert not (tmp_path / "out").exists()
 
 
@@ -322,7 +303,7 @@ def test_wrong_rank_count_exit_2(flavour, tmp_path):
         "--dir",
         tmp_path / "out",
     )
-    check_usage_error(res, "--max-procs 4 needs exactly 4 MPI ranks, the job has 2")
+    check_usage_error(res, "iomodel", "--max-procs 4 needs exactly 4 MPI ranks, the job has 2")
     assert not (tmp_path / "out").exists()
 
 
@@ -338,58 +319,13 @@ def test_unwritable_dir_exit_2(flavour, case, tmp_path):
     res = iomodel(
         flavour, 1, "--size", "1M", "--max-procs", 1, "--procs-per-node", 1, "--dir", target
     )
-    check_usage_error(res, f"--dir {target}: {why}")
+    check_usage_error(res, "iomodel", f"--dir {target}: {why}")
 
 
 # --- Lustre stripe alignment, with stand-ins ---------------------------------------------
 # No Lustre here: an LD_PRELOADed statfs reports Lustre's magic and a stand-in liblustreapi.so.1
 # logs its llapi_file_create calls (and creates the file, as the real one does). On a real Lustre
 # the README's `lfs getstripe` recipe checks the same thing.
-
-STATFS_SHIM = r"""
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <sys/vfs.h>
-#define LUSTRE(real, type) \
-    int rc = ((int (*)(const char *, type *))dlsym(RTLD_NEXT, real))(p, b); \
-    if (rc == 0) b->f_type = 0x0BD00BD0; \
-    return rc;
-int statfs(const char *p, struct statfs *b) { LUSTRE("statfs", struct statfs) }
-int statfs64(const char *p, struct statfs64 *b) { LUSTRE("statfs64", struct statfs64) }
-"""
-
-FAKE_LUSTREAPI = r"""
-#include <fcntl.h>
-#include <stdio.h>
-#include <unistd.h>
-int llapi_file_create(const char *name, unsigned long long size, int off, int count, int pat) {
-    fprintf(stderr, "llapi_file_create %s %llu %d %d %d\n", name, size, off, count, pat);
-    int fd = open(name, O_CREAT | O_EXCL | O_WRONLY, 0644);
-    return fd < 0 ? -17 : close(fd);
-}
-"""
-
-
-@pytest.fixture(scope="module")
-def lustre_stand_ins(tmp_path_factory) -> tuple[Path, Path]:
-    """(statfs shim, directory holding liblustreapi.so.1)"""
-    cc = shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler for the Lustre stand-ins")
-    d = tmp_path_factory.mktemp("lustre")
-    for name, src, libs in [
-        ("statfs_shim.so", STATFS_SHIM, ["-ldl"]),
-        ("liblustreapi.so.1", FAKE_LUSTREAPI, []),
-    ]:
-        (d / f"{name}.c").write_text(src)
-        subprocess.run([cc, "-shared", "-fPIC", "-o", d / name, d / f"{name}.c", *libs], check=True)
-    return d / "statfs_shim.so", d
-
-
-def run_alone_with(flavour, env_extra: dict, *args) -> subprocess.CompletedProcess:
-    env = {**run_env(), **env_extra}
-    cmd = [str(binary("iomodel", flavour)), *map(str, args)]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.mark.parametrize(
@@ -401,7 +337,7 @@ def test_lustre_stripe_size_is_the_largest_power_of_two_in_a_chunk(
     shim, libdir = lustre_stand_ins
     env = {"LD_PRELOAD": str(shim), "LD_LIBRARY_PATH": str(libdir)}
     args = ["--size", size, "--max-procs", 1, "--procs-per-node", 1, "--dir", tmp_path]
-    res = run_alone_with(flavour, env, *args)
+    res = iomodel(flavour, None, *args, app_env=env)
     assert res.returncode == 0, describe(res)
     assert f"iomodel: {tmp_path} is on Lustre: stripe size aligned per model" in res.stderr
     calls = [x.split() for x in res.stderr.splitlines() if x.startswith("llapi_file_create ")]
@@ -412,9 +348,9 @@ def test_lustre_stripe_size_is_the_largest_power_of_two_in_a_chunk(
 def test_lustre_untouched_elsewhere_and_without_liblustreapi(flavour, lustre_stand_ins, tmp_path):
     shim, libdir = lustre_stand_ins
     args = ["--size", "1M", "--max-procs", 1, "--procs-per-node", 1, "--dir", tmp_path]
-    res = run_alone_with(flavour, {"LD_LIBRARY_PATH": str(libdir)}, *args)  # not on Lustre
+    res = iomodel(flavour, None, *args, app_env={"LD_LIBRARY_PATH": libdir})  # not on Lustre
     assert res.returncode == 0 and res.stderr == "", describe(res)
-    res = run_alone_with(flavour, {"LD_PRELOAD": str(shim)}, *args)  # Lustre, no library
+    res = iomodel(flavour, None, *args, app_env={"LD_PRELOAD": shim})  # Lustre, no library
     assert res.returncode == 0, describe(res)
     assert "on Lustre but liblustreapi cannot be loaded: default striping" in res.stderr
     assert "llapi_file_create" not in res.stderr

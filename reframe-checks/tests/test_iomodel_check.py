@@ -10,14 +10,13 @@ choose small sizes and their own references.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
+import campaign_runs as runs
 import pytest
 
 from iostudy import campaign as campaign_mod
 from iostudy import checks, config, spackenv
-from iostudy.cli import main
 from iostudy.darshanlog import read_log
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -129,64 +128,27 @@ def test_reframe_references_from_configs():
 # ---- the check under ReFrame -----------------------------------------------------------------
 
 
-def write_campaign(configs: Path, name: str, parameters: dict, environs=(), repetitions=1):
-    path = configs / "campaigns" / f"{name}.json"
-    path.write_text(
-        json.dumps(
-            {
-                "name": name,
-                "description": "a test campaign",
-                "study": "tests",
-                "environs": list(environs),
-                "checks": [
-                    {"check": "iomodel_check", "parameters": parameters, "repetitions": repetitions}
-                ],
-            }
-        )
+def iomodel_campaign(configs: Path, name: str, parameters: dict, environs=(), repetitions=1):
+    """A campaign of the check alone, on the given environs (none: every MPI flavour)."""
+    entry = {"check": "iomodel_check", "parameters": parameters, "repetitions": repetitions}
+    return runs.write_campaign(
+        configs, name, [entry], description="a test campaign", environs=list(environs)
     )
-    return path
 
 
-def run_campaign(capsys, *args):
-    """`iostudy campaign run ARGS`: (exit status, run directory, output)."""
-    status = main(["campaign", "run", *map(str, args)])
-    out = capsys.readouterr().out
-    run_dir = Path(out.splitlines()[-1])
-    assert run_dir.is_dir(), f"the last line is not the run directory:\n{out}"
-    return status, run_dir, out
-
-
-def report_cases(run_dir: Path) -> list[dict]:
-    report = json.loads((run_dir / "reframe" / "report.json").read_text())
-    return [case for run in report["runs"] for case in run["testcases"]]
-
-
-def job_scripts(run_dir: Path) -> dict[str, str]:
+def scripts_by_environ(run_dir: Path) -> dict[str, str]:
     """environ -> its job script (ReFrame's dry run leaves them in the stage folders)."""
-    scripts = sorted((run_dir / "reframe" / "stage").rglob("iomodel_check/rfm_job.sh"))
-    return {p.parent.parent.name: p.read_text() for p in scripts}
-
-
-def exported(script: str, name: str) -> str:
-    """The value of a variable after bash runs the script's export lines."""
-    exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
-    proc = subprocess.run(
-        ["bash", "-c", f'{exports}\nprintf %s "${name}"'], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return {p.parent.parent.name: p.read_text() for p in runs.job_scripts(run_dir, "iomodel_check")}
 
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
 def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
-    status, run_dir, _ = run_campaign(
-        capsys, "quick", "--system", system, "--dry-run", "--results", tmp_path / "results"
-    )
+    status, _, run_dir = runs.dry_run(capsys, "quick", system, tmp_path / "results")
     assert status == 0
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = runs.manifest(run_dir)
     assert (manifest["status"], manifest["dry_run"], manifest["exit_code"]) == ("dry-run", True, 0)
     sysdesc = config.load_system(system)
-    scripts = job_scripts(run_dir)
+    scripts = scripts_by_environ(run_dir)
     assert sorted(scripts) == sorted(sysdesc["mpi"])
     for environ, script in scripts.items():
         mpi = sysdesc["mpi"][environ]
@@ -200,19 +162,19 @@ def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
         if system == "local":
             # The flavour's own mpirun, with one rank per core of the one 2-core node.
             assert launch.startswith(f'"${{IOSTUDY_MPIRUN:-mpirun}}" -np {procs} ')
-            assert exported(script, "IOSTUDY_MPIRUN") == mpi["mpirun"]
+            assert runs.exported(script, "IOSTUDY_MPIRUN") == mpi["mpirun"]
             assert "#SBATCH" not in script
         else:
             # srun with the flavour's PMI plugin (srun reads SLURM_MPI_TYPE), 2 nodes of 2.
             assert launch.startswith("srun ")
-            assert exported(script, "SLURM_MPI_TYPE") == mpi["srun_mpi"]
+            assert runs.exported(script, "SLURM_MPI_TYPE") == mpi["srun_mpi"]
             assert "#SBATCH --ntasks=4" in lines and "#SBATCH --ntasks-per-node=2" in lines
             assert "#SBATCH -p debug" in lines
         for name, value in mpi.get("env", {}).items():
-            assert exported(script, name) == value
-        assert exported(script, "LD_PRELOAD") == str(checks.runtime_library(system, environ))
-        assert exported(script, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
-        tags = dict(kv.split("=", 1) for kv in exported(script, "IOSTUDY_LOG_TAGS").split(";"))
+            assert runs.exported(script, name) == value
+        assert runs.exported(script, "LD_PRELOAD") == str(checks.runtime_library(system, environ))
+        assert runs.exported(script, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
+        tags = runs.log_tags(script)
         assert tags == {
             "campaign": "quick",
             "check": "iomodel_check",
@@ -230,7 +192,7 @@ def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
             "run_id": run_dir.name,
         }
     # Nothing ran: no logs, no benchmark output.
-    assert not list((run_dir / "darshan").rglob("*.darshan"))
+    assert not runs.darshan_logs(run_dir)
     assert not list(run_dir.rglob("iomodel.jsonl"))
 
 
@@ -248,16 +210,14 @@ def test_real_run_with_1_2_and_4_ranks(configs_copy, tmp_path, capsys):
     keeps the benchmark's lines and leaves one tagged log that PyDarshan reads."""
     require_built()
     size = 16 * MIB
-    write_campaign(
+    iomodel_campaign(
         configs_copy, "small", {"size": "16M", "max_procs": [1, 2, 4], "procs_per_node": "system"}
     )
-    status, run_dir, out = run_campaign(
-        capsys, "small", "--system", "local", "--results", tmp_path / "results"
-    )
+    status, out, run_dir = runs.run_campaign(capsys, "small", "local", tmp_path / "results")
     assert status == 0, out
     assert run_dir.parent == tmp_path / "results" and run_dir.name.endswith("-small-local")
 
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = runs.manifest(run_dir)
     assert (manifest["status"], manifest["exit_code"], manifest["dry_run"]) == ("passed", 0, False)
     assert manifest["run_id"] == run_dir.name
     assert (manifest["campaign"], manifest["system"], manifest["study"]) == (
@@ -275,7 +235,7 @@ def test_real_run_with_1_2_and_4_ranks(configs_copy, tmp_path, capsys):
     assert manifest["spack_build"] == spackenv.manifest_entry("local")
     assert manifest["results"] == {"pass": 6}
 
-    cases = report_cases(run_dir)
+    cases = runs.report_cases(run_dir)
     assert len(cases) == 6 and {c["result"] for c in cases} == {"pass"}
     expected_models = {1: 1, 2: 3, 4: 9}
     for case in cases:
@@ -292,7 +252,7 @@ def test_real_run_with_1_2_and_4_ranks(configs_copy, tmp_path, capsys):
         assert {r["bytes"] for r in lines} == {size}
         assert Path(case["outputdir"]).is_relative_to(run_dir / "reframe" / "output" / "local")
 
-    logs = sorted((run_dir / "darshan").rglob("*.darshan"))
+    logs = runs.darshan_logs(run_dir)
     assert len(logs) == 6, logs
     seen = set()
     for path in logs:
@@ -326,16 +286,14 @@ def test_references_decide(configs_copy, tmp_path, capsys):
         "value": 1e9, "lower": -0.1, "upper": None, "unit": "MiB/s"
     }  # fmt: skip
     refs.write_text(json.dumps(data))
-    write_campaign(configs_copy, "tiny", {"size": "1M", "max_procs": 1}, environs=["openmpi"])
-    status, run_dir, out = run_campaign(
-        capsys, "tiny", "--system", "local", "--results", tmp_path / "results"
-    )
+    iomodel_campaign(configs_copy, "tiny", {"size": "1M", "max_procs": 1}, environs=["openmpi"])
+    status, out, run_dir = runs.run_campaign(capsys, "tiny", "local", tmp_path / "results")
     assert status == 1, out
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = runs.manifest(run_dir)
     assert (manifest["status"], manifest["exit_code"]) == ("failed", 1)
-    (case,) = report_cases(run_dir)
+    (case,) = runs.report_cases(run_dir)
     assert (case["result"], case["fail_phase"]) == ("fail", "performance")
     assert case["perfvalues"]["local:default:max_write_mib_s"][5] == "fail"
     assert case["perfvalues"]["local:default:fpp_write_mib_s"][5] == "pass"
     # The job ran and left its log all the same.
-    assert len(list((run_dir / "darshan").rglob("*.darshan"))) == 1
+    assert len(runs.darshan_logs(run_dir)) == 1

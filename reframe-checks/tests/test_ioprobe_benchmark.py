@@ -12,27 +12,22 @@ liblustreapi receives. Runs use the flavour's own mpirun, oversubscribed on this
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from benchmark_runs import (
     FLAVOURS,
-    REPO_ROOT,
-    binary,
+    check_usage_error,
     describe,
     json_lines,
-    launcher,
     require,
-    run_env,
+    run,
+    runtime_env,
+    the_log,
 )
-from test_iomodel_benchmark import FAKE_LUSTREAPI, STATFS_SHIM
-
-from iostudy.darshanlog import read_log
 
 MIB = 1 << 20
-RUNTIME = REPO_ROOT / "build" / "runtime" / "libiostudy.so"
 KEYS = [
     "benchmark",
     "writers",
@@ -61,12 +56,7 @@ def flavour(request) -> str:
 def ioprobe(flavour: str, nprocs: int | None, *args, app_env: dict | None = None, timeout=120):
     """The benchmark under mpirun with nprocs ranks (app_env to the ranks only, so that mpirun
     itself is never instrumented), or alone as an MPI singleton when nprocs is None."""
-    cmd = [str(binary("ioprobe", flavour)), *map(str, args)]
-    if nprocs is not None:
-        cmd = launcher(flavour, nprocs, app_env) + cmd
-    return subprocess.run(
-        cmd, env=run_env(), capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return run("ioprobe", flavour, nprocs, *args, app_env=app_env, timeout=timeout)
 
 
 def pattern(rank: int) -> int:
@@ -158,20 +148,15 @@ def test_runtime_log_has_one_record_per_writer_within_its_write_time(flavour, tm
     once), all of them inside the interval the benchmark reports as write_s, so the file's
     write time is positive and at most write_s (plus clock granularity: the runtime reads
     CLOCK_MONOTONIC, the benchmark MPI_Wtime)."""
-    if not RUNTIME.is_file():
-        pytest.fail(f"{RUNTIME} not found: run `make build-runtime`", pytrace=False)
     nprocs = 2
     tmp = Path(os.path.realpath(tmp_path))  # the runtime records paths without symlinks
     out, logs = tmp / "out", tmp / "logs"
-    logs.mkdir()
-    env = {"LD_PRELOAD": RUNTIME, "DARSHAN_LOGPATH": logs}
+    env = runtime_env(logs)
     res = ioprobe(flavour, nprocs, "--dir", out, "--size", SIZE, "--transfer", "64K", app_env=env)
     recs = json_lines(res)
     check_record(recs[0], nprocs, 1, SIZE, TRANSFER)
     assert list(out.iterdir()) == [], "the runtime changes nothing: files removed as without it"
-    found = sorted(logs.rglob("*.darshan"))
-    assert len(found) == 1, (found, describe(res))
-    log = read_log(found[0])
+    log = the_log(logs, res)
     assert log["job"]["nprocs"] == nprocs
     names = log["name_records"]
     files = {
@@ -191,24 +176,8 @@ def test_runtime_log_has_one_record_per_writer_within_its_write_time(flavour, tm
 
 # --- Lustre placement, with stand-ins --------------------------------------------------------
 # No Lustre here: an LD_PRELOADed statfs reports Lustre's magic and a stand-in liblustreapi.so.1
-# logs its llapi_file_create calls and creates the file, as the real one does (the sources are
-# iomodel's test's). On a real Lustre `lfs getstripe -i DIR/writer.<r>` shows r mod K.
-
-
-@pytest.fixture(scope="module")
-def lustre_stand_ins(tmp_path_factory) -> tuple[Path, Path]:
-    """(statfs shim, directory holding liblustreapi.so.1)"""
-    cc = shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler for the Lustre stand-ins")
-    d = tmp_path_factory.mktemp("lustre")
-    for name, src, libs in [
-        ("statfs_shim.so", STATFS_SHIM, ["-ldl"]),
-        ("liblustreapi.so.1", FAKE_LUSTREAPI, []),
-    ]:
-        (d / f"{name}.c").write_text(src)
-        subprocess.run([cc, "-shared", "-fPIC", "-o", d / name, d / f"{name}.c", *libs], check=True)
-    return d / "statfs_shim.so", d
+# logs its llapi_file_create calls and creates the file, as the real one does (benchmark_runs).
+# On a real Lustre `lfs getstripe -i DIR/writer.<r>` shows r mod K.
 
 
 def llapi_calls(res: subprocess.CompletedProcess) -> list[tuple[str, ...]]:
@@ -281,12 +250,9 @@ BAD = {
 }
 
 
-def check_usage_error(res: subprocess.CompletedProcess, message: str):
-    assert res.returncode == 2, describe(res)
-    assert res.stdout == "", describe(res)
-    lines = [x for x in res.stderr.splitlines() if x.startswith("ioprobe: ")]
-    assert len(lines) == 1, describe(res)  # rank 0 only
-    assert lines[0].startswith("ioprobe: error: ") and message in lines[0], describe(res)
+def check_bad_parameters(res: subprocess.CompletedProcess, message: str):
+    """The usage error of every benchmark, and ioprobe's usage line after it."""
+    check_usage_error(res, "ioprobe", message)
     assert "usage: ioprobe" in res.stderr, describe(res)
 
 
@@ -297,13 +263,13 @@ def test_bad_parameters_exit_2(flavour, case, tmp_path):
     args = [x for k, v in opts.items() if v is not None for x in (k, v)]
     # Alone (one rank): every rank validates the same argv the same way; the exit status
     # through mpirun is covered below.
-    check_usage_error(ioprobe(flavour, None, *args), message)
+    check_bad_parameters(ioprobe(flavour, None, *args), message)
     assert not (tmp_path / "out").exists()
 
 
 def test_bad_parameters_under_mpirun_exit_2_with_one_message(flavour, tmp_path):
     res = ioprobe(flavour, 2, "--dir", tmp_path / "out", "--size", "1M", "--targets", "0")
-    check_usage_error(res, "--targets '0' is not a positive integer")
+    check_bad_parameters(res, "--targets '0' is not a positive integer")
     assert not (tmp_path / "out").exists()
 
 
@@ -311,4 +277,4 @@ def test_dir_below_a_regular_file_exit_2(flavour, tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     res = ioprobe(flavour, None, "--dir", a_file / "sub", "--size", "1M")
-    check_usage_error(res, f"--dir {a_file / 'sub'}: cannot create {a_file / 'sub'}: Not a dir")
+    check_bad_parameters(res, f"--dir {a_file / 'sub'}: cannot create {a_file / 'sub'}: Not a dir")

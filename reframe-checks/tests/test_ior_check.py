@@ -11,10 +11,11 @@ import re
 import subprocess
 from pathlib import Path
 
+import campaign_runs as runs
 import pytest
 
 from iostudy import campaign as campaign_mod
-from iostudy import checks, spackenv
+from iostudy import checks
 from iostudy.cli import main
 
 DATA = Path(__file__).parent / "data" / "ior"
@@ -93,20 +94,6 @@ def test_spack_program_says_why_it_cannot_run(spack_build):
     assert program is None and why == "ior of the Spack view is built with openmpi, not mpich"
 
 
-def write_campaign(configs, name, checks_):
-    path = configs / "campaigns" / f"{name}.json"
-    doc = {"name": name, "description": "test", "study": "tests", "checks": checks_}
-    path.write_text(json.dumps(doc))
-
-
-def dry_run(campaign: str, system: str, results: Path, capsys) -> tuple[int, str]:
-    """`iostudy campaign run CAMPAIGN --system SYSTEM --dry-run`: its status and output."""
-    status = main(
-        ["campaign", "run", campaign, "--system", system, "--dry-run", "--results", str(results)]
-    )
-    return status, capsys.readouterr().out
-
-
 IOR_POINT = {
     "check": "ior_check",
     "parameters": {"layout": ["shared", "fpp"], "transfer": "1M", "transfers": 4, "procs": 1},
@@ -117,14 +104,13 @@ IOR_POINT = {
 def test_missing_ior_is_skipped_named_and_never_passed(
     configs_copy, spack_build, tmp_path, capsys, system
 ):
-    write_campaign(configs_copy, "iorpoints", [IOR_POINT])
-    status, out = dry_run("iorpoints", system, tmp_path / "results", capsys)
+    runs.write_campaign(configs_copy, "iorpoints", [IOR_POINT])
+    status, out, run_dir = runs.dry_run(capsys, "iorpoints", system, tmp_path / "results")
     assert status == campaign_mod.EXIT_FAILED
-    skips = [line for line in out.splitlines() if "SKIP" in line and "ior_check" in line]
+    skips = runs.skip_lines(out, "ior_check")
     assert len(skips) == 2 * 2, out  # two layouts, both MPI flavours
     assert all(f"no {spack_build / system / 'view' / 'bin' / 'ior'}" in line for line in skips)
-    (run_dir,) = (tmp_path / "results").iterdir()
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = runs.manifest(run_dir)
     assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 4}
     assert f"campaign iorpoints on {system}: incomplete (4 skip)" in out
 
@@ -133,9 +119,9 @@ def test_excluded_combinations_are_not_run(configs_copy, spack_build, tmp_path, 
     """A combination the campaign excludes is skipped as excluded (before anything else, here
     before the missing IOR), and counts apart from the skips that make a run incomplete."""
     point = dict(IOR_POINT, exclude=[{"parameters": {"layout": "fpp"}, "why": "test"}])
-    write_campaign(configs_copy, "iorpoints", [point])
-    status, out = dry_run("iorpoints", "local", tmp_path / "results", capsys)
-    skips = [line for line in out.splitlines() if "SKIP" in line and "ior_check" in line]
+    runs.write_campaign(configs_copy, "iorpoints", [point])
+    status, out, _ = runs.dry_run(capsys, "iorpoints", "local", tmp_path / "results")
+    skips = runs.skip_lines(out, "ior_check")
     excluded = [line for line in skips if "excluded by the campaign: layout=fpp" in line]
     assert len(skips) == 4 and len(excluded) == 2, out
     assert all("layout=fpp" in line for line in excluded)
@@ -146,8 +132,8 @@ def test_excluded_combinations_are_not_run(configs_copy, spack_build, tmp_path, 
 def test_optional_check_skips_leave_the_campaign_complete(
     configs_copy, spack_build, tmp_path, capsys
 ):
-    write_campaign(configs_copy, "iorpoints", [dict(IOR_POINT, optional=True)])
-    status, out = dry_run("iorpoints", "local", tmp_path / "results", capsys)
+    runs.write_campaign(configs_copy, "iorpoints", [dict(IOR_POINT, optional=True)])
+    status, out, _ = runs.dry_run(capsys, "iorpoints", "local", tmp_path / "results")
     assert status == 0, out
     assert "dry-run (4 skip-optional)" in out
 
@@ -155,20 +141,17 @@ def test_optional_check_skips_leave_the_campaign_complete(
 def test_acceptance_scripts_every_point_with_the_view(tmp_path, capsys):
     """With this machine's Spack view (make spack SYSTEM=local): every IOR point is scripted,
     with the view's MPI only."""
-    mpi = spackenv.view_mpi("local")
-    if mpi is None or spackenv.view_program("local", "ior") is None:
-        pytest.skip("no Spack view for local: run `make spack SYSTEM=local`")
-    status, out = dry_run("acceptance", "local", tmp_path / "results", capsys)
+    mpi = runs.require_view("local", "ior")
+    status, out, run_dir = runs.dry_run(capsys, "acceptance", "local", tmp_path / "results")
     assert status == 0, out
-    (run_dir,) = (tmp_path / "results").iterdir()
-    scripts = list((run_dir / "reframe" / "stage").rglob("ior_check_*/rfm_job.sh"))
+    scripts = runs.job_scripts(run_dir, "ior_check_*")
     # 4 APIs x 2 layouts x 2 transfers x 2 targets x process counts 1..2 x 3 repetitions, but
     # PnetCDF's file per process (IOR has none: acceptance excludes it)
     assert len(scripts) == (4 * 2 - 1) * 2 * 2 * 2 * 3
     assert not any("NCMPI" in s.read_text() and " -F " in s.read_text() for s in scripts)
     for script in scripts:
         text = script.read_text()
-        assert f"/{mpi[0]}/" in str(script)
+        assert f"/{mpi}/" in str(script)
         # the write phase, then the read phase (the job's own launch), each with its log's tags
         write = re.search(r"\n(export IOSTUDY_LOG_TAGS=.*phase=write.*)\n(.*)\n(.*)\n(.*)\n", text)
         assert write and "check=ior_check" in write.group(1), text
@@ -217,16 +200,12 @@ def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):
     derived time leaves out made 3-4% of it.)"""
     from iostudy import metrics, store
 
-    if spackenv.view_mpi("local") is None or spackenv.view_program("local", "ior") is None:
-        pytest.skip("no Spack view for local: run `make spack SYSTEM=local`")
+    runs.require_view("local", "ior")
     params = {"api": ["POSIX", "MPIIO"], "layout": ["shared", "fpp"], "transfer": "4M",
               "transfers": 256, "iterations": 1, "procs": 2,
               "target": ["memory", "scratch"]}  # fmt: skip
-    write_campaign(configs_copy, "iorlogs", [{"check": "ior_check", "parameters": params}])
-    results = tmp_path / "results"
-    status = main(["campaign", "run", "iorlogs", "--system", "local", "--results", str(results)])
-    assert status == 0, capsys.readouterr().out[-3000:]
-    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    entries = [{"check": "ior_check", "parameters": params}]
+    run_dir = runs.real_run(capsys, configs_copy, "iorlogs", entries, tmp_path / "results")
     assert main(["ingest", str(run_dir), "--store", str(tmp_path / "store")]) == 0
     con = store.connect(tmp_path / "store")
     ior, jobs = (con.execute(f"SELECT * FROM {t}").df() for t in ("ior", "jobs"))

@@ -7,16 +7,14 @@ run), with and without a Spack view, and real runs from the view under the runti
 PyDarshan reads.
 """
 
-import json
 import re
-import subprocess
 from pathlib import Path
 
+import campaign_runs as runs
 import pytest
 
 from iostudy import campaign as campaign_mod
 from iostudy import checks, madbench, spackenv
-from iostudy.cli import main
 
 DATA = Path(__file__).parent / "data" / "madbench2"
 MIB = 1 << 20
@@ -164,21 +162,6 @@ def test_performance_of_a_real_run():
 # ---- campaigns: dry runs --------------------------------------------------------------------
 
 
-def write_campaign(configs, name, entries):
-    path = configs / "campaigns" / f"{name}.json"
-    doc = {"name": name, "description": "test", "study": "tests", "checks": entries}
-    path.write_text(json.dumps(doc))
-
-
-def run_campaign(capsys, name, system, results, *extra):
-    """`iostudy campaign run NAME --system SYSTEM --results RESULTS [EXTRA]`: (status, output,
-    run directory)."""
-    status = main(["campaign", "run", name, "--system", system, "--results", str(results), *extra])
-    out = capsys.readouterr().out
-    (run_dir,) = [p for p in Path(results).iterdir() if p.is_dir()]
-    return status, out, run_dir
-
-
 # procs_per_node given: campaigns fill in the defaults of a check's parameter schema only
 POINT = {
     "check": "madbench_check",
@@ -197,48 +180,25 @@ POINT = {
 def test_missing_madbench_is_skipped_named_and_never_passed(
     configs_copy, spack_build, tmp_path, capsys, system
 ):
-    write_campaign(configs_copy, "madpoints", [POINT])
-    status, out, run_dir = run_campaign(
-        capsys, "madpoints", system, tmp_path / "results", "--dry-run"
-    )
+    runs.write_campaign(configs_copy, "madpoints", [POINT])
+    status, out, run_dir = runs.dry_run(capsys, "madpoints", system, tmp_path / "results")
     assert status == campaign_mod.EXIT_FAILED
-    skips = [line for line in out.splitlines() if "SKIP" in line and "madbench_check" in line]
+    skips = runs.skip_lines(out, "madbench_check")
     assert len(skips) == 2 * 2 * 2, out  # methods x file types x MPI flavours
     program = spack_build / system / "view" / "bin" / "MADbench2.x"
     assert all(f"MADbench2.x is not built: no {program}" in line for line in skips), out
     assert all(f"make spack SYSTEM={system}" in line for line in skips), out
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = runs.manifest(run_dir)
     assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 8}
 
 
 def test_parameters_madbench_refuses_fail_naming_why(configs_copy, spack_build, tmp_path, capsys):
     point = {"check": "madbench_check", "parameters": {"procs": 2, "procs_per_node": "system"}}
-    write_campaign(configs_copy, "madbad", [point])
-    status, out, run_dir = run_campaign(
-        capsys, "madbad", "local", tmp_path / "results", "--dry-run"
-    )
+    runs.write_campaign(configs_copy, "madbad", [point])
+    status, out, run_dir = runs.dry_run(capsys, "madbad", "local", tmp_path / "results")
     assert status == campaign_mod.EXIT_FAILED
     assert "madbench_check: procs 2 is not a square number" in out, out
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["results"] == {"fail": 2}
-
-
-def require_view(system):
-    if spackenv.view_mpi(system) is None or spackenv.view_program(system, "MADbench2.x") is None:
-        pytest.skip(
-            f"no MADbench2.x in the Spack view of {system}: run `make spack SYSTEM={system}`"
-        )
-    return spackenv.view_mpi(system)[0]
-
-
-def exported(script: str, name: str) -> str:
-    """The value of a variable after bash runs the script's export lines."""
-    exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
-    proc = subprocess.run(
-        ["bash", "-c", f'{exports}\nprintf %s "${name}"'], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    assert runs.manifest(run_dir)["results"] == {"fail": 2}
 
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
@@ -246,21 +206,19 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
     """With the system's Spack view: each point runs the view's MADbench2.x with the view's MPI
     only, in its own scratch folder, with its method, file type and busy-work exponent in the
     environment and in the log's tags, under the runtime."""
-    mpi = require_view(system)
-    write_campaign(configs_copy, "madpoints", [POINT])
-    status, out, run_dir = run_campaign(
-        capsys, "madpoints", system, tmp_path / "results", "--dry-run"
-    )
+    mpi = runs.require_view(system, "MADbench2.x")
+    runs.write_campaign(configs_copy, "madpoints", [POINT])
+    status, out, run_dir = runs.dry_run(capsys, "madpoints", system, tmp_path / "results")
     assert status == 0, out
-    scripts = sorted((run_dir / "reframe" / "stage").rglob("madbench_check_*/rfm_job.sh"))
+    scripts = runs.job_scripts(run_dir, "madbench_check_*")
     assert len(scripts) == 4 and all(f"/{mpi}/" in str(s) for s in scripts), scripts
     program = spackenv.view_program(system, "MADbench2.x")
     seen = set()
     for script in scripts:
         text = script.read_text()
         lines = text.splitlines()
-        tags = dict(kv.split("=", 1) for kv in exported(text, "IOSTUDY_LOG_TAGS").split(";"))
-        method, filetype = exported(text, "IOMETHOD"), exported(text, "FILETYPE")
+        tags = runs.log_tags(text)
+        method, filetype = runs.exported(text, "IOMETHOD"), runs.exported(text, "FILETYPE")
         seen.add((method, filetype))
         assert (tags["iomethod"], tags["filetype"]) == (method, filetype)
         assert (tags["check"], tags["npix"], tags["nbin"], tags["bwexp"]) == (
@@ -268,9 +226,9 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
         )  # fmt: skip
         assert (tags["rmod"], tags["wmod"], tags["fblocksize"]) == ("1", "1", "4096")
         assert tags["procs"] == "4" and tags["run_id"] == run_dir.name
-        assert exported(text, "BWEXP") == "1" and exported(text, "IOMODE") == "SYNC"
-        assert exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
-        assert exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
+        assert runs.exported(text, "BWEXP") == "1" and runs.exported(text, "IOMODE") == "SYNC"
+        assert runs.exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
+        assert runs.exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
         (launch,) = [line for line in lines if line.endswith(f"{program} 2048 4 1 32 4096 1 1")]
         # MADbench2 works in files/ of its current folder: the job's folder on scratch
         workdir = re.search(r"^mkdir -p (\S+) ", text, re.M).group(1)
@@ -285,7 +243,7 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
             assert "#SBATCH --ntasks=4" in lines and "#SBATCH --ntasks-per-node=2" in lines
             assert tags["nodes"] == "2"
     assert seen == {(m, f) for m in madbench.IOMETHODS for f in madbench.FILETYPES}
-    assert not list((run_dir / "darshan").rglob("*.darshan"))
+    assert not runs.darshan_logs(run_dir)
 
 
 # ---- real runs from the Spack view ----------------------------------------------------------
@@ -299,23 +257,20 @@ def test_real_runs_pass_and_their_logs_show_the_method(configs_copy, tmp_path, c
     shared file or a file per process."""
     import darshan
 
-    require_view("local")
-    write_campaign(configs_copy, "madreal", [POINT])
-    status, out, run_dir = run_campaign(capsys, "madreal", "local", tmp_path / "results")
-    assert status == 0, out[-3000:]
-    report = json.loads((run_dir / "reframe" / "report.json").read_text())
-    cases = [c for run in report["runs"] for c in run["testcases"]]
+    runs.require_view("local", "MADbench2.x")
+    run_dir = runs.real_run(capsys, configs_copy, "madreal", [POINT], tmp_path / "results")
+    cases = runs.report_cases(run_dir)
     assert len(cases) == 4 and {c["result"] for c in cases} == {"pass"}
     names = {f"{n}_s" for n in ("s_write", "w_read", "w_write", "c_read")}
     names |= {f"{n}_mib_s" for n in ("s_write", "w_read", "w_write", "c_read", "write", "read")}
     names |= {"s_total_s", "w_total_s", "c_total_s"}
     for case in cases:
-        perf = {key.split(":")[-1]: value for key, value in case["perfvalues"].items()}
+        perf = runs.perf_values(case)
         assert set(perf) == names
         assert all(v[0] > 0 for v in perf.values())
         assert perf["w_read_mib_s"][4] == "MiB/s" and perf["w_read_s"][4] == "s"
     size = madbench.phase_bytes(2048, 4)
-    logs = sorted((run_dir / "darshan").rglob("*.darshan"))
+    logs = runs.darshan_logs(run_dir)
     assert len(logs) == 4, logs
     seen = set()
     for path in logs:

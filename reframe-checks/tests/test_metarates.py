@@ -10,25 +10,12 @@ under the flavour's own mpirun, oversubscribed on this host.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from benchmark_runs import (
-    FLAVOURS,
-    REPO_ROOT,
-    binary,
-    describe,
-    json_lines,
-    launcher,
-    require,
-    run_env,
-)
+from benchmark_runs import FLAVOURS, describe, json_lines, require, run, runtime_env, the_log
 
-from iostudy.darshanlog import read_log
-
-RUNTIME = REPO_ROOT / "build" / "runtime" / "libiostudy.so"
 PROCS = 2
 N = 50
 KEYS = [
@@ -52,10 +39,7 @@ def flavour(request) -> str:
 def metarates(flavour: str, *args, app_env: dict | None = None, timeout: int = 120):
     """The benchmark under mpirun with PROCS ranks; app_env goes to the ranks only (through
     the launcher), so that mpirun itself is never instrumented."""
-    cmd = [*launcher(flavour, PROCS, app_env), str(binary("metarates", flavour)), *map(str, args)]
-    return subprocess.run(
-        cmd, env=run_env(), capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return run("metarates", flavour, PROCS, *args, app_env=app_env, timeout=timeout)
 
 
 def check_phases(recs: list[dict], phases: list[str]):
@@ -116,17 +100,12 @@ def test_utime_sets_the_files_times_to_now(flavour, tmp_path):
 def test_runtime_log_shows_the_opens_and_stats(flavour, tmp_path):
     """Under iostudy's runtime, PyDarshan finds one POSIX record per benchmark file, with one
     open (create) and one stat (stat phase) each: P * N of both in all."""
-    if not RUNTIME.is_file():
-        pytest.fail(f"{RUNTIME} not found: run `make build-runtime`", pytrace=False)
     tmp = Path(os.path.realpath(tmp_path))  # the runtime records paths without symlinks
     out, logs = tmp / "out", tmp / "logs"
-    logs.mkdir()
-    env = {"LD_PRELOAD": RUNTIME, "DARSHAN_LOGPATH": logs}
+    env = runtime_env(logs)
     res = metarates(flavour, "-d", out, "-n", N, app_env=env)
     check_phases(json_lines(res), ["create", "stat", "utime", "remove"])
-    found = sorted(logs.rglob("*.darshan"))
-    assert len(found) == 1, (found, describe(res))
-    log = read_log(found[0])
+    log = the_log(logs, res)
     assert log["job"]["nprocs"] == PROCS
     names = log["name_records"]
     recs = [r for r in log["records"]["POSIX"] if names[r["id"]].startswith(f"{out}/")]

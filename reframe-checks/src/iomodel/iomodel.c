@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench_args.h"
+#include "bench_mpi.h"
 #include "lustre.h"
 
 enum { EXIT_IO = 1, EXIT_USAGE = 2 };
@@ -416,16 +417,9 @@ static int rank_io(const bench_t *b, const model_t *md, bool write) {
     return EXIT_IO;
 }
 
-/* The worst status of all ranks; as a collective it is also the closing barrier of a phase,
- * and it keeps a failing rank from leaving the others waiting in the next barrier. */
-static int agree(int status) {
-    int worst = status;
-    MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return worst;
-}
-
 /* One timed phase, barrier to barrier, on rank 0's clock (opens and closes included: they are
- * part of the I/O the logs account for). */
+ * part of the I/O the logs account for). agree is the closing barrier, and it keeps a failing
+ * rank from leaving the others waiting in the next model's barrier. */
 static int timed_phase(const bench_t *b, const model_t *md, bool write, double *seconds) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -451,10 +445,6 @@ static int run_model(const bench_t *b, const model_t *md) {
         remove_model(b, md);
     return status;
 }
-
-/* The pattern byte of a rank, never 0, so that a hole in a file (zeros) cannot pass for data
- * and a test can tell which rank wrote each chunk. */
-static int fill_byte(int rank) { return 1 + rank % 255; }
 
 static int run_all(bench_t *b) {
     b->buflen = (size_t)(b->opt.size < IO_PIECE ? b->opt.size : IO_PIECE);
@@ -502,11 +492,9 @@ static int setup_local(bench_t *b, int argc, char **argv, char *err) {
 static int setup(bench_t *b, int argc, char **argv) {
     char err[ERR_LEN] = "";
     int bad = setup_local(b, argc, argv, err) != 0;
-    if (!bad && !b->opt.help && !b->opt.list) {
-        if (b->rank == 0)
-            bad = check_dir(b->opt.dir, 128, err) != 0; /* room for the model dirs and files */
-        MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    }
+    /* 128: room for the model dirs and files below DIR */
+    if (!bad && !b->opt.help && !b->opt.list)
+        bad = check_dir_on_rank0(b->rank, b->opt.dir, 128, err) != 0;
     if (bad && b->rank == 0)
         fprintf(stderr, "iomodel: error: %s\n", err);
     return bad ? EXIT_USAGE : 0;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "bench_args.h"
+#include "bench_mpi.h"
 #include "lustre.h"
 
 enum { EXIT_IO = 1, EXIT_USAGE = 2 };
@@ -152,11 +153,8 @@ static int setup_local(bench_t *b, int argc, char **argv, char *err) {
 static int setup(bench_t *b, int argc, char **argv) {
     char err[ERR_LEN] = "";
     int bad = setup_local(b, argc, argv, err) != 0;
-    if (!bad && !b->opt.help) {
-        if (b->rank == 0)
-            bad = check_dir(b->opt.dir, NAME_ROOM, err) != 0;
-        MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    }
+    if (!bad && !b->opt.help)
+        bad = check_dir_on_rank0(b->rank, b->opt.dir, NAME_ROOM, err) != 0;
     if (bad && b->rank == 0)
         fprintf(stderr, "ioprobe: error: %s\n%s(see ioprobe --help)\n", err, USAGE_LINE);
     return bad ? EXIT_USAGE : 0;
@@ -166,15 +164,6 @@ static int setup(bench_t *b, int argc, char **argv) {
 static int io_error(const bench_t *b, const char *call, int e) {
     fprintf(stderr, "ioprobe: rank %d: %s %s: %s\n", b->rank, call, b->path, strerror(e));
     return EXIT_IO;
-}
-
-/* The worst status of all ranks. A failing rank goes on to the same collectives as the others,
- * so the job ends through MPI_Finalize rather than MPI_Abort, which with MPICH's mpiexec can
- * kill the job before the failing rank's message has been forwarded (as in metarates). */
-static int agree(int status) {
-    int worst = status;
-    MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return worst;
 }
 
 static int target_of(const bench_t *b) { return (int)(b->rank % b->opt.targets); }
@@ -284,10 +273,6 @@ static void report(const bench_t *b) {
     printf("}\n");
     fflush(stdout);
 }
-
-/* The pattern byte of a writer, never 0: a hole in a file (zeros) cannot pass for data, and a
- * kept file shows who wrote it (as in iomodel). */
-static int fill_byte(int rank) { return 1 + rank % 255; }
 
 static int run(bench_t *b) {
     snprintf(b->path, sizeof b->path, "%s/writer.%d", b->opt.dir, b->rank);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench_args.h"
+#include "bench_mpi.h"
 
 enum { EXIT_SYSCALL = 1, EXIT_USAGE = 2 };
 
@@ -89,16 +90,6 @@ static const char USAGE[] =
 static int syscall_error(int rank, const char *call, const char *path) {
     fprintf(stderr, "metarates: rank %d: %s %s: %s\n", rank, call, path, strerror(errno));
     return EXIT_SYSCALL;
-}
-
-/* The worst status of all ranks. A failing rank stops its loop, and every rank stops after the
- * same collective, so the job ends through MPI_Finalize rather than MPI_Abort: with MPICH's
- * mpiexec an abort can kill the job before the failing rank's message has been forwarded (about
- * one run in ten here), and that message is the whole diagnosis. */
-static int agree(int status) {
-    int worst = status;
-    MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return worst;
 }
 
 static const struct option LONG_OPTIONS[] = {
