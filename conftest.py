@@ -26,3 +26,15 @@ def spack_build(monkeypatch):
     monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))
     yield root
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lustre_stand_ins(tmp_path_factory):
+    """(statfs shim, directory holding liblustreapi.so.1): a directory on Lustre as far as a
+    benchmark can tell, and the liblustreapi it loads (reframe-checks/tests/benchmark_runs.py,
+    importable from the tests beside it, the only users). Here, not in a conftest.py of that
+    folder: a second module named conftest would shadow runtime/tests/conftest.py, which the
+    runtime's tests import by name."""
+    from benchmark_runs import build_lustre_stand_ins
+
+    return build_lustre_stand_ins(tmp_path_factory.mktemp("lustre"))
