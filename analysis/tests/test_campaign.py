@@ -101,7 +101,7 @@ def test_campaign_not_json(configs_copy):
 
 
 def test_unknown_campaign_lists_the_known(configs_copy):
-    known = r"\(known: acceptance, quick\)"
+    known = r"\(known: acceptance, applications, interference, probe, quick\)"
     with pytest.raises(config.ConfigError, match=rf"no such campaign 'nosuch' {known}"):
         config.load_campaign("nosuch")
 

@@ -6,7 +6,6 @@ import subprocess
 
 import pytest
 
-from iostudy import schedule
 from iostudy.cli import main
 
 OTHER = "15 3 * * * /bin/true  # someone else's entry"
@@ -36,7 +35,7 @@ def test_install_is_idempotent_and_remove_leaves_the_rest(own_crontab, tmp_path,
     shown = capsys.readouterr().out.splitlines()
     assert crontab_lines() == [OTHER], "--dry-run changed the crontab"
     assert shown[0] == "# iostudy schedule probe --system local"
-    assert shown[1].startswith("7 * * * * flock -n ")
+    assert shown[1].startswith("7 * * * * mkdir -p ") and " && flock -n " in shown[1]
     assert "campaign run probe --system local" in shown[1]
     assert f"--ingest {tmp_path / 'store'}" in shown[1]
 
@@ -57,17 +56,18 @@ def test_install_is_idempotent_and_remove_leaves_the_rest(own_crontab, tmp_path,
     assert "nothing removed" in capsys.readouterr().out
 
 
-def test_the_installed_command_runs(own_crontab, tmp_path, capsys):
+def test_the_installed_command_runs(tmp_path, capsys):
     """The command line of the entry, as cron would run it (sh -c), is a valid command: here
-    with an unknown system in place of the real one it stops at once, naming the system."""
-    assert main(["schedule", "probe", "--system", "local", "--dry-run"]) == 0
+    with an unknown system in place of the real one it stops at once, naming the system in its
+    log, whose folder it makes first (as on a fresh checkout)."""
+    log = tmp_path / "no-folder-yet" / "probe.log"
+    args = ["schedule", "probe", "--system", "local", "--log", str(log), "--dry-run"]
+    assert main(args) == 0
     command = capsys.readouterr().out.splitlines()[1].split(None, 5)[5]
-    log = schedule.REPO_ROOT / "build" / "campaign-logs" / "probe-local.log"
-    size = log.stat().st_size if log.exists() else 0
     command = command.replace("--system local", "--system no-such-system")
     proc = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2
-    assert "no such system 'no-such-system'" in log.read_text()[size:]
+    assert proc.returncode == 2, proc.stderr
+    assert "no such system 'no-such-system'" in log.read_text()
 
 
 def test_errors_are_named(tmp_path, monkeypatch, capsys):

@@ -43,7 +43,6 @@ def probe_entry(system: str, scheduler: str, results: Path, store: Path, log: Pa
     """The lines of the system's block: the marker, Slurm's options (scrontab), the command."""
     iostudy = Path(sys.executable).parent / "iostudy"
     run = (
-        f"mkdir -p {shlex.quote(str(Path(log).parent))} && "
         f"cd {shlex.quote(str(REPO_ROOT))} && {shlex.quote(str(iostudy))} campaign run probe "
         f"--system {shlex.quote(system)} --results {shlex.quote(str(results))} "
         f"--ingest {shlex.quote(str(store))} >> {shlex.quote(str(log))} 2>&1"
@@ -55,7 +54,8 @@ def probe_entry(system: str, scheduler: str, results: Path, store: Path, log: Pa
     else:  # cron starts the next run even when the last one still runs: skip it instead
         lock = Path(log).with_suffix(".lock")
         run = f"flock -n {shlex.quote(str(lock))} sh -c {shlex.quote(run)}"
-    return lines + [f"{minute} * * * * {run}"]
+    # The log's folder first: a fresh checkout has none, and flock opens its lock there.
+    return lines + [f"{minute} * * * * mkdir -p {shlex.quote(str(Path(log).parent))} && {run}"]
 
 
 def without_block(lines: list[str], system: str) -> list[str]:
