@@ -15,12 +15,11 @@ Two forms (verify):
 - True: one launch of hacc_io, which writes, reads back and compares every value in memory
   ("CONTENTS VERIFIED... Success"); its read comes from the page cache. One log, no phase tag.
 
-O_DIRECT / O_SYNC: hacc-io has no option for them (nor for anything but the two arguments), and
-this build does its I/O with POSIX open/write/read although the library defaults to MPI-IO: the
-main programs call SetPOSIX_IO_Interface(); so no MPI-IO hint (e.g. direct I/O) can reach it
-either. Seed 002's authors modified the source (MPI-IO, O_DIRECT|O_SYNC at open). What this
-check can do is drop_cache above; the write phase ends at close, before the kernel writes the
-data back, and measures the page cache as much as the storage.
+Interface and flags (iostudy's build of hacc-io, see iostudy.haccio): interface "mpiio" (the
+default, seed 002's) does the I/O through the library's MPI-IO path, "posix" through upstream's
+POSIX one; osync opens the POSIX checkpoint O_SYNC. O_DIRECT is not offered (HACC-IO's buffers
+are not aligned). The write phase of a run without osync ends at close, before the kernel's
+writeback, and measures the page cache as much as the storage.
 
 Performance variables: write_mib_s and read_mib_s (MiB/s: the phase's Bytes over its MaxTime,
 as the program computes them: it labels them MB/s but divides by 1024 * 1024, so nothing is
@@ -59,12 +58,15 @@ class haccio_check(BenchmarkCheck):
     layout = variable(str, value="fpp")  # fpp (N-N) or shared (N-1)
     verify = variable(typ.Bool, value=False)  # one launch of hacc_io: write, read back, compare
     drop_cache = variable(typ.Bool, value=True)  # between the phases, on the scratch target
+    interface = variable(str, value="mpiio")  # or posix (upstream's), see iostudy.haccio
+    osync = variable(typ.Bool, value=False)  # the POSIX checkpoint opened O_SYNC
 
     @run_after("setup")
     def set_job(self):
         # the arguments first: a wrong value is an error, not a skip
         launches = haccio.programs(self.layout, self.verify)
         haccio.arguments(self.particles, haccio.PREFIX)
+        switches = haccio.environment(self.interface, bool(self.osync))
         system, environ = self.current_system.name, self.current_environ.name
         found = {launch: checks.spack_program(system, name, environ)
                  for launch, name in launches.items()}  # fmt: skip
@@ -75,8 +77,11 @@ class haccio_check(BenchmarkCheck):
             "layout": self.layout,
             "verify": checks.param_text(bool(self.verify)),
             "drop_cache": checks.param_text(bool(self.drop_cache)),
+            "interface": self.interface,
+            "osync": checks.param_text(bool(self.osync)),
         }
         workdir = self.prepare(CHECK, None if missing else program, "; ".join(missing), tags)
+        self.env_vars.update(switches)
         self.executable_opts = haccio.arguments(self.particles, workdir / haccio.PREFIX)
         self.write_program = None if self.verify else found["write"][0]
         self.between_phases = (
@@ -100,7 +105,9 @@ class haccio_check(BenchmarkCheck):
         return haccio.merge({"write": write, "read": text})
 
     def problems(self, parsed):
-        return haccio.sanity(parsed, self.particles, self.procs, self.layout, self.verify)
+        return haccio.sanity(
+            parsed, self.particles, self.procs, self.layout, self.verify, self.interface
+        )
 
     def figures(self, parsed):
         """(value, unit) pairs, s or MiB/s: the base gives each variable its own unit."""

@@ -71,6 +71,16 @@ def test_programs_and_arguments():
             haccio.arguments(bad, "p")
 
 
+def test_switches_of_iostudys_build():
+    assert haccio.environment("mpiio", False) == {"HACC_IO_INTERFACE": "mpiio"}
+    assert haccio.environment("posix", True) == {"HACC_IO_INTERFACE": "posix",
+                                                 "HACC_IO_OSYNC": "1"}  # fmt: skip
+    with pytest.raises(ValueError, match="O_SYNC is an open flag of the POSIX interface only"):
+        haccio.environment("mpiio", True)
+    with pytest.raises(ValueError, match="interface 'hdf5': not one of mpiio, posix"):
+        haccio.environment("hdf5", False)
+
+
 def test_file_names_are_the_ones_real_runs_wrote():
     """As the capture listed them (data/README.md): a file per rank, or one."""
     assert haccio.file_names("checkpoint", "fpp", 2) == [
@@ -131,6 +141,19 @@ def test_sanity_of_real_verified_runs(name):
     assert haccio.sanity(parsed, particles, procs, layout, True) == []
 
 
+@pytest.mark.parametrize("layout", ["fpp", "shared"])
+def test_sanity_of_real_mpiio_runs(layout):
+    """iostudy's build through MPI-IO (data/README.md): 2 ranks of 100,000 particles; the read
+    phase counts the particles only, as the raw Bytes field says."""
+    write, read, verify = (text_of(f"mpiio-{layout}-{p}-2") for p in ("write", "read", "verify"))
+    assert raw_phase(read, "READ Restart")[1] == 2 * 100_000 * haccio.PARTICLE_BYTES
+    pair = haccio.merge({"write": write, "read": read})
+    assert haccio.sanity(pair, 100_000, 2, layout, False, "mpiio") == []
+    assert haccio.sanity(haccio.merge({"verify": verify}), 100_000, 2, layout, True, "mpiio") == []
+    # the POSIX expectation (headers read too) does not hold for them
+    assert "read: 7600000 bytes" in haccio.sanity(pair, 100_000, 2, layout, False)[0]
+
+
 @pytest.mark.parametrize("pair", sorted(PAIRS))
 def test_sanity_of_real_write_then_read_runs(pair):
     write, read = PAIRS[pair]
@@ -153,7 +176,7 @@ def test_sanity_catches_wrong_counts_and_failures():
     # the shared file has one header, not one per rank
     problems = haccio.sanity(parsed, 100_000, 2, "shared", True)
     assert problems == ["write: 57931648 bytes, expected 32765824 (2 ranks of 100000 particles, "
-                        "shared)"]  # fmt: skip
+                        "shared, posix)"]  # fmt: skip
     # what the programs print when something failed, even after a phase's results
     failed = text_of("fpp-verify-2") + text_of("fpp-read-mismatch-2")
     problems = haccio.sanity(haccio.parse(failed), 100_000, 2, "fpp", True)
@@ -284,6 +307,10 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
         assert (tags["check"], tags["particles"], tags["procs"]) == ("haccio_check", "100000", "4")
         assert tags["campaign"] == "haccpoints" and tags["run_id"] == run_dir.name
         assert tags["drop_cache"] == "true" and "phase" not in tags
+        # the MPI-IO path of iostudy's build, seed 002's (no O_SYNC there)
+        assert tags["interface"] == "mpiio" and tags["osync"] == "false"
+        assert runs.exported(text, "HACC_IO_INTERFACE") == "mpiio"
+        assert "HACC_IO_OSYNC" not in text
         assert runs.exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
         assert runs.exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
         workdir = Path(re.search(r"^mkdir -p (\S+) ", text, re.M).group(1))
@@ -325,21 +352,23 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
 # ---- a real run from the Spack view -----------------------------------------------------------
 
 
-def test_real_run_passes_and_its_logs_show_a_posix_file_per_rank(configs_copy, tmp_path, capsys):
+def test_real_run_passes_and_its_logs_show_a_file_per_rank(configs_copy, tmp_path, capsys):
     """100,000 particles on 2 ranks, file per process, from the local Spack view under the
-    runtime, with and without hacc_io's verification: both jobs pass with every performance
-    variable, and their logs (one per phase without verify, one with) show one POSIX file per
-    rank, opened by that rank only, holding its particles and the header. No MPI-IO records:
-    the unmodified hacc-io does its I/O with POSIX calls (see iostudy.haccio)."""
+    runtime, through MPI-IO (iostudy's build, seed 002's) and POSIX (upstream's), with and
+    without hacc_io's verification: every job passes with every performance variable, and
+    the logs (one per phase without verify, one with) show one file per rank, opened by that
+    rank only, holding its particles and the header: in the MPI-IO module and, under it, POSIX
+    for interface mpiio; in POSIX alone for interface posix."""
     import darshan
 
     require_hacc_io("local")
     particles = 100_000
-    parameters = {"particles": particles, "verify": [False, True], "procs": 2}
+    parameters = {"particles": particles, "verify": [False, True], "procs": 2,
+                  "interface": ["mpiio", "posix"]}  # fmt: skip
     entry = {"check": "haccio_check", "parameters": parameters}
     run_dir = runs.real_run(capsys, configs_copy, "haccreal", [entry], tmp_path / "results")
     cases = runs.report_cases(run_dir)
-    assert len(cases) == 2
+    assert len(cases) == 4
     for case in cases:
         assert case["result"] == "pass"
         perf = runs.perf_values(case)
@@ -348,23 +377,31 @@ def test_real_run_passes_and_its_logs_show_a_posix_file_per_rank(configs_copy, t
         assert perf["write_mib_s"][4] == "MiB/s" and perf["read_time_s"][4] == "s"
     per_file = haccio.HEADER_BYTES + particles * haccio.PARTICLE_BYTES
     names = haccio.file_names(haccio.PREFIX, "fpp", 2)
-    logs = runs.darshan_logs(run_dir)
     phases = []
-    for path in logs:
+    for path in runs.darshan_logs(run_dir):
         report = darshan.DarshanReport(str(path), read_all=True)
         tags = report.metadata["job"]["metadata"]
         assert tags["check"] == "haccio_check" and report.metadata["job"]["nprocs"] == 2
         phase = tags.get("phase", "both")
-        phases.append((tags["verify"], phase))
-        assert "POSIX" in report.modules and "MPI-IO" not in report.modules, report.modules
-        posix = runs.records_by_name(report, "POSIX")
-        mine = {Path(name).name: row for name, row in posix.items()
-                if Path(name).name.startswith(haccio.PREFIX)}  # fmt: skip
-        assert sorted(mine) == names
-        for rank, name in enumerate(names):
-            assert mine[name]["rank"] == rank  # a file per rank, no other rank opened it
-            written = per_file if phase in ("write", "both") else 0
-            read = per_file if phase in ("read", "both") else 0
-            assert mine[name]["POSIX_BYTES_WRITTEN"] == written
-            assert mine[name]["POSIX_BYTES_READ"] == read
-    assert sorted(phases) == [("false", "read"), ("false", "write"), ("true", "both")]
+        phases.append((tags["interface"], tags["verify"], phase))
+        mpiio = tags["interface"] == "mpiio"
+        assert ("MPI-IO" in report.modules) == mpiio, (tags, report.modules)
+        written = per_file if phase in ("write", "both") else 0
+        read = per_file if phase in ("read", "both") else 0
+        for module, prefix in (("MPI-IO", "MPIIO"), ("POSIX", "POSIX")):
+            if module == "MPI-IO" and not mpiio:
+                continue
+            records = runs.records_by_name(report, module)
+            # (OMPIO leaves files of its own beside them: <file>.locktest..., shared pointers)
+            mine = {Path(name).name: row for name, row in records.items()
+                    if Path(name).name in names}  # fmt: skip
+            assert sorted(mine) == names, sorted(Path(n).name for n in records)
+            for rank, name in enumerate(names):
+                assert mine[name]["rank"] == rank  # a file per rank, no other rank opened it
+                # the whole file, header and particles, in either module
+                assert mine[name][f"{prefix}_BYTES_WRITTEN"] == written
+                assert mine[name][f"{prefix}_BYTES_READ"] == read
+    assert sorted(phases) == sorted(
+        (i, v, p) for i in ("mpiio", "posix")
+        for v, p in (("false", "read"), ("false", "write"), ("true", "both"))
+    )  # fmt: skip

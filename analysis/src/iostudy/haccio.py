@@ -12,15 +12,16 @@ File per process (the Makefile's `fpp` build, Spack's hacc_io, hacc_io_write, ha
 every value in memory ("CONTENTS VERIFIED... Success"); hacc_io_write only writes, hacc_io_read
 only reads an earlier checkpoint of the same ranks and particles (it aborts on another count).
 
-Interface: the library defaults to MPI-IO (MPI_File_write_at, independent), but the main
-program of every one of these binaries calls SetPOSIX_IO_Interface(): open/lseek/write/read,
-no MPI-IO at all (a Darshan log has POSIX records only). There is no option for the interface,
-for O_DIRECT or O_SYNC (files are opened O_CREAT|O_WRONLY, then O_WRONLY / O_RDONLY; no fsync),
-and no MPI-IO hint applies (no MPI-IO; its own MPI-IO path passes MPI_INFO_NULL). Seed 002's
-authors modified the source for MPI-IO and O_DIRECT|O_SYNC; this build is unmodified, so what a
-run can do about the page cache is outside the program: flush the files and drop their cached
-pages between a write-only and a read-only launch (drop_cached_pages_command), so that the read
-phase reads the storage. The write phase still ends at close, before the kernel's writeback.
+Interface: the library has a POSIX path (open/lseek/write/read) and an MPI-IO one
+(MPI_File_write_at / read_at, independent), but upstream's main program always calls
+SetPOSIX_IO_Interface() and opens the checkpoint plainly (O_CREAT|O_WRONLY, then O_WRONLY /
+O_RDONLY; no fsync). Seed 002 modified the source for MPI-IO and O_DIRECT|O_SYNC. iostudy's
+Spack recipe (spack-env/repos/.../hacc_io) patches two switches in, read at run time:
+HACC_IO_INTERFACE=mpiio takes the MPI-IO path (the check's default, interface "mpiio": the
+seed's), and HACC_IO_OSYNC=1 opens the POSIX checkpoint O_SYNC (osync; MPI-IO has no such open
+mode). O_DIRECT is not offered: it needs buffers aligned to the block size, and HACC-IO's arrays
+are not. Between a write-only and a read-only launch the check flushes the files and drops their
+cached pages (drop_cached_pages_command), so that the read phase reads the storage.
 
 Output (rank 0, C++ iostream, 6 significant digits) at the end of each phase:
 
@@ -60,6 +61,8 @@ PROGRAMS = {
     },
 }
 #: the checkpoint's name prefix in the work folder
+#: HACC_IO_INTERFACE of iostudy's build: the library's MPI-IO path, or upstream's POSIX one
+INTERFACES = ("mpiio", "posix")
 PREFIX = "checkpoint"
 PHASES = ("write", "read")
 MIB = 1 << 20
@@ -95,6 +98,15 @@ def programs(layout: str, verify: bool) -> dict[str, str]:
     return {"verify": names["verify"]} if verify else {p: names[p] for p in PHASES}
 
 
+def environment(interface: str, osync: bool) -> dict[str, str]:
+    """The switches of iostudy's HACC-IO build (see the module docstring) for a run."""
+    if interface not in INTERFACES:
+        raise ValueError(f"HACC-IO interface {interface!r}: not one of {', '.join(INTERFACES)}")
+    if osync and interface != "posix":
+        raise ValueError("HACC-IO osync: O_SYNC is an open flag of the POSIX interface only")
+    return {"HACC_IO_INTERFACE": interface, **({"HACC_IO_OSYNC": "1"} if osync else {})}
+
+
 def arguments(particles: int, prefix: Path | str) -> list[str]:
     """The programs' two arguments: particles per rank and the checkpoint's path prefix."""
     if not 1 <= particles <= PARTICLES_MAX:
@@ -108,13 +120,16 @@ def file_names(prefix: str, layout: str, procs: int) -> list[str]:
     return [f"{prefix}-Part{i:08d}-of-{files:08d}.data" for i in range(files)]
 
 
-def expected_bytes(particles: int, procs: int, layout: str) -> dict[str, int]:
+def expected_bytes(
+    particles: int, procs: int, layout: str, interface: str = "posix"
+) -> dict[str, int]:
     """The Bytes each phase reports: the files' size when written; when read, what every rank
-    counts (its particles and the header, though in a shared file only its first rank reads
-    it)."""
+    counts: through POSIX its particles and the header (though in a shared file only its first
+    rank reads it), through MPI-IO its particles only."""
     data = procs * particles * PARTICLE_BYTES
     files = procs if layout == "fpp" else 1
-    return {"write": data + files * HEADER_BYTES, "read": data + procs * HEADER_BYTES}
+    headers_read = procs * HEADER_BYTES if interface == "posix" else 0
+    return {"write": data + files * HEADER_BYTES, "read": data + headers_read}
 
 
 def parse(text: str) -> dict:
@@ -164,12 +179,14 @@ def merge(outputs: dict[str, str]) -> dict:
     return merged
 
 
-def sanity(parsed: dict, particles: int, procs: int, layout: str, verify: bool) -> list[str]:
+def sanity(
+    parsed: dict, particles: int, procs: int, layout: str, verify: bool, interface: str = "posix"
+) -> list[str]:
     """What is wrong with a run (empty: nothing): a phase missing, Bytes other than procs ranks
     of particles (and the headers) make, a failure the program printed, the verdict of hacc_io
     missing."""
     problems = []
-    expected = expected_bytes(particles, procs, layout)
+    expected = expected_bytes(particles, procs, layout, interface)
     for phase in PHASES:
         got = parsed["phases"].get(phase)
         if got is None:
@@ -178,7 +195,7 @@ def sanity(parsed: dict, particles: int, procs: int, layout: str, verify: bool) 
         if got["bytes"] != expected[phase]:
             problems.append(
                 f"{phase}: {got['bytes']} bytes, expected {expected[phase]} ({procs} ranks of "
-                f"{particles} particles, {layout})"
+                f"{particles} particles, {layout}, {interface})"
             )
         if not got["seconds"] > 0:
             problems.append(f"{phase}: no time")
