@@ -68,7 +68,7 @@ class hmmer_check(BenchmarkCheck):
                 Path(self.stagedir, "inputs"), self.families, self.sequences, self.length
             )
         hmm, db = workdir / "families.hmm", workdir / "db.fa"
-        memory = checks.memory_target_root(self.run_id) / self.unique_name
+        memory = self.job_folder(checks.memory_target_root(self.run_id))
         searched = memory / "db.fa" if self.config == "C" else db
         quiet = "env -u LD_PRELOAD"  # the preparation is not the search: no log of its own
         q = shlex.quote

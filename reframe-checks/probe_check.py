@@ -36,7 +36,7 @@ class probe_check(BenchmarkCheck):
     @run_after("setup")
     def set_job(self):
         system = self.current_system.name
-        self.targets = config.load_system(system)["peaks"].get("storage_targets") or 1
+        self.targets = probe.storage_targets(config.load_system(system))
         self.procs = probe.writers(self.targets, self.writers_per_target)
         program = checks.benchmark_program(system, "ioprobe", self.current_environ.name)
         why = f"{program} is not built (run `make build-checks`)"

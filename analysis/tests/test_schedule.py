@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from iostudy import schedule
 from iostudy.cli import main
 
 OTHER = "15 3 * * * /bin/true  # someone else's entry"
@@ -76,3 +77,12 @@ def test_errors_are_named(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))  # no crontab command
     assert main(["schedule", "probe", "--system", "local"]) == 1
     assert "crontab not found: install cron" in capsys.readouterr().err
+
+
+def test_a_percent_sign_is_escaped_for_cron_only(tmp_path):
+    """cron ends a command at an unescaped %; scrontab passes the line to a batch script."""
+    odd = tmp_path / "50%"
+    cron = schedule.probe_entry("local", "local", odd, odd, odd / "p.log", 0, 50)[-1]
+    assert "%" not in cron.replace("\\%", "")
+    scron = schedule.probe_entry("testcluster", "slurm", odd, odd, odd / "p.log", 0, 50)[-1]
+    assert "\\%" not in scron and "50%" in scron

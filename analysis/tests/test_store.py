@@ -128,6 +128,27 @@ def test_changed_run_reads_only_new_logs(run_dir, tmp_path, capsys, darshan_logs
     assert con.execute("SELECT count(DISTINCT log_sha256) FROM files").fetchone() == (3,)
 
 
+def test_run_of_an_older_store_is_read_again_when_it_changes(run_dir, tmp_path, capsys):
+    """A run ingested by an older iostudy (its files table without today's columns, no lustre
+    table) that changes is read again whole, not carried over with columns missing."""
+    import pyarrow.parquet as pq
+
+    st = tmp_path / "store"
+    ingest(capsys, run_dir, "--store", st)
+    files = st / "files" / f"{RUN}.parquet"
+    pq.write_table(pq.read_table(files).drop_columns(["seeks", "max_byte"]), files)
+    (st / "lustre" / f"{RUN}.parquet").unlink()
+    (run_dir / "manifest.json").write_text(json.dumps(manifest(RUN, status="failed")))
+    status, out, _ = ingest(capsys, run_dir, "--store", st)
+    assert status == 0
+    assert out[-1].endswith("runs 1 ingested, 0 skipped; logs 2 ingested, 0 skipped, 1 quarantined")
+    con = store.connect(st)
+    assert con.execute("SELECT count(*) FROM jobs").fetchone() == (2,)
+    posix = con.execute("SELECT seeks, max_byte FROM files WHERE module = 'posix'").fetchall()
+    assert posix and all(seeks is not None and top is not None for seeks, top in posix)
+    assert (st / "lustre" / f"{RUN}.parquet").is_file()
+
+
 def test_same_log_in_another_run_is_skipped(run_dir, tmp_path, capsys, release_log):
     st = tmp_path / "store"
     ingest(capsys, run_dir, "--store", st)

@@ -56,7 +56,7 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
             base = checks.memory_target_root(self.run_id)
         else:
             base = Path(self.scratch_dir or run_dir / "scratch")
-        workdir = base / part.fullname.replace(":", "/") / environ / self.unique_name
+        workdir = self.job_folder(base)
         logs = run_dir / "darshan"
         self.executable = str(program)
         self.prerun_cmds = [f"mkdir -p {shlex.quote(str(workdir))} {shlex.quote(str(logs))}"]
@@ -87,6 +87,12 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
             self.env_vars["DARSHAN_EXCLUDE_DIRS"] = ",".join(checks.RUNTIME_EXCLUDES_BUT_DEV)
         self.reference = checks.reframe_references(check, system, part.fullname)
         return workdir
+
+    def job_folder(self, base: Path) -> Path:
+        """This test case's own folder under base: base/<system>/<partition>/<environ>/<name>,
+        so that no two cases (flavours, runs by hand) share one."""
+        part = self.current_partition.fullname.replace(":", "/")
+        return Path(base) / part / self.current_environ.name / self.unique_name
 
     def launch_write_phase_first(self, command: list, output: str, between: list[str]) -> None:
         """For a check whose job launches twice, a write phase then a read phase (the job's own

@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import checks, config, provenance, spackenv
+from . import checks, config, probe, provenance, spackenv
 
 REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
@@ -116,6 +116,12 @@ def validate(campaign: dict, system: dict) -> None:
             )
         if "procs" in entry["parameters"]:
             validate_procs(campaign, system, i, entry["parameters"])
+        if entry["check"] == "probe_check":  # its processes: writers per target x targets
+            params = entry["parameters"]
+            targets = probe.storage_targets(system)
+            per_target = _values(params.get("writers_per_target", 1))
+            procs = [probe.writers(targets, w) for w in per_target]
+            validate_procs(campaign, system, i, {**params, "procs": procs})
         validate_excludes(campaign, i, entry)
         if entry["check"] != "iomodel_check":
             continue

@@ -28,6 +28,12 @@ MIB = 1 << 20
 WRITER_FILE = re.compile(r"/writer\.(\d+)$")
 
 
+def storage_targets(system: dict) -> int:
+    """The system's storage targets (peaks.storage_targets of its system.json); 1 when it
+    declares none (a probe then writes writers_per_target files to its one target)."""
+    return (system.get("peaks") or {}).get("storage_targets") or 1
+
+
 def writers(targets: int, writers_per_target: int) -> int:
     return targets * writers_per_target
 

@@ -55,7 +55,10 @@ def probe_entry(system: str, scheduler: str, results: Path, store: Path, log: Pa
         lock = Path(log).with_suffix(".lock")
         run = f"flock -n {shlex.quote(str(lock))} sh -c {shlex.quote(run)}"
     # The log's folder first: a fresh checkout has none, and flock opens its lock there.
-    return lines + [f"{minute} * * * * mkdir -p {shlex.quote(str(Path(log).parent))} && {run}"]
+    command = f"mkdir -p {shlex.quote(str(Path(log).parent))} && {run}"
+    if scheduler != "slurm":
+        command = command.replace("%", r"\%")  # cron turns an unescaped % into a newline
+    return lines + [f"{minute} * * * * {command}"]
 
 
 def without_block(lines: list[str], system: str) -> list[str]:

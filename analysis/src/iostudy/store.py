@@ -277,6 +277,12 @@ EXTRA_COUNTERS = {
     "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"]},
     "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"]},
 }
+# Per module, every column summed from counters (MODULE_COUNTERS' and its EXTRA_COUNTERS), built
+# once: a log's records are summed with one loop each.
+_SUMS = {
+    mod: {**sums, **{col: m[mod] for col, m in EXTRA_COUNTERS.items() if mod in m}}
+    for mod, sums in MODULE_COUNTERS.items()
+}
 _MAX_BYTE = {m: [f"{m}_MAX_BYTE_READ", f"{m}_MAX_BYTE_WRITTEN"] for m in ("POSIX", "STDIO")}
 # Log tags that have a column of their own in the jobs table.
 _TAG_COLUMNS = ("campaign", "check", "system", "repetition", "environ")
@@ -400,7 +406,7 @@ def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
         fp = _FPREFIX[mod]
         for rec in records:
             c, fc = rec["counters"], rec["fcounters"]
-            fig = {key: sum(c.get(n, 0) for n in ns) for key, ns in MODULE_COUNTERS[mod].items()}
+            fig = {key: sum(c.get(n, 0) for n in ns) for key, ns in _SUMS[mod].items()}
             ranks = ranks_of[rec["id"]]
             files.append(
                 {
@@ -426,10 +432,8 @@ def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
                     "opens": fig["opens"],
                     "read_start": fc.get(fp + "READ_START_TIMESTAMP"),
                     "write_start": fc.get(fp + "WRITE_START_TIMESTAMP"),
-                    **{
-                        col: sum(c.get(n, 0) for n in by_mod[mod]) if mod in by_mod else None
-                        for col, by_mod in EXTRA_COUNTERS.items()
-                    },
+                    # the module's extra counters (absent ones: null, as _table fills them)
+                    **{col: fig[col] for col in EXTRA_COUNTERS if col in fig},
                     "max_byte": max(c.get(n, -1) for n in _MAX_BYTE[mod])
                     if mod in _MAX_BYTE
                     else None,
@@ -723,6 +727,12 @@ class Store:
         ).fetchall()
         return {r[0] for r in rows}
 
+    def has_current_tables(self, run_id: str) -> bool:
+        """Whether every table of the run exists with today's columns (TABLES)."""
+        paths = [self.table_path(t, run_id) for t in TABLES]
+        return all(p.is_file() and pq.read_schema(p).names == TABLES[t].names
+                   for t, p in zip(TABLES, paths, strict=True))  # fmt: skip
+
     def old_rows(self, table: str, run_id: str, column: str, keep: set[str]):
         """Record batches of the run's current table file whose ``column`` is in keep."""
         path = self.table_path(table, run_id)
@@ -860,8 +870,10 @@ def ingest_run(
     logs = run_logs(run_dir)
     hashes = {path: sha256_file(path) for path in logs}
     elsewhere = store.known_hashes(exclude_run=run_id)
-    # Logs this run already has (a re-ingest after the manifest changed) are carried over.
-    carried = {h for h in hashes.values() if h not in elsewhere} if old else set()
+    # Logs this run already has (a re-ingest after the manifest changed) are carried over,
+    # unless its tables were written with other columns (an older iostudy): then read again.
+    current = old and store.has_current_tables(run_id)
+    carried = {h for h in hashes.values() if h not in elsewhere} if current else set()
     todo, seen = [], set()
     for path, sha in hashes.items():
         if sha in elsewhere or sha in seen:
