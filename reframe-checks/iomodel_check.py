@@ -23,7 +23,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
-from iostudy import checks
+from iostudy import checks, numfmt
 
 CHECK = "iomodel_check"
 
@@ -136,6 +136,6 @@ class iomodel_check(rfm.RunOnlyRegressionTest):
             self._lines(), self.max_procs, self.procs_per_node, self.read_back
         )
         self.perf_variables = {
-            name: sn.make_performance_function(lambda v=value: v, checks.MIB_S)
+            name: sn.make_performance_function(lambda v=value: v, numfmt.MIB_S)
             for name, value in values.items()
         }

@@ -29,7 +29,7 @@ from pathlib import Path
 import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy import checks
+from iostudy import checks, numfmt
 from iostudy.benchcheck import BenchmarkCheck
 
 CHECK = "ior_check"
@@ -87,7 +87,7 @@ class ior_check(BenchmarkCheck):
         command = [self.executable, *self.ior_options["write"]]
         self.launch_write_phase_first(command, WRITE_OUTPUT, self.between_phases)
 
-    perf_unit = checks.MIB_S
+    perf_unit = numfmt.MIB_S
 
     def parse(self, text):
         write = Path(self.stagedir, WRITE_OUTPUT).read_text()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from . import scaling
+from . import checks, scaling
 from .hmmer import RESULTS as HMMER_RESULTS
 from .numfmt import short
 
@@ -38,13 +38,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 #: the application checks, with the name the report gives each
-APP_CHECKS = {
-    "btio_check": "BTIO",
-    "madbench_check": "MADbench2",
-    "flashio_check": "FLASH-IO",
-    "haccio_check": "HACC-IO",
-    "hmmer_check": "HMMER hmmsearch",
-}
 #: the units of the variables drawn: bandwidths and times
 FIGURE_UNITS = ("MiB/s", "s")
 #: log tags every check's log has: the rest are the check's parameters
@@ -247,13 +240,13 @@ def hmmer_files(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     B or C) a row per file with its role, and a totals row over all the job's STDIO files;
     ordered by role, then configuration, so that A, B and C of a role are together. Columns:
     HMMER_COLUMNS (file: the file's name, path: its full path)."""
-    stdio = files[files["module"] == "stdio"]
+    hmmer = jobs[jobs["check"] == "hmmer_check"]
+    stdio = files[(files["module"] == "stdio") & files["log_sha256"].isin(hmmer["log_sha256"])]
+    by_log = dict(tuple(stdio.groupby("log_sha256")))  # a log's sha256 is its identity
     rows = []
-    for job in jobs[jobs["check"] == "hmmer_check"].to_dict("records"):
+    for job in hmmer.to_dict("records"):
         config = str(_parameters(job.get("tags")).get("config") or "?")
-        recs = stdio[
-            (stdio["run_id"] == job["run_id"]) & (stdio["log_sha256"] == job["log_sha256"])
-        ]
+        recs = by_log.get(job["log_sha256"], stdio.iloc[:0])
         base = {
             "run_id": job["run_id"],
             "system": job.get("system"),
@@ -298,17 +291,20 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     of them not aligned to the file system's block (unaligned_pct) and below 1 MiB (small_pct),
     MPI-IO collective and independent reads + writes and the collective share, and the bytes
     read + written through each module. Shares are empty when there is no operation."""
-    apps = jobs[jobs["check"].isin(list(APP_CHECKS))]
+    apps = jobs[jobs["check"].isin(list(checks.APP_CHECKS))]
+    # Every sum once: per log (its sha256 is its identity) and module.
+    counted = ["reads", "writes", "unaligned", "small_reads", "small_writes", "coll_ops",
+               "indep_ops", "bytes_read", "bytes_written"]  # fmt: skip
+    mine = files[files["log_sha256"].isin(apps["log_sha256"])]
+    numbers = mine[counted].apply(pd.to_numeric, errors="coerce").fillna(0)
+    sums = numbers.groupby([mine["log_sha256"], mine["module"]]).sum()
     rows = []
     for job in apps.to_dict("records"):
         tags = _parameters(job.get("tags"))
-        recs = files[
-            (files["run_id"] == job["run_id"]) & (files["log_sha256"] == job["log_sha256"])
-        ]
 
-        def total(module, *columns, recs=recs):
-            of = recs[recs["module"] == module]
-            return int(sum(pd.to_numeric(of[c], errors="coerce").fillna(0).sum() for c in columns))
+        def total(module, *columns, sha=job["log_sha256"]):
+            key = (sha, module)
+            return int(sums.loc[key, list(columns)].sum()) if key in sums.index else 0
 
         ops = total("posix", "reads", "writes")
         coll, indep = total("mpiio", "coll_ops"), total("mpiio", "indep_ops")
@@ -349,9 +345,11 @@ def add_section(add, tables: dict[str, pd.DataFrame]) -> None:
     """The report's applications section (seeds 001 and 002) through report.render's add();
     nothing when the study has no application-check data (the section then says so)."""
     perf, jobs, files, runs = (tables[t] for t in ("perf", "jobs", "files", "runs"))
-    present = [c for c in APP_CHECKS if (perf["check"] == c).any() or (jobs["check"] == c).any()]
+    present = [
+        c for c in checks.APP_CHECKS if (perf["check"] == c).any() or (jobs["check"] == c).any()
+    ]
     for check in present:
-        name = APP_CHECKS[check]
+        name = checks.APP_CHECKS[check]
         table = perf_table(perf, check)
         if table.empty:
             continue
@@ -390,7 +388,7 @@ def add_section(add, tables: dict[str, pd.DataFrame]) -> None:
             table=True,
             hide=["run_id", "path"],
         )
-    app_jobs = jobs[jobs["check"].isin(list(APP_CHECKS))]
+    app_jobs = jobs[jobs["check"].isin(list(checks.APP_CHECKS))]
     ordered = runs[runs["run_id"].isin(set(app_jobs["run_id"]))]
     ordered = ordered.assign(_t=pd.to_datetime(ordered["started"], utc=True, errors="coerce"))
     for run in ordered.sort_values(["_t", "run_id"]).itertuples():

@@ -40,7 +40,6 @@ import json
 import re
 import shlex
 
-MIB = 2**20
 KIB = 2**10
 
 # The keys of every dict in "results" (both IOR formats).

@@ -26,8 +26,8 @@ import re
 from pathlib import Path
 
 from . import checks
+from .numfmt import MIB
 
-MIB = 1 << 20
 #: bytes per grid point: 5 doubles (BTIO's FIVE_DBL dimension)
 POINT_BYTES = 5 * 8
 #: NPB BT's classes: (grid points per side, time steps); BTIO dumps every WRITE_INTERVAL steps
@@ -227,9 +227,14 @@ def sanity(phases: dict[str, dict], procs: int, points: int, dumps: int) -> list
 def phase_seconds(parsed: dict) -> float:
     """A phase's time: its amount over its bandwidth, as BTIO computed the bandwidth (from the
     unrounded time); BTIO prints the time itself with 2 decimals only."""
-    grid = parsed["grid"]
-    mib = grid[0] * grid[1] * grid[2] * POINT_BYTES * parsed["iterations"] / MIB
-    return mib / parsed["bandwidth_mib_s"]
+    return phase_mib(parsed) / parsed["bandwidth_mib_s"]
+
+
+def phase_mib(parsed: dict) -> float:
+    """The MiB a phase moved: its grid of 5 doubles per point, once per dump (io_bytes of
+    a cubic grid)."""
+    x, y, z = parsed["grid"]
+    return x * y * z * POINT_BYTES * parsed["iterations"] / MIB
 
 
 def performance(phases: dict[str, dict]) -> dict[str, tuple[float, str]]:
@@ -245,7 +250,7 @@ def performance(phases: dict[str, dict]) -> dict[str, tuple[float, str]]:
         seconds = phase_seconds(p)
         values[f"{phase}_mib_s"] = (p["bandwidth_mib_s"], "MiB/s")
         values[f"{phase}_time_s"] = (seconds, "s")
-        total_mib += seconds * p["bandwidth_mib_s"]
+        total_mib += phase_mib(p)
         total_s += seconds
     if total_s > 0:
         values["io_mib_s"] = (total_mib / total_s, "MiB/s")

@@ -49,10 +49,9 @@ CHECK_BENCHMARKS = {
 # Checks whose programs come from the system's Spack view, built with one MPI: they run with
 # that flavour only (without a view they run, and skip naming what is missing).
 # hmmer_check takes Debian's hmmsearch (no MPI) when the view has none.
-APP_CHECKS = {"btio_check", "madbench_check", "flashio_check", "haccio_check", "hmmer_check"}
-SPACK_CHECKS = {"ior_check", "mdtest_check", *APP_CHECKS}
+SPACK_CHECKS = {"ior_check", "mdtest_check", *checks.APP_CHECKS}
 # Checks built on iostudy.benchcheck.BenchmarkCheck: they take a campaign's exclusions.
-EXCLUDABLE = {"ior_check", "mdtest_check", "metarates_check", "probe_check", *APP_CHECKS}
+EXCLUDABLE = {"ior_check", "mdtest_check", "metarates_check", "probe_check", *checks.APP_CHECKS}
 # "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
 # system's cores_per_node), at most max_procs, resolved per test case.
 PER_NODE_OF_SYSTEM = 0

@@ -19,7 +19,16 @@ RUNTIME_BUILD = config.REPO_ROOT / "build" / "runtime" / "libiostudy.so"
 CHECKS_BUILD = config.REPO_ROOT / "build" / "reframe-checks"
 SIZE = re.compile(r"^([1-9][0-9]*)([KMG]?)$")
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-MIB_S = "MiB/s"
+
+
+#: the application checks (seeds 001 and 002) and the benchmark each runs
+APP_CHECKS = {
+    "btio_check": "BTIO",
+    "madbench_check": "MADbench2",
+    "flashio_check": "FLASH-IO",
+    "haccio_check": "HACC-IO",
+    "hmmer_check": "HMMER hmmsearch",
+}
 
 
 def runtime_library(system: str, environ: str) -> Path:

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import re
 
+from .numfmt import MIB, MIB_S, SECONDS
+
 PROGRAM = "flash_benchmark_io"
 #: MPI-IO access of the data: the program's default, or -i
 ACCESS = ("collective", "independent")
@@ -49,9 +51,6 @@ FILES = {
     "plot_centered": ("plot no corner", "ncmpi_plt_cnt_0000.nc"),
     "plot_corner": ("plot    corner", "ncmpi_plt_crn_0000.nc"),
 }
-MIB = 1 << 20
-SECONDS = "s"
-MIB_S = "MiB/s"
 #: the checkpoint's variables are double precision, the plot files' 4 variables single
 CHECKPOINT_BYTES, PLOT_VARIABLES, PLOT_BYTES = 8, 4, 4
 #: what PnetCDF writes besides the variables (header, block tree, coordinates): < 1 KiB per

@@ -43,6 +43,7 @@ import shlex
 from pathlib import Path
 
 from . import checks
+from .numfmt import MIB, MIB_S, SECONDS
 
 #: record of one particle: 7 floats, an int64 and a uint16
 PARTICLE_BYTES = 7 * 4 + 8 + 2
@@ -60,14 +61,11 @@ PROGRAMS = {
         "read": "hacc_io_read_shared",
     },
 }
-#: the checkpoint's name prefix in the work folder
 #: HACC_IO_INTERFACE of iostudy's build: the library's MPI-IO path, or upstream's POSIX one
 INTERFACES = ("mpiio", "posix")
+#: the checkpoint's name prefix in the work folder
 PREFIX = "checkpoint"
 PHASES = ("write", "read")
-MIB = 1 << 20
-SECONDS = "s"
-MIB_S = "MiB/s"
 
 _NUMBER = r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)"
 _PERF = re.compile(

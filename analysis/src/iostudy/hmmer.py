@@ -20,7 +20,7 @@ import re
 import shutil
 from pathlib import Path
 
-from . import spackenv
+from . import checks
 
 CONFIGS = ("A", "B", "C")
 ALPHABET = "ACDEFGHIKLMNPQRSTVWY"
@@ -34,22 +34,13 @@ RESULTS = "hmmsearch.out"  # configurations B and C: the -o file
 def program(system: str, environ: str) -> tuple[Path | None, bool, str]:
     """(hmmsearch, runs as MPI, why not): the Spack view's when built with environ's MPI
     (`--mpi`), else the distribution's on PATH (threads), else (None, False, the reason)."""
-    view = spackenv.view_program(system, "hmmsearch")
-    mpi = spackenv.view_mpi(system)
-    if view is not None and mpi and mpi[0] == environ:
+    view, why = checks.spack_program(system, "hmmsearch", environ)
+    if view is not None:
         return view, True, ""
     found = shutil.which("hmmsearch")
     if found:
         return Path(found), False, ""
-    return (
-        None,
-        False,
-        (
-            "hmmsearch is not installed: no Spack view program "
-            f"({spackenv.view_dir(system) / 'bin' / 'hmmsearch'}) and none on PATH "
-            "(apt-get install hmmer, or `make spack`)"
-        ),
-    )
+    return None, False, f"{why}; and no hmmsearch on PATH (apt-get install hmmer)"
 
 
 def arguments(config: str, hmm: Path, fasta: Path, results: Path, mpi: bool, cpus: int):

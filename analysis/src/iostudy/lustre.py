@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-MIB = 1 << 20
+from . import scaling
+from .numfmt import MIB
 
 
 def ost_records(lustre: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
@@ -100,13 +101,8 @@ def add_section(add, tables: dict, runs: list[dict]) -> None:
     if records.empty:
         return
     by_run = {r["run_id"]: r for r in runs}
-    latest = {}
-    for run_id in records["run_id"].unique():
-        run = by_run.get(run_id, {})
-        system = run.get("system") or "unknown"
-        if system not in latest or str(run.get("started")) > str(latest[system].get("started")):
-            latest[system] = {**run, "run_id": run_id}
-    for system, run in sorted(latest.items()):
+    for system, run_id in scaling.latest_with(records, tables["runs"]).itertuples(index=False):
+        run = {**by_run.get(run_id, {}), "run_id": run_id}
         mine = records[records["run_id"] == run["run_id"]]
         osts = per_ost(mine)
         ident = f"lustre-osts-{''.join(c if c.isalnum() else '-' for c in system)}"

@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 import re
 
-MIB = 1 << 20
+from .numfmt import MIB
+
 DOUBLE = 8
 IOMETHODS = ("POSIX", "MPI")
 FILETYPES = ("SHARED", "UNIQUE")
@@ -36,6 +37,7 @@ IOMODE = "SYNC"
 GANGS = 1
 #: the phases and the I/O parts of each, as MADbench2 names them (S_w, W_r, W_w, C_r)
 IO_PARTS = {"S": ("w",), "W": ("r", "w"), "C": ("r",)}
+#: every part of a phase MADbench2 times (cc, bw: its busy-work and compute), I/O or not
 PARTS = ("cc", "bw", "r", "w", "total")
 OPERATION = {"r": "read", "w": "write"}
 
@@ -108,7 +110,7 @@ _ENV = re.compile(
 )
 _NUMBER = r"(-?[0-9.]+|\*+|nan|inf)"
 _TIME = re.compile(
-    rf"^([SWC])_(cc|bw|r|w|total)\s*{_NUMBER}\s+\[\s*{_NUMBER}:\s*{_NUMBER}\]\s*$", re.M
+    rf"^([SWC])_({'|'.join(PARTS)})\s*{_NUMBER}\s+\[\s*{_NUMBER}:\s*{_NUMBER}\]\s*$", re.M
 )
 
 

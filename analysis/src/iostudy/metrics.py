@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-MIB = 2**20
+from .numfmt import MIB
+
 SECONDS_PER_HOUR = 3600.0
 # Seed 000 found the Darshan-derived bandwidth within 3% of the benchmark's.
 TABLE1_TOLERANCE = 0.03

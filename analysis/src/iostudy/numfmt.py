@@ -1,4 +1,10 @@
-"""How figures write numbers."""
+"""Units and how figures write numbers."""
+
+#: bytes in a MiB, the unit of every size and bandwidth iostudy reports
+MIB = 1 << 20
+#: the units of performance values
+MIB_S = "MiB/s"
+SECONDS = "s"
 
 
 def short(value) -> str:

@@ -21,9 +21,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from . import checks
+from .numfmt import MIB, MIB_S
 
-MIB = 1 << 20
 #: the file each writer writes: DIR/writer.<rank>
 WRITER_FILE = re.compile(r"/writer\.(\d+)$")
 
@@ -72,8 +71,8 @@ def sanity(parsed: dict, writers_expected: int, size: int) -> list[str]:
 def performance(parsed: dict) -> dict[str, tuple[float, str]]:
     """The probe's own figures (its MPI_Wtime): the log's are the report's."""
     return {
-        "aggregate_mib_s": (parsed["aggregate_mib_s"], checks.MIB_S),
-        "mean_writer_mib_s": (parsed["mean_writer_mib_s"], checks.MIB_S),
+        "aggregate_mib_s": (parsed["aggregate_mib_s"], MIB_S),
+        "mean_writer_mib_s": (parsed["mean_writer_mib_s"], MIB_S),
         "imbalance": (parsed["imbalance"], "x"),
     }
 

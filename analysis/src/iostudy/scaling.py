@@ -28,9 +28,8 @@ import pandas as pd
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 from . import metrics
-from .numfmt import short
+from .numfmt import MIB, short
 
-MIB = 2**20
 #: The checks of the scaling campaign: their points are drawn here, not as metrics over runs.
 SCALING_CHECKS = ("ior_check", "mdtest_check", "metarates_check")
 METADATA_CHECKS = {"mdtest_check": "mdtest", "metarates_check": "metarates"}

@@ -60,11 +60,11 @@ typedef struct {
     double *all; /* rank 0: NTIMES per writer, in rank order */
 } bench_t;
 
-static const char USAGE_LINE[] =
-    "usage: ioprobe --dir DIR --size SIZE [--transfer T] [--targets K] [--keep] [--help]\n";
-
-static const char USAGE[] =
+#define USAGE_TEXT                                                                                 \
     "usage: ioprobe --dir DIR --size SIZE [--transfer T] [--targets K] [--keep] [--help]\n"
+static const char USAGE_LINE[] = USAGE_TEXT;
+
+static const char USAGE[] = USAGE_TEXT
     "Interference probe (seed 004): every MPI rank is a writer; after a barrier, writer r writes\n"
     "SIZE bytes to its own file DIR/writer.<r> with POSIX pwrite, then fsync and close.\n"
     "\n"
