@@ -72,8 +72,8 @@ class btio_check(BenchmarkCheck):
         for phase, text in self.inputs.items():
             Path(self.stagedir, INPUTS[phase]).write_text(text)
         command = [self.executable, Path(self.stagedir, INPUTS["write"])]
-        between = [btio.drop_cached_pages_command(self.workdir)] if self.target != "memory" else []
-        self.launch_write_phase_first(command, WRITE_OUTPUT, between)
+        drop_pages = btio.drop_cached_pages_command(self.workdir)
+        self.launch_write_phase_first(command, WRITE_OUTPUT, drop_pages)
 
     def parse(self, text):
         write = Path(self.stagedir, WRITE_OUTPUT).read_text()

@@ -84,11 +84,7 @@ class haccio_check(BenchmarkCheck):
         self.env_vars.update(switches)
         self.executable_opts = haccio.arguments(self.particles, workdir / haccio.PREFIX)
         self.write_program = None if self.verify else found["write"][0]
-        self.between_phases = (
-            [haccio.drop_cached_pages_command(workdir)]
-            if self.drop_cache and self.target != "memory"
-            else []
-        )
+        self.drop_pages = haccio.drop_cached_pages_command(workdir) if self.drop_cache else None
 
     @run_before("run")
     def launch_phases(self):
@@ -96,7 +92,7 @@ class haccio_check(BenchmarkCheck):
         each under its phase's log tags."""
         if not self.verify:
             command = [self.write_program, *self.executable_opts]
-            self.launch_write_phase_first(command, WRITE_OUTPUT, self.between_phases)
+            self.launch_write_phase_first(command, WRITE_OUTPUT, self.drop_pages)
 
     def parse(self, text):
         if self.verify:

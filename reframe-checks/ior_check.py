@@ -67,10 +67,7 @@ class ior_check(BenchmarkCheck):
             "iterations": self.iterations,
         }
         workdir = self.prepare(CHECK, program, why, tags)
-        # The memory target's pages are its storage; the scratch target's are a cache of it.
-        self.between_phases = (
-            [checks.drop_cached_pages_command(workdir)] if self.target != "memory" else []
-        )
+        self.drop_pages = checks.drop_cached_pages_command(workdir)
         self.ior_options = {
             phase: checks.ior_arguments(
                 self.api, self.layout, self.transfer, self.transfers, self.iterations,
@@ -85,7 +82,7 @@ class ior_check(BenchmarkCheck):
         """The write phase runs before the job's own launch (the read phase), each under its
         phase's log tags."""
         command = [self.executable, *self.ior_options["write"]]
-        self.launch_write_phase_first(command, WRITE_OUTPUT, self.between_phases)
+        self.launch_write_phase_first(command, WRITE_OUTPUT, self.drop_pages)
 
     perf_unit = numfmt.MIB_S
 

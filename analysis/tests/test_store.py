@@ -110,15 +110,22 @@ def test_reingest_is_a_noop(run_dir, tmp_path, capsys):
     assert {p: p.stat().st_mtime_ns for p in st.rglob("*.parquet")} == stamps
 
 
+def ingest_after_its_manifest_changed(capsys, run_dir, st) -> list[str]:
+    """The run's manifest changes (e.g. its final status) and it is ingested again: the
+    output lines of that ingest."""
+    (run_dir / "manifest.json").write_text(json.dumps(manifest(RUN, status="failed")))
+    status, out, _ = ingest(capsys, run_dir, "--store", st)
+    assert status == 0
+    return out
+
+
 def test_changed_run_reads_only_new_logs(run_dir, tmp_path, capsys, darshan_logs):
     st = tmp_path / "store"
     ingest(capsys, run_dir, "--store", st)
     # The run went on: a new log, and the manifest changed (e.g. its final status).
     new = darshan_logs / "release_logs" / "mpi-io-test-x86_64-3.4.0.darshan"
     shutil.copyfile(new, run_dir / "darshan" / "2026" / "3" / "2" / "late_id3.darshan")
-    (run_dir / "manifest.json").write_text(json.dumps(manifest(RUN, status="failed")))
-    status, out, _ = ingest(capsys, run_dir, "--store", st)
-    assert status == 0
+    out = ingest_after_its_manifest_changed(capsys, run_dir, st)
     # The two ingested logs and the quarantined one are carried over, not read again.
     assert out[-1].endswith("runs 1 ingested, 0 skipped; logs 1 ingested, 3 skipped, 0 quarantined")
     con = store.connect(st)
@@ -138,9 +145,7 @@ def test_run_of_an_older_store_is_read_again_when_it_changes(run_dir, tmp_path, 
     files = st / "files" / f"{RUN}.parquet"
     pq.write_table(pq.read_table(files).drop_columns(["seeks", "max_byte"]), files)
     (st / "lustre" / f"{RUN}.parquet").unlink()
-    (run_dir / "manifest.json").write_text(json.dumps(manifest(RUN, status="failed")))
-    status, out, _ = ingest(capsys, run_dir, "--store", st)
-    assert status == 0
+    out = ingest_after_its_manifest_changed(capsys, run_dir, st)
     assert out[-1].endswith("runs 1 ingested, 0 skipped; logs 2 ingested, 0 skipped, 1 quarantined")
     con = store.connect(st)
     assert con.execute("SELECT count(*) FROM jobs").fetchone() == (2,)

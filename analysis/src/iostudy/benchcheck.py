@@ -94,12 +94,15 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
         part = self.current_partition.fullname.replace(":", "/")
         return Path(base) / part / self.current_environ.name / self.unique_name
 
-    def launch_write_phase_first(self, command: list, output: str, between: list[str]) -> None:
+    def launch_write_phase_first(self, command: list, output: str, drop_pages: str | None):
         """For a check whose job launches twice, a write phase then a read phase (the job's own
         launch): adds to the job's prerun the write phase's launch of command (its stdout to
-        output), under the log tag phase=write, then the between commands, then the read
-        phase's tags, so that each phase leaves a log of its own. Call it from a run_before("run")
-        hook: ReFrame hands the task counts to the job only in run(), the launcher needs them."""
+        output), under the log tag phase=write, then drop_pages (a shell command that drops the
+        written files' cached pages: checks.drop_cached_pages_command) unless the target is
+        memory, whose pages are its storage, then the read phase's tags, so that each phase
+        leaves a log of its own and the read phase reads the storage. Call it from a
+        run_before("run") hook: ReFrame hands the task counts to the job only in run(), the
+        launcher needs them."""
         self.job.num_tasks, self.job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
         launch = self.job.launcher.run_command(self.job)
 
@@ -108,6 +111,7 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
             return f"export IOSTUDY_LOG_TAGS={shlex.quote(phase_tags)}"
 
         write = shlex.join(str(part) for part in command)
+        between = [drop_pages] if drop_pages and self.target != "memory" else []
         self.prerun_cmds += [tags("write"), f"{launch} {write} > {output}", *between, tags("read")]
 
     # ---- what each check says about its output ----
