@@ -1,75 +1,107 @@
-"""Dump one Darshan log as JSON on stdout, using PyDarshan.
+"""Read one Darshan log with PyDarshan's low-level backend (libdarshan-util through cffi).
 
-Run only through :func:`iostudy.darshanlog.read_log`, which documents the output and turns the
-JSON back into Python data: libdarshan-util may abort or segfault on a damaged log, so it must
-not share a process with the caller. Everything written on stderr is treated by the caller as a
-complaint about the log, so the caller runs it with warnings off.
+:func:`dump` is the one place that turns a log into the plain data documented in
+:mod:`iostudy.darshanlog`. It runs only in a process of its own, because libdarshan-util may
+abort or segfault on a damaged log: either a child started per log by
+:func:`iostudy.darshanlog.read_log` (``python -m iostudy.darshanlog_worker LOG`` prints the JSON),
+or a long-lived worker of :mod:`iostudy.logpool` that reads many logs one at a time. Everything
+written on stderr is treated by the caller as a complaint about the log, so callers run it with
+warnings off.
+
+Records come from ``log_get_generic_record`` one by one, which is what PyDarshan's
+``DarshanReport`` does underneath, without its per-record pandas work: ingest reads thousands of
+logs a second this way. Like ``DarshanReport``, only records whose id has a name are kept; the
+raw counts include the others.
 """
 
 import json
 import sys
 
-import darshan
 from darshan.backend import cffi_backend as backend
 
 # The generic-record modules iostudy reads (PyDarshan names).
 RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE")
 U64 = 0xFFFFFFFFFFFFFFFF
 
-
-def _columns(frame, cast):
-    """Ids, ranks and per-record {counter: value} of one frame, read column by column: a row
-    of a mixed-dtype frame is upcast to float64, which would round 64-bit ids and counters."""
-    ids = [int(x) & U64 for x in frame["id"].tolist()]  # unsigned even if stored as int64
-    ranks = [int(x) for x in frame["rank"].tolist()]
-    names = [c for c in frame.columns if c not in ("id", "rank")]
-    rows = zip(*([cast(x) for x in frame[c].tolist()] for c in names), strict=True)
-    return ids, ranks, [dict(zip(names, row, strict=True)) for row in rows]
+_NAMES = {}  # module -> (counter names, fcounter names), looked up once per process
 
 
-def _records(report, mod):
-    """Records of one module as [{id, rank, counters{}, fcounters{}}], as PyDarshan sees them
-    (``report.records[mod].to_df()``, which keeps only records that have a name)."""
-    report.mod_read_all_records(mod)
-    if len(report.records[mod]) == 0:
-        return []  # to_df() fails on a module without (named) records
-    frames = report.records[mod].to_df()
-    ids, ranks, counters = _columns(frames["counters"], int)
-    fids, franks, fcounters = _columns(frames["fcounters"], float)
-    if (ids, ranks) != (fids, franks):
-        raise RuntimeError(f"{mod}: counters and fcounters frames differ in record order")
-    return [
-        {"id": i, "rank": r, "counters": c, "fcounters": f}
-        for i, r, c, f in zip(ids, ranks, counters, fcounters, strict=True)
-    ]
+def _counter_names(mod):
+    if mod not in _NAMES:
+        _NAMES[mod] = (backend.counter_names(mod), backend.fcounter_names(mod))
+    return _NAMES[mod]
 
 
-def _lustre(report):
-    """Lustre layouts as [{id, rank, components [{counters {}, pool_name, ost_ids []}]}], from
-    PyDarshan's one row per component (in the record's order; named records only)."""
-    report.mod_read_all_lustre_records()
-    if len(report.records["LUSTRE"]) == 0:
-        return []
-    frame = report.records["LUSTRE"].to_df()["components"]
-    counters = [c for c in frame.columns if c.startswith("LUSTRE_COMP_")]
-    records = []
-    for row in frame.to_dict("records"):
-        rid, rank = int(row["id"]) & U64, int(row["rank"])
-        if not records or (records[-1]["id"], records[-1]["rank"]) != (rid, rank):
-            records.append({"id": rid, "rank": rank, "components": []})
-        records[-1]["components"].append(
+def _records(log, mod, names):
+    """Named records of one module as [{id, rank, counters{}, fcounters{}}], and the number of
+    records stored, named or not (PyDarshan drops unnamed ones silently)."""
+    cnames, fnames = _counter_names(mod)
+    records, stored = [], 0
+    while (rec := backend.log_get_generic_record(log, mod, dtype="numpy")) is not None:
+        stored += 1
+        rid = int(rec["id"]) & U64  # unsigned even if handed over as a signed int
+        if rid not in names:
+            continue
+        records.append(
             {
-                "counters": {c: int(row[c]) for c in counters},
-                "pool_name": str(row["LUSTRE_POOL_NAME"]),
-                "ost_ids": [int(x) for x in row["LUSTRE_OST_IDS"]],
+                "id": rid,
+                "rank": int(rec["rank"]),
+                # tolist(): exact Python ints and floats, never a float64 row
+                "counters": dict(zip(cnames, rec["counters"].tolist(), strict=True)),
+                "fcounters": dict(zip(fnames, rec["fcounters"].tolist(), strict=True)),
             }
         )
-    return records
+    return records, stored
 
 
-def _heatmaps(report):
-    """Heatmaps per API as PyDarshan combines them (it raises if their nbins/bin widths
+def _lustre(log, names):
+    """Lustre layouts as [{id, rank, components [{counters {}, pool_name, ost_ids []}]}], named
+    records only, components in the record's order."""
+    layouts = []
+    while (rec := backend._log_get_lustre_record(log, dtype="dict")) is not None:
+        rid = int(rec["id"]) & U64
+        if rid not in names:
+            continue
+        layouts.append(
+            {
+                "id": rid,
+                "rank": int(rec["rank"]),
+                "components": [
+                    {
+                        "counters": {k: int(v) for k, v in comp["counters"].items()},
+                        "pool_name": str(comp["pool_name"]),
+                        "ost_ids": [int(x) for x in comp["ost_ids"]],
+                    }
+                    for comp in rec["components"]
+                ],
+            }
+        )
+    return layouts
+
+
+def _heatmap_records(log):
+    """Every stored HEATMAP record, unmerged."""
+    out = []
+    while (rec := backend._log_get_heatmap_record(log)) is not None:
+        out.append(
+            {
+                "id": int(rec["id"]),
+                "rank": int(rec["rank"]),
+                "nbins": int(rec["nbins"]),
+                "bin_width": float(rec["bin_width_seconds"]),
+                "read": [int(x) for x in rec["read_bins"]],
+                "write": [int(x) for x in rec["write_bins"]],
+            }
+        )
+    return out
+
+
+def _heatmaps(path):
+    """Heatmaps per API as PyDarshan's report combines them (it raises if their nbins/bin widths
     disagree); its Heatmap keeps the data in private attributes only."""
+    import darshan  # the report layer (pandas and all) only where heatmaps are asked for
+
+    report = darshan.DarshanReport(path, read_all=False)
     report.read_all_heatmap_records()
     return {
         str(api): {
@@ -83,54 +115,41 @@ def _heatmaps(report):
     }
 
 
-def _raw(path, modules):
-    """Second, independent pass with the low-level backend: the number of records per module,
-    named or not (PyDarshan drops unnamed ones silently), and every HEATMAP record as stored
-    (PyDarshan merges them per API and rank)."""
+def dump(path, heatmaps=True):
+    """The content of the log at ``path`` (keys: see :mod:`iostudy.darshanlog`). With
+    ``heatmaps=False`` the heatmap keys are empty and the HEATMAP module is not read."""
     log = backend.log_open(path)
+    if not bool(log["handle"]):
+        raise RuntimeError("Failed to open file.")
     try:
-        counts = {}
+        job = backend.log_get_job(log)
+        exe = backend.log_get_exe(log)
+        mounts = [list(m) for m in backend.log_get_mounts(log)]
+        modules = backend.log_get_modules(log)
+        names = backend.log_get_name_records(log)
+        records, raw_counts = {}, {}
         for mod in RECORD_MODULES:
             if mod in modules:
-                counts[mod] = 0
-                while backend.log_get_generic_record(log, mod) is not None:
-                    counts[mod] += 1
+                records[mod], raw_counts[mod] = _records(log, mod, names)
+        lustre = _lustre(log, names) if "LUSTRE" in modules else []
         heatmap_records = []
-        if "HEATMAP" in modules:
-            while (rec := backend._log_get_heatmap_record(log)) is not None:
-                heatmap_records.append(
-                    {
-                        "id": int(rec["id"]),
-                        "rank": int(rec["rank"]),
-                        "nbins": int(rec["nbins"]),
-                        "bin_width": float(rec["bin_width_seconds"]),
-                        "read": [int(x) for x in rec["read_bins"]],
-                        "write": [int(x) for x in rec["write_bins"]],
-                    }
-                )
-            counts["HEATMAP"] = len(heatmap_records)
-        return counts, heatmap_records
+        if heatmaps and "HEATMAP" in modules:
+            heatmap_records = _heatmap_records(log)
+            raw_counts["HEATMAP"] = len(heatmap_records)
     finally:
         backend.log_close(log)
-
-
-def dump(path):
-    report = darshan.DarshanReport(path, read_all=False)
-    report.read_name_records()
-    modules = report.modules
-    raw_counts, heatmap_records = _raw(path, modules)
     return {
-        "job": report.metadata["job"],
-        "exe": report.metadata["exe"],
-        "mounts": [list(m) for m in report.mounts],
+        "job": job,
+        "exe": exe,
+        "mounts": mounts,
         "modules": {
             name: {"len": m["len"], "ver": m["ver"], "partial_flag": bool(m["partial_flag"])}
             for name, m in modules.items()
         },
-        "name_records": {int(k): v for k, v in report.name_records.items()},
-        "records": {mod: _records(report, mod) for mod in RECORD_MODULES if mod in modules},
-        "lustre": _lustre(report) if "LUSTRE" in modules else [],
-        "heatmaps": _heatmaps(report) if "HEATMAP" in modules else {},
+        "name_records": {int(k) & U64: v for k, v in names.items()},
+        "records": records,
+        "lustre": lustre,
+        "heatmaps": _heatmaps(path) if heatmaps and "HEATMAP" in modules else {},
         "raw_record_counts": raw_counts,
         "heatmap_records": heatmap_records,
     }
