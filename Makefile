@@ -33,7 +33,8 @@ C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/t
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
 .PHONY: help setup apt-packages build-runtime build-checks venv test test-runtime test-python test-cluster \
-	lint demo bench bench-runtime format clean lock cluster-up cluster-down spack spack-check
+	lint demo bench bench-runtime bench-analysis format clean lock cluster-up cluster-down spack \
+	spack-check
 
 help: ## list the targets
 	@echo "usage: make TARGET   (variables: PYTHON=$(PYTHON) CMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) JOBS=$(JOBS))"
@@ -108,6 +109,11 @@ cluster-down: ## stop the Slurm test cluster, remove its namespaces (keeps its s
 bench-runtime: setup ## instructions per intercepted call and wall-time overhead of the runtime
 	$(VENV)/bin/python runtime/bench/bench_runtime.py --build $(RUNTIME_BUILD)
 
+# The corpus size of bench-analysis (copies of the test logs and of logs the runtime writes).
+BENCH_LOGS ?= 10000
+bench-analysis: setup ## ingest throughput, peak memory and the ratio to job_stats on BENCH_LOGS logs
+	$(VENV)/bin/python analysis/bench/bench_ingest.py --logs $(BENCH_LOGS)
+
 spack: venv ## build the runtime and every benchmark with Spack for SYSTEM (FRESH=1: ignore the lock)
 	@if [ -f configs/systems/$(SYSTEM)/spack/apt-packages.txt ]; then \
 		ci/install-apt-packages.sh configs/systems/$(SYSTEM)/spack/apt-packages.txt; fi
@@ -116,7 +122,7 @@ spack: venv ## build the runtime and every benchmark with Spack for SYSTEM (FRES
 spack-check: venv ## validate spack-env/spack.yaml and the site scopes (no Spack needed)
 	$(VENV)/bin/iostudy spack check
 
-bench: bench-runtime ## run every benchmark
+bench: bench-runtime bench-analysis ## run every benchmark
 
 format: venv ## rewrite Python (ruff) and C (clang-format) sources in place
 	$(VENV)/bin/ruff check --select I --fix $(PY_DIRS)

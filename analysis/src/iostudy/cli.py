@@ -12,10 +12,12 @@ from . import (
     __version__,
     campaign,
     config,
+    jobstats,
     logmerge,
     metrics,
     profiles,
     report,
+    sacct,
     schedule,
     spackenv,
     store,
@@ -183,9 +185,11 @@ def build_parser():
     testbed.register(groups)
     campaign.register(groups)
     store.register(groups)
+    jobstats.register(groups)
     metrics.register(groups)
     report.register(groups)
     schedule.register(groups)
+    sacct.register(groups)
     spackenv.register(groups)
     return parser
 

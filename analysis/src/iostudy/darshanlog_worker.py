@@ -16,7 +16,9 @@ raw counts include the others.
 
 import json
 import sys
+from typing import NamedTuple
 
+import numpy as np
 from darshan.backend import cffi_backend as backend
 
 # The generic-record modules iostudy reads (PyDarshan names).
@@ -32,26 +34,76 @@ def _counter_names(mod):
     return _NAMES[mod]
 
 
-def _records(log, mod, names):
-    """Named records of one module as [{id, rank, counters{}, fcounters{}}], and the number of
-    records stored, named or not (PyDarshan drops unnamed ones silently)."""
-    cnames, fnames = _counter_names(mod)
-    records, stored = [], 0
-    while (rec := backend.log_get_generic_record(log, mod, dtype="numpy")) is not None:
-        stored += 1
-        rid = int(rec["id"]) & U64  # unsigned even if handed over as a signed int
-        if rid not in names:
-            continue
-        records.append(
+class RecordArrays(NamedTuple):
+    """The named records of one module, column-wise: ids (uint64), ranks (int64), counters
+    (records x counters, int64), fcounters (records x fcounters, float64), and the names of the
+    counter columns."""
+
+    ids: np.ndarray
+    ranks: np.ndarray
+    counters: np.ndarray
+    fcounters: np.ndarray
+    cnames: list
+    fnames: list
+
+    def as_dicts(self) -> list[dict]:
+        """[{id, rank, counters {name: int}, fcounters {name: float}}] (exact Python numbers)."""
+        return [
             {
                 "id": rid,
-                "rank": int(rec["rank"]),
-                # tolist(): exact Python ints and floats, never a float64 row
-                "counters": dict(zip(cnames, rec["counters"].tolist(), strict=True)),
-                "fcounters": dict(zip(fnames, rec["fcounters"].tolist(), strict=True)),
+                "rank": rank,
+                "counters": dict(zip(self.cnames, c, strict=True)),
+                "fcounters": dict(zip(self.fnames, f, strict=True)),
             }
-        )
-    return records, stored
+            for rid, rank, c, f in zip(
+                self.ids.tolist(),
+                self.ranks.tolist(),
+                self.counters.tolist(),
+                self.fcounters.tolist(),
+                strict=True,
+            )
+        ]
+
+
+def _records(log, mod, named):
+    """Named records of one module as RecordArrays, and the number of records stored, named or
+    not (PyDarshan drops unnamed ones silently). ``named``: the named ids (uint64 array).
+
+    libdarshan-util's darshan_log_get_record fills the record buffer it is given (byte-swapped
+    and up-converted to the current version), so one buffer serves every record and the bytes
+    are taken as they are: PyDarshan's log_get_generic_record builds numpy arrays and a dict per
+    record, ten times slower on logs of thousands of records. The record layout (base record,
+    int64 counters, double fcounters) is checked against cffi's struct size."""
+    cnames, fnames = _counter_names(mod)
+    struct = backend._structdefs[mod].rstrip(" *")
+    size = backend.ffi.sizeof(struct)
+    if size != 16 + 8 * (len(cnames) + len(fnames)):
+        raise RuntimeError(f"{mod}: unexpected record layout ({struct}: {size} bytes)")
+    record = backend.ffi.new("char[]", size)
+    buf = backend.ffi.new("void **", record)
+    idx = backend.log_get_modules(log)[mod]["idx"]
+    chunks = []
+    while backend.libdutil.darshan_log_get_record(log["handle"], idx, buf) > 0:
+        chunks.append(backend.ffi.buffer(record, size)[:])
+    dtype = np.dtype(
+        [
+            ("id", np.uint64),
+            ("rank", np.int64),
+            ("counters", np.int64, len(cnames)),
+            ("fcounters", np.float64, len(fnames)),
+        ]
+    )
+    stored = np.frombuffer(b"".join(chunks), dtype=dtype)
+    kept = stored[np.isin(stored["id"], named)]
+    arrays = RecordArrays(
+        kept["id"].copy(),
+        kept["rank"].copy(),
+        kept["counters"].reshape(len(kept), len(cnames)).copy(),
+        kept["fcounters"].reshape(len(kept), len(fnames)).copy(),
+        list(cnames),
+        list(fnames),
+    )
+    return arrays, len(stored)
 
 
 def _lustre(log, names):
@@ -116,8 +168,16 @@ def _heatmaps(path):
 
 
 def dump(path, heatmaps=True):
-    """The content of the log at ``path`` (keys: see :mod:`iostudy.darshanlog`). With
-    ``heatmaps=False`` the heatmap keys are empty and the HEATMAP module is not read."""
+    """The content of the log at ``path`` as plain data (keys: see :mod:`iostudy.darshanlog`)."""
+    log = read(path, heatmaps)
+    log["records"] = {mod: arrays.as_dicts() for mod, arrays in log["records"].items()}
+    return log
+
+
+def read(path, heatmaps=True):
+    """The content of the log at ``path`` as :func:`dump` gives it, except that ``records`` is
+    {module: RecordArrays}. With ``heatmaps=False`` the heatmap keys are empty and the HEATMAP
+    module is not read."""
     log = backend.log_open(path)
     if not bool(log["handle"]):
         raise RuntimeError("Failed to open file.")
@@ -128,9 +188,10 @@ def dump(path, heatmaps=True):
         modules = backend.log_get_modules(log)
         names = backend.log_get_name_records(log)
         records, raw_counts = {}, {}
+        named = np.fromiter((int(k) & U64 for k in names), np.uint64, len(names))
         for mod in RECORD_MODULES:
             if mod in modules:
-                records[mod], raw_counts[mod] = _records(log, mod, names)
+                records[mod], raw_counts[mod] = _records(log, mod, named)
         lustre = _lustre(log, names) if "LUSTRE" in modules else []
         heatmap_records = []
         if heatmaps and "HEATMAP" in modules:

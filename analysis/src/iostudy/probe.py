@@ -84,10 +84,15 @@ def _int(value):
         return None
 
 
+def is_probe(job: dict) -> bool:
+    """Whether a jobs row is a probe_check job's."""
+    return job.get("check") == "probe_check"
+
+
 def probe_rows(job: dict, files: list[dict]) -> list[dict]:
     """The probes table's rows of one log (the store's jobs row and files rows): one per writer
     file of a probe_check job, empty for any other job."""
-    if job.get("check") != "probe_check":
+    if not is_probe(job):
         return []
     tags = json.loads(job.get("tags") or "{}")
     rows = []

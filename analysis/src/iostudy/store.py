@@ -12,10 +12,15 @@ run ingested again (its manifest changed, e.g. it finished after a first ingest)
 of the logs it already had; only new logs are read. A log whose sha256 the store already holds
 for another run is skipped: logs are identified by content, not by path.
 
-Every log is read by :func:`iostudy.darshanlog.read_log` in a worker process of a bounded pool;
-a log that cannot be read goes to the quarantine table with the reason, and the others go on.
-Results are streamed into the run's Parquet files as they arrive, so memory holds a few logs at
-a time, not the run. One ingest at a time writes a store (a lock file, STORE/.lock).
+A log tree (any folder of logs without a manifest, e.g. a facility's Darshan log directory) is a
+source too: see :func:`ingest_tree`. Its logs already read are found by path, size and mtime,
+so a re-ingest of an unchanged tree reads and hashes nothing.
+
+Every log is read by :func:`iostudy.darshanlog_worker.dump` in a long-lived worker process of
+:class:`iostudy.logpool.ReaderPool`, one log at a time; a log that cannot be read, or that
+crashes the reader, goes to the quarantine table with the reason, and the others go on. Results
+are streamed into the Parquet files in large row groups as they arrive, so memory holds a batch
+of rows, not the run. One ingest at a time writes a store (a lock file, STORE/.lock).
 
 Times are UTC, stored without a time zone. Paths in the tables (manifest_path, log_path,
 quarantine path, iomodel source_path) are relative to the folder that holds the run directories
@@ -25,27 +30,29 @@ results/ moves.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import fcntl
+import functools
 import json
 import math
-import multiprocessing
 import os
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import checks, probe
-from .darshanlog import DarshanLogError, read_log
+from . import checks, config, probe
+from .darshanlog_worker import read
+from .logpool import ReaderPool
 from .provenance import sha256_file
 from .summary import MODULE_COUNTERS
 
@@ -54,6 +61,10 @@ DATABASE = "store.duckdb"
 LOCK = ".lock"
 # Exit status for "the input could not be used", as in iostudy.cli.
 EXIT_BAD_INPUT = 2
+
+# Darshan's access-size histogram bins (the counters' suffixes), smallest first.
+SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
+             "100M_1G", "1G_PLUS")  # fmt: skip
 
 # Times are UTC, stored without a time zone: DuckDB hands TIMESTAMPTZ to pandas through a
 # deprecated pandas call, and every reader of the store would see the warning.
@@ -99,6 +110,11 @@ TABLES: dict[str, pa.Schema] = {
             ("environ", pa.string()),
             ("log_ver", pa.string()),
             ("partial", pa.bool_()),  # some module ran out of memory: records are missing
+            ("uid", pa.int64()),
+            ("modules", pa.string()),  # the log's modules with data, "+"-joined (PyDarshan names)
+            # the log file's size and mtime when read: a log tree is re-scanned by stat alone
+            ("log_size", pa.int64()),
+            ("log_mtime_ns", pa.int64()),
         ]
     ),
     "files": pa.schema(
@@ -135,6 +151,9 @@ TABLES: dict[str, pa.Schema] = {
             ("small_writes", pa.int64()),
             ("coll_ops", pa.int64()),  # MPI-IO: collective reads and writes
             ("indep_ops", pa.int64()),  # MPI-IO: independent ones
+            ("mode", pa.int64()),  # POSIX_MODE: the mode given at open, set when it created
+            # accesses per size bin (POSIX; MPI-IO's aggregate sizes), seed 000's Fig. 9
+            *((f"{op}_{b.lower()}", pa.int64()) for op in ("read", "write") for b in SIZE_BINS),
         ]
     ),
     "perf": pa.schema(
@@ -249,15 +268,41 @@ TABLES: dict[str, pa.Schema] = {
             ("ost", pa.int64()),  # an OST index the component stripes over
         ]
     ),
+    # One row per Slurm job allocation (not step), from sacct output (iostudy.sacct): written by
+    # `iostudy sacct import` as STORE/sched/sacct-<source>.parquet, not by ingest (whose part
+    # per run stays empty).
+    "sched": pa.schema(
+        [
+            ("cluster", pa.string()),
+            ("jobid", pa.int64()),  # JobIDRaw: an array task's own id, as in a log's jobid
+            ("account", pa.string()),
+            ("user", pa.string()),
+            ("partition", pa.string()),
+            ("nodes", pa.int64()),
+            ("cores", pa.int64()),  # NCPUS (AllocCPUS)
+            ("elapsed_s", pa.int64()),
+            ("start", _TS),  # null: never started
+            ("end", _TS),  # null: still running
+            ("state", pa.string()),
+            ("source", pa.string()),  # the file's name, or "live"
+            ("imported", _TS),  # when several imports hold a job, the last one counts
+        ]
+    ),
     "quarantine": pa.schema(
         [
             ("run_id", pa.string()),
             ("path", pa.string()),
             ("sha256", pa.string()),
             ("reason", pa.string()),
+            ("size", pa.int64()),  # of a log, as for jobs.log_size / log_mtime_ns
+            ("mtime_ns", pa.int64()),
         ]
     ),
 }
+
+# The tables a run directory fills (one file each, even empty); sched is the store's own (Slurm
+# accounting imports, iostudy.sacct), not a run's.
+RUN_TABLES = tuple(t for t in TABLES if t != "sched")
 
 # PyDarshan module name -> the project's module token (DESIGN.md convention 2).
 MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio", "H5F": "h5f",
@@ -267,7 +312,7 @@ _FPREFIX = {"POSIX": "POSIX_F_", "STDIO": "STDIO_F_", "MPI-IO": "MPIIO_F_", "H5F
             "PNETCDF_FILE": "PNETCDF_FILE_F_"}  # fmt: skip
 # The files table's counter columns beyond MODULE_COUNTERS': {column: {module: counters summed}};
 # a module without an entry gets null.
-_SMALL = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
+_SMALL = SIZE_BINS[:5]
 EXTRA_COUNTERS = {
     "seeks": {"POSIX": ["POSIX_SEEKS"], "STDIO": ["STDIO_SEEKS"]},
     "unaligned": {"POSIX": ["POSIX_FILE_NOT_ALIGNED"]},
@@ -276,6 +321,15 @@ EXTRA_COUNTERS = {
     "small_writes": {"POSIX": [f"POSIX_SIZE_WRITE_{b}" for b in _SMALL]},
     "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"]},
     "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"]},
+    "mode": {"POSIX": ["POSIX_MODE"]},
+    **{
+        f"{op}_{b.lower()}": {
+            "POSIX": [f"POSIX_SIZE_{op.upper()}_{b}"],
+            "MPI-IO": [f"MPIIO_SIZE_{op.upper()}_AGG_{b}"],
+        }
+        for op in ("read", "write")
+        for b in SIZE_BINS
+    },
 }
 # Per module, every column summed from counters (MODULE_COUNTERS' and its EXTRA_COUNTERS), built
 # once: a log's records are summed with one loop each.
@@ -284,6 +338,19 @@ _SUMS = {
     for mod, sums in MODULE_COUNTERS.items()
 }
 _MAX_BYTE = {m: [f"{m}_MAX_BYTE_READ", f"{m}_MAX_BYTE_WRITTEN"] for m in ("POSIX", "STDIO")}
+# files columns taken from one float counter each: {column: the counter after the module prefix}
+_FCOLUMNS = {
+    "read_time": "READ_TIME",
+    "write_time": "WRITE_TIME",
+    "meta_time": "META_TIME",
+    "open_start": "OPEN_START_TIMESTAMP",
+    "read_end": "READ_END_TIMESTAMP",
+    "write_end": "WRITE_END_TIMESTAMP",
+    "close_end": "CLOSE_END_TIMESTAMP",
+    "slowest_rank_time": "SLOWEST_RANK_TIME",
+    "read_start": "READ_START_TIMESTAMP",
+    "write_start": "WRITE_START_TIMESTAMP",
+}
 # Log tags that have a column of their own in the jobs table.
 _TAG_COLUMNS = ("campaign", "check", "system", "repetition", "environ")
 
@@ -360,8 +427,8 @@ def job_nodes(nprocs, tags: dict, system: dict | None) -> int:
     return max(nodes, 1)
 
 
-def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
-    """The jobs row and the files rows of one log (the dict of :func:`read_log`).
+def job_row(log: dict, run: dict) -> dict:
+    """The jobs row of one log (the dict of :func:`iostudy.darshanlog_worker.read`).
 
     ``run`` gives run_id, log_path, log_sha256, and the manifest's campaign, system and
     effective system description (for the node count).
@@ -374,7 +441,7 @@ def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
         for k in ("start", "end")
     )
     nprocs = int(job["nprocs"])
-    job_row = {
+    return {
         "run_id": run["run_id"],
         "log_path": run["log_path"],
         "log_sha256": run["log_sha256"],
@@ -393,57 +460,92 @@ def log_rows(log: dict, run: dict) -> tuple[dict, list[dict]]:
         "environ": tags.get("environ"),
         "log_ver": job.get("log_ver"),
         "partial": any(m.get("partial_flag") for m in log["modules"].values()),
+        "uid": _int_or_none(job.get("uid")),
+        "modules": "+".join(log["modules"]),
+        "log_size": run.get("log_size"),
+        "log_mtime_ns": run.get("log_mtime_ns"),
     }
-    names = log["name_records"]
-    files = []
-    for mod, token in MODULE_TOKENS.items():
-        records = log["records"].get(mod) or []
-        # A file is shared when the runtime reduced it to one rank -1 record, or when records of
-        # several ranks remain (some ranks only, or a log without the reduction).
-        ranks_of = {}
-        for rec in records:
-            ranks_of.setdefault(rec["id"], set()).add(rec["rank"])
-        fp = _FPREFIX[mod]
-        for rec in records:
-            c, fc = rec["counters"], rec["fcounters"]
-            fig = {key: sum(c.get(n, 0) for n in ns) for key, ns in _SUMS[mod].items()}
-            ranks = ranks_of[rec["id"]]
-            files.append(
-                {
-                    "run_id": run["run_id"],
-                    "log_sha256": run["log_sha256"],
-                    "module": token,
-                    "record_id": rec["id"],
-                    "rank": rec["rank"],
-                    "path": names.get(rec["id"]),
-                    "bytes_read": fig["bytes_read"],
-                    "bytes_written": fig["bytes_written"],
-                    "reads": fig["reads"],
-                    "writes": fig["writes"],
-                    "read_time": fc.get(fp + "READ_TIME"),
-                    "write_time": fc.get(fp + "WRITE_TIME"),
-                    "meta_time": fc.get(fp + "META_TIME"),
-                    "open_start": fc.get(fp + "OPEN_START_TIMESTAMP"),
-                    "read_end": fc.get(fp + "READ_END_TIMESTAMP"),
-                    "write_end": fc.get(fp + "WRITE_END_TIMESTAMP"),
-                    "close_end": fc.get(fp + "CLOSE_END_TIMESTAMP"),
-                    "slowest_rank_time": fc.get(fp + "SLOWEST_RANK_TIME"),
-                    "shared": rec["rank"] == -1 or len(ranks) > 1,
-                    "opens": fig["opens"],
-                    "read_start": fc.get(fp + "READ_START_TIMESTAMP"),
-                    "write_start": fc.get(fp + "WRITE_START_TIMESTAMP"),
-                    # the module's extra counters (absent ones: null, as _table fills them)
-                    **{col: fig[col] for col in EXTRA_COUNTERS if col in fig},
-                    "max_byte": max(c.get(n, -1) for n in _MAX_BYTE[mod])
-                    if mod in _MAX_BYTE
-                    else None,
-                }
-            )
-    return job_row, files
+
+
+def _several_ranks(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """For each record, whether records of more than one rank have its id in its log."""
+    order = np.lexsort((ranks, ids, logs))
+    slog, sid, srank = logs[order], ids[order], ranks[order]
+    new_id = np.r_[True, (sid[1:] != sid[:-1]) | (slog[1:] != slog[:-1])]
+    new_pair = new_id | np.r_[True, srank[1:] != srank[:-1]]
+    group = np.cumsum(new_id) - 1
+    several = np.empty(len(ids), bool)
+    several[order] = (np.bincount(group, weights=new_pair) > 1)[group]
+    return several
+
+
+@functools.cache
+def _sum_matrix(mod: str, cnames: tuple) -> tuple[np.ndarray, list[str]]:
+    """(counters x columns 0/1 matrix, the columns): the module's summed files columns."""
+    cidx = {name: i for i, name in enumerate(cnames)}
+    columns = list(_SUMS[mod])
+    matrix = np.zeros((len(cnames), len(columns)), np.int64)
+    for k, col in enumerate(columns):
+        for counter in _SUMS[mod][col]:
+            if counter in cidx:
+                matrix[cidx[counter], k] = 1
+    return matrix, columns
+
+
+def files_columns(entries) -> list[Columns]:
+    """The files rows of a batch of logs, [(run info, log of
+    :func:`iostudy.darshanlog_worker.read`)], one Columns per module, computed column-wise."""
+    out = []
+    for mod in MODULE_TOKENS:
+        parts = [(run, log["records"][mod], log["name_records"]) for run, log in entries
+                 if mod in log["records"] and len(log["records"][mod].ids)]  # fmt: skip
+        if parts:
+            out.append(_module_files(mod, parts))
+    return out
+
+
+def _module_files(mod: str, parts) -> Columns:
+    """Files columns of one module's records of several logs: parts [(run, RecordArrays,
+    names)]."""
+    recs = parts[0][1]
+    counts = [len(r.ids) for _, r, _ in parts]
+    ids = np.concatenate([r.ids for _, r, _ in parts])
+    ranks = np.concatenate([r.ranks for _, r, _ in parts])
+    counters = np.concatenate([r.counters for _, r, _ in parts])
+    fcounters = np.concatenate([r.fcounters for _, r, _ in parts])
+    logs = np.repeat(np.arange(len(parts)), counts)
+    cidx = {name: i for i, name in enumerate(recs.cnames)}
+    fidx = {name: i for i, name in enumerate(recs.fnames)}
+    # A file is shared when the runtime reduced it to one rank -1 record, or when records of
+    # several ranks remain (some ranks only, or a log without the reduction).
+    several = _several_ranks(logs, ids, ranks)
+    sums, summed = _sum_matrix(mod, tuple(recs.cnames))
+    totals = counters @ sums  # every summed column at once
+    prefix = _FPREFIX[mod]
+    columns = {
+        "run_id": [run["run_id"] for (run, _, _), n in zip(parts, counts, strict=True)
+                   for _ in range(n)],
+        "log_sha256": [run["log_sha256"] for (run, _, _), n in zip(parts, counts, strict=True)
+                       for _ in range(n)],
+        "module": [MODULE_TOKENS[mod]] * len(ids),
+        "record_id": ids,
+        "rank": ranks,
+        "path": [names.get(i) for _, r, names in parts for i in r.ids.tolist()],
+        "shared": (ranks == -1) | several,
+        **{col: totals[:, k] for k, col in enumerate(summed)},
+        **{
+            col: fcounters[:, fidx[prefix + suffix]]
+            for col, suffix in _FCOLUMNS.items()
+            if prefix + suffix in fidx
+        },
+    }  # fmt: skip
+    if mod in _MAX_BYTE:
+        columns["max_byte"] = counters[:, [cidx[c] for c in _MAX_BYTE[mod]]].max(axis=1)
+    return Columns(len(ids), columns)
 
 
 def lustre_rows(log: dict, run: dict) -> list[dict]:
-    """The lustre table's rows of one log (the dict of :func:`read_log`)."""
+    """The lustre table's rows of one log (the dict of :func:`iostudy.darshanlog_worker.read`)."""
     return [
         {
             "run_id": run["run_id"],
@@ -461,19 +563,23 @@ def lustre_rows(log: dict, run: dict) -> list[dict]:
     ]
 
 
-def _ingest_log(path: str, run: dict, timeout: float):
-    """Worker: ("ok", jobs row, files table, probes rows, lustre rows) or ("quarantine",
-    reason)."""
-    try:
-        log = read_log(path, timeout=timeout)
-        job_row, files = log_rows(log, run)
-        layouts = lustre_rows(log, run)
-    except DarshanLogError as exc:
-        reason = exc.reason + (" [" + "; ".join(exc.stderr) + "]" if exc.stderr else "")
-        return ("quarantine", reason)
-    except Exception as exc:  # a log PyDarshan reads but that makes no sense: keep it out
-        return ("quarantine", f"unusable log content: {type(exc).__name__}: {exc}")
-    return ("ok", job_row, _table("files", files), probe.probe_rows(job_row, files), layouts)
+def read_for_ingest(path: str, run: dict) -> dict:
+    """ReaderPool's read: one log, without heatmaps (ingest does not store them)."""
+    return read(path, heatmaps=False)
+
+
+def batch_rows(entries) -> tuple[list, list, list, list]:
+    """ReaderPool's rows: the jobs rows, files Columns, probes rows and lustre rows of a batch
+    of logs [(run info, log)]."""
+    jobs = [job_row(log, run) for run, log in entries]
+    files = files_columns(entries)
+    probes = []
+    for (run, log), job in zip(entries, jobs, strict=True):
+        if probe.is_probe(job):  # rare: the probe's rows from its own files rows
+            own = [r for c in files_columns([(run, log)]) for r in c.rows()]
+            probes += probe.probe_rows(job, own)
+    lustre = [row for run, log in entries for row in lustre_rows(log, run)]
+    return jobs, files, probes, lustre
 
 
 # -- ReFrame report and benchmark output ---------------------------------------------------------
@@ -717,21 +823,23 @@ class Store:
                 fcntl.flock(lock, fcntl.LOCK_EX)
             yield
 
-    def known_hashes(self, exclude_run: str) -> set[str]:
-        """sha256 of every log the store holds (ingested or quarantined) for other runs."""
+    def known_hashes(self, exclude_run: str | None = None) -> set[str]:
+        """sha256 of every log the store holds (ingested or quarantined), or only for runs other
+        than exclude_run."""
         con = connect(self.root)
         rows = con.execute(
-            "SELECT log_sha256 FROM jobs WHERE run_id <> $1 "
-            "UNION SELECT sha256 FROM quarantine WHERE run_id <> $1 AND sha256 IS NOT NULL",
+            "SELECT log_sha256 FROM jobs WHERE run_id IS DISTINCT FROM $1 "
+            "UNION SELECT sha256 FROM quarantine WHERE run_id IS DISTINCT FROM $1 "
+            "AND sha256 IS NOT NULL",
             [exclude_run],
         ).fetchall()
         return {r[0] for r in rows}
 
     def has_current_tables(self, run_id: str) -> bool:
         """Whether every table of the run exists with today's columns (TABLES)."""
-        paths = [self.table_path(t, run_id) for t in TABLES]
+        paths = [self.table_path(t, run_id) for t in RUN_TABLES]
         return all(p.is_file() and pq.read_schema(p).names == TABLES[t].names
-                   for t, p in zip(TABLES, paths, strict=True))  # fmt: skip
+                   for t, p in zip(RUN_TABLES, paths, strict=True))  # fmt: skip
 
     def old_rows(self, table: str, run_id: str, column: str, keep: set[str]):
         """Record batches of the run's current table file whose ``column`` is in keep."""
@@ -760,29 +868,97 @@ class Store:
         return None
 
 
-class _RunWriter:
-    """The run's tables, written to temporary files and put in place together at the end."""
+class Columns(NamedTuple):
+    """Rows of a table column-wise: ``n`` rows, {column: numpy array or list}; a column left out
+    is null. Cheap to send between processes (a pyarrow table per log is not)."""
 
-    def __init__(self, store: Store, run_id: str):
-        self.store, self.run_id = store, run_id
-        self.tmp = {t: store.table_path(t, run_id).with_suffix(".parquet.tmp") for t in TABLES}
+    n: int
+    data: dict
+
+    def rows(self) -> list[dict]:
+        return [dict(zip(self.data, vals, strict=True)) for vals in zip(
+            *(list(v) if isinstance(v, np.ndarray) else v for v in self.data.values()),
+            strict=True)]  # fmt: skip
+
+
+def _columns_table(table: str, chunks: list[Columns]) -> pa.Table:
+    """One pyarrow table from many Columns chunks; chunks with the same columns (e.g. one
+    module's records) are joined column by column, and a column a chunk lacks is null."""
+    schema = TABLES[table]
+    groups: dict[tuple, list[Columns]] = {}
+    for chunk in chunks:
+        groups.setdefault(tuple(chunk.data), []).append(chunk)
+    tables = []
+    for keys, group in groups.items():
+        n = sum(c.n for c in group)
+        arrays = []
+        for f in schema:
+            if f.name not in keys:
+                arrays.append(pa.nulls(n, f.type))
+            elif pa.types.is_string(f.type):
+                arrays.append(pa.array([x for c in group for x in c.data[f.name]], f.type))
+            else:
+                values = np.concatenate([c.data[f.name] for c in group])
+                arrays.append(pa.array(values).cast(f.type))
+        tables.append(pa.Table.from_arrays(arrays, schema=schema))
+    return pa.concat_tables(tables)
+
+
+class _RunWriter:
+    """A set of table files (a run's, or one part of a log tree's), written to temporary files
+    and put in place together by :meth:`commit`. Rows are buffered and written in large row
+    groups: a row group per log would make the files slow to read."""
+
+    FLUSH_ROWS = 50_000
+
+    def __init__(self, store: Store, name: str, tables=RUN_TABLES, all_tables=True):
+        self.store, self.name = store, name
+        self.tables = tables  # the tables this writer may write
+        self.all_tables = all_tables  # write every table, even empty (a run's set is complete)
+        self.tmp = {t: store.table_path(t, name).with_suffix(".parquet.tmp") for t in tables}
         self.writers = {}
-        for table, path in self.tmp.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.writers[table] = pq.ParquetWriter(path, TABLES[table])
+        self.rows, self.columns, self.chunks = ({t: [] for t in tables} for _ in range(3))
+        self.buffered = dict.fromkeys(tables, 0)
 
     def write(self, table: str, data):
-        if isinstance(data, list):
-            data = _table(table, data)
-        if data.num_rows:
-            self.writers[table].write_table(data)
+        """Add rows: a list of row dicts, a list of Columns, or a pyarrow table."""
+        if isinstance(data, pa.Table):
+            if data.num_rows:
+                self.chunks[table].append(data)
+            self.buffered[table] += data.num_rows
+        elif data and isinstance(data[0], Columns):
+            self.columns[table].extend(data)
+            self.buffered[table] += sum(c.n for c in data)
+        else:
+            self.rows[table].extend(data)
+            self.buffered[table] += len(data)
+        if self.buffered[table] >= self.FLUSH_ROWS:
+            self._flush(table)
+
+    def _flush(self, table: str):
+        if self.rows[table]:
+            self.chunks[table].append(_table(table, self.rows[table]))
+            self.rows[table] = []
+        if self.columns[table]:
+            self.chunks[table].append(_columns_table(table, self.columns[table]))
+            self.columns[table] = []
+        if not self.chunks[table] and (table in self.writers or not self.all_tables):
+            return
+        if table not in self.writers:
+            self.tmp[table].parent.mkdir(parents=True, exist_ok=True)
+            self.writers[table] = pq.ParquetWriter(self.tmp[table], TABLES[table])
+        if self.chunks[table]:
+            self.writers[table].write_table(pa.concat_tables(self.chunks[table]))
+        self.chunks[table], self.buffered[table] = [], 0
 
     def commit(self):
+        for table in self.tables:
+            self._flush(table)
         for w in self.writers.values():
             w.close()
         # The runs row goes in place last: a run counts as ingested only when all its tables are.
-        for table in sorted(TABLES, key=lambda t: t == "runs"):
-            os.replace(self.tmp[table], self.store.table_path(table, self.run_id))
+        for table in sorted(self.writers, key=lambda t: t == "runs"):
+            os.replace(self.tmp[table], self.store.table_path(table, self.name))
 
     def abort(self):
         for w in self.writers.values():
@@ -843,9 +1019,51 @@ def _benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campa
             counts.problems.append(f"{path}: {reason}")
 
 
-def ingest_run(
-    run_dir, store: Store, pool, counts: Counts, progress=None, timeout=120.0, window=8
-) -> bool:
+def _read_logs(logs, run_info: dict, writer, pool, counts: Counts, progress=None):
+    """Read logs ((path, path relative to the store's base, sha256, os.stat_result) items) with
+    the pool and write their rows, or quarantine each one that fails with its reason, as they
+    come back; yields the number of logs done after each batch."""
+    run_id = run_info["run_id"]
+    items = (
+        (
+            str(path),
+            dict(
+                run_info,
+                log_path=rel,
+                log_sha256=sha,
+                log_size=st.st_size,
+                log_mtime_ns=st.st_mtime_ns,
+            ),
+        )
+        for path, rel, sha, st in logs
+    )
+    task = progress.add_task(run_id, total=len(logs)) if progress else None
+    for batch in pool.map(read_for_ingest, batch_rows, items):
+        if batch.payload:
+            jobs, files, probes, layouts = batch.payload
+            writer.write("jobs", jobs)
+            writer.write("files", files)
+            writer.write("probes", probes)
+            writer.write("lustre", layouts)
+            counts.logs_ingested += len(batch.done)
+        for (path, info), reason in batch.failed:
+            row = {
+                "run_id": run_id,
+                "path": info["log_path"],
+                "sha256": info["log_sha256"],
+                "reason": reason,
+                "size": info["log_size"],
+                "mtime_ns": info["log_mtime_ns"],
+            }
+            writer.write("quarantine", [row])
+            counts.quarantined += 1
+            counts.problems.append(f"{path}: {reason}")
+        if progress:
+            progress.advance(task, len(batch.done) + len(batch.failed))
+        yield len(batch.done) + len(batch.failed)
+
+
+def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress=None) -> bool:
     """Ingest one run directory; returns False when it was skipped (already in the store)."""
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
@@ -893,42 +1111,10 @@ def ingest_run(
         for chunk in store.old_rows("quarantine", run_id, "sha256", carried):
             writer.write("quarantine", chunk)
             already |= set(chunk.column("sha256").to_pylist())
-        todo = [(p, s) for p, s in todo if s not in already]
+        todo = [(p, _rel(p, base), s, p.stat()) for p, s in todo if s not in already]
         counts.logs_skipped += len(already)
-
-        task = progress.add_task(run_id, total=len(todo)) if progress else None
-        pending = {}
-        items = iter(todo)
-        # A bounded number of logs in flight: results are written as they come back.
-        while True:
-            while len(pending) < window:
-                item = next(items, None)
-                if item is None:
-                    break
-                path, sha = item
-                info = dict(run_info, log_path=_rel(path, base), log_sha256=sha)
-                pending[pool.submit(_ingest_log, str(path), info, timeout)] = (path, sha)
-            if not pending:
-                break
-            done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                path, sha = pending.pop(fut)
-                try:
-                    result = fut.result()
-                except Exception as exc:  # the worker itself died
-                    result = ("quarantine", f"ingest worker failed: {type(exc).__name__}: {exc}")
-                if result[0] == "ok":
-                    writer.write("jobs", [result[1]])
-                    writer.write("files", result[2])
-                    writer.write("probes", result[3])
-                    writer.write("lustre", result[4])
-                    counts.logs_ingested += 1
-                else:
-                    writer.write("quarantine", [_quarantine(run_id, path, base, result[1])])
-                    counts.quarantined += 1
-                    counts.problems.append(f"{path}: {result[1]}")
-                if progress:
-                    progress.advance(task)
+        for _ in _read_logs(todo, run_info, writer, pool, counts, progress):
+            pass
 
         report = _read_report(run_dir, base, writer, run_id, counts)
         params = campaign_parameters(manifest)
@@ -960,6 +1146,144 @@ def ingest_run(
         writer.abort()
         raise
     writer.commit()
+    counts.runs_ingested += 1
+    return True
+
+
+# -- a log tree ------------------------------------------------------------------------------
+
+# A facility's log tree (Darshan's <year>/<month>/<day>/ or any layout) is a source like a run:
+# its rows carry run_id "logs-<tree name>" and go into part files <table>/<run_id>.<part>.parquet,
+# one part per ingest (and per commit_every logs, so that a long ingest keeps what it read).
+TREE_PREFIX = "logs-"
+DEFAULT_STUDY = "characterization"
+# The tables a log tree fills (no ReFrame report, no benchmark output).
+LOG_TABLES = ("jobs", "files", "probes", "lustre", "quarantine")
+
+
+def source_kind(path: Path) -> str:
+    """ "run" (a run directory: it has manifest.json) or "tree" (a folder of logs, any depth);
+    raises IngestError for anything else, and for a folder of run directories (each must be
+    named: a tree ingest would lose their manifests)."""
+    if not path.is_dir():
+        raise IngestError(f"{path}: not a directory (give a run directory or a tree of logs)")
+    if (path / "manifest.json").is_file():
+        return "run"
+    runs = sorted(p.parent.name for p in path.glob("*/manifest.json"))
+    if runs:
+        shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
+        raise IngestError(
+            f"{path}: holds run directories ({shown}); give them as RUN_DIR arguments "
+            f"(e.g. {path}/*) so that their manifests are read"
+        )
+    if next(tree_logs(path), None) is None:
+        raise IngestError(
+            f"{path}: not a run directory (no manifest.json) and no *.darshan log below it"
+        )
+    return "tree"
+
+
+def tree_logs(tree: Path):
+    """The tree's Darshan logs (*.darshan, any depth, symlinks not followed) as (path, path
+    relative to the tree's parent), in a stable order; a generator: a facility tree is walked,
+    not listed into memory first."""
+    top = tree.resolve()
+    skip = len(str(top.parent).rstrip("/")) + 1
+    for folder, dirs, files in os.walk(top):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".darshan"):
+                path = os.path.join(folder, name)
+                yield path, path[skip:]
+
+
+def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
+    """{log path: (size, mtime_ns)} of every log of the tree already read (ingested or
+    quarantined): those are not read, nor even hashed, again."""
+    con = connect(store.root)
+    try:
+        rows = con.execute(
+            "SELECT log_path, log_size, log_mtime_ns FROM jobs WHERE run_id = $1 "
+            "UNION ALL SELECT path, size, mtime_ns FROM quarantine WHERE run_id = $1",
+            [run_id],
+        ).fetchall()
+    except duckdb.BinderException:  # a store written before the columns existed
+        return {}
+    return {path: (size, mtime) for path, size, mtime in rows}
+
+
+def _next_part(store: Store, run_id: str) -> int:
+    parts = [int(p.suffixes[-2][1:]) for t in LOG_TABLES
+             for p in (store.root / t).glob(f"{run_id}.*.parquet")
+             if p.suffixes[-2][1:].isdigit()]  # fmt: skip
+    return max(parts, default=0) + 1
+
+
+def _tree_run_row(store: Store, run_id: str, tree: Path, base: Path, study, system):
+    writer = _RunWriter(store, run_id, tables=("runs",))
+    writer.write("runs", [{"run_id": run_id, "system": system, "status": "log tree",
+                           "manifest_path": _rel(tree, base), "study": study,
+                           "ingested": _utc(datetime.now(timezone.utc))}])  # fmt: skip
+    writer.commit()
+
+
+def ingest_tree(
+    tree, store: Store, pool: ReaderPool, counts: Counts, progress=None, name=None,
+    study=DEFAULT_STUDY, system=None, commit_every=20_000,
+) -> bool:  # fmt: skip
+    """Ingest the logs of a tree that are new since its last ingest; returns False when there
+    were none. A log is new when its path is not in the store with the same size and mtime
+    (checked by stat alone) and its content (sha256) is in no run or tree of the store."""
+    tree = Path(tree)
+    run_id = TREE_PREFIX + (name or tree.resolve().name)
+    base = tree.resolve().parent
+    read_before = _tree_index(store, run_id)
+    known = store.known_hashes()
+    scan = progress.add_task(f"scanning {tree}", total=None) if progress else None
+    todo = []
+    for path, rel in tree_logs(tree):
+        st = os.stat(path)
+        if read_before.get(rel) == (st.st_size, st.st_mtime_ns):
+            counts.logs_skipped += 1
+        else:
+            sha = sha256_file(path)
+            if sha in known:  # the same log under another path, or in another source
+                counts.logs_skipped += 1
+            else:
+                known.add(sha)
+                todo.append((path, rel, sha, st))
+        if progress:
+            progress.advance(scan)
+    if progress:
+        progress.update(scan, total=progress.tasks[scan].completed)
+    if not todo and store.run_row(run_id):
+        counts.runs_skipped += 1
+        return False
+
+    system_config = config.load_system(system) if system else None
+    run_info = {"run_id": run_id, "campaign": None, "system": system,
+                "system_config": system_config}  # fmt: skip
+    part = _next_part(store, run_id)
+
+    def part_writer():
+        return _RunWriter(store, f"{run_id}.{part:06d}", tables=LOG_TABLES, all_tables=False)
+
+    writer = part_writer()
+    try:
+        since_commit = 0
+        for n in _read_logs(todo, run_info, writer, pool, counts, progress):
+            since_commit += n
+            if since_commit >= commit_every:  # keep what is read so far
+                since_commit = 0
+                writer.commit()
+                _tree_run_row(store, run_id, tree, base, study, system)
+                part += 1
+                writer = part_writer()
+    except BaseException:
+        writer.abort()
+        raise
+    writer.commit()
+    _tree_run_row(store, run_id, tree, base, study, system)
     counts.runs_ingested += 1
     return True
 
@@ -1016,19 +1340,19 @@ def default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def ingest(run_dirs, store_root, jobs=None, timeout=120.0, console=None) -> Counts:
-    """Ingest run directories into the store; returns the counts."""
+def ingest(
+    sources, store_root, jobs=None, timeout=120.0, console=None, tree_options=None
+) -> Counts:
+    """Ingest run directories and log trees (see :func:`source_kind`) into the store; returns
+    the counts. tree_options: keyword arguments of :func:`ingest_tree` (name, study, system,
+    commit_every)."""
     store = Store(store_root)
     counts = Counts()
     console = console or Console(stderr=True)
-    jobs = jobs or default_jobs()
-    runs = []
-    for d in run_dirs:
-        load_manifest(Path(d))  # every directory is checked before any is ingested
-        runs.append(Path(d))
+    kinds = [(Path(d), source_kind(Path(d))) for d in sources]  # all checked before any is read
+    if (tree_options or {}).get("name") and sum(k == "tree" for _, k in kinds) > 1:
+        raise IngestError("--name names one log tree; give one LOGTREE per ingest to use it")
     with store.locked(console):
-        # spawn: the parent runs rich's refresh thread, and forking a threaded process is unsafe.
-        ctx = multiprocessing.get_context("spawn")
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -1037,9 +1361,13 @@ def ingest(run_dirs, store_root, jobs=None, timeout=120.0, console=None) -> Coun
             console=console,
             transient=False,
         )
-        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool, progress:
-            for run_dir in runs:
-                ingest_run(run_dir, store, pool, counts, progress, timeout=timeout, window=2 * jobs)
+        pool = ReaderPool(jobs or default_jobs(), timeout)
+        with progress:
+            for path, kind in kinds:
+                if kind == "run":
+                    ingest_run(path, store, pool, counts, progress)
+                else:
+                    ingest_tree(path, store, pool, counts, progress, **(tree_options or {}))
         problem = store.write_views()
         if problem:
             console.print(
@@ -1048,11 +1376,11 @@ def ingest(run_dirs, store_root, jobs=None, timeout=120.0, console=None) -> Coun
     return counts
 
 
-def ingest_and_report(run_dirs, store_root, jobs=None, timeout=120.0) -> int:
+def ingest_and_report(sources, store_root, jobs=None, timeout=120.0, tree_options=None) -> int:
     """ingest() with its problems and counts said; the exit status of `iostudy ingest`."""
     console = Console(stderr=True)
     try:
-        counts = ingest(run_dirs, store_root, jobs, timeout, console)
+        counts = ingest(sources, store_root, jobs, timeout, console, tree_options)
     except IngestError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -1067,22 +1395,35 @@ def ingest_and_report(run_dirs, store_root, jobs=None, timeout=120.0) -> int:
 
 
 def cmd_ingest(args):
-    return ingest_and_report(args.run_dirs, args.store, args.jobs, args.timeout)
+    if args.system:
+        try:
+            config.load_system(args.system)
+        except config.ConfigError as exc:
+            print(f"iostudy: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    options = {"name": args.name, "study": args.study, "system": args.system,
+               "commit_every": args.commit_every}  # fmt: skip
+    return ingest_and_report(args.sources, args.store, args.jobs, args.timeout, options)
 
 
 def register(groups) -> None:
     """Adds the ``ingest`` command to the CLI's group subparsers."""
     p = groups.add_parser(
         "ingest",
-        help="ingest run directories (logs, ReFrame report, benchmark output) into the store",
-        description="Read each RUN_DIR (results/<run-id>/: manifest.json, darshan/**/*.darshan, "
-        "reframe/report.json, reframe/output/**/iomodel.jsonl) into the Parquet tables "
-        "STORE/<table>/<run_id>.parquet with DuckDB views in STORE/store.duckdb. Incremental: "
-        "a run whose manifest is unchanged is skipped, and a log already in the store (same "
-        "sha256) is not read again. A log that cannot be read is quarantined with its reason "
-        "and the others go on. The last line says where things went and the counts.",
+        help="ingest run directories and trees of Darshan logs into the store",
+        description="Read each SOURCE into the Parquet tables of the store (STORE/<table>/"
+        "*.parquet, DuckDB views in STORE/store.duckdb). A SOURCE is either a RUN_DIR "
+        "(results/<run-id>/: manifest.json, darshan/**/*.darshan, reframe/report.json, "
+        "reframe/output/**/{iomodel,ior}.jsonl) or a LOGTREE: any folder of *.darshan logs, at "
+        "any depth (a facility's Darshan log directory), of format 3.00 to 3.41 in either byte "
+        "order. Incremental: a run whose manifest is unchanged is skipped; a tree's logs already "
+        "read (same path, size and mtime) are not even hashed again; a log whose content "
+        "(sha256) the store already holds is not read again. Logs are read in worker processes, "
+        "one at a time each: a log that cannot be read, or that crashes the reader, is "
+        "quarantined with its reason (the quarantine table) and the others go on. The last line "
+        "says where things went and the counts.",
     )
-    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="RUN_DIR or LOGTREE")
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help=f"default {DEFAULT_STORE}")
     p.add_argument(
         "--jobs",
@@ -1098,5 +1439,30 @@ def register(groups) -> None:
         default=120.0,
         metavar="SEC",
         help="give up reading one log after SEC seconds and quarantine it (default 120)",
+    )
+    tree = p.add_argument_group("log trees")
+    tree.add_argument(
+        "--name",
+        help="the tree's name in the store: its rows get run_id logs-NAME (default: the "
+        "folder's name; give the same name for every ingest of one tree)",
+    )
+    tree.add_argument(
+        "--study",
+        default=DEFAULT_STUDY,
+        help=f"the study the tree belongs to, for `iostudy report build --study` "
+        f"(default {DEFAULT_STUDY})",
+    )
+    tree.add_argument(
+        "--system",
+        help="the system (configs/systems/<SYSTEM>) the logs come from: their system column, "
+        "and node counts from its cores per node when Slurm accounting is not imported",
+    )
+    tree.add_argument(
+        "--commit-every",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="put what is read in place every N logs, so that an interrupted ingest keeps it "
+        "(default 20000)",
     )
     p.set_defaults(func=cmd_ingest)

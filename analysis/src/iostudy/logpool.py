@@ -1,0 +1,230 @@
+"""Read many Darshan logs in long-lived worker processes, each log in isolation.
+
+libdarshan-util aborts or segfaults on some damaged logs, and after a failed read its state can
+be corrupt (see the log-format reference, section 11.3). Starting a process per log is safe but
+slow (a Python start per log); here a few workers read batches of logs, one log after another:
+
+- anything libdarshan-util prints on stderr while it reads a log (fd 2 goes to a file the worker
+  truncates before each log) makes that log fail, as a clean read prints nothing;
+- after a failed log the worker sends what it has (the rows of the logs before it, and the
+  reason) and exits, so no damaged state reads the next log; the rest of its batch goes back to
+  the queue and a fresh worker takes over;
+- when a worker dies (signal, exit) or overruns the timeout, the log to blame is not known: its
+  whole batch goes back to the queue one log per batch, and a log that then kills its worker,
+  alone, gets the reason (``reader crashed (segfault)``...);
+- the worker reads a private name of the log in its scratch directory: after a failed read
+  libdarshan-util's cleanup can unlink its log file, and raw inputs are never modified.
+
+A batch's logs are read one by one, and their rows are computed together (``rows``), which keeps
+the per-log cost of numpy, pickling and the pipe small: ingest reads thousands of small logs a
+second. :meth:`ReaderPool.map` yields a :class:`Batch` per answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from collections import deque
+from multiprocessing.connection import wait
+from typing import NamedTuple
+
+# Signals with which libdarshan-util is known to die on damaged logs.
+CRASHES = {signal.SIGABRT: "aborted (SIGABRT)", signal.SIGSEGV: "crashed (segfault)"}
+
+
+def death_reason(exitcode: int | None) -> str:
+    """Why a reader process ended, from its exit code (-N: killed by signal N)."""
+    if exitcode is not None and exitcode < 0 and -exitcode in CRASHES:
+        return f"reader {CRASHES[-exitcode]}, exit status {exitcode}"
+    if exitcode is not None and exitcode < 0:
+        return f"reader killed by signal {-exitcode}"
+    return f"reader exited with status {exitcode}"
+
+
+class Batch(NamedTuple):
+    """One answer of the pool: the items whose rows are in ``payload`` (the ``rows`` function's
+    result for them; None when there are none), and the items that failed, with the reason."""
+
+    done: list
+    payload: object
+    failed: list  # [(item, reason)]
+
+
+def _private_copy(path, copy):
+    """A name of the log's content that the reader may lose: a hard link when the log is on the
+    scratch's file system (no copy), else a copy."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(copy)
+    try:
+        os.link(path, copy)
+    except OSError:
+        shutil.copyfile(path, copy)
+
+
+def _worker(conn, read, rows):
+    """Worker main loop: a batch of (path, arg) in, (number read, rows payload, failure) out;
+    exits after a failure or on None."""
+    warnings.simplefilter("ignore")  # stderr is for libdarshan-util's complaints only
+    os.environ.pop("LD_PRELOAD", None)  # the reader must not write a log of its own
+    scratch = tempfile.mkdtemp(prefix="iostudy-read-")
+    errors = open(os.path.join(scratch, "stderr"), "w+b")  # noqa: SIM115 (lives with the process)
+    os.dup2(errors.fileno(), 2)
+    copy = os.path.join(scratch, "log.darshan")
+    try:
+        while (batch := conn.recv()) is not None:
+            read_ok, failure = [], None
+            for path, arg in batch:
+                errors.seek(0)
+                errors.truncate()
+                try:
+                    _private_copy(path, copy)
+                    result = read(copy, arg)
+                except Exception as exc:
+                    failure = f"{type(exc).__name__}: {exc}"
+                sys.stderr.flush()
+                errors.seek(0)
+                said = [ln for ln in errors.read().decode(errors="replace").splitlines() if ln]
+                if said:
+                    failure = (
+                        f"{failure or 'libdarshan-util reported problems'} [{'; '.join(said)}]"
+                    )
+                if failure:
+                    break
+                read_ok.append((arg, result))
+            try:
+                payload = rows(read_ok) if read_ok else None
+            except Exception as exc:  # rows that make no sense: blame the batch's logs alone
+                conn.send((0, None, f"rows: {type(exc).__name__}: {exc}"))
+                break
+            conn.send((len(read_ok), payload, failure))
+            if failure:
+                break  # the library's state may be damaged: the pool starts a fresh worker
+    except (EOFError, KeyboardInterrupt):
+        pass
+    except Exception:  # a bug of ours, not of a log: say it where the parent can see it
+        os.write(errors.fileno(), traceback.format_exc().encode())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+class _Slot:
+    """One worker process and the batch it holds."""
+
+    def __init__(self, ctx, read, rows):
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child, read, rows), daemon=True)
+        self.proc.start()
+        child.close()
+        self.batch = None
+        self.started = 0.0
+
+    def give(self, batch):
+        self.batch, self.started = batch, time.monotonic()
+        self.conn.send(batch)
+
+    def answer(self):
+        """The worker's answer for its batch, None if not complete yet, or False if it died."""
+        try:
+            if self.conn.poll():
+                return self.conn.recv()
+        except (EOFError, OSError):
+            pass
+        self.proc.join(timeout=5)
+        return None if self.proc.is_alive() else False
+
+    def stop(self, kill=False):
+        if kill and self.proc.is_alive():
+            self.proc.kill()
+        else:
+            with contextlib.suppress(OSError):
+                self.conn.send(None)
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+class ReaderPool:
+    """``jobs`` worker processes; see the module docstring. ``timeout``: seconds per log."""
+
+    def __init__(self, jobs: int, timeout: float = 120.0, batch: int = 32):
+        self.jobs, self.timeout, self.batch = max(1, jobs), timeout, max(1, batch)
+        # spawn: the parent may run threads (rich's progress refresh); forking them is unsafe.
+        self.ctx = multiprocessing.get_context("spawn")
+
+    def map(self, read, rows, items):
+        """Yield a Batch per answer until every item = (path, arg) is done or failed.
+        ``read(copy_path, arg)`` and ``rows([(arg, read result)])`` run in the workers
+        (module-level functions: they are pickled by name)."""
+        items = iter(items)  # taken as needed: a facility's logs are not listed twice
+        retry = deque()  # batches of one: logs of a batch whose worker died
+        slots = []
+
+        def next_batch():
+            if retry:
+                return retry.popleft()
+            return [item for _, item in zip(range(self.batch), items, strict=False)] or None
+
+        try:
+            pending = next_batch()
+            while True:
+                for i in range(self.jobs):
+                    if pending is None:
+                        break
+                    if i == len(slots):
+                        slots.append(_Slot(self.ctx, read, rows))
+                    if slots[i].batch is None:
+                        if not slots[i].proc.is_alive():
+                            slots[i] = _Slot(self.ctx, read, rows)
+                        slots[i].give(pending)
+                        pending = next_batch()
+                busy = [s for s in slots if s.batch is not None]
+                if not busy:
+                    return
+                deadline = min(s.started + self.timeout * len(s.batch) for s in busy)
+                ready = wait(
+                    [s.conn for s in busy] + [s.proc.sentinel for s in busy],
+                    timeout=max(0.0, deadline - time.monotonic()),
+                )
+                for slot in busy:
+                    answer = None
+                    if slot.conn in ready or slot.proc.sentinel in ready:
+                        answer = slot.answer()
+                    elif time.monotonic() - slot.started > self.timeout * len(slot.batch):
+                        slot.stop(kill=True)
+                        answer = False
+                    if answer is None:
+                        continue
+                    batch, slot.batch = slot.batch, None
+                    if answer is False:  # died or timed out holding the batch
+                        if len(batch) > 1:
+                            retry.extend([item] for item in batch)
+                        else:
+                            reason = death_reason(slot.proc.exitcode)
+                            if slot.proc.exitcode == -signal.SIGKILL:
+                                reason = f"reader timed out after {self.timeout:g} s"
+                            yield Batch([], None, [(batch[0], reason)])
+                        slot.stop(kill=True)
+                        if pending is None:
+                            pending = next_batch()
+                        continue
+                    n_read, payload, failure = answer
+                    failed = [(batch[n_read], failure)] if failure else []
+                    if failure:
+                        slot.stop()
+                        retry.extendleft([item] for item in reversed(batch[n_read + 1 :]))
+                        if pending is None:
+                            pending = next_batch()
+                    yield Batch(batch[:n_read], payload, failed)
+        finally:
+            for slot in slots:
+                slot.stop(kill=True)

@@ -1,0 +1,148 @@
+"""iostudy jobs: the per-job figures against PyDarshan's own derived metrics (the oracle), on
+every real log of the test data, and the columns' definitions on logs our runtime writes."""
+
+import csv
+import io
+import math
+
+import darshan
+import pytest
+from darshan.backend.cffi_backend import accumulate_records
+
+from iostudy import cli, jobstats, store
+from tests.conftest import DARSHAN_LOGS
+
+ALL_LOGS = sorted(DARSHAN_LOGS.rglob("*.darshan"))
+
+
+@pytest.fixture(scope="module")
+def test_log_store(tmp_path_factory):
+    """Every test log ingested as one log tree."""
+    root = tmp_path_factory.mktemp("jobstats")
+    counts = store.ingest([DARSHAN_LOGS], root / "store")
+    assert (counts.logs_ingested, counts.quarantined) == (len(ALL_LOGS), 0)
+    return root / "store"
+
+
+def _jobs_csv(store_root, *args) -> list[dict]:
+    out = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["jobs", "--store", str(store_root), "--csv", *args]) == 0
+    return list(csv.DictReader(io.StringIO(out.getvalue())))
+
+
+def _pydarshan_metrics(path, mod):
+    """PyDarshan's derived metrics of one module (what `python -m darshan job_stats` prints)."""
+    report = darshan.DarshanReport(str(path), read_all=False)
+    if mod not in report.modules:
+        return None
+    report.mod_read_all_records(mod)
+    if len(report.records[mod]) == 0:
+        return None
+    recs = report.records[mod].to_df()
+    return accumulate_records(recs, mod, report.metadata["job"]["nprocs"]).derived_metrics
+
+
+@pytest.mark.parametrize("mod", ["POSIX", "MPI-IO", "STDIO"])
+def test_bytes_and_bandwidth_agree_with_pydarshan_on_every_test_log(test_log_store, mod):
+    rows = {r["log"]: r for r in _jobs_csv(test_log_store, "--module", mod)}
+    assert len(rows) == len(ALL_LOGS)
+    compared = 0
+    for path in ALL_LOGS:
+        row = rows[f"{DARSHAN_LOGS.name}/{path.relative_to(DARSHAN_LOGS).as_posix()}"]
+        assert row["module"] == mod
+        metrics = _pydarshan_metrics(path, mod)
+        total = int(row["bytes_read"]) + int(row["bytes_written"])
+        if metrics is None:
+            assert total == 0, path
+            continue
+        compared += 1
+        assert total == pytest.approx(metrics.total_bytes, rel=0.01), path
+        perf = float(row["agg_perf_mib_s"]) if row["agg_perf_mib_s"] else 0.0
+        assert perf == pytest.approx(metrics.agg_perf_by_slowest, rel=0.01), path
+        assert float(row["io_time_slowest_s"]) == pytest.approx(
+            metrics.agg_time_by_slowest, rel=0.01
+        ), path
+    # every test log has POSIX or STDIO records; MPI-IO ones are the MPI jobs'
+    assert compared >= {"POSIX": 40, "MPI-IO": 25, "STDIO": 25}[mod]
+
+
+def test_columns_and_scope(test_log_store):
+    rows = _jobs_csv(test_log_store)
+    for name in ("log", "jobid", "nprocs", "nodes", "bytes_read", "bytes_written",
+                 "io_time_slowest_s", "agg_perf_mib_s", "mib_s_per_cn", "md_cost_pct",
+                 "files_per_proc", "seq_pct", "aligned_pct", "mib_per_proc", "interfaces",
+                 "strategy", "io_procs", "procs_per_file"):  # fmt: skip
+        assert name in rows[0]
+    by_name = {r["log"].rsplit("/", 1)[1]: r for r in rows}
+    # The 3.5.0 release log: 4 ranks write and read one shared file through MPI-IO.
+    r = by_name["mpi-io-test-x86_64-3.5.0.darshan"]
+    assert r["interfaces"] == "POSIX+STDIO+MPI-IO" and r["strategy"] == "N:1"
+    assert (r["module"], r["io_procs"], float(r["procs_per_file"])) == ("POSIX+STDIO", "4", 4.0)
+    # default scope = POSIX + STDIO records
+    posix = {x["log"]: x for x in _jobs_csv(test_log_store, "--module", "POSIX")}
+    stdio = {x["log"]: x for x in _jobs_csv(test_log_store, "--module", "STDIO")}
+    for row in rows:
+        for col in ("bytes_read", "bytes_written"):
+            assert int(row[col]) == int(posix[row["log"]][col]) + int(stdio[row["log"]][col])
+    # STDIO-only log: no POSIX counters, so no sequential or aligned share
+    r = by_name["laytonjb_test1_id28730_6-7-43012-2131301613401632697_1.darshan"]
+    assert r["interfaces"] == "STDIO" and r["seq_pct"] == "" and r["aligned_pct"] == ""
+    # HDF5 and PnetCDF logs show their library interface
+    hdf5 = [r for r in rows if "HDF5" in r["interfaces"]]
+    assert {r["log"].rsplit("/", 1)[1][:14] for r in hdf5} >= {"shane_ior-HDF5"}
+    assert any("PnetCDF" in r["interfaces"] for r in rows)
+    for r in rows:
+        assert r["strategy"] in ("N:N", "N:1", "N:M", "rank-0", "none")
+        if r["md_cost_pct"]:
+            assert -1e-6 <= float(r["md_cost_pct"]) <= 100 + 1e-6 or "ppc64" in r["log"]
+        per_proc = int(r["bytes_read"]) + int(r["bytes_written"])
+        assert math.isclose(float(r["mib_per_proc"]), per_proc / 2**20 / int(r["nprocs"]))
+
+
+def test_bad_module_and_missing_store_are_clear_errors(tmp_path, capsys):
+    assert cli.main(["jobs", "--store", str(tmp_path), "--csv"]) == 2
+    assert "no store here" in capsys.readouterr().err
+    assert cli.main(["jobs", "--store", str(tmp_path), "--module", "HDF5"]) == 2
+    assert "--module 'HDF5'" in capsys.readouterr().err
+
+
+def test_strategy_rules_on_hand_made_records():
+    """N:N, N:1, N:M, rank-0 from files rows whose classes are known by construction."""
+    import duckdb
+    import pandas as pd
+
+    files = []
+
+    def rec(log, rank, rid, nbytes):
+        files.append({**{c: None for c in store.TABLES["files"].names}, "log_sha256": log,
+                      "module": "posix", "record_id": rid, "rank": rank, "bytes_read": 0,
+                      "bytes_written": nbytes, "reads": 0, "writes": 1, "meta_time": 0.1,
+                      "read_time": 0.0, "write_time": 1.0, "slowest_rank_time": 2.0,
+                      "seq_ops": 1, "unaligned": 0, "mode": 0})  # fmt: skip
+
+    for r in range(4):
+        rec("nn", r, 100 + r, 10)  # a file per process
+    rec("n1", -1, 7, 40)  # one reduced shared file
+    rec("nm", 0, 7, 20)  # ranks 0 and 1 of 4 share a file, 2 and 3 another
+    rec("nm", 1, 7, 20)
+    rec("nm", 2, 8, 20)
+    rec("nm", 3, 8, 20)
+    rec("r0", 0, 9, 40)  # only rank 0 moves data
+    jobs = pd.DataFrame([{**{c: None for c in store.TABLES["jobs"].names}, "log_sha256": log,
+                          "log_path": log, "nprocs": 4, "nodes": 1, "modules": "POSIX"}
+                         for log in ("nn", "n1", "nm", "r0")])  # fmt: skip
+    con = duckdb.connect()
+    con.register("files", pd.DataFrame(files).astype({"record_id": "uint64"}))
+    con.register("jobs", jobs)
+    table = jobstats.job_table(con).set_index("log")
+    assert table["strategy"].to_dict() == {"nn": "N:N", "n1": "N:1", "nm": "N:M", "r0": "rank-0"}
+    assert table["io_procs"].to_dict() == {"nn": 4, "n1": 4, "nm": 4, "r0": 1}
+    assert table["procs_per_file"].to_dict() == {"nn": 1, "n1": 4, "nm": 2, "r0": 1}
+    # slowest rank: 1.1 s over its own records; the shared file: its slowest rank's 2 s
+    assert table["io_time_slowest_s"].to_dict() == pytest.approx(
+        {"nn": 1.1, "n1": 2.0, "nm": 1.1, "r0": 1.1}
+    )
+    assert table.loc["n1", "agg_perf_mib_s"] == pytest.approx(40 / 2**20 / 2.0)
