@@ -40,7 +40,7 @@ def test_ingest_real_logs_and_quarantine(run_dir, tmp_path, capsys):
         f"ingest: store {st} (store.duckdb): runs 1 ingested, 0 skipped; "
         "logs 2 ingested, 0 skipped, 1 quarantined"
     )
-    for table in store.TABLES:
+    for table in store.RUN_TABLES:
         assert (st / table / f"{RUN}.parquet").is_file(), table
     assert (st / "store.duckdb").is_file()
 
