@@ -35,11 +35,12 @@ child reads PyDarshan's frames column by column, never through a float64 row):
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from .logpool import CRASHES
 
 
 class DarshanLogError(Exception):
@@ -55,10 +56,6 @@ class DarshanLogError(Exception):
         super().__init__(message)
 
 
-# Signals with which libdarshan-util is known to die on damaged logs.
-_CRASHES = {signal.SIGABRT: "aborted (SIGABRT)", signal.SIGSEGV: "crashed (segfault)"}
-
-
 def _failure_reason(returncode, stdout):
     """Why the worker failed: its own error report and/or the way it died."""
     try:
@@ -67,8 +64,8 @@ def _failure_reason(returncode, stdout):
         error = None
     # A child killed by signal N shows as -N; through a shell it shows as 128+N.
     signum = -returncode if returncode < 0 else returncode - 128
-    if signum in _CRASHES:
-        crash = f"reader {_CRASHES[signum]}, exit status {returncode}"
+    if signum in CRASHES:
+        crash = f"reader {CRASHES[signum]}, exit status {returncode}"
         return f"{crash}, after {error}" if error else crash
     return error or f"reader exited with status {returncode}"
 

@@ -69,12 +69,12 @@ def _private_copy(path, copy):
         shutil.copyfile(path, copy)
 
 
-def _worker(conn, read, rows):
+def _worker(conn, read, rows, scratch):
     """Worker main loop: a batch of (path, arg) in, (number read, rows payload, failure) out;
-    exits after a failure or on None."""
+    exits after a failure or on None. ``scratch``: its folder (the pool's, which reads the
+    stderr file there when the worker dies, and removes it)."""
     warnings.simplefilter("ignore")  # stderr is for libdarshan-util's complaints only
     os.environ.pop("LD_PRELOAD", None)  # the reader must not write a log of its own
-    scratch = tempfile.mkdtemp(prefix="iostudy-read-")
     errors = open(os.path.join(scratch, "stderr"), "w+b")  # noqa: SIM115 (lives with the process)
     os.dup2(errors.fileno(), 2)
     copy = os.path.join(scratch, "log.darshan")
@@ -111,8 +111,6 @@ def _worker(conn, read, rows):
         pass
     except Exception:  # a bug of ours, not of a log: say it where the parent can see it
         os.write(errors.fileno(), traceback.format_exc().encode())
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class _Slot:
@@ -120,7 +118,8 @@ class _Slot:
 
     def __init__(self, ctx, read, rows):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, read, rows), daemon=True)
+        self.scratch = tempfile.mkdtemp(prefix="iostudy-read-")
+        self.proc = ctx.Process(target=_worker, args=(child, read, rows, self.scratch), daemon=True)
         self.proc.start()
         child.close()
         self.batch = None
@@ -140,6 +139,15 @@ class _Slot:
         self.proc.join(timeout=5)
         return None if self.proc.is_alive() else False
 
+    def last_words(self) -> str:
+        """What the worker printed on stderr for the log it held (e.g. before it crashed)."""
+        try:
+            with open(os.path.join(self.scratch, "stderr"), "rb") as f:
+                said = f.read().decode(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "; ".join(line for line in said if line.strip())
+
     def stop(self, kill=False):
         if kill and self.proc.is_alive():
             self.proc.kill()
@@ -151,6 +159,7 @@ class _Slot:
             self.proc.kill()
             self.proc.join()
         self.conn.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class ReaderPool:
@@ -212,6 +221,8 @@ class ReaderPool:
                             reason = death_reason(slot.proc.exitcode)
                             if slot.proc.exitcode == -signal.SIGKILL:
                                 reason = f"reader timed out after {self.timeout:g} s"
+                            if said := slot.last_words():
+                                reason += f" [{said}]"
                             yield Batch([], None, [(batch[0], reason)])
                         slot.stop(kill=True)
                         if pending is None:

@@ -1368,7 +1368,9 @@ def ingest(
                     ingest_run(path, store, pool, counts, progress)
                 else:
                     ingest_tree(path, store, pool, counts, progress, **(tree_options or {}))
-        problem = store.write_views()
+        # the views change only with the tables: an ingest that added nothing changes nothing
+        changed = counts.runs_ingested or not (store.root / DATABASE).is_file()
+        problem = store.write_views() if changed else None
         if problem:
             console.print(
                 f"warning: {DATABASE} not updated: {problem}", highlight=False, soft_wrap=True
