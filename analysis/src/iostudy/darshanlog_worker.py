@@ -167,24 +167,24 @@ def _heatmaps(path):
     }
 
 
-def dump(path, heatmaps=True):
+def dump(path):
     """The content of the log at ``path`` as plain data (keys: see :mod:`iostudy.darshanlog`)."""
-    log = read(path, heatmaps)
+    log = read(path)
     log["records"] = {mod: arrays.as_dicts() for mod, arrays in log["records"].items()}
     return log
 
 
-def read(path, heatmaps=True):
+def read(path, full=True):
     """The content of the log at ``path`` as :func:`dump` gives it, except that ``records`` is
-    {module: RecordArrays}. With ``heatmaps=False`` the heatmap keys are empty and the HEATMAP
-    module is not read."""
+    {module: RecordArrays}. With ``full=False`` (what ingest stores) the mounts and heatmap keys
+    are empty: the mount table and the HEATMAP module are not read."""
     log = backend.log_open(path)
     if not bool(log["handle"]):
         raise RuntimeError("Failed to open file.")
     try:
         job = backend.log_get_job(log)
         exe = backend.log_get_exe(log)
-        mounts = [list(m) for m in backend.log_get_mounts(log)]
+        mounts = [list(m) for m in backend.log_get_mounts(log)] if full else []
         modules = backend.log_get_modules(log)
         names = backend.log_get_name_records(log)
         records, raw_counts = {}, {}
@@ -194,7 +194,7 @@ def read(path, heatmaps=True):
                 records[mod], raw_counts[mod] = _records(log, mod, named)
         lustre = _lustre(log, names) if "LUSTRE" in modules else []
         heatmap_records = []
-        if heatmaps and "HEATMAP" in modules:
+        if full and "HEATMAP" in modules:
             heatmap_records = _heatmap_records(log)
             raw_counts["HEATMAP"] = len(heatmap_records)
     finally:
@@ -210,7 +210,7 @@ def read(path, heatmaps=True):
         "name_records": {int(k) & U64: v for k, v in names.items()},
         "records": records,
         "lustre": lustre,
-        "heatmaps": _heatmaps(path) if heatmaps and "HEATMAP" in modules else {},
+        "heatmaps": _heatmaps(path) if full and "HEATMAP" in modules else {},
         "raw_record_counts": raw_counts,
         "heatmap_records": heatmap_records,
     }

@@ -564,8 +564,8 @@ def lustre_rows(log: dict, run: dict) -> list[dict]:
 
 
 def read_for_ingest(path: str, run: dict) -> dict:
-    """ReaderPool's read: one log, without heatmaps (ingest does not store them)."""
-    return read(path, heatmaps=False)
+    """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps)."""
+    return read(path, full=False)
 
 
 def batch_rows(entries) -> tuple[list, list, list, list]:
