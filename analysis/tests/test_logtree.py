@@ -146,8 +146,9 @@ def test_pool_blames_only_the_log_that_kills_its_worker(tmp_path):
     items = [(str(log), f"ok{k}") for k in range(10)]
     items.insert(4, (str(log), "segv"))
     done, failed = [], []
-    for batch in logpool.ReaderPool(jobs=2, batch=5).map(_read_or_crash, _rows, items):
-        done += batch.payload or []
-        failed += batch.failed
+    with logpool.ReaderPool(_read_or_crash, _rows, jobs=2, batch=5) as pool:
+        for batch in pool.map(items):
+            done += batch.payload or []
+            failed += batch.failed
     assert sorted(done) == sorted(f"ok{k}" for k in range(10))
     assert failed == [((str(log), "segv"), "reader crashed (segfault), exit status -11")]

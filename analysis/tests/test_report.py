@@ -413,3 +413,284 @@ def test_a_run_with_nothing_readable_still_makes_a_report(tmp_path):
     missing = [i for i in m["inputs"] if i.get("missing")]
     assert [i["run_id"] for i in missing] == [reportdata.RUNS[0][0]]
     assert len(_csv(index.parent / "quarantine.csv")) == 1
+
+
+# -- seed 000's workload sections (iostudy.workload) on real logs ---------------------------------
+
+HOSTILE_ACCOUNT = "<img src=x onerror=alert(1)>"
+HOSTILE_ACCOUNT2 = "</script><script>alert(2)</script>"
+HOSTILE_FOLDER = "<img src=y onerror=alert(3)>"
+HOSTILE_LOG = '"><svg onload=alert(4)>.darshan'
+# Names that an anonymized report must not show anywhere (pages and CSVs).
+NAMES = (
+    "alice",
+    "climate",
+    "physics",
+    "treddy",
+    "shane",
+    "snyder",
+    "laytonjb",
+    "mpi-io-test",
+    "onerror",
+    "ml$ai$",
+    "release_logs",
+)
+
+
+def _account(path: str) -> tuple[str, str] | None:
+    """The Slurm account and user of a test log (by its folder), None: no accounting."""
+    for part, account, user in (
+        ("ppc64", "physics", "bob"),
+        ("release_logs", "climate", "alice"),
+        (HOSTILE_FOLDER, HOSTILE_ACCOUNT, "mallory"),  # the DXT test log's folder
+        ("ior_pnetcdf", HOSTILE_ACCOUNT2, "eve<b>"),
+        ("dlio", "ml$ai$", "carol"),
+    ):
+        if part in path:
+            return account, user
+    return None
+
+
+@pytest.fixture(scope="module")
+def tree_study(tmp_path_factory, darshan_logs):
+    """The real test logs as a facility log tree (one folder named like markup, and a
+    truncated log whose name is markup, quarantined), ingested with `iostudy ingest TREE`;
+    Slurm accounting for most of their jobs (accounts named like markup among them) imported
+    with `iostudy sacct import`; and the workload report built from it, plain and anonymized."""
+    root = tmp_path_factory.mktemp("tree")
+    tree = root / "darshan-logs"
+    for log in sorted(darshan_logs.rglob("*.darshan")):
+        folder = log.parent.name if "dxt" not in log.parent.name else HOSTILE_FOLDER
+        (tree / folder).mkdir(parents=True, exist_ok=True)
+        (tree / folder / log.name).write_bytes(log.read_bytes())
+    release = darshan_logs / "release_logs" / "mpi-io-test-x86_64-3.4.0.darshan"
+    (tree / HOSTILE_LOG).write_bytes(release.read_bytes()[:700])
+    store = root / "store"
+    assert main(["ingest", str(tree), "--store", str(store), "--study", "characterization"]) == 0
+    con = store_mod.connect(store)
+    logs = con.execute("SELECT jobid, nprocs, log_path FROM jobs ORDER BY jobid").fetchall()
+    con.close()
+    lines = [
+        "JobID|JobIDRaw|Cluster|Account|User|Partition|NNodes|NCPUS|ElapsedRaw|Start|End|State"
+    ]
+    seen = set()
+    for jobid, nprocs, path in logs:
+        named = _account(path)
+        if named and jobid not in seen:
+            seen.add(jobid)
+            lines.append(
+                f"{jobid}|{jobid}|c1|{named[0]}|{named[1]}|batch|1|{max(nprocs, 4)}|3600|"
+                "2026-01-01T00:00:00|2026-01-01T01:00:00|COMPLETED"
+            )
+    # Three jobs of climate without a log: its coverage is 25 of 28 jobs.
+    for jobid in (1, 2, 3):
+        lines.append(
+            f"{jobid}|{jobid}|c1|climate|alice|batch|2|128|7200|2026-01-01T00:00:00|"
+            "2026-01-01T02:00:00|COMPLETED"
+        )
+    (root / "sacct.txt").write_text("\n".join(lines) + "\n")
+    assert main(["sacct", "import", str(root / "sacct.txt"), "--store", str(store)]) == 0
+    reports = root / "reports"
+    plain = report.build(store, "characterization", reports, large_procs=4, large_mib=100)
+    anon = report.build(
+        store, "characterization", reports, anonymize=True, large_procs=4, large_mib=100
+    )
+    again = report.build(store, "characterization", reports, anonymize=True)
+    return {
+        "root": root,
+        "store": store,
+        "reports": reports,
+        "plain": plain,
+        "anon": anon,
+        "again": again,
+    }
+
+
+WORKLOAD_IDS = [
+    "interfaces-by-size",
+    "strategy-by-size",
+    "top-projects",
+    "coverage",
+    "files-vs-procs",
+    "mib-s-per-cn-by-project",
+    "large-job-averages",
+    "access-sizes-by-project",
+]
+
+
+def test_workload_sections_from_a_log_tree(tree_study):
+    v = tree_study["plain"].parent
+    m = json.loads((v / "MANIFEST.json").read_text())
+    kinds = {c["id"]: c["kind"] for c in m["contents"]}
+    assert [i for i in kinds if i in WORKLOAD_IDS] == WORKLOAD_IDS
+    for ident in WORKLOAD_IDS:
+        assert kinds[ident] != "note", ident
+    assert m["report"]["large_jobs"] == {"min_procs": 4, "min_mib": 100}
+    assert m["report"]["anonymized"] is None
+    # The log tree is an input by its parts' sha256; it has no manifest and is not "missing".
+    assert [i["kind"] for i in m["inputs"] if i.get("run_id")] == ["log-tree"]
+    assert "Run manifests missing" not in tree_study["plain"].read_text()
+    assert any("sched/sacct-sacct.parquet" in i["path"] for i in m["inputs"])
+    top = {r["project"]: r for r in _csv(v / "top-projects.csv")}
+    # 25 x86 release logs of climate, 11 ppc64 of physics (Slurm accounting by job id).
+    assert top["climate"]["jobs"] == "25" and top["physics"]["jobs"] == "11"
+    assert HOSTILE_ACCOUNT in top and "(unknown)" in top
+    coverage = {r["project"]: r for r in _csv(v / "coverage.csv")}
+    assert (coverage["climate"]["jobs_instrumented"], coverage["climate"]["jobs_total"]) == (
+        "25",
+        "28",
+    )
+    assert coverage["all"]["jobs_total"] == "43"
+    # Large jobs (>= 4 processes, >= 100 MiB): the release logs, 128 MiB each, and the DXT job.
+    stats = {r["project"]: r for r in _csv(v / "mib-s-per-cn-by-project.csv")}
+    assert (stats["climate"]["jobs"], stats["physics"]["jobs"]) == ("25", "11")
+    html = tree_study["plain"].read_text()
+    assert "jobs with at least 4 processes that moved at least 100 MiB" in html
+    quarantine = _csv(v / "quarantine.csv")
+    assert [Path(r["path"]).name for r in quarantine] == [HOSTILE_LOG]
+
+
+def test_default_filter_and_no_accounting_say_so(tree_study, tmp_path):
+    # The seed's filter (1,024 processes, 500 MiB): no test job is that large.
+    m = json.loads((tree_study["again"].parent / "MANIFEST.json").read_text())
+    notes = {c["id"]: c["caption"] for c in m["contents"] if c["kind"] == "note"}
+    assert set(notes) == {
+        "mib-s-per-cn-by-project",
+        "large-job-averages",
+        "access-sizes-by-project",
+    }
+    for caption in notes.values():
+        assert "at least 1,024 processes that moved at least 500 MiB" in caption
+    # A store without Slurm accounting: coverage says what it needs.
+    results, store = reportdata.make_study(tmp_path)
+    index = report.build(store, "quick", tmp_path / "reports")
+    m = json.loads((index.parent / "MANIFEST.json").read_text())
+    coverage = next(c for c in m["contents"] if c["id"] == "coverage")
+    assert coverage["kind"] == "note" and "iostudy sacct import" in coverage["caption"]
+
+
+def test_workload_section_only_with_job_logs(tmp_path):
+    results, store = reportdata.make_study(tmp_path)
+    for run_id, *_ in reportdata.RUNS:
+        for table in ("jobs", "files"):
+            path = store / table / f"{run_id}.parquet"
+            pq.write_table(pq.read_table(path).slice(0, 0), path)
+    index = report.build(store, "quick", tmp_path / "reports")
+    m = json.loads((index.parent / "MANIFEST.json").read_text())
+    assert not {c["id"] for c in m["contents"]} & set(WORKLOAD_IDS)
+    assert 'id="workload"' not in index.read_text() and "#large-jobs" not in index.read_text()
+
+
+def test_cli_large_job_options(tree_study, capsys):
+    args = [
+        "report",
+        "build",
+        "--store",
+        str(tree_study["store"]),
+        "--study",
+        "characterization",
+        "--reports",
+        str(tree_study["reports"]),
+        "--large-procs",
+        "32",
+        "--large-mib",
+        "1024",
+    ]
+    assert main(args) == 0
+    index = Path(capsys.readouterr().out.splitlines()[-1])
+    stats = _csv(index.parent / "mib-s-per-cn-by-project.csv")
+    # Only the DXT job: 32 processes, 4 GiB.
+    assert [(r["project"], r["jobs"]) for r in stats] == [(HOSTILE_ACCOUNT, "1")]
+    assert "at least 32 processes that moved at least 1,024 MiB" in index.read_text()
+    with pytest.raises(SystemExit):
+        main([*args[:-4], "--large-procs", "0"])
+    with pytest.raises(SystemExit):
+        main([*args[:-4], "--large-mib", "-1"])
+
+
+class Texts(HTMLParser):
+    """Every element with its attributes, and the page's text."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements, self.text = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+
+    handle_startendtag = handle_starttag
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def dump_dom(url: str, binary: str) -> str:
+    """The page's DOM after loading and running whatever it runs (chromium --dump-dom)."""
+    import subprocess
+
+    flags = [f for f in chromium.FLAGS if f != "--remote-debugging-pipe"]
+    proc = subprocess.run(
+        [binary, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True
+    )
+    return proc.stdout
+
+
+def test_names_from_logs_stay_text_in_chromium(tree_study, browser):
+    """Accounts, folders and log names written like markup are shown as text: the page the
+    browser built has no element or handler they would inject, no console error, and their
+    text is on the page (tables and the figures' SVG text)."""
+    page = tree_study["plain"]
+    load = chromium.load(page.resolve().as_uri(), chromium=browser)
+    assert load.errors() == []
+    assert [u for u in load.requests if not u.startswith("data:")] == [page.resolve().as_uri()]
+    assert_not_blank(load.screenshot)
+    dom = Texts()
+    dom.feed(dump_dom(page.resolve().as_uri(), browser))
+    tags = {tag for tag, _ in dom.elements}
+    assert not tags & {"script", "img", "iframe", "object", "embed", "foreignobject"}, tags
+    handlers = [(t, a) for t, a in dom.elements if any(k.lower().startswith("on") for k in a)]
+    assert handlers == []
+    text = "".join(dom.text)
+    for name in (HOSTILE_ACCOUNT, HOSTILE_ACCOUNT2, HOSTILE_LOG, "ml$ai$"):
+        assert name in text, name
+
+
+def test_anonymized_report_shows_no_name(tree_study, browser):
+    v = tree_study["anon"].parent
+    for path in sorted(v.iterdir()):
+        if path.name == "MANIFEST.json":
+            continue
+        content = path.read_text()
+        for name in NAMES:
+            assert name not in content, (path.name, name)
+    # Pseudonyms, the same everywhere: tables, CSVs, figures.
+    top = {r["project"]: r for r in _csv(v / "top-projects.csv")}
+    plain = {r["project"]: r for r in _csv(tree_study["plain"].parent / "top-projects.csv")}
+    assert sorted(r["bytes_moved"] for r in top.values()) == sorted(
+        r["bytes_moved"] for r in plain.values()
+    )
+    climate = next(p for p, r in top.items() if r["jobs"] == "25")
+    assert climate.startswith("project-") and "(unknown)" in top
+    coverage = {r["project"] for r in _csv(v / "coverage.csv")}
+    assert climate in coverage
+    html = tree_study["anon"].read_text()
+    assert html.count(climate) >= 4  # two tables, two figures at least
+    assert "Anonymized" in html
+    # Paths too, consistently between CSVs.
+    points = {r["log"] for r in _csv(v / "files-vs-procs.csv")}
+    jobs = {r["log_path"] for r in _csv(v / "job-mib-s-per-cn.csv")}
+    assert points == jobs and not any("treddy" in p for p in points)
+    # The key stays in the store, never in the report; the next build has the same pseudonyms.
+    assert (tree_study["store"] / "anonymize.key").is_file()
+    assert not list(tree_study["reports"].rglob("*.key"))
+    key = (tree_study["store"] / "anonymize.key").read_text().strip()
+    for path in tree_study["reports"].rglob("*"):
+        if path.is_file():
+            assert key not in path.read_text()
+    again = {r["project"] for r in _csv(tree_study["again"].parent / "top-projects.csv")}
+    assert again == set(top)
+    m1 = json.loads((v / "MANIFEST.json").read_text())["report"]["anonymized"]
+    m2 = json.loads((tree_study["again"].parent / "MANIFEST.json").read_text())
+    assert m1 == m2["report"]["anonymized"] and len(m1["key_id"]) == 16
+    load = chromium.load(tree_study["anon"].resolve().as_uri(), chromium=browser)
+    assert load.errors() == []

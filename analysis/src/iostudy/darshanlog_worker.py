@@ -65,9 +65,9 @@ class RecordArrays(NamedTuple):
         ]
 
 
-def _records(log, mod, named):
+def _records(log, mod, names):
     """Named records of one module as RecordArrays, and the number of records stored, named or
-    not (PyDarshan drops unnamed ones silently). ``named``: the named ids (uint64 array).
+    not (PyDarshan drops unnamed ones silently). ``names``: {record id: name}.
 
     libdarshan-util's darshan_log_get_record fills the record buffer it is given (byte-swapped
     and up-converted to the current version), so one buffer serves every record and the bytes
@@ -94,7 +94,8 @@ def _records(log, mod, named):
         ]
     )
     stored = np.frombuffer(b"".join(chunks), dtype=dtype)
-    kept = stored[np.isin(stored["id"], named)]
+    named = np.fromiter(map(names.__contains__, stored["id"].tolist()), bool, len(stored))
+    kept = stored[named]
     arrays = RecordArrays(
         kept["id"].copy(),
         kept["rank"].copy(),
@@ -186,12 +187,11 @@ def read(path, full=True):
         exe = backend.log_get_exe(log)
         mounts = [list(m) for m in backend.log_get_mounts(log)] if full else []
         modules = backend.log_get_modules(log)
-        names = backend.log_get_name_records(log)
+        names = {int(k) & U64: v for k, v in backend.log_get_name_records(log).items()}
         records, raw_counts = {}, {}
-        named = np.fromiter((int(k) & U64 for k in names), np.uint64, len(names))
         for mod in RECORD_MODULES:
             if mod in modules:
-                records[mod], raw_counts[mod] = _records(log, mod, named)
+                records[mod], raw_counts[mod] = _records(log, mod, names)
         lustre = _lustre(log, names) if "LUSTRE" in modules else []
         heatmap_records = []
         if full and "HEATMAP" in modules:
@@ -207,7 +207,7 @@ def read(path, full=True):
             name: {"len": m["len"], "ver": m["ver"], "partial_flag": bool(m["partial_flag"])}
             for name, m in modules.items()
         },
-        "name_records": {int(k) & U64: v for k, v in names.items()},
+        "name_records": names,
         "records": records,
         "lustre": lustre,
         "heatmaps": _heatmaps(path) if full and "HEATMAP" in modules else {},

@@ -163,37 +163,59 @@ class _Slot:
 
 
 class ReaderPool:
-    """``jobs`` worker processes; see the module docstring. ``timeout``: seconds per log."""
+    """``jobs`` worker processes running ``read(copy_path, arg)`` per log and ``rows([(arg,
+    read result)])`` per batch (module-level functions: they are pickled by name); see the
+    module docstring. ``timeout``: seconds per log. Workers start with :meth:`start` (or the
+    first :meth:`map`) and stop with :meth:`close`; a pool is a context manager."""
 
-    def __init__(self, jobs: int, timeout: float = 120.0, batch: int = 32):
+    def __init__(self, read, rows, jobs: int, timeout: float = 120.0, batch: int = 32):
+        self.read, self.rows = read, rows
         self.jobs, self.timeout, self.batch = max(1, jobs), timeout, max(1, batch)
         # spawn: the parent may run threads (rich's progress refresh); forking them is unsafe.
         self.ctx = multiprocessing.get_context("spawn")
+        self.slots: list[_Slot] = []
 
-    def map(self, read, rows, items):
-        """Yield a Batch per answer until every item = (path, arg) is done or failed.
-        ``read(copy_path, arg)`` and ``rows([(arg, read result)])`` run in the workers
-        (module-level functions: they are pickled by name)."""
+    def start(self):
+        """Start the workers now (they take a moment to import), e.g. while logs are found."""
+        while len(self.slots) < self.jobs:
+            self.slots.append(_Slot(self.ctx, self.read, self.rows))
+
+    def close(self):
+        for slot in self.slots:
+            slot.stop(kill=True)
+        self.slots = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _fresh(self, i):
+        self.slots[i] = _Slot(self.ctx, self.read, self.rows)
+
+    def map(self, items):
+        """Yield a Batch per answer until every item = (path, arg) is done or failed."""
         items = iter(items)  # taken as needed: a facility's logs are not listed twice
         retry = deque()  # batches of one: logs of a batch whose worker died
-        slots = []
 
         def next_batch():
             if retry:
                 return retry.popleft()
             return [item for _, item in zip(range(self.batch), items, strict=False)] or None
 
+        pending = next_batch()
+        if pending is not None:
+            self.start()
+        slots = self.slots
         try:
-            pending = next_batch()
             while True:
-                for i in range(self.jobs):
+                for i, slot in enumerate(slots):
                     if pending is None:
                         break
-                    if i == len(slots):
-                        slots.append(_Slot(self.ctx, read, rows))
-                    if slots[i].batch is None:
-                        if not slots[i].proc.is_alive():
-                            slots[i] = _Slot(self.ctx, read, rows)
+                    if slot.batch is None:
+                        if not slot.proc.is_alive():
+                            self._fresh(i)
                         slots[i].give(pending)
                         pending = next_batch()
                 busy = [s for s in slots if s.batch is not None]
@@ -230,12 +252,12 @@ class ReaderPool:
                         continue
                     n_read, payload, failure = answer
                     failed = [(batch[n_read], failure)] if failure else []
-                    if failure:
+                    if failure:  # the worker exits after a failure: replaced when needed
                         slot.stop()
                         retry.extendleft([item] for item in reversed(batch[n_read + 1 :]))
                         if pending is None:
                             pending = next_batch()
                     yield Batch(batch[:n_read], payload, failed)
-        finally:
-            for slot in slots:
-                slot.stop(kill=True)
+        except BaseException:
+            self.close()  # workers may hold half a batch: never reuse them
+            raise

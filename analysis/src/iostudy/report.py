@@ -34,6 +34,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,8 +43,9 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from . import __version__, apps, config, lustre, metrics, probe, provenance, scaling
+from . import __version__, apps, config, lustre, metrics, probe, provenance, scaling, workload
 from . import store as store_mod
+from .anonymize import AnonymizeError, Anonymizer
 from .numfmt import short
 
 if TYPE_CHECKING:
@@ -56,6 +58,10 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Seed 000: the MiB/s derived from the logs is within 3% of the benchmark's (Table I).
 TOLERANCE_PCT = 100 * metrics.TABLE1_TOLERANCE
 
+# The status of a log tree's run (iostudy.store.ingest_tree): its manifest_path is the tree's
+# folder, it has no manifest, and its time span is its logs'.
+TREE_STATUS = "log tree"
+
 # Python packages whose versions a report records (the ones that shape its numbers and figures).
 PACKAGES = ("duckdb", "pyarrow", "pandas", "numpy", "matplotlib", "Jinja2", "darshan")
 
@@ -66,6 +72,17 @@ class ReportError(Exception):
 
 class VersionExistsError(ReportError):
     """The requested version is already published (versions are never overwritten)."""
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What a report build can be asked beyond its study: the large-job filter of seed 000's
+    per-project figures (processes and MiB moved, at least), and the pseudonyms of names
+    (None: names as they are)."""
+
+    large_procs: int = workload.LARGE_PROCS
+    large_mib: float = workload.LARGE_MIB
+    anonymizer: Anonymizer | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,12 +151,31 @@ def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path):
             f"no run of study {study!r} in the store "
             f"(studies there: {', '.join(sorted(known)) if known else 'none'})"
         )
+    _tree_spans(runs, tables["jobs"])
     runs.sort(key=lambda r: (str(r.get("started")), r["run_id"]))
     ids = {r["run_id"] for r in runs}
+    # A table of no run (sched: Slurm accounting, imported apart) is everyone's: the coverage
+    # of the study's jobs is computed against all of it.
     selected = {
-        name: df[df["run_id"].isin(ids)].reset_index(drop=True) for name, df in tables.items()
+        name: df[df["run_id"].isin(ids)].reset_index(drop=True) if "run_id" in df else df
+        for name, df in tables.items()
     }
     return selected, runs
+
+
+def is_tree(run: dict) -> bool:
+    return run.get("status") == TREE_STATUS
+
+
+def _tree_spans(runs: list[dict], jobs: pd.DataFrame) -> None:
+    """A log tree's run has no start or end of its own: its logs' first start and last end."""
+    for run in runs:
+        if not is_tree(run) or not pd.isna(run.get("started")):
+            continue
+        mine = jobs[jobs["run_id"] == run["run_id"]]
+        if len(mine):
+            run["started"] = pd.to_datetime(mine["start"]).min()
+            run["finished"] = pd.to_datetime(mine["end"]).max()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,8 +385,10 @@ def side_by_side(metric_table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame
 
 def counts_table(runs: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     rows = []
-    for system in sorted(runs["system"].dropna().unique()):
-        ids = set(runs.loc[runs["system"] == system, "run_id"])
+    # A log tree ingested without --system has none: its runs are counted under "?".
+    systems = runs["system"].fillna("?")
+    for system in sorted(systems.unique()):
+        ids = set(runs.loc[systems == system, "run_id"])
         rows.append(
             {
                 "system": system,
@@ -385,7 +423,9 @@ def provenance_table(runs: list[dict]) -> pd.DataFrame:
                 "git_commit": m.get("git_commit") or run.get("git_commit"),
                 "git_dirty": m.get("git_dirty"),
                 "tool_versions": "; ".join(f"{k} {v}" for k, v in sorted(tools.items()) if v),
-                "manifest": "found" if run["_manifest"] is not None else "MISSING",
+                "manifest": "found"
+                if run["_manifest"] is not None
+                else (TREE_STATUS if is_tree(run) else "MISSING"),
             }
         )
     return pd.DataFrame(rows)
@@ -695,6 +735,23 @@ HEADERS = {
     "form": "time form",
     "lower": "lower (fraction)",
     "upper": "upper (fraction)",
+    # seed 000's workload tables (iostudy.workload)
+    "bytes_read": "bytes read",
+    "bytes_written": "bytes written",
+    "bytes_moved": "bytes moved",
+    "jobs_instrumented": "jobs with a log",
+    "jobs_total": "jobs",
+    "job_coverage_pct": "job coverage %",
+    "core_hours_instrumented": "core-hours with a log",
+    "core_hours_total": "core-hours",
+    "core_hour_coverage_pct": "core-hour coverage %",
+    "apis": "APIs",
+    "md_cost_pct": "metadata cost %",
+    "files_per_proc": "files per process",
+    "creates_per_proc": "creates per process",
+    "seq_pct": "sequential %",
+    "aligned_pct": "aligned %",
+    "mib_per_proc": "MiB per process",
 }
 # Columns that are identifiers or small counts: shown as they are, without digit grouping.
 PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs", "procs"}
@@ -727,13 +784,31 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", str(name)).strip("-") or "x"
 
 
-def render(tables, runs, study: str, version: int, title: str, out: Path, now: datetime):
-    """Write index.html and the CSVs of one report into out; returns its figures and tables."""
+def render(
+    tables,
+    runs,
+    study: str,
+    version: int,
+    title: str,
+    out: Path,
+    now: datetime,
+    *,
+    options: ReportOptions | None = None,
+):
+    """Write index.html and the CSVs of one report into out; returns its figures and tables.
+
+    A section item is a figure (drawn), a table, or a note: a sentence in place of a figure or
+    table that has no data. With options.anonymizer every table and CSV goes through it (names
+    by column, iostudy.anonymize), and the sections that draw names take it too."""
+    options = options or ReportOptions()
+    anonymizer = options.anonymizer
     runs_df = pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in runs])
     sections = []
 
     def add(section, kind, ident, caption, df, fig=None, table=False, hide=()):
         csv = f"{ident}.csv"
+        if anonymizer is not None:
+            df = anonymizer.frame(df)
         df.to_csv(out / csv, index=False, lineterminator="\n")
         sections.append(
             {
@@ -782,6 +857,7 @@ def render(tables, runs, study: str, version: int, title: str, out: Path, now: d
     probe.add_section(add, tables["probes"])
     apps.add_section(add, tables)
     lustre.add_section(add, tables, runs)
+    workload.add_section(add, tables, options.large_procs, options.large_mib, anonymizer)
 
     by_environ = any(t["environ"].nunique() > 1 for t in (tables["jobs"], iomodel) if len(t))
     jobs_t = job_table(tables["jobs"], tables["files"])
@@ -916,7 +992,11 @@ def render(tables, runs, study: str, version: int, title: str, out: Path, now: d
             summary=summary,
             tolerance=f"{TOLERANCE_PCT:g}",
             sections=sections,
-            missing_manifests=[r["run_id"] for r in runs if r["_manifest"] is None],
+            present={s["section"] for s in sections},
+            anonymized=anonymizer is not None,
+            missing_manifests=[
+                r["run_id"] for r in runs if r["_manifest"] is None and not is_tree(r)
+            ],
             git_commit=provenance.git_state()[0],
             iostudy_version=__version__,
             style=(TEMPLATES / "style.css").read_text(),
@@ -993,15 +1073,35 @@ def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.Data
     return cross
 
 
+def _part_run(stem: str) -> str:
+    """The run of a store part: STORE/<table>/<run_id>.parquet, or <run_id>.<NNNNNN>.parquet
+    (a log tree ingested in several parts)."""
+    m = re.match(r"^(.*)\.\d{6}$", stem)
+    return m.group(1) if m else stem
+
+
 def _manifest(
-    runs, all_run_ids, store: Path, study, version, title, now, sections, out: Path, argv
+    runs,
+    all_run_ids,
+    store: Path,
+    study,
+    version,
+    title,
+    now,
+    sections,
+    out: Path,
+    argv,
+    options: ReportOptions | None = None,
 ):
+    options = options or ReportOptions()
     inputs = []
     # The store's files of the study's runs (STORE/<table>/<run_id>.parquet), and any file
-    # that belongs to no known run; the other studies' runs have no part in this report.
+    # that belongs to no known run (Slurm accounting: STORE/sched/sacct-*.parquet); the other
+    # studies' runs have no part in this report.
     ids = {r["run_id"] for r in runs}
     for path in sorted(Path(store).rglob("*.parquet")):
-        if path.stem not in ids and path.stem in all_run_ids:
+        run = path.stem if path.stem in all_run_ids else _part_run(path.stem)
+        if run not in ids and run in all_run_ids:
             continue
         inputs.append(
             {
@@ -1016,13 +1116,13 @@ def _manifest(
         m = run["_manifest"] or {}
         path = run["_manifest_file"]
         entry = {
-            "kind": "run-manifest",
+            "kind": "log-tree" if is_tree(run) else "run-manifest",
             "run_id": run["run_id"],
             "path": _shown(path) if path else None,
         }
         if run["_manifest"] is not None:
             entry |= {"sha256": provenance.sha256_file(path), "bytes": path.stat().st_size}
-        else:
+        elif not is_tree(run):  # a tree's logs are inputs by their sha256 in the store's parts
             entry["missing"] = True
         inputs.append(entry)
         run_entries.append(
@@ -1054,6 +1154,9 @@ def _manifest(
             "title": title,
             "created": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
             "command_line": argv,
+            "large_jobs": {"min_procs": options.large_procs, "min_mib": options.large_mib},
+            # Which key made the pseudonyms (an HMAC of a constant: the key stays secret).
+            "anonymized": {"key_id": options.anonymizer.key_id()} if options.anonymizer else None,
         },
         "git": {
             "commit": commit,
@@ -1125,11 +1228,17 @@ def build(
     as_version: int | None = None,
     results: Path | None = None,
     argv: list[str] | None = None,
+    large_procs: int = workload.LARGE_PROCS,
+    large_mib: float = workload.LARGE_MIB,
+    anonymize: bool = False,
 ) -> Path:
     """Publish a new version of the study's report; returns the path of its index.html.
 
     results: the folder of the run directories (the store records manifest paths relative to
-    it); default the store's parent folder (results/store -> results/)."""
+    it); default the store's parent folder (results/store -> results/). large_procs, large_mib:
+    seed 000's large jobs (at least that many processes and MiB moved). anonymize: names
+    (users, projects, paths, command lines) replaced by pseudonyms keyed by the store's
+    anonymize.key (iostudy.anonymize)."""
     if not NAME_RE.match(study):
         raise ReportError(f"study {study!r}: use letters, digits, '.', '_' and '-' only")
     store, reports = Path(store), Path(reports)
@@ -1139,8 +1248,21 @@ def build(
             f"{study_dir / f'v{as_version}'} exists: a published version is never overwritten "
             f"(omit --as-version to publish v{max(versions(study_dir)) + 1})"
         )
+    if large_procs < 1 or not large_mib >= 0:
+        raise ReportError(
+            f"large jobs: --large-procs {large_procs} must be at least 1 and --large-mib "
+            f"{large_mib:g} at least 0"
+        )
     tables = load_tables(store)
     selected, runs = select_study(tables, study, results or store.parent)
+    try:
+        anonymizer = Anonymizer.for_store(store) if anonymize else None
+    except AnonymizeError as exc:
+        raise ReportError(str(exc)) from None
+    options = ReportOptions(large_procs, large_mib, anonymizer)
+    # render's options only when not the defaults: its seven positional parameters are what a
+    # wrapper of it (the tests' racing build) takes.
+    extra = {"options": options} if options != ReportOptions() else {}
     all_ids = set(tables["runs"]["run_id"])
     study_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=study_dir, prefix=".build-"))
@@ -1148,9 +1270,11 @@ def build(
         now = datetime.now(timezone.utc).replace(microsecond=0)
         n = as_version or (max(versions(study_dir), default=0) + 1)
         title = title or f"iostudy report: {study}"
-        sections = render(selected, runs, study, n, title, tmp, now)
+        sections = render(selected, runs, study, n, title, tmp, now, **extra)
         while True:
-            manifest = _manifest(runs, all_ids, store, study, n, title, now, sections, tmp, argv)
+            manifest = _manifest(
+                runs, all_ids, store, study, n, title, now, sections, tmp, argv, options
+            )
             (tmp / "MANIFEST.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
             # Published reports are read by others (a web server, colleagues): 755 and 644.
             os.chmod(tmp, 0o755)
@@ -1169,7 +1293,7 @@ def build(
                 n = max(versions(study_dir), default=0) + 1
                 for p in tmp.iterdir():
                     p.unlink()
-                sections = render(selected, runs, study, n, title, tmp, now)
+                sections = render(selected, runs, study, n, title, tmp, now, **extra)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -1191,6 +1315,9 @@ def cmd_build(args) -> int:
             as_version=args.as_version,
             results=Path(args.results) if args.results else None,
             argv=["iostudy", *sys.argv[1:]],
+            large_procs=args.large_procs,
+            large_mib=args.large_mib,
+            anonymize=args.anonymize,
         )
     except ReportError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
@@ -1199,7 +1326,7 @@ def cmd_build(args) -> int:
     runs = manifest["runs"]
     print(
         f"report {args.study} v{manifest['report']['version']}: {len(runs)} runs "
-        f"({', '.join(sorted({r['system'] for r in runs}))}), "
+        f"({', '.join(sorted({r['system'] or '?' for r in runs}))}), "
         f"{len(manifest['contents'])} figures and tables, "
         f"index of versions {index.parent.parent / 'index.html'}"
     )
@@ -1211,6 +1338,13 @@ def cmd_build(args) -> int:
 def _positive(text: str) -> int:
     value = int(text.removeprefix("v"))
     if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or math.isinf(value):
         raise ValueError(text)
     return value
 
@@ -1241,6 +1375,28 @@ def register(groups) -> None:
     b.add_argument("--study", required=True, help="study name, e.g. quick")
     b.add_argument("--reports", default="reports", help="reports folder (default reports)")
     b.add_argument("--title", help="page title (default: iostudy report: STUDY)")
+    b.add_argument(
+        "--large-procs",
+        type=_positive,
+        default=workload.LARGE_PROCS,
+        metavar="N",
+        help="seed 000's large jobs (Figs. 9, 10, Table IV) have at least N processes "
+        f"(default {workload.LARGE_PROCS})",
+    )
+    b.add_argument(
+        "--large-mib",
+        type=_non_negative,
+        default=workload.LARGE_MIB,
+        metavar="M",
+        help=f"... and moved at least M MiB, read + written (default {workload.LARGE_MIB:g})",
+    )
+    b.add_argument(
+        "--anonymize",
+        action="store_true",
+        help="replace user names, projects, command lines and paths with pseudonyms (keyed "
+        "HMAC; the same name, the same pseudonym, in every table, figure, CSV and version; the "
+        "key is STORE/anonymize.key, made on first use and never published)",
+    )
     b.add_argument(
         "--as-version",
         type=_positive,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import itertools
 import json
 import math
 import os
@@ -1019,7 +1020,7 @@ def _benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campa
             counts.problems.append(f"{path}: {reason}")
 
 
-def _read_logs(logs, run_info: dict, writer, pool, counts: Counts, progress=None):
+def _read_logs(logs, run_info: dict, writer, pool, counts: Counts, progress=None, task=None):
     """Read logs ((path, path relative to the store's base, sha256, os.stat_result) items) with
     the pool and write their rows, or quarantine each one that fails with its reason, as they
     come back; yields the number of logs done after each batch."""
@@ -1037,8 +1038,7 @@ def _read_logs(logs, run_info: dict, writer, pool, counts: Counts, progress=None
         )
         for path, rel, sha, st in logs
     )
-    task = progress.add_task(run_id, total=len(logs)) if progress else None
-    for batch in pool.map(read_for_ingest, batch_rows, items):
+    for batch in pool.map(items):
         if batch.payload:
             jobs, files, probes, layouts = batch.payload
             writer.write("jobs", jobs)
@@ -1113,7 +1113,8 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
             already |= set(chunk.column("sha256").to_pylist())
         todo = [(p, _rel(p, base), s, p.stat()) for p, s in todo if s not in already]
         counts.logs_skipped += len(already)
-        for _ in _read_logs(todo, run_info, writer, pool, counts, progress):
+        task = progress.add_task(run_id, total=len(todo)) if progress else None
+        for _ in _read_logs(todo, run_info, writer, pool, counts, progress, task):
             pass
 
         report = _read_report(run_dir, base, writer, run_id, counts)
@@ -1239,26 +1240,40 @@ def ingest_tree(
     base = tree.resolve().parent
     read_before = _tree_index(store, run_id)
     known = store.known_hashes()
-    scan = progress.add_task(f"scanning {tree}", total=None) if progress else None
-    todo = []
-    for path, rel in tree_logs(tree):
-        st = os.stat(path)
-        if read_before.get(rel) == (st.st_size, st.st_mtime_ns):
-            counts.logs_skipped += 1
-        else:
+    task = progress.add_task(f"{run_id} (finding new logs)", total=None) if progress else None
+
+    def new_logs():
+        """The tree's logs to read, found while the first ones are read; the progress total
+        grows with them."""
+        found = 0
+        for path, rel in tree_logs(tree):
+            st = os.stat(path)
+            if read_before.get(rel) == (st.st_size, st.st_mtime_ns):
+                counts.logs_skipped += 1
+                continue
             sha = sha256_file(path)
             if sha in known:  # the same log under another path, or in another source
                 counts.logs_skipped += 1
-            else:
-                known.add(sha)
-                todo.append((path, rel, sha, st))
+                continue
+            known.add(sha)
+            found += 1
+            if progress:
+                progress.update(task, total=found)
+            yield path, rel, sha, st
         if progress:
-            progress.advance(scan)
-    if progress:
-        progress.update(scan, total=progress.tasks[scan].completed)
-    if not todo and store.run_row(run_id):
-        counts.runs_skipped += 1
-        return False
+            progress.update(task, total=found, description=run_id)
+
+    todo = new_logs()
+    first = next(todo, None)
+    if first is None:
+        if progress:
+            progress.update(task, total=0, description=run_id)
+        if store.run_row(run_id):
+            counts.runs_skipped += 1
+            return False
+    else:
+        pool.start()  # the workers import while the tree is walked further
+        todo = itertools.chain([first], todo)
 
     system_config = config.load_system(system) if system else None
     run_info = {"run_id": run_id, "campaign": None, "system": system,
@@ -1271,7 +1286,7 @@ def ingest_tree(
     writer = part_writer()
     try:
         since_commit = 0
-        for n in _read_logs(todo, run_info, writer, pool, counts, progress):
+        for n in _read_logs(todo, run_info, writer, pool, counts, progress, task):
             since_commit += n
             if since_commit >= commit_every:  # keep what is read so far
                 since_commit = 0
@@ -1361,8 +1376,8 @@ def ingest(
             console=console,
             transient=False,
         )
-        pool = ReaderPool(jobs or default_jobs(), timeout)
-        with progress:
+        pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout)
+        with progress, pool:
             for path, kind in kinds:
                 if kind == "run":
                     ingest_run(path, store, pool, counts, progress)
