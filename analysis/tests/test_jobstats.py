@@ -69,6 +69,16 @@ def test_bytes_and_bandwidth_agree_with_pydarshan_on_every_test_log(test_log_sto
     assert compared >= {"POSIX": 40, "MPI-IO": 25, "STDIO": 25}[mod]
 
 
+def test_every_format_version_and_byte_order_is_read(test_log_store):
+    con = store.connect(test_log_store)
+    versions = {v for (v,) in con.execute("SELECT DISTINCT log_ver FROM jobs").fetchall()}
+    assert versions == {"3.00", "3.10", "3.20", "3.21", "3.41"}
+    (big_endian,) = con.execute(
+        "SELECT count(*) FROM jobs WHERE log_path LIKE '%ppc64%'"
+    ).fetchone()
+    assert big_endian == len([p for p in ALL_LOGS if "ppc64" in p.name]) > 0
+
+
 def test_columns_and_scope(test_log_store):
     rows = _jobs_csv(test_log_store)
     for name in ("log", "jobid", "nprocs", "nodes", "bytes_read", "bytes_written",
