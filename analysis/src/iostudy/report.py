@@ -966,10 +966,15 @@ def render(
     )
 
     verdicts = perf["result"].astype(str).str.lower()
+    # The runs' span: first start to last start, or to a log tree's last log's end.
+    ends = [runs_df["started"]]
+    if "status" in runs_df and "finished" in runs_df:
+        ends.append(runs_df.loc[runs_df["status"] == TREE_STATUS, "finished"])
+    last_time = pd.concat(ends).max()
     within = cross[f"within_{TOLERANCE_PCT:g}pct"] if len(cross) else []
     summary = {
-        "runs": f"{len(runs_df)} ({runs_df['started'].min()} to {runs_df['started'].max()})",
-        "systems": ", ".join(sorted(runs_df["system"].dropna().unique())),
+        "runs": f"{len(runs_df)} ({runs_df['started'].min()} to {last_time})",
+        "systems": ", ".join(sorted(runs_df["system"].fillna("?").unique())),
         "jobs": len(tables["jobs"]),
         "quarantined": len(quarantine),
         "perf": f"{int((verdicts == 'pass').sum())} of {len(perf)} values pass"
