@@ -53,6 +53,7 @@ INTERFACES = {
     "PNETCDF_VAR": "PnetCDF",
 }
 INTERFACE_ORDER = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
+STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
 SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in store_mod.SIZE_BINS]
 # The columns the issue asks for first, then the rest.
 COLUMNS = [

@@ -60,7 +60,7 @@ TOLERANCE_PCT = 100 * metrics.TABLE1_TOLERANCE
 
 # The status of a log tree's run (iostudy.store.ingest_tree): its manifest_path is the tree's
 # folder, it has no manifest, and its time span is its logs'.
-TREE_STATUS = "log tree"
+TREE_STATUS = store_mod.TREE_STATUS
 
 # Python packages whose versions a report records (the ones that shape its numbers and figures).
 PACKAGES = ("duckdb", "pyarrow", "pandas", "numpy", "matplotlib", "Jinja2", "darshan")

@@ -1157,6 +1157,7 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
 # its rows carry run_id "logs-<tree name>" and go into part files <table>/<run_id>.<part>.parquet,
 # one part per ingest (and per commit_every logs, so that a long ingest keeps what it read).
 TREE_PREFIX = "logs-"
+TREE_STATUS = "log tree"  # a log tree's runs.status
 DEFAULT_STUDY = "characterization"
 # The tables a log tree fills (no ReFrame report, no benchmark output).
 LOG_TABLES = ("jobs", "files", "probes", "lustre", "quarantine")
@@ -1222,7 +1223,7 @@ def _next_part(store: Store, run_id: str) -> int:
 
 def _tree_run_row(store: Store, run_id: str, tree: Path, base: Path, study, system):
     writer = _RunWriter(store, run_id, tables=("runs",))
-    writer.write("runs", [{"run_id": run_id, "system": system, "status": "log tree",
+    writer.write("runs", [{"run_id": run_id, "system": system, "status": TREE_STATUS,
                            "manifest_path": _rel(tree, base), "study": study,
                            "ingested": _utc(datetime.now(timezone.utc))}])  # fmt: skip
     writer.commit()

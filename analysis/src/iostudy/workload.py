@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from . import jobstats, sacct
+from . import store as store_mod
 from .numfmt import MIB, short
 
 if TYPE_CHECKING:
@@ -44,24 +46,15 @@ TOP = 10
 UNKNOWN = "(unknown)"
 OTHER = "(other projects)"
 
-# The job table's interfaces, high level last as in seed 000's Fig. 2 legend.
-INTERFACES = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
-STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
+# The job table's interfaces (high level last, as in seed 000's Fig. 2 legend) and strategies.
+INTERFACES = jobstats.INTERFACE_ORDER
+STRATEGIES = jobstats.STRATEGIES
 # The byte classes of Fig. 3: files accessed by one process, by all, by some.
 BYTE_CLASSES = {"N:N": "unique_bytes", "N:1": "shared_bytes", "N:M": "partial_bytes"}
 # Darshan's access-size bins: the job table's column suffixes and their labels.
-SIZE_BINS = {
-    "0_100": "0-100",
-    "100_1k": "100-1K",
-    "1k_10k": "1K-10K",
-    "10k_100k": "10K-100K",
-    "100k_1m": "100K-1M",
-    "1m_4m": "1M-4M",
-    "4m_10m": "4M-10M",
-    "10m_100m": "10M-100M",
-    "100m_1g": "100M-1G",
-    "1g_plus": "1G+",
-}
+SIZE_BINS = dict(zip((b.lower() for b in store_mod.SIZE_BINS),
+                     ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M",
+                      "10M-100M", "100M-1G", "1G+"), strict=True))  # fmt: skip
 # Table IV's columns: per large job, averaged per project.
 AVERAGED = (
     "mib_s_per_cn",
@@ -342,7 +335,6 @@ def coverage_table(coverage: pd.DataFrame, projects: list[str]) -> pd.DataFrame:
     "account" is called project."""
     if coverage.empty:
         return coverage.rename(columns={"account": "project"})
-    from . import sacct
 
     special = [sacct.NO_ACCOUNTING, sacct.ALL]
     by = coverage.set_index("account", drop=False)
@@ -710,7 +702,6 @@ def _coverage(con, tables):
     """sacct.coverage's table, or None when the study has no Slurm accounting."""
     if not _has_rows(tables, "sched"):
         return None
-    from . import sacct
 
     return sacct.coverage(con)
 
@@ -731,7 +722,6 @@ def add_section(
     names in the job table are replaced before anything is drawn."""
     if not _has_rows(tables, "jobs"):
         return
-    from . import jobstats
 
     con = connection(tables)
     try:
