@@ -569,6 +569,15 @@ def test_default_filter_and_no_accounting_say_so(tree_study, tmp_path):
     assert coverage["kind"] == "note" and "iostudy sacct import" in coverage["caption"]
 
 
+def test_many_jobs_are_not_drawn_one_by_one(tree_study, tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "JOBS_SHOWN", 10)
+    index = report.build(tree_study["store"], "characterization", tmp_path / "reports")
+    m = json.loads((index.parent / "MANIFEST.json").read_text())
+    (jobs,) = [c for c in m["contents"] if c["id"] == "job-mib-s-per-cn"]
+    assert jobs["kind"] == "note" and "too many to draw one by one" in jobs["caption"]
+    assert len(_csv(index.parent / "job-mib-s-per-cn.csv")) > 10  # every job still in the CSV
+
+
 def test_workload_section_only_with_job_logs(tmp_path):
     results, store = reportdata.make_study(tmp_path)
     for run_id, *_ in reportdata.RUNS:

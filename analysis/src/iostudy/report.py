@@ -61,6 +61,8 @@ TOLERANCE_PCT = 100 * metrics.TABLE1_TOLERANCE
 # The status of a log tree's run (iostudy.store.ingest_tree): its manifest_path is the tree's
 # folder, it has no manifest, and its time span is its logs'.
 TREE_STATUS = store_mod.TREE_STATUS
+# Up to this many jobs, the report draws each job's MiB/s/CN (a bar and a row per job).
+JOBS_SHOWN = 60
 
 # Python packages whose versions a report records (the ones that shape its numbers and figures).
 PACKAGES = ("duckdb", "pyarrow", "pandas", "numpy", "matplotlib", "Jinja2", "darshan")
@@ -873,19 +875,20 @@ def render(
     )
     series = set(metric_table["series"]) | set(jobs_t["series"])
     colours = _colours(series)
-    add(
-        "jobs",
-        "figure",
-        "job-mib-s-per-cn",
+    caption = (
         "MiB/s per compute node of every job, from its log: bytes moved over the aggregate "
         "I/O time (the slowest rank's time on its own files, or the longest first-open to "
         "last-I/O span of a shared file, whichever is larger), divided by the job's nodes "
-        "(seed 000, II-D).",
-        jobs_t,
-        fig=job_rates_figure(jobs_t, colours) if len(jobs_t) else None,
-        table=True,
-        hide=["log_path"] + ([] if by_environ else ["series"]),
+        "(seed 000, II-D)."
     )
+    if len(jobs_t) <= JOBS_SHOWN:
+        add("jobs", "figure", "job-mib-s-per-cn", caption, jobs_t,
+            fig=job_rates_figure(jobs_t, colours) if len(jobs_t) else None, table=True,
+            hide=["log_path"] + ([] if by_environ else ["series"]))  # fmt: skip
+    else:  # a bar per job is unreadable at a facility's scale: the distributions show them
+        add("jobs", "note", "job-mib-s-per-cn", f"{caption} {len(jobs_t):,} jobs: too many to "
+            "draw one by one; their distribution per project is in the large-jobs section "
+            "(Fig. 10 and Table IV), and every job is in the CSV.", jobs_t)  # fmt: skip
     add(
         "over-runs",
         "figure",
