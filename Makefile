@@ -15,6 +15,7 @@ JOBS ?= 2
 BUILD_DIR := build
 RUNTIME_BUILD := $(BUILD_DIR)/runtime
 CHECKS_BUILD := $(BUILD_DIR)/reframe-checks
+FSWALK_BUILD := $(BUILD_DIR)/fswalk
 VENV := .venv
 LOCK := analysis/requirements.lock
 # The venv is rebuilt when any of these change; their sha256 sums are kept in the stamp.
@@ -30,17 +31,18 @@ CLUSTER_NODES ?=
 # Only trees and files that exist: the lists grow as the project does.
 PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests configs reframe-checks spack-env conftest.py)
 C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
+	analysis/src/fswalk/*.c \
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
-.PHONY: help setup apt-packages build-runtime build-checks venv test test-runtime test-python test-cluster \
-	lint demo bench bench-runtime bench-analysis format clean lock cluster-up cluster-down spack \
-	spack-check
+.PHONY: help setup apt-packages build-runtime build-checks build-fswalk venv test test-runtime test-python \
+	test-cluster lint demo bench bench-runtime bench-analysis bench-fsstats format clean lock cluster-up \
+	cluster-down spack spack-check
 
 help: ## list the targets
 	@echo "usage: make TARGET   (variables: PYTHON=$(PYTHON) CMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) JOBS=$(JOBS))"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: apt-packages build-runtime build-checks venv ## install apt packages, build the runtime and benchmarks, create .venv
+setup: apt-packages build-runtime build-checks build-fswalk venv ## install apt packages, build the runtime and benchmarks, create .venv
 
 apt-packages: ## install the Debian packages of ci/apt-packages.txt that are missing
 	ci/install-apt-packages.sh ci/apt-packages.txt
@@ -54,6 +56,10 @@ build-runtime: apt-packages ## configure and build the C runtime in build/runtim
 build-checks: apt-packages ## configure and build iostudy's own benchmarks in build/reframe-checks
 	cmake -S reframe-checks/src -B $(CHECKS_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE)
 	cmake --build $(CHECKS_BUILD) -j$(JOBS)
+
+build-fswalk: apt-packages ## configure and build the walker of `iostudy fsstats scan` in build/fswalk
+	cmake -S analysis/src/fswalk -B $(FSWALK_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE)
+	cmake --build $(FSWALK_BUILD) -j$(JOBS)
 
 venv: apt-packages ## create .venv from the lock (again only when the lock or pyproject changed)
 	@if sha256sum --status -c $(VENV_STAMP) 2>/dev/null; then \
@@ -122,7 +128,15 @@ spack: venv ## build the runtime and every benchmark with Spack for SYSTEM (FRES
 spack-check: venv ## validate spack-env/spack.yaml and the site scopes (no Spack needed)
 	$(VENV)/bin/iostudy spack check
 
-bench: bench-runtime bench-analysis ## run every benchmark
+# The tree size of bench-fsstats (files, generated in a temporary folder); PERL_FSSTATS: the
+# original fsstats script to compare with when it is not on PATH as `fsstats`.
+BENCH_FILES ?= 500000
+PERL_FSSTATS ?=
+bench-fsstats: setup ## fsstats scan rate and peak memory beside find (and the Perl fsstats) on BENCH_FILES files
+	$(VENV)/bin/python analysis/bench/bench_fsstats.py --files $(BENCH_FILES) \
+		$(if $(PERL_FSSTATS),--perl-fsstats $(PERL_FSSTATS))
+
+bench: bench-runtime bench-analysis bench-fsstats ## run every benchmark
 
 format: venv ## rewrite Python (ruff) and C (clang-format) sources in place
 	$(VENV)/bin/ruff check --select I --fix $(PY_DIRS)

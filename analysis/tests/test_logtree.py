@@ -135,7 +135,8 @@ def _read_or_crash(path, arg):
     return arg
 
 
-def _rows(entries):
+def _rows(context, entries):
+    assert context == "ctx"
     return [arg for arg, _ in entries]
 
 
@@ -147,7 +148,7 @@ def test_pool_blames_only_the_log_that_kills_its_worker(tmp_path):
     items.insert(4, (str(log), "segv"))
     done, failed = [], []
     with logpool.ReaderPool(_read_or_crash, _rows, jobs=2, batch=5) as pool:
-        for batch in pool.map(items):
+        for batch in pool.map(items, context="ctx"):
             done += batch.payload or []
             failed += batch.failed
     assert sorted(done) == sorted(f"ok{k}" for k in range(10))

@@ -703,3 +703,42 @@ def test_anonymized_report_shows_no_name(tree_study, browser):
     assert m1 == m2["report"]["anonymized"] and len(m1["key_id"]) == 16
     load = chromium.load(tree_study["anon"].resolve().as_uri(), chromium=browser)
     assert load.errors() == []
+
+
+def test_storage_device_section_from_a_real_monitor(tmp_path, browser):
+    """iostat-mon runs for real (1 s intervals, stopped by SIGTERM), its records are imported
+    into a study's store, and the report shows seed 000's device section (Fig. 6, 7, the
+    numbers, the gaps) that loads in Chromium without errors."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    if not shutil.which("iostat"):
+        pytest.skip("sysstat's iostat is not installed (make apt-packages)")
+    out = tmp_path / "iostat"
+    iostudy = Path(sys.executable).parent / "iostudy"
+    mon = subprocess.Popen([iostudy, "iostat-mon", "--interval", "1", "--out", out])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            days = list(out.glob("*.jsonl"))
+            if days and sum('"io"' in line for line in days[0].read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.2)
+    finally:
+        mon.send_signal(signal.SIGTERM)
+        assert mon.wait(15) == 0
+    _, store = reportdata.make_study(tmp_path)
+    assert main(["iostat-mon", "import", str(out), "--store", str(store)]) == 0
+    index = report.build(store, "quick", tmp_path / "reports")
+    m = json.loads((index.parent / "MANIFEST.json").read_text())
+    ids = [c["id"] for c in m["contents"]]
+    for ident in ("iostat-throughput", "iostat-summary", "iostat-daily", "iostat-burstiness"):
+        assert ident in ids, ident
+    html = index.read_text()
+    assert 'href="#iostat"' in html
+    load = chromium.load(index.resolve().as_uri(), chromium=browser)
+    assert load.errors() == []
+    assert_not_blank(load.screenshot)

@@ -12,6 +12,8 @@ from . import (
     __version__,
     campaign,
     config,
+    fsstats,
+    iostatmon,
     jobstats,
     logmerge,
     metrics,
@@ -190,6 +192,8 @@ def build_parser():
     report.register(groups)
     schedule.register(groups)
     sacct.register(groups)
+    iostatmon.register(groups)
+    fsstats.register(groups)
     spackenv.register(groups)
     return parser
 

@@ -107,6 +107,29 @@ def _records(log, mod, names):
     return arrays, len(stored)
 
 
+def _names(log) -> dict:
+    """{record id: name} of the log's name table. Like PyDarshan's log_get_name_records, but a
+    name that is not UTF-8 (any bytes are a valid Linux path) keeps its bytes as \\xNN escapes
+    instead of failing the whole log, and the table is taken as one array."""
+    ffi, lib = backend.ffi, backend.libdutil
+    table, count = ffi.new("struct darshan_name_record **"), ffi.new("int *")
+    lib.darshan_log_get_name_records(log["handle"], table, count)
+    n = count[0]
+    if not n:
+        return {}
+    size = ffi.sizeof("struct darshan_name_record")
+    if size != 16:
+        raise RuntimeError(f"unexpected name record layout ({size} bytes)")
+    entries = np.frombuffer(ffi.buffer(table[0], n * size), dtype=[("id", "u8"), ("name", "u8")])
+    names = {}
+    for rid, pointer in zip(entries["id"].tolist(), entries["name"].tolist(), strict=True):
+        name = ffi.cast("char *", pointer)
+        names[rid] = ffi.string(name).decode("utf-8", "backslashreplace")
+        lib.darshan_free(name)
+    lib.darshan_free(table[0])
+    return names
+
+
 def _lustre(log, names):
     """Lustre layouts as [{id, rank, components [{counters {}, pool_name, ost_ids []}]}], named
     records only, components in the record's order."""
@@ -187,7 +210,7 @@ def read(path, full=True):
         exe = backend.log_get_exe(log)
         mounts = [list(m) for m in backend.log_get_mounts(log)] if full else []
         modules = backend.log_get_modules(log)
-        names = {int(k) & U64: v for k, v in backend.log_get_name_records(log).items()}
+        names = _names(log)
         records, raw_counts = {}, {}
         for mod in RECORD_MODULES:
             if mod in modules:

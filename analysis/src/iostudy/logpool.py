@@ -79,7 +79,8 @@ def _worker(conn, read, rows, scratch):
     os.dup2(errors.fileno(), 2)
     copy = os.path.join(scratch, "log.darshan")
     try:
-        while (batch := conn.recv()) is not None:
+        while (task := conn.recv()) is not None:
+            context, batch = task
             read_ok, failure = [], None
             for path, arg in batch:
                 errors.seek(0)
@@ -100,7 +101,7 @@ def _worker(conn, read, rows, scratch):
                     break
                 read_ok.append((arg, result))
             try:
-                payload = rows(read_ok) if read_ok else None
+                payload = rows(context, read_ok) if read_ok else None
             except Exception as exc:  # rows that make no sense: blame the batch's logs alone
                 conn.send((0, None, f"rows: {type(exc).__name__}: {exc}"))
                 break
@@ -125,9 +126,9 @@ class _Slot:
         self.batch = None
         self.started = 0.0
 
-    def give(self, batch):
+    def give(self, context, batch):
         self.batch, self.started = batch, time.monotonic()
-        self.conn.send(batch)
+        self.conn.send((context, batch))
 
     def answer(self):
         """The worker's answer for its batch, None if not complete yet, or False if it died."""
@@ -163,15 +164,18 @@ class _Slot:
 
 
 class ReaderPool:
-    """``jobs`` worker processes running ``read(copy_path, arg)`` per log and ``rows([(arg,
-    read result)])`` per batch (module-level functions: they are pickled by name); see the
+    """``jobs`` worker processes running ``read(copy_path, arg)`` per log and ``rows(context,
+    [(arg, read result)])`` per batch (module-level functions: they are pickled by name); see the
     module docstring. ``timeout``: seconds per log. Workers start with :meth:`start` (or the
     first :meth:`map`) and stop with :meth:`close`; a pool is a context manager."""
 
     def __init__(self, read, rows, jobs: int, timeout: float = 120.0, batch: int = 32):
         self.read, self.rows = read, rows
         self.jobs, self.timeout, self.batch = max(1, jobs), timeout, max(1, batch)
-        # spawn: the parent may run threads (rich's progress refresh); forking them is unsafe.
+        # forkserver: workers are forked from a single-threaded server process that imported
+        # read's module once (forking this process is unsafe: it may run threads, rich's
+        # progress refresh or DuckDB's), so a worker, and its replacement after a crash, starts
+        # in milliseconds instead of importing everything again.
         self.ctx = multiprocessing.get_context("spawn")
         self.slots: list[_Slot] = []
 
@@ -194,8 +198,9 @@ class ReaderPool:
     def _fresh(self, i):
         self.slots[i] = _Slot(self.ctx, self.read, self.rows)
 
-    def map(self, items):
-        """Yield a Batch per answer until every item = (path, arg) is done or failed."""
+    def map(self, items, context=None):
+        """Yield a Batch per answer until every item = (path, arg) is done or failed.
+        ``context``: what rows needs besides the items (sent once per batch, not per log)."""
         items = iter(items)  # taken as needed: a facility's logs are not listed twice
         retry = deque()  # batches of one: logs of a batch whose worker died
 
@@ -216,7 +221,7 @@ class ReaderPool:
                     if slot.batch is None:
                         if not slot.proc.is_alive():
                             self._fresh(i)
-                        slots[i].give(pending)
+                        slots[i].give(context, pending)
                         pending = next_batch()
                 busy = [s for s in slots if s.batch is not None]
                 if not busy:

@@ -43,7 +43,18 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from . import __version__, apps, config, lustre, metrics, probe, provenance, scaling, workload
+from . import (
+    __version__,
+    apps,
+    config,
+    iostatmon,
+    lustre,
+    metrics,
+    probe,
+    provenance,
+    scaling,
+    workload,
+)
 from . import store as store_mod
 from .anonymize import AnonymizeError, Anonymizer
 from .numfmt import short
@@ -860,6 +871,7 @@ def render(
     apps.add_section(add, tables)
     lustre.add_section(add, tables, runs)
     workload.add_section(add, tables, options.large_procs, options.large_mib, anonymizer)
+    iostatmon.add_section(add, tables)
 
     by_environ = any(t["environ"].nunique() > 1 for t in (tables["jobs"], iomodel) if len(t))
     jobs_t = job_table(tables["jobs"], tables["files"])

@@ -248,14 +248,16 @@ def part_name(source: str) -> str:
     return "sacct-" + re.sub(r"[^A-Za-z0-9._-]", "_", source)
 
 
-def write_part(store_root, name: str, rows: list[dict], imported: datetime) -> Path:
-    """Writes rows as STORE/sched/<name>.parquet (a temporary file renamed into place)."""
-    path = Path(store_root) / TABLE / f"{name}.parquet"
+def write_part(store_root, name: str, rows: list[dict], imported: datetime, table=TABLE) -> Path:
+    """Writes rows as STORE/<table>/<name>.parquet (default sched; a temporary file renamed
+    into place), each with the imported time (iostudy.iostatmon writes its table with it)."""
+    schema = store_mod.TABLES[table]
+    path = Path(store_root) / table / f"{name}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = [{c: r.get(c) for c in SCHEMA.names} | {"imported": imported} for r in rows]
+    data = [{c: r.get(c) for c in schema.names} | {"imported": imported} for r in rows]
     tmp = path.with_suffix(".parquet.tmp")
     try:
-        pq.write_table(pa.Table.from_pylist(data, SCHEMA), tmp)
+        pq.write_table(pa.Table.from_pylist(data, schema), tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

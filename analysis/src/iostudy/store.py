@@ -289,6 +289,54 @@ TABLES: dict[str, pa.Schema] = {
             ("imported", _TS),  # when several imports hold a job, the last one counts
         ]
     ),
+    # One row per device per interval of iostat-mon (iostudy.iostatmon), and a row per gap,
+    # start and stop record of the monitor (kind): written by `iostudy iostat-mon import` as
+    # STORE/iostat/iostat-<host>.parquet, not by ingest (whose part per run stays empty).
+    "iostat": pa.schema(
+        [
+            ("host", pa.string()),
+            ("device", pa.string()),  # null: not an io row
+            ("kind", pa.string()),  # io, gap, start, stop
+            ("start", _TS),  # io: the interval's start (end - seconds)
+            ("end", _TS),  # io: the interval's end, iostat's timestamp
+            ("seconds", pa.float64()),
+            ("read_bytes", pa.int64()),  # rkB/s * 1024 * seconds
+            ("write_bytes", pa.int64()),
+            ("read_iops", pa.float64()),
+            ("write_iops", pa.float64()),
+            ("util_pct", pa.float64()),
+            ("read_await_ms", pa.float64()),
+            ("write_await_ms", pa.float64()),
+            ("queue", pa.float64()),  # aqu-sz
+            ("reason", pa.string()),  # gap, stop: why
+            ("source", pa.string()),  # the monitor's DIR name
+            ("imported", _TS),
+        ]
+    ),
+    # File-system content snapshots (iostudy.fsstats): per snapshot a row per histogram bin
+    # (kind histogram; project set for the per-project file-size bins), per count and total
+    # (kind count, value; project null: the whole scan), per error kind and file-system figure.
+    # Written by `iostudy fsstats import` as STORE/fsstats/<snapshot>.parquet, not by ingest.
+    "fsstats": pa.schema(
+        [
+            ("snapshot", pa.string()),
+            ("root", pa.string()),
+            ("taken", _TS),  # the scan's start: file ages are counted from it
+            ("kind", pa.string()),  # histogram, count, error, filesystem
+            ("name", pa.string()),  # file_size, mtime, ...; files, bytes, ...; permission, ...
+            ("project", pa.string()),  # a top-level directory of the root; null: all of it
+            ("bin", pa.int64()),
+            ("lo", pa.int64()),  # the bin is [lo, hi) in unit
+            ("hi", pa.int64()),
+            ("unit", pa.string()),  # bytes, days, entries
+            ("value", pa.int64()),  # count, error, filesystem rows
+            ("count", pa.int64()),  # histogram rows: files, directories or names in the bin
+            ("bytes", pa.int64()),  # their bytes (st_size)
+            ("allocated", pa.int64()),  # their allocated bytes (st_blocks * 512)
+            ("entries", pa.int64()),  # dir_entries: the directories' entries
+            ("imported", _TS),
+        ]
+    ),
     "quarantine": pa.schema(
         [
             ("run_id", pa.string()),
@@ -301,9 +349,11 @@ TABLES: dict[str, pa.Schema] = {
     ),
 }
 
-# The tables a run directory fills (one file each, even empty); sched is the store's own (Slurm
-# accounting imports, iostudy.sacct), not a run's.
-RUN_TABLES = tuple(t for t in TABLES if t != "sched")
+# The store's own tables, filled by imports of what is not a run (Slurm accounting, the storage
+# servers' collectors: iostudy.sacct, iostatmon, fsstats), and the tables a run directory fills
+# (one file each, even empty).
+IMPORTED_TABLES = ("sched", "iostat", "fsstats")
+RUN_TABLES = tuple(t for t in TABLES if t not in IMPORTED_TABLES)
 
 # PyDarshan module name -> the project's module token (DESIGN.md convention 2).
 MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio", "H5F": "h5f",
@@ -564,14 +614,20 @@ def lustre_rows(log: dict, run: dict) -> list[dict]:
     ]
 
 
-def read_for_ingest(path: str, run: dict) -> dict:
+# A log's own facts, beside its run's: what ReaderPool sends per log (the run once per batch).
+LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
+
+
+def read_for_ingest(path: str, facts: tuple) -> dict:
     """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps)."""
     return read(path, full=False)
 
 
-def batch_rows(entries) -> tuple[list, list, list, list]:
+def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
     """ReaderPool's rows: the jobs rows, files Columns, probes rows and lustre rows of a batch
-    of logs [(run info, log)]."""
+    of logs [(LOG_FACTS values, log)] of one run."""
+    entries = [(dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log)
+               for facts, log in entries]  # fmt: skip
     jobs = [job_row(log, run) for run, log in entries]
     files = files_columns(entries)
     probes = []
@@ -1025,20 +1081,8 @@ def _read_logs(logs, run_info: dict, writer, pool, counts: Counts, progress=None
     the pool and write their rows, or quarantine each one that fails with its reason, as they
     come back; yields the number of logs done after each batch."""
     run_id = run_info["run_id"]
-    items = (
-        (
-            str(path),
-            dict(
-                run_info,
-                log_path=rel,
-                log_sha256=sha,
-                log_size=st.st_size,
-                log_mtime_ns=st.st_mtime_ns,
-            ),
-        )
-        for path, rel, sha, st in logs
-    )
-    for batch in pool.map(items):
+    items = ((str(path), (rel, sha, st.st_size, st.st_mtime_ns)) for path, rel, sha, st in logs)
+    for batch in pool.map(items, context=run_info):
         if batch.payload:
             jobs, files, probes, layouts = batch.payload
             writer.write("jobs", jobs)
@@ -1046,14 +1090,14 @@ def _read_logs(logs, run_info: dict, writer, pool, counts: Counts, progress=None
             writer.write("probes", probes)
             writer.write("lustre", layouts)
             counts.logs_ingested += len(batch.done)
-        for (path, info), reason in batch.failed:
+        for (path, (rel, sha, size, mtime_ns)), reason in batch.failed:
             row = {
                 "run_id": run_id,
-                "path": info["log_path"],
-                "sha256": info["log_sha256"],
+                "path": rel,
+                "sha256": sha,
                 "reason": reason,
-                "size": info["log_size"],
-                "mtime_ns": info["log_mtime_ns"],
+                "size": size,
+                "mtime_ns": mtime_ns,
             }
             writer.write("quarantine", [row])
             counts.quarantined += 1
