@@ -742,3 +742,36 @@ def test_storage_device_section_from_a_real_monitor(tmp_path, browser):
     load = chromium.load(index.resolve().as_uri(), chromium=browser)
     assert load.errors() == []
     assert_not_blank(load.screenshot)
+
+
+def test_file_system_section_from_two_real_scans(tmp_path, browser):
+    """Two fsstats scans of a real tree, a project growing in between, imported into a study's
+    store: the report shows Table III's growth, Fig. 8's size CDF and the unmodified shares,
+    and loads in Chromium without errors."""
+    root = tmp_path / "fs"
+    for project, files in (("climate", 12), ("physics", 3)):
+        (root / project).mkdir(parents=True)
+        for i in range(files):
+            (root / project / f"f{i}.nc").write_bytes(b"x" * (1024 << (i % 4)))
+    snaps = tmp_path / "snaps"
+    assert main(["fsstats", "scan", str(root), "--out", str(snaps / "january.json"), "-q"]) == 0
+    for i in range(20):
+        (root / "physics" / f"new{i}.h5").write_bytes(b"y" * 4096)
+    assert main(["fsstats", "scan", str(root), "--out", str(snaps / "march.json"), "-q"]) == 0
+    _, store = reportdata.make_study(tmp_path)
+    assert main(["fsstats", "import", *map(str, sorted(snaps.glob("*.json"))),
+                 "--store", str(store)]) == 0  # fmt: skip
+    index = report.build(store, "quick", tmp_path / "reports")
+    v = index.parent
+    m = json.loads((v / "MANIFEST.json").read_text())
+    ids = [c["id"] for c in m["contents"] if c["id"].startswith("fsstats-")]
+    for kind in ("growth", "size-cdf", "unmodified"):
+        assert any(i.startswith(f"fsstats-{kind}-") for i in ids), (kind, ids)
+    (growth_csv,) = v.glob("fsstats-growth-*.csv")
+    growth = {r["project"]: r for r in _csv(growth_csv)}
+    assert (growth["physics"]["files_a"], growth["physics"]["files_b"]) == ("3", "23")
+    assert (growth["climate"]["files_a"], growth["climate"]["files_b"]) == ("12", "12")
+    assert 'href="#fsstats"' in index.read_text()
+    load = chromium.load(index.resolve().as_uri(), chromium=browser)
+    assert load.errors() == []
+    assert_not_blank(load.screenshot)

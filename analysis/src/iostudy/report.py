@@ -47,6 +47,7 @@ from . import (
     __version__,
     apps,
     config,
+    fsstats,
     iostatmon,
     lustre,
     metrics,
@@ -872,6 +873,7 @@ def render(
     lustre.add_section(add, tables, runs)
     workload.add_section(add, tables, options.large_procs, options.large_mib, anonymizer)
     iostatmon.add_section(add, tables)
+    fsstats.add_section(add, tables)
 
     by_environ = any(t["environ"].nunique() > 1 for t in (tables["jobs"], iomodel) if len(t))
     jobs_t = job_table(tables["jobs"], tables["files"])
