@@ -314,8 +314,14 @@ def small_store(tmp_path):
         sched_row(6, "beta", 2, 3600),  # imported again below, as alpha's
         sched_row(7, None, 1, 7200),  # 2, no account, no log
     ]
-    sacct.write_part(root, "sacct-older", older, datetime(2026, 1, 2))
-    sacct.write_part(root, "sacct-newer", [sched_row(6, "alpha", 2, 3600)], datetime(2026, 1, 3))
+    store.write_import(root, "sacct-older", older, datetime(2026, 1, 2), table=sacct.TABLE)
+    store.write_import(
+        root,
+        "sacct-newer",
+        [sched_row(6, "alpha", 2, 3600)],
+        datetime(2026, 1, 3),
+        table=sacct.TABLE,
+    )
     jobs = [("L1", 1), ("L2", 3), ("L3", 3), ("L4", 6), ("L5", 99), ("L6", 99), ("L7", 100),
             ("L8", None)]  # fmt: skip
     write_table(root, "jobs", "run", [{"log_sha256": s, "jobid": j, "nprocs": 1, "nodes": 1}
@@ -359,8 +365,8 @@ def test_coverage_by_hand(small_store):
 
 def test_coverage_cluster_filter_and_no_rows(small_store, tmp_path):
     # Another cluster's job 3 under account delta: matched by jobid alone, unless filtered.
-    sacct.write_part(small_store, "sacct-other", [sched_row(3, "delta", 1, 3600, cluster="c2")],
-                     datetime(2026, 1, 4))  # fmt: skip
+    store.write_import(small_store, "sacct-other", [sched_row(3, "delta", 1, 3600, cluster="c2")],
+                     datetime(2026, 1, 4), table=sacct.TABLE)  # fmt: skip
     con = store.connect(small_store)
     both = sacct.coverage(con).set_index("account")
     assert both.loc["delta", "jobs_instrumented"] == 1

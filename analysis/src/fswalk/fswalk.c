@@ -206,9 +206,11 @@ static void fsw_list(struct fsw_worker *w, const struct fsw_record *r, const cha
 
 static int fsw_open_dir(const char *path) {
     for (;;) {
-        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | fsw_noatime);
+        /* this attempt's flag: another thread may drop O_NOATIME meanwhile */
+        int noatime = fsw_noatime;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | noatime);
         if (fd >= 0 || errno != EINTR) {
-            if (fd < 0 && errno == EPERM && fsw_noatime) {
+            if (fd < 0 && errno == EPERM && noatime) {
                 fsw_noatime = 0; /* O_NOATIME needs ownership: plain opens from now on */
                 continue;
             }

@@ -1486,7 +1486,6 @@ def part_name(snapshot_name: str) -> str:
 def cmd_import(args) -> int:
     from rich.console import Console
 
-    from . import sacct
     from . import store as store_mod
 
     console = Console(stderr=True)
@@ -1513,7 +1512,7 @@ def cmd_import(args) -> int:
         for (_, snap), part in zip(snaps, parts, strict=True):
             data = snapshot_rows(snap)
             rows += len(data)
-            written.append(sacct.write_part(args.store, part, data, imported, table=TABLE))
+            written.append(store_mod.write_import(args.store, part, data, imported, table=TABLE))
         problem = store.write_views()
     if problem:
         console.print(

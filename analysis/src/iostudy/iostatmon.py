@@ -79,7 +79,6 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from . import sacct
 from . import store as store_mod
 from .numfmt import MIB
 
@@ -883,7 +882,9 @@ def import_dirs(dirs, store_root, host=None, name=None, console=None) -> int:
     store = store_mod.Store(store_root)
     imported = _utcnow().replace(tzinfo=None)
     with store.locked(console):
-        parts = [sacct.write_part(store_root, p, r, imported, table=TABLE) for p, r, *_ in inputs]
+        parts = [
+            store_mod.write_import(store_root, p, r, imported, table=TABLE) for p, r, *_ in inputs
+        ]
         problem = store.write_views()
     if problem:
         console.print(

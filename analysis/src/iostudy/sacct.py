@@ -30,7 +30,6 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from . import store as store_mod
@@ -248,23 +247,6 @@ def part_name(source: str) -> str:
     return "sacct-" + re.sub(r"[^A-Za-z0-9._-]", "_", source)
 
 
-def write_part(store_root, name: str, rows: list[dict], imported: datetime, table=TABLE) -> Path:
-    """Writes rows as STORE/<table>/<name>.parquet (default sched; a temporary file renamed
-    into place), each with the imported time (iostudy.iostatmon writes its table with it)."""
-    schema = store_mod.TABLES[table]
-    path = Path(store_root) / table / f"{name}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = [{c: r.get(c) for c in schema.names} | {"imported": imported} for r in rows]
-    tmp = path.with_suffix(".parquet.tmp")
-    try:
-        pq.write_table(pa.Table.from_pylist(data, schema), tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
-
-
 def sched_view_sql(table: str = TABLE) -> str:
     """SQL of the sched table with one row per (cluster, jobid): the one imported last (ties:
     the greater source name)."""
@@ -441,7 +423,10 @@ def import_sacct(args) -> int:
     store = store_mod.Store(args.store)
     imported = now.replace(tzinfo=None)
     with store.locked(console):
-        parts = [write_part(args.store, name, rows, imported) for name, rows, _, _ in inputs]
+        parts = [
+            store_mod.write_import(args.store, name, rows, imported, TABLE)
+            for name, rows, _, _ in inputs
+        ]
         problem = store.write_views()
     if problem:
         console.print(

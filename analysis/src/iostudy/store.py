@@ -1348,6 +1348,26 @@ def ingest_tree(
     return True
 
 
+# -- imported tables (Slurm accounting, the collectors) -------------------------------------------
+
+
+def write_import(store_root, name: str, rows: list[dict], imported: datetime, table: str) -> Path:
+    """Writes rows as STORE/<table>/<name>.parquet, a table of IMPORTED_TABLES (a temporary file
+    renamed into place; an import of the same name replaces it), each with the imported time."""
+    schema = TABLES[table]
+    path = Path(store_root) / table / f"{name}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = [{c: r.get(c) for c in schema.names} | {"imported": imported} for r in rows]
+    tmp = path.with_suffix(".parquet.tmp")
+    try:
+        pq.write_table(pa.Table.from_pylist(data, schema), tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
 # -- queries -------------------------------------------------------------------------------------
 
 _DUCKDB_TYPES = {
