@@ -1504,23 +1504,9 @@ def cmd_import(args) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    store = store_mod.Store(args.store)
-    imported = datetime.now(timezone.utc).replace(tzinfo=None)
-    rows = 0
-    with store.locked(console):
-        written = []
-        for (_, snap), part in zip(snaps, parts, strict=True):
-            data = snapshot_rows(snap)
-            rows += len(data)
-            written.append(store_mod.write_import(args.store, part, data, imported, table=TABLE))
-        problem = store.write_views()
-    if problem:
-        console.print(
-            f"warning: {store_mod.DATABASE} not updated: {problem}", highlight=False, soft_wrap=True
-        )
-    where = (
-        written[0] if len(written) == 1 else f"{Path(args.store) / TABLE} ({len(written)} parts)"
-    )
+    data = [snapshot_rows(snap) for _, snap in snaps]
+    rows = sum(len(d) for d in data)
+    where = store_mod.import_parts(args.store, TABLE, list(zip(parts, data, strict=True)), console)
     print(
         f"fsstats import: {len(snaps)} snapshot{'s' * (len(snaps) != 1)}, {rows} rows into {where}"
     )

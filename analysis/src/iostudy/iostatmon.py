@@ -879,23 +879,12 @@ def import_dirs(dirs, store_root, host=None, name=None, console=None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    store = store_mod.Store(store_root)
-    imported = _utcnow().replace(tzinfo=None)
-    with store.locked(console):
-        parts = [
-            store_mod.write_import(store_root, p, r, imported, table=TABLE) for p, r, *_ in inputs
-        ]
-        problem = store.write_views()
-    if problem:
-        console.print(
-            f"warning: {store_mod.DATABASE} not updated: {problem}", highlight=False, soft_wrap=True
-        )
+    where = store_mod.import_parts(store_root, TABLE, [(p, r) for p, r, *_ in inputs], console)
     for *_, problems, _d in inputs:
         for p in problems:
             console.print(f"skipped: {p}", highlight=False, markup=False, soft_wrap=True)
     kinds = Counter(r["kind"] for _, rs, *_ in inputs for r in rs)
     n_bad = sum(len(p) for *_, p, _d in inputs)
-    where = parts[0] if len(parts) == 1 else f"{Path(store_root) / TABLE} ({len(parts)} parts)"
     print(
         f"iostat-mon import: {kinds['io']} device intervals, {kinds['gap']} gaps into {where}; "
         f"{n_bad} lines skipped"

@@ -420,25 +420,15 @@ def import_sacct(args) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    store = store_mod.Store(args.store)
-    imported = now.replace(tzinfo=None)
-    with store.locked(console):
-        parts = [
-            store_mod.write_import(args.store, name, rows, imported, TABLE)
-            for name, rows, _, _ in inputs
-        ]
-        problem = store.write_views()
-    if problem:
-        console.print(
-            f"warning: {store_mod.DATABASE} not updated: {problem}", highlight=False, soft_wrap=True
-        )
+    where = store_mod.import_parts(
+        args.store, TABLE, [(name, rows) for name, rows, _, _ in inputs], console
+    )
     for _, _, problems, _ in inputs:
         for p in problems:
             console.print(f"skipped: {p}", highlight=False, markup=False, soft_wrap=True)
     n_rows = sum(len(rows) for _, rows, _, _ in inputs)
     n_bad = sum(len(problems) for _, _, problems, _ in inputs)
     n_steps = sum(steps for *_, steps in inputs)
-    where = parts[0] if len(parts) == 1 else f"{Path(args.store) / TABLE} ({len(parts)} parts)"
     print(
         f"sacct import: {n_rows} jobs into {where}; {n_steps} step lines left out, "
         f"{n_bad} lines skipped"

@@ -910,6 +910,14 @@ class Store:
             if batch.num_rows:
                 yield pa.Table.from_batches([batch]).cast(TABLES[table])
 
+    def refresh_views(self, console) -> None:
+        """write_views, saying on the console when the database could not be updated."""
+        problem = self.write_views()
+        if problem:
+            console.print(
+                f"warning: {DATABASE} not updated: {problem}", highlight=False, soft_wrap=True
+            )
+
     def write_views(self) -> str | None:
         """(Re)create STORE/store.duckdb with one view per table over the Parquet files; returns
         why it could not (e.g. another process holds the database open), else None. The tables
@@ -1351,6 +1359,18 @@ def ingest_tree(
 # -- imported tables (Slurm accounting, the collectors) -------------------------------------------
 
 
+def import_parts(store_root, table: str, parts, console) -> str:
+    """Writes each (name, rows) of parts with :func:`write_import` under the store's lock, all
+    with one imported time, then refreshes the views; returns where the rows went (the part,
+    or the table's folder and the number of parts), for the command's last line."""
+    store = Store(store_root)
+    imported = _utc(datetime.now(timezone.utc))
+    with store.locked(console):
+        written = [write_import(store_root, name, rows, imported, table) for name, rows in parts]
+        store.refresh_views(console)
+    return str(written[0]) if len(written) == 1 else f"{store.root / table} ({len(written)} parts)"
+
+
 def write_import(store_root, name: str, rows: list[dict], imported: datetime, table: str) -> Path:
     """Writes rows as STORE/<table>/<name>.parquet, a table of IMPORTED_TABLES (a temporary file
     renamed into place; an import of the same name replaces it), each with the imported time."""
@@ -1449,12 +1469,8 @@ def ingest(
                 else:
                     ingest_tree(path, store, pool, counts, progress, **(tree_options or {}))
         # the views change only with the tables: an ingest that added nothing changes nothing
-        changed = counts.runs_ingested or not (store.root / DATABASE).is_file()
-        problem = store.write_views() if changed else None
-        if problem:
-            console.print(
-                f"warning: {DATABASE} not updated: {problem}", highlight=False, soft_wrap=True
-            )
+        if counts.runs_ingested or not (store.root / DATABASE).is_file():
+            store.refresh_views(console)
     return counts
 
 
