@@ -138,3 +138,54 @@ def test_lint_only_asks_for_conda(workdir):
     assert lints == {"* Specify a conda environment or container for each rule.:"}, (
         proc.stdout + proc.stderr
     )
+
+
+def test_imports_of_accounting_and_collectors(workdir, tmp_path):
+    """Slurm accounting (a real export), a storage server's iostat-mon folder (the real monitor,
+    stopped by SIGTERM) and an fsstats snapshot (a real scan), named in the config, are
+    imported into the store before the report, and only again when they change."""
+    import shutil
+    import signal
+    import time
+
+    if not shutil.which("iostat"):
+        pytest.skip("sysstat's iostat is not installed (make apt-packages)")
+    iostat = tmp_path / "srv1"
+    mon = subprocess.Popen([BIN / "iostudy", "iostat-mon", "--interval", "1", "--out", iostat],
+                           stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+            '"io"' in p.read_text() for p in iostat.glob("*.jsonl")
+        ):
+            time.sleep(0.2)
+    finally:
+        mon.send_signal(signal.SIGTERM)
+        assert mon.wait(15) == 0
+    tree = tmp_path / "fs" / "project"
+    tree.mkdir(parents=True)
+    (tree / "data.bin").write_bytes(b"x" * 5000)
+    snapshot = tmp_path / "fs.json"
+    scan = [BIN / "iostudy", "fsstats", "scan", tmp_path / "fs", "--out", snapshot, "-q"]
+    subprocess.run([str(c) for c in scan], check=True, capture_output=True)
+    sacct = REPO_ROOT / "analysis" / "tests" / "data" / "sacct" / "testcluster.txt"
+    extra = tmp_path / "collect.yaml"
+    extra.write_text(
+        f"sacct: {{tc: '{sacct}'}}\niostat: {{srv1: '{iostat}'}}\nfsstats: {{jan: '{snapshot}'}}\n"
+    )
+    target = [] if report_available() else ["compute_metrics"]
+    proc = snakemake(workdir, "--configfile", extra, *target)
+    stats = job_stats(proc)
+    assert {k: stats[k] for k in ("import_sacct", "import_iostat", "import_fsstats")} == {
+        "import_sacct": 1,
+        "import_iostat": 1,
+        "import_fsstats": 1,
+    }, stats
+    store = workdir / "results" / "store"
+    for part in ("sched/sacct-tc", "iostat/iostat-srv1", "fsstats/jan"):
+        assert (store / f"{part}.parquet").is_file(), part
+    if not target:
+        html = (workdir / "reports" / "quick" / "v1" / "index.html").read_text()
+        assert 'href="#iostat"' in html and 'href="#fsstats"' in html
+    # Nothing changed: nothing imported again; a new snapshot: only it.
+    assert job_stats(snakemake(workdir, "--configfile", extra, *target)) == {}

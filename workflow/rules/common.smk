@@ -19,6 +19,7 @@ REPORT_INDEX = f"{REPORTS}/{STUDY}/index.html"
 
 wildcard_constraints:
     run=r"[^/]+",
+    name=r"[A-Za-z0-9][A-Za-z0-9._-]*",
 
 
 def iostudy():
@@ -42,3 +43,16 @@ def get_runs():
 def get_ingested_runs(wildcards):
     """The store's marker of every run: its row in the runs table."""
     return expand(f"{STORE}/runs/{{run}}.parquet", run=get_runs())
+
+
+# The store parts of what config imports: Slurm accounting and the collectors' output.
+IMPORTED = {
+    "sacct": f"{STORE}/sched/sacct-{{name}}.parquet",
+    "iostat": f"{STORE}/iostat/iostat-{{name}}.parquet",
+    "fsstats": f"{STORE}/fsstats/{{name}}.parquet",
+}
+
+
+def get_imported(wildcards):
+    """The store parts of every configured import (config keys sacct, iostat, fsstats)."""
+    return [path.format(name=name) for key, path in IMPORTED.items() for name in config[key]]

@@ -3,6 +3,7 @@ rule render_report:
     input:
         metrics=METRICS,
         runs=get_ingested_runs,
+        imported=get_imported,
     output:
         REPORT_INDEX,
     log:

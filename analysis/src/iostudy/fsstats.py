@@ -1495,6 +1495,11 @@ def cmd_import(args) -> int:
     except FsstatsError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.name:
+        if len(snaps) != 1:
+            print("iostudy: error: --name names one SNAPSHOT", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        snaps[0][1]["name"] = args.name
     parts = [part_name(s["name"]) for _, s in snaps]
     clash = sorted({p for p in parts if parts.count(p) > 1})
     if clash:
@@ -1654,6 +1659,11 @@ def register(groups) -> None:
         "replaces its rows. Every snapshot is read before any is written.",
     )
     i.add_argument("snapshots", nargs="+", type=Path, metavar="SNAPSHOT")
+    i.add_argument(
+        "--name",
+        help="the snapshot's name in the store (one SNAPSHOT; default: the name it was "
+        "scanned with)",
+    )
     i.add_argument(
         "--store",
         type=Path,

@@ -407,7 +407,7 @@ def import_sacct(args) -> int:
                 except OSError as exc:
                     raise SacctError(f"{path}: cannot read: {exc.strerror or exc}") from None
                 rows, problems, steps = parse(text, Path(path).name, tz=tz, name=str(path))
-                inputs.append((part_name(Path(path).stem), rows, problems, steps))
+                inputs.append((part_name(args.name or Path(path).stem), rows, problems, steps))
     except SacctError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -501,10 +501,17 @@ def register(groups) -> None:
         help="files: the time zone of their times without an offset, e.g. "
         "Europe/Berlin (default UTC; sacct prints its machine's local time)",
     )
+    p.add_argument(
+        "--name",
+        help="one FILE: its part's name, STORE/sched/sacct-NAME.parquet (default: the file's "
+        "stem); an import under the same name replaces it",
+    )
     p.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE,
                    help=f"default {store_mod.DEFAULT_STORE}")  # fmt: skip
 
     def run(args):
+        if args.name and (args.live or len(args.files) != 1):
+            p.error("--name names the part of one FILE")
         if args.live and args.files:
             p.error("give FILE... or --live, not both")
         if not args.live and not args.files:

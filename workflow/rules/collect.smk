@@ -1,0 +1,52 @@
+rule import_sacct:
+    """Slurm accounting saved with sacct --parsable2 (config `sacct`: name -> file) into the
+    store's sched table: the jobs' accounts, nodes and cores, and seed 000's coverage."""
+    input:
+        lambda wildcards: config["sacct"][wildcards.name],
+    output:
+        f"{STORE}/sched/sacct-{{name}}.parquet",
+    log:
+        f"{LOGS}/import_sacct/{{name}}.log",
+    params:
+        iostudy=iostudy(),
+        # The store is the folder above the table's (a prefix of the output).
+        store=lambda wildcards, output: Path(output[0]).parent.parent,
+    shell:
+        "{params.iostudy} sacct import {input:q} --name {wildcards.name:q} "
+        "--store {params.store:q} > {log:q} 2>&1"
+
+
+rule import_iostat:
+    """A storage server's iostat-mon folder (config `iostat`: name -> folder) into the store's
+    iostat table: seed 000's device throughput and burstiness."""
+    input:
+        lambda wildcards: config["iostat"][wildcards.name],
+    output:
+        f"{STORE}/iostat/iostat-{{name}}.parquet",
+    log:
+        f"{LOGS}/import_iostat/{{name}}.log",
+    params:
+        iostudy=iostudy(),
+        # The store is the folder above the table's (a prefix of the output).
+        store=lambda wildcards, output: Path(output[0]).parent.parent,
+    shell:
+        "{params.iostudy} iostat-mon import {input:q} --name {wildcards.name:q} "
+        "--store {params.store:q} > {log:q} 2>&1"
+
+
+rule import_fsstats:
+    """An fsstats snapshot (config `fsstats`: name -> snapshot file) into the store's fsstats
+    table: seed 000's file-system growth and file sizes."""
+    input:
+        lambda wildcards: config["fsstats"][wildcards.name],
+    output:
+        f"{STORE}/fsstats/{{name}}.parquet",
+    log:
+        f"{LOGS}/import_fsstats/{{name}}.log",
+    params:
+        iostudy=iostudy(),
+        # The store is the folder above the table's (a prefix of the output).
+        store=lambda wildcards, output: Path(output[0]).parent.parent,
+    shell:
+        "{params.iostudy} fsstats import {input:q} --name {wildcards.name:q} "
+        "--store {params.store:q} > {log:q} 2>&1"
