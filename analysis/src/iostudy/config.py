@@ -16,6 +16,8 @@ import jsonschema
 
 # configs/ beside analysis/ in a checkout; IOSTUDY_CONFIGS may point elsewhere (a site's copy).
 REPO_ROOT = Path(__file__).resolve().parents[3]
+# The store every command reads and writes unless told otherwise (iostudy.store).
+DEFAULT_STORE = Path("results") / "store"
 DEFAULT_CONFIGS = REPO_ROOT / "configs"
 
 

@@ -1546,7 +1546,6 @@ _SCAN_HELP = _paragraphs(
 
 def register(groups) -> None:
     """Adds the ``fsstats`` command group to the CLI's group subparsers."""
-    from . import store as store_mod
 
     grp = groups.add_parser(
         "fsstats",
@@ -1667,7 +1666,7 @@ def register(groups) -> None:
     i.add_argument(
         "--store",
         type=Path,
-        default=store_mod.DEFAULT_STORE,
-        help=f"default {store_mod.DEFAULT_STORE}",
+        default=config.DEFAULT_STORE,
+        help=f"default {config.DEFAULT_STORE}",
     )
     i.set_defaults(func=cmd_import)

@@ -57,7 +57,7 @@ from .logpool import ReaderPool
 from .provenance import sha256_file
 from .summary import MODULE_COUNTERS
 
-DEFAULT_STORE = Path("results") / "store"
+DEFAULT_STORE = config.DEFAULT_STORE
 DATABASE = "store.duckdb"
 LOCK = ".lock"
 # Exit status for "the input could not be used", as in iostudy.cli.
