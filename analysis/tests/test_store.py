@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import store
+from iostudy import logrows, store
 from iostudy.cli import main
 
 from .rundirs import RUNTIME_MIB, make_run_dir, manifest
@@ -198,7 +198,7 @@ def test_connect_without_store_gives_empty_tables(tmp_path):
     ],
 )
 def test_job_nodes(tags, system, expected):
-    assert store.job_nodes(4, tags, system) == expected
+    assert logrows.job_nodes(4, tags, system) == expected
 
 
 # -- ReFrame's run report and the benchmark's JSON lines -----------------------------------------
@@ -357,7 +357,7 @@ def test_library_file_records_become_rows(darshan_logs):
     for pattern, token, opens, written in (("HDF5", "h5f", 8, 0),
                                            ("PNETCDF", "pnetcdf", 8, 4194476)):  # fmt: skip
         (path,) = logs.glob(f"shane_ior-{pattern}_*.darshan")
-        rows = [r for c in store.files_columns([(run, read(str(path)))]) for r in c.rows()]
+        rows = [r for c in logrows.files_columns([(run, read(str(path)))]) for r in c.rows()]
         (row,) = [r for r in rows if r["module"] == token]
         assert (row["rank"], row["shared"], row["opens"]) == (-1, True, opens)
         assert row["bytes_written"] == written

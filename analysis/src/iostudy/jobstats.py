@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import sacct
+from . import logrows, sacct
 from . import store as store_mod
 from .numfmt import MIB
 
@@ -54,7 +54,7 @@ INTERFACES = {
 }
 INTERFACE_ORDER = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
 STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
-SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in store_mod.SIZE_BINS]
+SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in logrows.SIZE_BINS]
 # The columns the issue asks for first, then the rest.
 COLUMNS = [
     "log", "jobid", "nprocs", "nodes", "bytes_read", "bytes_written", "io_time_slowest_s",

@@ -169,7 +169,7 @@ class ReaderPool:
     module docstring. ``timeout``: seconds per log. Workers start with :meth:`start` (or the
     first :meth:`map`) and stop with :meth:`close`; a pool is a context manager."""
 
-    def __init__(self, read, rows, jobs: int, timeout: float = 120.0, batch: int = 32):
+    def __init__(self, read, rows, jobs: int, timeout: float = 120.0, batch: int = 64):
         self.read, self.rows = read, rows
         self.jobs, self.timeout, self.batch = max(1, jobs), timeout, max(1, batch)
         # forkserver: workers are forked from a single-threaded server process that imported

@@ -32,16 +32,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import itertools
 import json
-import math
 import os
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -51,21 +48,16 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import checks, config, probe
-from .darshanlog_worker import read
+from . import checks, config
 from .logpool import ReaderPool
+from .logrows import SIZE_BINS, Columns, batch_rows, int_or_none, read_for_ingest, utc_naive
 from .provenance import sha256_file
-from .summary import MODULE_COUNTERS
 
 DEFAULT_STORE = config.DEFAULT_STORE
 DATABASE = "store.duckdb"
 LOCK = ".lock"
 # Exit status for "the input could not be used", as in iostudy.cli.
 EXIT_BAD_INPUT = 2
-
-# Darshan's access-size histogram bins (the counters' suffixes), smallest first.
-SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
-             "100M_1G", "1G_PLUS")  # fmt: skip
 
 # Times are UTC, stored without a time zone: DuckDB hands TIMESTAMPTZ to pandas through a
 # deprecated pandas call, and every reader of the store would see the warning.
@@ -355,56 +347,6 @@ TABLES: dict[str, pa.Schema] = {
 IMPORTED_TABLES = ("sched", "iostat", "fsstats")
 RUN_TABLES = tuple(t for t in TABLES if t not in IMPORTED_TABLES)
 
-# PyDarshan module name -> the project's module token (DESIGN.md convention 2).
-MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio", "H5F": "h5f",
-                 "PNETCDF_FILE": "pnetcdf"}  # fmt: skip
-# Prefix of each module's float counters (F_OPEN_START_TIMESTAMP, F_READ_TIME, ...).
-_FPREFIX = {"POSIX": "POSIX_F_", "STDIO": "STDIO_F_", "MPI-IO": "MPIIO_F_", "H5F": "H5F_F_",
-            "PNETCDF_FILE": "PNETCDF_FILE_F_"}  # fmt: skip
-# The files table's counter columns beyond MODULE_COUNTERS': {column: {module: counters summed}};
-# a module without an entry gets null.
-_SMALL = SIZE_BINS[:5]
-EXTRA_COUNTERS = {
-    "seeks": {"POSIX": ["POSIX_SEEKS"], "STDIO": ["STDIO_SEEKS"]},
-    "unaligned": {"POSIX": ["POSIX_FILE_NOT_ALIGNED"]},
-    "seq_ops": {"POSIX": ["POSIX_SEQ_READS", "POSIX_SEQ_WRITES"]},
-    "small_reads": {"POSIX": [f"POSIX_SIZE_READ_{b}" for b in _SMALL]},
-    "small_writes": {"POSIX": [f"POSIX_SIZE_WRITE_{b}" for b in _SMALL]},
-    "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"]},
-    "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"]},
-    "mode": {"POSIX": ["POSIX_MODE"]},
-    **{
-        f"{op}_{b.lower()}": {
-            "POSIX": [f"POSIX_SIZE_{op.upper()}_{b}"],
-            "MPI-IO": [f"MPIIO_SIZE_{op.upper()}_AGG_{b}"],
-        }
-        for op in ("read", "write")
-        for b in SIZE_BINS
-    },
-}
-# Per module, every column summed from counters (MODULE_COUNTERS' and its EXTRA_COUNTERS), built
-# once: a log's records are summed with one loop each.
-_SUMS = {
-    mod: {**sums, **{col: m[mod] for col, m in EXTRA_COUNTERS.items() if mod in m}}
-    for mod, sums in MODULE_COUNTERS.items()
-}
-_MAX_BYTE = {m: [f"{m}_MAX_BYTE_READ", f"{m}_MAX_BYTE_WRITTEN"] for m in ("POSIX", "STDIO")}
-# files columns taken from one float counter each: {column: the counter after the module prefix}
-_FCOLUMNS = {
-    "read_time": "READ_TIME",
-    "write_time": "WRITE_TIME",
-    "meta_time": "META_TIME",
-    "open_start": "OPEN_START_TIMESTAMP",
-    "read_end": "READ_END_TIMESTAMP",
-    "write_end": "WRITE_END_TIMESTAMP",
-    "close_end": "CLOSE_END_TIMESTAMP",
-    "slowest_rank_time": "SLOWEST_RANK_TIME",
-    "read_start": "READ_START_TIMESTAMP",
-    "write_start": "WRITE_START_TIMESTAMP",
-}
-# Log tags that have a column of their own in the jobs table.
-_TAG_COLUMNS = ("campaign", "check", "system", "repetition", "environ")
-
 
 class IngestError(Exception):
     """A run directory cannot be ingested at all (e.g. its manifest is unreadable)."""
@@ -413,27 +355,15 @@ class IngestError(Exception):
 # -- small helpers -------------------------------------------------------------------------------
 
 
-def _utc(ts: datetime) -> datetime:
-    """ts in UTC without a time zone attached (the store's convention); naive means UTC."""
-    return ts.astimezone(timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
-
-
 def _timestamp(value):
     """A UTC datetime from an ISO 8601 string or a number of seconds; None when not parseable."""
     if value is None:
         return None
     if isinstance(value, int | float):
-        return _utc(datetime.fromtimestamp(value, timezone.utc))
+        return utc_naive(datetime.fromtimestamp(value, timezone.utc))
     try:
-        return _utc(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
+        return utc_naive(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
     except ValueError:
-        return None
-
-
-def _int_or_none(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
         return None
 
 
@@ -458,185 +388,6 @@ def _table(name: str, rows: list[dict]) -> pa.Table:
 
 
 # -- one log -> rows (runs in a worker process) ---------------------------------------------------
-
-
-def job_nodes(nprocs, tags: dict, system: dict | None) -> int:
-    """Compute nodes of a job: the ``nodes`` tag if the job has one; else the ranks spread over
-    nodes of ``procs_per_node`` (a numeric tag) or of the system's cores per node, at most the
-    system's node count; else 1."""
-    nodes = _int_or_none(tags.get("nodes"))
-    if nodes and nodes > 0:
-        return nodes
-    sys_nodes = (system or {}).get("nodes", {})
-    ppn = _int_or_none(tags.get("procs_per_node")) or _int_or_none(sys_nodes.get("cores_per_node"))
-    if not ppn or not nprocs:
-        return 1
-    nodes = math.ceil(nprocs / ppn)
-    count = _int_or_none(sys_nodes.get("count"))
-    if count:
-        nodes = min(nodes, count)
-    return max(nodes, 1)
-
-
-def job_row(log: dict, run: dict) -> dict:
-    """The jobs row of one log (the dict of :func:`iostudy.darshanlog_worker.read`).
-
-    ``run`` gives run_id, log_path, log_sha256, and the manifest's campaign, system and
-    effective system description (for the node count).
-    """
-    job = log["job"]
-    tags = dict(job.get("metadata") or {})
-    start, end = (
-        _utc(datetime.fromtimestamp(job[f"{k}_time_sec"], timezone.utc))
-        + timedelta(microseconds=job.get(f"{k}_time_nsec", 0) // 1000)
-        for k in ("start", "end")
-    )
-    nprocs = int(job["nprocs"])
-    return {
-        "run_id": run["run_id"],
-        "log_path": run["log_path"],
-        "log_sha256": run["log_sha256"],
-        "jobid": _int_or_none(job.get("jobid")),
-        "nprocs": nprocs,
-        "nodes": job_nodes(nprocs, tags, run.get("system_config")),
-        "start": start,
-        "end": end,
-        "run_time": float(job.get("run_time") or max((end - start).total_seconds(), 0.0)),
-        "exe": log.get("exe"),
-        "tags": json.dumps(tags, sort_keys=True),
-        "campaign": tags.get("campaign") or run.get("campaign"),
-        "check": tags.get("check"),
-        "system": tags.get("system") or run.get("system"),
-        "repetition": _int_or_none(tags.get("repetition")),
-        "environ": tags.get("environ"),
-        "log_ver": job.get("log_ver"),
-        "partial": any(m.get("partial_flag") for m in log["modules"].values()),
-        "uid": _int_or_none(job.get("uid")),
-        "modules": "+".join(log["modules"]),
-        "log_size": run.get("log_size"),
-        "log_mtime_ns": run.get("log_mtime_ns"),
-    }
-
-
-def _several_ranks(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """For each record, whether records of more than one rank have its id in its log."""
-    order = np.lexsort((ranks, ids, logs))
-    slog, sid, srank = logs[order], ids[order], ranks[order]
-    new_id = np.r_[True, (sid[1:] != sid[:-1]) | (slog[1:] != slog[:-1])]
-    new_pair = new_id | np.r_[True, srank[1:] != srank[:-1]]
-    group = np.cumsum(new_id) - 1
-    several = np.empty(len(ids), bool)
-    several[order] = (np.bincount(group, weights=new_pair) > 1)[group]
-    return several
-
-
-@functools.cache
-def _sum_matrix(mod: str, cnames: tuple) -> tuple[np.ndarray, list[str]]:
-    """(counters x columns 0/1 matrix, the columns): the module's summed files columns."""
-    cidx = {name: i for i, name in enumerate(cnames)}
-    columns = list(_SUMS[mod])
-    matrix = np.zeros((len(cnames), len(columns)), np.int64)
-    for k, col in enumerate(columns):
-        for counter in _SUMS[mod][col]:
-            if counter in cidx:
-                matrix[cidx[counter], k] = 1
-    return matrix, columns
-
-
-def files_columns(entries) -> list[Columns]:
-    """The files rows of a batch of logs, [(run info, log of
-    :func:`iostudy.darshanlog_worker.read`)], one Columns per module, computed column-wise."""
-    out = []
-    for mod in MODULE_TOKENS:
-        parts = [(run, log["records"][mod], log["name_records"]) for run, log in entries
-                 if mod in log["records"] and len(log["records"][mod].ids)]  # fmt: skip
-        if parts:
-            out.append(_module_files(mod, parts))
-    return out
-
-
-def _module_files(mod: str, parts) -> Columns:
-    """Files columns of one module's records of several logs: parts [(run, RecordArrays,
-    names)]."""
-    recs = parts[0][1]
-    counts = [len(r.ids) for _, r, _ in parts]
-    ids = np.concatenate([r.ids for _, r, _ in parts])
-    ranks = np.concatenate([r.ranks for _, r, _ in parts])
-    counters = np.concatenate([r.counters for _, r, _ in parts])
-    fcounters = np.concatenate([r.fcounters for _, r, _ in parts])
-    logs = np.repeat(np.arange(len(parts)), counts)
-    cidx = {name: i for i, name in enumerate(recs.cnames)}
-    fidx = {name: i for i, name in enumerate(recs.fnames)}
-    # A file is shared when the runtime reduced it to one rank -1 record, or when records of
-    # several ranks remain (some ranks only, or a log without the reduction).
-    several = _several_ranks(logs, ids, ranks)
-    sums, summed = _sum_matrix(mod, tuple(recs.cnames))
-    totals = counters @ sums  # every summed column at once
-    prefix = _FPREFIX[mod]
-    columns = {
-        "run_id": [run["run_id"] for (run, _, _), n in zip(parts, counts, strict=True)
-                   for _ in range(n)],
-        "log_sha256": [run["log_sha256"] for (run, _, _), n in zip(parts, counts, strict=True)
-                       for _ in range(n)],
-        "module": [MODULE_TOKENS[mod]] * len(ids),
-        "record_id": ids,
-        "rank": ranks,
-        "path": [names.get(i) for _, r, names in parts for i in r.ids.tolist()],
-        "shared": (ranks == -1) | several,
-        **{col: totals[:, k] for k, col in enumerate(summed)},
-        **{
-            col: fcounters[:, fidx[prefix + suffix]]
-            for col, suffix in _FCOLUMNS.items()
-            if prefix + suffix in fidx
-        },
-    }  # fmt: skip
-    if mod in _MAX_BYTE:
-        columns["max_byte"] = counters[:, [cidx[c] for c in _MAX_BYTE[mod]]].max(axis=1)
-    return Columns(len(ids), columns)
-
-
-def lustre_rows(log: dict, run: dict) -> list[dict]:
-    """The lustre table's rows of one log (the dict of :func:`iostudy.darshanlog_worker.read`)."""
-    return [
-        {
-            "run_id": run["run_id"],
-            "log_sha256": run["log_sha256"],
-            "record_id": layout["id"],
-            "rank": layout["rank"],
-            "component": k,
-            "stripe_size": comp["counters"].get("LUSTRE_COMP_STRIPE_SIZE"),
-            "stripe_count": comp["counters"].get("LUSTRE_COMP_STRIPE_COUNT"),
-            "ost": ost,
-        }
-        for layout in log.get("lustre") or []
-        for k, comp in enumerate(layout["components"])
-        for ost in comp["ost_ids"]
-    ]
-
-
-# A log's own facts, beside its run's: what ReaderPool sends per log (the run once per batch).
-LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
-
-
-def read_for_ingest(path: str, facts: tuple) -> dict:
-    """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps)."""
-    return read(path, full=False)
-
-
-def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
-    """ReaderPool's rows: the jobs rows, files Columns, probes rows and lustre rows of a batch
-    of logs [(LOG_FACTS values, log)] of one run."""
-    entries = [(dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log)
-               for facts, log in entries]  # fmt: skip
-    jobs = [job_row(log, run) for run, log in entries]
-    files = files_columns(entries)
-    probes = []
-    for (run, log), job in zip(entries, jobs, strict=True):
-        if probe.is_probe(job):  # rare: the probe's rows from its own files rows
-            own = [r for c in files_columns([(run, log)]) for r in c.rows()]
-            probes += probe.probe_rows(job, own)
-    lustre = [row for run, log in entries for row in lustre_rows(log, run)]
-    return jobs, files, probes, lustre
 
 
 # -- ReFrame report and benchmark output ---------------------------------------------------------
@@ -767,7 +518,7 @@ def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, camp
         row.update(
             run_id=run_id,
             system=case.get("system") or system,
-            repetition=_int_or_none(params.get("repetition")),
+            repetition=int_or_none(params.get("repetition")),
             partition=case.get("partition"),
             environ=case.get("environ"),
             check=_case_check(case) if case else None,
@@ -812,11 +563,11 @@ def ior_rows(lines, run_id: str, system: str | None):
         row.update(
             run_id=run_id,
             system=fields.get("system") or system,
-            repetition=_int_or_none(fields.get("repetition")),
+            repetition=int_or_none(fields.get("repetition")),
             log_tags=log_tags_json(tags),
         )
         for key in ("procs", "procs_per_node", "nodes"):
-            row[key] = _int_or_none(row[key])
+            row[key] = int_or_none(row[key])
         rows.append(row)
     return rows, problems
 
@@ -931,19 +682,6 @@ class Store:
         finally:
             con.close()
         return None
-
-
-class Columns(NamedTuple):
-    """Rows of a table column-wise: ``n`` rows, {column: numpy array or list}; a column left out
-    is null. Cheap to send between processes (a pyarrow table per log is not)."""
-
-    n: int
-    data: dict
-
-    def rows(self) -> list[dict]:
-        return [dict(zip(self.data, vals, strict=True)) for vals in zip(
-            *(list(v) if isinstance(v, np.ndarray) else v for v in self.data.values()),
-            strict=True)]  # fmt: skip
 
 
 def _columns_table(table: str, chunks: list[Columns]) -> pa.Table:
@@ -1191,7 +929,7 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
                     or ((effective or {}).get("campaign") or {}).get("study"),
                     "git_dirty": manifest.get("git_dirty"),
                     "tool_versions": json.dumps(manifest.get("tool_versions"), sort_keys=True),
-                    "ingested": _utc(datetime.now(timezone.utc)),
+                    "ingested": utc_naive(datetime.now(timezone.utc)),
                 }
             ],
         )
@@ -1277,7 +1015,7 @@ def _tree_run_row(store: Store, run_id: str, tree: Path, base: Path, study, syst
     writer = _RunWriter(store, run_id, tables=("runs",))
     writer.write("runs", [{"run_id": run_id, "system": system, "status": TREE_STATUS,
                            "manifest_path": _rel(tree, base), "study": study,
-                           "ingested": _utc(datetime.now(timezone.utc))}])  # fmt: skip
+                           "ingested": utc_naive(datetime.now(timezone.utc))}])  # fmt: skip
     writer.commit()
 
 
@@ -1364,7 +1102,7 @@ def import_parts(store_root, table: str, parts, console) -> str:
     with one imported time, then refreshes the views; returns where the rows went (the part,
     or the table's folder and the number of parts), for the command's last line."""
     store = Store(store_root)
-    imported = _utc(datetime.now(timezone.utc))
+    imported = utc_naive(datetime.now(timezone.utc))
     with store.locked(console):
         written = [write_import(store_root, name, rows, imported, table) for name, rows in parts]
         store.refresh_views(console)

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from . import jobstats, sacct
-from . import store as store_mod
+from . import jobstats, logrows, sacct
 from .numfmt import MIB, short
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ STRATEGIES = jobstats.STRATEGIES
 # The byte classes of Fig. 3: files accessed by one process, by all, by some.
 BYTE_CLASSES = {"N:N": "unique_bytes", "N:1": "shared_bytes", "N:M": "partial_bytes"}
 # Darshan's access-size bins: the job table's column suffixes and their labels.
-SIZE_BINS = dict(zip((b.lower() for b in store_mod.SIZE_BINS),
+SIZE_BINS = dict(zip((b.lower() for b in logrows.SIZE_BINS),
                      ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M",
                       "10M-100M", "100M-1G", "1G+"), strict=True))  # fmt: skip
 # Table IV's columns: per large job, averaged per project.
