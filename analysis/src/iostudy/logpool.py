@@ -172,17 +172,20 @@ class ReaderPool:
     def __init__(self, read, rows, jobs: int, timeout: float = 120.0, batch: int = 64):
         self.read, self.rows = read, rows
         self.jobs, self.timeout, self.batch = max(1, jobs), timeout, max(1, batch)
-        # forkserver: workers are forked from a single-threaded server process that imported
-        # read's module once (forking this process is unsafe: it may run threads, rich's
-        # progress refresh or DuckDB's), so a worker, and its replacement after a crash, starts
-        # in milliseconds instead of importing everything again.
-        self.ctx = multiprocessing.get_context("spawn")
         self.slots: list[_Slot] = []
 
+    @staticmethod
+    def _context():
+        """fork while this process runs one thread (a worker then starts in milliseconds, with
+        everything imported), else spawn: forking a process that runs other threads (rich's
+        progress refresh, DuckDB's pool) can copy a lock one of them holds."""
+        single = len(os.listdir("/proc/self/task")) == 1
+        return multiprocessing.get_context("fork" if single else "spawn")
+
     def start(self):
-        """Start the workers now (they take a moment to import), e.g. while logs are found."""
+        """Start the workers now: best before the process starts threads (see _context)."""
         while len(self.slots) < self.jobs:
-            self.slots.append(_Slot(self.ctx, self.read, self.rows))
+            self.slots.append(_Slot(self._context(), self.read, self.rows))
 
     def close(self):
         for slot in self.slots:
@@ -196,7 +199,7 @@ class ReaderPool:
         self.close()
 
     def _fresh(self, i):
-        self.slots[i] = _Slot(self.ctx, self.read, self.rows)
+        self.slots[i] = _Slot(self._context(), self.read, self.rows)
 
     def map(self, items, context=None):
         """Yield a Batch per answer until every item = (path, arg) is done or failed.

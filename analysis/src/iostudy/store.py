@@ -1063,7 +1063,6 @@ def ingest_tree(
             counts.runs_skipped += 1
             return False
     else:
-        pool.start()  # the workers import while the tree is walked further
         todo = itertools.chain([first], todo)
 
     system_config = config.load_system(system) if system else None
@@ -1190,7 +1189,9 @@ def ingest(
     kinds = [(Path(d), source_kind(Path(d))) for d in sources]  # all checked before any is read
     if (tree_options or {}).get("name") and sum(k == "tree" for _, k in kinds) > 1:
         raise IngestError("--name names one log tree; give one LOGTREE per ingest to use it")
-    with store.locked(console):
+    pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout)
+    pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
+    with pool, store.locked(console):
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -1199,7 +1200,6 @@ def ingest(
             console=console,
             transient=False,
         )
-        pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout)
         with progress, pool:
             for path, kind in kinds:
                 if kind == "run":
