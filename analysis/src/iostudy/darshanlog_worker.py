@@ -14,6 +14,7 @@ logs a second this way. Like ``DarshanReport``, only records whose id has a name
 raw counts include the others.
 """
 
+import functools
 import json
 import sys
 from typing import NamedTuple
@@ -25,13 +26,38 @@ from darshan.backend import cffi_backend as backend
 RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE")
 U64 = 0xFFFFFFFFFFFFFFFF
 
-_NAMES = {}  # module -> (counter names, fcounter names), looked up once per process
+
+class _Layout(NamedTuple):
+    """A generic-record module's record as libdarshan-util hands it over: the counter names,
+    the record's size, its numpy dtype, and a record buffer to fill (one per process)."""
+
+    cnames: list
+    fnames: list
+    size: int
+    dtype: np.dtype
+    record: object
+    buf: object
 
 
-def _counter_names(mod):
-    if mod not in _NAMES:
-        _NAMES[mod] = (backend.counter_names(mod), backend.fcounter_names(mod))
-    return _NAMES[mod]
+@functools.cache
+def _layout(mod) -> _Layout:
+    """The layout of a module's records, checked against cffi's struct size; once per process."""
+    cnames, fnames = backend.counter_names(mod), backend.fcounter_names(mod)
+    struct = backend._structdefs[mod].rstrip(" *")
+    size = backend.ffi.sizeof(struct)
+    if size != 16 + 8 * (len(cnames) + len(fnames)):
+        raise RuntimeError(f"{mod}: unexpected record layout ({struct}: {size} bytes)")
+    dtype = np.dtype(
+        [
+            ("id", np.uint64),
+            ("rank", np.int64),
+            ("counters", np.int64, len(cnames)),
+            ("fcounters", np.float64, len(fnames)),
+        ]
+    )
+    record = backend.ffi.new("char[]", size)
+    return _Layout(list(cnames), list(fnames), size, dtype, record,
+                   backend.ffi.new("void **", record))  # fmt: skip
 
 
 class RecordArrays(NamedTuple):
@@ -74,35 +100,23 @@ def _records(log, mod, names):
     are taken as they are: PyDarshan's log_get_generic_record builds numpy arrays and a dict per
     record, ten times slower on logs of thousands of records. The record layout (base record,
     int64 counters, double fcounters) is checked against cffi's struct size."""
-    cnames, fnames = _counter_names(mod)
-    struct = backend._structdefs[mod].rstrip(" *")
-    size = backend.ffi.sizeof(struct)
-    if size != 16 + 8 * (len(cnames) + len(fnames)):
-        raise RuntimeError(f"{mod}: unexpected record layout ({struct}: {size} bytes)")
-    record = backend.ffi.new("char[]", size)
-    buf = backend.ffi.new("void **", record)
-    idx = backend.log_get_modules(log)[mod]["idx"]
+    lay = _layout(mod)
+    record, size, buf = lay.record, lay.size, lay.buf
+    get = backend.libdutil.darshan_log_get_record
+    handle, idx = log["handle"], log["modules"][mod]["idx"]
     chunks = []
-    while backend.libdutil.darshan_log_get_record(log["handle"], idx, buf) > 0:
+    while get(handle, idx, buf) > 0:
         chunks.append(backend.ffi.buffer(record, size)[:])
-    dtype = np.dtype(
-        [
-            ("id", np.uint64),
-            ("rank", np.int64),
-            ("counters", np.int64, len(cnames)),
-            ("fcounters", np.float64, len(fnames)),
-        ]
-    )
-    stored = np.frombuffer(b"".join(chunks), dtype=dtype)
+    stored = np.frombuffer(b"".join(chunks), dtype=lay.dtype)
     named = np.fromiter(map(names.__contains__, stored["id"].tolist()), bool, len(stored))
     kept = stored[named]
     arrays = RecordArrays(
         kept["id"].copy(),
         kept["rank"].copy(),
-        kept["counters"].reshape(len(kept), len(cnames)).copy(),
-        kept["fcounters"].reshape(len(kept), len(fnames)).copy(),
-        list(cnames),
-        list(fnames),
+        kept["counters"].reshape(len(kept), len(lay.cnames)).copy(),
+        kept["fcounters"].reshape(len(kept), len(lay.fnames)).copy(),
+        lay.cnames,
+        lay.fnames,
     )
     return arrays, len(stored)
 
