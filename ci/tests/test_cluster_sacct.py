@@ -23,7 +23,10 @@ def test_live_import(cluster, tmp_path):
     assert cluster.wait_job(jobid)["state"] == "COMPLETED"
 
     st = tmp_path / "store"
-    iostudy = [VENV_BIN / "iostudy", "sacct", "import", "--live", "--starttime", since]
+    # The window starts an hour before: sacct selects by the job's times (eligible, start,
+    # end), and a job must not fall out of it whichever it uses.
+    window = (datetime.fromisoformat(since) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    iostudy = [VENV_BIN / "iostudy", "sacct", "import", "--live", "--starttime", window]
     out = cluster.run(*iostudy, "--store", st).stdout.splitlines()
     parts = sorted((st / "sched").glob("sacct-live-*.parquet"))
     assert len(parts) == 1
@@ -32,7 +35,8 @@ def test_live_import(cluster, tmp_path):
 
     con = store.connect(st)
     rows = con.execute("SELECT * FROM sched WHERE jobid = ?", [int(jobid)]).df()
-    assert len(rows) == 1, rows  # the allocation only, not its steps
+    seen = con.execute("SELECT jobid, start, state FROM sched ORDER BY jobid").fetchall()
+    assert len(rows) == 1, (out, seen)  # the allocation only, not its steps
     row = rows.iloc[0]
     name = cluster.system["testbed"]["cluster_name"]
     assert (row["cluster"], row["account"], row["partition"]) == (name, "root", "debug")
