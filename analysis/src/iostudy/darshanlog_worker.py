@@ -121,6 +121,12 @@ def _records(log, mod, names):
     return arrays, len(stored)
 
 
+@functools.cache
+def _charp():
+    """cffi's char * type, looked up once (a cast by its C name parses it every time)."""
+    return backend.ffi.typeof("char *")
+
+
 def _names(log) -> dict:
     """{record id: name} of the log's name table. Like PyDarshan's log_get_name_records, but a
     name that is not UTF-8 (any bytes are a valid Linux path) keeps its bytes as \\xNN escapes
@@ -136,8 +142,9 @@ def _names(log) -> dict:
         raise RuntimeError(f"unexpected name record layout ({size} bytes)")
     entries = np.frombuffer(ffi.buffer(table[0], n * size), dtype=[("id", "u8"), ("name", "u8")])
     names = {}
+    charp = _charp()
     for rid, pointer in zip(entries["id"].tolist(), entries["name"].tolist(), strict=True):
-        name = ffi.cast("char *", pointer)
+        name = ffi.cast(charp, pointer)
         names[rid] = ffi.string(name).decode("utf-8", "backslashreplace")
         lib.darshan_free(name)
     lib.darshan_free(table[0])

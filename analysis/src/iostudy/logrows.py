@@ -170,16 +170,19 @@ def _several_ranks(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> np.n
 
 
 @functools.cache
-def _sum_matrix(mod: str, cnames: tuple) -> tuple[np.ndarray, list[str]]:
-    """(counters x columns 0/1 matrix, the columns): the module's summed files columns."""
+def _summed_counters(mod: str, cnames: tuple) -> dict[str, list[int]]:
+    """{files column: the indexes of the counters it sums} of a module (_SUMS), once."""
     cidx = {name: i for i, name in enumerate(cnames)}
-    columns = list(_SUMS[mod])
-    matrix = np.zeros((len(cnames), len(columns)), np.int64)
-    for k, col in enumerate(columns):
-        for counter in _SUMS[mod][col]:
-            if counter in cidx:
-                matrix[cidx[counter], k] = 1
-    return matrix, columns
+    return {col: [cidx[c] for c in counters if c in cidx] for col, counters in _SUMS[mod].items()}
+
+
+def _column_sum(counters: np.ndarray, idx: list[int]) -> np.ndarray:
+    """The sum of some counter columns (numpy has no fast integer matmul: a take per column)."""
+    if len(idx) == 1:
+        return counters[:, idx[0]]
+    if not idx:
+        return np.zeros(len(counters), np.int64)
+    return counters[:, idx].sum(axis=1)
 
 
 def files_columns(entries) -> list[Columns]:
@@ -209,8 +212,7 @@ def _module_files(mod: str, parts) -> Columns:
     # A file is shared when the runtime reduced it to one rank -1 record, or when records of
     # several ranks remain (some ranks only, or a log without the reduction).
     several = _several_ranks(logs, ids, ranks)
-    sums, summed = _sum_matrix(mod, tuple(recs.cnames))
-    totals = counters @ sums  # every summed column at once
+    summed = _summed_counters(mod, tuple(recs.cnames))
     prefix = _FPREFIX[mod]
     columns = {
         "run_id": [run["run_id"] for (run, _, _), n in zip(parts, counts, strict=True)
@@ -222,7 +224,7 @@ def _module_files(mod: str, parts) -> Columns:
         "rank": ranks,
         "path": [names.get(i) for _, r, names in parts for i in r.ids.tolist()],
         "shared": (ranks == -1) | several,
-        **{col: totals[:, k] for k, col in enumerate(summed)},
+        **{col: _column_sum(counters, idx) for col, idx in summed.items()},
         **{
             col: fcounters[:, fidx[prefix + suffix]]
             for col, suffix in _FCOLUMNS.items()
