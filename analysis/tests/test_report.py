@@ -149,13 +149,13 @@ def test_version_taken_meanwhile_goes_to_the_next_number(tmp_path, monkeypatch):
     render = report.render
     calls = []
 
-    def racing_render(tables, runs, study, version, title, out, now):
+    def racing_render(tables, runs, study, version, title, out, now, **options):
         calls.append(version)
         if len(calls) == 1:
             other = reports / "quick" / "v1"
             other.mkdir()
             (other / "index.html").write_text("someone else's")
-        return render(tables, runs, study, version, title, out, now)
+        return render(tables, runs, study, version, title, out, now, **options)
 
     monkeypatch.setattr(report, "render", racing_render)
     index = report.build(store, "quick", reports)

@@ -1282,9 +1282,6 @@ def build(
     except AnonymizeError as exc:
         raise ReportError(str(exc)) from None
     options = ReportOptions(large_procs, large_mib, anonymizer)
-    # render's options only when not the defaults: its seven positional parameters are what a
-    # wrapper of it (the tests' racing build) takes.
-    extra = {"options": options} if options != ReportOptions() else {}
     all_ids = set(tables["runs"]["run_id"])
     study_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=study_dir, prefix=".build-"))
@@ -1292,7 +1289,7 @@ def build(
         now = datetime.now(timezone.utc).replace(microsecond=0)
         n = as_version or (max(versions(study_dir), default=0) + 1)
         title = title or f"iostudy report: {study}"
-        sections = render(selected, runs, study, n, title, tmp, now, **extra)
+        sections = render(selected, runs, study, n, title, tmp, now, options=options)
         while True:
             manifest = _manifest(
                 runs, all_ids, store, study, n, title, now, sections, tmp, argv, options
@@ -1315,7 +1312,7 @@ def build(
                 n = max(versions(study_dir), default=0) + 1
                 for p in tmp.iterdir():
                     p.unlink()
-                sections = render(selected, runs, study, n, title, tmp, now, **extra)
+                sections = render(selected, runs, study, n, title, tmp, now, options=options)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
