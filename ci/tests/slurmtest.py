@@ -112,6 +112,18 @@ class Cluster:
 
         return poll(ended, timeout, f"job {jobid} to end (sacct)")
 
+    def wait_listed(self, jobids, since: str, timeout: float = 60) -> None:
+        """Polls until sacct's time-window listing (-S since, UTC, what `iostudy sacct import
+        --live` runs) holds every job: a job sacct -j already shows as ended has been seen
+        missing from it for a moment (twice in CI)."""
+
+        def listed():
+            out = self.run("sacct", "--allusers", "--allocations", "-n", "-P", "-o", "JobIDRaw",
+                           "-S", since, env={"TZ": "UTC"}).stdout  # fmt: skip
+            return set(map(str, jobids)) <= set(out.split())
+
+        poll(listed, timeout, f"jobs {', '.join(map(str, jobids))} in sacct -S {since}")
+
     def node_state(self, node: str) -> str:
         return self.run("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
 

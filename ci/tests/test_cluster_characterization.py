@@ -57,6 +57,7 @@ def test_logs_joined_with_accounting(cluster, tmp_path):
     )
     for jobid in (parallel, serial, plain):
         assert cluster.wait_job(jobid)["state"] == "COMPLETED", jobid
+    cluster.wait_listed([parallel, serial, plain], since)
 
     st = tmp_path / "store"
     iostudy = VENV_BIN / "iostudy"

@@ -21,6 +21,7 @@ def test_live_import(cluster, tmp_path):
         "--wrap=srun true; sleep 2",
     )  # fmt: skip
     assert cluster.wait_job(jobid)["state"] == "COMPLETED"
+    cluster.wait_listed([jobid], since)
 
     st = tmp_path / "store"
     # The window starts an hour before: sacct selects by the job's times (eligible, start,
