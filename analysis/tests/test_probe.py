@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iostudy import probe, store
+from iostudy import probe, probe_report, store
 from iostudy.cli import main
 
 from . import chromium
@@ -34,26 +34,26 @@ def test_samples_variability_and_sweep_by_hand():
     rows = writer_rows("a", t0, [1.0, 2.0]) + writer_rows("b", t0 + timedelta(hours=1), [1.0, 1.0])
     rows += writer_rows("c", t0, [0.5, 0.5, 0.5, 0.5], size=MIB, per_target=4)
     rows += writer_rows("d", t0, [1.0, 1.0, 1.0])[:2]  # a writer missing from the log
-    samples = probe.samples(pd.DataFrame(rows))
+    samples = probe_report.samples(pd.DataFrame(rows))
     a, b, c, d = (samples[samples["run_id"] == r].iloc[0] for r in "abcd")
     # a: 128 MiB over the slowest writer's 2 s; writers at 32 and 64 MiB/s; imbalance 2
     assert a["aggregate_mib_s"] == 64 and a["mean_writer_mib_s"] == 48 and a["imbalance"] == 2
     assert b["aggregate_mib_s"] == 128 and b["imbalance"] == 1
     assert c["aggregate_mib_s"] == 8 and c["mean_writer_mib_s"] == 2
     assert not d["complete"] and np.isnan(d["aggregate_mib_s"])
-    table = probe.variability(samples)
+    table = probe_report.variability(samples)
     row = table[(table["writers"] == 2)].iloc[0]
     assert row["samples"] == 2 and row["mean_mib_s"] == 96
     assert row["std_mib_s"] == pytest.approx(np.std([64, 128], ddof=1))
     assert row["cov_pct"] == pytest.approx(100 * np.std([64, 128], ddof=1) / 96)
     assert row["mean_imbalance"] == 1.5 and row["max_imbalance"] == 2
-    sweep = probe.sweep(samples)
+    sweep = probe_report.sweep(samples)
     pairs = zip(sweep["writers_per_target"], sweep["samples"], strict=True)
     assert sorted(pairs) == [(2, 2), (4, 1)]
     assert sweep.set_index("writers_per_target").loc[2, "aggregate_min"] == 64
     # the histogram takes the most sampled shape: the two 2-writer samples, not the sweep's one
-    assert sorted(probe.histogram_samples(samples)["run_id"]) == ["a", "b"]
-    assert probe.samples(pd.DataFrame()).empty
+    assert sorted(probe_report.histogram_samples(samples)["run_id"]) == ["a", "b"]
+    assert probe_report.samples(pd.DataFrame()).empty
 
 
 def test_parse_and_sanity():
@@ -125,7 +125,7 @@ def test_interference_shows_in_the_samples_and_the_report(configs_copy, tmp_path
         hog.stop()
     con = store.connect(store_dir)
     probes = con.execute("SELECT * FROM probes").df()
-    samples = probe.samples(probes)
+    samples = probe_report.samples(probes)
     assert samples["complete"].all() and (samples["writers"] == 2).all()
     by_run = samples.groupby("run_id")[["imbalance", "aggregate_mib_s"]].mean()
     assert len(samples[samples["run_id"] == quiet]) == 4

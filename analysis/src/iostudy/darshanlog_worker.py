@@ -29,14 +29,12 @@ U64 = 0xFFFFFFFFFFFFFFFF
 
 class _Layout(NamedTuple):
     """A generic-record module's record as libdarshan-util hands it over: the counter names,
-    the record's size, its numpy dtype, and a record buffer to fill (one per process)."""
+    the record's size and its numpy dtype."""
 
     cnames: list
     fnames: list
     size: int
     dtype: np.dtype
-    record: object
-    buf: object
 
 
 @functools.cache
@@ -55,9 +53,31 @@ def _layout(mod) -> _Layout:
             ("fcounters", np.float64, len(fnames)),
         ]
     )
-    record = backend.ffi.new("char[]", size)
-    return _Layout(list(cnames), list(fnames), size, dtype, record,
-                   backend.ffi.new("void **", record))  # fmt: skip
+    return _Layout(list(cnames), list(fnames), size, dtype)
+
+
+class _Arena:
+    """One growing C buffer that a module's records are read into side by side (one per
+    process, reused from module to module: its content is copied out before the next)."""
+
+    def __init__(self, capacity=1 << 16):
+        self.buf = backend.ffi.new("char[]", capacity)
+        self.capacity = capacity
+        self.slot = backend.ffi.new("void **")
+
+    def at(self, offset, size):
+        """``slot`` pointing at ``offset``, with room for ``size`` bytes there."""
+        if offset + size > self.capacity:
+            grown = backend.ffi.new("char[]", 2 * (offset + size))
+            backend.ffi.memmove(grown, self.buf, offset)
+            self.buf, self.capacity = grown, 2 * (offset + size)
+        self.slot[0] = self.buf + offset
+        return self.slot
+
+
+@functools.cache
+def _arena() -> _Arena:
+    return _Arena()
 
 
 class RecordArrays(NamedTuple):
@@ -96,18 +116,17 @@ def _records(log, mod, names):
     not (PyDarshan drops unnamed ones silently). ``names``: {record id: name}.
 
     libdarshan-util's darshan_log_get_record fills the record buffer it is given (byte-swapped
-    and up-converted to the current version), so one buffer serves every record and the bytes
-    are taken as they are: PyDarshan's log_get_generic_record builds numpy arrays and a dict per
-    record, ten times slower on logs of thousands of records. The record layout (base record,
-    int64 counters, double fcounters) is checked against cffi's struct size."""
-    lay = _layout(mod)
-    record, size, buf = lay.record, lay.size, lay.buf
-    get = backend.libdutil.darshan_log_get_record
+    and up-converted to the current version), so the records are read side by side into one
+    buffer and taken as one array: PyDarshan's log_get_generic_record builds numpy arrays and a
+    dict per record, ten times slower on logs of thousands of records. The record layout (base
+    record, int64 counters, double fcounters) is checked against cffi's struct size."""
+    lay, arena = _layout(mod), _arena()
+    get, size = backend.libdutil.darshan_log_get_record, lay.size
     handle, idx = log["handle"], log["modules"][mod]["idx"]
-    chunks = []
-    while get(handle, idx, buf) > 0:
-        chunks.append(backend.ffi.buffer(record, size)[:])
-    stored = np.frombuffer(b"".join(chunks), dtype=lay.dtype)
+    count = 0
+    while get(handle, idx, arena.at(count * size, size)) > 0:
+        count += 1
+    stored = np.frombuffer(backend.ffi.buffer(arena.buf, count * size), dtype=lay.dtype)
     named = np.fromiter(map(names.__contains__, stored["id"].tolist()), bool, len(stored))
     kept = stored[named]
     arrays = RecordArrays(
@@ -121,33 +140,22 @@ def _records(log, mod, names):
     return arrays, len(stored)
 
 
-@functools.cache
-def _charp():
-    """cffi's char * type, looked up once (a cast by its C name parses it every time)."""
-    return backend.ffi.typeof("char *")
-
-
 def _names(log) -> dict:
     """{record id: name} of the log's name table. Like PyDarshan's log_get_name_records, but a
     name that is not UTF-8 (any bytes are a valid Linux path) keeps its bytes as \\xNN escapes
-    instead of failing the whole log, and the table is taken as one array."""
+    instead of failing the whole log."""
     ffi, lib = backend.ffi, backend.libdutil
     table, count = ffi.new("struct darshan_name_record **"), ffi.new("int *")
     lib.darshan_log_get_name_records(log["handle"], table, count)
-    n = count[0]
-    if not n:
-        return {}
-    size = ffi.sizeof("struct darshan_name_record")
-    if size != 16:
-        raise RuntimeError(f"unexpected name record layout ({size} bytes)")
-    entries = np.frombuffer(ffi.buffer(table[0], n * size), dtype=[("id", "u8"), ("name", "u8")])
-    names = {}
-    charp = _charp()
-    for rid, pointer in zip(entries["id"].tolist(), entries["name"].tolist(), strict=True):
-        name = ffi.cast(charp, pointer)
-        names[rid] = ffi.string(name).decode("utf-8", "backslashreplace")
+    entries, names = table[0], {}
+    if not count[0]:
+        return names
+    for i in range(count[0]):
+        entry = entries[i]  # cffi indexes the C array and reads the struct's fields in C
+        name = entry.name
+        names[entry.id] = ffi.string(name).decode("utf-8", "backslashreplace")
         lib.darshan_free(name)
-    lib.darshan_free(table[0])
+    lib.darshan_free(entries)
     return names
 
 

@@ -23,12 +23,14 @@ second. :meth:`ReaderPool.map` yields a :class:`Batch` per answer.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import multiprocessing
 import os
 import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -74,6 +76,7 @@ def _worker(conn, read, rows, scratch):
     exits after a failure or on None. ``scratch``: its folder (the pool's, which reads the
     stderr file there when the worker dies, and removes it)."""
     warnings.simplefilter("ignore")  # stderr is for libdarshan-util's complaints only
+    faulthandler.disable()  # a forked worker inherits it; its crash is the pool's to report
     os.environ.pop("LD_PRELOAD", None)  # the reader must not write a log of its own
     errors = open(os.path.join(scratch, "stderr"), "w+b")  # noqa: SIM115 (lives with the process)
     os.dup2(errors.fileno(), 2)
@@ -176,10 +179,13 @@ class ReaderPool:
 
     @staticmethod
     def _context():
-        """fork while this process runs one thread (a worker then starts in milliseconds, with
-        everything imported), else spawn: forking a process that runs other threads (rich's
-        progress refresh, DuckDB's pool) can copy a lock one of them holds."""
-        single = len(os.listdir("/proc/self/task")) == 1
+        """fork while this process runs no other Python thread (a worker then starts in
+        milliseconds, with everything imported), else spawn: another Python thread (rich's
+        progress refresh) can hold a lock of the interpreter or of a stream at the fork, which
+        the worker would then wait on for ever. Native threads do not count: numpy's OpenBLAS
+        pool and pyarrow's jemalloc thread start at import and both have fork handlers, and
+        glibc's malloc is fork-safe; the worker uses neither DuckDB nor pyarrow."""
+        single = threading.active_count() == 1
         return multiprocessing.get_context("fork" if single else "spawn")
 
     def start(self):

@@ -51,7 +51,7 @@ from . import (
     iostatmon,
     lustre,
     metrics,
-    probe,
+    probe_report,
     provenance,
     scaling,
     workload,
@@ -868,7 +868,7 @@ def render(
             )
 
     ior_cross = add_scaling(add, tables, runs, runs_df)
-    probe.add_section(add, tables["probes"])
+    probe_report.add_section(add, tables["probes"])
     apps.add_section(add, tables)
     lustre.add_section(add, tables, runs)
     workload.add_section(add, tables, options.large_procs, options.large_mib, anonymizer)
