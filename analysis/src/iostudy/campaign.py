@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import checks, config, probe, provenance, spackenv
+from . import __version__, checks, config, probe, provenance, spackenv
 
 REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
@@ -45,6 +45,20 @@ CHECK_BENCHMARKS = {
     "iomodel_check": "iomodel",
     "metarates_check": "metarates",
     "probe_check": "ioprobe",
+}
+# The Spack package of each check's benchmark: a run records its version (the fingerprint of
+# its results, iostudy.compare, holds it), from the system's Spack build.
+BENCHMARK_PACKAGES = {
+    "iomodel_check": "iostudy-iomodel",
+    "probe_check": "iostudy-ioprobe",
+    "metarates_check": "metarates",
+    "ior_check": "ior",
+    "mdtest_check": "ior",  # IOR ships mdtest
+    "btio_check": "btio",
+    "madbench_check": "madbench2",
+    "flashio_check": "flash-io",
+    "haccio_check": "hacc-io",
+    "hmmer_check": "hmmer",
 }
 # Checks whose programs come from the system's Spack view, built with one MPI: they run with
 # that flavour only (without a view they run, and skip naming what is missing).
@@ -266,6 +280,25 @@ def tool_versions(system: dict) -> dict:
     return versions
 
 
+def benchmark_versions(campaign: dict, system: str) -> dict[str, str | None]:
+    """check -> "<package>@<version>" of the benchmark it runs: the Spack build's version, else
+    iostudy's own for its benchmarks (`make setup` builds them from this checkout), else None
+    (unknown: Debian's hmmsearch, or a check that will skip for want of its program)."""
+    record = spackenv.build_record(system) or {}
+    built = {spec["name"]: spec["version"] for spec in record.get("specs", [])}
+    versions = {}
+    for entry in campaign["checks"]:
+        check = entry["check"]
+        package = BENCHMARK_PACKAGES.get(check)
+        if package in built:
+            versions[check] = f"{package}@{built[package]}"
+        elif check in CHECK_BENCHMARKS:
+            versions[check] = f"iostudy@{__version__}"
+        else:
+            versions[check] = None
+    return versions
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -375,6 +408,7 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
         },
         # The Spack build (record, lock) the binaries come from; None: `make setup`'s build.
         "spack_build": spackenv.manifest_entry(system_name),
+        "benchmark_versions": benchmark_versions(campaign, system_name),
         "command_line": ["iostudy", *argv],
         "reframe_command_line": cmd,
         "environs": flavours,

@@ -30,6 +30,9 @@ GROUP_MODULES = {
     "iostat-mon": "iostatmon",
     "fsstats": "fsstats",
     "spack": "spackenv",
+    "export": "bundle",
+    "import": "bundle",
+    "compare": "compare",
 }
 # Groups cli.py defines itself.
 INLINE_GROUPS = ("log", "logs", "config")
@@ -191,9 +194,10 @@ def build_parser(argv=None):
     profiles.register(add_config_commands(groups))
     argv = sys.argv[1:] if argv is None else argv
     named = next((a for a in argv if not a.startswith("-")), None)
-    for group, module in GROUP_MODULES.items():
-        if named == group or (named not in GROUP_MODULES and named not in INLINE_GROUPS):
-            importlib.import_module(f"{__package__}.{module}").register(groups)
+    everything = named not in GROUP_MODULES and named not in INLINE_GROUPS
+    wanted = [m for g, m in GROUP_MODULES.items() if named == g or everything]
+    for module in dict.fromkeys(wanted):  # a module may register several groups (export, import)
+        importlib.import_module(f"{__package__}.{module}").register(groups)
     return parser
 
 

@@ -46,6 +46,8 @@ import pandas as pd
 from . import (
     __version__,
     apps,
+    compare,
+    compare_report,
     config,
     fsstats,
     iostatmon,
@@ -97,6 +99,7 @@ class ReportOptions:
     large_procs: int = workload.LARGE_PROCS
     large_mib: float = workload.LARGE_MIB
     anonymizer: Anonymizer | None = None
+    systems: dict | None = None  # system label -> description (compare.system_descriptions)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,9 +121,24 @@ def load_tables(store: Path) -> dict[str, pd.DataFrame]:
         raise ReportError(f"store {store}: no such directory (run `iostudy ingest` first)")
     con = store_mod.connect(store)
     try:
-        return {name: con.execute(f'SELECT * FROM "{name}"').df() for name in store_mod.TABLES}
+        tables = {name: con.execute(f'SELECT * FROM "{name}"').df() for name in store_mod.TABLES}
     finally:
         con.close()
+    runs = tables["runs"]
+    if "site" not in runs:  # no import yet: every run is this site's own
+        runs["site"] = None
+    # Another site's systems are "site/system" everywhere in the report, so that its runs never
+    # fall into a series of this site's system of the same name.
+    imported = runs[runs["site"].notna()]
+    labels = {
+        r: compare.system_label(s, y)
+        for r, s, y in zip(imported["run_id"], imported["site"], imported["system"], strict=True)
+    }
+    for df in tables.values():
+        if labels and "run_id" in df and "system" in df:
+            mask = df["run_id"].isin(labels.keys())
+            df.loc[mask, "system"] = df.loc[mask, "run_id"].map(labels)
+    return tables
 
 
 def _manifest_file(path, results: Path) -> Path | None:
@@ -148,11 +166,13 @@ def study_of(run: dict, manifest: dict | None) -> str:
     return campaign.get("study") or run.get("campaign") or ""
 
 
-def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path):
+def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path, store: Path):
     """The study's rows of every table, and its runs with their manifests (file and content)."""
     runs, known = [], set()
     for run in tables["runs"].to_dict("records"):
-        path = _manifest_file(run.get("manifest_path"), results)
+        # an imported run's manifest is in the store (STORE/sites/<site>/manifests/)
+        imported = isinstance(run.get("site"), str)
+        path = _manifest_file(run.get("manifest_path"), store if imported else results)
         manifest = _read_manifest(path)
         known.add(study_of(run, manifest))
         if study_of(run, manifest) != study:
@@ -869,6 +889,7 @@ def render(
 
     ior_cross = add_scaling(add, tables, runs, runs_df)
     probe_report.add_section(add, tables["probes"])
+    compare_report.add_section(add, tables["perf"], runs_df, options.systems or {})
     apps.add_section(add, tables)
     lustre.add_section(add, tables, runs)
     workload.add_section(add, tables, options.large_procs, options.large_mib, anonymizer)
@@ -1276,12 +1297,13 @@ def build(
             f"{large_mib:g} at least 0"
         )
     tables = load_tables(store)
-    selected, runs = select_study(tables, study, results or store.parent)
+    selected, runs = select_study(tables, study, results or store.parent, store)
     try:
         anonymizer = Anonymizer.for_store(store) if anonymize else None
     except AnonymizeError as exc:
         raise ReportError(str(exc)) from None
-    options = ReportOptions(large_procs, large_mib, anonymizer)
+    systems = compare.system_descriptions(store, tables["runs"])
+    options = ReportOptions(large_procs, large_mib, anonymizer, systems)
     all_ids = set(tables["runs"]["run_id"])
     study_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=study_dir, prefix=".build-"))

@@ -81,6 +81,9 @@ TABLES: dict[str, pa.Schema] = {
             ("git_dirty", pa.bool_()),
             ("tool_versions", pa.string()),  # JSON
             ("ingested", _TS),
+            # the site whose bundle the run came from (`iostudy import`); null: this store's own
+            ("site", pa.string()),
+            ("benchmark_versions", pa.string()),  # JSON: check -> its benchmark's version
         ]
     ),
     "jobs": pa.schema(
@@ -168,6 +171,8 @@ TABLES: dict[str, pa.Schema] = {
             ("jobid", pa.string()),
             ("completed", _TS),
             ("test_name", pa.string()),
+            ("num_tasks", pa.int64()),  # the scale: ReFrame's processes, and per node
+            ("num_tasks_per_node", pa.int64()),
         ]
     ),
     "iomodel": pa.schema(
@@ -458,6 +463,8 @@ def perf_rows(report: dict, run_id: str, campaign_params=None) -> list[dict]:
                     "jobid": None if case.get("jobid") is None else str(case.get("jobid")),
                     "completed": _timestamp(case.get("job_completion_time_unix")),
                     "test_name": case.get("display_name") or case.get("name"),
+                    "num_tasks": int_or_none(case.get("num_tasks")),
+                    "num_tasks_per_node": int_or_none(case.get("num_tasks_per_node")),
                 }
             )
     return rows
@@ -930,6 +937,9 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
                     "git_dirty": manifest.get("git_dirty"),
                     "tool_versions": json.dumps(manifest.get("tool_versions"), sort_keys=True),
                     "ingested": utc_naive(datetime.now(timezone.utc)),
+                    "benchmark_versions": json.dumps(
+                        manifest.get("benchmark_versions") or {}, sort_keys=True
+                    ),
                 }
             ],
         )

@@ -1,0 +1,460 @@
+"""Portable result bundles: a site's results handed to another site.
+
+``iostudy export --store STORE --out BUNDLE.tar [--site NAME] [--anonymize]`` writes one tar
+file holding this store's own runs (never the runs it imported from other sites):
+
+    bundle.json                  format, site, creation time, iostudy version and commit, the
+                                 runs and systems, the files of each table, what is missing
+    tables/<table>/<file>        the store's Parquet files, as they are (or anonymized)
+    manifests/<run id>.json      each run's manifest: spack.lock hash, tool and benchmark
+                                 versions, effective config, command lines
+    systems/<system>.json        each system's description (its latest run's effective config)
+    SHA256SUMS                   the sha256 of every other member
+
+The bundle's id is the sha256 of its SHA256SUMS. The tar is written in the plain ustar format
+(no pax headers), with zeroed times and owners, so that every byte of it is checked on import:
+member contents by SHA256SUMS, headers by their tar checksums, and the padding and the end of
+the archive must be zeros. A bundle with any byte changed is rejected.
+
+``iostudy import BUNDLE --store STORE`` adds another site's bundle. Identities stay apart: the
+rows keep their system names and get the bundle's site (runs.site), and run ids become
+``<site>:<run id>`` in every table, so that two sites' runs never merge even when their ids or
+system names are equal. Files go to ``STORE/<table>/<site>:<file>``, manifests and systems to
+``STORE/sites/<site>/``, and the import is recorded in ``STORE/imports/<bundle id>.json``: the
+same bundle imported again changes nothing. A later bundle of the same site replaces the files
+of the runs it holds again. A store's own site (``STORE/site.json``, named at its first export)
+is never imported into it. Slurm accounting, iostat and fsstats tables travel in the bundle but
+are not imported: they carry no run id to keep them apart from this store's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tarfile
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from rich.console import Console
+
+from . import __version__, config, provenance
+from . import store as store_mod
+
+FORMAT = "iostudy-bundle/1"
+META = "bundle.json"
+SUMS = "SHA256SUMS"
+SITE_FILE = "site.json"
+SITE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+BLOCK = 512
+EXIT_BAD_INPUT = 2
+# Tables without a run id: they stay in the bundle, not merged (see the module docstring).
+NOT_IMPORTED = store_mod.IMPORTED_TABLES
+
+
+class BundleError(Exception):
+    """A bundle that cannot be written or read; the message names the file and the problem."""
+
+
+def site_qualified(site: str, run_id: str) -> str:
+    return f"{site}:{run_id}"
+
+
+def own_site(store: Path, requested: str | None) -> str:
+    """The store's site name: STORE/site.json, recorded from --site at the first export. A
+    site's name is its identity in other stores: it never changes."""
+    path = store / SITE_FILE
+    recorded = None
+    if path.is_file():
+        try:
+            recorded = json.loads(path.read_text())["site"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise BundleError(f"{path}: cannot read the site name: {exc}") from None
+    if requested and recorded and requested != recorded:
+        raise BundleError(
+            f"--site {requested}: this store is site {recorded!r} ({path}); a site keeps its "
+            "name, as other stores know its runs by it"
+        )
+    site = requested or recorded
+    if not site:
+        raise BundleError(f"name this store's site with --site NAME (kept in {path})")
+    if not SITE_NAME.match(site):
+        raise BundleError(f"--site {site!r}: lower-case letters, digits and '-' only")
+    if not recorded:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"site": site}) + "\n")
+    return site
+
+
+def imported_files(store: Path) -> set[str]:
+    """The store's table files that imports wrote ("<table>/<file>")."""
+    files = set()
+    for record in sorted((store / "imports").glob("*.json")):
+        files |= set(json.loads(record.read_text()).get("files", []))
+    return files
+
+
+# -- export -------------------------------------------------------------------------------------
+
+
+def _anonymized_manifest(manifest: dict, anonymizer) -> dict:
+    """A manifest without names: command lines and paths through the anonymizer."""
+    out = json.loads(json.dumps(manifest))
+    for key in ("command_line", "reframe_command_line"):
+        if isinstance(out.get(key), list):
+            out[key] = shlex.split(anonymizer.command(shlex.join(map(str, out[key]))))
+    for key in ("results_dir", "run_dir"):
+        if isinstance(out.get(key), str):
+            out[key] = anonymizer.path(out[key])
+    return out
+
+
+def _table_bytes(path: Path, anonymizer) -> bytes:
+    if anonymizer is None:
+        return path.read_bytes()
+    table = pq.read_table(path)
+    frame = anonymizer.frame(table.to_pandas())
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(frame, schema=table.schema, preserve_index=False), sink)
+    return sink.getvalue()
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes, sums: dict):
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o644, 0
+    tar.addfile(info, io.BytesIO(data))
+    if sums is not None:
+        sums[name] = hashlib.sha256(data).hexdigest()
+
+
+def export(store, out, site=None, results=None, anonymize=False, console=None) -> dict:
+    """Write the bundle of the store's own runs to ``out`` (refused if it exists); returns its
+    bundle.json with the id. results: the folder of the run directories (default: the store's
+    parent), where the manifests are."""
+    store, out = Path(store), Path(out)
+    console = console or Console(stderr=True)
+    if not (store / "runs").is_dir():
+        raise BundleError(f"store {store}: no runs (run `iostudy ingest` first)")
+    if out.exists():
+        raise BundleError(f"{out} exists: a bundle is never overwritten; give another --out")
+    site = own_site(store, site)
+    results = Path(results) if results else store.parent
+    anonymizer = None
+    if anonymize:
+        from .anonymize import Anonymizer
+
+        anonymizer = Anonymizer.for_store(store)
+    foreign = imported_files(store)
+    con = store_mod.connect(store)
+    try:
+        frame = con.execute("SELECT * FROM runs ORDER BY started, run_id").df()
+    finally:
+        con.close()
+    if "site" in frame:  # a store that never imported has no site column
+        frame = frame[frame["site"].isna()]
+    runs = [
+        (r.run_id, r.system, r.started, r.manifest_path, r.manifest_sha256)
+        for r in frame.astype(object).where(frame.notna(), None).itertuples()
+    ]
+    if not runs:
+        raise BundleError(f"store {store}: no runs of its own to export")
+
+    manifests, systems, missing = {}, {}, {}
+    for run_id, system, _, manifest_path, manifest_sha in runs:
+        if not manifest_path:
+            continue  # a log tree has none
+        path = results / manifest_path
+        if not path.is_file():
+            missing[run_id] = f"{path}: not found (give the run directories' folder: --results)"
+        elif provenance.sha256_file(path) != manifest_sha:
+            missing[run_id] = f"{path}: changed since it was ingested (sha256 differs)"
+        else:
+            manifests[run_id] = json.loads(path.read_text())
+            effective = manifests[run_id].get("effective_config") or {}
+            if isinstance(effective.get("system"), dict):
+                systems[system] = effective["system"]  # runs are in time order: the latest
+    for run_id, reason in missing.items():
+        console.print(f"export: warning: manifest of {run_id} left out: {reason}", markup=False)
+    for system in {r[1] for r in runs} - systems.keys():
+        try:
+            systems[system] = config.load_system(system)
+        except config.ConfigError:
+            pass
+
+    tables = {}
+    for table in store_mod.TABLES:
+        files = sorted((store / table).glob("*.parquet"))
+        tables[table] = [p.name for p in files if f"{table}/{p.name}" not in foreign]
+    commit, dirty = provenance.git_state()
+    meta = {
+        "format": FORMAT,
+        "site": site,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "iostudy": {"version": __version__, "git_commit": commit, "git_dirty": dirty},
+        "anonymized": anonymizer.key_id() if anonymizer else None,
+        "runs": [
+            {"run_id": r[0], "system": r[1], "started": None if r[2] is None else str(r[2])}
+            for r in runs
+        ],
+        "systems": sorted(systems),
+        "tables": tables,
+        "missing_manifests": missing,
+        "not_imported_tables": list(NOT_IMPORTED),
+    }
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    sums: dict[str, str] = {}
+    try:
+        with tarfile.open(tmp, "w", format=tarfile.USTAR_FORMAT) as tar:
+            _add(tar, META, (json.dumps(meta, indent=2, default=str) + "\n").encode(), sums)
+            for table, names in tables.items():
+                for name in names:
+                    data = _table_bytes(store / table / name, anonymizer)
+                    _add(tar, f"tables/{table}/{name}", data, sums)
+            for run_id, manifest in manifests.items():
+                if anonymizer:
+                    manifest = _anonymized_manifest(manifest, anonymizer)
+                _add(tar, f"manifests/{run_id}.json", json.dumps(manifest, indent=2).encode(), sums)
+            for system, description in sorted(systems.items()):
+                _add(
+                    tar, f"systems/{system}.json", json.dumps(description, indent=2).encode(), sums
+                )
+            text = "".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items()))
+            _add(tar, SUMS, text.encode(), None)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    meta["id"] = hashlib.sha256(text.encode()).hexdigest()
+    return meta
+
+
+# -- reading a bundle ---------------------------------------------------------------------------
+
+
+def _check_layout(path: Path, members: list[tarfile.TarInfo]) -> None:
+    """Every byte outside the members' headers and contents is a zero: padding and the end of
+    the archive (tarfile ignores them, so a change there would go unseen)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        expected = 0
+        for m in members:
+            if m.offset != expected or m.offset_data != m.offset + BLOCK:
+                raise BundleError(f"{path}: {m.name}: not where a plain tar puts it")
+            end = m.offset_data + m.size
+            f.seek(end)
+            padding = f.read(-end % BLOCK)
+            if padding.strip(b"\0"):
+                raise BundleError(f"{path}: {m.name}: non-zero bytes in its padding")
+            expected = end + len(padding)
+        f.seek(expected)
+        while block := f.read(1 << 20):
+            if block.strip(b"\0"):
+                raise BundleError(f"{path}: non-zero bytes after the last member")
+        if size - expected < 2 * BLOCK:
+            raise BundleError(f"{path}: truncated (no end-of-archive blocks)")
+
+
+def open_bundle(path, dest: Path) -> tuple[dict, str]:
+    """Extract and verify the bundle at ``path`` into ``dest``; returns (bundle.json, id).
+    Raises BundleError naming the member when anything does not match its SHA256SUMS."""
+    path = Path(path)
+    try:
+        tar = tarfile.open(path, "r:")
+    except (OSError, tarfile.TarError) as exc:
+        raise BundleError(f"{path}: not a bundle (a tar file): {exc}") from None
+    digests = {}
+    with tar:
+        try:
+            members = tar.getmembers()
+        except tarfile.TarError as exc:
+            raise BundleError(f"{path}: damaged: {exc}") from None
+        _check_layout(path, members)
+        for m in members:
+            name = m.name
+            if not m.isfile() or name.startswith("/") or ".." in Path(name).parts:
+                raise BundleError(f"{path}: member {name!r}: not a plain file of the bundle")
+            if m.mode != 0o644 or m.mtime != 0 or m.uid or m.gid or m.uname or m.gname:
+                raise BundleError(f"{path}: member {name}: its header was changed")
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            h = hashlib.sha256()
+            with tar.extractfile(m) as src, open(target, "wb") as dst:
+                while block := src.read(1 << 20):
+                    h.update(block)
+                    dst.write(block)
+            digests[name] = h.hexdigest()
+    if SUMS not in digests:
+        raise BundleError(f"{path}: no {SUMS}: not an iostudy bundle, or damaged")
+    text = (dest / SUMS).read_bytes()
+    listed = {}
+    for number, line in enumerate(text.decode(errors="replace").splitlines(), 1):
+        match = re.fullmatch(r"([0-9a-f]{64})  (\S.*)", line)
+        if not match:
+            raise BundleError(f"{path}: {SUMS} line {number}: not '<sha256>  <name>'")
+        listed[match.group(2)] = match.group(1)
+    present = set(digests) - {SUMS}
+    for name in sorted(set(listed) | present):
+        if name not in present:
+            raise BundleError(f"{path}: {name}: listed in {SUMS} but not in the bundle")
+        if name not in listed:
+            raise BundleError(f"{path}: {name}: in the bundle but not in {SUMS}")
+        if listed[name] != digests[name]:
+            raise BundleError(f"{path}: {name}: sha256 differs from {SUMS} (changed)")
+    try:
+        meta = json.loads((dest / META).read_text())
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{path}: {META}: {exc}") from None
+    if meta.get("format") != FORMAT:
+        raise BundleError(f"{path}: format {meta.get('format')!r}; this iostudy reads {FORMAT}")
+    if not SITE_NAME.match(str(meta.get("site") or "")):
+        raise BundleError(f"{path}: {META}: site {meta.get('site')!r} is not a site name")
+    return meta, hashlib.sha256(text).hexdigest()
+
+
+# -- import -------------------------------------------------------------------------------------
+
+
+def _qualified_table(source: Path, table: str, site: str) -> pa.Table:
+    """The bundle's table file with run ids qualified by the site (and runs.site set)."""
+    data = pq.read_table(source)
+    if "run_id" in data.column_names:
+        ids = [None if r is None else site_qualified(site, r) for r in data["run_id"].to_pylist()]
+        data = data.set_column(data.schema.get_field_index("run_id"), "run_id", pa.array(ids))
+    if table == "runs":
+        sites = pa.array([site] * data.num_rows, pa.string())
+        if "site" in data.column_names:
+            data = data.set_column(data.schema.get_field_index("site"), "site", sites)
+        else:
+            data = data.append_column("site", sites)
+        original = pq.read_table(source, columns=["run_id", "manifest_path"]).to_pylist()
+        paths = [f"sites/{site}/manifests/{r['run_id']}.json" if r["manifest_path"] else None
+                 for r in original]  # fmt: skip
+        data = data.set_column(
+            data.schema.get_field_index("manifest_path"),
+            "manifest_path",
+            pa.array(paths, pa.string()),
+        )
+    return data
+
+
+def import_bundle(bundle, store, console=None) -> dict:
+    """Add the bundle to the store; returns {site, id, runs, files, skipped: bool}."""
+    store = Path(store)
+    console = console or Console(stderr=True)
+    store.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".import-", dir=store))
+    try:
+        meta, bundle_id = open_bundle(bundle, work)
+        site = meta["site"]
+        record = store / "imports" / f"{bundle_id}.json"
+        summary = {"site": site, "id": bundle_id, "runs": len(meta.get("runs", [])), "files": 0}
+        if record.is_file():
+            return summary | {"skipped": True}
+        mine = store / SITE_FILE
+        if mine.is_file() and json.loads(mine.read_text()).get("site") == site:
+            raise BundleError(f"{bundle}: site {site!r} is this store's own site ({mine})")
+        written = []
+        with store_mod.Store(store).locked(console):
+            for table, names in meta["tables"].items():
+                if table not in store_mod.TABLES or table in NOT_IMPORTED:
+                    continue
+                for name in names:
+                    data = _qualified_table(work / "tables" / table / name, table, site)
+                    target = store / table / site_qualified(site, name)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = target.with_name(f".{target.name}.tmp")
+                    pq.write_table(data, tmp)
+                    os.replace(tmp, target)
+                    written.append(f"{table}/{target.name}")
+            site_dir = store / "sites" / site
+            for folder in ("manifests", "systems"):
+                if (work / folder).is_dir():
+                    shutil.copytree(work / folder, site_dir / folder, dirs_exist_ok=True)
+            shutil.copy(work / META, site_dir / f"bundle-{bundle_id[:16]}.json")
+            record.parent.mkdir(exist_ok=True)
+            text = json.dumps({"site": site, "id": bundle_id, "files": written,
+                               "imported": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                               "created": meta.get("created")}, indent=2)  # fmt: skip
+            tmp = record.with_name(f".{record.name}.tmp")
+            tmp.write_text(text + "\n")
+            os.replace(tmp, record)  # last: an interrupted import is done again in full
+            store_mod.Store(store).refresh_views(console)
+        skipped = [t for t in NOT_IMPORTED if meta["tables"].get(t)]
+        if skipped:
+            console.print(f"import: kept in the bundle, not imported: {', '.join(skipped)} "
+                          "(no run id to keep them apart from this store's own)")  # fmt: skip
+        return summary | {"files": len(written), "skipped": False}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def cmd_export(args) -> int:
+    console = Console(stderr=True)
+    try:
+        meta = export(args.store, args.out, args.site, args.results, args.anonymize, console)
+    except BundleError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    systems = ", ".join(meta["systems"]) or "none"
+    print(f"export: {len(meta['runs'])} runs of site {meta['site']} (systems: {systems}) -> "
+          f"{args.out} (bundle id {meta['id'][:16]})")  # fmt: skip
+    return 0
+
+
+def cmd_import(args) -> int:
+    console = Console(stderr=True)
+    try:
+        summary = import_bundle(args.bundle, args.store, console)
+    except BundleError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if summary["skipped"]:
+        print(f"import: bundle {summary['id'][:16]} of site {summary['site']} is already in "
+              f"{args.store}: nothing changed")  # fmt: skip
+    else:
+        print(f"import: {summary['runs']} runs of site {summary['site']} ({summary['files']} "
+              f"files) -> {args.store} (bundle id {summary['id'][:16]})")  # fmt: skip
+    return 0
+
+
+def register(groups) -> None:
+    p = groups.add_parser(
+        "export",
+        help="write this store's own results as a portable bundle (one tar file)",
+        description=__doc__.split("\n\n")[1],
+    )
+    p.add_argument(
+        "--store", default=store_mod.DEFAULT_STORE, help="the store (default %(default)s)"
+    )
+    p.add_argument("--out", required=True, help="the bundle to write (a .tar; never overwritten)")
+    p.add_argument("--site", help="this store's site name (required at the first export; kept)")
+    p.add_argument("--results", help="the folder of the run directories (default: the store's "
+                   "parent), where the manifests are")  # fmt: skip
+    p.add_argument("--anonymize", action="store_true",
+                   help="users, projects, paths and command lines as keyed pseudonyms")  # fmt: skip
+    p.set_defaults(func=cmd_export)
+    p = groups.add_parser(
+        "import",
+        help="add another site's bundle to a store (verified by its checksums; idempotent)",
+        description="Add another site's bundle (iostudy export) to the store. "
+        "Run ids become <site>:<run id>; system names are kept. A bundle with a changed byte "
+        "is rejected; the same bundle imported twice changes nothing.",
+    )
+    p.add_argument("bundle", help="the bundle (.tar) from `iostudy export`")
+    p.add_argument(
+        "--store", default=store_mod.DEFAULT_STORE, help="the store (default %(default)s)"
+    )
+    p.set_defaults(func=cmd_import)
