@@ -82,7 +82,9 @@ def band(reference, lower, upper) -> tuple[float, float]:
 def system_label(site, system) -> str:
     """How a system is named beside others: "site/system" for another site's, else its name."""
     site = None if site is None or (isinstance(site, float) and math.isnan(site)) else site
-    return f"{site}/{system}" if site else str(system)
+    if not site or str(system).startswith(f"{site}/"):  # already named so (report tables)
+        return str(system)
+    return f"{site}/{system}"
 
 
 def _parameters(text) -> str:
@@ -237,6 +239,15 @@ def value_above(value, edge) -> bool:
     return not pd.isna(edge) and value > edge
 
 
+def _shown(value) -> str:
+    """A fingerprint field as people read it: 4 not 4.0, unset for a missing value."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "unset"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _num(x) -> str:
     if x is None or pd.isna(x):
         return "-"
@@ -315,8 +326,11 @@ def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd
         else:
             best = None
             for _, other in same.drop_duplicates("fingerprint").iterrows():
-                diff = [f"{f} {first[f]} vs {other[f]} ({other['label']})"
-                        for f in FINGERPRINT_FIELDS if str(first[f]) != str(other[f])]  # fmt: skip
+                diff = [
+                    f"{f} {_shown(first[f])} vs {_shown(other[f])} ({other['label']})"
+                    for f in FINGERPRINT_FIELDS
+                    if _shown(first[f]) != _shown(other[f])
+                ]
                 if best is None or len(diff) < len(best):
                     best = diff
             reason = "differs: " + "; ".join(best)

@@ -187,7 +187,8 @@ def scope_modules(module: str | None) -> tuple[str, ...]:
 
 
 def _interfaces(modules: str | None) -> str:
-    present = {INTERFACES[m] for m in (modules if isinstance(modules, str) else "").split("+") if m in INTERFACES}
+    modules = modules if isinstance(modules, str) else ""  # null in rows of an older iostudy
+    present = {INTERFACES[m] for m in modules.split("+") if m in INTERFACES}
     return "+".join(i for i in INTERFACE_ORDER if i in present)
 
 
