@@ -264,6 +264,8 @@ def system_descriptions(store, table: pd.DataFrame) -> dict[str, dict]:
     (STORE/sites/<site>/systems/), this site's from configs/systems/."""
     out = {}
     for site, system in table[["site", "system"]].drop_duplicates().itertuples(index=False):
+        if not isinstance(system, str):  # a log tree's runs may name none
+            continue
         label = system_label(site, system)
         if label != system:
             path = Path(store) / "sites" / site / "systems" / f"{system}.json"
