@@ -324,27 +324,27 @@ def open_bundle(path, dest: Path) -> tuple[dict, str]:
 # -- import -------------------------------------------------------------------------------------
 
 
+def _set(data: pa.Table, name: str, values: list) -> pa.Table:
+    """data with column ``name`` (string) replaced by values, or added."""
+    column = pa.array(values, pa.string())
+    if name in data.column_names:
+        return data.set_column(data.schema.get_field_index(name), name, column)
+    return data.append_column(name, column)
+
+
 def _qualified_table(source: Path, table: str, site: str) -> pa.Table:
-    """The bundle's table file with run ids qualified by the site (and runs.site set)."""
+    """The bundle's table file with run ids qualified by the site; runs also get the site and
+    their manifests' place in this store."""
     data = pq.read_table(source)
-    if "run_id" in data.column_names:
-        ids = [None if r is None else site_qualified(site, r) for r in data["run_id"].to_pylist()]
-        data = data.set_column(data.schema.get_field_index("run_id"), "run_id", pa.array(ids))
-    if table == "runs":
-        sites = pa.array([site] * data.num_rows, pa.string())
-        if "site" in data.column_names:
-            data = data.set_column(data.schema.get_field_index("site"), "site", sites)
-        else:
-            data = data.append_column("site", sites)
-        original = pq.read_table(source, columns=["run_id", "manifest_path"]).to_pylist()
-        paths = [f"sites/{site}/manifests/{r['run_id']}.json" if r["manifest_path"] else None
-                 for r in original]  # fmt: skip
-        data = data.set_column(
-            data.schema.get_field_index("manifest_path"),
-            "manifest_path",
-            pa.array(paths, pa.string()),
-        )
-    return data
+    if "run_id" not in data.column_names:
+        return data
+    ids = data["run_id"].to_pylist()
+    qualified = _set(data, "run_id", [None if r is None else site_qualified(site, r) for r in ids])
+    if table != "runs":
+        return qualified
+    paths = [f"sites/{site}/manifests/{r}.json" if p else None
+             for r, p in zip(ids, data["manifest_path"].to_pylist(), strict=True)]  # fmt: skip
+    return _set(_set(qualified, "site", [site] * data.num_rows), "manifest_path", paths)
 
 
 def import_bundle(bundle, store, console=None) -> dict:

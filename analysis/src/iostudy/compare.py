@@ -46,6 +46,7 @@ import pandas as pd
 
 from . import config
 from . import store as store_mod
+from .logrows import int_or_none
 
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
@@ -109,15 +110,11 @@ def _version(versions, check) -> str:
     return found or "unknown"
 
 
-def _int_or_none(value):
-    return None if value is None or pd.isna(value) else int(value)
-
-
 def results(store) -> pd.DataFrame:
     """:func:`results_of` the store's perf and runs tables."""
     con = store_mod.connect(store)
     try:
-        perf = con.execute("SELECT * FROM perf WHERE value IS NOT NULL").df()
+        perf = con.execute("SELECT * FROM perf").df()
         runs = con.execute("SELECT * FROM runs").df()
     finally:
         con.close()
@@ -145,7 +142,7 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                                                       strict=True)]  # fmt: skip
     perf["parameters"] = perf["parameters"].map(_parameters)
     for column in ("num_tasks", "num_tasks_per_node"):
-        perf[column] = [_int_or_none(v) for v in perf[column]]
+        perf[column] = [int_or_none(v) for v in perf[column]]
     perf["fingerprint"] = [
         hashlib.sha256(
             json.dumps(

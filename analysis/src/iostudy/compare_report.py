@@ -4,30 +4,23 @@ system each result over time with its band and the flagged points."""
 
 from __future__ import annotations
 
-import math
 import textwrap
 
 import numpy as np
 import pandas as pd
 
 from . import compare
-from .numfmt import short
+from .numfmt import panels, short
 
 PANELS = 12  # per figure: more series are in the CSV
 
 
 def cross_site_figure(side: pd.DataFrame):
     from matplotlib import ticker
-    from matplotlib.figure import Figure
 
     metrics = list(dict.fromkeys(side["metric"]))[:PANELS]
-    ncols = min(2, len(metrics))
-    nrows = math.ceil(len(metrics) / ncols)
-    fig = Figure(figsize=(5.4 * ncols, 2.4 * nrows), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax in axes[len(metrics) :]:
-        ax.set_visible(False)
-    for ax, metric in zip(axes, metrics, strict=False):
+    fig, axes = panels(len(metrics), 5.4, 2.4)
+    for ax, metric in zip(axes, metrics, strict=True):
         g = side[side["metric"] == metric].reset_index(drop=True)
         y = np.arange(len(g))
         ax.barh(y, g["latest"], color="#4878a8", label="latest run")
@@ -47,16 +40,10 @@ def cross_site_figure(side: pd.DataFrame):
 
 def over_time_figure(judged: pd.DataFrame):
     from matplotlib import dates as mdates
-    from matplotlib.figure import Figure
 
     keys = list(dict.fromkeys(zip(judged["label"], judged["metric"], strict=True)))[:PANELS]
-    ncols = min(2, len(keys))
-    nrows = math.ceil(len(keys) / ncols)
-    fig = Figure(figsize=(5.4 * ncols, 2.6 * nrows), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax in axes[len(keys) :]:
-        ax.set_visible(False)
-    for ax, (label, metric) in zip(axes, keys, strict=False):
+    fig, axes = panels(len(keys), 5.4, 2.6)
+    for ax, (label, metric) in zip(axes, keys, strict=True):
         s = judged[(judged["label"] == label) & (judged["metric"] == metric)]
         s = s.sort_values("started")
         t = pd.to_datetime(s["started"])

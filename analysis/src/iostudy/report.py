@@ -60,7 +60,7 @@ from . import (
 )
 from . import store as store_mod
 from .anonymize import AnonymizeError, Anonymizer
-from .numfmt import short
+from .numfmt import panels, short
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -294,20 +294,6 @@ def crosscheck_table(iomodel, files, jobs) -> pd.DataFrame:
     return t[[c for c in columns if c in t.columns]]
 
 
-def _band(reference, lower, upper) -> tuple[float, float]:
-    """ReFrame's accepted range of a value: reference x (1 + lower) .. reference x (1 + upper);
-    a missing threshold is unbounded on that side."""
-    try:
-        ref = float(reference)
-    except (TypeError, ValueError):
-        return (np.nan, np.nan)
-    if not np.isfinite(ref) or ref == 0:
-        return (np.nan, np.nan)
-    lo = ref * (1 + float(lower)) if pd.notna(lower) else -np.inf
-    hi = ref * (1 + float(upper)) if pd.notna(upper) else np.inf
-    return (lo, hi)
-
-
 def _parameter_labels(perf: pd.DataFrame) -> pd.Series:
     """Per row, the check's parameters that tell its parameter sets apart ("size=1G"), empty
     when the check ran with one set. Repetitions of one set are one metric (averaged)."""
@@ -370,7 +356,8 @@ def run_metrics(runs, iomodel, jobs_t, cross, perf) -> pd.DataFrame:
     perf = perf[~perf["check"].isin(scaling.SCALING_CHECKS)]
     if len(perf):
         perf = perf.copy()
-        band = [_band(*r) for r in perf[["reference", "lower", "upper"]].itertuples(index=False)]
+        refs = perf[["reference", "lower", "upper"]].itertuples(index=False)
+        band = [compare.band(*r) for r in refs]
         perf["band_low"] = [b[0] for b in band]
         perf["band_high"] = [b[1] for b in band]
         perf["_label"] = _parameter_labels(perf)
@@ -593,29 +580,19 @@ def job_rates_figure(rates: pd.DataFrame, colours: dict[str, str]) -> Figure:
     return fig
 
 
-def _panels(fig: Figure, n: int, ncols: int):
-    ncols = max(1, min(ncols, n))
-    axes = fig.subplots(math.ceil(n / ncols), ncols, squeeze=False).ravel()
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    return axes[:n]
-
-
 def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Figure:
     from matplotlib import dates as mdates
     from matplotlib import ticker
-    from matplotlib.figure import Figure
 
     names = list(dict.fromkeys(metric_table["metric"]))
-    ncols = min(2, len(names))
-    fig = Figure(figsize=(5.4 * ncols, 2.9 * math.ceil(len(names) / ncols)), layout="constrained")
+    fig, axes = panels(len(names), 5.4, 2.9)
     times = _to_time(metric_table["started"]).dt.tz_convert(None)
     table = metric_table.assign(_t=times.to_numpy())
     # The runs' time span with a margin of at least 10 minutes, so that a single run is a point
     # on a readable axis rather than in a span of years.
     pad = max((times.max() - times.min()) * 0.05, pd.Timedelta(minutes=10))
     span = (times.min() - pad, times.max() + pad)
-    for ax, name in zip(_panels(fig, len(names), ncols), names, strict=True):
+    for ax, name in zip(axes, names, strict=True):
         g = table[table["metric"] == name]
         # Room above the values and the reference range's finite edges, so that a threshold
         # is in sight.
@@ -656,14 +633,11 @@ def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Fig
 
 def side_by_side_figure(table: pd.DataFrame, colours: dict[str, str]) -> Figure:
     from matplotlib import ticker
-    from matplotlib.figure import Figure
 
     names = list(dict.fromkeys(table["metric"]))
-    ncols = min(3, len(names))
-    nseries = table["series"].nunique()
-    width = max(3.4, 0.9 * nseries + 1.5)
-    fig = Figure(figsize=(width * ncols, 2.7 * math.ceil(len(names) / ncols)), layout="constrained")
-    for ax, name in zip(_panels(fig, len(names), ncols), names, strict=True):
+    width = max(3.4, 0.9 * table["series"].nunique() + 1.5)
+    fig, axes = panels(len(names), width, 2.7, ncols=3)
+    for ax, name in zip(axes, names, strict=True):
         g = table[table["metric"] == name].sort_values("series")
         x = np.arange(len(g))
         ax.bar(x, g["latest"], color=[colours[s] for s in g["series"]], width=0.6)

@@ -18,7 +18,6 @@ objects, drawn per system from its latest run that has the data.
 from __future__ import annotations
 
 import json
-import math
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 from . import metrics
-from .numfmt import MIB, short
+from .numfmt import MIB, panels, short
 
 #: The checks of the scaling campaign: their points are drawn here, not as metrics over runs.
 SCALING_CHECKS = ("ior_check", "mdtest_check", "metarates_check")
@@ -292,19 +291,14 @@ def metadata_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> Fig
     """Panels: benchmark x target; one line per operation (ops/s, log scale) with min-max
     bars; grey: the declared metadata peak."""
     from matplotlib import ticker
-    from matplotlib.figure import Figure
 
-    panels = list(dict.fromkeys(zip(curves["benchmark"], curves["target"], strict=True)))
-    ncols = min(2, len(panels))
-    fig = Figure(figsize=(4.6 * ncols, 3.0 * math.ceil(len(panels) / ncols)), layout="constrained")
-    axes = fig.subplots(math.ceil(len(panels) / ncols), ncols, squeeze=False).ravel()
-    for ax in axes[len(panels) :]:
-        ax.set_visible(False)
+    shown = list(dict.fromkeys(zip(curves["benchmark"], curves["target"], strict=True)))
+    fig, axes = panels(len(shown), 4.6, 3.0)
     peak = (peaks or {}).get("metadata_ops_s")
     palette = [f"C{i}" for i in range(10)]
     colours = {v: palette[i % 10] for i, v in enumerate(sorted(set(curves["variable"])))}
     styles, by_environ = _environ_styles(curves, ["-", "--", ":", "-."])
-    for ax, (bench, target) in zip(axes, panels, strict=False):
+    for ax, (bench, target) in zip(axes, shown, strict=True):
         g = curves[(curves["benchmark"] == bench) & (curves["target"] == target)]
         for (variable, environ), s in g.groupby(["variable", "environ"], dropna=False):
             s = s.sort_values("procs")

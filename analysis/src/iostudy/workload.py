@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import jobstats, logrows, sacct
-from .numfmt import MIB, short
+from .numfmt import MIB, panels, short
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -574,18 +574,12 @@ def files_figure(points: pd.DataFrame, projects: list[str]) -> Figure:
 
 
 def access_sizes_figure(sizes: pd.DataFrame) -> Figure:
-    from matplotlib.figure import Figure
 
     projects = list(dict.fromkeys(sizes["project"]))
-    ncols = min(2, len(projects))
-    nrows = math.ceil(len(projects) / ncols)
-    fig = Figure(figsize=(5.2 * ncols, 2.1 * nrows + 0.4), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
+    fig, axes = panels(len(projects), 5.2, 2.1, extra_height=0.4, sharey=True)
     labels = list(SIZE_BINS.values())
     x = np.arange(len(labels))
-    for ax in axes[len(projects) :]:
-        ax.set_visible(False)
-    for ax, project in zip(axes, projects, strict=False):
+    for ax, project in zip(axes, projects, strict=True):
         g = sizes[sizes["project"] == project]
         for offset, op in ((-0.2, "read"), (0.2, "write")):
             s = g[g["operation"] == op].set_index("size")["pct"].reindex(labels).fillna(0)
