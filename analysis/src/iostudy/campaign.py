@@ -285,7 +285,7 @@ def benchmark_versions(campaign: dict, system: str) -> dict[str, str | None]:
     iostudy's own for its benchmarks (`make setup` builds them from this checkout), else None
     (unknown: Debian's hmmsearch, or a check that will skip for want of its program)."""
     record = spackenv.build_record(system) or {}
-    built = {spec["name"]: spec["version"] for spec in record.get("specs", [])}
+    built = {s["name"]: s["version"] for s in record.get("specs", []) if s.get("version")}
     versions = {}
     for entry in campaign["checks"]:
         check = entry["check"]
