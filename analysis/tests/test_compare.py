@@ -1,12 +1,21 @@
 """iostudy.compare's verdicts on series whose answer is known by construction: a history of
 values near 100 MiB/s then 50 (a regression), 99 (ok), 200 (an improvement); a time (s) that
-doubles; a value under its reference floor with no history; too short a history."""
+doubles; a value under its reference floor with no history; too short a history. Then on real
+campaign runs on local: an unchanged rerun passes, a run throttled by a CPU quota is flagged."""
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
+import pytest
 
-from iostudy import compare
+from iostudy import cli, compare
+
+from . import cpuquota
+from .conftest import REPO_ROOT
 
 
 def series(values, unit="MiB/s", band=(math.nan, math.nan), label="local", fp="f1"):
@@ -69,3 +78,80 @@ def test_cross_site_says_why_results_cannot_be_compared():
     assert set(side["system"]) == {"local", "site-c/x"}
     (reason,) = apart["reason"]
     assert reason.startswith("differs: num_tasks 4 vs 2")
+
+
+# -- on real runs -------------------------------------------------------------------------------
+
+# The I/O-model check on both cores of this machine, three repetitions (a result is their
+# median), with one MPI flavour: a few seconds a run.
+REGRESSION_CAMPAIGN = {
+    "name": "regression",
+    "description": "test: the I/O-model check, a run's figures compared with the runs before",
+    "study": "regression",
+    "environs": ["openmpi"],
+    "checks": [
+        {
+            "check": "iomodel_check",
+            "parameters": {"size": "256M", "max_procs": 2, "procs_per_node": "system"},
+            "repetitions": 3,
+        }
+    ],
+}
+# A tenth of one CPU for the whole run (ReFrame, mpirun, both ranks): the benchmark's writes
+# into the page cache are CPU work, so its MiB/s drop to a fraction of an unthrottled run's.
+THROTTLE = 0.1
+# The history band's floor. Page-cache writes on a shared 2-core VM vary by tens of percent
+# from one run to the next: the default 10% would flag an unchanged rerun now and then.
+TOLERANCE = "0.5"
+
+
+def campaign_run(campaign: Path, results: Path, wrap=None) -> str:
+    """`iostudy campaign run CAMPAIGN --system local` as a subprocess (so that ``wrap`` can put
+    it under a CPU quota). The run's id; the run must finish, and pass unless ``wrap`` slows it
+    (then a value under its reference floor fails the check: exit status 1)."""
+    cmd = [Path(sys.executable).with_name("iostudy"), "campaign", "run", campaign,
+           "--system", "local", "--results", results]  # fmt: skip
+    cmd = wrap(cmd) if wrap else cmd
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=REPO_ROOT)
+    allowed = (0, 1) if wrap else (0,)
+    assert proc.returncode in allowed, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return Path(proc.stdout.splitlines()[-1]).name
+
+
+def test_throttled_run_is_flagged_and_unchanged_rerun_is_not(tmp_path, capsys):
+    if why := cpuquota.unavailable():
+        pytest.skip(f"no real slow-down possible: {why}")
+    campaign = tmp_path / "regression.json"
+    campaign.write_text(json.dumps(REGRESSION_CAMPAIGN))
+    results, store = tmp_path / "results", tmp_path / "store"
+
+    def add_run(wrap=None) -> str:
+        run_id = campaign_run(campaign, results, wrap)
+        assert cli.main(["ingest", str(results / run_id), "--store", str(store)]) == 0
+        return run_id
+
+    def compare_latest() -> tuple[int, str]:
+        capsys.readouterr()
+        status = cli.main(["compare", "--store", str(store), "--tolerance", TOLERANCE])
+        out = capsys.readouterr()
+        return status, out.out + out.err
+
+    for _ in range(4):  # the history
+        add_run()
+    rerun = add_run()
+    status, out = compare_latest()
+    assert status == 0 and "REGRESSION" not in out and rerun in out, out
+
+    with cpuquota.cpu_quota(THROTTLE) as wrap:
+        slow = add_run(wrap)
+    status, out = compare_latest()
+    assert status == compare.EXIT_REGRESSION, out
+    flagged = [line for line in out.splitlines() if line.startswith("REGRESSION: ")]
+    assert flagged and all(f"in run {slow}" in line for line in flagged), out
+    # The file-per-process rate (each rank its own file) is steady run to run, and flagged.
+    # The shared file's two writers take turns at its lock, which makes its rate vary by a
+    # factor of four between unchanged runs: its history band may be too wide to flag it.
+    assert any(" fpp_write_mib_s " in line for line in flagged), out
+    judged = compare.judge(compare.results(store), tolerance=float(TOLERANCE))
+    fpp = judged[(judged["run_id"] == slow) & (judged["variable"] == "fpp_write_mib_s")]
+    assert fpp["change_pct"].iloc[0] < -50, fpp
