@@ -286,6 +286,14 @@ def test_reframe_command_line(tmp_path):
     assert cmd[-1] == "--run"
 
 
+def test_system_in_a_scanned_process_count_list():
+    local, cluster = config.load_system("local"), config.load_system("testcluster")
+    # every core: 2 here, 2 nodes of 2 there; a count named twice is one test case
+    assert campaign.resolve_max_procs([1, "system"], local) == [1, 2]
+    assert campaign.resolve_max_procs([1, "system"], cluster) == [1, 4]
+    assert campaign.resolve_max_procs([2, "system"], local) == [2]
+
+
 def test_run_id_format():
     import datetime as dt
 

@@ -108,9 +108,11 @@ def system_procs(system: dict) -> int:
 
 def resolve_max_procs(value, system: dict):
     """A process count of the campaign: "system" (alone or in a list) is system_procs, and
-    "scaling" the doubling counts 1, 2, 4, ... up to it (and it)."""
+    "scaling" the doubling counts 1, 2, 4, ... up to it (and it). A list keeps each count once
+    ([2, "system"] on a 2-core system is one test case)."""
     if isinstance(value, list):
-        return [v for item in value for v in _values(resolve_max_procs(item, system))]
+        counts = (v for item in value for v in _values(resolve_max_procs(item, system)))
+        return list(dict.fromkeys(counts))
     if value == "scaling":
         top = system_procs(system)
         counts = [1 << k for k in range(top.bit_length()) if 1 << k < top]
