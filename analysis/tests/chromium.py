@@ -10,6 +10,7 @@ request the page made, then takes a screenshot.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import select
@@ -34,6 +35,18 @@ FLAGS = [
     "--disable-extensions",
     "--remote-debugging-pipe",
 ]
+
+
+def assert_not_blank(png: bytes):
+    """The screenshot shows a page with content: many colours, not mostly white."""
+    import numpy as np  # the browser driving above needs no package; this check does
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    colours = np.unique(pixels.reshape(-1, 3), axis=0)
+    non_white = (pixels < 245).any(axis=2).mean()
+    assert len(colours) > 50, f"{len(colours)} distinct colours"
+    assert non_white > 0.05, f"only {non_white:.1%} of the pixels are not white"
 
 
 def find_chromium() -> str | None:

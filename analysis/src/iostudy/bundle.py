@@ -29,6 +29,7 @@ are not imported: they carry no run id to keep them apart from this store's own.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import io
 import json
@@ -434,7 +435,9 @@ def register(groups) -> None:
     p = groups.add_parser(
         "export",
         help="write this store's own results as a portable bundle (one tar file)",
-        description=__doc__.split("\n\n")[1],
+        # the command, the bundle's members and how they are checked
+        description="\n\n".join(__doc__.split("\n\n")[1:4]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--store", default=store_mod.DEFAULT_STORE, help="the store (default %(default)s)"
