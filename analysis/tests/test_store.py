@@ -350,14 +350,13 @@ def test_ior_results_from_the_check(run_dir, tmp_path, capsys):
 def test_library_file_records_become_rows(darshan_logs):
     """HDF5's and PnetCDF's file-level records (upstream Darshan's IOR logs) are files rows of
     modules h5f and pnetcdf, with the library's first open and last close."""
-    from iostudy.darshanlog_worker import read
-
     run = {"run_id": RUN, "log_path": "x.darshan", "log_sha256": "s"}
     logs = darshan_logs / "ior_pnetcdf_hdf5"
     for pattern, token, opens, written in (("HDF5", "h5f", 8, 0),
                                            ("PNETCDF", "pnetcdf", 8, 4194476)):  # fmt: skip
         (path,) = logs.glob(f"shane_ior-{pattern}_*.darshan")
-        rows = [r for c in logrows.files_columns([(run, read(str(path)))]) for r in c.rows()]
+        log = logrows.read_for_ingest(str(path), None)
+        rows = [r for c in logrows.files_columns([(run, log)]) for r in c.rows()]
         (row,) = [r for r in rows if r["module"] == token]
         assert (row["rank"], row["shared"], row["opens"]) == (-1, True, opens)
         assert row["bytes_written"] == written

@@ -24,7 +24,6 @@ from darshan.backend import cffi_backend as backend
 
 # The generic-record modules iostudy reads (PyDarshan names).
 RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE")
-U64 = 0xFFFFFFFFFFFFFFFF
 
 
 class _Layout(NamedTuple):
@@ -38,8 +37,9 @@ class _Layout(NamedTuple):
 
 
 @functools.cache
-def _layout(mod) -> _Layout:
-    """The layout of a module's records, checked against cffi's struct size; once per process."""
+def record_layout(mod) -> _Layout:
+    """The layout of a module's records (base record, int64 counters, double fcounters), checked
+    against cffi's struct size; once per process."""
     cnames, fnames = backend.counter_names(mod), backend.fcounter_names(mod)
     struct = backend._structdefs[mod].rstrip(" *")
     size = backend.ffi.sizeof(struct)
@@ -56,28 +56,39 @@ def _layout(mod) -> _Layout:
     return _Layout(list(cnames), list(fnames), size, dtype)
 
 
-class _Arena:
-    """One growing C buffer that a module's records are read into side by side (one per
-    process, reused from module to module: its content is copied out before the next)."""
+class _Buffers:
+    """The C objects every log of a process is read with, made once: a growing buffer that a
+    module's records are read into side by side (its content is copied out before the next
+    module), a record pointer per slot of it, and the name table's out-parameters."""
 
     def __init__(self, capacity=1 << 16):
         self.buf = backend.ffi.new("char[]", capacity)
         self.capacity = capacity
-        self.slot = backend.ffi.new("void **")
+        self.cells = {}  # record size -> [void ** at each record slot of buf]
+        self.table = backend.ffi.new("struct darshan_name_record **")
+        self.count = backend.ffi.new("int *")
 
-    def at(self, offset, size):
-        """``slot`` pointing at ``offset``, with room for ``size`` bytes there."""
-        if offset + size > self.capacity:
-            grown = backend.ffi.new("char[]", 2 * (offset + size))
-            backend.ffi.memmove(grown, self.buf, offset)
-            self.buf, self.capacity = grown, 2 * (offset + size)
-        self.slot[0] = self.buf + offset
-        return self.slot
+    def slots(self, size):
+        """A pointer to each slot of ``size`` bytes of the buffer, in order."""
+        cells = self.cells.get(size)
+        if cells is None:
+            new, buf = backend.ffi.new, self.buf
+            cells = [new("void **", buf + off) for off in range(0, self.capacity - size + 1, size)]
+            self.cells[size] = cells
+        return cells
+
+    def grow(self, used):
+        """Twice the room, keeping the first ``used`` bytes."""
+        grown = backend.ffi.new("char[]", 2 * self.capacity)
+        backend.ffi.memmove(grown, self.buf, used)
+        self.buf, self.capacity, self.cells = grown, 2 * self.capacity, {}
 
 
 @functools.cache
-def _arena() -> _Arena:
-    return _Arena()
+def _buffers() -> _Buffers:
+    if backend.ffi.sizeof("struct darshan_name_record") != 16:
+        raise RuntimeError("unexpected name record layout")
+    return _Buffers()
 
 
 class RecordArrays(NamedTuple):
@@ -111,25 +122,32 @@ class RecordArrays(NamedTuple):
         ]
 
 
-def _records(log, mod, names):
-    """Named records of one module as RecordArrays, and the number of records stored, named or
-    not (PyDarshan drops unnamed ones silently). ``names``: {record id: name}.
+def _stored_records(handle, idx, size) -> bytes:
+    """Every record of one module, named or not, side by side as libdarshan-util hands them
+    over.
 
     libdarshan-util's darshan_log_get_record fills the record buffer it is given (byte-swapped
-    and up-converted to the current version), so the records are read side by side into one
-    buffer and taken as one array: PyDarshan's log_get_generic_record builds numpy arrays and a
-    dict per record, ten times slower on logs of thousands of records. The record layout (base
-    record, int64 counters, double fcounters) is checked against cffi's struct size."""
-    lay, arena = _layout(mod), _arena()
-    get, size = backend.libdutil.darshan_log_get_record, lay.size
-    handle, idx = log["handle"], log["modules"][mod]["idx"]
+    and up-converted to the current version), so the records are read into one buffer, a slot
+    each: PyDarshan's log_get_generic_record builds numpy arrays and a dict per record, ten
+    times slower on logs of thousands of records."""
+    bufs, get = _buffers(), backend.libdutil.darshan_log_get_record
     count = 0
-    while get(handle, idx, arena.at(count * size, size)) > 0:
-        count += 1
-    stored = np.frombuffer(backend.ffi.buffer(arena.buf, count * size), dtype=lay.dtype)
-    named = np.fromiter(map(names.__contains__, stored["id"].tolist()), bool, len(stored))
-    kept = stored[named]
-    arrays = RecordArrays(
+    while True:
+        for slot in bufs.slots(size)[count:]:
+            if get(handle, idx, slot) <= 0:
+                return backend.ffi.buffer(bufs.buf, count * size)[:]
+            count += 1
+        bufs.grow(count * size)
+
+
+def _record_arrays(mod, stored: bytes, names) -> RecordArrays:
+    """The records of ``stored`` (a module's, of :func:`_stored_records`) whose id is in
+    ``names``, as RecordArrays."""
+    lay = record_layout(mod)
+    records = np.frombuffer(stored, dtype=lay.dtype)
+    named = np.fromiter(map(names.__contains__, records["id"].tolist()), bool, len(records))
+    kept = records[named]
+    return RecordArrays(
         kept["id"].copy(),
         kept["rank"].copy(),
         kept["counters"].reshape(len(kept), len(lay.cnames)).copy(),
@@ -137,51 +155,73 @@ def _records(log, mod, names):
         lay.cnames,
         lay.fnames,
     )
-    return arrays, len(stored)
 
 
-def _names(log) -> dict:
+def _names(handle) -> dict:
     """{record id: name} of the log's name table. Like PyDarshan's log_get_name_records, but a
     name that is not UTF-8 (any bytes are a valid Linux path) keeps its bytes as \\xNN escapes
     instead of failing the whole log."""
-    ffi, lib = backend.ffi, backend.libdutil
-    table, count = ffi.new("struct darshan_name_record **"), ffi.new("int *")
-    lib.darshan_log_get_name_records(log["handle"], table, count)
-    entries, names = table[0], {}
-    if not count[0]:
-        return names
-    for i in range(count[0]):
-        entry = entries[i]  # cffi indexes the C array and reads the struct's fields in C
-        name = entry.name
-        names[entry.id] = ffi.string(name).decode("utf-8", "backslashreplace")
-        lib.darshan_free(name)
-    lib.darshan_free(entries)
-    return names
+    ffi, lib, bufs = backend.ffi, backend.libdutil, _buffers()
+    bufs.count[0] = 0  # not set when libdarshan-util fails to read the table
+    lib.darshan_log_get_name_records(handle, bufs.table, bufs.count)
+    count = bufs.count[0]
+    if not count:
+        return {}
+    entries = bufs.table[0]
+    # struct darshan_name_record {u64 id; char *name}: the ids at once, the names one by one
+    ids = np.frombuffer(ffi.buffer(entries, 16 * count), np.uint64)[::2].tolist()
+    pointers, string, free = ffi.cast("char **", entries), ffi.string, lib.darshan_free
+    raw = []
+    for i in range(1, 2 * count, 2):
+        name = pointers[i]
+        raw.append(string(name))
+        free(name)
+    free(entries)
+    try:  # a C string holds no NUL: one decode for the whole table
+        decoded = b"\0".join(raw).decode().split("\0")
+    except UnicodeDecodeError:
+        decoded = [name.decode("utf-8", "backslashreplace") for name in raw]
+    return dict(zip(ids, decoded, strict=True))
+
+
+@functools.cache
+def _lustre_counters() -> tuple[list, int]:
+    """The counter names of a Lustre layout component, and where its stripe count is."""
+    cnames = backend.counter_names("LUSTRE_COMP")
+    return cnames, cnames.index("LUSTRE_COMP_STRIPE_COUNT")
 
 
 def _lustre(log, names):
     """Lustre layouts as [{id, rank, components [{counters {}, pool_name, ost_ids []}]}], named
-    records only, components in the record's order."""
+    records only, components in the record's order. What PyDarshan's _log_get_lustre_record
+    reads, without its numpy arrays and C counter-name lookups per component (like it, the
+    record libdarshan-util allocates is not freed)."""
+    ffi, get = backend.ffi, backend.libdutil.darshan_log_get_record
+    cnames, stripes = _lustre_counters()
+    handle, idx = log["handle"], log["modules"]["LUSTRE"]["idx"]
     layouts = []
-    while (rec := backend._log_get_lustre_record(log, dtype="dict")) is not None:
-        rid = int(rec["id"]) & U64
-        if rid not in names:
-            continue
-        layouts.append(
-            {
-                "id": rid,
-                "rank": int(rec["rank"]),
-                "components": [
-                    {
-                        "counters": {k: int(v) for k, v in comp["counters"].items()},
-                        "pool_name": str(comp["pool_name"]),
-                        "ost_ids": [int(x) for x in comp["ost_ids"]],
-                    }
-                    for comp in rec["components"]
-                ],
-            }
-        )
-    return layouts
+    while True:
+        buf = ffi.new("void **")
+        if get(handle, idx, buf) < 1:
+            return layouts
+        rec = ffi.cast("struct darshan_lustre_record *", buf[0])
+        osts, first, components = ffi.cast("int64_t *", rec.ost_ids), 0, []
+        for i in range(rec.num_comps):
+            comp = rec.comps[i]
+            counters = ffi.unpack(comp.counters, len(comp.counters))
+            count = counters[stripes]
+            components.append(
+                {
+                    "counters": dict(zip(cnames, counters, strict=False)),
+                    "pool_name": ffi.string(comp.pool_name).decode("utf-8"),
+                    "ost_ids": ffi.unpack(osts + first, count),
+                }
+            )
+            first += count
+        if rec.base_rec.id in names:
+            layouts.append(
+                {"id": rec.base_rec.id, "rank": rec.base_rec.rank, "components": components}
+            )
 
 
 def _heatmap_records(log):
@@ -227,23 +267,28 @@ def dump(path):
     return log
 
 
-def read(path, full=True):
+def read(path, full=True, stored=False):
     """The content of the log at ``path`` as :func:`dump` gives it, except that ``records`` is
     {module: RecordArrays}. With ``full=False`` (what ingest stores) the mounts and heatmap keys
-    are empty: the mount table and the HEATMAP module are not read."""
+    are empty: the mount table and the HEATMAP module are not read. With ``stored=True``
+    ``records`` is {module: every record stored, named or not, as bytes in the layout of
+    :func:`record_layout`}: ingest takes them apart a batch of logs at a time."""
     log = backend.log_open(path)
-    if not bool(log["handle"]):
+    handle = log["handle"]
+    if not bool(handle):
         raise RuntimeError("Failed to open file.")
     try:
         job = backend.log_get_job(log)
         exe = backend.log_get_exe(log)
         mounts = [list(m) for m in backend.log_get_mounts(log)] if full else []
         modules = backend.log_get_modules(log)
-        names = _names(log)
+        names = _names(handle)
         records, raw_counts = {}, {}
         for mod in RECORD_MODULES:
             if mod in modules:
-                records[mod], raw_counts[mod] = _records(log, mod, names)
+                size = record_layout(mod).size
+                records[mod] = _stored_records(handle, modules[mod]["idx"], size)
+                raw_counts[mod] = len(records[mod]) // size
         lustre = _lustre(log, names) if "LUSTRE" in modules else []
         heatmap_records = []
         if full and "HEATMAP" in modules:
@@ -251,6 +296,8 @@ def read(path, full=True):
             raw_counts["HEATMAP"] = len(heatmap_records)
     finally:
         backend.log_close(log)
+    if not stored:
+        records = {mod: _record_arrays(mod, data, names) for mod, data in records.items()}
     return {
         "job": job,
         "exe": exe,

@@ -5,7 +5,7 @@ be corrupt (see the log-format reference, section 11.3). Starting a process per 
 slow (a Python start per log); here a few workers read batches of logs, one log after another:
 
 - anything libdarshan-util prints on stderr while it reads a log (fd 2 goes to a file the worker
-  truncates before each log) makes that log fail, as a clean read prints nothing;
+  empties after each log that printed) makes that log fail, as a clean read prints nothing;
 - after a failed log the worker sends what it has (the rows of the logs before it, and the
   reason) and exits, so no damaged state reads the next log; the rest of its batch goes back to
   the queue and a fresh worker takes over;
@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import gc
 import multiprocessing
 import os
+import pickle
 import shutil
 import signal
 import sys
@@ -77,6 +79,7 @@ def _worker(conn, read, rows, scratch):
     stderr file there when the worker dies, and removes it)."""
     warnings.simplefilter("ignore")  # stderr is for libdarshan-util's complaints only
     faulthandler.disable()  # a forked worker inherits it; its crash is the pool's to report
+    gc.freeze()  # what it inherits lives as long as it: not walked (and copied) by collections
     os.environ.pop("LD_PRELOAD", None)  # the reader must not write a log of its own
     errors = open(os.path.join(scratch, "stderr"), "w+b")  # noqa: SIM115 (lives with the process)
     os.dup2(errors.fileno(), 2)
@@ -86,35 +89,42 @@ def _worker(conn, read, rows, scratch):
             context, batch = task
             read_ok, failure = [], None
             for path, arg in batch:
-                errors.seek(0)
-                errors.truncate()
                 try:
                     _private_copy(path, copy)
                     result = read(copy, arg)
                 except Exception as exc:
                     failure = f"{type(exc).__name__}: {exc}"
                 sys.stderr.flush()
-                errors.seek(0)
-                said = [ln for ln in errors.read().decode(errors="replace").splitlines() if ln]
-                if said:
-                    failure = (
-                        f"{failure or 'libdarshan-util reported problems'} [{'; '.join(said)}]"
-                    )
+                if os.lseek(errors.fileno(), 0, os.SEEK_CUR):  # fd 2's offset: 0 when silent
+                    errors.seek(0)
+                    said = [ln for ln in errors.read().decode(errors="replace").splitlines() if ln]
+                    errors.seek(0)
+                    errors.truncate()
+                    if said:
+                        failure = (
+                            f"{failure or 'libdarshan-util reported problems'} [{'; '.join(said)}]"
+                        )
                 if failure:
                     break
                 read_ok.append((arg, result))
             try:
                 payload = rows(context, read_ok) if read_ok else None
             except Exception as exc:  # rows that make no sense: blame the batch's logs alone
-                conn.send((0, None, f"rows: {type(exc).__name__}: {exc}"))
+                _send(conn, (0, None, f"rows: {type(exc).__name__}: {exc}"))
                 break
-            conn.send((len(read_ok), payload, failure))
+            _send(conn, (len(read_ok), payload, failure))
             if failure:
                 break  # the library's state may be damaged: the pool starts a fresh worker
     except (EOFError, KeyboardInterrupt):
         pass
     except Exception:  # a bug of ours, not of a log: say it where the parent can see it
         os.write(errors.fileno(), traceback.format_exc().encode())
+
+
+def _send(conn, answer):
+    """An answer to the pool, pickled at once: Connection.send pickles into a growing BytesIO,
+    which costs more than the pickling of a batch's megabyte of rows itself."""
+    conn.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 class _Slot:
@@ -137,7 +147,7 @@ class _Slot:
         """The worker's answer for its batch, None if not complete yet, or False if it died."""
         try:
             if self.conn.poll():
-                return self.conn.recv()
+                return pickle.loads(self.conn.recv_bytes())
         except (EOFError, OSError):
             pass
         self.proc.join(timeout=5)

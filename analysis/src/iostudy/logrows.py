@@ -10,6 +10,7 @@ and :func:`batch_rows` are :class:`iostudy.logpool.ReaderPool`'s read and rows.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 from datetime import datetime, timedelta, timezone
@@ -18,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import probe
-from .darshanlog_worker import read
+from .darshanlog_worker import read, record_layout
 from .summary import MODULE_COUNTERS
 
 # Darshan's access-size histogram bins (the counters' suffixes), smallest first.
@@ -80,23 +81,87 @@ def utc_naive(ts: datetime) -> datetime:
 
 
 def int_or_none(value):
+    if value is None:  # most often: no exception raised and caught
+        return None
     try:
         return int(value)
     except (TypeError, ValueError):
         return None
 
 
+class Strings(NamedTuple):
+    """A string column as a pyarrow string array holds it: the values' UTF-8 bytes side by
+    side and where each starts (int32 offsets, one more than values), so that neither the pipe
+    nor the parent handles a Python string per row."""
+
+    offsets: np.ndarray
+    data: bytes
+
+    @classmethod
+    def of(cls, values: list[str]) -> Strings:
+        text = "".join(values)
+        if text.isascii():  # a character per byte: no string encoded on its own
+            data, lengths = text.encode(), map(len, values)
+        else:
+            encoded = [v.encode() for v in values]
+            data, lengths = b"".join(encoded), map(len, encoded)
+        return cls(_offsets(np.fromiter(lengths, np.int64, len(values))), data)
+
+    def tolist(self) -> list[str]:
+        ends = self.offsets.tolist()
+        return [self.data[a:b].decode() for a, b in itertools.pairwise(ends)]
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    ends = np.cumsum(lengths)
+    if len(ends) and ends[-1] > np.iinfo(np.int32).max:  # a pyarrow string array's limit
+        raise OverflowError("over 2 GiB of strings in one column of a batch")
+    return np.concatenate(([0], ends)).astype(np.int32)
+
+
+class Repeated(NamedTuple):
+    """A column of runs of one value: values[i] counts[i] times, in turn (e.g. a log's sha256
+    on each of its files rows), sent once per run."""
+
+    values: list
+    counts: np.ndarray
+
+    def tolist(self) -> list:
+        return [v for v, c in zip(self.values, self.counts.tolist(), strict=True) for _ in range(c)]
+
+
 class Columns(NamedTuple):
-    """Rows of a table column-wise: ``n`` rows, {column: numpy array or list}; a column left out
-    is null. Cheap to send between processes (a pyarrow table per log is not)."""
+    """Rows of a table column-wise: ``n`` rows, {column: numpy array, Strings, Repeated or
+    list}; a column left out is null. Cheap to send between processes (a pyarrow table per log
+    is not): its numeric columns are pickled as one 2-D array per dtype, as numpy's cost per
+    array pickled is that of thousands of values."""
 
     n: int
     data: dict
 
     def rows(self) -> list[dict]:
-        return [dict(zip(self.data, vals, strict=True)) for vals in zip(
-            *(list(v) if isinstance(v, np.ndarray) else v for v in self.data.values()),
-            strict=True)]  # fmt: skip
+        columns = [
+            v.tolist() if isinstance(v, Strings | Repeated)
+            else list(v) if isinstance(v, np.ndarray) else v
+            for v in self.data.values()
+        ]  # fmt: skip
+        return [dict(zip(self.data, vals, strict=True)) for vals in zip(*columns, strict=True)]
+
+    def __reduce__(self):
+        by_dtype = {}
+        for name, values in self.data.items():
+            if isinstance(values, np.ndarray):
+                by_dtype.setdefault(values.dtype, []).append(name)
+        blocks = [(names, np.stack([self.data[c] for c in names])) for names in by_dtype.values()]
+        rest = {c: v for c, v in self.data.items() if not isinstance(v, np.ndarray)}
+        return _unpickle_columns, (self.n, list(self.data), blocks, rest)
+
+
+def _unpickle_columns(n, order, blocks, rest) -> Columns:
+    data = dict(rest)
+    for names, block in blocks:
+        data.update(zip(names, block, strict=True))
+    return Columns(n, {c: data[c] for c in order})
 
 
 def job_nodes(nprocs, tags: dict, system: dict | None) -> int:
@@ -117,6 +182,17 @@ def job_nodes(nprocs, tags: dict, system: dict | None) -> int:
     return max(nodes, 1)
 
 
+# json.dumps(..., sort_keys=True) without building its encoder per call
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
+
+
+def _job_time(sec, nsec) -> datetime:
+    """A log's start or end time: UTC, no time zone (utc_naive's)."""
+    return datetime.fromtimestamp(sec, timezone.utc).replace(tzinfo=None) + timedelta(
+        microseconds=nsec // 1000
+    )
+
+
 def job_row(log: dict, run: dict) -> dict:
     """The jobs row of one log (the dict of :func:`iostudy.darshanlog_worker.read`).
 
@@ -125,11 +201,8 @@ def job_row(log: dict, run: dict) -> dict:
     """
     job = log["job"]
     tags = dict(job.get("metadata") or {})
-    start, end = (
-        utc_naive(datetime.fromtimestamp(job[f"{k}_time_sec"], timezone.utc))
-        + timedelta(microseconds=job.get(f"{k}_time_nsec", 0) // 1000)
-        for k in ("start", "end")
-    )
+    start = _job_time(job["start_time_sec"], job.get("start_time_nsec", 0))
+    end = _job_time(job["end_time_sec"], job.get("end_time_nsec", 0))
     nprocs = int(job["nprocs"])
     return {
         "run_id": run["run_id"],
@@ -142,7 +215,7 @@ def job_row(log: dict, run: dict) -> dict:
         "end": end,
         "run_time": float(job.get("run_time") or max((end - start).total_seconds(), 0.0)),
         "exe": log.get("exe"),
-        "tags": json.dumps(tags, sort_keys=True),
+        "tags": _sorted_json(tags),
         "campaign": tags.get("campaign") or run.get("campaign"),
         "check": tags.get("check"),
         "system": tags.get("system") or run.get("system"),
@@ -170,10 +243,18 @@ def _several_ranks(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> np.n
 
 
 @functools.cache
-def _summed_counters(mod: str, cnames: tuple) -> dict[str, list[int]]:
-    """{files column: the indexes of the counters it sums} of a module (_SUMS), once."""
-    cidx = {name: i for i, name in enumerate(cnames)}
-    return {col: [cidx[c] for c in counters if c in cidx] for col, counters in _SUMS[mod].items()}
+def _module_plan(mod: str) -> tuple[dict, dict, list | None]:
+    """How a module's files columns come from its counters, once: {column: the indexes of the
+    counters it sums (_SUMS)}, {column: the index of its float counter}, and the indexes of the
+    counters whose maximum is max_byte (None: no such column)."""
+    lay = record_layout(mod)
+    cidx = {name: i for i, name in enumerate(lay.cnames)}
+    fidx = {name: i for i, name in enumerate(lay.fnames)}
+    summed = {col: [cidx[c] for c in counters if c in cidx] for col, counters in _SUMS[mod].items()}
+    floats = {col: fidx[_FPREFIX[mod] + suffix] for col, suffix in _FCOLUMNS.items()
+              if _FPREFIX[mod] + suffix in fidx}  # fmt: skip
+    max_byte = [cidx[c] for c in _MAX_BYTE[mod]] if mod in _MAX_BYTE else None
+    return summed, floats, max_byte
 
 
 def _column_sum(counters: np.ndarray, idx: list[int]) -> np.ndarray:
@@ -187,53 +268,55 @@ def _column_sum(counters: np.ndarray, idx: list[int]) -> np.ndarray:
 
 def files_columns(entries) -> list[Columns]:
     """The files rows of a batch of logs, [(run info, log of
-    :func:`iostudy.darshanlog_worker.read`)], one Columns per module, computed column-wise."""
+    :func:`iostudy.darshanlog_worker.read` with ``stored=True``)], one Columns per module,
+    computed column-wise."""
     out = []
     for mod in MODULE_TOKENS:
         parts = [(run, log["records"][mod], log["name_records"]) for run, log in entries
-                 if mod in log["records"] and len(log["records"][mod].ids)]  # fmt: skip
-        if parts:
-            out.append(_module_files(mod, parts))
+                 if log["records"].get(mod)]  # fmt: skip
+        if parts and (columns := _module_files(mod, parts)):
+            out.append(columns)
     return out
 
 
-def _module_files(mod: str, parts) -> Columns:
-    """Files columns of one module's records of several logs: parts [(run, RecordArrays,
-    names)]."""
-    recs = parts[0][1]
-    counts = [len(r.ids) for _, r, _ in parts]
-    ids = np.concatenate([r.ids for _, r, _ in parts])
-    ranks = np.concatenate([r.ranks for _, r, _ in parts])
-    counters = np.concatenate([r.counters for _, r, _ in parts])
-    fcounters = np.concatenate([r.fcounters for _, r, _ in parts])
+def _module_files(mod: str, parts) -> Columns | None:
+    """Files columns of one module's records of several logs: parts [(run, stored records,
+    names)]; None when none of the records has a name."""
+    lay = record_layout(mod)
+    records = np.frombuffer(b"".join(stored for _, stored, _ in parts), lay.dtype)
+    counts = [len(stored) // lay.size for _, stored, _ in parts]
+    ids = records["id"].tolist()
+    paths, start = [], 0
+    for (_, _, names), n in zip(parts, counts, strict=True):
+        paths += map(names.get, ids[start : start + n])
+        start += n
     logs = np.repeat(np.arange(len(parts)), counts)
-    cidx = {name: i for i, name in enumerate(recs.cnames)}
-    fidx = {name: i for i, name in enumerate(recs.fnames)}
+    if None in paths:  # records without a name are left out, as PyDarshan does
+        named = np.array([p is not None for p in paths], bool)
+        records, logs, paths = records[named], logs[named], [p for p in paths if p is not None]
+        if not paths:
+            return None
+    counts = np.bincount(logs, minlength=len(parts))
+    ids, ranks = records["id"], records["rank"]
+    counters, fcounters = records["counters"], records["fcounters"]
     # A file is shared when the runtime reduced it to one rank -1 record, or when records of
     # several ranks remain (some ranks only, or a log without the reduction).
     several = _several_ranks(logs, ids, ranks)
-    summed = _summed_counters(mod, tuple(recs.cnames))
-    prefix = _FPREFIX[mod]
+    summed, floats, max_byte = _module_plan(mod)
     columns = {
-        "run_id": [run["run_id"] for (run, _, _), n in zip(parts, counts, strict=True)
-                   for _ in range(n)],
-        "log_sha256": [run["log_sha256"] for (run, _, _), n in zip(parts, counts, strict=True)
-                       for _ in range(n)],
-        "module": [MODULE_TOKENS[mod]] * len(ids),
+        "run_id": Repeated([run["run_id"] for run, _, _ in parts], counts),
+        "log_sha256": Repeated([run["log_sha256"] for run, _, _ in parts], counts),
+        "module": Repeated([MODULE_TOKENS[mod]], np.array([len(paths)])),
         "record_id": ids,
         "rank": ranks,
-        "path": [names.get(i) for _, r, names in parts for i in r.ids.tolist()],
+        "path": Strings.of(paths),
         "shared": (ranks == -1) | several,
         **{col: _column_sum(counters, idx) for col, idx in summed.items()},
-        **{
-            col: fcounters[:, fidx[prefix + suffix]]
-            for col, suffix in _FCOLUMNS.items()
-            if prefix + suffix in fidx
-        },
-    }  # fmt: skip
-    if mod in _MAX_BYTE:
-        columns["max_byte"] = counters[:, [cidx[c] for c in _MAX_BYTE[mod]]].max(axis=1)
-    return Columns(len(ids), columns)
+        **{col: fcounters[:, i] for col, i in floats.items()},
+    }
+    if max_byte is not None:
+        columns["max_byte"] = counters[:, max_byte].max(axis=1)
+    return Columns(len(paths), columns)
 
 
 def lustre_rows(log: dict, run: dict) -> list[dict]:
@@ -260,13 +343,19 @@ LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
 
 
 def read_for_ingest(path: str, facts: tuple) -> dict:
-    """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps)."""
-    return read(path, full=False)
+    """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps), its
+    records as stored (:func:`files_columns` takes a batch's apart at once)."""
+    return read(path, full=False, stored=True)
+
+
+def _as_columns(rows: list[dict]) -> list[Columns]:
+    """Rows with the same keys as one Columns of lists (none for no rows)."""
+    return [Columns(len(rows), {k: [r[k] for r in rows] for k in rows[0]})] if rows else []
 
 
 def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
-    """ReaderPool's rows: the jobs rows, files Columns, probes rows and lustre rows of a batch
-    of logs [(LOG_FACTS values, log)] of one run."""
+    """ReaderPool's rows: the jobs, files, probes and lustre rows of a batch of logs
+    [(LOG_FACTS values, log)] of one run, each a list of Columns."""
     entries = [(dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log)
                for facts, log in entries]  # fmt: skip
     jobs = [job_row(log, run) for run, log in entries]
@@ -277,4 +366,4 @@ def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
             own = [r for c in files_columns([(run, log)]) for r in c.rows()]
             probes += probe.probe_rows(job, own)
     lustre = [row for run, log in entries for row in lustre_rows(log, run)]
-    return jobs, files, probes, lustre
+    return _as_columns(jobs), files, _as_columns(probes), _as_columns(lustre)

@@ -50,7 +50,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import checks, config
 from .logpool import ReaderPool
-from .logrows import SIZE_BINS, Columns, batch_rows, int_or_none, read_for_ingest, utc_naive
+from .logrows import (
+    SIZE_BINS,
+    Columns,
+    Repeated,
+    Strings,
+    batch_rows,
+    int_or_none,
+    read_for_ingest,
+    utc_naive,
+)
 from .provenance import sha256_file
 
 DEFAULT_STORE = config.DEFAULT_STORE
@@ -705,11 +714,20 @@ def _columns_table(table: str, chunks: list[Columns]) -> pa.Table:
         for f in schema:
             if f.name not in keys:
                 arrays.append(pa.nulls(n, f.type))
-            elif pa.types.is_string(f.type):
-                arrays.append(pa.array([x for c in group for x in c.data[f.name]], f.type))
+                continue
+            parts = [c.data[f.name] for c in group]
+            if isinstance(parts[0], Strings):  # taken as they are: no Python string per row
+                arrays.append(pa.chunked_array([pa.StringArray.from_buffers(
+                    len(p.offsets) - 1, pa.py_buffer(p.offsets), pa.py_buffer(p.data))
+                    for p in parts], f.type))  # fmt: skip
+            elif isinstance(parts[0], Repeated):
+                values = pa.array([v for p in parts for v in p.values], f.type)
+                counts = np.concatenate([p.counts for p in parts])
+                arrays.append(values.take(np.repeat(np.arange(len(counts)), counts)))
+            elif isinstance(parts[0], np.ndarray):
+                arrays.append(pa.array(np.concatenate(parts)).cast(f.type))
             else:
-                values = np.concatenate([c.data[f.name] for c in group])
-                arrays.append(pa.array(values).cast(f.type))
+                arrays.append(pa.array([x for p in parts for x in p], f.type))
         tables.append(pa.Table.from_arrays(arrays, schema=schema))
     return pa.concat_tables(tables)
 
