@@ -14,12 +14,7 @@ from iostudy import bundle, cli, store
 from iostudy.provenance import sha256_file
 
 from . import reportdata
-
-
-def snapshot(root: Path) -> dict:
-    """Every file under root with its size and mtime: what an import may change."""
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}  # fmt: skip
+from .filestate import snapshot
 
 
 def make_site(root: Path, site: str) -> tuple[Path, Path]:

@@ -16,6 +16,7 @@ import pytest
 from iostudy import logpool, store
 from iostudy.cli import main
 from tests.conftest import DARSHAN_LOGS, RELEASE_350
+from tests.filestate import snapshot
 
 # Cut points in the 2597-byte 3.5.0 release log (see test_darshanlog): header, job, names.
 CUTS = {"cut-in-header": 100, "cut-in-job": 1500, "cut-in-names": 1850}
@@ -55,14 +56,6 @@ def _ingest(capsys, *args):
     return status, out.splitlines(), err
 
 
-def _snapshot(root):
-    return {
-        p.relative_to(root).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != store.LOCK
-    }
-
-
 def test_good_logs_in_bad_ones_quarantined_rerun_does_nothing(tree, tmp_path, capsys):
     root, n_good, n_bad = tree
     st = tmp_path / "store"
@@ -99,13 +92,13 @@ def test_good_logs_in_bad_ones_quarantined_rerun_does_nothing(tree, tmp_path, ca
         ("logs-site-logs", store.DEFAULT_STUDY, "log tree")
     ]
 
-    before = _snapshot(st)
+    before = snapshot(st, ignore=(store.LOCK,))
     status, out, _ = _ingest(capsys, root, "--store", st)
     assert status == 0
     assert out[-1].endswith(
         f"runs 0 ingested, 1 skipped; logs 0 ingested, {n_good + n_bad} skipped, 0 quarantined"
     )
-    assert _snapshot(st) == before, "an unchanged tree changes nothing"
+    assert snapshot(st, ignore=(store.LOCK,)) == before, "an unchanged tree changes nothing"
 
     # a new log: only it is read, into a new part
     (root / "2025").mkdir()

@@ -11,6 +11,7 @@ import tarfile
 from pathlib import Path
 
 from analysis.tests import chromium
+from analysis.tests.filestate import snapshot
 from slurmtest import REPO_ROOT, VENV_BIN
 
 # The I/O-model check on one rank (the same on both systems: comparable) and on every core
@@ -38,11 +39,6 @@ def iostudy(*args, check=True):
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
-
-
-def snapshot(root):
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}  # fmt: skip
 
 
 def site_bundle(cluster, tmp_path, campaign, site, system):
