@@ -186,8 +186,8 @@ def job_nodes(nprocs, tags: dict, system: dict | None) -> int:
 _sorted_json = json.JSONEncoder(sort_keys=True).encode
 
 
-def _job_time(sec, nsec) -> datetime:
-    """A log's start or end time: UTC, no time zone (utc_naive's)."""
+def epoch_utc(sec, nsec=0) -> datetime:
+    """Seconds (and nanoseconds) since the epoch as utc_naive gives them: UTC, no time zone."""
     return datetime.fromtimestamp(sec, timezone.utc).replace(tzinfo=None) + timedelta(
         microseconds=nsec // 1000
     )
@@ -201,8 +201,8 @@ def job_row(log: dict, run: dict) -> dict:
     """
     job = log["job"]
     tags = dict(job.get("metadata") or {})
-    start = _job_time(job["start_time_sec"], job.get("start_time_nsec", 0))
-    end = _job_time(job["end_time_sec"], job.get("end_time_nsec", 0))
+    start = epoch_utc(job["start_time_sec"], job.get("start_time_nsec", 0))
+    end = epoch_utc(job["end_time_sec"], job.get("end_time_nsec", 0))
     nprocs = int(job["nprocs"])
     return {
         "run_id": run["run_id"],

@@ -56,6 +56,7 @@ from .logrows import (
     Repeated,
     Strings,
     batch_rows,
+    epoch_utc,
     int_or_none,
     read_for_ingest,
     utc_naive,
@@ -374,7 +375,7 @@ def _timestamp(value):
     if value is None:
         return None
     if isinstance(value, int | float):
-        return utc_naive(datetime.fromtimestamp(value, timezone.utc))
+        return epoch_utc(value)
     try:
         return utc_naive(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
     except ValueError:
