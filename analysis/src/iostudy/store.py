@@ -121,6 +121,9 @@ TABLES: dict[str, pa.Schema] = {
             # the log file's size and mtime when read: a log tree is re-scanned by stat alone
             ("log_size", pa.int64()),
             ("log_mtime_ns", pa.int64()),
+            # why values of this log are doubtful (JSON list of reasons; null: none); values
+            # known to be wrong are stored as null, never as read (iostudy.plausibility)
+            ("flags", pa.string()),
         ]
     ),
     "files": pa.schema(
