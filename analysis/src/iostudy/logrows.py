@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import probe
+from . import plausibility, probe
 from .darshanlog_worker import read, record_layout
 from .summary import MODULE_COUNTERS
 
@@ -204,7 +204,7 @@ def job_row(log: dict, run: dict) -> dict:
     start = epoch_utc(job["start_time_sec"], job.get("start_time_nsec", 0))
     end = epoch_utc(job["end_time_sec"], job.get("end_time_nsec", 0))
     nprocs = int(job["nprocs"])
-    return {
+    row = {
         "run_id": run["run_id"],
         "log_path": run["log_path"],
         "log_sha256": run["log_sha256"],
@@ -228,6 +228,11 @@ def job_row(log: dict, run: dict) -> dict:
         "log_size": run.get("log_size"),
         "log_mtime_ns": run.get("log_mtime_ns"),
     }
+    quirks = log.get("quirks") or []
+    for quirk in quirks:
+        row.update(dict.fromkeys(quirk.job_columns))
+    row["flags"] = _sorted_json([q.reason for q in quirks]) if quirks else None
+    return row
 
 
 def _several_ranks(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> np.ndarray:
@@ -272,22 +277,27 @@ def files_columns(entries) -> list[Columns]:
     computed column-wise."""
     out = []
     for mod in MODULE_TOKENS:
-        parts = [(run, log["records"][mod], log["name_records"]) for run, log in entries
-                 if log["records"].get(mod)]  # fmt: skip
+        parts = [(run, log["records"][mod], log["name_records"], _nulled(log, mod))
+                 for run, log in entries if log["records"].get(mod)]  # fmt: skip
         if parts and (columns := _module_files(mod, parts)):
             out.append(columns)
     return out
 
 
+def _nulled(log: dict, mod: str) -> set:
+    """The files columns of a log's records of a module stored as null (its quirks)."""
+    return {c for q in log.get("quirks") or () for c in q.file_columns.get(mod, ())}
+
+
 def _module_files(mod: str, parts) -> Columns | None:
     """Files columns of one module's records of several logs: parts [(run, stored records,
-    names)]; None when none of the records has a name."""
+    names, columns stored as null)]; None when none of the records has a name."""
     lay = record_layout(mod)
-    records = np.frombuffer(b"".join(stored for _, stored, _ in parts), lay.dtype)
-    counts = [len(stored) // lay.size for _, stored, _ in parts]
+    records = np.frombuffer(b"".join(stored for _, stored, _, _ in parts), lay.dtype)
+    counts = [len(stored) // lay.size for _, stored, _, _ in parts]
     ids = records["id"].tolist()
     paths, start = [], 0
-    for (_, _, names), n in zip(parts, counts, strict=True):
+    for (_, _, names, _), n in zip(parts, counts, strict=True):
         paths += map(names.get, ids[start : start + n])
         start += n
     logs = np.repeat(np.arange(len(parts)), counts)
@@ -298,14 +308,14 @@ def _module_files(mod: str, parts) -> Columns | None:
             return None
     counts = np.bincount(logs, minlength=len(parts))
     ids, ranks = records["id"], records["rank"]
-    counters, fcounters = records["counters"], records["fcounters"]
+    counters, fcounters = plausibility.summed(mod, records["counters"]), records["fcounters"]
     # A file is shared when the runtime reduced it to one rank -1 record, or when records of
     # several ranks remain (some ranks only, or a log without the reduction).
     several = _several_ranks(logs, ids, ranks)
     summed, floats, max_byte = _module_plan(mod)
     columns = {
-        "run_id": Repeated([run["run_id"] for run, _, _ in parts], counts),
-        "log_sha256": Repeated([run["log_sha256"] for run, _, _ in parts], counts),
+        "run_id": Repeated([run["run_id"] for run, *_ in parts], counts),
+        "log_sha256": Repeated([run["log_sha256"] for run, *_ in parts], counts),
         "module": Repeated([MODULE_TOKENS[mod]], np.array([len(paths)])),
         "record_id": ids,
         "rank": ranks,
@@ -316,7 +326,16 @@ def _module_files(mod: str, parts) -> Columns | None:
     }
     if max_byte is not None:
         columns["max_byte"] = counters[:, max_byte].max(axis=1)
+    for col in set().union(*(nulled for *_, nulled in parts)):  # logs with quirks: rare
+        of_logs = [i for i, (*_, nulled) in enumerate(parts) if col in nulled]
+        columns[col] = _with_nulls(columns[col], np.isin(logs, of_logs))
     return Columns(len(paths), columns)
+
+
+def _with_nulls(values: np.ndarray, null: np.ndarray) -> list:
+    """A column with None where ``null`` is set: a list, as the store makes a numpy column's NaN
+    a NaN, not a null (rare: only logs with quirks)."""
+    return [None if n else v for v, n in zip(values.tolist(), null.tolist(), strict=True)]
 
 
 def lustre_rows(log: dict, run: dict) -> list[dict]:
@@ -344,8 +363,17 @@ LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
 
 def read_for_ingest(path: str, facts: tuple) -> dict:
     """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps), its
-    records as stored (:func:`files_columns` takes a batch's apart at once)."""
-    return read(path, full=False, stored=True)
+    records as stored (:func:`files_columns` takes a batch's apart at once), and its quirks
+    (``quirks``); raises :class:`iostudy.plausibility.ImplausibleLog` (the pool quarantines
+    the log) when a value is out of bounds."""
+    log = read(path, full=False, stored=True)
+    log["quirks"] = plausibility.check(log, path, _stored_sums)
+    return log
+
+
+def _stored_sums(mod: str) -> dict:
+    """{files column: the indexes of the counters it sums} of a module."""
+    return _module_plan(mod)[0]
 
 
 def _as_columns(rows: list[dict]) -> list[Columns]:

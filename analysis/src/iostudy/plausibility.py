@@ -1,0 +1,258 @@
+"""Plausibility of a log's values: the bounds every value the store keeps must be within.
+
+A log can be structurally valid (the reader opens it without a complaint) and still hold values
+no job can produce: a bit flipped in an uncompressed per-process log of a killed job, a counter
+the runtime wrapped around, a field the reader decodes wrongly. :func:`check` looks at one log
+as :func:`iostudy.logrows.read_for_ingest` has it and
+
+- raises :class:`ImplausibleLog`, naming each field, record and value out of bounds, when a
+  value is physically impossible: ingest quarantines the log with that reason;
+- returns the :class:`Quirk` s of a log whose values are known to be read wrongly, or known to be
+  missing: those values are stored as null and the reason goes to the jobs table's ``flags``.
+
+The bounds (log-format reference ``../shared/reference/darshan-log-format.md``):
+
+- counts and bytes (every counter, the stored sums of counters, the Lustre layout's values) in
+  [0, 2^62): a job moves far less than 4 EiB, a sum of two of them (read + written) still fits
+  an INT64, and bit 62 flipped in a zero counter (4.6e18, the issue's value) is caught too.
+  Exceptions, as Darshan defines them: the counters that hold -1 when not monitored
+  (``POSIX_MMAPS`` in LD_PRELOAD builds, the ones the reader sets when it up-converts an older
+  record, ``POSIX_FILE_ALIGNMENT`` when no mount matched) may be negative down to -nprocs, as
+  runtimes before 3.2 summed the -1 of every rank when they reduced a shared record (the 3.1.3
+  to 3.1.5 release logs hold POSIX_MMAPS = -4 from 4 ranks); they count as 0 in sums.
+  ``POSIX_RENAMED_FROM`` is a record id (unsigned): not a count, not checked.
+- times (the fcounters, seconds since the job started) finite and in [0, 2^32 s): no job runs
+  136 years, and a flipped exponent bit gives 1e+77. The reader sets the CLOSE_START and
+  OPEN_END timestamps of POSIX and MPI-IO records of module version < 3 to -1 (not recorded).
+  Variances (seconds^2, bytes^2) finite and >= 0.
+- job: nprocs in [1, 2^31 - 1] (an MPI world size is a C int), start and end in [0, year 10000)
+  (the store's timestamps), nanoseconds in [0, 10^9), end >= start.
+- record ranks in [-1, nprocs); every record has a name in the name table (PyDarshan drops
+  records without one: a record id or a name region damaged).
+
+Quirks (stored, flagged):
+
+- the 3.0 and 3.1 big-endian (ppc64, Mira BG/Q) logs with POSIX records older than version 4
+  (release logs ppc64 3.0.0 to 3.1.6): libdarshan-util 3.5.0 skips the byte swap of
+  fcounters 10-12 (``POSIX_F_META_TIME``, ``POSIX_F_MAX_READ_TIME``, ``POSIX_F_MAX_WRITE_TIME``)
+  of such records, as its darshan_log_get_posix_file tests the counter indexes
+  POSIX_RENAME_SOURCES/TARGETS/RENAMED_FROM (10-12), meant for the counters it sets itself while
+  up-converting, against the fcounter loop's index. Those times come out as their bytes reversed
+  (-221.5 s, -1.9e-304 s): the files' meta_time is stored as null.
+- end time 0 with a start: the runtime's mmap log of a killed job, which never recorded its end
+  (reference section 10.4): the job's end and run_time are stored as null.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from .darshanlog_worker import record_layout
+
+MAX_COUNT = 2**62  # counts and bytes are below it
+MAX_SECONDS = 2.0**32  # times since the job started are below it
+MAX_NPROCS = 2**31 - 1  # MPI_Comm_size gives an int
+MAX_EPOCH = 253_402_300_800  # 10000-01-01: Python's and so the store's timestamps end before
+NSEC = 10**9
+
+# Counters that hold -1 when not monitored (reference section 6; the reader's up-conversion).
+NOT_MONITORED = {
+    "POSIX": ("POSIX_FILENOS", "POSIX_DUPS", "POSIX_MMAPS", "POSIX_RENAME_SOURCES",
+              "POSIX_RENAME_TARGETS", "POSIX_FILE_ALIGNMENT"),
+    "STDIO": ("STDIO_FDOPENS",),
+}  # fmt: skip
+NOT_COUNTS = {"POSIX": ("POSIX_RENAMED_FROM",)}  # a record id: any 64 bits
+# Timestamps the reader sets to -1 when it up-converts a record of module version < 3.
+UPCONVERTED_TIMES = ("_F_CLOSE_START_TIMESTAMP", "_F_OPEN_END_TIMESTAMP")
+UPCONVERTED_BEFORE = {"POSIX": 3, "MPI-IO": 3}
+
+# The ppc64 quirk: the fcounters libdarshan-util 3.5.0 leaves unswapped, and the files column
+# stored from one of them.
+UNSWAPPED = ("POSIX_F_META_TIME", "POSIX_F_MAX_READ_TIME", "POSIX_F_MAX_WRITE_TIME")
+UNSWAPPED_COLUMNS = ("meta_time",)
+MAGIC = 6567223
+SHOWN = 5  # reasons named in a quarantine reason; the rest counted
+
+
+class ImplausibleLog(ValueError):
+    """A log with values out of physical bounds; the message names them."""
+
+
+class Quirk(NamedTuple):
+    """Values of a log known to be wrong or missing: the reason (the flag), the jobs columns
+    and the files columns per module stored as null."""
+
+    reason: str
+    job_columns: tuple = ()
+    file_columns: dict = {}
+
+
+def summed(mod: str, counters: np.ndarray) -> np.ndarray:
+    """A module's counters (records x counters) as they are summed: a not-monitored -1 (or
+    -nprocs) counts as 0. The array itself when nothing changes."""
+    cnames = record_layout(mod).cnames
+    idx = [cnames.index(c) for c in NOT_MONITORED.get(mod, ())]
+    if not idx or not (counters[:, idx] < 0).any():
+        return counters
+    out = counters.copy()
+    out[:, idx] = np.maximum(out[:, idx], 0)
+    return out
+
+
+def check(log: dict, path: str, sums: Callable[[str], dict]) -> list[Quirk]:
+    """The quirks of one log (a dict of :func:`iostudy.darshanlog_worker.read` with
+    ``stored=True``); raises ImplausibleLog naming every value out of bounds. ``path``: the
+    log's file, whose header is read for its byte order when a quirk depends on it. ``sums``:
+    module -> {stored column: the indexes of the counters it sums}."""
+    quirks = _quirks(log, path)
+    unswapped = any(q.file_columns.get("POSIX") == UNSWAPPED_COLUMNS for q in quirks)
+    problems = _job_problems(log["job"], quirks)
+    for mod, stored in log["records"].items():
+        skip = UNSWAPPED if unswapped and mod == "POSIX" else ()  # known wrong: not judged
+        problems += _record_problems(mod, stored, log, sums(mod), skip)
+    problems += _lustre_problems(log.get("lustre") or [])
+    if problems:
+        more = f" (and {len(problems) - SHOWN} more)" if len(problems) > SHOWN else ""
+        raise ImplausibleLog("implausible values: " + "; ".join(problems[:SHOWN]) + more)
+    return quirks
+
+
+def _quirks(log: dict, path: str) -> list[Quirk]:
+    quirks = []
+    job = log["job"]
+    if job["end_time_sec"] == 0 and job.get("end_time_nsec", 0) == 0 and job["start_time_sec"] > 0:
+        quirks.append(Quirk("end time 0: a killed job's mmap log, no end recorded; end and "
+                            "run_time stored as null", ("end", "run_time")))  # fmt: skip
+    posix = log["modules"].get("POSIX")
+    if posix and posix["ver"] < 4 and log["records"].get("POSIX") and _big_endian(path):
+        quirks.append(Quirk(
+            f"{', '.join(UNSWAPPED)} of this big-endian log's POSIX records (version "
+            f"{posix['ver']}) are not byte-swapped by libdarshan-util 3.5.0; meta_time stored "
+            "as null", file_columns={"POSIX": UNSWAPPED_COLUMNS}))  # fmt: skip
+    return quirks
+
+
+def _big_endian(path: str) -> bool:
+    """Whether the log was written big-endian: its magic number (header bytes 8-15) reads
+    right in that order (reference section 2.2)."""
+    with open(path, "rb") as f:
+        head = f.read(16)
+    return len(head) == 16 and struct.unpack(">q", head[8:16])[0] == MAGIC
+
+
+def _job_problems(job: dict, quirks: list[Quirk]) -> list[str]:
+    problems = []
+    nprocs = job["nprocs"]
+    if not 1 <= nprocs <= MAX_NPROCS:
+        problems.append(f"job nprocs = {nprocs}: not in [1, 2^31 - 1]")
+    for end in ("start", "end"):
+        sec, nsec = job[f"{end}_time_sec"], job.get(f"{end}_time_nsec", 0)
+        if not 0 <= sec < MAX_EPOCH:
+            problems.append(f"job {end}_time_sec = {sec}: not in [0, year 10000)")
+        if not 0 <= nsec < NSEC:
+            problems.append(f"job {end}_time_nsec = {nsec}: not in [0, 10^9)")
+    no_end = any("end" in q.job_columns for q in quirks)
+    start = (job["start_time_sec"], job.get("start_time_nsec", 0))
+    end = (job["end_time_sec"], job.get("end_time_nsec", 0))
+    if not no_end and end < start:
+        problems.append(f"job end {end[0]}.{end[1]:09d} s before its start "
+                        f"{start[0]}.{start[1]:09d} s")  # fmt: skip
+    return problems
+
+
+def _record_problems(mod, stored, log, sums, skip) -> list[str]:
+    """What is out of bounds in one module's records (stored bytes, named or not)."""
+    nprocs = log["job"]["nprocs"]
+    lay = record_layout(mod)
+    records = np.frombuffer(stored, lay.dtype)
+    if not len(records):
+        return []
+    names = log["name_records"]
+    counters = records["counters"].reshape(len(records), len(lay.cnames))
+    fcounters = records["fcounters"].reshape(len(records), len(lay.fnames))
+
+    def where(i: int) -> str:
+        rid = int(records["id"][i])
+        return f"{mod} record {rid} ({names.get(rid, 'no name')!r}, rank {records['rank'][i]})"
+
+    problems = []
+    unnamed = [i for i, rid in enumerate(records["id"].tolist()) if rid not in names]
+    problems += [f"{where(i)} has no name in the name table" for i in unnamed[:1]]
+    if len(unnamed) > 1:
+        problems.append(f"{len(unnamed) - 1} more {mod} records without a name")
+    ranks = records["rank"]
+    bad = np.flatnonzero((ranks < -1) | (ranks >= max(nprocs, 1)))
+    problems += [f"{where(i)}: rank {ranks[i]} not in [-1, nprocs {nprocs})" for i in bad[:1]]
+    problems += _counter_problems(mod, lay.cnames, counters, nprocs, where)
+    problems += _time_problems(mod, lay.fnames, fcounters, log, skip, where)
+    problems += _sum_problems(summed(mod, counters), sums, where)
+    return problems
+
+
+def _first_bad(values: np.ndarray, ok: np.ndarray, name: str, why: str, where) -> list[str]:
+    """A problem naming the first value of a column that is not ok, if any."""
+    bad = np.flatnonzero(~ok)
+    return [f"{where(bad[0])}: {name} = {values[bad[0]]!r} {why}"] if len(bad) else []
+
+
+def _counter_problems(mod, cnames, counters, nprocs, where) -> list[str]:
+    problems = []
+    sentinels, exempt = NOT_MONITORED.get(mod, ()), NOT_COUNTS.get(mod, ())
+    for k, name in enumerate(cnames):
+        if name in exempt:
+            continue
+        v = counters[:, k]
+        low = -max(nprocs, 1) if name in sentinels else 0
+        problems += _first_bad(v.tolist(), (v >= low) & (v < MAX_COUNT), name,
+                               f"not in [{low}, 2^62)", where)  # fmt: skip
+    return problems
+
+
+def _time_problems(mod, fnames, fcounters, log, skip, where) -> list[str]:
+    problems = []
+    upconverted = log["modules"][mod]["ver"] < UPCONVERTED_BEFORE.get(mod, 0)
+    for k, name in enumerate(fnames):
+        if name in skip:
+            continue
+        v = fcounters[:, k]
+        finite = np.isfinite(v)
+        if "_VARIANCE_RANK_" in name:
+            ok, why = finite & (v >= 0), "not a finite variance >= 0"
+        else:
+            ok, why = finite & (v >= 0) & (v < MAX_SECONDS), "s not in [0, 2^32 s)"
+            if upconverted and name.endswith(UPCONVERTED_TIMES):
+                ok |= v == -1
+        problems += _first_bad(v.tolist(), ok, name, why, where)
+    return problems
+
+
+def _sum_problems(counters, sums: dict, where) -> list[str]:
+    """The stored sums of counters (files columns), in floating point: no wrap-around."""
+    problems = []
+    for column, idx in sums.items():
+        if len(idx) > 1:
+            total = counters[:, idx].astype(float).sum(axis=1)
+            problems += _first_bad(total.tolist(), total < MAX_COUNT, f"the sum {column}",
+                                   "not below 2^62", where)  # fmt: skip
+    return problems
+
+
+def _lustre_problems(layouts: list) -> list[str]:
+    """The Lustre values the store keeps: stripe size and count >= 0, OST index >= -1 (-1:
+    unknown), all below 2^62."""
+    for layout in layouts:
+        for comp in layout["components"]:
+            c = comp["counters"]
+            values = [
+                (n, c.get(n, 0), 0) for n in ("LUSTRE_COMP_STRIPE_SIZE", "LUSTRE_COMP_STRIPE_COUNT")
+            ]
+            values += [("an OST index", ost, -1) for ost in comp["ost_ids"]]
+            for name, value, low in values:
+                if not low <= value < MAX_COUNT:
+                    return [f"LUSTRE record {layout['id']} (rank {layout['rank']}): {name} = "
+                            f"{value} not in [{low}, 2^62)"]  # fmt: skip
+    return []
