@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -19,6 +20,8 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 # The store every command reads and writes unless told otherwise (iostudy.store).
 DEFAULT_STORE = Path("results") / "store"
 DEFAULT_CONFIGS = REPO_ROOT / "configs"
+# A configuration file is a few KiB; anything much larger is not one (and is not read whole).
+MAX_CONFIG_BYTES = 1 << 20
 
 
 class ConfigError(ValueError):
@@ -26,15 +29,66 @@ class ConfigError(ValueError):
 
 
 def configs_dir() -> Path:
-    return Path(os.environ.get("IOSTUDY_CONFIGS", DEFAULT_CONFIGS))
+    # An empty IOSTUDY_CONFIGS is unset, not the working directory.
+    return Path(os.environ.get("IOSTUDY_CONFIGS") or DEFAULT_CONFIGS)
+
+
+def _read_text(path: Path) -> str:
+    """The UTF-8 text of the regular file at path, at most MAX_CONFIG_BYTES. Opened without
+    blocking and checked on the open descriptor, so that a FIFO or a device in a file's place
+    is refused instead of waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: not a regular file")
+        data = fh.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 10} KiB: not a config file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} "
+            f"at offset {exc.start})"
+        ) from None
+
+
+def _parse(path: Path) -> object:
+    """The JSON value of the file at path; any problem a ConfigError naming file and place."""
+    text = _read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a config file") from None
 
 
 def _schema(kind: str) -> dict:
     path = configs_dir() / "schemas" / f"{kind}.schema.json"
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the {kind} schema: {exc}") from exc
+        return _parse(path)
+    except ConfigError as exc:
+        raise ConfigError(f"cannot read the {kind} schema: {exc}") from None
+
+
+def _is_int(_checker, value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# "integer" is a JSON integer (4), not a number with no fraction (4.0, 1e9) as the draft allows:
+# the values are used as Python ints (counts, ranges).
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_int),
+)
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -63,23 +117,18 @@ def _fill_defaults(schema: dict, data):
 def load(path: Path, kind: str) -> dict:
     """Reads and validates one configuration file of kind (the schema's name)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON: {exc.msg}"
-        ) from exc
-    return validate(path, data, kind)
+    return validate(path, _parse(path), kind)
 
 
 def validate(path: Path, data, kind: str):
     """Validates data read from path against the schema of kind and fills in its defaults;
     the first problem is raised as a ConfigError naming file and key."""
     schema = _schema(kind)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    validator = _Validator(schema)
+    try:
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    except RecursionError:  # data nested deeper than the schema walks: no config is
+        raise ConfigError(f"{path}: nested too deeply to be a config file") from None
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
@@ -97,6 +146,12 @@ def system_names() -> list[str]:
 
 def load_system(name: str) -> dict:
     """The validated description of system name (configs/systems/<name>/system.json)."""
+    # A name is one folder: not empty (configs/systems/system.json), no path, not '..'.
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise ConfigError(
+            f"system name {name!r}: not a system (the name of a folder of "
+            f"{configs_dir() / 'systems'})"
+        )
     path = system_path(name)
     if not path.exists():
         known = ", ".join(system_names()) or "none"
@@ -182,6 +237,9 @@ def load_references(system: str) -> dict:
 def check_files(checks, what: str) -> bool:
     """Validates (path, load) pairs, printing "ok: PATH" or the error for each and a summary
     line about what; returns True when every file is valid (the `check` commands)."""
+    if not checks:
+        print(f"iostudy: error: {what}: no files to check in {configs_dir()}", file=sys.stderr)
+        return False
     failed = 0
     for path, load in checks:
         try:

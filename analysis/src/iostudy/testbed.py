@@ -160,27 +160,34 @@ def with_node_count(system: dict, count: int | None) -> dict:
     return {**system, "nodes": {**system["nodes"], "count": count}}
 
 
+def _check_node_room(system: dict, mode: str, first_port: int) -> None:
+    """The node count fits the mode's addresses: checked on the count, before any list of
+    nodes is made (a count of a billion would take the memory of the machine)."""
+    count = system["nodes"]["count"]
+    where = config.system_path(system["name"])
+    last = first_port + count - 1
+    if mode == "localhost" and last > 65535:
+        raise config.ConfigError(
+            f"{where}: testbed.ports.slurmd_first: {count} nodes need ports "
+            f"{first_port}-{last}, beyond 65535"
+        )
+    # Node i gets .(10+i) of the /24 (schema of testbed.network.subnet_prefix).
+    if mode == "netns" and count > 244:
+        raise config.ConfigError(
+            f"{where}: nodes.count: {count} nodes do not fit a /24 from .11 in netns mode"
+        )
+
+
 def nodes(system: dict, mode: str) -> list[Node]:
     """Name, address, slurmd port and (netns mode) namespace and host-side veth of each node."""
     if mode not in MODES:
         raise ValueError(f"unknown testbed mode {mode!r} (known: {', '.join(MODES)})")
     bed = _testbed(system)
-    names = config.node_names(system)
     first = bed["ports"]["slurmd_first"]
-    where = config.system_path(system["name"])
+    _check_node_room(system, mode, first)
+    names = config.node_names(system)
     if mode == "localhost":
-        last = first + len(names) - 1
-        if last > 65535:
-            raise config.ConfigError(
-                f"{where}: testbed.ports.slurmd_first: {len(names)} nodes need ports "
-                f"{first}-{last}, beyond 65535"
-            )
         return [Node(n, "127.0.0.1", first + i) for i, n in enumerate(names)]
-    # Node i gets .(10+i) of the /24 (schema of testbed.network.subnet_prefix).
-    if len(names) > 244:
-        raise config.ConfigError(
-            f"{where}: nodes.count: {len(names)} nodes do not fit a /24 from .11 in netns mode"
-        )
     prefix = bed["network"]["subnet_prefix"]
     bridge = bed["network"]["bridge"]
     out = []
