@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from iostudy import catalog
+
 
 def snapshot(root: Path, ignore=()) -> dict[str, tuple[int, int]]:
     """{path under root: (size, mtime in ns)} of every file, but those named in ``ignore``."""
@@ -12,3 +14,13 @@ def snapshot(root: Path, ignore=()) -> dict[str, tuple[int, int]]:
         for p in sorted(Path(root).rglob("*"))
         if p.is_file() and p.name not in ignore
     }
+
+
+def part(store: Path, table: str, name: str) -> Path | None:
+    """The committed file of a store's part (iostudy.catalog), or None."""
+    return catalog.load(store).part_path(table, name)
+
+
+def parts(store: Path, table: str) -> list[str]:
+    """The names of a table's committed parts."""
+    return sorted(catalog.load(store).parts(table))

@@ -26,6 +26,8 @@ import pytest
 from iostudy import fsstats, store
 from iostudy.cli import main
 
+from . import filestate
+
 DAY = 86400
 NOBODY = ("nobody", "nogroup")
 
@@ -762,11 +764,7 @@ def test_import_into_the_store_and_the_report_section(capsys, two_snapshots, kno
     assert status == 0, err
     assert lines[-1].startswith("fsstats import: 3 snapshots, ")
     assert lines[-1].endswith(f"rows into {st / 'fsstats'} (3 parts)")
-    assert sorted(p.name for p in (st / "fsstats").glob("*.parquet")) == [
-        "january.parquet",
-        "march.parquet",
-        "odd_names.parquet",
-    ]
+    assert filestate.parts(st, "fsstats") == ["january", "march", "odd_names"]
     con = store.connect(st)
     (rows,) = con.execute("SELECT count(*) FROM fsstats").fetchone()
     files = con.execute(
@@ -785,7 +783,8 @@ def test_import_into_the_store_and_the_report_section(capsys, two_snapshots, kno
 
     # again: the parts are replaced, not added to
     status, lines, _ = run(capsys, "import", second, "--store", st)
-    assert (status, lines[-1].endswith(f"rows into {st / 'fsstats' / 'march.parquet'}")) == (
+    march = filestate.part(st, "fsstats", "march")
+    assert (status, lines[-1].endswith(f"rows into {march}")) == (
         0,
         True,
     )

@@ -26,6 +26,8 @@ import pytest
 from iostudy import iostatmon, store
 from iostudy.cli import main
 
+from . import filestate
+
 INTERVAL = 1
 
 
@@ -265,7 +267,7 @@ def test_killed_iostat_restarted_with_backoff_gaps_recorded_sigterm(iostat, moni
     # Into the store: the io rows and both gaps; the gaps table explains them.
     st = tmp_path / "store"
     assert main(["iostat-mon", "import", str(mon.out), "--store", str(st)]) == 0
-    part = st / "iostat" / "iostat-oss-test.parquet"
+    part = filestate.part(st, "iostat", "iostat-oss-test")
     assert part.is_file()
     con = store.connect(st)
     n_io = con.execute("SELECT count(*) FROM iostat WHERE kind = 'io'").fetchone()[0]
@@ -278,7 +280,7 @@ def test_killed_iostat_restarted_with_backoff_gaps_recorded_sigterm(iostat, moni
     assert main(["iostat-mon", "import", str(mon.out), "--store", str(st)]) == 0
     assert store.connect(st).execute("SELECT count(*) FROM iostat").fetchone()[0] == len(table)
     assert main(["iostat-mon", "import", str(mon.out), "--store", str(st), "--host", "x"]) == 0
-    assert (st / "iostat" / "iostat-x.parquet").is_file()
+    assert filestate.part(st, "iostat", "iostat-x").is_file()
     hosts = store.connect(st).execute("SELECT DISTINCT host FROM iostat ORDER BY 1").fetchall()
     assert hosts == [("oss-test",), ("x",)]
 

@@ -12,8 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from iostudy import sacct, store
+from iostudy import catalog, sacct, store
 from iostudy.cli import main
+
+from . import filestate
 
 DATA = Path(__file__).parent / "data" / "sacct"
 REAL = DATA / "testcluster.txt"
@@ -183,7 +185,7 @@ def test_import_round_trip(tmp_path, capsys, real_text):
     st = tmp_path / "store"
     status, out, err = run_cli(capsys, REAL, "--store", st)
     assert status == 0, err
-    part = st / "sched" / "sacct-testcluster.parquet"
+    part = filestate.part(st, "sched", "sacct-testcluster")
     assert out == [f"sacct import: 7 jobs into {part}; 9 step lines left out, 0 lines skipped"]
     assert pq.read_schema(part).names == store.TABLES["sched"].names
     assert (st / "store.duckdb").is_file()
@@ -195,6 +197,7 @@ def test_import_round_trip(tmp_path, capsys, real_text):
     # The same file again: its own part is replaced, no row twice.
     status, _, err = run_cli(capsys, REAL, "--store", st)
     assert status == 0, err
+    part = filestate.part(st, "sched", "sacct-testcluster")
     assert sorted(p.name for p in (st / "sched").iterdir()) == [part.name]
     again = store.connect(st).execute("SELECT jobid, imported FROM sched").fetchall()
     assert len(again) == 7
@@ -223,7 +226,8 @@ def test_import_reports_bad_lines_and_writes_the_rest(tmp_path, capsys, real_tex
     status, out, err = run_cli(capsys, bad, "--store", tmp_path / "store")
     assert status == 0
     assert f"skipped: {bad}:4: NCPUS is not a count: 'four'" in err
-    assert out[-1].endswith("6 jobs into " f"{tmp_path / 'store' / 'sched' / 'sacct-bad.parquet'}; "
+    part = filestate.part(tmp_path / "store", "sched", "sacct-bad")
+    assert out[-1].endswith(f"6 jobs into {part}; "
                             "9 step lines left out, 1 lines skipped")  # fmt: skip
 
 
@@ -289,10 +293,15 @@ def test_live_sacct_fails(tmp_path, capsys, monkeypatch):
 
 
 def write_table(root: Path, table: str, name: str, rows: list[dict]):
+    """Commits rows as the part ``name`` of the table, as ingest would."""
     schema = store.TABLES[table]
     (root / table).mkdir(parents=True, exist_ok=True)
     data = [{c: r.get(c) for c in schema.names} for r in rows]
-    pq.write_table(pa.Table.from_pylist(data, schema), root / table / f"{name}.parquet")
+    tmp = root / table / f"{name}.parquet.tmp"
+    pq.write_table(pa.Table.from_pylist(data, schema), tmp)
+    commit = catalog.Commit(root)
+    commit.put(table, name, tmp, name, len(data))
+    commit.apply()
 
 
 def sched_row(jobid, account, cores, elapsed_s, started=True, cluster="c1"):

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import logrows, store
+from iostudy import catalog, logrows, store
 from iostudy.cli import main
 
+from . import filestate
 from .rundirs import RUNTIME_MIB, make_run_dir, manifest
 
 RUN = "20260302T090000Z-quick-local"
@@ -41,7 +42,7 @@ def test_ingest_real_logs_and_quarantine(run_dir, tmp_path, capsys):
         "logs 2 ingested, 0 skipped, 1 quarantined"
     )
     for table in store.RUN_TABLES:
-        assert (st / table / f"{RUN}.parquet").is_file(), table
+        assert filestate.part(st, table, RUN).is_file(), table
     assert (st / "store.duckdb").is_file()
 
     con = store.connect(st)
@@ -142,16 +143,18 @@ def test_run_of_an_older_store_is_read_again_when_it_changes(run_dir, tmp_path, 
 
     st = tmp_path / "store"
     ingest(capsys, run_dir, "--store", st)
-    files = st / "files" / f"{RUN}.parquet"
+    files = filestate.part(st, "files", RUN)
     pq.write_table(pq.read_table(files).drop_columns(["seeks", "max_byte"]), files)
-    (st / "lustre" / f"{RUN}.parquet").unlink()
+    commit = catalog.Commit(st)  # a store of an iostudy that had no lustre table
+    commit.drop("lustre", RUN)
+    commit.apply()
     out = ingest_after_its_manifest_changed(capsys, run_dir, st)
     assert out[-1].endswith("runs 1 ingested, 0 skipped; logs 2 ingested, 0 skipped, 1 quarantined")
     con = store.connect(st)
     assert con.execute("SELECT count(*) FROM jobs").fetchone() == (2,)
     posix = con.execute("SELECT seeks, max_byte FROM files WHERE module = 'posix'").fetchall()
     assert posix and all(seeks is not None and top is not None for seeks, top in posix)
-    assert (st / "lustre" / f"{RUN}.parquet").is_file()
+    assert filestate.part(st, "lustre", RUN).is_file()
 
 
 def test_same_log_in_another_run_is_skipped(run_dir, tmp_path, capsys, release_log):

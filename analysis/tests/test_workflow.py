@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from . import filestate
 from .rundirs import REPO_ROOT, RUNTIME_MIB, make_run_dir
 
 WORKFLOW = REPO_ROOT / "workflow"
@@ -80,7 +81,7 @@ def test_workflow_runs_and_is_incremental(workdir, release_log, tmp_path):
     assert job_stats(proc) == expected
 
     store = workdir / "results" / "store"
-    assert (store / "runs" / f"{RUNS[0]}.parquet").is_file()
+    assert filestate.part(store, "runs", RUNS[0]).is_file()
     assert (store / "store.duckdb").is_file()
     log = (workdir / "logs" / "ingest_run" / f"{RUNS[0]}.log").read_text().splitlines()
     assert log[-1].endswith("logs 2 ingested, 0 skipped, 1 quarantined"), log
@@ -183,7 +184,7 @@ def test_imports_of_accounting_and_collectors(workdir, tmp_path):
     }, stats
     store = workdir / "results" / "store"
     for part in ("sched/sacct-tc", "iostat/iostat-srv1", "fsstats/jan"):
-        assert (store / f"{part}.parquet").is_file(), part
+        assert filestate.part(store, *part.split("/")).is_file(), part
     if not target:
         html = (workdir / "reports" / "quick" / "v1" / "index.html").read_text()
         assert 'href="#iostat"' in html and 'href="#fsstats"' in html

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from slurmtest import VENV_BIN
 
-from iostudy import sacct, store
+from iostudy import catalog, sacct, store
 
 
 def test_live_import(cluster, tmp_path):
@@ -63,10 +63,11 @@ def test_live_import(cluster, tmp_path):
     schema = store.TABLES["jobs"]
     (st / "jobs").mkdir()
     log = {"log_sha256": "x", "jobid": int(jobid), "nprocs": 4, "nodes": 2}
-    pq.write_table(
-        pa.Table.from_pylist([{c: log.get(c) for c in schema.names}], schema),
-        st / "jobs" / "run.parquet",
-    )
+    tmp = st / "jobs" / "run.parquet.tmp"
+    pq.write_table(pa.Table.from_pylist([{c: log.get(c) for c in schema.names}], schema), tmp)
+    commit = catalog.Commit(st)  # a part of the store as ingest commits one
+    commit.put("jobs", "run", tmp, "run", 1)
+    commit.apply()
     table = sacct.coverage(store.connect(st), cluster=name).set_index("account")
     assert table.loc["root", "jobs_instrumented"] == 1
     assert table.loc["root", "core_hours_instrumented"] == row["cores"] * row["elapsed_s"] / 3600

@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
 
-from . import __version__, config, provenance
+from . import __version__, catalog, config, provenance
 from . import store as store_mod
 
 FORMAT = "iostudy-bundle/1"
@@ -96,10 +96,13 @@ def own_site(store: Path, requested: str | None) -> str:
 
 
 def imported_files(store: Path) -> set[str]:
-    """The store's table files that imports wrote ("<table>/<file>")."""
+    """The store's parts that imports wrote ("<table>/<part name>"; records of before the
+    store's catalog name files: "<table>/<part name>.parquet")."""
     files = set()
     for record in sorted((store / "imports").glob("*.json")):
-        files |= set(json.loads(record.read_text()).get("files", []))
+        files |= {
+            f.removesuffix(".parquet") for f in json.loads(record.read_text()).get("files", [])
+        }
     return files
 
 
@@ -190,10 +193,10 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
         except config.ConfigError:
             pass
 
-    tables = {}
-    for table in store_mod.TABLES:
-        files = sorted((store / table).glob("*.parquet"))
-        tables[table] = [p.name for p in files if f"{table}/{p.name}" not in foreign]
+    catalog = store_mod.Store(store).catalog()
+    tables = {table: [f"{name}.parquet" for name in sorted(catalog.parts(table))
+                      if f"{table}/{name}" not in foreign]
+              for table in store_mod.TABLES}  # fmt: skip
     commit, dirty = provenance.git_state()
     meta = {
         "format": FORMAT,
@@ -219,7 +222,8 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
             _add(tar, META, (json.dumps(meta, indent=2, default=str) + "\n").encode(), sums)
             for table, names in tables.items():
                 for name in names:
-                    data = _table_bytes(store / table / name, anonymizer)
+                    path = catalog.part_path(table, name.removesuffix(".parquet"))
+                    data = _table_bytes(path, anonymizer)
                     _add(tar, f"tables/{table}/{name}", data, sums)
             for run_id, manifest in manifests.items():
                 if anonymizer:
@@ -348,6 +352,29 @@ def _qualified_table(source: Path, table: str, site: str) -> pa.Table:
     return _set(_set(qualified, "site", [site] * data.num_rows), "manifest_path", paths)
 
 
+def _commit_tables(store: Path, work: Path, meta: dict, site: str) -> list[str]:
+    """Puts the bundle's tables in the store in one commit (iostudy.catalog): all of them or,
+    if anything fails, none; returns the parts ("<table>/<part name>")."""
+    commit, written = catalog.Commit(store), []
+    try:
+        for table, names in meta["tables"].items():
+            if table not in store_mod.TABLES or table in NOT_IMPORTED:
+                continue
+            for name in names:
+                data = _qualified_table(work / "tables" / table / name, table, site)
+                part = catalog.check_part_name(site_qualified(site, name.removesuffix(".parquet")))
+                tmp = store / table / f"{part}.parquet.tmp"
+                tmp.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(data, tmp)
+                run_id = site_qualified(site, catalog.part_run(name.removesuffix(".parquet")))
+                commit.put(table, part, tmp, run_id, data.num_rows)
+                written.append(f"{table}/{part}")
+    except catalog.CatalogError as exc:
+        raise BundleError(f"{meta.get('site')}: a table file's name: {exc}") from None
+    commit.apply()
+    return written
+
+
 def import_bundle(bundle, store, console=None) -> dict:
     """Add the bundle to the store; returns {site, id, runs, files, skipped: bool}."""
     store = Path(store)
@@ -364,19 +391,8 @@ def import_bundle(bundle, store, console=None) -> dict:
         mine = store / SITE_FILE
         if mine.is_file() and json.loads(mine.read_text()).get("site") == site:
             raise BundleError(f"{bundle}: site {site!r} is this store's own site ({mine})")
-        written = []
         with store_mod.Store(store).locked(console):
-            for table, names in meta["tables"].items():
-                if table not in store_mod.TABLES or table in NOT_IMPORTED:
-                    continue
-                for name in names:
-                    data = _qualified_table(work / "tables" / table / name, table, site)
-                    target = store / table / site_qualified(site, name)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = target.with_name(f".{target.name}.tmp")
-                    pq.write_table(data, tmp)
-                    os.replace(tmp, target)
-                    written.append(f"{table}/{target.name}")
+            written = _commit_tables(store, work, meta, site)
             site_dir = store / "sites" / site
             for folder in ("manifests", "systems"):
                 if (work / folder).is_dir():

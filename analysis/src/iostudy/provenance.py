@@ -3,9 +3,11 @@ checkout's git state, tool versions (DESIGN.md convention 9: every result carrie
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import platform
+import stat
 import subprocess
 from importlib import metadata
 
@@ -13,11 +15,16 @@ from . import __version__
 from .config import REPO_ROOT
 
 
-def sha256_file(path, chunk=1 << 20) -> str:
-    """The file's sha256 (hex), read with the fewest calls: ingest hashes millions of small logs."""
+def sha256_file(path, chunk=1 << 20, regular_only=False) -> str:
+    """The file's sha256 (hex), read with the fewest calls: ingest hashes millions of small logs.
+    regular_only: refuse (OSError) a symlink or anything but a regular file without reading it,
+    so that a FIFO or a link to a device in a log tree can never block or run for ever."""
     h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY)
+    flags = os.O_RDONLY | (os.O_NOFOLLOW | os.O_NONBLOCK if regular_only else 0)
+    fd = os.open(path, flags)
     try:
+        if regular_only and not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         while block := os.read(fd, chunk):
             h.update(block)
     finally:

@@ -46,6 +46,7 @@ import pandas as pd
 from . import (
     __version__,
     apps,
+    catalog,
     compare,
     compare_report,
     config,
@@ -1090,11 +1091,10 @@ def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.Data
     return cross
 
 
-def _part_run(stem: str) -> str:
-    """The run of a store part: STORE/<table>/<run_id>.parquet, or <run_id>.<NNNNNN>.parquet
-    (a log tree ingested in several parts)."""
-    m = re.match(r"^(.*)\.\d{6}$", stem)
-    return m.group(1) if m else stem
+def _parts(committed: catalog.Catalog, table: str):
+    """(file, Part) of each committed part of the table."""
+    return [(committed.part_path(table, name), part)
+            for name, part in sorted(committed.parts(table).items())]  # fmt: skip
 
 
 def _manifest(
@@ -1112,12 +1112,12 @@ def _manifest(
 ):
     options = options or ReportOptions()
     inputs = []
-    # The store's files of the study's runs (STORE/<table>/<run_id>.parquet), and any file
-    # that belongs to no known run (Slurm accounting: STORE/sched/sacct-*.parquet); the other
-    # studies' runs have no part in this report.
+    # The store's committed files of the study's runs, and those that belong to no known run
+    # (Slurm accounting, the collectors); the other studies' runs have no part in this report.
     ids = {r["run_id"] for r in runs}
-    for path in sorted(Path(store).rglob("*.parquet")):
-        run = path.stem if path.stem in all_run_ids else _part_run(path.stem)
+    committed = catalog.load(store)
+    for path, run in sorted((p, part.run_id) for table in sorted(committed.tables)
+                            for p, part in _parts(committed, table)):  # fmt: skip
         if run not in ids and run in all_run_ids:
             continue
         inputs.append(

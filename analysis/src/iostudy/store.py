@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import itertools
 import json
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -48,7 +49,8 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import checks, config
+from . import catalog as catalog_mod
+from . import checks, config, safeio
 from .logpool import ReaderPool
 from .logrows import (
     SIZE_BINS,
@@ -66,6 +68,7 @@ from .provenance import sha256_file
 DEFAULT_STORE = config.DEFAULT_STORE
 DATABASE = "store.duckdb"
 LOCK = ".lock"
+DEFAULT_UMASK = "027"
 # Exit status for "the input could not be used", as in iostudy.cli.
 EXIT_BAD_INPUT = 2
 
@@ -610,7 +613,7 @@ def load_manifest(run_dir: Path) -> dict:
     if not path.is_file():
         raise IngestError(f"{run_dir}: not a run directory (no manifest.json)")
     try:
-        manifest = json.loads(path.read_text())
+        manifest = json.loads(safeio.read_text(path))
     except (OSError, ValueError) as exc:
         raise IngestError(f"{path}: cannot read the manifest: {exc}") from None
     if not isinstance(manifest, dict):
@@ -618,38 +621,55 @@ def load_manifest(run_dir: Path) -> dict:
     return manifest
 
 
-def run_logs(run_dir: Path) -> list[Path]:
-    """The run's Darshan-format logs (under darshan/, any depth), in a stable order."""
-    return sorted((run_dir / "darshan").rglob("*.darshan"))
+def store_umask() -> int:
+    """The umask of everything a store write creates: IOSTUDY_STORE_UMASK (octal), by default
+    027: the store holds every user's paths and command lines, so owner and group only, as the
+    logs themselves are kept."""
+    text = os.environ.get("IOSTUDY_STORE_UMASK", DEFAULT_UMASK)
+    try:
+        value = int(text, 8)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 0o777:
+        raise IngestError(f"IOSTUDY_STORE_UMASK={text!r}: not an octal umask such as 027")
+    return value
 
 
 class Store:
-    """A store directory: the Parquet tables, the DuckDB views and the ingest lock."""
+    """A store directory: the Parquet tables its catalog names (iostudy.catalog), the DuckDB
+    views and the write lock."""
 
     def __init__(self, root):
         self.root = Path(root)
 
-    def table_path(self, table: str, run_id: str) -> Path:
-        return self.root / table / f"{run_id}.parquet"
+    def catalog(self) -> catalog_mod.Catalog:
+        return catalog_mod.load(self.root)
 
     def run_row(self, run_id: str) -> dict | None:
-        path = self.table_path("runs", run_id)
-        if not path.is_file():
+        path = self.catalog().part_path("runs", run_id)
+        if path is None:
             return None
         rows = pq.read_table(path).to_pylist()
         return rows[0] if rows else None
 
     @contextlib.contextmanager
     def locked(self, console=None):
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / LOCK, "w") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if console:
-                    console.print(f"waiting for another ingest into {self.root} to finish")
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+        """Held by every write. Taking it rolls an interrupted commit back (catalog.recover);
+        what is created meanwhile gets the store's umask."""
+        umask = os.umask(store_umask())
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(self.root / LOCK, "w") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if console:
+                        console.print(f"waiting for another write into {self.root} to finish")
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                catalog_mod.recover(self.root, TABLES)
+                yield
+        finally:
+            os.umask(umask)
 
     def known_hashes(self, exclude_run: str | None = None) -> set[str]:
         """sha256 of every log the store holds (ingested or quarantined), or only for runs other
@@ -665,14 +685,16 @@ class Store:
 
     def has_current_tables(self, run_id: str) -> bool:
         """Whether every table of the run exists with today's columns (TABLES)."""
-        paths = [self.table_path(t, run_id) for t in RUN_TABLES]
-        return all(p.is_file() and pq.read_schema(p).names == TABLES[t].names
+        catalog = self.catalog()
+        paths = [catalog.part_path(t, run_id) for t in RUN_TABLES]
+        return all(p is not None and pq.read_schema(p).names == TABLES[t].names
                    for t, p in zip(RUN_TABLES, paths, strict=True))  # fmt: skip
 
-    def old_rows(self, table: str, run_id: str, column: str, keep: set[str]):
-        """Record batches of the run's current table file whose ``column`` is in keep."""
-        path = self.table_path(table, run_id)
-        if not path.is_file() or not keep:
+    def old_rows(self, table: str, run_id: str, column: str, keep: set[str], part=None):
+        """Record batches of the table's committed part (by default the run's) whose
+        ``column`` is in keep."""
+        path = self.catalog().part_path(table, part or run_id)
+        if path is None or not keep:
             return
         keep_arr = pa.array(sorted(keep), pa.string())
         for batch in pq.ParquetFile(path).iter_batches(batch_size=65536):
@@ -737,20 +759,24 @@ def _columns_table(table: str, chunks: list[Columns]) -> pa.Table:
 
 
 class _RunWriter:
-    """A set of table files (a run's, or one part of a log tree's), written to temporary files
-    and put in place together by :meth:`commit`. Rows are buffered and written in large row
-    groups: a row group per log would make the files slow to read."""
+    """A set of parts (a run's tables, or one part of a log tree's), written to temporary files
+    and committed together by :meth:`commit` (iostudy.catalog). Rows are buffered and written in
+    large row groups: a row group per log would make the files slow to read."""
 
     FLUSH_ROWS = 50_000
 
-    def __init__(self, store: Store, name: str, tables=RUN_TABLES, all_tables=True):
-        self.store, self.name = store, name
+    def __init__(self, store: Store, name: str, tables=RUN_TABLES, all_tables=True,
+                 run_id=None, names=None):  # fmt: skip
+        self.store, self.run_id = store, run_id or name
         self.tables = tables  # the tables this writer may write
         self.all_tables = all_tables  # write every table, even empty (a run's set is complete)
-        self.tmp = {t: store.table_path(t, name).with_suffix(".parquet.tmp") for t in tables}
+        # each table's part name: name, unless names says otherwise (a tree's runs row)
+        self.names = {t: (names or {}).get(t, name) for t in tables}
+        self.tmp = {t: store.root / t / f"{self.names[t]}.parquet.tmp" for t in tables}
         self.writers = {}
         self.rows, self.columns, self.chunks = ({t: [] for t in tables} for _ in range(3))
         self.buffered = dict.fromkeys(tables, 0)
+        self.written = dict.fromkeys(tables, 0)
 
     def write(self, table: str, data):
         """Add rows: a list of row dicts, a list of Columns, or a pyarrow table."""
@@ -780,17 +806,23 @@ class _RunWriter:
             self.tmp[table].parent.mkdir(parents=True, exist_ok=True)
             self.writers[table] = pq.ParquetWriter(self.tmp[table], TABLES[table])
         if self.chunks[table]:
-            self.writers[table].write_table(pa.concat_tables(self.chunks[table]))
+            data = pa.concat_tables(self.chunks[table])
+            self.writers[table].write_table(data)
+            self.written[table] += data.num_rows
         self.chunks[table], self.buffered[table] = [], 0
 
-    def commit(self):
+    def commit(self, commit: catalog_mod.Commit | None = None):
+        """Puts every table written in place in one commit (with what ``commit`` already
+        holds): readers see all of them or none."""
         for table in self.tables:
             self._flush(table)
         for w in self.writers.values():
             w.close()
-        # The runs row goes in place last: a run counts as ingested only when all its tables are.
-        for table in sorted(self.writers, key=lambda t: t == "runs"):
-            os.replace(self.tmp[table], self.store.table_path(table, self.name))
+        commit = commit or catalog_mod.Commit(self.store.root)
+        for table in self.writers:
+            name = self.names[table]
+            commit.put(table, name, self.tmp[table], self.run_id, self.written[table])
+        commit.apply()
 
     def abort(self):
         for w in self.writers.values():
@@ -807,20 +839,20 @@ def _read_report(run_dir: Path, base: Path, writer: _RunWriter, run_id: str, cou
     if not path.is_file():
         return None
     try:
-        report = json.loads(path.read_text())
+        report = json.loads(safeio.read_text(path))
         if not isinstance(report, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
         reason = f"unreadable ReFrame report: {exc}"
-        writer.write("quarantine", [_quarantine(run_id, path, base, reason)])
+        writer.write("quarantine", [_quarantine_file(run_id, path, base, reason)])
         counts.quarantined += 1
         counts.problems.append(f"{path}: {reason}")
         return None
     return report
 
 
-def _quarantine(run_id, path, base, reason):
-    sha = sha256_file(path) if Path(path).is_file() else None
+def _quarantine_file(run_id, path, base, reason):
+    sha = sha256_file(path, regular_only=True) if Path(path).is_file() else None
     return {"run_id": run_id, "path": _rel(path, base), "sha256": sha, "reason": reason}
 
 
@@ -832,7 +864,7 @@ def _benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campa
     for path in found:
         case = cases.get(path.parent.relative_to(output).as_posix())
         try:
-            lines = path.read_text().splitlines()
+            lines = safeio.read_text(path).splitlines()
         except OSError as exc:
             lines, problems = [], [str(exc)]
         else:
@@ -846,18 +878,83 @@ def _benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campa
             writer.write(table, rows)
         if problems:
             reason = "benchmark output lines left out: " + "; ".join(problems)
-            writer.write("quarantine", [_quarantine(run_id, path, base, reason)])
+            writer.write("quarantine", [_quarantine_file(run_id, path, base, reason)])
             counts.quarantined += 1
             counts.problems.append(f"{path}: {reason}")
 
 
-def _read_logs(logs, run_info: dict, writer, pool, counts: Counts, progress=None, task=None):
-    """Read logs ((path, path relative to the store's base, sha256, os.stat_result) items) with
-    the pool and write their rows, or quarantine each one that fails with its reason, as they
-    come back; yields the number of logs done after each batch."""
+class LogFile(NamedTuple):
+    """A log found in a run or a tree: its path, its path relative to the store's base, lstat
+    (never followed: a link is not read), and, once hashed, its sha256; problem: why it is
+    quarantined without being read (not a regular file, cannot be hashed)."""
+
+    path: str
+    rel: str
+    st: os.stat_result
+    sha: str | None = None
+    problem: str | None = None
+
+
+_FILE_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+               (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))  # fmt: skip
+
+
+def _not_regular(st: os.stat_result) -> str | None:
+    if stat.S_ISREG(st.st_mode):
+        return None
+    kind = next((name for test, name in _FILE_KINDS if test(st.st_mode)), "not a regular file")
+    return f"not read: {kind}, not a regular file"
+
+
+def scan_logs(folder: Path, base: Path):
+    """The folder's Darshan logs (*.darshan, any depth; symlinks, to files or folders, never
+    followed) as LogFile items with lstat, in a stable order; a generator: a facility tree is
+    walked, not listed into memory first. A *.darshan that is not a regular file comes with its
+    problem, to be quarantined without being opened."""
+    top = Path(folder).resolve()
+    for dirpath, dirs, files in os.walk(top):
+        dirs.sort()
+        names = sorted(files) + [d for d in dirs if d.endswith(".darshan")]
+        for name in names:
+            if name.endswith(".darshan"):
+                path = os.path.join(dirpath, name)
+                st = os.lstat(path)
+                yield LogFile(path, _rel(path, base), st, problem=_not_regular(st))
+
+
+def hashed(log: LogFile) -> LogFile:
+    """log with its sha256, or with the problem that kept it from being hashed."""
+    if log.problem:
+        return log
+    try:
+        return log._replace(sha=sha256_file(log.path, regular_only=True))
+    except OSError as exc:
+        return log._replace(problem=f"not read: {exc.strerror or exc}")
+
+
+def _facts(log: LogFile) -> tuple:
+    """What the pool hands the reader with the log: logrows.LOG_FACTS."""
+    return log.rel, log.sha, log.st.st_size, log.st.st_mtime_ns
+
+
+def _read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None, task=None):
+    """Reads logs (LogFile items) with the pool and writes their rows, or quarantines each one
+    that fails with its reason, as they come back; yields the number of logs done after each
+    batch. ``writers()`` is the writer to write to at that moment (a tree commits and starts a
+    new one every commit_every logs, while the pool still reads)."""
     run_id = run_info["run_id"]
-    items = ((str(path), (rel, sha, st.st_size, st.st_mtime_ns)) for path, rel, sha, st in logs)
-    for batch in pool.map(items, context=run_info):
+
+    def readable():
+        for log in logs:
+            if log.problem:  # never handed to a reader
+                _quarantine(writers(), counts, run_id, log.path, _facts(log), log.problem)
+                yield None
+            else:
+                yield log.path, _facts(log)
+
+    for batch in pool.map((item for item in readable() if item), context=run_info):
+        writer = writers()
         if batch.payload:
             jobs, files, probes, layouts = batch.payload
             writer.write("jobs", jobs)
@@ -865,28 +962,34 @@ def _read_logs(logs, run_info: dict, writer, pool, counts: Counts, progress=None
             writer.write("probes", probes)
             writer.write("lustre", layouts)
             counts.logs_ingested += len(batch.done)
-        for (path, (rel, sha, size, mtime_ns)), reason in batch.failed:
-            row = {
-                "run_id": run_id,
-                "path": rel,
-                "sha256": sha,
-                "reason": reason,
-                "size": size,
-                "mtime_ns": mtime_ns,
-            }
-            writer.write("quarantine", [row])
-            counts.quarantined += 1
-            counts.problems.append(f"{path}: {reason}")
+        for (path, facts), reason in batch.failed:
+            _quarantine(writer, counts, run_id, path, facts, reason)
         if progress:
             progress.advance(task, len(batch.done) + len(batch.failed))
         yield len(batch.done) + len(batch.failed)
+
+
+def _quarantine(writer, counts: Counts, run_id: str, path: str, facts: tuple, reason: str):
+    rel, sha, size, mtime_ns = facts
+    writer.write("quarantine", [{"run_id": run_id, "path": rel, "sha256": sha, "reason": reason,
+                                 "size": size, "mtime_ns": mtime_ns}])  # fmt: skip
+    counts.quarantined += 1
+    counts.problems.append(f"{path}: {reason}")
+
+
+def _manifest_run_id(run_dir: Path, manifest: dict) -> str:
+    run_id = str(manifest.get("run_id") or run_dir.name)
+    try:
+        return catalog_mod.check_part_name(run_id)
+    except catalog_mod.CatalogError as exc:
+        raise IngestError(f"{run_dir / 'manifest.json'}: run_id: {exc}") from None
 
 
 def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress=None) -> bool:
     """Ingest one run directory; returns False when it was skipped (already in the store)."""
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
-    run_id = str(manifest.get("run_id") or run_dir.name)
+    run_id = _manifest_run_id(run_dir, manifest)
     base = run_dir.resolve().parent
     manifest_sha = sha256_file(run_dir / "manifest.json")
     old = store.run_row(run_id)
@@ -904,20 +1007,19 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
         "system_config": system_config if isinstance(system_config, dict) else None,
     }
 
-    logs = run_logs(run_dir)
-    hashes = {path: sha256_file(path) for path in logs}
+    logs = [hashed(log) for log in scan_logs(run_dir / "darshan", base)]
     elsewhere = store.known_hashes(exclude_run=run_id)
     # Logs this run already has (a re-ingest after the manifest changed) are carried over,
     # unless its tables were written with other columns (an older iostudy): then read again.
     current = old and store.has_current_tables(run_id)
-    carried = {h for h in hashes.values() if h not in elsewhere} if current else set()
+    carried = {g.sha for g in logs if g.sha and g.sha not in elsewhere} if current else set()
     todo, seen = [], set()
-    for path, sha in hashes.items():
-        if sha in elsewhere or sha in seen:
+    for log in logs:
+        if log.sha and (log.sha in elsewhere or log.sha in seen):
             counts.logs_skipped += 1
         else:
-            todo.append((path, sha))
-        seen.add(sha)
+            todo.append(log)
+        seen.add(log.sha)
 
     writer = _RunWriter(store, run_id)
     try:
@@ -930,10 +1032,10 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
         for chunk in store.old_rows("quarantine", run_id, "sha256", carried):
             writer.write("quarantine", chunk)
             already |= set(chunk.column("sha256").to_pylist())
-        todo = [(p, _rel(p, base), s, p.stat()) for p, s in todo if s not in already]
+        todo = [log for log in todo if log.sha is None or log.sha not in already]
         counts.logs_skipped += len(already)
         task = progress.add_task(run_id, total=len(todo)) if progress else None
-        for _ in _read_logs(todo, run_info, writer, pool, counts, progress, task):
+        for _ in _read_logs(todo, run_info, lambda: writer, pool, counts, progress, task):
             pass
 
         report = _read_report(run_dir, base, writer, run_id, counts)
@@ -965,10 +1067,10 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
                 }
             ],
         )
+        writer.commit()
     except BaseException:
         writer.abort()
         raise
-    writer.commit()
     counts.runs_ingested += 1
     return True
 
@@ -976,8 +1078,9 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
 # -- a log tree ------------------------------------------------------------------------------
 
 # A facility's log tree (Darshan's <year>/<month>/<day>/ or any layout) is a source like a run:
-# its rows carry run_id "logs-<tree name>" and go into part files <table>/<run_id>.<part>.parquet,
-# one part per ingest (and per commit_every logs, so that a long ingest keeps what it read).
+# its rows carry run_id "logs-<tree name>" and go into parts <run_id>.<NNNNNN>, one part per
+# commit: every commit_every logs, and at the end, so that a long ingest keeps what it read.
+# Each commit puts the tree's runs row (part <run_id>) in place with the part.
 TREE_PREFIX = "logs-"
 TREE_STATUS = "log tree"  # a log tree's runs.status
 DEFAULT_STUDY = "characterization"
@@ -985,13 +1088,24 @@ DEFAULT_STUDY = "characterization"
 LOG_TABLES = ("jobs", "files", "probes", "lustre", "quarantine")
 
 
+def is_run_manifest(path: Path) -> bool:
+    """Whether path is an iostudy run's manifest.json (a JSON object with a run_id and a
+    campaign), not any file of that name a facility's tree may hold."""
+    try:
+        data = json.loads(safeio.read_text(path))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "run_id" in data and "campaign" in data
+
+
 def source_kind(path: Path) -> str:
-    """ "run" (a run directory: it has manifest.json) or "tree" (a folder of logs, any depth);
-    raises IngestError for anything else, and for a folder of run directories (each must be
-    named: a tree ingest would lose their manifests)."""
+    """ "run" (a run directory: it has an iostudy manifest.json) or "tree" (a folder of logs,
+    any depth); raises IngestError for anything else, and for a folder of run directories (each
+    must be named: a tree ingest would lose their manifests)."""
     if not path.is_dir():
         raise IngestError(f"{path}: not a directory (give a run directory or a tree of logs)")
-    if (path / "manifest.json").is_file():
+    manifest = path / "manifest.json"
+    if manifest.is_file() and is_run_manifest(manifest):
         return "run"
     runs = sorted(p.parent.name for p in path.glob("*/manifest.json"))
     if runs:
@@ -1000,25 +1114,11 @@ def source_kind(path: Path) -> str:
             f"{path}: holds run directories ({shown}); give them as RUN_DIR arguments "
             f"(e.g. {path}/*) so that their manifests are read"
         )
-    if next(tree_logs(path), None) is None:
-        raise IngestError(
-            f"{path}: not a run directory (no manifest.json) and no *.darshan log below it"
-        )
+    if next(scan_logs(path, path), None) is None:
+        what = "manifest.json is not an iostudy run manifest" if manifest.exists() else (
+            "no manifest.json")  # fmt: skip
+        raise IngestError(f"{path}: not a run directory ({what}) and no *.darshan log below it")
     return "tree"
-
-
-def tree_logs(tree: Path):
-    """The tree's Darshan logs (*.darshan, any depth, symlinks not followed) as (path, path
-    relative to the tree's parent), in a stable order; a generator: a facility tree is walked,
-    not listed into memory first."""
-    top = tree.resolve()
-    skip = len(str(top.parent).rstrip("/")) + 1
-    for folder, dirs, files in os.walk(top):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith(".darshan"):
-                path = os.path.join(folder, name)
-                yield path, path[skip:]
 
 
 def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
@@ -1036,19 +1136,65 @@ def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
     return {path: (size, mtime) for path, size, mtime in rows}
 
 
+def _tree_parts(store: Store, run_id: str) -> dict[str, list[str]]:
+    """table -> the names of the tree's committed parts in it."""
+    catalog = store.catalog()
+    return {t: sorted(n for n, p in catalog.parts(t).items() if p.run_id == run_id and n != run_id)
+            for t in LOG_TABLES}  # fmt: skip
+
+
 def _next_part(store: Store, run_id: str) -> int:
-    parts = [int(p.suffixes[-2][1:]) for t in LOG_TABLES
-             for p in (store.root / t).glob(f"{run_id}.*.parquet")
-             if p.suffixes[-2][1:].isdigit()]  # fmt: skip
-    return max(parts, default=0) + 1
+    numbers = [int(n.rsplit(".", 1)[1]) for names in _tree_parts(store, run_id).values()
+               for n in names if n.rsplit(".", 1)[-1].isdigit()]  # fmt: skip
+    return max(numbers, default=0) + 1
 
 
-def _tree_run_row(store: Store, run_id: str, tree: Path, base: Path, study, system):
-    writer = _RunWriter(store, run_id, tables=("runs",))
-    writer.write("runs", [{"run_id": run_id, "system": system, "status": TREE_STATUS,
-                           "manifest_path": _rel(tree, base), "study": study,
-                           "ingested": utc_naive(datetime.now(timezone.utc))}])  # fmt: skip
-    writer.commit()
+def _drop_rewritten(store: Store, run_id: str, paths: set[str], commit: catalog_mod.Commit):
+    """Adds to commit the tree's committed parts without the rows of the logs at paths (logs
+    rewritten in place since they were read: their new content replaces them)."""
+    if not paths:
+        return
+    parts = _tree_parts(store, run_id)
+    wanted = pa.array(sorted(paths), pa.string())
+    old_shas = set()
+    for name in parts["jobs"]:
+        jobs = pq.read_table(store.catalog().part_path("jobs", name), columns=["log_path",
+                             "log_sha256"])  # fmt: skip
+        hit = jobs.filter(pc.is_in(jobs["log_path"], value_set=wanted))
+        old_shas |= set(hit["log_sha256"].to_pylist())
+    shas = pa.array(sorted(old_shas), pa.string())
+    keys = {"quarantine": ("path", wanted), "jobs": ("log_path", wanted)}
+    for table, names in parts.items():
+        column, values = keys.get(table, ("log_sha256", shas))
+        for name in names:
+            _put_filtered(store, table, name, run_id, column, values, commit)
+
+
+def _put_filtered(store, table, name, run_id, column, values, commit: catalog_mod.Commit):
+    """Adds to commit a copy of the part without the rows whose column is in values (when it
+    has any)."""
+    data = pq.read_table(store.catalog().part_path(table, name))
+    drop = pc.is_in(data[column], value_set=values)
+    if not pc.any(drop).as_py():
+        return
+    kept = data.filter(pc.invert(drop))
+    tmp = store.root / table / f"{name}.parquet.tmp"
+    pq.write_table(kept, tmp)
+    commit.put(table, name, tmp, run_id, kept.num_rows)
+
+
+def _tree_run_row(run_id: str, tree: Path, base: Path, study, system) -> dict:
+    return {"run_id": run_id, "system": system, "status": TREE_STATUS,
+            "manifest_path": _rel(tree, base), "study": study,
+            "ingested": utc_naive(datetime.now(timezone.utc))}  # fmt: skip
+
+
+def _tree_run_id(tree: Path, name) -> str:
+    run_id = TREE_PREFIX + (name or tree.resolve().name)
+    try:
+        return catalog_mod.check_part_name(run_id)
+    except catalog_mod.CatalogError as exc:
+        raise IngestError(f"{tree}: the tree's name (--name): {exc}") from None
 
 
 def ingest_tree(
@@ -1057,45 +1203,37 @@ def ingest_tree(
 ) -> bool:  # fmt: skip
     """Ingest the logs of a tree that are new since its last ingest; returns False when there
     were none. A log is new when its path is not in the store with the same size and mtime
-    (checked by stat alone) and its content (sha256) is in no run or tree of the store."""
+    (checked by stat alone) and its content (sha256) is in no run or tree of the store. A log
+    rewritten in place (same path, new size or mtime) replaces its earlier rows."""
     tree = Path(tree)
-    run_id = TREE_PREFIX + (name or tree.resolve().name)
+    run_id = _tree_run_id(tree, name)
     base = tree.resolve().parent
     read_before = _tree_index(store, run_id)
     known = store.known_hashes()
+    rewritten: set[str] = set()  # found since the last commit: their old rows go with the next
+    found = 0
     task = progress.add_task(f"{run_id} (finding new logs)", total=None) if progress else None
 
     def new_logs():
         """The tree's logs to read, found while the first ones are read; the progress total
         grows with them."""
-        found = 0
-        for path, rel in tree_logs(tree):
-            st = os.stat(path)
-            if read_before.get(rel) == (st.st_size, st.st_mtime_ns):
+        nonlocal found
+        for log in scan_logs(tree, base):
+            before = read_before.get(log.rel)
+            if before == (log.st.st_size, log.st.st_mtime_ns):
                 counts.logs_skipped += 1
                 continue
-            sha = sha256_file(path)
-            if sha in known:  # the same log under another path, or in another source
+            if before is not None:
+                rewritten.add(log.rel)
+            log = hashed(log)
+            if log.sha in known:  # the same log under another path, or in another source
                 counts.logs_skipped += 1
                 continue
-            known.add(sha)
+            known.add(log.sha)
             found += 1
             if progress:
                 progress.update(task, total=found)
-            yield path, rel, sha, st
-        if progress:
-            progress.update(task, total=found, description=run_id)
-
-    todo = new_logs()
-    first = next(todo, None)
-    if first is None:
-        if progress:
-            progress.update(task, total=0, description=run_id)
-        if store.run_row(run_id):
-            counts.runs_skipped += 1
-            return False
-    else:
-        todo = itertools.chain([first], todo)
+            yield log
 
     system_config = config.load_system(system) if system else None
     run_info = {"run_id": run_id, "campaign": None, "system": system,
@@ -1103,24 +1241,38 @@ def ingest_tree(
     part = _next_part(store, run_id)
 
     def part_writer():
-        return _RunWriter(store, f"{run_id}.{part:06d}", tables=LOG_TABLES, all_tables=False)
+        return _RunWriter(store, f"{run_id}.{part:06d}", tables=(*LOG_TABLES, "runs"),
+                          all_tables=False, run_id=run_id, names={"runs": run_id})  # fmt: skip
+
+    def commit_part():
+        writer.write("runs", [_tree_run_row(run_id, tree, base, study, system)])
+        commit = catalog_mod.Commit(store.root)
+        _drop_rewritten(store, run_id, rewritten, commit)
+        writer.commit(commit)
+        rewritten.clear()
+
+    def current_writer():
+        return writer
 
     writer = part_writer()
     try:
         since_commit = 0
-        for n in _read_logs(todo, run_info, writer, pool, counts, progress, task):
+        for n in _read_logs(new_logs(), run_info, current_writer, pool, counts, progress, task):
             since_commit += n
             if since_commit >= commit_every:  # keep what is read so far
-                since_commit = 0
-                writer.commit()
-                _tree_run_row(store, run_id, tree, base, study, system)
-                part += 1
+                commit_part()
+                since_commit, part = 0, part + 1
                 writer = part_writer()
+        if progress:
+            progress.update(task, total=found, description=run_id)
+        if not found and not rewritten and store.run_row(run_id):
+            writer.abort()
+            counts.runs_skipped += 1
+            return False
+        commit_part()
     except BaseException:
         writer.abort()
         raise
-    writer.commit()
-    _tree_run_row(store, run_id, tree, base, study, system)
     counts.runs_ingested += 1
     return True
 
@@ -1141,20 +1293,23 @@ def import_parts(store_root, table: str, parts, console) -> str:
 
 
 def write_import(store_root, name: str, rows: list[dict], imported: datetime, table: str) -> Path:
-    """Writes rows as STORE/<table>/<name>.parquet, a table of IMPORTED_TABLES (a temporary file
-    renamed into place; an import of the same name replaces it), each with the imported time."""
+    """Commits rows as the part ``name`` of a table of IMPORTED_TABLES (an import of the same
+    name replaces it), each with the imported time; returns the part's file. The caller holds
+    the store's lock."""
     schema = TABLES[table]
-    path = Path(store_root) / table / f"{name}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    catalog_mod.check_part_name(name)
+    folder = Path(store_root) / table
+    folder.mkdir(parents=True, exist_ok=True)
     data = [{c: r.get(c) for c in schema.names} | {"imported": imported} for r in rows]
-    tmp = path.with_suffix(".parquet.tmp")
+    tmp = folder / f"{name}.parquet.tmp"
     try:
         pq.write_table(pa.Table.from_pylist(data, schema), tmp)
-        os.replace(tmp, path)
+        commit = catalog_mod.Commit(Path(store_root))
+        commit.put(table, name, tmp, None, len(data))
+        return commit.apply().part_path(table, name)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return path
 
 
 # -- queries -------------------------------------------------------------------------------------
@@ -1174,13 +1329,14 @@ def _sql_string(text: str) -> str:
 
 
 def _create_views(con, root: Path):
+    """One view per table over the files the store's catalog names (iostudy.catalog): what one
+    commit made visible, all of it."""
+    catalog = catalog_mod.load(root)
     for table, schema in TABLES.items():
-        folder = (Path(root) / table).resolve()
-        if any(folder.glob("*.parquet")):
-            source = (
-                f"SELECT * FROM read_parquet({_sql_string(str(folder / '*.parquet'))}, "
-                "union_by_name = true)"
-            )
+        files = [str(p.resolve()) for p in catalog.files(table)]
+        if files:
+            listed = ", ".join(_sql_string(f) for f in files)
+            source = f"SELECT * FROM read_parquet([{listed}], union_by_name = true)"
         else:  # no run ingested yet: an empty table with the right columns
             cols = ", ".join(f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in schema)
             source = f"SELECT {cols} WHERE false"
