@@ -2,7 +2,9 @@
 another site's, tampering rejected, a second import a no-op, and the cross-site report."""
 
 import csv
+import io
 import json
+import re
 import tarfile
 from pathlib import Path
 
@@ -127,3 +129,56 @@ def test_cross_site_report_from_two_sites(site_a, tmp_path):
     assert {"site-a/local", "site-b/local", "site-a/testcluster", "site-b/testcluster"} <= systems
     html = (reports / "quick" / "v1" / "index.html").read_text()
     assert 'id="cross-site"' in html or "cross-site" in html
+
+
+LOGS = ("mpi-io-test-x86_64-3.5.0", "mpi-io-test-x86_64-3.4.0", "mpi-io-test-ppc64-3.1.8")
+
+
+def tree_store(root: Path, logs: Path, *system: str) -> Path:
+    """Three real logs as a facility log tree, ingested (with --system SYSTEM when given)."""
+    tree = root / "tree"
+    tree.mkdir(parents=True)
+    for name in LOGS:
+        log = logs / "release_logs" / f"{name}.darshan"
+        (tree / log.name).write_bytes(log.read_bytes())
+    store_dir = root / "store"
+    argv = ["ingest", str(tree), "--store", str(store_dir), "--study", "characterization"]
+    assert cli.main(argv + (["--system", *system] if system else [])) == 0
+    return store_dir
+
+
+def test_export_of_a_log_tree_without_system(tmp_path, darshan_logs):
+    """A log tree ingested without --system has runs of no system: exported, with no system
+    description (it has none), and imported elsewhere."""
+    store_dir = tree_store(tmp_path, darshan_logs)
+    out = tmp_path / "tree.tar"
+    assert cli.main(["export", "--store", str(store_dir), "--out", str(out), "--site", "s1"]) == 0
+    with tarfile.open(out) as tar:
+        meta = json.load(tar.extractfile(bundle.META))
+        names = tar.getnames()
+    assert [r["system"] for r in meta["runs"]] == [None]
+    assert meta["systems"] == [] and not [n for n in names if n.startswith("systems/")]
+    assert cli.main(["import", str(out), "--store", str(tmp_path / "other")]) == 0
+    assert len(store.read_table(tmp_path / "other", "jobs")) == len(LOGS)
+
+
+def test_anonymized_export_of_real_logs(tmp_path, darshan_logs):
+    """The jobs of real logs hold numeric uids: an anonymized bundle holds their pseudonyms
+    (strings) instead, the same uid the same pseudonym, and imports."""
+    store_dir = tree_store(tmp_path, darshan_logs, "local")
+    own = store.read_table(store_dir, "jobs")
+    out = tmp_path / "anon.tar"
+    argv = ["export", "--store", str(store_dir), "--out", str(out), "--site", "s2", "--anonymize"]
+    assert cli.main(argv) == 0
+    with tarfile.open(out) as tar:
+        (member,) = [m for m in tar.getmembers() if m.name.startswith("tables/jobs/")]
+        jobs = pq.read_table(io.BytesIO(tar.extractfile(member).read()))
+    uids = jobs["uid"].to_pylist()
+    assert all(re.fullmatch(r"uid-[0-9a-f]{10}", u) for u in uids)
+    assert not {str(u) for u in own["uid"]} & set(uids)
+    # equal uids, equal pseudonyms (the logs' uids from the store, by log)
+    by_log = dict(zip(jobs["log_sha256"].to_pylist(), uids, strict=True))
+    for uid in set(own["uid"]):
+        assert len({by_log[s] for s in own.loc[own["uid"] == uid, "log_sha256"]}) == 1
+    assert cli.main(["import", str(out), "--store", str(tmp_path / "other")]) == 0
+    assert sorted(store.read_table(tmp_path / "other", "jobs")["uid"]) == sorted(uids)

@@ -49,6 +49,7 @@ from rich.console import Console
 
 from . import __version__, catalog, config, provenance
 from . import store as store_mod
+from .anonymize import COLUMNS, AnonymizeError, Anonymizer
 
 FORMAT = "iostudy-bundle/1"
 META = "bundle.json"
@@ -121,13 +122,23 @@ def _anonymized_manifest(manifest: dict, anonymizer) -> dict:
     return out
 
 
+def _anonymized_schema(schema: pa.Schema) -> pa.Schema:
+    """schema with the columns the anonymizer rewrites as strings: their values become
+    pseudonyms, also where the store keeps numbers (uid 1000 -> uid-3f9a0c21d4)."""
+    for i, field in enumerate(schema):
+        if field.name in COLUMNS:
+            schema = schema.set(i, field.with_type(pa.string()))
+    return schema
+
+
 def _table_bytes(path: Path, anonymizer) -> bytes:
     if anonymizer is None:
         return path.read_bytes()
     table = pq.read_table(path)
     frame = anonymizer.frame(table.to_pandas())
+    schema = _anonymized_schema(table.schema)
     sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(frame, schema=table.schema, preserve_index=False), sink)
+    pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), sink)
     return sink.getvalue()
 
 
@@ -153,9 +164,10 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
     results = Path(results) if results else store.parent
     anonymizer = None
     if anonymize:
-        from .anonymize import Anonymizer
-
-        anonymizer = Anonymizer.for_store(store)
+        try:
+            anonymizer = Anonymizer.for_store(store)
+        except AnonymizeError as exc:
+            raise BundleError(str(exc)) from None
     foreign = imported_files(store)
     con = store_mod.connect(store)
     try:
@@ -187,7 +199,8 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
                 systems[system] = effective["system"]  # runs are in time order: the latest
     for run_id, reason in missing.items():
         console.print(f"export: warning: manifest of {run_id} left out: {reason}", markup=False)
-    for system in {r[1] for r in runs} - systems.keys():
+    # a log tree ingested without --system has no system, hence no description
+    for system in {r[1] for r in runs if r[1]} - systems.keys():
         try:
             systems[system] = config.load_system(system)
         except config.ConfigError:
@@ -397,6 +410,7 @@ def import_bundle(bundle, store, console=None) -> dict:
             for folder in ("manifests", "systems"):
                 if (work / folder).is_dir():
                     shutil.copytree(work / folder, site_dir / folder, dirs_exist_ok=True)
+            site_dir.mkdir(parents=True, exist_ok=True)  # a bundle of log trees has no manifest
             shutil.copy(work / META, site_dir / f"bundle-{bundle_id[:16]}.json")
             record.parent.mkdir(exist_ok=True)
             text = json.dumps({"site": site, "id": bundle_id, "files": written,
