@@ -10,9 +10,11 @@ import pytest
 from darshan.backend.cffi_backend import accumulate_records
 
 from iostudy import cli, jobstats, store
+from tests import logcraft
 from tests.conftest import DARSHAN_LOGS
 
 ALL_LOGS = sorted(DARSHAN_LOGS.rglob("*.darshan"))
+DLIO = "dlio_logs/snyder_python3_id3116902-2110365_12-19-66957-188958432683465822_1.darshan"
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +112,32 @@ def test_columns_and_scope(test_log_store):
             assert -1e-6 <= float(r["md_cost_pct"]) <= 100 + 1e-6 or "ppc64" in r["log"]
         per_proc = int(r["bytes_read"]) + int(r["bytes_written"])
         assert math.isclose(float(r["mib_per_proc"]), per_proc / 2**20 / int(r["nprocs"]))
+
+
+def test_totals_near_the_bound_over_several_jobs(tmp_path, capsys):
+    """Two jobs whose POSIX records each moved just under 2^62 bytes (every value plausible):
+    a job's total passes 2^63, which a SUM cast to BIGINT cannot hold; `iostudy jobs` gives
+    them (as floats: an int64 cannot)."""
+    near = 2**62 - 1
+    data = (DARSHAN_LOGS / DLIO).read_bytes()  # 1 process, 27 POSIX records
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for job in (1, 2):
+        crafted = logcraft.set_job(data, jobid=job)
+        for k in range(4):
+            crafted = logcraft.set_counter(crafted, "POSIX", k, "POSIX_BYTES_WRITTEN", near)
+            crafted = logcraft.set_counter(crafted, "POSIX", k, "POSIX_BYTES_READ", near)
+        (tree / f"job{job}.darshan").write_bytes(crafted)
+    st = tmp_path / "store"
+    assert cli.main(["ingest", str(tree), "--store", str(st)]) == 0
+    rows = _jobs_csv(st, "--module", "POSIX")
+    assert [r["jobid"] for r in rows] == ["1", "2"]
+    for r in rows:
+        # 4 records of (2^62 - 1); the other records' bytes are below 2^40 (the log's own)
+        for col in ("bytes_read", "bytes_written"):
+            assert float(r[col]) == pytest.approx(4 * near, rel=1e-6), col
+        assert float(r["unique_bytes"]) == pytest.approx(8 * near, rel=1e-6)  # read + written
+        assert float(r["mib_per_proc"]) == pytest.approx(8 * near / 2**20, rel=1e-6)
 
 
 def test_bad_module_and_missing_store_are_clear_errors(tmp_path, capsys):

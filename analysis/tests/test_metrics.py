@@ -112,6 +112,27 @@ def test_job_without_records():
     assert empty["bytes"] == 0 and math.isnan(empty["mib_s_per_cn"])
 
 
+def test_totals_near_the_bound_do_not_wrap_around():
+    """Records each just under 2^62 bytes (the plausibility bound): 4 of them pass 2^63, which
+    int64 sums wrap to negative numbers. Job J4: 4 unique files of (2^62 - 1) bytes written
+    and one shared file of (2^62 - 1) read; J5: 2 files of 2^61 bytes, exact as int64."""
+    near = 2**62 - 1
+    files = pd.DataFrame(
+        [frec("J4", k, f"/d/W{k}", bytes_written=near, write_time=1.0) for k in range(4)]
+        + [frec("J4", -1, "/d/R", bytes_read=near, open_start=1.0, read_end=2.0)]
+        + [frec("J5", 0, f"/d/V{k}", bytes_written=2**61, write_time=1.0) for k in range(2)]
+    )
+    out = metrics.job_throughput(files, jobs_table(("J4", 4, 1), ("J5", 1, 1)))
+    j4, j5 = (out[out["log_sha256"] == j].iloc[0] for j in ("J4", "J5"))
+    assert j4["bytes_written"] == pytest.approx(float(4 * near), rel=1e-15)
+    assert j4["bytes"] == pytest.approx(float(5 * near), rel=1e-15)
+    assert j4["unique_bytes"] == pytest.approx(float(4 * near), rel=1e-15)
+    assert j4["shared_bytes"] == pytest.approx(near, rel=1e-15)
+    assert j5["bytes_written"] == 2**62
+    # J4 unique form: each rank wrote its 2^62 - 1 bytes in 1 s
+    assert j4["mib_s"] == pytest.approx(5 * near / MiB / 1.0, rel=1e-12)
+
+
 # Job J3, 4 ranks, one node, the benchmark's files in its model directories:
 #   n1-p4-f4-m1 (file per process): rank k writes 1 MiB, meta 0.01 s + write (0.05 + 0.01 k) s;
 #     slowest rank 3: 0.09 s -> 4 MiB / 0.09 s = 44.44 MiB/s

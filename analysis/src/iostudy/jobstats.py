@@ -25,6 +25,10 @@ they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF
   procs_per_file (processes per file, weighted by bytes): seed 003's model coordinates.
 - interfaces: POSIX, STDIO, MPI-IO, HDF5, PnetCDF, from the log's modules (whatever the scope).
 - read_* / write_*: accesses per size bin (POSIX, and MPI-IO's aggregate sizes).
+- flags: why some of the log's values are stored as null (:mod:`iostudy.plausibility`; JSON).
+
+Totals are summed as HUGEINT (int64 when every one fits below 2^53, else float64): many
+plausible values can add up past 2^63.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import logrows, sacct
+from . import logrows, metrics, sacct
 from . import store as store_mod
 from .numfmt import MIB
 
@@ -55,6 +59,10 @@ INTERFACES = {
 INTERFACE_ORDER = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
 STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
 SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in logrows.SIZE_BINS]
+# Totals the query sums: HUGEINT there (SUM of BIGINT), never cast back to BIGINT, where they could
+# overflow; int64 here when they are exact (metrics.integral).
+SUMMED = ["bytes_read", "bytes_written", "unique_bytes", "shared_bytes", "partial_bytes",
+          *SIZE_COLUMNS]  # fmt: skip
 # The columns the issue asks for first, then the rest.
 COLUMNS = [
     "log", "jobid", "nprocs", "nodes", "bytes_read", "bytes_written", "io_time_slowest_s",
@@ -63,7 +71,7 @@ COLUMNS = [
     "module", "run_id", "log_sha256", "system", "uid", "user", "account", "exe", "start",
     "cores", "elapsed_s", "files", "creates_per_proc",
     "unique_bytes", "shared_bytes", "partial_bytes", "unique_files", "shared_files",
-    "partial_files", *SIZE_COLUMNS,
+    "partial_files", *SIZE_COLUMNS, "flags",
 ]  # fmt: skip
 
 _QUERY = """
@@ -87,7 +95,7 @@ per_file AS (
            bool_or(rank = -1) AS reduced,
            COUNT(DISTINCT rank) FILTER (WHERE rank >= 0) AS ranks,
            MIN(rank) AS min_rank,
-           SUM(bytes_read + bytes_written)::BIGINT AS bytes,
+           SUM(bytes_read::HUGEINT + bytes_written) AS bytes,
            bool_or(mode > 0) AS created
     FROM f GROUP BY ALL
 ),
@@ -103,9 +111,9 @@ by_file AS (
     SELECT log_sha256,
            COUNT(*) AS files,
            COUNT(*) FILTER (WHERE created) AS created_files,
-           (SUM(bytes) FILTER (WHERE class = 'unique'))::BIGINT AS unique_bytes,
-           (SUM(bytes) FILTER (WHERE class = 'shared'))::BIGINT AS shared_bytes,
-           (SUM(bytes) FILTER (WHERE class = 'partial'))::BIGINT AS partial_bytes,
+           SUM(bytes) FILTER (WHERE class = 'unique') AS unique_bytes,
+           SUM(bytes) FILTER (WHERE class = 'shared') AS shared_bytes,
+           SUM(bytes) FILTER (WHERE class = 'partial') AS partial_bytes,
            COUNT(*) FILTER (WHERE class = 'unique') AS unique_files,
            COUNT(*) FILTER (WHERE class = 'shared') AS shared_files,
            COUNT(*) FILTER (WHERE class = 'partial') AS partial_files,
@@ -117,15 +125,15 @@ by_file AS (
 movers AS (  -- processes that moved bytes
     SELECT log_sha256, bool_or(rank = -1) AS all_ranks,
            COUNT(DISTINCT rank) FILTER (WHERE rank >= 0) AS ranks
-    FROM f WHERE bytes_read + bytes_written > 0 GROUP BY ALL
+    FROM f WHERE bytes_read > 0 OR bytes_written > 0 GROUP BY ALL
 ),
 by_log AS (
     SELECT log_sha256,
-           SUM(bytes_read)::BIGINT AS bytes_read, SUM(bytes_written)::BIGINT AS bytes_written,
+           SUM(bytes_read) AS bytes_read, SUM(bytes_written) AS bytes_written,
            SUM(slowest_rank_time) FILTER (WHERE rank = -1) AS shared_time,
            SUM(meta_time) AS meta, SUM(meta_time + read_time + write_time) AS io,
-           SUM(reads + writes) FILTER (WHERE module = 'posix')::BIGINT AS posix_ops,
-           SUM(seq_ops)::BIGINT AS seq_ops, SUM(unaligned)::BIGINT AS unaligned,
+           SUM(reads::HUGEINT + writes) FILTER (WHERE module = 'posix') AS posix_ops,
+           SUM(seq_ops) AS seq_ops, SUM(unaligned) AS unaligned,
            bool_or(module = 'posix') AS has_posix,
            {size_sums}
     FROM f GROUP BY ALL
@@ -135,6 +143,7 @@ SELECT j.log_path AS log, j.jobid, j.nprocs, COALESCE(j.sched_nodes, j.nodes) AS
        COALESCE(u.t, 0) + COALESCE(b.shared_time, 0) AS io_time_slowest_s,
        j.run_id, j.log_sha256, j.system, j.uid, j."user", j.account, j.exe, j.start,
        j.cores, COALESCE(j.elapsed_s, j.run_time) AS elapsed_s, j.modules AS log_modules,
+       j.flags,
        COALESCE(fl.files, 0) AS files,
        CASE WHEN b.has_posix THEN fl.created_files END AS created_files,
        100.0 * b.meta / NULLIF(b.io, 0) AS md_cost_pct,
@@ -208,10 +217,12 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     query = _QUERY.format(
         modules=", ".join(f"'{m}'" for m in modules),
         sched=_sched_sql(con),
-        size_sums=", ".join(f"SUM({c})::BIGINT AS {c}" for c in SIZE_COLUMNS),
+        size_sums=", ".join(f"SUM({c}) AS {c}" for c in SIZE_COLUMNS),
         size_cols=", ".join(f"COALESCE(b.{c}, 0) AS {c}" for c in SIZE_COLUMNS),
     )
     df = con.execute(query).df()
+    for col in SUMMED:
+        df[col] = metrics.integral(df[col])
     nprocs = df["nprocs"].where(df["nprocs"] > 0)
     total = df["bytes_read"] + df["bytes_written"]
     df["agg_perf_mib_s"] = total / MIB / df["io_time_slowest_s"].where(df["io_time_slowest_s"] > 0)
@@ -248,8 +259,9 @@ def cmd_jobs(args) -> int:
         with pd.option_context("display.max_columns", 20, "display.width", 200):
             print(table[COLUMNS[:18]].to_string(index=False))
     scope = "+".join(scope_modules(args.module))
-    print(f"jobs: {len(table)} jobs of {args.store} (modules {scope}) to {args.out or 'stdout'}",
-          file=sys.stderr)  # fmt: skip
+    flagged = int(table["flags"].notna().sum())
+    print(f"jobs: {len(table)} jobs of {args.store} (modules {scope}; {flagged} flagged) to "
+          f"{args.out or 'stdout'}", file=sys.stderr)  # fmt: skip
     return 0
 
 

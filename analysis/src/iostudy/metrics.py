@@ -53,6 +53,17 @@ _ENDS = {"both": ("read_end", "write_end"), "write": ("write_end",), "read": ("r
 
 JOB_KEYS = ["run_id", "log_sha256"]
 MODEL_KEYS = ["n", "p", "f", "m"]
+# Totals of bytes and counts are summed as float64: exact up to 2^53 (8 PiB), rounded beyond,
+# never wrapped around as int64 sums silently are (a store's values are each below 2^62,
+# iostudy.plausibility, but many of them add up past 2^63).
+EXACT = 2**53
+
+
+def integral(totals: pd.Series) -> pd.Series:
+    """Totals (summed as float64, NaN: none) as int64 when every one is exact (up to 2^53),
+    else as float64: an int64 cannot hold every sum of int64 values."""
+    totals = totals.astype(float).fillna(0)
+    return totals.astype("int64") if (totals.abs() <= EXACT).all() else totals
 
 
 def _shared_mask(files: pd.DataFrame, keys: list[str]) -> pd.Series:
@@ -77,7 +88,7 @@ def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
     keys = list(keys)
     byte_cols, time_cols = _KINDS[kind]
     f = files.copy()
-    f["_bytes"] = f[list(byte_cols)].fillna(0).sum(axis=1)
+    f["_bytes"] = f[list(byte_cols)].astype(float).fillna(0).sum(axis=1)
     f["_time"] = f[list(time_cols)].fillna(0).sum(axis=1)
     f["_end"] = f[list(_ENDS[kind])].fillna(0).max(axis=1)
     # A start of 0 means "not opened" (the job's clock starts before any open): such records
@@ -86,7 +97,7 @@ def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
     f["_shared"] = _shared_mask(f, keys)
 
     groups = f.groupby(keys, dropna=False)
-    out = groups["_bytes"].sum().rename("bytes").to_frame()
+    out = integral(groups["_bytes"].sum()).rename("bytes").to_frame()
 
     uniq = f[~f["_shared"]]
     per_rank = uniq.groupby([*keys, "rank"], dropna=False)["_time"].sum()
@@ -106,7 +117,9 @@ def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
     out["shared_files"] = s["elapsed"].size()
     out["shared_time"] = s["elapsed"].max()
 
-    for col in ("unique_bytes", "shared_bytes", "unique_files", "shared_files"):
+    for col in ("unique_bytes", "shared_bytes"):
+        out[col] = integral(out[col])
+    for col in ("unique_files", "shared_files"):
         out[col] = out[col].fillna(0).astype("int64")
     for col in ("unique_time", "shared_time"):
         out[col] = out[col].fillna(0.0).astype(float)
@@ -133,7 +146,12 @@ def job_throughput(
     modules = tuple(modules)
     sel = files[files["module"].isin(modules)] if "module" in files.columns else files
     agg = io_time(sel, JOB_KEYS, "both")
-    rw = sel.groupby(JOB_KEYS, dropna=False)[["bytes_read", "bytes_written"]].sum()
+    rw = (
+        sel[["bytes_read", "bytes_written"]]
+        .astype(float)
+        .groupby([sel[k] for k in JOB_KEYS], dropna=False)
+        .sum()
+    )
     agg = agg.merge(rw.reset_index(), on=JOB_KEYS, how="left")
     job_cols = [
         c
@@ -154,7 +172,7 @@ def job_throughput(
     ]
     out = jobs[JOB_KEYS + job_cols].merge(agg, on=JOB_KEYS, how="left")
     for col in ("bytes", "bytes_read", "bytes_written"):
-        out[col] = out[col].fillna(0).astype("int64")
+        out[col] = integral(out[col])
     out.insert(len(JOB_KEYS) + len(job_cols), "modules", "+".join(modules))
     nodes = out["nodes"] if "nodes" in out.columns else 1
     out["mib_s_per_cn"] = out["mib_s"] / nodes
@@ -319,7 +337,7 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
         for op, (byte_col, time_col) in IOR_OPERATIONS.items():
             if phase not in (None, op):
                 continue
-            nbytes = int(mine[byte_col].fillna(0).sum())
+            nbytes = int(mine[byte_col].astype(float).sum())
             per_rank = mine[time_col].fillna(0).groupby(mine["rank"]).sum()
             busy = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
             moved = mine[mine[byte_col].fillna(0) > 0]
@@ -386,7 +404,8 @@ def ior_crosscheck(
         "transfer_size", "block_size", "procs", "nodes", "operation",
     ]  # fmt: skip
     runs = (
-        ior.groupby(keys, dropna=False)
+        ior.astype({"aggregate_bytes": float})
+        .groupby(keys, dropna=False)
         .agg(
             iterations=("iteration", "nunique"),
             ior_bytes=("aggregate_bytes", "sum"),
