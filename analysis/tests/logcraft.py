@@ -198,12 +198,16 @@ def flip_bits(data: bytes, count: int, seed: int, start: int = 0, end: int | Non
     """``data`` with ``count`` bits flipped at offsets drawn with ``seed`` from [start, end);
     returns (the bytes, [(offset, bit)])."""
     rng = random.Random(seed)
-    out = bytearray(data)
     flips = [(rng.randrange(start, len(data) if end is None else end), rng.randrange(8))
              for _ in range(count)]  # fmt: skip
     for offset, bit in flips:
-        out[offset] ^= 1 << bit
-    return bytes(out), flips
+        data = flip(data, offset, bit)
+    return data, flips
+
+
+def flip(data: bytes, offset: int, bit: int) -> bytes:
+    """``data`` with bit ``bit`` (0: the lowest) of the byte at ``offset`` flipped."""
+    return data[:offset] + bytes([data[offset] ^ 1 << bit]) + data[offset + 1 :]
 
 
 def truncate(data: bytes, size: int) -> bytes:

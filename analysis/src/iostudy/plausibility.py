@@ -177,7 +177,8 @@ def _record_problems(mod, stored, log, sums, skip) -> list[str]:
 
     def where(i: int) -> str:
         rid = int(records["id"][i])
-        return f"{mod} record {rid} ({names.get(rid, 'no name')!r}, rank {records['rank'][i]})"
+        name = f"{names[rid]!r}, " if rid in names else ""
+        return f"{mod} record {rid} ({name}rank {records['rank'][i]})"
 
     problems = []
     unnamed = [i for i, rid in enumerate(records["id"].tolist()) if rid not in names]
