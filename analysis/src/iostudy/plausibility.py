@@ -45,6 +45,7 @@ Quirks (stored, flagged):
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from typing import NamedTuple
@@ -94,13 +95,18 @@ class Quirk(NamedTuple):
 def summed(mod: str, counters: np.ndarray) -> np.ndarray:
     """A module's counters (records x counters) as they are summed: a not-monitored -1 (or
     -nprocs) counts as 0. The array itself when nothing changes."""
-    cnames = record_layout(mod).cnames
-    idx = [cnames.index(c) for c in NOT_MONITORED.get(mod, ())]
+    idx = _not_monitored(mod)
     if not idx or not (counters[:, idx] < 0).any():
         return counters
     out = counters.copy()
     out[:, idx] = np.maximum(out[:, idx], 0)
     return out
+
+
+@functools.cache
+def _not_monitored(mod: str) -> list[int]:
+    cnames = record_layout(mod).cnames
+    return [cnames.index(c) for c in NOT_MONITORED.get(mod, ())]
 
 
 def check(log: dict, path: str, sums: Callable[[str], dict]) -> list[Quirk]:
@@ -190,56 +196,74 @@ def _record_problems(mod, stored, log, sums, skip) -> list[str]:
     problems += [f"{where(i)}: rank {ranks[i]} not in [-1, nprocs {nprocs})" for i in bad[:1]]
     problems += _counter_problems(mod, lay.cnames, counters, nprocs, where)
     problems += _time_problems(mod, lay.fnames, fcounters, log, skip, where)
-    problems += _sum_problems(summed(mod, counters), sums, where)
+    problems += _sum_problems(mod, summed(mod, counters), sums, where)
     return problems
 
 
-def _first_bad(values: np.ndarray, ok: np.ndarray, name: str, why: str, where) -> list[str]:
-    """A problem naming the first value of a column that is not ok, if any."""
-    bad = np.flatnonzero(~ok)
-    return [f"{where(bad[0])}: {name} = {values[bad[0]]!r} {why}"] if len(bad) else []
+def _first_bad(values: np.ndarray, ok: np.ndarray, names, why, where) -> list[str]:
+    """A problem naming the first value not ok of each column (values and ok: records x
+    columns) that has one; ``why``: column -> its bound in words."""
+    if ok.all():  # a clean log: no loop
+        return []
+    problems = []
+    for k in np.flatnonzero(~ok.all(axis=0)):
+        i = np.flatnonzero(~ok[:, k])[0]
+        problems.append(f"{where(i)}: {names[k]} = {values[i, k].item()!r} {why(k)}")
+    return problems
+
+
+@functools.cache
+def _counter_bounds(mod: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per counter of a module: whether it may hold -1 per rank (not monitored), and whether
+    it is no count at all (not checked)."""
+    cnames = record_layout(mod).cnames
+    return (np.array([c in NOT_MONITORED.get(mod, ()) for c in cnames]),
+            np.array([c in NOT_COUNTS.get(mod, ()) for c in cnames]))  # fmt: skip
 
 
 def _counter_problems(mod, cnames, counters, nprocs, where) -> list[str]:
-    problems = []
-    sentinels, exempt = NOT_MONITORED.get(mod, ()), NOT_COUNTS.get(mod, ())
-    for k, name in enumerate(cnames):
-        if name in exempt:
-            continue
-        v = counters[:, k]
-        low = -max(nprocs, 1) if name in sentinels else 0
-        problems += _first_bad(v.tolist(), (v >= low) & (v < MAX_COUNT), name,
-                               f"not in [{low}, 2^62)", where)  # fmt: skip
-    return problems
+    sentinel, exempt = _counter_bounds(mod)
+    low = np.where(sentinel, -max(nprocs, 1), 0)
+    ok = ((counters >= low) & (counters < MAX_COUNT)) | exempt
+    return _first_bad(counters, ok, cnames, lambda k: f"not in [{low[k]}, 2^62)", where)
+
+
+@functools.cache
+def _time_bounds(mod: str, upconverted: bool) -> tuple[np.ndarray, np.ndarray, list]:
+    """Per fcounter of a module: whether it is a variance (no upper bound), whether it may be
+    -1 (a timestamp the reader up-converted), and its bound in words."""
+    fnames = record_layout(mod).fnames
+    variance = np.array(["_VARIANCE_RANK_" in f for f in fnames])
+    minus_one = np.array([upconverted and f.endswith(UPCONVERTED_TIMES) for f in fnames])
+    why = ["not a finite variance >= 0" if v else "s not in [0, 2^32 s)" for v in variance]
+    return variance, minus_one, why
 
 
 def _time_problems(mod, fnames, fcounters, log, skip, where) -> list[str]:
-    problems = []
     upconverted = log["modules"][mod]["ver"] < UPCONVERTED_BEFORE.get(mod, 0)
-    for k, name in enumerate(fnames):
-        if name in skip:
-            continue
-        v = fcounters[:, k]
-        finite = np.isfinite(v)
-        if "_VARIANCE_RANK_" in name:
-            ok, why = finite & (v >= 0), "not a finite variance >= 0"
-        else:
-            ok, why = finite & (v >= 0) & (v < MAX_SECONDS), "s not in [0, 2^32 s)"
-            if upconverted and name.endswith(UPCONVERTED_TIMES):
-                ok |= v == -1
-        problems += _first_bad(v.tolist(), ok, name, why, where)
-    return problems
+    variance, minus_one, why = _time_bounds(mod, upconverted)
+    with np.errstate(invalid="ignore"):  # NaN compares false: not ok
+        ok = (fcounters >= 0) & ((fcounters < MAX_SECONDS) | (variance & np.isfinite(fcounters)))
+        ok |= minus_one & (fcounters == -1)
+    if skip:
+        ok |= np.array([f in skip for f in fnames])
+    return _first_bad(fcounters, ok, fnames, why.__getitem__, where)
 
 
-def _sum_problems(counters, sums: dict, where) -> list[str]:
+def _sum_problems(mod, counters, sums: dict, where) -> list[str]:
     """The stored sums of counters (files columns), in floating point: no wrap-around."""
-    problems = []
-    for column, idx in sums.items():
-        if len(idx) > 1:
-            total = counters[:, idx].astype(float).sum(axis=1)
-            problems += _first_bad(total.tolist(), total < MAX_COUNT, f"the sum {column}",
-                                   "not below 2^62", where)  # fmt: skip
-    return problems
+    if mod not in _SUM_PLANS:
+        summed = {column: idx for column, idx in sums.items() if len(idx) > 1}
+        adds = np.zeros((counters.shape[1], len(summed)))  # counters x sums: 1 where it adds
+        for j, idx in enumerate(summed.values()):
+            adds[idx, j] = 1
+        _SUM_PLANS[mod] = (adds, [f"the sum {column}" for column in summed])
+    adds, names = _SUM_PLANS[mod]
+    totals = counters.astype(float) @ adds
+    return _first_bad(totals, totals < MAX_COUNT, names, lambda k: "not below 2^62", where)
+
+
+_SUM_PLANS: dict = {}  # module -> (counters x sums matrix, the sums' names), made once
 
 
 def _lustre_problems(layouts: list) -> list[str]:
