@@ -38,6 +38,7 @@ FILE = "catalog.json"
 FORMAT = "iostudy-store-catalog/1"
 # A part's name becomes a file name: no separators, no leading dot, nothing a shell quotes.
 PART_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=-]{0,199}$")
+_COMMITTED_NAME = re.compile(r"@\d+\.parquet$")
 
 
 class CatalogError(Exception):
@@ -111,7 +112,10 @@ def _legacy(root: Path) -> Catalog:
     tables = {}
     if root.is_dir():
         for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-            files = sorted(folder.glob("*.parquet"))
+            # <name>@<generation>.parquet: a part of a catalog's time whose commit never came
+            files = sorted(
+                f for f in folder.glob("*.parquet") if not _COMMITTED_NAME.search(f.name)
+            )
             if files:
                 tables[folder.name] = {f.stem: Part(f.name, part_run(f.stem), None) for f in files}
     return Catalog(root, 0, tables)
@@ -200,9 +204,9 @@ def recover(root, tables) -> list[Path]:
     without a catalog gets one first, naming its files as they are. Returns what was removed."""
     root = Path(root)
     if not (root / FILE).is_file():
-        if not root.is_dir():
-            return []
-        _write(_legacy(root))
+        legacy = _legacy(root)
+        if legacy.tables:  # else a new store (or one whose first commit died): no catalog yet
+            _write(legacy)
     with contextlib.suppress(FileNotFoundError):
         (root / FILE).with_suffix(".json.tmp").unlink()
     catalog = load(root)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from . import __version__, config, logmerge, profiles
+from .catalog import CatalogError
 from .darshanlog import DarshanLogError, read_log
 from .summary import summarize
 
@@ -205,6 +206,9 @@ def main(argv=None):
     args = build_parser(argv).parse_args(argv)
     try:
         return args.func(args)
+    except CatalogError as exc:  # any command that reads a store whose catalog is damaged
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader of our output went away (e.g. `| head`): not an error worth a traceback.
         sys.stdout = open(os.devnull, "w")

@@ -30,6 +30,7 @@ results/ moves.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
 import json
@@ -69,6 +70,9 @@ DEFAULT_STORE = config.DEFAULT_STORE
 DATABASE = "store.duckdb"
 LOCK = ".lock"
 DEFAULT_UMASK = "027"
+# Logs a worker reads per answer of the pool, and the default --commit-every.
+READ_BATCH = 64
+DEFAULT_COMMIT_EVERY = 20_000
 # Exit status for "the input could not be used", as in iostudy.cli.
 EXIT_BAD_INPUT = 2
 
@@ -912,7 +916,7 @@ def scan_logs(folder: Path, base: Path):
     followed) as LogFile items with lstat, in a stable order; a generator: a facility tree is
     walked, not listed into memory first. A *.darshan that is not a regular file comes with its
     problem, to be quarantined without being opened."""
-    top = Path(folder).resolve()
+    top, base = Path(folder).resolve(), Path(base).resolve()
     for dirpath, dirs, files in os.walk(top):
         dirs.sort()
         names = sorted(files) + [d for d in dirs if d.endswith(".darshan")]
@@ -920,7 +924,8 @@ def scan_logs(folder: Path, base: Path):
             if name.endswith(".darshan"):
                 path = os.path.join(dirpath, name)
                 st = os.lstat(path)
-                yield LogFile(path, _rel(path, base), st, problem=_not_regular(st))
+                rel = Path(os.path.relpath(path, base)).as_posix()  # the link's, not its target's
+                yield LogFile(path, rel, st, problem=_not_regular(st))
 
 
 def hashed(log: LogFile) -> LogFile:
@@ -1121,19 +1126,20 @@ def source_kind(path: Path) -> str:
     return "tree"
 
 
-def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int]]:
-    """{log path: (size, mtime_ns)} of every log of the tree already read (ingested or
-    quarantined): those are not read, nor even hashed, again."""
+def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int, str | None]]:
+    """{log path: (size, mtime_ns, sha256)} of every log of the tree already read (ingested or
+    quarantined): those whose size and mtime are unchanged are not read, nor even hashed,
+    again."""
     con = connect(store.root)
     try:
         rows = con.execute(
-            "SELECT log_path, log_size, log_mtime_ns FROM jobs WHERE run_id = $1 "
-            "UNION ALL SELECT path, size, mtime_ns FROM quarantine WHERE run_id = $1",
+            "SELECT log_path, log_size, log_mtime_ns, log_sha256 FROM jobs WHERE run_id = $1 "
+            "UNION ALL SELECT path, size, mtime_ns, sha256 FROM quarantine WHERE run_id = $1",
             [run_id],
         ).fetchall()
     except duckdb.BinderException:  # a store written before the columns existed
         return {}
-    return {path: (size, mtime) for path, size, mtime in rows}
+    return {path: (size, mtime, sha) for path, size, mtime, sha in rows}
 
 
 def _tree_parts(store: Store, run_id: str) -> dict[str, list[str]]:
@@ -1199,7 +1205,7 @@ def _tree_run_id(tree: Path, name) -> str:
 
 def ingest_tree(
     tree, store: Store, pool: ReaderPool, counts: Counts, progress=None, name=None,
-    study=DEFAULT_STUDY, system=None, commit_every=20_000,
+    study=DEFAULT_STUDY, system=None, commit_every=DEFAULT_COMMIT_EVERY,
 ) -> bool:  # fmt: skip
     """Ingest the logs of a tree that are new since its last ingest; returns False when there
     were none. A log is new when its path is not in the store with the same size and mtime
@@ -1219,14 +1225,17 @@ def ingest_tree(
         grows with them."""
         nonlocal found
         for log in scan_logs(tree, base):
-            before = read_before.get(log.rel)
-            if before == (log.st.st_size, log.st.st_mtime_ns):
+            size, mtime_ns, old_sha = read_before.get(log.rel, (None, None, None))
+            if (size, mtime_ns) == (log.st.st_size, log.st.st_mtime_ns):
                 counts.logs_skipped += 1
                 continue
-            if before is not None:
-                rewritten.add(log.rel)
             log = hashed(log)
-            if log.sha in known:  # the same log under another path, or in another source
+            if log.sha is not None and log.sha == old_sha:  # touched, not changed
+                counts.logs_skipped += 1
+                continue
+            if size is not None:
+                rewritten.add(log.rel)
+            if log.sha is not None and log.sha in known:  # under another path, or source
                 counts.logs_skipped += 1
                 continue
             known.add(log.sha)
@@ -1375,9 +1384,15 @@ def ingest(
     counts = Counts()
     console = console or Console(stderr=True)
     kinds = [(Path(d), source_kind(Path(d))) for d in sources]  # all checked before any is read
+    for path, kind in kinds:
+        if kind == "run":
+            _manifest_run_id(path, load_manifest(path))
     if (tree_options or {}).get("name") and sum(k == "tree" for _, k in kinds) > 1:
         raise IngestError("--name names one log tree; give one LOGTREE per ingest to use it")
-    pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout)
+    # a commit comes between batches: none larger than the commit interval
+    commit_every = (tree_options or {}).get("commit_every") or DEFAULT_COMMIT_EVERY
+    batch = max(1, min(READ_BATCH, commit_every))
+    pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout, batch)
     pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
     with pool, store.locked(console):
         progress = Progress(
@@ -1428,6 +1443,13 @@ def cmd_ingest(args):
     options = {"name": args.name, "study": args.study, "system": args.system,
                "commit_every": args.commit_every}  # fmt: skip
     return ingest_and_report(args.sources, args.store, args.jobs, args.timeout, options)
+
+
+def _log_count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: a number of logs, at least 1")
+    return value
 
 
 def register(groups) -> None:
@@ -1483,10 +1505,10 @@ def register(groups) -> None:
     )
     tree.add_argument(
         "--commit-every",
-        type=int,
-        default=20_000,
+        type=_log_count,
+        default=DEFAULT_COMMIT_EVERY,
         metavar="N",
-        help="put what is read in place every N logs, so that an interrupted ingest keeps it "
-        "(default 20000)",
+        help="commit what is read every N logs, so that an interrupted ingest keeps it; a "
+        f"commit puts every table's part in place at once (default {DEFAULT_COMMIT_EVERY})",
     )
     p.set_defaults(func=cmd_ingest)
