@@ -5,13 +5,18 @@ hmmsearch) whose per-file table must hold the store's numbers."""
 import csv
 import io
 import json
+import os
+import subprocess
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from iostudy import apps, store
 from iostudy.cli import main
+from tests import logcraft
+from tests.rundirs import RUNTIME
 
 RUN1, RUN2 = "20260302T090000Z-apps-local", "20260303T090000Z-apps-local"
 SCRATCH = "/scratch/hmmer_check_0"
@@ -346,3 +351,110 @@ def test_report_of_a_real_hmmer_campaign(configs_copy, tmp_path, capsys):
     perf = list(csv.DictReader(io.StringIO((v1 / "app-perf-hmmer_check.csv").read_text())))
     assert sorted(r["config"] for r in perf) == ["A", "B", "C"]
     assert all(float(r["elapsed_s"]) >= 0 for r in perf)
+
+
+# Near the store's bound (iostudy.plausibility: values below 2^62) and multiples of 2^14, so
+# that float64 holds every sum below 2^67 exactly: totals past 2^53 are float64 (as
+# metrics.integral makes them), and these must still equal the sums of the values written.
+UNIT = 2**14
+NEAR = 2**62 - 64 * UNIT
+
+
+def runtime_log(log: Path, cwd: Path, tags: str, *command: str) -> bytes:
+    """The log of a command run non-MPI under iostudy's runtime, tagged like a campaign job."""
+    if not RUNTIME.is_file():
+        pytest.fail(f"{RUNTIME} not found: run `make setup` (it builds the runtime)")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DARSHAN_", "IOSTUDY_")) and k not in ("LD_PRELOAD", "SLURM_JOB_ID")
+    }
+    env |= {"LD_PRELOAD": str(RUNTIME), "DARSHAN_ENABLE_NONMPI": "1",
+            "DARSHAN_LOGFILE": str(log), "IOSTUDY_LOG_TAGS": tags}  # fmt: skip
+    with open(cwd / "input.txt", "rb") as stdin:
+        subprocess.run(command, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.DEVNULL,
+                       check=True, timeout=60)  # fmt: skip
+    return log.read_bytes()
+
+
+def near_bound(data: bytes, module: str, counters: list[str]) -> tuple[bytes, list[dict]]:
+    """The log with the counters of each record of module set near the bound, distinct per
+    record and counter; and the values written, per record."""
+    wrote = []
+    for k in range(len(logcraft.records(data, module))):
+        values = {c: NEAR + (10 * k + i) * UNIT for i, c in enumerate(counters)}
+        for counter, value in values.items():
+            data = logcraft.set_counter(data, module, k, counter, value)
+        wrote.append(values)
+    return data, wrote
+
+
+def test_report_totals_near_the_bound_do_not_wrap_around(tmp_path):
+    """Two logs of application checks whose records each hold values just under 2^62, every
+    value plausible: `sed` reading an HMM file and a database through STDIO (hmmer_check,
+    configuration A) and `tee` writing two files through POSIX (btio_check). Their sums over
+    records pass 2^63, where int64 sums wrap around. Through a real ingest and report build,
+    each total is the sum of the values written."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "families.hmm").write_text("HMMER3/f\n")
+    (work / "db.fa").write_text(">seq1\nACGT\n")
+    (work / "input.txt").write_text("x" * 1000)
+    tags = "campaign=apps;system=local;environ=gnu;repetition=0;check="
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    sed = runtime_log(tmp_path / "sed.darshan", work, tags + "hmmer_check;config=A",
+                      "sed", "-n", "p", "families.hmm", "db.fa")  # fmt: skip
+    assert len(logcraft.records(sed, "STDIO")) == 2  # the two files sed read
+    stdio = ["STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN", "STDIO_READS", "STDIO_WRITES",
+             "STDIO_SEEKS"]  # fmt: skip
+    sed, sed_stdio = near_bound(sed, "STDIO", stdio)
+    sizes = [NEAR + k * UNIT for k in (1, 2)]  # a file's size: its highest byte + 1
+    for k, size in enumerate(sizes):
+        sed = logcraft.set_counter(sed, "STDIO", k, "STDIO_MAX_BYTE_READ", size - 1)
+    (tree / "sed.darshan").write_bytes(sed)
+    tee = runtime_log(tmp_path / "tee.darshan", work, tags + "btio_check;problem_class=S",
+                      "tee", "a.dat", "b.dat")  # fmt: skip
+    posix = ["POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN",
+             "POSIX_FILE_NOT_ALIGNED"]  # fmt: skip
+    tee, tee_posix = near_bound(tee, "POSIX", posix)
+    tee, tee_stdio = near_bound(tee, "STDIO", stdio[:2])
+    (tree / "tee.darshan").write_bytes(tee)
+    st, reports = tmp_path / "store", tmp_path / "reports"
+    ingest = ["ingest", str(tree), "--store", str(st), "--study", "apps", "--system", "local"]
+    assert main(ingest) == 0
+    build = ["report", "build", "--store", str(st), "--study", "apps", "--reports", str(reports)]
+    assert main(build) == 0
+    v = reports / "apps" / "v1"
+
+    def total(records, *counters):
+        return sum(r[c] for r in records for c in counters)
+
+    def whole(text):
+        return int(float(text))
+
+    # HMMER's table: the totals row sums the two files (a file's size: its highest byte + 1).
+    rows = _csv_rows(v / "hmmer-files-local.csv")
+    assert sorted(r["role"] for r in rows) == ["HMM (input)", "sequence DB (input)", "totals"]
+    (totals,) = [r for r in rows if r["role"] == "totals"]
+    assert whole(totals["file_size_bytes"]) == sum(sizes)
+    assert whole(totals["io_volume_bytes"]) == total(sed_stdio, *stdio[:2]) > 2**63
+    assert whole(totals["io_count"]) == total(sed_stdio, "STDIO_READS", "STDIO_WRITES")
+    assert whole(totals["seek_count"]) == total(sed_stdio, "STDIO_SEEKS")
+
+    # The access patterns: a row per log, its sums over the log's records of a module.
+    (access,) = list(v.glob("app-access-*.csv"))
+    by_check = {r["check"]: r for r in _csv_rows(access)}
+    hmmer, btio = by_check["hmmer_check"], by_check["btio_check"]
+    assert whole(hmmer["stdio_bytes"]) == total(sed_stdio, *stdio[:2])
+    assert whole(hmmer["posix_ops"]) == 0
+    ops = total(tee_posix, "POSIX_READS", "POSIX_WRITES")
+    assert whole(btio["posix_ops"]) == ops > 2**64
+    assert whole(btio["posix_bytes"]) == total(tee_posix, "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
+    assert whole(btio["stdio_bytes"]) == total(tee_stdio, *stdio[:2])
+    unaligned = total(tee_posix, "POSIX_FILE_NOT_ALIGNED")
+    assert float(btio["unaligned_pct"]) == pytest.approx(100 * unaligned / ops, rel=1e-12)
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(path.read_text())))

@@ -1,15 +1,19 @@
 """Seed 000's workload figures and tables (iostudy.workload) on a small hand-made job table whose
 expected values are worked out by hand below."""
 
+import csv
 import io
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from iostudy import report, workload
+from iostudy import cli, report, workload
+from tests import logcraft
+from tests.conftest import DARSHAN_LOGS, RELEASE_350
 
 MIB = 2**20
 SIZES = list(workload.SIZE_BINS)
@@ -472,3 +476,95 @@ def test_binary_bytes():
     assert workload.binary_bytes(512) == "512 B"
     assert workload.binary_bytes(1536) == "1.5 KiB"
     assert workload.binary_bytes(3 * 2**40) == "3 TiB"
+
+
+# Near the store's bound (iostudy.plausibility: values below 2^62) and multiples of 2^14, so
+# that float64 holds every sum below 2^67 exactly: totals past 2^53 are float64 (as
+# metrics.integral makes them), and these must still equal the sums of the values written.
+UNIT = 2**14
+NEAR = 2**62 - 64 * UNIT
+
+
+def _near_bound_log(job: int, nprocs: int, base: int) -> bytes:
+    """The 3.5.0 release log (a shared POSIX and MPI-IO record, rank -1; rank 0's <STDOUT>
+    STDIO record) as job ``job`` of nprocs processes with bytes of _near_bound_bytes."""
+    data = logcraft.set_job((DARSHAN_LOGS / RELEASE_350).read_bytes(), jobid=job, nprocs=nprocs)
+    for (module, counter), value in _near_bound_bytes(job, base).items():
+        data = logcraft.set_counter(data, module, 0, counter, value)
+    return data
+
+
+def _near_bound_bytes(job: int, base: int) -> dict:
+    """(module, counter) -> the bytes job ``job`` moved: base (NEAR or 0) and a few units
+    through POSIX and MPI-IO; a few units through STDIO."""
+    return {
+        ("POSIX", "POSIX_BYTES_READ"): base + job * UNIT,
+        ("POSIX", "POSIX_BYTES_WRITTEN"): base + (job + 10) * UNIT,
+        ("MPI-IO", "MPIIO_BYTES_READ"): base + (job + 20) * UNIT,
+        ("MPI-IO", "MPIIO_BYTES_WRITTEN"): base + (job + 30) * UNIT,
+        ("STDIO", "STDIO_BYTES_READ"): job * UNIT,
+        ("STDIO", "STDIO_BYTES_WRITTEN"): (job + 1) * UNIT,
+    }
+
+
+def _report_csv(v: Path, name: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO((v / f"{name}.csv").read_text())))
+
+
+def _row(rows, **where) -> int:
+    (row,) = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    return int(float(row["value"]))
+
+
+def test_report_totals_near_the_bound_do_not_wrap_around(tmp_path):
+    """Jobs 1-3 (4 processes) each moved just under 2^62 bytes through POSIX and MPI-IO, every
+    value plausible, job 4 (1 process) a few KiB: the bin and project totals pass 2^63, which
+    int64 sums wrap around and int64 casts turn into -2^63. Through a real ingest and report
+    build, each total is the sum of the values written."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    bases = {1: (4, NEAR), 2: (4, NEAR), 3: (4, NEAR), 4: (1, 0)}
+    for job, (nprocs, base) in bases.items():
+        (tree / f"job{job}.darshan").write_bytes(_near_bound_log(job, nprocs, base))
+    st, reports = tmp_path / "store", tmp_path / "reports"
+    assert cli.main(["ingest", str(tree), "--store", str(st), "--study", "near"]) == 0
+    build = ["report", "build", "--store", str(st), "--study", "near", "--reports", str(reports)]
+    assert cli.main(build) == 0
+    v = reports / "near" / "v1"
+    wrote = {job: _near_bound_bytes(job, base) for job, (_, base) in bases.items()}
+
+    def total(jobs, *keys):
+        return sum(wrote[j][k] for j in jobs for k in keys)
+
+    posix_r, posix_w = ("POSIX", "POSIX_BYTES_READ"), ("POSIX", "POSIX_BYTES_WRITTEN")
+    mpiio_r, mpiio_w = ("MPI-IO", "MPIIO_BYTES_READ"), ("MPI-IO", "MPIIO_BYTES_WRITTEN")
+    stdio_r, stdio_w = ("STDIO", "STDIO_BYTES_READ"), ("STDIO", "STDIO_BYTES_WRITTEN")
+    big = (1, 2, 3)
+    assert total(big, posix_r) > 2**63 and total(big, posix_r, posix_w) > 2**64
+
+    # No account (no Slurm accounting): one project; bytes of the POSIX and STDIO records.
+    (top,) = _report_csv(v, "top-projects")
+    assert top["project"] == "(unknown)" and top["jobs"] == "4"
+    every = tuple(bases)
+    assert int(float(top["bytes_read"])) == total(every, posix_r, stdio_r)
+    assert int(float(top["bytes_written"])) == total(every, posix_w, stdio_w)
+    assert int(float(top["bytes_moved"])) == total(every, posix_r, stdio_r, posix_w, stdio_w)
+
+    shares = _report_csv(v, "interfaces-by-size")
+    for measure, keys in (("bytes read", (posix_r, mpiio_r, stdio_r)),
+                          ("bytes written", (posix_w, mpiio_w, stdio_w))):  # fmt: skip
+        for interface, key in zip(("POSIX", "MPI-IO", "STDIO"), keys, strict=True):
+            for procs_min, jobs in (("4", big), ("1", (4,))):
+                got = _row(shares, procs_min=procs_min, measure=measure, category=interface)
+                assert got == total(jobs, key), (measure, interface, procs_min)
+    assert _row(shares, procs_min="4", measure="jobs", category="POSIX") == 3
+
+    # The POSIX file is shared by every process (N:1); rank 0's <STDOUT> is one process's (N:N).
+    strategy = _report_csv(v, "strategy-by-size")
+    for procs_min, jobs in (("4", big), ("1", (4,))):
+        n1 = _row(strategy, procs_min=procs_min, measure="bytes", category="N:1")
+        nn = _row(strategy, procs_min=procs_min, measure="bytes", category="N:N")
+        if procs_min == "4":
+            assert (n1, nn) == (total(jobs, posix_r, posix_w), total(jobs, stdio_r, stdio_w))
+        else:  # one process: every file is N:N
+            assert (n1, nn) == (0, total(jobs, posix_r, posix_w, stdio_r, stdio_w))

@@ -17,6 +17,10 @@ reframe-checks/README.md and iostudy.{btio,madbench,flashio,haccio,hmmer}.
 - Access patterns (what seeds 001 and 002 discuss), per run and application log: the share of
   POSIX accesses not aligned to the file system's block, the share of small ones (< 1 MiB), MPI-IO
   collective and independent operations, and the bytes moved through each module.
+
+Sums of counts and bytes are float64, integers when every one is exact
+(:func:`iostudy.metrics.integral`): a store's values are each below 2^62, but a few of them add
+up past 2^63, where int64 sums wrap around.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from . import checks, scaling
+from . import checks, metrics, scaling
 from .hmmer import RESULTS as HMMER_RESULTS
 from .numfmt import short
 
@@ -51,6 +55,9 @@ HMMER_ROLES = ("HMM (input)", "sequence DB (input)", "output", "other", "totals"
 HMMER_FIGURES = ["file_size_bytes", "io_volume_bytes", "io_time_s", "io_count", "seek_count"]
 HMMER_COLUMNS = ["run_id", "system", "environ", "config", "repetition", "jobid", "role", "file",
                  "path", *HMMER_FIGURES]  # fmt: skip
+#: the access table's sums of counts and bytes
+ACCESS_SUMS = ["posix_ops", "mpiio_coll_ops", "mpiio_indep_ops",
+               *(f"{m}_bytes" for m in BYTE_MODULES)]  # fmt: skip
 ACCESS_COLUMNS = ["run_id", "system", "environ", "check", "parameters", "repetition", "jobid",
                   "nprocs", "posix_ops", "unaligned_pct", "small_pct", "mpiio_coll_ops",
                   "mpiio_indep_ops", "collective_pct",
@@ -221,17 +228,27 @@ def hmmer_role(path, config) -> str:
     return "output" if output else "other"
 
 
+def _whole(sums: pd.Series) -> pd.Series:
+    """Sums (float64, NaN: unknown) as integers when every one is exact (metrics.integral),
+    an unknown one kept unknown."""
+    exact = metrics.integral(sums)
+    return exact.astype("Int64").where(sums.notna()) if exact.dtype == "int64" else sums
+
+
 def _file_figures(records: pd.DataFrame) -> dict:
     """A file's figures from its records (one per rank, or one shared): size from the highest
-    byte accessed, the others summed over the records."""
+    byte accessed, the others summed over the records (as float64, see the module docstring)."""
     top = pd.to_numeric(records["max_byte"], errors="coerce").max()
-    fill = lambda c: pd.to_numeric(records[c], errors="coerce").fillna(0)  # noqa: E731
+
+    def fill(column):
+        return pd.to_numeric(records[column], errors="coerce").astype(float).fillna(0)
+
     return {
-        "file_size_bytes": top + 1 if pd.notna(top) else np.nan,
-        "io_volume_bytes": int((fill("bytes_read") + fill("bytes_written")).sum()),
-        "io_time_s": float((fill("read_time") + fill("write_time") + fill("meta_time")).sum()),
-        "io_count": int((fill("reads") + fill("writes")).sum()),
-        "seek_count": int(fill("seeks").sum()),
+        "file_size_bytes": float(top) + 1 if pd.notna(top) else np.nan,
+        "io_volume_bytes": (fill("bytes_read") + fill("bytes_written")).sum(),
+        "io_time_s": (fill("read_time") + fill("write_time") + fill("meta_time")).sum(),
+        "io_count": (fill("reads") + fill("writes")).sum(),
+        "seek_count": fill("seeks").sum(),
     }
 
 
@@ -273,8 +290,10 @@ def hmmer_files(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
                              _sortable(r["repetition"]), _sortable(r["jobid"]),
                              str(r.get("path"))))  # fmt: skip
     out = pd.DataFrame(rows, columns=HMMER_COLUMNS)
-    integers = [c for c in HMMER_FIGURES if c != "io_time_s"] + ["repetition", "jobid"]
-    return out.astype({c: "Int64" for c in integers})
+    for column in HMMER_FIGURES:
+        if column != "io_time_s":
+            out[column] = _whole(out[column])
+    return out.astype({"repetition": "Int64", "jobid": "Int64"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,7 +315,7 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     counted = ["reads", "writes", "unaligned", "small_reads", "small_writes", "coll_ops",
                "indep_ops", "bytes_read", "bytes_written"]  # fmt: skip
     mine = files[files["log_sha256"].isin(apps["log_sha256"])]
-    numbers = mine[counted].apply(pd.to_numeric, errors="coerce").fillna(0)
+    numbers = mine[counted].apply(pd.to_numeric, errors="coerce").astype(float).fillna(0)
     sums = numbers.groupby([mine["log_sha256"], mine["module"]]).sum()
     rows = []
     for job in apps.to_dict("records"):
@@ -304,7 +323,7 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
 
         def total(module, *columns, sha=job["log_sha256"]):
             key = (sha, module)
-            return int(sums.loc[key, list(columns)].sum()) if key in sums.index else 0
+            return sums.loc[key, list(columns)].sum() if key in sums.index else 0.0
 
         ops = total("posix", "reads", "writes")
         coll, indep = total("mpiio", "coll_ops"), total("mpiio", "indep_ops")
@@ -334,6 +353,8 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=ACCESS_COLUMNS)
     rows.sort(key=lambda r: (str(r["_start"]), r["check"], _sortable(r["jobid"])))
     out = pd.DataFrame(rows, columns=ACCESS_COLUMNS)
+    for column in ACCESS_SUMS:
+        out[column] = _whole(out[column])
     return out.astype({"repetition": "Int64", "jobid": "Int64", "nprocs": "Int64"})
 
 

@@ -20,6 +20,10 @@ Job sizes are bins of processes on powers of two, [2^k, 2^(k+1)). A job with no 
 in the project "(unknown)". Large jobs are those with at least ``large_procs`` processes that
 moved at least ``large_mib`` MiB (seed 000: 1,024 and 500), the filter of Figs. 9, 10 and
 Table IV.
+
+Totals of bytes and counts are summed as float64 and shown as integers when every one is exact
+(:func:`iostudy.metrics.integral`): a store's values are each below 2^62, but many of them add
+up past 2^63, where int64 sums wrap around.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from . import jobstats, logrows, sacct
+from . import jobstats, logrows, metrics, sacct
 from .numfmt import MIB, panels, short
 
 if TYPE_CHECKING:
@@ -146,9 +150,8 @@ def interfaces_by_size(jobs: pd.DataFrame, module_bytes: pd.DataFrame | None = N
     per_job = None
     if module_bytes is not None and len(module_bytes):
         measured = set(module_bytes["interface"])
-        per_job = module_bytes.groupby(["log_sha256", "interface"])[
-            ["bytes_read", "bytes_written"]
-        ].sum()
+        summed = module_bytes.astype({"bytes_read": float, "bytes_written": float})
+        per_job = summed.groupby(["log_sha256", "interface"])[["bytes_read", "bytes_written"]].sum()
     for _, g in binned.groupby("procs_min", sort=True):
         head = g[SIZE_COLUMNS].iloc[0].tolist()
         n = len(g)
@@ -175,8 +178,8 @@ def interfaces_by_size(jobs: pd.DataFrame, module_bytes: pd.DataFrame | None = N
 
 
 def _integral_values(frame: pd.DataFrame) -> pd.DataFrame:
-    """Counts and bytes are whole numbers: shown and written without a fraction."""
-    frame["value"] = frame["value"].round().astype("int64")
+    """Counts and bytes are whole numbers: shown and written without a fraction when exact."""
+    frame["value"] = metrics.integral(frame["value"])
     return frame
 
 
@@ -223,12 +226,9 @@ def top_projects(jobs: pd.DataFrame, n: int = TOP) -> pd.DataFrame:
         bytes_written=("bytes_written", "sum"),
     )
     out["bytes_moved"] = out["bytes_read"] + out["bytes_written"]
-    out = (
-        out.round()
-        .astype({c: "int64" for c in columns[2:]})
-        .reset_index()
-        .sort_values(["bytes_moved", "project"], ascending=[False, True])
-    )
+    for column in columns[2:]:
+        out[column] = metrics.integral(out[column])
+    out = out.reset_index().sort_values(["bytes_moved", "project"], ascending=[False, True])
     return out.head(n).reset_index(drop=True)[columns]
 
 
