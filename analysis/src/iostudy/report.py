@@ -420,6 +420,10 @@ def counts_table(runs: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.Data
                 "I/O models measured": int(tables["iomodel"]["run_id"].isin(ids).sum()),
                 "ReFrame performance values": int(tables["perf"]["run_id"].isin(ids).sum()),
                 "quarantined inputs": int(tables["quarantine"]["run_id"].isin(ids).sum()),
+                # a flagged log is in the figures without the values it is known to hold wrongly
+                "flagged logs (values known wrong, stored as null)": int(
+                    tables["jobs"].loc[tables["jobs"]["run_id"].isin(ids), "flags"].notna().sum()
+                ),
             }
         )
     total = {"system": "all"}
