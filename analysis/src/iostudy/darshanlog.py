@@ -6,9 +6,11 @@ read "succeeds" with records missing (see the log-format reference, section 11.3
 read in a child process (:mod:`iostudy.darshanlog_worker`), and a non-zero exit, a signal, a
 timeout or any stderr line is an error naming the file.
 
-The child reads a private copy of the log, from inside a scratch directory: after a failed read,
-libdarshan-util's cleanup can unlink its log file using a path from freed memory, and raw inputs
-must never be modified.
+The child reads only a regular file (a symbolic link is followed: the path is the caller's), and
+only within the decompression bounds ``limits`` (:class:`iostudy.darshanlog_worker.Limits`): a
+small log can inflate to gigabytes. It reads the log through ``/proc/self/fd/N``, from inside a
+scratch directory: after a failed read, libdarshan-util's cleanup can unlink its log file using a
+path from freed memory, and raw inputs must never be modified.
 
 :func:`read_log` returns a dict of plain Python data (``json.dump`` accepts it; integer dict keys
 become strings there). Record ids are unsigned 64-bit ints and every counter an exact int (the
@@ -37,10 +39,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from .logpool import CRASHES
+from .darshanlog_worker import DEFAULT_LIMITS, Limits
+from .logpool import CRASHES, scratch_dir
 
 
 class DarshanLogError(Exception):
@@ -70,7 +72,7 @@ def _failure_reason(returncode, stdout):
     return error or f"reader exited with status {returncode}"
 
 
-def read_log(path, timeout=120):
+def read_log(path, timeout=120, limits: Limits = DEFAULT_LIMITS):
     """Return the content of the Darshan log at ``path`` (see the module docstring for the keys).
 
     Raises DarshanLogError.
@@ -83,24 +85,26 @@ def read_log(path, timeout=120):
     env = {
         k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("DARSHAN_")
     }
-    with tempfile.TemporaryDirectory(prefix="iostudy-read-") as scratch:
-        shutil.copyfile(path, Path(scratch, "log.darshan"))
-        # -W ignore: stderr is for libdarshan-util's complaints only, not Python warnings.
-        cmd = [sys.executable, "-W", "ignore", "-m", "iostudy.darshanlog_worker", "log.darshan"]
-        try:
-            # errors="replace": a crashing reader can print bytes from freed memory.
-            proc = subprocess.run(
-                cmd,
-                cwd=scratch,
-                env=env,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired as exc:
-            stderr = (exc.stderr or b"").decode(errors="replace").splitlines()
-            raise DarshanLogError(path, f"reader timed out after {timeout} s", stderr) from None
+    # -W ignore: stderr is for libdarshan-util's complaints only, not Python warnings.
+    cmd = [sys.executable, "-W", "ignore", "-m", "iostudy.darshanlog_worker", str(path.absolute())]
+    cmd.append(json.dumps(limits._asdict()))
+    scratch = scratch_dir()
+    try:
+        # errors="replace": a crashing reader can print bytes from freed memory.
+        proc = subprocess.run(
+            cmd,
+            cwd=scratch,
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        stderr = (exc.stderr or b"").decode(errors="replace").splitlines()
+        raise DarshanLogError(path, f"reader timed out after {timeout} s", stderr) from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     stderr = [line for line in proc.stderr.splitlines() if line.strip()]
     if proc.returncode != 0:
         raise DarshanLogError(path, _failure_reason(proc.returncode, proc.stdout), stderr)

@@ -12,11 +12,25 @@ Records come from ``log_get_generic_record`` one by one, which is what PyDarshan
 ``DarshanReport`` does underneath, without its per-record pandas work: ingest reads thousands of
 logs a second this way. Like ``DarshanReport``, only records whose id has a name are kept; the
 raw counts include the others.
+
+Before libdarshan-util sees a log, :func:`open_log` opens it without blocking and without
+following a symbolic link, refuses anything but a regular file (a FIFO or a device would hang or
+never end), and inflates the regions that will be read, counting and discarding the bytes, within
+the :class:`Limits`: a 5 MB log can inflate to gigabytes of records (a decompression bomb), which
+libdarshan-util would materialize whole. The log is then read through ``/proc/self/fd/N``: the
+very file checked, and a name whose unlink by libdarshan-util's cleanup after a failed read (it
+can use a path from freed memory) cannot remove the log.
 """
 
+import contextlib
+import errno
 import functools
 import json
+import os
+import stat
+import struct
 import sys
+import zlib
 from typing import NamedTuple
 
 import numpy as np
@@ -24,6 +38,34 @@ from darshan.backend import cffi_backend as backend
 
 # The generic-record modules iostudy reads (PyDarshan names).
 RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE")
+# Module ids of format 3.41 (the log-format reference, section 5) of every module read: the
+# record modules, LUSTRE and HEATMAP. Other modules (DXT traces...) are never inflated.
+READ_MODULES = {1: "POSIX", 2: "MPI-IO", 3: "H5F", 5: "PNETCDF_FILE", 8: "LUSTRE", 9: "STDIO",
+                15: "HEATMAP"}  # fmt: skip
+# The smallest record of the variable-size modules (base record and fixed part).
+MIN_RECORD = {"LUSTRE": 32, "HEATMAP": 48}
+# A region that inflates to less than this is harmless whatever its ratio: one compressed
+# record of zeros inflates 30 to 40 times (the real test logs' regions: up to 39x).
+RATIO_FLOOR = 1 << 20
+_CHUNK = 1 << 20  # bytes read, and inflated, at a time by the bound check
+_PIECE = 1 << 12  # bytes handed to zlib at a time
+
+
+class Limits(NamedTuple):
+    """What one log may inflate to before libdarshan-util reads it. The real test logs inflate
+    2 to 21 times as a whole and at most 39 times per region; zlib can reach about 1000."""
+
+    max_bytes: int = 256 << 20  # all the regions read, together
+    max_records: int = 1 << 20  # per module
+    max_ratio: float = 100.0  # per region past RATIO_FLOOR: inflated / compressed (declared)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class LogRefused(Exception):
+    """The log was not handed to libdarshan-util (not a regular file, over the Limits); the
+    message is the reason."""
 
 
 class _Layout(NamedTuple):
@@ -260,6 +302,14 @@ def _heatmaps(path):
     }
 
 
+def warm_up():
+    """Fill the per-process caches a read fills (record layouts, the record buffer and its
+    slots): a process that forks readers does it once, and each reader inherits them."""
+    for mod in RECORD_MODULES:
+        _buffers().slots(record_layout(mod).size)
+    _lustre_counters()
+
+
 def dump(path):
     """The content of the log at ``path`` as plain data (keys: see :mod:`iostudy.darshanlog`)."""
     log = read(path)
@@ -315,12 +365,152 @@ def read(path, full=True, stored=False):
     }
 
 
-def main():
-    if len(sys.argv) != 2:
-        print("usage: python -m iostudy.darshanlog_worker LOG", file=sys.stderr)
-        return 2
+@contextlib.contextmanager
+def open_log(path, limits: Limits, follow=False):
+    """The log at ``path``, checked (see the module docstring), as a name to read it by while
+    the context lasts. Raises LogRefused. ``follow``: follow a symbolic link (a path a user
+    named, not one found in a tree)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        data = dump(sys.argv[1])
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LogRefused("a symbolic link, not a regular file") from None
+        raise LogRefused(f"cannot open: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise LogRefused(f"not a regular file (mode {stat.filemode(mode)})")
+        check_inflation(fd, limits)
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
+
+
+class _Region(NamedTuple):
+    name: str  # "name" or the module's
+    offset: int
+    length: int  # compressed, as the header declares it
+
+
+def _header(fd):
+    """(compression type, [_Region] of the name region and of the modules read), or None when
+    the header is not one libdarshan-util accepts (then it says why itself)."""
+    head = os.pread(fd, 1328, 0)
+    version = head[:8].split(b"\0")[0]
+    if version not in (b"3.00", b"3.10", b"3.20", b"3.21", b"3.41"):
+        return None
+    legacy = version != b"3.41"
+    names_at, mods_at, slots = (24, 40, 16) if legacy else (32, 48, 64)
+    if len(head) < mods_at + 16 * slots:
+        return None
+    magic = int.from_bytes(head[8:16], "little")
+    order = "<" if magic == 6567223 else ">" if magic == 0x3735640000000000 else None
+    if order is None:
+        return None
+    regions = [_Region("name", *struct.unpack_from(order + "QQ", head, names_at))]
+    for slot in range(slots):
+        name = READ_MODULES.get(_module_id(slot, version))
+        if name:
+            regions.append(
+                _Region(name, *struct.unpack_from(order + "QQ", head, mods_at + 16 * slot))
+            )
+    return head[16], [r for r in regions if r.length]
+
+
+def _module_id(slot, version: bytes) -> int:
+    """The 3.41 id of module slot ``slot`` of a log of format ``version``: the reader inserts
+    H5D at 4 below 3.20 and PNETCDF_VAR at 6 below 3.41 (the reference, section 2.1)."""
+    if version < b"3.20" and slot >= 4:
+        slot += 1
+    if version < b"3.41" and slot >= 6:
+        slot += 1
+    return slot
+
+
+def check_inflation(fd, limits: Limits):
+    """Raise LogRefused if the regions read of the log at ``fd`` inflate past ``limits``.
+    Memory stays at a few chunks whatever the log; regions that do not inflate are left to
+    libdarshan-util, which says why."""
+    header = _header(fd)
+    if header is None:
+        return
+    compression, regions = header
+    total = 0
+    for region in regions:
+        bounds = _bounds(region, limits, limits.max_bytes - total)
+        stop = min(limit for limit, _ in bounds)
+        if compression == 0:  # zlib; bzip2 (1) is refused by the wheel's libdarshan-util
+            size = _inflated(fd, region, stop)
+        else:  # stored as is (2): what the file holds
+            size = min(region.length, max(0, os.fstat(fd).st_size - region.offset))
+        if size > stop:
+            raise LogRefused(next(reason for limit, reason in bounds if limit == stop))
+        total += size
+
+
+def _bounds(region: _Region, limits: Limits, left: int) -> list[tuple[int, str]]:
+    """[(bytes the region may inflate to, the reason when it does not)] per limit."""
+    what = f"decompression bound: {region.name} region inflates past"
+    ratio = max(RATIO_FLOOR, int(limits.max_ratio * region.length))
+    bounds = [
+        (left, f"{what} {left} bytes, the rest of the log's limit of {limits.max_bytes} bytes"),
+        (ratio, f"{what} {ratio} bytes, more than {limits.max_ratio:g}x the {region.length} "
+                "compressed bytes the header declares"),
+    ]  # fmt: skip
+    if region.name != "name":
+        size = MIN_RECORD.get(region.name) or record_layout(region.name).size
+        records = limits.max_records * size
+        bounds.append(
+            (
+                records,
+                f"{what} {records} bytes, more than {limits.max_records} records of {size} bytes",
+            )
+        )
+    return bounds
+
+
+def _inflated(fd, region: _Region, stop: int) -> int:
+    """What the region's back-to-back zlib streams inflate to, counted up to past ``stop``;
+    data that is not deflate, or ends early, ends the count."""
+    total, inflater = 0, zlib.decompressobj()
+    for data in _pieces(fd, region):
+        while data:
+            try:
+                total += len(inflater.decompress(data, _CHUNK))
+            except zlib.error:
+                return total
+            if total > stop:
+                return total
+            if inflater.eof:  # the next stream, if any (one per MPI rank)
+                data, inflater = inflater.unused_data, zlib.decompressobj()
+            else:
+                data = inflater.unconsumed_tail
+    return total
+
+
+def _pieces(fd, region: _Region):
+    """The region's bytes in small pieces: zlib copies the input left after a stream ends, and
+    a region can hold thousands of streams (one per rank)."""
+    pos, end = region.offset, region.offset + region.length
+    while pos < end and (block := os.pread(fd, min(_CHUNK, end - pos), pos)):
+        pos += len(block)
+        view = memoryview(block)
+        for at in range(0, len(block), _PIECE):
+            yield view[at : at + _PIECE]
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        print("usage: python -m iostudy.darshanlog_worker LOG [LIMITS-JSON]", file=sys.stderr)
+        return 2
+    limits = Limits(**json.loads(sys.argv[2])) if len(sys.argv) == 3 else DEFAULT_LIMITS
+    try:
+        with open_log(sys.argv[1], limits, follow=True) as name:
+            data = dump(name)
+    except LogRefused as exc:
+        json.dump({"error": str(exc)}, sys.stdout)
+        return 1
     except Exception as exc:  # report PyDarshan's failure to the parent, which names the file
         json.dump({"error": f"{type(exc).__name__}: {exc}"}, sys.stdout)
         return 1
