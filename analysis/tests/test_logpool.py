@@ -23,6 +23,7 @@ from iostudy import logpool, store
 from iostudy.cli import main
 from iostudy.darshanlog import DarshanLogError, read_log
 from iostudy.logrows import batch_rows, read_for_ingest
+from tests import logcraft
 from tests.conftest import DARSHAN_LOGS, RELEASE_350
 from tests.logbombs import name_bomb, record_bomb, regions
 
@@ -239,11 +240,13 @@ def test_a_log_over_its_time_budget_is_blamed_alone():
 
 
 def test_a_damaged_log_costs_a_fork_not_a_python_start(tmp_path):
-    """40 truncated logs while another Python thread runs (as ingest's progress bar does):
-    a fresh worker after each used to be a spawned interpreter (about 0.5 s each)."""
+    """40 logs whose job region is zeroed (libdarshan-util segfaults on them; the regions
+    checked before it reads a log are intact) while another Python thread runs (as ingest's
+    progress bar does): a fresh worker after each used to be a spawned interpreter (about 0.5 s
+    each)."""
     release = (DARSHAN_LOGS / RELEASE_350).read_bytes()
-    for k in range(40):  # cut inside the POSIX and MPI-IO regions: libdarshan-util complains
-        (tmp_path / f"cut{k}.darshan").write_bytes(release[: 1950 + 3 * k])
+    for k in range(40):
+        (tmp_path / f"zeroed-job{k}.darshan").write_bytes(logcraft.zero_region(release, "job"))
     items = _items(sorted(tmp_path.iterdir()))
     stop = threading.Event()
     ticker = threading.Thread(target=stop.wait)
@@ -257,7 +260,8 @@ def test_a_damaged_log_costs_a_fork_not_a_python_start(tmp_path):
             stop.set()
             ticker.join()
     assert not done and len(failed) == 40
-    assert all("unable to read compressed data" in reason for _, reason in failed)
+    # the reader dies on them (segfault) or at least names the job data
+    assert all("job data" in why or "reader crashed" in why for _, why in failed), failed[:2]
     assert elapsed < 8, f"{elapsed / 40 * 1000:.0f} ms per damaged log"
 
 

@@ -429,21 +429,28 @@ def _module_id(slot, version: bytes) -> int:
 
 
 def check_inflation(fd, limits: Limits):
-    """Raise LogRefused if the regions read of the log at ``fd`` inflate past ``limits``.
-    Memory stays at a few chunks whatever the log; regions that do not inflate are left to
-    libdarshan-util, which says why."""
+    """Raise LogRefused if the regions read of the log at ``fd`` inflate past ``limits``, or
+    are damaged: cut off by the end of the file, or compressed data that zlib refuses (its
+    Adler-32 check included: libdarshan-util stops inflating once it has the bytes it wants,
+    so a flipped bit would otherwise pass as other counter values). Memory stays at a few
+    chunks whatever the log; a header libdarshan-util refuses is left to it, which says why."""
     header = _header(fd)
     if header is None:
         return
     compression, regions = header
-    total = 0
+    file_size, total = os.fstat(fd).st_size, 0
     for region in regions:
+        if region.offset + region.length > file_size:
+            raise LogRefused(
+                f"truncated: the header puts the {region.name} region at bytes {region.offset} "
+                f"to {region.offset + region.length}, the file has {file_size}"
+            )
         bounds = _bounds(region, limits, limits.max_bytes - total)
         stop = min(limit for limit, _ in bounds)
         if compression == 0:  # zlib; bzip2 (1) is refused by the wheel's libdarshan-util
             size = _inflated(fd, region, stop)
         else:  # stored as is (2): what the file holds
-            size = min(region.length, max(0, os.fstat(fd).st_size - region.offset))
+            size = region.length
         if size > stop:
             raise LogRefused(next(reason for limit, reason in bounds if limit == stop))
         total += size
@@ -472,20 +479,23 @@ def _bounds(region: _Region, limits: Limits, left: int) -> list[tuple[int, str]]
 
 def _inflated(fd, region: _Region, stop: int) -> int:
     """What the region's back-to-back zlib streams inflate to, counted up to past ``stop``;
-    data that is not deflate, or ends early, ends the count."""
-    total, inflater = 0, zlib.decompressobj()
+    LogRefused when they are not whole, valid zlib streams."""
+    total, inflater, inside = 0, zlib.decompressobj(), False
     for data in _pieces(fd, region):
         while data:
+            inside = True
             try:
                 total += len(inflater.decompress(data, _CHUNK))
-            except zlib.error:
-                return total
+            except zlib.error as exc:
+                raise LogRefused(f"{region.name} region: damaged compressed data ({exc})") from None
             if total > stop:
                 return total
             if inflater.eof:  # the next stream, if any (one per MPI rank)
-                data, inflater = inflater.unused_data, zlib.decompressobj()
+                data, inflater, inside = inflater.unused_data, zlib.decompressobj(), False
             else:
                 data = inflater.unconsumed_tail
+    if inside:
+        raise LogRefused(f"{region.name} region: compressed data ends before its stream does")
     return total
 
 
