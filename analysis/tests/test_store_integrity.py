@@ -297,3 +297,21 @@ def test_a_damaged_catalog_is_an_error_naming_it(tmp_path, capsys):
     (st / catalog.FILE).write_text("{not json")
     assert main(["jobs", "--store", str(st)]) == 2
     assert f"{st / catalog.FILE}: cannot read the store's catalog" in capsys.readouterr().err
+
+
+def test_decompression_bounds_are_options_of_ingest_and_log_summary(tmp_path, capsys):
+    """A real log of many POSIX records (a DLIO run's) is refused past --max-records 1."""
+    log = next((DARSHAN_LOGS / "dlio_logs").glob("*.darshan"))
+    tree = tmp_path / "logs"
+    tree.mkdir()
+    shutil.copy(log, tree / "dlio.darshan")
+    status, out, _ = ingest(capsys, tree, "--store", tmp_path / "tight", "--max-records", "1")
+    assert status == 0 and out[-1].endswith("logs 0 ingested, 0 skipped, 1 quarantined")
+    (reason,) = (
+        store.connect(tmp_path / "tight").execute("SELECT reason FROM quarantine").fetchone()
+    )
+    assert "decompression bound: POSIX region" in reason and "more than 1 records" in reason
+    status, out, _ = ingest(capsys, tree, "--store", tmp_path / "default")
+    assert status == 0 and out[-1].endswith("logs 1 ingested, 0 skipped, 0 quarantined")
+    assert main(["log", "summary", str(log), "--max-inflated", "0"]) == 2
+    assert "decompression bound" in capsys.readouterr().err

@@ -11,7 +11,7 @@ from rich.table import Column, Table
 
 from . import __version__, config, logmerge, profiles
 from .catalog import CatalogError
-from .darshanlog import DarshanLogError, read_log
+from .darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
 from .summary import summarize
 
 # Exit status for "the input could not be used" (argparse uses 2 for bad usage as well).
@@ -103,7 +103,7 @@ def _print_summary(s, console):
 
 def cmd_log_summary(args):
     try:
-        log = read_log(args.log, timeout=args.timeout)
+        log = read_log(args.log, timeout=args.timeout, limits=limits_from(args))
     except DarshanLogError as exc:
         print(f"iostudy: error: cannot read log {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -190,6 +190,7 @@ def build_parser(argv=None):
         metavar="SEC",
         help="give up reading the log after SEC seconds (default 120)",
     )
+    add_limit_options(summary)
     summary.set_defaults(func=cmd_log_summary)
     logmerge.register(log_cmds)
     profiles.register(add_config_commands(groups))

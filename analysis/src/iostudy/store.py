@@ -52,6 +52,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import catalog as catalog_mod
 from . import checks, config, safeio
+from .darshanlog import add_limit_options, limits_from
+from .darshanlog_worker import DEFAULT_LIMITS
 from .logpool import ReaderPool
 from .logrows import (
     SIZE_BINS,
@@ -1375,11 +1377,12 @@ def default_jobs() -> int:
 
 
 def ingest(
-    sources, store_root, jobs=None, timeout=120.0, console=None, tree_options=None
-) -> Counts:
+    sources, store_root, jobs=None, timeout=120.0, console=None, tree_options=None,
+    limits=DEFAULT_LIMITS,
+) -> Counts:  # fmt: skip
     """Ingest run directories and log trees (see :func:`source_kind`) into the store; returns
     the counts. tree_options: keyword arguments of :func:`ingest_tree` (name, study, system,
-    commit_every)."""
+    commit_every); limits: each log's decompression bounds (darshanlog_worker.Limits)."""
     store = Store(store_root)
     counts = Counts()
     console = console or Console(stderr=True)
@@ -1392,7 +1395,7 @@ def ingest(
     # a commit comes between batches: none larger than the commit interval
     commit_every = (tree_options or {}).get("commit_every") or DEFAULT_COMMIT_EVERY
     batch = max(1, min(READ_BATCH, commit_every))
-    pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout, batch)
+    pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout, batch, limits)
     pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
     with pool, store.locked(console):
         progress = Progress(
@@ -1415,11 +1418,13 @@ def ingest(
     return counts
 
 
-def ingest_and_report(sources, store_root, jobs=None, timeout=120.0, tree_options=None) -> int:
+def ingest_and_report(
+    sources, store_root, jobs=None, timeout=120.0, tree_options=None, limits=DEFAULT_LIMITS
+) -> int:
     """ingest() with its problems and counts said; the exit status of `iostudy ingest`."""
     console = Console(stderr=True)
     try:
-        counts = ingest(sources, store_root, jobs, timeout, console, tree_options)
+        counts = ingest(sources, store_root, jobs, timeout, console, tree_options, limits)
     except IngestError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -1442,7 +1447,9 @@ def cmd_ingest(args):
             return EXIT_BAD_INPUT
     options = {"name": args.name, "study": args.study, "system": args.system,
                "commit_every": args.commit_every}  # fmt: skip
-    return ingest_and_report(args.sources, args.store, args.jobs, args.timeout, options)
+    return ingest_and_report(
+        args.sources, args.store, args.jobs, args.timeout, options, limits_from(args)
+    )
 
 
 def _log_count(text: str) -> int:
@@ -1486,6 +1493,7 @@ def register(groups) -> None:
         metavar="SEC",
         help="give up reading one log after SEC seconds and quarantine it (default 120)",
     )
+    add_limit_options(p)
     tree = p.add_argument_group("log trees")
     tree.add_argument(
         "--name",
