@@ -315,3 +315,22 @@ def test_decompression_bounds_are_options_of_ingest_and_log_summary(tmp_path, ca
     assert status == 0 and out[-1].endswith("logs 1 ingested, 0 skipped, 0 quarantined")
     assert main(["log", "summary", str(log), "--max-inflated", "0"]) == 2
     assert "decompression bound" in capsys.readouterr().err
+
+
+def test_concurrent_ingests_store_each_log_once(tmp_path):
+    """Two ingests of one tree and a third of a copy of it, started together: the lock makes
+    them take turns, and each log's content is stored once (the copy's logs are known)."""
+    tree = make_tree(tmp_path / "logs", good=60, bad=2)
+    shutil.copytree(tree, tmp_path / "copy")
+    st = tmp_path / "store"
+    runs = [
+        subprocess.Popen([IOSTUDY, "ingest", source, "--store", st], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for source in (tree, tree, tmp_path / "copy")
+    ]  # fmt: skip
+    for proc in runs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    got = figures(st)
+    assert (got["jobs"], got["logs"], got["bytes"]) == (60, 60, 60 * RELEASE_BYTES)
+    assert got["jobs_without_files"] == 0
