@@ -170,7 +170,9 @@ def study_of(run: dict, manifest: dict | None) -> str:
 def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path, store: Path):
     """The study's rows of every table, and its runs with their manifests (file and content)."""
     runs, known = [], set()
-    for run in tables["runs"].to_dict("records"):
+    for record in tables["runs"].to_dict("records"):
+        # pandas gives a missing string as NaN: None, as JSON and every "or" expect
+        run = {k: None if _missing(v) else v for k, v in record.items()}
         # an imported run's manifest is in the store (STORE/sites/<site>/manifests/)
         imported = isinstance(run.get("site"), str)
         path = _manifest_file(run.get("manifest_path"), store if imported else results)
@@ -196,6 +198,10 @@ def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path, sto
         for name, df in tables.items()
     }
     return selected, runs
+
+
+def _missing(value) -> bool:
+    return value is None or (np.ndim(value) == 0 and bool(pd.isna(value)))
 
 
 def is_tree(run: dict) -> bool:
@@ -468,14 +474,59 @@ def _colours(names) -> dict[str, str]:
     return {s: palette[i % len(palette)] for i, s in enumerate(sorted(set(names)))}
 
 
+def _plain(text: str) -> str:
+    return text.replace(r"\$", "$")
+
+
+def _plain_formatter(inner):
+    """inner, a tick formatter, with its labels through _plain (tick labels are made again by
+    the axis's formatter each time the figure is drawn)."""
+    from matplotlib import ticker
+
+    class Plain(ticker.Formatter):
+        def __call__(self, x, pos=None):
+            return _plain(inner(x, pos))
+
+        def format_ticks(self, values):
+            return [_plain(label) for label in inner.format_ticks(values)]
+
+        def get_offset(self):
+            return _plain(inner.get_offset())
+
+        def set_locs(self, locs):
+            inner.set_locs(locs)
+
+    return Plain()
+
+
+def _literal_text(fig: Figure) -> None:
+    """Every text of fig drawn as it is, never as mathtext or TeX: names from logs and configs
+    (systems, MPI flavours, checks, projects) may hold "$", and "$\\x$" would not even parse.
+    No figure of the report uses mathtext. A "\\$" shows as "$", as matplotlib shows it in
+    plain text, for the names already escaped that way (iostudy.workload)."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_text(_plain(text.get_text()))
+        text.set_parse_math(False)
+        text.set_usetex(False)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(_plain_formatter(axis.get_major_formatter()))
+            axis.set_minor_formatter(_plain_formatter(axis.get_minor_formatter()))
+
+
 def _svg(fig: Figure, name: str) -> str:
-    """The figure as an inline <svg> element. The hash salt is the figure's name so that the ids
-    of clip paths and markers differ between figures sharing one HTML document; no date, so
-    the same data give the same bytes."""
+    """The figure as an inline <svg> element, its texts literal (_literal_text). The hash salt
+    is the figure's name so that the ids of clip paths and markers differ between figures
+    sharing one HTML document; no date, so the same data give the same bytes."""
     from matplotlib import rc_context
 
+    _literal_text(fig)
     buf = io.StringIO()
-    with rc_context({"svg.hashsalt": f"iostudy-{name}", "svg.fonttype": "none"}):
+    # texts made while drawing (new ticks) are literal too
+    settings = {"text.parse_math": False, "text.usetex": False}
+    with rc_context({"svg.hashsalt": f"iostudy-{name}", "svg.fonttype": "none", **settings}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
     return text[text.index("<svg") :]
@@ -682,9 +733,15 @@ def side_by_side_figure(table: pd.DataFrame, colours: dict[str, str]) -> Figure:
 
 def versions(study_dir: Path) -> list[int]:
     """The published version numbers of a study, ascending."""
+    return [n for n in _taken(study_dir) if (study_dir / f"v{n}").is_dir()]
+
+
+def _taken(study_dir: Path) -> list[int]:
+    """Every number whose name v<N> is in the study folder, whatever it is (a folder, a file,
+    a dangling symlink): a new version takes none of them."""
     if not study_dir.is_dir():
         return []
-    found = (VERSION_RE.match(p.name) for p in study_dir.iterdir() if p.is_dir())
+    found = (VERSION_RE.match(p.name) for p in study_dir.iterdir())
     return sorted(int(m.group(1)) for m in found if m)
 
 
@@ -1195,39 +1252,74 @@ def _manifest(
     }
 
 
-def write_index(study_dir: Path, study: str) -> Path:
-    """(Re)write REPORTS/<study>/index.html listing every published version (newest first).
+def _strict_json(value):
+    """value with NaN, NaT and infinities as None: MANIFEST.json is strict JSON, which any
+    reader parses (NaN is not JSON)."""
+    if isinstance(value, dict):
+        return {k: _strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict_json(v) for v in value]
+    if isinstance(value, str | bool | int) or value is None:
+        return value
+    if _missing(value) or (isinstance(value, float) and math.isinf(value)):
+        return None
+    return value
 
-    Under a lock on the study folder, so that of two builds finishing together the second
-    writes an index that has both versions."""
+
+def _manifest_text(manifest: dict) -> str:
+    return json.dumps(_strict_json(manifest), indent=2, default=str, allow_nan=False) + "\n"
+
+
+@contextlib.contextmanager
+def _locked(study_dir: Path):
+    """The study folder's lock: of two builds finishing together, the second writes an index
+    that has both versions."""
     fd = os.open(study_dir, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        return _write_index(study_dir, study)
+        yield
     finally:
         os.close(fd)
 
 
-def _write_index(study_dir: Path, study: str) -> Path:
-    entries = []
-    for n in reversed(versions(study_dir)):
-        try:
-            m = json.loads((study_dir / f"v{n}" / "MANIFEST.json").read_text())
-        except (OSError, ValueError):
-            m = {}
-        runs = m.get("runs") or []
-        entries.append(
-            {
-                "version": n,
-                "href": f"v{n}/index.html",
-                "title": (m.get("report") or {}).get("title", ""),
-                "created": (m.get("report") or {}).get("created", "?"),
-                "runs": len(runs),
-                "systems": ", ".join(sorted({r.get("system") or "?" for r in runs})),
-                "last_run": max((r.get("run_id") or "" for r in runs), default=""),
-                "commit": ((m.get("git") or {}).get("commit") or "")[:12],
-            }
-        )
+def _text(value, default: str) -> str:
+    return value if isinstance(value, str) and value else default
+
+
+def _index_entry(n: int, m) -> dict:
+    """The index's line of version n from its MANIFEST.json, whatever that holds (a version
+    of an older iostudy, a damaged file: what cannot be read is left blank)."""
+    m = m if isinstance(m, dict) else {}
+    report = m.get("report") if isinstance(m.get("report"), dict) else {}
+    git = m.get("git") if isinstance(m.get("git"), dict) else {}
+    runs = m.get("runs") if isinstance(m.get("runs"), list) else []
+    runs = [r for r in runs if isinstance(r, dict)]
+    return {
+        "version": n,
+        "href": f"v{n}/index.html",
+        "title": _text(report.get("title"), ""),
+        "created": _text(report.get("created"), "?"),
+        "runs": len(runs),
+        "systems": ", ".join(sorted({_text(r.get("system"), "?") for r in runs})),
+        "last_run": max((_text(r.get("run_id"), "") for r in runs), default=""),
+        "commit": _text(git.get("commit"), "")[:12],
+    }
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _index_file(study_dir: Path, study: str, new: dict | None = None) -> Path:
+    """A temporary file beside the versions holding the index (REPORTS/<study>/index.html) of
+    every published version, newest first, and of new ({number: manifest}: a version about to
+    be published)."""
+    manifests = {n: _read_json(study_dir / f"v{n}" / "MANIFEST.json") for n in versions(study_dir)}
+    manifests |= new or {}
+    entries = [_index_entry(n, manifests[n]) for n in sorted(manifests, reverse=True)]
     html = (
         _env()
         .get_template("versions.html.j2")
@@ -1237,8 +1329,21 @@ def _write_index(study_dir: Path, study: str) -> Path:
     with os.fdopen(fd, "w") as fh:
         fh.write(html)
     os.chmod(tmp, 0o644)
-    os.replace(tmp, study_dir / "index.html")
-    return study_dir / "index.html"
+    return Path(tmp)
+
+
+def _publish(tmp: Path, study_dir: Path, study: str, n: int, manifest: dict) -> None:
+    """Renames the complete version tmp onto v<n> (FileExistsError if taken) and puts the index
+    listing it in place. The index is made first: once the version appears, nothing is left
+    that could fail and leave it unlisted."""
+    with _locked(study_dir):
+        index = _index_file(study_dir, study, {n: manifest})
+        try:
+            rename_noreplace(tmp, study_dir / f"v{n}")
+        except BaseException:
+            index.unlink()
+            raise
+        os.replace(index, study_dir / "index.html")
 
 
 def build(
@@ -1264,10 +1369,10 @@ def build(
         raise ReportError(f"study {study!r}: use letters, digits, '.', '_' and '-' only")
     store, reports = Path(store), Path(reports)
     study_dir = reports / study
-    if as_version is not None and as_version in versions(study_dir):
+    if as_version is not None and as_version in _taken(study_dir):
         raise VersionExistsError(
             f"{study_dir / f'v{as_version}'} exists: a published version is never overwritten "
-            f"(omit --as-version to publish v{max(versions(study_dir)) + 1})"
+            f"(omit --as-version to publish v{max(_taken(study_dir)) + 1})"
         )
     if large_procs < 1 or not large_mib >= 0:
         raise ReportError(
@@ -1287,36 +1392,36 @@ def build(
     tmp = Path(tempfile.mkdtemp(dir=study_dir, prefix=".build-"))
     try:
         now = datetime.now(timezone.utc).replace(microsecond=0)
-        n = as_version or (max(versions(study_dir), default=0) + 1)
+        n = as_version or (max(_taken(study_dir), default=0) + 1)
         title = title or f"iostudy report: {study}"
         sections = render(selected, runs, study, n, title, tmp, now, options=options)
         while True:
             manifest = _manifest(
                 runs, all_ids, store, study, n, title, now, sections, tmp, argv, options
             )
-            (tmp / "MANIFEST.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+            text = _manifest_text(manifest)
+            (tmp / "MANIFEST.json").write_text(text)
             # Published reports are read by others (a web server, colleagues): 755 and 644.
             os.chmod(tmp, 0o755)
             for p in tmp.iterdir():
                 os.chmod(p, 0o644)
             try:
-                rename_noreplace(tmp, study_dir / f"v{n}")
+                _publish(tmp, study_dir, study, n, json.loads(text))
                 break
             except FileExistsError:
                 if as_version is not None:
                     raise VersionExistsError(
                         f"{study_dir / f'v{n}'} exists: a published version is never overwritten"
                     ) from None
-                # Another build published v<n> meanwhile: take the next number. The version
-                # number is in the page too, so render again.
-                n = max(versions(study_dir), default=0) + 1
+                # Another build published v<n> meanwhile (or a file took its name): take the
+                # next number, always a higher one. It is in the page too, so render again.
+                n = max(_taken(study_dir), default=n) + 1
                 for p in tmp.iterdir():
                     p.unlink()
                 sections = render(selected, runs, study, n, title, tmp, now, options=options)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    write_index(study_dir, study)
     return study_dir / f"v{n}" / "index.html"
 
 
