@@ -157,6 +157,7 @@ def test_export_of_a_log_tree_without_system(tmp_path, darshan_logs):
         meta = json.load(tar.extractfile(bundle.META))
         names = tar.getnames()
     assert [r["system"] for r in meta["runs"]] == [None]
+    assert meta["missing_manifests"] == {}  # a tree has no manifest to miss
     assert meta["systems"] == [] and not [n for n in names if n.startswith("systems/")]
     assert cli.main(["import", str(out), "--store", str(tmp_path / "other")]) == 0
     assert len(store.read_table(tmp_path / "other", "jobs")) == len(LOGS)

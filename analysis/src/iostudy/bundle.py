@@ -176,9 +176,12 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
         con.close()
     if "site" in frame:  # a store that never imported has no site column
         frame = frame[frame["site"].isna()]
+    frame = frame.astype(object).where(frame.notna(), None)
+    # a log tree has no manifest: its manifest_path is the tree's folder
+    frame.loc[frame["status"] == store_mod.TREE_STATUS, "manifest_path"] = None
     runs = [
         (r.run_id, r.system, r.started, r.manifest_path, r.manifest_sha256)
-        for r in frame.astype(object).where(frame.notna(), None).itertuples()
+        for r in frame.itertuples()
     ]
     if not runs:
         raise BundleError(f"store {store}: no runs of its own to export")
@@ -186,7 +189,7 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
     manifests, systems, missing = {}, {}, {}
     for run_id, system, _, manifest_path, manifest_sha in runs:
         if not manifest_path:
-            continue  # a log tree has none
+            continue
         path = results / manifest_path
         if not path.is_file():
             missing[run_id] = f"{path}: not found (give the run directories' folder: --results)"
