@@ -171,3 +171,18 @@ def browser():
     if not binary:
         pytest.fail(f"chromium is not installed: the report tests need Debian's {chromium.PACKAGE}")
     return binary
+
+
+def test_log_axis_ticks_are_plain_text_not_mathtext_source(tmp_path, darshan_logs):
+    """Figures are drawn with mathtext off (names from logs may hold "$"): matplotlib's own
+    tick labels of a log axis ("$\\mathdefault{6\\times10^{-1}}$") must still read as numbers.
+    The release logs give the files-vs-processes figure, whose axes are logarithmic."""
+    tree = tmp_path / "logs"
+    shutil.copytree(darshan_logs / "release_logs", tree)
+    store = tmp_path / "store"
+    assert main(["ingest", str(tree), "--store", str(store)]) == 0
+    proc = build(store, tmp_path / "reports")
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "reports" / "characterization" / "v1" / "index.html").read_text()
+    assert "mathdefault" not in html and "\\times" not in html
+    assert "×10⁻¹" in html  # the minor ticks below 1 (0.4, 0.6), as a reader writes them

@@ -474,7 +474,17 @@ def _colours(names) -> dict[str, str]:
     return {s: palette[i % len(palette)] for i, s in enumerate(sorted(set(names)))}
 
 
+# matplotlib's own tick labels of log axes are mathtext: "$\mathdefault{6\times10^{-1}}$"
+_MATH_TICK = re.compile(r"^\$\\mathdefault\{(.*)\}\$$")
+_SUPERSCRIPT = str.maketrans("0123456789-\u2212", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻")
+
+
 def _plain(text: str) -> str:
+    """text as it is to be read: a mathtext tick label in plain characters (6×10⁻¹), a "\\$"
+    as "$"."""
+    if m := _MATH_TICK.match(text):
+        label = m.group(1).replace("\\times", "×")
+        return re.sub(r"\^\{([^}]*)\}", lambda e: e.group(1).translate(_SUPERSCRIPT), label)
     return text.replace(r"\$", "$")
 
 
