@@ -43,3 +43,6 @@ def test_counts_show_flagged_and_quarantined_logs(tmp_path):
     table.feed((v / "index.html").read_text())
     header, *rows = table.rows
     assert [r[header.index(FLAGGED)] for r in rows] == ["2"]
+    # and the summary above every section
+    summary = (v / "index.html").read_text().split('<dl class="summary">')[1].split("</dl>")[0]
+    assert f"<dt>{FLAGGED}</dt><dd>2</dd>" in summary

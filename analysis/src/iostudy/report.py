@@ -1061,6 +1061,7 @@ def render(
         "systems": ", ".join(sorted(runs_df["system"].fillna("?").unique())),
         "jobs": len(tables["jobs"]),
         "quarantined": len(quarantine),
+        "flagged": int(tables["jobs"]["flags"].notna().sum()) if "flags" in tables["jobs"] else 0,
         "perf": f"{int((verdicts == 'pass').sum())} of {len(perf)} values pass"
         if len(perf)
         else "no values",
