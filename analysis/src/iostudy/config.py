@@ -7,13 +7,15 @@ gets one error that names the file, the key and the problem. Defaults live only 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import stat
 import sys
 from pathlib import Path
 
 import jsonschema
+
+from . import safeio
 
 # configs/ beside analysis/ in a checkout; IOSTUDY_CONFIGS may point elsewhere (a site's copy).
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -34,20 +36,17 @@ def configs_dir() -> Path:
 
 
 def _read_text(path: Path) -> str:
-    """The UTF-8 text of the regular file at path, at most MAX_CONFIG_BYTES. Opened without
-    blocking and checked on the open descriptor, so that a FIFO or a device in a file's place
-    is refused instead of waited on."""
+    """The UTF-8 text of the regular file at path, at most MAX_CONFIG_BYTES (safeio: a FIFO or
+    a device in a file's place is refused instead of waited on)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = safeio.read_regular(path, MAX_CONFIG_BYTES)
     except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            limit = MAX_CONFIG_BYTES >> 10
+            raise ConfigError(f"{path}: larger than {limit} KiB: not a config file") from None
+        if exc.errno == errno.EINVAL:  # safeio: a FIFO, a device, a folder
+            raise ConfigError(f"{path}: not a regular file") from None
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{path}: not a regular file")
-        data = fh.read(MAX_CONFIG_BYTES + 1)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 10} KiB: not a config file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

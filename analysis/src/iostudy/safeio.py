@@ -1,6 +1,6 @@
 """Reading files that come from outside (manifests, reports, configs) without trusting them:
-only regular files, never through a symlink's target when asked, never blocking (a FIFO), and
-never more than a limit (a file that claims to be JSON may be any size)."""
+only regular files, never blocking (a FIFO or a device in a file's place is refused, not waited
+on), and never more than a limit (a file that claims to be JSON may be any size)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ import stat
 DEFAULT_LIMIT = 64 << 20
 
 
-def read_regular(path, limit: int = DEFAULT_LIMIT, follow_symlinks: bool = True) -> bytes:
+def read_regular(path, limit: int = DEFAULT_LIMIT) -> bytes:
     """The content of path, which must be a regular file of at most limit bytes; OSError
     otherwise (EINVAL: not a regular file, EFBIG: over the limit), with the path."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else os.O_NOFOLLOW)
-    fd = os.open(path, flags)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
