@@ -9,16 +9,27 @@ In one run, on one corpus of Darshan logs (built by corpus.py, or given with --c
 2. PyDarshan's ``python -m darshan job_stats --csv --log_paths_file LIST`` (module POSIX, a
    process pool over all CPUs) on the same logs, measured the same way; its CSV should hold one
    line per log with POSIX records.
-3. Steps 1 and 2 again, ``--rounds`` times in all (3), ingest into a fresh store each time: the
+3. The damaged-log cost: ``iostudy ingest`` of a second corpus, ``--damaged`` logs (400)
+   damaged by damage.py (cut short inside a region, the job region zeroed, a deflate stream
+   changed), alone into a fresh store, and of a tree of one good log (the start-up: Python, the
+   imports, the pool, the commit). Per log, net of the start-up, a damaged log's wall time over
+   a good log's of the same round.
+4. Steps 1 to 3 again, ``--rounds`` times in all (3), ingest into a fresh store each time: the
    wall times of a shared machine vary by a third from one minute to the next, and alternating
-   the two lets a slow spell weigh on both. The figures are the medians; each round's ratio is
-   printed too.
-4. Ingest again on the unchanged tree, which should find nothing to do: wall time.
-5. The figures against the targets: ingest >= 500 logs/s, >= 5x job_stats, <= 1 GiB peak RSS.
+   the steps lets a slow spell weigh on all of them. The figures are the medians; each round's
+   ratios are printed too.
+5. Ingest again on the unchanged tree, which should find nothing to do: wall time.
+6. The figures against the targets: ingest >= 500 logs/s, >= 5x job_stats, <= 1 GiB peak RSS,
+   a damaged log <= 2x a good log.
+
+With ``--baseline-src DIR`` (e.g. analysis/src of a git worktree of an older commit), every
+ingest step is run for that iostudy too (this Python, PYTHONPATH=DIR), right after this tree's,
+on the same logs (the damaged ones: the first ``--baseline-damaged``, 100), and the table gives
+both columns and their ratio.
 
 Exits non-zero only when a step failed to run; a missed target is printed, not an error.
 Benchmarks are never timed assertions in tests. Standard library only (plus the venv's iostudy
-and darshan packages the steps run).
+and darshan packages the steps run; damage.py builds on corpus.py).
 """
 
 import argparse
@@ -35,10 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import corpus
+import damage
 
 TARGET_LOGS_PER_S = 500.0
 TARGET_RATIO = 5.0
 TARGET_PEAK_RSS = 1 << 30
+TARGET_DAMAGED_RATIO = 2.0  # a damaged log's cost over a good log's, start-up taken off both
 MIB = 1 << 20
 SAMPLE_INTERVAL = 0.05
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -148,12 +161,14 @@ def clean_env() -> dict:
     }
 
 
-def run_step(name: str, cmd: list, workdir: Path) -> Step:
-    """Run cmd with stdout and stderr to files in workdir, timing it and sampling its memory."""
+def run_step(name: str, cmd: list, workdir: Path, env: dict | None = None) -> Step:
+    """Run cmd with stdout and stderr to files in workdir, timing it and sampling its memory;
+    env: variables to set on top of clean_env()."""
     step = Step(name, [str(c) for c in cmd])
     slug = re.sub(r"\W+", "-", name)
     step.stdout, step.stderr = workdir / f"{slug}.out", workdir / f"{slug}.err"
-    print(f"bench: {name}: {' '.join(step.cmd)}", flush=True)
+    shown = "".join(f"{k}={v} " for k, v in (env or {}).items())
+    print(f"bench: {name}: {shown}{' '.join(step.cmd)}", flush=True)
     # the previous step's writes (the corpus's 10,000 files, a store) are flushed first, so that
     # their writeback does not land in this step's time
     os.sync()
@@ -161,7 +176,11 @@ def run_step(name: str, cmd: list, workdir: Path) -> Step:
         start = time.perf_counter()
         try:
             proc = subprocess.Popen(
-                step.cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=clean_env()
+                step.cmd,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                env={**clean_env(), **(env or {})},
             )
         except OSError as exc:
             step.error = f"cannot start: {exc}"
@@ -229,11 +248,107 @@ def verdict(value, target, higher_is_better=True) -> tuple[str, str]:
     return f"{ratio:.2f}", "yes" if met else "NO: target missed"
 
 
-def print_table(rows: list[tuple]) -> None:
-    header = ("figure", "value", "target", "ratio", "met?")
+def print_table(header: tuple, rows: list[tuple]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, tuple("-" * w for w in widths), *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+# -- the versions of iostudy measured ------------------------------------------------------------
+
+
+@dataclass
+class Version:
+    """An iostudy to measure: the command that runs its CLI, and the variables it needs."""
+
+    label: str  # "iostudy" (this tree's), "baseline"
+    cli: list
+    env: dict = field(default_factory=dict)
+
+    def ingest(self, tree: Path, store: Path, jobs: int | None) -> list:
+        cmd = [*self.cli, "ingest", tree, "--store", store]
+        return cmd + ["--jobs", jobs] if jobs else cmd
+
+
+def baseline_version(src: Path) -> Version:
+    """The iostudy whose package is src/iostudy (e.g. analysis/src of a git worktree of an older
+    commit), run by this venv's Python with src first on PYTHONPATH. Raises ValueError unless
+    that Python imports it from there."""
+    src = src.resolve()
+    if not (src / "iostudy" / "__init__.py").is_file():
+        raise ValueError(f"{src} holds no iostudy package (give the folder holding iostudy/)")
+    env = {"PYTHONPATH": str(src)}
+    probe = subprocess.run(
+        [sys.executable, "-c", "import iostudy; print(iostudy.__file__)"],
+        env={**clean_env(), **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    where = Path(probe.stdout.strip() or "?").resolve()
+    if probe.returncode != 0 or not where.is_relative_to(src):
+        raise ValueError(f"PYTHONPATH={src} imports iostudy from {where}: {probe.stderr.strip()}")
+    print(f"bench: baseline: iostudy imported from {where}", flush=True)
+    return Version("baseline", [sys.executable, "-m", "iostudy.cli"], env)
+
+
+def copy_subtree(paths: list[Path], root: Path, out: Path) -> None:
+    """Copy paths (files under root) to the same places under out."""
+    for path in paths:
+        dest = out / path.relative_to(root)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+
+
+def median_of(steps: list) -> float | None:
+    return statistics.median(s.wall for s in steps) if steps and all(s.ok for s in steps) else None
+
+
+def fmt(value, spec: str, unit: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{unit}"
+
+
+@dataclass
+class Figures:
+    """One version's figures: medians over the rounds (the highest peak memory)."""
+
+    ingest_wall: float | None = None
+    rate: float | None = None
+    peak: int | None = None
+    peak_single: int = 0
+    max_procs: int = 0
+    ratio: float | None = None  # throughput / job_stats', median of the rounds' ratios
+    ratios: list = field(default_factory=list)
+    startup: float | None = None  # wall of ingesting a one-log tree
+    damaged_gross: float | None = None  # s per damaged log, start-up included
+    damaged_net: float | None = None  # s per damaged log, start-up taken off
+    good_net: float | None = None  # s per good log, start-up taken off
+    damaged_ratio: float | None = None  # damaged_net / good_net, median of the rounds' ratios
+    damaged_ratios: list = field(default_factory=list)
+
+
+def figures(n, ingests, statses, ones, damaged, n_damaged) -> Figures:
+    f = Figures(ingest_wall=median_of(ingests))
+    if f.ingest_wall:
+        f.rate = n / f.ingest_wall
+        top = max(ingests, key=lambda s: s.peak_sum)
+        f.peak, f.peak_single, f.max_procs = top.peak_sum, top.peak_single, top.max_procs
+        if median_of(statses):
+            f.ratios = [j.wall / i.wall for i, j in zip(ingests, statses, strict=True)]
+            f.ratio = statistics.median(f.ratios)
+    f.startup = median_of(ones)
+    if f.ingest_wall and f.startup and median_of(damaged) and n_damaged:
+        f.damaged_gross = median_of(damaged) / n_damaged
+        per_round = []
+        for good, one, bad in zip(ingests, ones, damaged, strict=True):
+            good_net = (good.wall - one.wall) / n
+            bad_net = (bad.wall - one.wall) / n_damaged
+            per_round.append((bad_net, good_net))
+        f.damaged_net = statistics.median(b for b, _ in per_round)
+        f.good_net = statistics.median(g for _, g in per_round)
+        f.damaged_ratios = [b / g if g > 0 else float("inf") for b, g in per_round]
+        f.damaged_ratio = statistics.median(f.damaged_ratios)
+    return f
 
 
 def main(argv=None) -> int:
@@ -247,11 +362,39 @@ def main(argv=None) -> int:
     p.add_argument(
         "--rounds", type=int, default=3, help="ingest, then job_stats, this many times (default 3)"
     )
+    p.add_argument(
+        "--damaged",
+        type=int,
+        default=400,
+        help="damaged logs (damage.py) ingested alone each round; 0: none (default 400)",
+    )
+    p.add_argument(
+        "--baseline-src",
+        type=Path,
+        metavar="DIR",
+        help="also measure the iostudy whose package is DIR/iostudy (e.g. analysis/src of a git "
+        "worktree of an older commit), run by this Python with PYTHONPATH=DIR",
+    )
+    p.add_argument(
+        "--baseline-damaged",
+        type=int,
+        default=100,
+        metavar="N",
+        help="the baseline ingests the first N damaged logs only (default 100: an older iostudy "
+        "may take about a second per damaged log)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the temporary folder (corpus, store)")
     args = p.parse_args(argv)
 
     cpus = len(os.sched_getaffinity(0))
     print(f"bench: {cpus} CPUs available; python {sys.executable}", flush=True)
+    versions = [Version("iostudy", [iostudy_command()])]
+    if args.baseline_src:
+        try:
+            versions.append(baseline_version(args.baseline_src))
+        except ValueError as exc:
+            print(f"bench: error: --baseline-src: {exc}", file=sys.stderr)
+            return 1
     tmp = Path(tempfile.mkdtemp(prefix="iostudy-bench-ingest-"))
     failed = []
     try:
@@ -291,54 +434,122 @@ def main(argv=None) -> int:
         listing.write_text("".join(f"{log}\n" for log in logs))
         print(f"bench: corpus {tree}: {n} logs, {with_posix} with POSIX data", flush=True)
 
-        # Rounds of ingest (a fresh store each) then job_stats, one after the other, so that a
-        # slow spell of a shared machine weighs on both sides; the figures are the medians.
-        rounds = []
+        # The damaged corpus, and a tree of one good log: its ingest is the start-up cost (Python,
+        # imports, the pool, the store's commit) that is taken off the per-log figures.
+        damaged_trees = {}
+        if args.damaged > 0:
+            try:
+                written = damage.build(
+                    tmp / "damaged",
+                    args.damaged,
+                    args.shared,
+                    args.seed,
+                    progress=lambda msg: print(f"bench: {msg}", flush=True),
+                )
+            except (OSError, ValueError) as exc:
+                print(f"bench: error: damaged corpus not built: {exc}", file=sys.stderr)
+                return 1
+            damaged_trees["iostudy"] = (tmp / "damaged", len(written))
+            if len(versions) > 1:
+                m = min(len(written), max(1, args.baseline_damaged))
+                copy_subtree([w[0] for w in written[:m]], tmp / "damaged", tmp / "damaged-base")
+                damaged_trees["baseline"] = (tmp / "damaged-base", m)
+                print(f"bench: the baseline ingests the first {m} damaged logs", flush=True)
+            copy_subtree([logs[0]], tree, tmp / "one-log")
+
+        # Rounds of ingest (a fresh store each; each version in turn) then job_stats, then the
+        # damaged logs and the one-log tree, one after the other, so that a slow spell of a
+        # shared machine weighs on every side; the figures are the medians.
+        steps = {(v.label, kind): [] for v in versions for kind in ("ingest", "damaged", "one")}
+        statses = []
         for i in range(1, args.rounds + 1):
-            ingest = [iostudy_command(), "ingest", tree, "--store", tmp / f"store-{i}"]
-            if args.jobs:
-                ingest += ["--jobs", args.jobs]
+            for v in versions:
+                cmd = v.ingest(tree, tmp / f"store-{v.label}-{i}", args.jobs)
+                steps[v.label, "ingest"].append(run_step(f"{v.label} ingest {i}", cmd, tmp, v.env))
             stats_cmd = [sys.executable, "-m", "darshan", "job_stats", "--csv",
                          "--log_paths_file", listing]  # fmt: skip
-            rounds.append((run_step(f"ingest {i}", ingest, tmp),
-                           run_step(f"job_stats {i}", stats_cmd, tmp)))  # fmt: skip
-        ingests, statses = [r[0] for r in rounds], [r[1] for r in rounds]
-        first, stats = ingests[-1], statses[-1]
-        second = run_step("ingest again", ingest, tmp) if first.ok else None
-        for step in (*ingests, *statses, second):
-            if step is not None and not step.ok:
+            statses.append(run_step(f"job_stats {i}", stats_cmd, tmp))
+            if damaged_trees:
+                for v in versions:
+                    dtree = damaged_trees[v.label][0]
+                    cmd = v.ingest(dtree, tmp / f"dstore-{v.label}-{i}", args.jobs)
+                    steps[v.label, "damaged"].append(
+                        run_step(f"{v.label} damaged {i}", cmd, tmp, v.env)
+                    )
+                    cmd = v.ingest(tmp / "one-log", tmp / f"ostore-{v.label}-{i}", args.jobs)
+                    steps[v.label, "one"].append(
+                        run_step(f"{v.label} one log {i}", cmd, tmp, v.env)
+                    )
+        agains = {}
+        for v in versions:
+            last = steps[v.label, "ingest"][-1]
+            if last.ok:
+                cmd = v.ingest(tree, tmp / f"store-{v.label}-{args.rounds}", args.jobs)
+                agains[v.label] = run_step(f"{v.label} ingest again", cmd, tmp, v.env)
+        for step in [*statses, *agains.values(), *(s for ss in steps.values() for s in ss)]:
+            if not step.ok:
                 failed.append(step.name)
 
         print()
         print(f"corpus: {n} logs ({with_posix} with POSIX data), {cpus} CPUs")
-        ingest_wall = statistics.median(s.wall for s in ingests) if all(
-            s.ok for s in ingests) else None  # fmt: skip
-        stats_wall = statistics.median(s.wall for s in statses) if all(
-            s.ok for s in statses) else None  # fmt: skip
-        ingest_rate = n / ingest_wall if ingest_wall else None
+        stats_wall = median_of(statses)
         stats_rate = n / stats_wall if stats_wall else None
-        if ingest_wall:
-            counts = ingest_counts(first)
-            walls = ", ".join(f"{s.wall:.2f}" for s in ingests)
-            print(f"ingest: {ingest_wall:.2f} s = {ingest_rate:.0f} logs/s (median of {walls} s)")
-            print(f"  | {last_line(first.stdout)}")
-            if counts.get("ingested") != n:
-                print(f"ingest: WARNING: {n} logs in the corpus, its counts say {counts or '?'}")
-            top = max(ingests, key=lambda s: s.peak_sum)
-            print(
-                f"ingest: peak RSS {top.peak_sum / MIB:.0f} MiB summed over the process tree "
-                f"(up to {top.max_procs} processes), largest process "
-                f"{top.peak_single / MIB:.0f} MiB"
+        figs = {}
+        for v in versions:
+            ingests = steps[v.label, "ingest"]
+            nd = damaged_trees.get(v.label, (None, 0))[1]
+            f = figs[v.label] = figures(
+                n, ingests, statses, steps[v.label, "one"], steps[v.label, "damaged"], nd
             )
-        else:
-            bad = next(s for s in ingests if not s.ok)
-            print(f"ingest: FAILED to run: {bad.error or f'exit status {bad.returncode}'}")
-        if second is not None and second.ok:
-            counts = ingest_counts(second)
-            idle = "" if counts.get("ingested", 0) == 0 else " (WARNING: it ingested logs again)"
-            print(f"ingest again (unchanged tree): {second.wall:.2f} s{idle}")
-            print(f"  | {last_line(second.stdout)}")
+            name = v.label if len(versions) > 1 else "ingest"
+            if f.ingest_wall:
+                first = ingests[-1]
+                counts = ingest_counts(first)
+                walls = ", ".join(f"{s.wall:.2f}" for s in ingests)
+                print(f"{name}: {f.ingest_wall:.2f} s = {f.rate:.0f} logs/s (median of {walls} s)")
+                print(f"  | {last_line(first.stdout)}")
+                if counts.get("ingested") != n:
+                    print(
+                        f"{name}: WARNING: {n} logs in the corpus, its counts say {counts or '?'}"
+                    )
+                print(
+                    f"{name}: peak RSS {f.peak / MIB:.0f} MiB summed over the process tree "
+                    f"(up to {f.max_procs} processes), largest process "
+                    f"{f.peak_single / MIB:.0f} MiB"
+                )
+            else:
+                bad = next(s for s in ingests if not s.ok)
+                print(f"{name}: FAILED to run: {bad.error or f'exit status {bad.returncode}'}")
+            again = agains.get(v.label)
+            if again is not None and again.ok:
+                counts = ingest_counts(again)
+                idle = (
+                    "" if counts.get("ingested", 0) == 0 else " (WARNING: it ingested logs again)"
+                )
+                print(f"{name} again (unchanged tree): {again.wall:.2f} s{idle}")
+                print(f"  | {last_line(again.stdout)}")
+            if f.ratios:
+                each = ", ".join(f"{r:.2f}x" for r in f.ratios)
+                print(f"{name}: ratio per round (job_stats / ingest): {each}")
+            if nd and f.damaged_ratio is not None:
+                bad = steps[v.label, "damaged"][-1]
+                counts = ingest_counts(bad)
+                walls = ", ".join(f"{s.wall:.2f}" for s in steps[v.label, "damaged"])
+                ones = ", ".join(f"{s.wall:.2f}" for s in steps[v.label, "one"])
+                print(f"{name}: {nd} damaged logs alone: {walls} s; one good log alone: {ones} s")
+                print(f"  | {last_line(bad.stdout)}")
+                if counts.get("quarantined", 0) + counts.get("ingested", 0) != nd:
+                    print(f"{name}: WARNING: {nd} damaged logs, its counts say {counts or '?'}")
+                each = ", ".join(f"{r:.1f}x" for r in f.damaged_ratios)
+                print(
+                    f"{name}: per damaged log {f.damaged_net * 1e3:.1f} ms net of start-up "
+                    f"({f.damaged_gross * 1e3:.1f} ms gross), per good log "
+                    f"{f.good_net * 1e3:.2f} ms net: ratio per round {each}"
+                )
+            elif nd:
+                print(f"{name}: damaged-log cost not measured (a step failed)")
         if stats_wall:
+            stats = statses[-1]
             rows = csv_rows(stats.stdout)
             errors = sum(
                 ln.startswith("Error processing")
@@ -346,10 +557,11 @@ def main(argv=None) -> int:
             )
             check = "as expected" if rows == with_posix else "MISMATCH"
             walls = ", ".join(f"{s.wall:.2f}" for s in statses)
+            top = max(statses, key=lambda s: s.peak_sum)
             print(
                 f"job_stats: {stats_wall:.2f} s = {stats_rate:.0f} logs/s (median of {walls} s); "
-                f"peak RSS {stats.peak_sum / MIB:.0f} MiB summed (up to {stats.max_procs} "
-                f"processes), largest process {stats.peak_single / MIB:.0f} MiB"
+                f"peak RSS {top.peak_sum / MIB:.0f} MiB summed (up to {top.max_procs} "
+                f"processes), largest process {top.peak_single / MIB:.0f} MiB"
             )
             print(
                 f"job_stats: CSV has {rows} lines for {with_posix} logs with POSIX data "
@@ -358,35 +570,67 @@ def main(argv=None) -> int:
         else:
             bad = next(s for s in statses if not s.ok)
             print(f"job_stats: FAILED to run: {bad.error or f'exit status {bad.returncode}'}")
-        if ingest_wall and stats_wall:
-            each = ", ".join(f"{j.wall / i.wall:.2f}x" for i, j in rounds)
-            print(f"ratio per round (job_stats / ingest): {each}")
 
-        ratio = ingest_rate / stats_rate if ingest_rate and stats_rate else None
-        peak = max(s.peak_sum for s in ingests) if ingest_wall else None
-        table = [
+        f = figs["iostudy"]
+        rows = [
             (
                 "ingest throughput",
-                f"{ingest_rate:.0f} logs/s" if ingest_rate else "-",
+                fmt(f.rate, ".0f", " logs/s"),
                 f">= {TARGET_LOGS_PER_S:.0f} logs/s",
-                *verdict(ingest_rate, TARGET_LOGS_PER_S),
+                *verdict(f.rate, TARGET_LOGS_PER_S),
             ),
             (
                 "ingest / job_stats",
-                f"{ratio:.2f}x" if ratio else "-",
+                fmt(f.ratio, ".2f", "x"),
                 f">= {TARGET_RATIO:.0f}x",
-                *verdict(ratio, TARGET_RATIO),
+                *verdict(f.ratio, TARGET_RATIO),
             ),
             (
                 "ingest peak RSS (tree sum)",
-                f"{peak / MIB:.0f} MiB" if peak else "-",
+                fmt(f.peak and f.peak / MIB, ".0f", " MiB"),
                 f"<= {TARGET_PEAK_RSS / MIB:.0f} MiB",
-                *verdict(peak, TARGET_PEAK_RSS, higher_is_better=False),
+                *verdict(f.peak, TARGET_PEAK_RSS, higher_is_better=False),
             ),
         ]
+        if damaged_trees:
+            rows += [
+                (
+                    "damaged log, net of start-up",
+                    fmt(f.damaged_net and f.damaged_net * 1e3, ".1f", " ms"),
+                    "",
+                    "",
+                    "",
+                ),
+                (
+                    "damaged log / good log",
+                    fmt(f.damaged_ratio, ".1f", "x"),
+                    f"<= {TARGET_DAMAGED_RATIO:.0f}x",
+                    *verdict(f.damaged_ratio, TARGET_DAMAGED_RATIO, higher_is_better=False),
+                ),
+            ]
+        header = ("figure", "value", "target", "ratio", "met?")
+        if len(versions) > 1:
+            b = figs["baseline"]
+            base = [
+                fmt(b.rate, ".0f", " logs/s"),
+                fmt(b.ratio, ".2f", "x"),
+                fmt(b.peak and b.peak / MIB, ".0f", " MiB"),
+                fmt(b.damaged_net and b.damaged_net * 1e3, ".1f", " ms"),
+                fmt(b.damaged_ratio, ".1f", "x"),
+            ]
+            pairs = [
+                (f.rate, b.rate),
+                (f.ratio, b.ratio),
+                (f.peak, b.peak),
+                (f.damaged_net, b.damaged_net),
+                (f.damaged_ratio, b.damaged_ratio),
+            ]
+            change = [fmt(a / z if a and z else None, ".2f", "x") for a, z in pairs]
+            rows = [(r[0], r[1], base[k], change[k], *r[2:]) for k, r in enumerate(rows)]
+            header = ("figure", "iostudy", "baseline", "iostudy/baseline", *header[2:])
         print()
-        print_table(table)
-        missed = [row[0] for row in table if row[4] != "yes"]
+        print_table(header, rows)
+        missed = [row[0] for row in rows if row[-1] not in ("yes", "")]
         print()
         if missed:
             print(f"bench: target missed or not measured: {', '.join(missed)}")
