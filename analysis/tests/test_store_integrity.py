@@ -7,6 +7,7 @@ the release log's 64 MiB per copy (test_store), and a clean ingest of the same t
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -119,12 +120,13 @@ def _traced_ingest(tree, st, tmp, trace, when=None):
 
 
 def _ingest_pid(trace: Path, proc, deadline=60.0) -> int:
-    """The traced ingest's pid: the first pid of the trace, once it has one."""
+    """The traced ingest's pid: the pid of the trace's first rename, once it has one (a line
+    strace is still writing may hold part of the pid only)."""
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        lines = trace.read_text().splitlines() if trace.is_file() else []
-        if lines:
-            return int(lines[0].split()[0])
+        text = trace.read_text() if trace.is_file() else ""
+        if first := re.search(r"^(\d+) rename\(", text, re.MULTILINE):
+            return int(first.group(1))
         assert proc.poll() is None, proc.stderr.read().decode()
         time.sleep(0.05)
     raise AssertionError("the traced ingest made no rename")
@@ -334,3 +336,21 @@ def test_concurrent_ingests_store_each_log_once(tmp_path):
     got = figures(st)
     assert (got["jobs"], got["logs"], got["bytes"]) == (60, 60, 60 * RELEASE_BYTES)
     assert got["jobs_without_files"] == 0
+
+
+def test_a_fifo_as_reframe_report_is_quarantined_not_waited_on(tmp_path):
+    run = tmp_path / "results" / "r1"
+    (run / "darshan").mkdir(parents=True)
+    (run / "reframe").mkdir()
+    shutil.copy(DARSHAN_LOGS / RELEASE_350, run / "darshan" / "a.darshan")
+    (run / "manifest.json").write_text(json.dumps({"run_id": "r1", "campaign": "q"}))
+    os.mkfifo(run / "reframe" / "report.json")
+    st = tmp_path / "store"
+    proc = subprocess.run([IOSTUDY, "ingest", run, "--store", st], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1].endswith("logs 1 ingested, 0 skipped, 1 quarantined")
+    (reason,) = store.connect(st).execute("SELECT reason FROM quarantine").fetchone()
+    assert reason == "unreadable ReFrame report: [Errno 22] not a regular file: " + repr(
+        str(run / "reframe" / "report.json")
+    )

@@ -842,7 +842,7 @@ def _read_report(run_dir: Path, base: Path, writer: _RunWriter, run_id: str, cou
     """ReFrame's report.json, or None (missing: the run did not get that far; unreadable:
     quarantined)."""
     path = run_dir / "reframe" / "report.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
         report = json.loads(safeio.read_text(path))
