@@ -65,7 +65,7 @@ def test_rows_that_raise_blame_only_their_log():
     guilty = [item for item in items if item[0].endswith(GUILTY)]
     with logpool.ReaderPool(read_for_ingest, _rows_failing_for_one_log, jobs=1) as pool:
         done, jobs, failed = _map(pool, items)
-    assert failed == [(guilty[0], "rows: ValueError: injected fault")]
+    assert failed == [(guilty[0], "ValueError: injected fault")]
     assert sorted(done) == sorted(set(items) - set(guilty))
     assert sorted(row["log_sha256"] for row in jobs) == sorted(facts[1] for _, facts in done)
 

@@ -48,7 +48,7 @@ MIN_RECORD = {"LUSTRE": 32, "HEATMAP": 48}
 # record of zeros inflates 30 to 40 times (the real test logs' regions: up to 39x).
 RATIO_FLOOR = 1 << 20
 _CHUNK = 1 << 20  # bytes read, and inflated, at a time by the bound check
-_PIECE = 1 << 12  # bytes handed to zlib at a time
+_PIECE = 1 << 14  # bytes handed to zlib at a time
 
 
 class Limits(NamedTuple):
@@ -58,6 +58,9 @@ class Limits(NamedTuple):
     max_bytes: int = 256 << 20  # all the regions read, together
     max_records: int = 1 << 20  # per module
     max_ratio: float = 100.0  # per region past RATIO_FLOOR: inflated / compressed (declared)
+    # modules the read leaves alone (ingest's: HEATMAP): not inflated, only checked to lie
+    # inside the file
+    unread: tuple = ()
 
 
 DEFAULT_LIMITS = Limits()
@@ -409,12 +412,11 @@ def _header(fd):
     if order is None:
         return None
     regions = [_Region("name", *struct.unpack_from(order + "QQ", head, names_at))]
+    maps = struct.unpack_from(f"{order}{2 * slots}Q", head, mods_at)  # (offset, length) per slot
     for slot in range(slots):
-        name = READ_MODULES.get(_module_id(slot, version))
+        name = READ_MODULES.get(_module_id(slot, version)) if maps[2 * slot + 1] else None
         if name:
-            regions.append(
-                _Region(name, *struct.unpack_from(order + "QQ", head, mods_at + 16 * slot))
-            )
+            regions.append(_Region(name, maps[2 * slot], maps[2 * slot + 1]))
     return head[16], [r for r in regions if r.length]
 
 
@@ -445,36 +447,44 @@ def check_inflation(fd, limits: Limits):
                 f"truncated: the header puts the {region.name} region at bytes {region.offset} "
                 f"to {region.offset + region.length}, the file has {file_size}"
             )
+        if region.name in limits.unread:
+            continue
         bounds = _bounds(region, limits, limits.max_bytes - total)
-        stop = min(limit for limit, _ in bounds)
+        stop = min(bounds)
         if compression == 0:  # zlib; bzip2 (1) is refused by the wheel's libdarshan-util
             size = _inflated(fd, region, stop)
         else:  # stored as is (2): what the file holds
             size = region.length
         if size > stop:
-            raise LogRefused(next(reason for limit, reason in bounds if limit == stop))
+            raise LogRefused(_bound_reason(region, limits, bounds, stop))
         total += size
 
 
-def _bounds(region: _Region, limits: Limits, left: int) -> list[tuple[int, str]]:
-    """[(bytes the region may inflate to, the reason when it does not)] per limit."""
-    what = f"decompression bound: {region.name} region inflates past"
+def _bounds(region: _Region, limits: Limits, left: int) -> tuple[int, int, int | None]:
+    """The bytes the region may inflate to by each limit: the log's total left, the ratio to
+    its compressed length, its module's record count (None for the name region)."""
     ratio = max(RATIO_FLOOR, int(limits.max_ratio * region.length))
-    bounds = [
-        (left, f"{what} {left} bytes, the rest of the log's limit of {limits.max_bytes} bytes"),
-        (ratio, f"{what} {ratio} bytes, more than {limits.max_ratio:g}x the {region.length} "
-                "compressed bytes the header declares"),
-    ]  # fmt: skip
-    if region.name != "name":
-        size = MIN_RECORD.get(region.name) or record_layout(region.name).size
-        records = limits.max_records * size
-        bounds.append(
-            (
-                records,
-                f"{what} {records} bytes, more than {limits.max_records} records of {size} bytes",
-            )
-        )
-    return bounds
+    if region.name == "name":
+        return left, ratio, left
+    return left, ratio, limits.max_records * _record_size(region.name)
+
+
+@functools.cache
+def _record_size(module: str) -> int:
+    return MIN_RECORD.get(module) or record_layout(module).size
+
+
+def _bound_reason(region: _Region, limits: Limits, bounds: tuple, stop: int) -> str:
+    """Why the region is refused: the first limit of bounds that is stop, in words."""
+    what = f"decompression bound: {region.name} region inflates past {stop} bytes"
+    left, ratio, _ = bounds
+    if stop == left:
+        return f"{what}, the rest of the log's limit of {limits.max_bytes} bytes"
+    if stop == ratio:
+        return (f"{what}, more than {limits.max_ratio:g}x the {region.length} compressed bytes "
+                "the header declares")  # fmt: skip
+    size = _record_size(region.name)
+    return f"{what}, more than {limits.max_records} records of {size} bytes"
 
 
 def _inflated(fd, region: _Region, stop: int) -> int:
@@ -500,9 +510,12 @@ def _inflated(fd, region: _Region, stop: int) -> int:
 
 
 def _pieces(fd, region: _Region):
-    """The region's bytes in small pieces: zlib copies the input left after a stream ends, and
-    a region can hold thousands of streams (one per rank)."""
+    """The region's bytes in pieces of _PIECE: zlib copies the input left after a stream ends,
+    and a region can hold thousands of streams (one per rank). A small region is one piece."""
     pos, end = region.offset, region.offset + region.length
+    if region.length <= _PIECE:
+        yield os.pread(fd, region.length, pos)
+        return
     while pos < end and (block := os.pread(fd, min(_CHUNK, end - pos), pos)):
         pos += len(block)
         view = memoryview(block)

@@ -16,7 +16,8 @@ slow (a Python start per log); here a few workers read batches of logs, one log 
   whole batch goes back to the queue one log per batch, and a log that then kills its worker,
   alone, gets the reason (``reader crashed (segfault)``...);
 - when the rows of a batch raise, each log's rows are computed alone: only the logs whose own
-  rows raise fail (``rows: ...``), the others are kept.
+  rows raise fail (with the exception as a failed read gives it: ``ImplausibleLog: ...``), the
+  others are kept.
 
 Workers are forked by a zygote, a process forked (or, if this process already runs other Python
 threads, spawned) once at :meth:`ReaderPool.start` with everything imported: a fresh worker
@@ -186,7 +187,9 @@ def _batch_rows(rows, context, entries):
         try:
             parts.append(([i], rows(context, [entry])))
         except Exception as exc:
-            unfit.append((i, f"rows: {type(exc).__name__}: {exc}"))
+            # as a failed read says it: a log refused for its values (plausibility) reads the
+            # same whether its read or its rows found them
+            unfit.append((i, f"{type(exc).__name__}: {exc}"))
     return parts, unfit
 
 

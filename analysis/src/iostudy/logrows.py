@@ -361,13 +361,17 @@ def lustre_rows(log: dict, run: dict) -> list[dict]:
 LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
 
 
+# The modules read_for_ingest leaves unread (darshanlog_worker.Limits.unread).
+INGEST_UNREAD = ("HEATMAP",)
+
+
 def read_for_ingest(path: str, facts: tuple) -> dict:
     """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps), its
     records as stored (:func:`files_columns` takes a batch's apart at once), and its quirks
     (``quirks``); raises :class:`iostudy.plausibility.ImplausibleLog` (the pool quarantines
-    the log) when a value is out of bounds."""
+    the log) when a value of its job is out of bounds (its records: :func:`batch_rows`)."""
     log = read(path, full=False, stored=True)
-    log["quirks"] = plausibility.check(log, path, _stored_sums)
+    log["quirks"] = plausibility.check_job(log, path)
     return log
 
 
@@ -383,7 +387,10 @@ def _as_columns(rows: list[dict]) -> list[Columns]:
 
 def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
     """ReaderPool's rows: the jobs, files, probes and lustre rows of a batch of logs
-    [(LOG_FACTS values, log)] of one run, each a list of Columns."""
+    [(LOG_FACTS values, log)] of one run, each a list of Columns. Raises
+    :class:`iostudy.plausibility.ImplausibleLog` when a log's records are out of bounds: the
+    pool then takes the batch's logs one by one, and quarantines that one."""
+    plausibility.check_records([log for _, log in entries], _stored_sums)
     entries = [(dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log)
                for facts, log in entries]  # fmt: skip
     jobs = [job_row(log, run) for run, log in entries]

@@ -2,13 +2,16 @@
 
 A log can be structurally valid (the reader opens it without a complaint) and still hold values
 no job can produce: a bit flipped in an uncompressed per-process log of a killed job, a counter
-the runtime wrapped around, a field the reader decodes wrongly. :func:`check` looks at one log
-as :func:`iostudy.logrows.read_for_ingest` has it and
+the runtime wrapped around, a field the reader decodes wrongly. :func:`check_job` looks at one
+log as :func:`iostudy.logrows.read_for_ingest` has it (its job, Lustre layouts and quirks) and
+:func:`check_records` at the records of a batch of them, module by module at once (a batch
+with a value out of bounds is then looked at log by log, to name the log and the values):
 
-- raises :class:`ImplausibleLog`, naming each field, record and value out of bounds, when a
-  value is physically impossible: ingest quarantines the log with that reason;
-- returns the :class:`Quirk` s of a log whose values are known to be read wrongly, or known to be
-  missing: those values are stored as null and the reason goes to the jobs table's ``flags``.
+- each raises :class:`ImplausibleLog`, naming each field, record and value out of bounds, when
+  a value is physically impossible: ingest quarantines the log with that reason;
+- check_job returns the :class:`Quirk` s of a log whose values are known to be read wrongly, or
+  known to be missing: those values are stored as null and the reason goes to the jobs table's
+  ``flags``.
 
 The bounds (log-format reference ``../shared/reference/darshan-log-format.md``):
 
@@ -109,22 +112,85 @@ def _not_monitored(mod: str) -> list[int]:
     return [cnames.index(c) for c in NOT_MONITORED.get(mod, ())]
 
 
-def check(log: dict, path: str, sums: Callable[[str], dict]) -> list[Quirk]:
+def check_job(log: dict, path: str) -> list[Quirk]:
     """The quirks of one log (a dict of :func:`iostudy.darshanlog_worker.read` with
-    ``stored=True``); raises ImplausibleLog naming every value out of bounds. ``path``: the
-    log's file, whose header is read for its byte order when a quirk depends on it. ``sums``:
-    module -> {stored column: the indexes of the counters it sums}."""
+    ``stored=True``); raises ImplausibleLog naming every value of its job and Lustre layouts
+    out of bounds. ``path``: the log's file, whose header is read for its byte order when a
+    quirk depends on it. Its records are check_records'."""
     quirks = _quirks(log, path)
-    unswapped = any(q.file_columns.get("POSIX") == UNSWAPPED_COLUMNS for q in quirks)
-    problems = _job_problems(log["job"], quirks)
-    for mod, stored in log["records"].items():
-        skip = UNSWAPPED if unswapped and mod == "POSIX" else ()  # known wrong: not judged
-        problems += _record_problems(mod, stored, log, sums(mod), skip)
-    problems += _lustre_problems(log.get("lustre") or [])
+    _raise(_job_problems(log["job"], quirks) + _lustre_problems(log.get("lustre") or []))
+    return quirks
+
+
+def check_records(logs: list[dict], sums: Callable[[str], dict]) -> None:
+    """Raises ImplausibleLog naming the values out of bounds of the first log of ``logs``
+    (each with its ``quirks`` from check_job) whose records hold one. The records of all the
+    logs are judged at once per module, and only the logs with a record out of the (strict)
+    bounds are looked at again one by one, with their allowances (up-converted timestamps,
+    unswapped times). ``sums``: module -> {stored column: the indexes of the counters it
+    sums}."""
+    suspects = set()
+    for mod in sorted({mod for log in logs for mod, stored in log["records"].items() if stored}):
+        suspects |= _suspects(mod, logs, sums(mod))
+    for k in sorted(suspects):
+        log = logs[k]
+        problems = []
+        for mod, stored in log["records"].items():
+            skip = UNSWAPPED if mod == "POSIX" and _unswapped(log) else ()  # known wrong
+            problems += _record_problems(mod, stored, log, sums(mod), skip)
+        _raise(problems)
+
+
+def _unswapped(log: dict) -> bool:
+    """Whether the log has the ppc64 quirk: its POSIX UNSWAPPED times are not judged."""
+    return any(q.file_columns.get("POSIX") == UNSWAPPED_COLUMNS for q in log["quirks"])
+
+
+def _raise(problems: list[str]) -> None:
     if problems:
         more = f" (and {len(problems) - SHOWN} more)" if len(problems) > SHOWN else ""
         raise ImplausibleLog("implausible values: " + "; ".join(problems[:SHOWN]) + more)
-    return quirks
+
+
+def _suspects(mod: str, logs: list[dict], sums: dict) -> set[int]:
+    """The indexes of the logs with a record of module mod out of bounds or without a name:
+    what _record_problems judges, for all the logs' records at once."""
+    lay = record_layout(mod)
+    parts = [(k, log["records"][mod]) for k, log in enumerate(logs) if log["records"].get(mod)]
+    records = np.frombuffer(b"".join(stored for _, stored in parts), lay.dtype)
+    counts = [len(stored) // lay.size for _, stored in parts]
+
+    def per_record(values) -> np.ndarray:  # a value per log, repeated for each of its records
+        return np.repeat(np.array(values), counts)
+
+    which = per_record([k for k, _ in parts])
+    nprocs = per_record([max(logs[k]["job"]["nprocs"], 1) for k, _ in parts])
+    counters = records["counters"].reshape(len(records), len(lay.cnames))
+    fcounters = records["fcounters"].reshape(len(records), len(lay.fnames))
+    sentinel, exempt = _counter_bounds(mod)
+    low = np.where(sentinel, -nprocs[:, None], 0)
+    ok = (((counters >= low) & (counters < MAX_COUNT)) | exempt).all(axis=1)
+    variance, minus_one, _ = _time_bounds(mod, True)
+    before = UPCONVERTED_BEFORE.get(mod, 0)
+    upconverted = per_record([logs[k]["modules"][mod]["ver"] < before for k, _ in parts])
+    unswapped = per_record([_unswapped(logs[k]) for k, _ in parts])
+    skipped = np.array([f in UNSWAPPED for f in lay.fnames])
+    with np.errstate(invalid="ignore"):  # NaN compares false: not ok
+        fine = (fcounters >= 0) & ((fcounters < MAX_SECONDS) | (variance & np.isfinite(fcounters)))
+        fine |= upconverted[:, None] & minus_one & (fcounters == -1)
+        fine |= unswapped[:, None] & skipped
+        ok &= fine.all(axis=1)
+    ok &= (records["rank"] >= -1) & (records["rank"] < nprocs)
+    adds, _ = _sum_plan(mod, sums, counters.shape[1])
+    ok &= ((summed(mod, counters).astype(float) @ adds) < MAX_COUNT).all(axis=1)
+    found = set(which[~ok].tolist())
+    ids = records["id"].tolist()
+    start = 0
+    for (k, _), n in zip(parts, counts, strict=True):  # names: a set operation per log
+        if not logs[k]["name_records"].keys() >= set(ids[start : start + n]):
+            found.add(k)
+        start += n
+    return found
 
 
 def _quirks(log: dict, path: str) -> list[Quirk]:
@@ -252,15 +318,21 @@ def _time_problems(mod, fnames, fcounters, log, skip, where) -> list[str]:
 
 def _sum_problems(mod, counters, sums: dict, where) -> list[str]:
     """The stored sums of counters (files columns), in floating point: no wrap-around."""
+    adds, names = _sum_plan(mod, sums, counters.shape[1])
+    totals = counters.astype(float) @ adds
+    return _first_bad(totals, totals < MAX_COUNT, names, lambda k: "not below 2^62", where)
+
+
+def _sum_plan(mod: str, sums: dict, n_counters: int) -> tuple[np.ndarray, list[str]]:
+    """(counters x sums matrix: 1 where a counter adds to a stored sum, the sums' names) of
+    the sums of several counters, made once per module."""
     if mod not in _SUM_PLANS:
         summed = {column: idx for column, idx in sums.items() if len(idx) > 1}
-        adds = np.zeros((counters.shape[1], len(summed)))  # counters x sums: 1 where it adds
+        adds = np.zeros((n_counters, len(summed)))
         for j, idx in enumerate(summed.values()):
             adds[idx, j] = 1
         _SUM_PLANS[mod] = (adds, [f"the sum {column}" for column in summed])
-    adds, names = _SUM_PLANS[mod]
-    totals = counters.astype(float) @ adds
-    return _first_bad(totals, totals < MAX_COUNT, names, lambda k: "not below 2^62", where)
+    return _SUM_PLANS[mod]
 
 
 _SUM_PLANS: dict = {}  # module -> (counters x sums matrix, the sums' names), made once

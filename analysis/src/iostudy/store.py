@@ -56,6 +56,7 @@ from .darshanlog import add_limit_options, limits_from
 from .darshanlog_worker import DEFAULT_LIMITS
 from .logpool import ReaderPool
 from .logrows import (
+    INGEST_UNREAD,
     SIZE_BINS,
     Columns,
     Repeated,
@@ -918,7 +919,11 @@ def scan_logs(folder: Path, base: Path):
     followed) as LogFile items with lstat, in a stable order; a generator: a facility tree is
     walked, not listed into memory first. A *.darshan that is not a regular file comes with its
     problem, to be quarantined without being opened."""
-    top, base = Path(folder).resolve(), Path(base).resolve()
+    top, base = str(Path(folder).resolve()), str(Path(base).resolve()).rstrip("/") + "/"
+    # the link's path relative to base, not its target's: a slice when top is below base
+    rel = (
+        (lambda p: p[len(base) :]) if top.startswith(base) else (lambda p: os.path.relpath(p, base))
+    )
     for dirpath, dirs, files in os.walk(top):
         dirs.sort()
         names = sorted(files) + [d for d in dirs if d.endswith(".darshan")]
@@ -926,8 +931,7 @@ def scan_logs(folder: Path, base: Path):
             if name.endswith(".darshan"):
                 path = os.path.join(dirpath, name)
                 st = os.lstat(path)
-                rel = Path(os.path.relpath(path, base)).as_posix()  # the link's, not its target's
-                yield LogFile(path, rel, st, problem=_not_regular(st))
+                yield LogFile(path, rel(path), st, problem=_not_regular(st))
 
 
 def hashed(log: LogFile) -> LogFile:
@@ -1395,6 +1399,8 @@ def ingest(
     # a commit comes between batches: none larger than the commit interval
     commit_every = (tree_options or {}).get("commit_every") or DEFAULT_COMMIT_EVERY
     batch = max(1, min(READ_BATCH, commit_every))
+    # ingest reads no heatmap (read_for_ingest): its region is not inflated beforehand either
+    limits = limits._replace(unread=INGEST_UNREAD)
     pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout, batch, limits)
     pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
     with pool, store.locked(console):
