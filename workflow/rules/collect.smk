@@ -4,13 +4,13 @@ rule import_sacct:
     input:
         lambda wildcards: config["sacct"][wildcards.name],
     output:
-        f"{STORE}/sched/sacct-{{name}}.parquet",
+        touch(f"{DONE}/import_sacct/{{name}}"),
     log:
         f"{LOGS}/import_sacct/{{name}}.log",
     params:
         iostudy=iostudy(),
-        # The store is the folder above the table's (a prefix of the output).
-        store=lambda wildcards, output: Path(output[0]).parent.parent,
+        # the store: the folder above the marker's .workflow/<rule>/ (a prefix of the output)
+        store=lambda wildcards, output: Path(output[0]).parents[2],
     shell:
         "{params.iostudy} sacct import {input:q} --name {wildcards.name:q} "
         "--store {params.store:q} > {log:q} 2>&1"
@@ -22,13 +22,13 @@ rule import_iostat:
     input:
         lambda wildcards: config["iostat"][wildcards.name],
     output:
-        f"{STORE}/iostat/iostat-{{name}}.parquet",
+        touch(f"{DONE}/import_iostat/{{name}}"),
     log:
         f"{LOGS}/import_iostat/{{name}}.log",
     params:
         iostudy=iostudy(),
-        # The store is the folder above the table's (a prefix of the output).
-        store=lambda wildcards, output: Path(output[0]).parent.parent,
+        # the store: the folder above the marker's .workflow/<rule>/ (a prefix of the output)
+        store=lambda wildcards, output: Path(output[0]).parents[2],
     shell:
         "{params.iostudy} iostat-mon import {input:q} --name {wildcards.name:q} "
         "--store {params.store:q} > {log:q} 2>&1"
@@ -40,13 +40,13 @@ rule import_fsstats:
     input:
         lambda wildcards: config["fsstats"][wildcards.name],
     output:
-        f"{STORE}/fsstats/{{name}}.parquet",
+        touch(f"{DONE}/import_fsstats/{{name}}"),
     log:
         f"{LOGS}/import_fsstats/{{name}}.log",
     params:
         iostudy=iostudy(),
-        # The store is the folder above the table's (a prefix of the output).
-        store=lambda wildcards, output: Path(output[0]).parent.parent,
+        # the store: the folder above the marker's .workflow/<rule>/ (a prefix of the output)
+        store=lambda wildcards, output: Path(output[0]).parents[2],
     shell:
         "{params.iostudy} fsstats import {input:q} --name {wildcards.name:q} "
         "--store {params.store:q} > {log:q} 2>&1"

@@ -15,6 +15,10 @@ REPORTS = config["reports"]
 STUDY = config["study"]
 LOGS = config["logs"]
 REPORT_INDEX = f"{REPORTS}/{STUDY}/index.html"
+# A rule's marker of what it put in the store: the store names its own files (a catalog of
+# parts, iostudy.catalog), so the workflow keeps a file of its own per run and import, in the
+# store (a new store is filled again) but outside its tables.
+DONE = f"{STORE}/.workflow"
 
 
 wildcard_constraints:
@@ -41,18 +45,18 @@ def get_runs():
 
 
 def get_ingested_runs(wildcards):
-    """The store's marker of every run: its row in the runs table."""
-    return expand(f"{STORE}/runs/{{run}}.parquet", run=get_runs())
+    """The markers of every run ingested."""
+    return expand(f"{DONE}/ingest_run/{{run}}", run=get_runs())
 
 
-# The store parts of what config imports: Slurm accounting and the collectors' output.
+# The markers of what config imports: Slurm accounting and the collectors' output.
 IMPORTED = {
-    "sacct": f"{STORE}/sched/sacct-{{name}}.parquet",
-    "iostat": f"{STORE}/iostat/iostat-{{name}}.parquet",
-    "fsstats": f"{STORE}/fsstats/{{name}}.parquet",
+    "sacct": f"{DONE}/import_sacct/{{name}}",
+    "iostat": f"{DONE}/import_iostat/{{name}}",
+    "fsstats": f"{DONE}/import_fsstats/{{name}}",
 }
 
 
 def get_imported(wildcards):
-    """The store parts of every configured import (config keys sacct, iostat, fsstats)."""
+    """The markers of every configured import (config keys sacct, iostat, fsstats)."""
     return [path.format(name=name) for key, path in IMPORTED.items() for name in config[key]]

@@ -4,14 +4,14 @@ rule ingest_run:
     input:
         manifest=f"{RESULTS}/{{run}}/manifest.json",
     output:
-        f"{STORE}/runs/{{run}}.parquet",
+        touch(f"{DONE}/ingest_run/{{run}}"),
     log:
         f"{LOGS}/ingest_run/{{run}}.log",
     params:
         iostudy=iostudy(),
         run_dir=lambda wildcards: f"{RESULTS}/{wildcards.run}",
-        # The store is the folder above the runs table (a prefix of the output).
-        store=lambda wildcards, output: Path(output[0]).parent.parent,
+        # the store: the folder above the marker's .workflow/<rule>/ (a prefix of the output)
+        store=lambda wildcards, output: Path(output[0]).parents[2],
     threads: config["ingest_jobs"]
     shell:
         "{params.iostudy} ingest {params.run_dir:q} --store {params.store:q} --jobs {threads} "
