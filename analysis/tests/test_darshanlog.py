@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from iostudy.darshanlog import DarshanLogError, _failure_reason, read_log
+from tests import logcraft
 
 SHARED_FILE = "/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat"
 
@@ -157,3 +158,13 @@ def test_hdf5_and_pnetcdf_file_records(darshan_logs):
     assert (c["PNETCDF_FILE_CREATES"], c["PNETCDF_FILE_OPENS"]) == (4, 4)
     assert (c["PNETCDF_FILE_BYTES_WRITTEN"], c["PNETCDF_FILE_BYTES_READ"]) == (4194476, 4456448)
     assert nc["fcounters"]["PNETCDF_FILE_F_CLOSE_END_TIMESTAMP"] == pytest.approx(0.01819, abs=1e-6)
+
+
+def test_damaged_job_region_is_refused_before_the_reader(release_log, tmp_path):
+    """A zeroed job region made libdarshan-util segfault (a new worker per such log in ingest);
+    its zlib data is now refused first, with the region named."""
+    bad = tmp_path / "zeroed-job.darshan"
+    bad.write_bytes(logcraft.zero_region(release_log.read_bytes(), "job"))
+    with pytest.raises(DarshanLogError, match="job region: damaged compressed data") as err:
+        read_log(bad)
+    assert not err.value.stderr, "libdarshan-util never read it"

@@ -397,8 +397,8 @@ class _Region(NamedTuple):
 
 
 def _header(fd):
-    """(compression type, [_Region] of the name region and of the modules read), or None when
-    the header is not one libdarshan-util accepts (then it says why itself)."""
+    """(compression type, [_Region] of the job and name regions and of the modules read), or
+    None when the header is not one libdarshan-util accepts (then it says why itself)."""
     head = os.pread(fd, 1328, 0)
     version = head[:8].split(b"\0")[0]
     if version not in (b"3.00", b"3.10", b"3.20", b"3.21", b"3.41"):
@@ -411,7 +411,11 @@ def _header(fd):
     order = "<" if magic == 6567223 else ">" if magic == 0x3735640000000000 else None
     if order is None:
         return None
-    regions = [_Region("name", *struct.unpack_from(order + "QQ", head, names_at))]
+    names = _Region("name", *struct.unpack_from(order + "QQ", head, names_at))
+    # the job region: from the header's end (the module map, then a version per slot) to the
+    # name region (the log-format reference, section 2.4)
+    job_at = mods_at + 20 * slots
+    regions = [_Region("job", job_at, max(0, names.offset - job_at)), names]
     maps = struct.unpack_from(f"{order}{2 * slots}Q", head, mods_at)  # (offset, length) per slot
     for slot in range(slots):
         name = READ_MODULES.get(_module_id(slot, version)) if maps[2 * slot + 1] else None
@@ -462,9 +466,9 @@ def check_inflation(fd, limits: Limits):
 
 def _bounds(region: _Region, limits: Limits, left: int) -> tuple[int, int, int | None]:
     """The bytes the region may inflate to by each limit: the log's total left, the ratio to
-    its compressed length, its module's record count (None for the name region)."""
+    its compressed length, its module's record count (the job and name regions: the total)."""
     ratio = max(RATIO_FLOOR, int(limits.max_ratio * region.length))
-    if region.name == "name":
+    if region.name in ("job", "name"):
         return left, ratio, left
     return left, ratio, limits.max_records * _record_size(region.name)
 
