@@ -154,43 +154,92 @@ def _raise(problems: list[str]) -> None:
 
 def _suspects(mod: str, logs: list[dict], sums: dict) -> set[int]:
     """The indexes of the logs with a record of module mod out of bounds or without a name:
-    what _record_problems judges, for all the logs' records at once."""
+    what _record_problems judges, for all the logs' records at once (in groups of logs with
+    the same allowances: up-converted timestamps, unswapped times)."""
+    before = UPCONVERTED_BEFORE.get(mod, 0)
+    groups: dict[tuple, list[int]] = {}
+    for k, log in enumerate(logs):
+        if log["records"].get(mod):
+            allowances = (log["modules"][mod]["ver"] < before, mod == "POSIX" and _unswapped(log))
+            groups.setdefault(allowances, []).append(k)
+    found = set()
+    for allowances, which in groups.items():
+        found |= _group_suspects(mod, logs, which, sums, *allowances)
+    return found
+
+
+def _group_suspects(mod, logs, which: list[int], sums, upconverted, unswapped) -> set[int]:
+    """_suspects of the logs ``which`` (indexes into logs), which share their allowances."""
     lay = record_layout(mod)
-    parts = [(k, log["records"][mod]) for k, log in enumerate(logs) if log["records"].get(mod)]
-    records = np.frombuffer(b"".join(stored for _, stored in parts), lay.dtype)
-    counts = [len(stored) // lay.size for _, stored in parts]
-
-    def per_record(values) -> np.ndarray:  # a value per log, repeated for each of its records
-        return np.repeat(np.array(values), counts)
-
-    which = per_record([k for k, _ in parts])
-    nprocs = per_record([max(logs[k]["job"]["nprocs"], 1) for k, _ in parts])
+    stored = [logs[k]["records"][mod] for k in which]
+    records = np.frombuffer(b"".join(stored), lay.dtype)
+    counts = [len(s) // lay.size for s in stored]
     counters = records["counters"].reshape(len(records), len(lay.cnames))
-    fcounters = records["fcounters"].reshape(len(records), len(lay.fnames))
+    fcounters = _times_judged(mod, records["fcounters"].reshape(len(records), -1), upconverted)
+    found = _unnamed(logs, which, counts, records["id"].tolist())
+    nprocs = np.repeat(np.array([max(logs[k]["job"]["nprocs"], 1) for k in which]), counts)
+    skipped = unswapped & np.array([f in UNSWAPPED for f in lay.fnames])
+    if _within(mod, counters, fcounters, skipped, records["rank"], nprocs, sums):
+        return found  # the common case: no record needs a closer look
     sentinel, exempt = _counter_bounds(mod)
     low = np.where(sentinel, -nprocs[:, None], 0)
     ok = (((counters >= low) & (counters < MAX_COUNT)) | exempt).all(axis=1)
-    variance, minus_one, _ = _time_bounds(mod, True)
-    before = UPCONVERTED_BEFORE.get(mod, 0)
-    upconverted = per_record([logs[k]["modules"][mod]["ver"] < before for k, _ in parts])
-    unswapped = per_record([_unswapped(logs[k]) for k, _ in parts])
-    skipped = np.array([f in UNSWAPPED for f in lay.fnames])
+    variance = _time_bounds(mod, False)[0]
     with np.errstate(invalid="ignore"):  # NaN compares false: not ok
         fine = (fcounters >= 0) & ((fcounters < MAX_SECONDS) | (variance & np.isfinite(fcounters)))
-        fine |= upconverted[:, None] & minus_one & (fcounters == -1)
-        fine |= unswapped[:, None] & skipped
-        ok &= fine.all(axis=1)
+        ok &= (fine | skipped).all(axis=1)
     ok &= (records["rank"] >= -1) & (records["rank"] < nprocs)
     adds, _ = _sum_plan(mod, sums, counters.shape[1])
     ok &= ((summed(mod, counters).astype(float) @ adds) < MAX_COUNT).all(axis=1)
-    found = set(which[~ok].tolist())
-    ids = records["id"].tolist()
-    start = 0
-    for (k, _), n in zip(parts, counts, strict=True):  # names: a set operation per log
+    bad_records = np.flatnonzero(~ok)
+    return found | {which[i] for i in np.repeat(np.arange(len(which)), counts)[bad_records]}
+
+
+def _times_judged(mod, fcounters: np.ndarray, upconverted: bool) -> np.ndarray:
+    """fcounters with the timestamps the reader set to -1 while up-converting (allowed) as 0."""
+    minus_one = _time_bounds(mod, upconverted)[1]
+    if not minus_one.any():
+        return fcounters
+    out = fcounters.copy()
+    cols = out[:, minus_one]
+    cols[cols == -1] = 0
+    out[:, minus_one] = cols
+    return out
+
+
+def _unnamed(logs, which, counts, ids) -> set[int]:
+    """The indexes of the logs ``which`` with a record whose id their name table lacks."""
+    found, start = set(), 0
+    for k, n in zip(which, counts, strict=True):  # a set operation per log
         if not logs[k]["name_records"].keys() >= set(ids[start : start + n]):
             found.add(k)
         start += n
     return found
+
+
+def _within(mod, counters, fcounters, skipped, ranks, nprocs, sums: dict) -> bool:
+    """Whether every record is within the strict bounds, judged on the columns' extremes: no
+    counter below 0 (or, for a not-monitored one, below -nprocs of its log), none
+    nor any sum of them at 2^62 (the sum of the columns' maxima), every time in [0, 2^32 s)
+    (a variance: finite; ``skipped`` times are not judged), every rank in [-1, its log's
+    nprocs). A False says nothing but "look closer"."""
+    sentinel, exempt = _counter_bounds(mod)
+    low, high = counters.min(axis=0), counters.max(axis=0)
+    if ((low < 0) & ~exempt & ~sentinel).any():
+        return False
+    if sentinel.any() and (counters[:, sentinel] < -nprocs[:, None]).any():  # a few columns
+        return False
+    if ((high >= MAX_COUNT) & ~exempt).any():
+        return False
+    adds, _ = _sum_plan(mod, sums, counters.shape[1])
+    if (np.maximum(high, 0).astype(float) @ adds >= MAX_COUNT).any():
+        return False
+    variance = _time_bounds(mod, False)[0]
+    fmin, fmax = fcounters.min(axis=0), fcounters.max(axis=0)  # NaN spreads to both
+    fine = (fmin >= 0) & ((fmax < MAX_SECONDS) | (variance & np.isfinite(fmax)))
+    if not (fine | skipped).all():
+        return False
+    return bool(ranks.min() >= -1 and (ranks < nprocs).all())
 
 
 def _quirks(log: dict, path: str) -> list[Quirk]:
