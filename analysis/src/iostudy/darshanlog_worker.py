@@ -49,6 +49,7 @@ MIN_RECORD = {"LUSTRE": 32, "HEATMAP": 48}
 RATIO_FLOOR = 1 << 20
 _CHUNK = 1 << 20  # bytes read, and inflated, at a time by the bound check
 _PIECE = 1 << 14  # bytes handed to zlib at a time
+SMALL_LOG = 1 << 20  # a log up to this size is checked from one read of the whole file
 
 
 class Limits(NamedTuple):
@@ -396,10 +397,10 @@ class _Region(NamedTuple):
     length: int  # compressed, as the header declares it
 
 
-def _header(fd):
-    """(compression type, [_Region] of the job and name regions and of the modules read), or
-    None when the header is not one libdarshan-util accepts (then it says why itself)."""
-    head = os.pread(fd, 1328, 0)
+def _header(head: bytes):
+    """(compression type, [_Region] of the job and name regions and of the modules read) of the
+    log whose first bytes are head, or None when the header is not one libdarshan-util accepts
+    (then it says why itself)."""
     version = head[:8].split(b"\0")[0]
     if version not in (b"3.00", b"3.10", b"3.20", b"3.21", b"3.41"):
         return None
@@ -440,11 +441,13 @@ def check_inflation(fd, limits: Limits):
     Adler-32 check included: libdarshan-util stops inflating once it has the bytes it wants,
     so a flipped bit would otherwise pass as other counter values). Memory stays at a few
     chunks whatever the log; a header libdarshan-util refuses is left to it, which says why."""
-    header = _header(fd)
+    file_size, total = os.fstat(fd).st_size, 0
+    # a small log (nearly all) is read at once; a large one in pieces, region by region
+    whole = os.pread(fd, file_size, 0) if file_size <= SMALL_LOG else None
+    header = _header(whole[:1328] if whole is not None else os.pread(fd, 1328, 0))
     if header is None:
         return
     compression, regions = header
-    file_size, total = os.fstat(fd).st_size, 0
     for region in regions:
         if region.offset + region.length > file_size:
             raise LogRefused(
@@ -456,7 +459,9 @@ def check_inflation(fd, limits: Limits):
         bounds = _bounds(region, limits, limits.max_bytes - total)
         stop = min(bounds)
         if compression == 0:  # zlib; bzip2 (1) is refused by the wheel's libdarshan-util
-            size = _inflated(fd, region, stop)
+            end = region.offset + region.length
+            pieces = _pieces(fd, region) if whole is None else [whole[region.offset : end]]
+            size = _inflated(pieces, region, stop)
         else:  # stored as is (2): what the file holds
             size = region.length
         if size > stop:
@@ -491,11 +496,11 @@ def _bound_reason(region: _Region, limits: Limits, bounds: tuple, stop: int) -> 
     return f"{what}, more than {limits.max_records} records of {size} bytes"
 
 
-def _inflated(fd, region: _Region, stop: int) -> int:
-    """What the region's back-to-back zlib streams inflate to, counted up to past ``stop``;
-    LogRefused when they are not whole, valid zlib streams."""
+def _inflated(pieces, region: _Region, stop: int) -> int:
+    """What the region's back-to-back zlib streams (its bytes: pieces) inflate to, counted up
+    to past ``stop``; LogRefused when they are not whole, valid zlib streams."""
     total, inflater, inside = 0, zlib.decompressobj(), False
-    for data in _pieces(fd, region):
+    for data in pieces:
         while data:
             inside = True
             try:
@@ -515,11 +520,8 @@ def _inflated(fd, region: _Region, stop: int) -> int:
 
 def _pieces(fd, region: _Region):
     """The region's bytes in pieces of _PIECE: zlib copies the input left after a stream ends,
-    and a region can hold thousands of streams (one per rank). A small region is one piece."""
+    and a region can hold thousands of streams (one per rank)."""
     pos, end = region.offset, region.offset + region.length
-    if region.length <= _PIECE:
-        yield os.pread(fd, region.length, pos)
-        return
     while pos < end and (block := os.pread(fd, min(_CHUNK, end - pos), pos)):
         pos += len(block)
         view = memoryview(block)
