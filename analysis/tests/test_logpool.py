@@ -170,10 +170,11 @@ def test_a_bomb_within_the_limits_is_read(small_bomb):
 @pytest.mark.parametrize(
     ("limit", "expected"),
     [
-        # the names before it inflate to 170 bytes (the log-format reference, section 2.5)
+        # the job and name regions before it inflate to {2} and 170 bytes (the log-format
+        # reference, sections 2.4 and 2.5): the POSIX region has the rest of 8 MiB
         (
             {"max_bytes": 8 << 20},
-            "past 8388438 bytes, the rest of the log's limit of 8388608 bytes",
+            "past {3} bytes, the rest of the log's limit of 8388608 bytes",
         ),
         ({"max_records": 1000}, "past 704000 bytes, more than 1000 records of 704 bytes"),
         ({"max_ratio": 50}, "past {} bytes, more than 50x the {} compressed bytes the header"),
@@ -182,7 +183,10 @@ def test_a_bomb_within_the_limits_is_read(small_bomb):
 def test_each_bound_says_which(small_bomb, limit, expected):
     bomb, declared = small_bomb
     assert 50 * declared > 1 << 20  # past the size below which any ratio is harmless
-    expected = expected.format(50 * declared, declared)
+    data = bomb.read_bytes()
+    start, end = logcraft._job_extent(data, logcraft.corpus.read_header(data))
+    job = len(zlib.decompress(data[start:end]))  # Python's zlib, not the check under test
+    expected = expected.format(50 * declared, declared, job, (8 << 20) - job - 170)
     with pytest.raises(DarshanLogError, match=re.escape(expected)):
         read_log(bomb, limits=worker.Limits(**{**LOOSE, **limit}))
 
