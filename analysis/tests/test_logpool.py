@@ -170,8 +170,8 @@ def test_a_bomb_within_the_limits_is_read(small_bomb):
 @pytest.mark.parametrize(
     ("limit", "expected"),
     [
-        # the job and name regions before it inflate to {2} and 170 bytes (the log-format
-        # reference, sections 2.4 and 2.5): the POSIX region has the rest of 8 MiB
+        # the job region before it inflates to what zlib says, the names to 170 bytes (the
+        # log-format reference, sections 2.4 and 2.5): the POSIX region has the rest of 8 MiB
         (
             {"max_bytes": 8 << 20},
             "past {3} bytes, the rest of the log's limit of 8388608 bytes",
