@@ -5,9 +5,9 @@ The expected values come from outside the code under test: the number of logs th
 the release log's 64 MiB per copy (test_store), and a clean ingest of the same tree.
 """
 
+import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import stat
@@ -89,7 +89,9 @@ def _renames(trace: Path, pid: int) -> list[str]:
     holds at its entry: printed without its result)."""
     if not trace.is_file():
         return []
-    return [line for line in trace.read_text().splitlines() if line.startswith(f"{pid} rename(")]
+    lines = trace.read_text().splitlines()
+    # strace prefixes a line with its pid while it traces several processes
+    return [line for line in lines if line.startswith((f"{pid} rename(", "rename("))]
 
 
 def _marked_processes(marker: str) -> list[int]:
@@ -119,17 +121,18 @@ def _traced_ingest(tree, st, tmp, trace, when=None):
     return proc, marker
 
 
-def _ingest_pid(trace: Path, proc, deadline=60.0) -> int:
-    """The traced ingest's pid: the pid of the trace's first rename, once it has one (a line
-    strace is still writing may hold part of the pid only)."""
+def _ingest_pid(proc, deadline=60.0) -> int:
+    """The traced ingest's pid: strace's first child, from /proc (not from the trace, whose
+    last line strace may still be writing)."""
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        text = trace.read_text() if trace.is_file() else ""
-        if first := re.search(r"^(\d+) rename\(", text, re.MULTILINE):
-            return int(first.group(1))
+        with contextlib.suppress(OSError):
+            if pids := children.read_text().split():
+                return int(pids[0])
         assert proc.poll() is None, proc.stderr.read().decode()
-        time.sleep(0.05)
-    raise AssertionError("the traced ingest made no rename")
+        time.sleep(0.01)
+    raise AssertionError("strace started no ingest")
 
 
 def _rename_plan(tree, tmp_path) -> list[str]:
@@ -137,10 +140,12 @@ def _rename_plan(tree, tmp_path) -> list[str]:
     commit's parts and catalog go, in order."""
     trace, st = tmp_path / "plan.trace", tmp_path / "plan-store"
     proc, _ = _traced_ingest(tree, st, tmp_path, trace)
+    pid = _ingest_pid(proc)
     assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()
-    pid = _ingest_pid(trace, proc)
     shutil.rmtree(st)
-    return [line.split('", "')[1].split('"')[0] for line in _renames(trace, pid)]
+    renames = _renames(trace, pid)
+    assert renames, f"no rename of {pid} in the trace:\n{trace.read_text()[-3000:]}"
+    return [line.split('", "')[1].split('"')[0] for line in renames]
 
 
 def _kill_at(tree, st, tmp, when: int):
@@ -148,7 +153,7 @@ def _kill_at(tree, st, tmp, when: int):
     it, and checks that none of its processes is left."""
     trace = tmp.parent / f"kill-{when}.trace"
     proc, marker = _traced_ingest(tree, st, tmp, trace, when)
-    pid = _ingest_pid(trace, proc)
+    pid = _ingest_pid(proc)
     end = time.monotonic() + 120
     while len(_renames(trace, pid)) < when:
         assert time.monotonic() < end and proc.poll() is None, proc.stderr.read().decode()
