@@ -83,9 +83,6 @@ class Catalog:
         return [self.root / table / p.file for _, p in parts
                 if run_id is None or p.run_id == run_id]  # fmt: skip
 
-    def run_ids(self) -> set[str]:
-        return {p.run_id for parts in self.tables.values() for p in parts.values() if p.run_id}
-
 
 def load(root) -> Catalog:
     """The store's committed catalog; a store without one is read from its *.parquet files."""

@@ -1166,11 +1166,11 @@ def _drop_rewritten(store: Store, run_id: str, paths: set[str], commit: catalog_
     rewritten in place since they were read: their new content replaces them)."""
     if not paths:
         return
-    parts = _tree_parts(store, run_id)
+    parts, catalog = _tree_parts(store, run_id), store.catalog()
     wanted = pa.array(sorted(paths), pa.string())
     old_shas = set()
     for name in parts["jobs"]:
-        jobs = pq.read_table(store.catalog().part_path("jobs", name), columns=["log_path",
+        jobs = pq.read_table(catalog.part_path("jobs", name), columns=["log_path",
                              "log_sha256"])  # fmt: skip
         hit = jobs.filter(pc.is_in(jobs["log_path"], value_set=wanted))
         old_shas |= set(hit["log_sha256"].to_pylist())
@@ -1179,18 +1179,18 @@ def _drop_rewritten(store: Store, run_id: str, paths: set[str], commit: catalog_
     for table, names in parts.items():
         column, values = keys.get(table, ("log_sha256", shas))
         for name in names:
-            _put_filtered(store, table, name, run_id, column, values, commit)
+            _put_filtered(catalog, table, name, run_id, column, values, commit)
 
 
-def _put_filtered(store, table, name, run_id, column, values, commit: catalog_mod.Commit):
+def _put_filtered(catalog, table, name, run_id, column, values, commit: catalog_mod.Commit):
     """Adds to commit a copy of the part without the rows whose column is in values (when it
     has any)."""
-    data = pq.read_table(store.catalog().part_path(table, name))
+    data = pq.read_table(catalog.part_path(table, name))
     drop = pc.is_in(data[column], value_set=values)
     if not pc.any(drop).as_py():
         return
     kept = data.filter(pc.invert(drop))
-    tmp = store.root / table / f"{name}.parquet.tmp"
+    tmp = catalog.root / table / f"{name}.parquet.tmp"
     pq.write_table(kept, tmp)
     commit.put(table, name, tmp, run_id, kept.num_rows)
 
