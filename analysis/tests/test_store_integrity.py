@@ -110,26 +110,30 @@ def _marked_processes(marker: str) -> list[int]:
 def _traced_ingest(tree, st, tmp, trace, when=None):
     """iostudy ingest under strace (renames traced, the when-th one held for 10 s: strace ends
     only once the hold is over, even when the process is killed meanwhile);
-    returns (Popen of strace, the environment marker)."""
+    returns (Popen of strace, the environment marker). One worker: the logs reach the commits
+    in the order of the tree, so every run of it renames the same files in the same order."""
     marker = f"{os.getpid()}-{time.monotonic_ns()}"
     env = dict(os.environ, TMPDIR=str(tmp), IOSTUDY_KILL_TEST=marker)
     inject = ["-e", f"inject=rename:delay_enter=10000000:when={when}"] if when else []
     cmd = ["strace", "-f", "-qq", "-e", "signal=none", "-o", str(trace), "-e", "trace=rename",
            *inject, str(IOSTUDY), "ingest", str(tree), "--store", str(st),
-           "--commit-every", "30", "--jobs", "2"]  # fmt: skip
+           "--commit-every", "30", "--jobs", "1"]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return proc, marker
 
 
 def _ingest_pid(proc, deadline=60.0) -> int:
-    """The traced ingest's pid: strace's first child, from /proc (not from the trace, whose
-    last line strace may still be writing)."""
+    """The traced ingest's pid: the child of strace that runs `iostudy ingest`, from /proc (not
+    from the trace, whose last line strace may still be writing). strace forks probe children
+    of its own at start-up: under load one may still be listed first."""
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     end = time.monotonic() + deadline
     while time.monotonic() < end:
         with contextlib.suppress(OSError):
-            if pids := children.read_text().split():
-                return int(pids[0])
+            for pid in children.read_text().split():
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                if b"ingest" in argv and not argv[0].endswith(b"strace"):
+                    return int(pid)
         assert proc.poll() is None, proc.stderr.read().decode()
         time.sleep(0.01)
     raise AssertionError("strace started no ingest")
@@ -145,12 +149,18 @@ def _rename_plan(tree, tmp_path) -> list[str]:
     shutil.rmtree(st)
     renames = _renames(trace, pid)
     assert renames, f"no rename of {pid} in the trace:\n{trace.read_text()[-3000:]}"
-    return [line.split('", "')[1].split('"')[0] for line in renames]
+    return [_target(line, st) for line in renames]
 
 
-def _kill_at(tree, st, tmp, when: int):
-    """Starts the traced ingest, waits until it is held inside its when-th rename, SIGKILLs
-    it, and checks that none of its processes is left."""
+def _target(rename: str, st: Path) -> str:
+    """Where a traced rename of store st moves a file, relative to st."""
+    return Path(rename.split('", "')[1].split('"')[0]).relative_to(st).as_posix()
+
+
+def _kill_at(tree, st, tmp, when: int, target: str):
+    """Starts the traced ingest, waits until it is held inside its when-th rename, checks that
+    this rename moves a file to target, SIGKILLs it, and checks that none of its processes is
+    left."""
     trace = tmp.parent / f"kill-{when}.trace"
     proc, marker = _traced_ingest(tree, st, tmp, trace, when)
     pid = _ingest_pid(proc)
@@ -158,6 +168,7 @@ def _kill_at(tree, st, tmp, when: int):
     while len(_renames(trace, pid)) < when:
         assert time.monotonic() < end and proc.poll() is None, proc.stderr.read().decode()
         time.sleep(0.05)
+    held = _renames(trace, pid)[when - 1]
     os.kill(pid, signal.SIGKILL)
     end = time.monotonic() + 15
     while set(_marked_processes(marker)) - {proc.pid} and time.monotonic() < end:
@@ -167,11 +178,12 @@ def _kill_at(tree, st, tmp, when: int):
         os.kill(other, signal.SIGKILL)
     proc.wait(timeout=60)
     assert survivors == [], "workers outlived the killed ingest"
+    assert _target(held, st) == target, f"held at {held}, planned {target}"
 
 
 def _catalog_renames(plan: list[str]) -> list[int]:
     """1-based numbers of the renames that commit (catalog.json.tmp -> catalog.json)."""
-    return [k for k, target in enumerate(plan, 1) if target.endswith("/" + catalog.FILE)]
+    return [k for k, target in enumerate(plan, 1) if target == catalog.FILE]
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (ci/apt-packages.txt)")
@@ -195,7 +207,7 @@ def test_sigkill_inside_a_commit_then_reingest_equals_a_clean_ingest(tmp_path, c
         scratch = tmp_path / f"tmp-{when}"
         scratch.mkdir()
         st = tmp_path / f"store-{when}"
-        _kill_at(tree, st, scratch, when)
+        _kill_at(tree, st, scratch, when, plan[when - 1])
         # what the killed ingest left is a committed state: whole logs, none twice
         left = figures(st)
         assert left["jobs"] == left["logs"] and left["jobs_without_files"] == 0, what
