@@ -97,12 +97,15 @@ REGRESSION_CAMPAIGN = {
         }
     ],
 }
-# A tenth of one CPU for the whole run (ReFrame, mpirun, both ranks): the benchmark's writes
-# into the page cache are CPU work, so its MiB/s drop to a fraction of an unthrottled run's.
-THROTTLE = 0.1
-# The history band's floor. Page-cache writes on a shared 2-core VM vary by tens of percent
-# from one run to the next: the default 10% would flag an unchanged rerun now and then.
-TOLERANCE = "0.5"
+# A twentieth of one CPU for the whole run (ReFrame, mpirun, both ranks): the benchmark's
+# writes into the page cache are CPU work, so its MiB/s drop to a small fraction of an
+# unthrottled run's (37 against a median of 4,250 here; a tenth of a CPU gave 424 against
+# 3,900, too close to the band below).
+THROTTLE = 0.05
+# The history band's floor. Page-cache writes on a shared 2-core VM vary by a factor of two
+# between unchanged runs (a CI run once saw 2,891 after a median of 6,398): the band flags
+# only a value under a quarter of the history's median.
+TOLERANCE = "0.75"
 
 
 def campaign_run(campaign: Path, results: Path, wrap=None) -> str:
@@ -154,4 +157,4 @@ def test_throttled_run_is_flagged_and_unchanged_rerun_is_not(tmp_path, capsys):
     assert any(" fpp_write_mib_s " in line for line in flagged), out
     judged = compare.judge(compare.results(store), tolerance=float(TOLERANCE))
     fpp = judged[(judged["run_id"] == slow) & (judged["variable"] == "fpp_write_mib_s")]
-    assert fpp["change_pct"].iloc[0] < -50, fpp
+    assert fpp["change_pct"].iloc[0] < -100 * float(TOLERANCE), fpp
