@@ -22,7 +22,7 @@ import sys
 import zlib
 from pathlib import Path
 
-from iostudy.darshanlog_worker import record_layout
+from iostudy.darshanlog_worker import CURRENT_VERSIONS, record_layout
 
 _CORPUS = Path(__file__).resolve().parents[1] / "bench" / "corpus.py"
 
@@ -49,8 +49,8 @@ JOB_FIELDS = {
 }  # fmt: skip
 # Module ids in the 3.41 numbering (reference section 5).
 MODULE_IDS = {"POSIX": 1, "MPI-IO": 2, "H5F": 3, "PNETCDF_FILE": 5, "STDIO": 9}
-# Current record versions (what the records must be stored at to be patched in place).
-CURRENT_VERSIONS = {"POSIX": 4, "MPI-IO": 3, "H5F": 3, "PNETCDF_FILE": 3, "STDIO": 2}
+# Current record versions (what the records must be stored at to be patched in place):
+# CURRENT_VERSIONS, the wheel's libdarshan-util's, which test_log_regions checks.
 
 
 def _slot(version: str, mod_id: int) -> int:
@@ -128,10 +128,9 @@ def _module_region(data: bytes, module: str):
 
 def records(data: bytes, module: str) -> list[tuple[int, int]]:
     """(record id, rank) of each record of a module, in the region's order."""
-    hdr, _, off, length = _module_region(data, module)
-    raw = _inflate(hdr, data[off : off + length])
+    raw, order = module_region(data, module), corpus.read_header(data).order
     size = record_layout(module).size
-    return [struct.unpack_from(hdr.order + "Qq", raw, at) for at in range(0, len(raw), size)]
+    return [struct.unpack_from(order + "Qq", raw, at) for at in range(0, len(raw), size)]
 
 
 def set_counter(data: bytes, module: str, record: int, counter: str, value) -> bytes:
@@ -149,30 +148,60 @@ def set_counter(data: bytes, module: str, record: int, counter: str, value) -> b
     if (record + 1) * lay.size > len(raw):
         raise LogFormatError(f"{module} has no record {record}")
     struct.pack_into(hdr.order + fmt, raw, record * lay.size + at, value)
-    new = _deflate(hdr, bytes(raw))
-    return _replace(data, off, off + length, new, hdr.layout.mod_map + 16 * slot + 8)
+    return set_module_region(data, module, bytes(raw))
 
 
-def drop_name(data: bytes, record_id: int) -> bytes:
-    """The log without the name table's entry of ``record_id`` (formats 3.10 on: entries of
-    id u64 and a NUL-terminated name)."""
+def name_entries(data: bytes) -> list[tuple[int, bytes]]:
+    """(record id, name) of each entry of the name region, in order (formats 3.10 on: entries
+    of id u64 and a NUL-terminated name)."""
+    hdr, off, length = _name_region(data)
+    raw, entries, at = _inflate(hdr, data[off : off + length]), [], 0
+    while at < len(raw):
+        end = raw.index(b"\0", at + 8)
+        entries.append((struct.unpack_from(hdr.order + "Q", raw, at)[0], raw[at + 8 : end]))
+        at = end + 1
+    return entries
+
+
+def set_name_region(data: bytes, raw: bytes) -> bytes:
+    """The log with ``raw`` as the inflated content of its name region (well formed or not)."""
+    hdr, off, length = _name_region(data)
+    return _replace(data, off, off + length, _deflate(hdr, raw), hdr.layout.name_map + 8)
+
+
+def name_region(entries: list[tuple[int, bytes]], order: str = "<") -> bytes:
+    """The inflated content of a name region holding ``entries`` (record id, name)."""
+    return b"".join(struct.pack(order + "Q", rid) + name + b"\0" for rid, name in entries)
+
+
+def _name_region(data: bytes):
     hdr = corpus.read_header(data)
     if hdr.version == "3.00":
         raise LogFormatError("3.00 name entries (id, length, bytes) are not supported")
-    off = hdr.name_off
     length = struct.unpack_from(hdr.order + "Q", data, hdr.layout.name_map + 8)[0]
-    raw, kept, at, found = _inflate(hdr, data[off : off + length]), [], 0, False
-    while at < len(raw):
-        end = raw.index(b"\0", at + 8) + 1
-        rid = struct.unpack_from(hdr.order + "Q", raw, at)[0]
-        found |= rid == record_id
-        if rid != record_id:
-            kept.append(raw[at:end])
-        at = end
-    if not found:
+    return hdr, hdr.name_off, length
+
+
+def drop_name(data: bytes, record_id: int) -> bytes:
+    """The log without the name table's entry of ``record_id``."""
+    entries = name_entries(data)
+    kept = [(rid, name) for rid, name in entries if rid != record_id]
+    if len(kept) == len(entries):
         raise LogFormatError(f"no name entry for record {record_id}")
-    new = _deflate(hdr, b"".join(kept))
-    return _replace(data, off, off + length, new, hdr.layout.name_map + 8)
+    return set_name_region(data, name_region(kept, corpus.read_header(data).order))
+
+
+def set_module_region(data: bytes, module: str, raw: bytes) -> bytes:
+    """The log with ``raw`` as the inflated content of a module's region (whole records or
+    not)."""
+    hdr, slot, off, length = _module_region(data, module)
+    return _replace(data, off, off + length, _deflate(hdr, raw), hdr.layout.mod_map + 16 * slot + 8)
+
+
+def module_region(data: bytes, module: str) -> bytes:
+    """The inflated content of a module's region."""
+    hdr, _, off, length = _module_region(data, module)
+    return _inflate(hdr, data[off : off + length])
 
 
 def uncompressed(data: bytes) -> bytes:

@@ -235,11 +235,11 @@ def test_log_summary_reads_only_regular_files(hostile):
     assert read_log(hostile / "link.darshan")["job"]["nprocs"] == 4
 
 
-def _read_or_hang(name, facts):
+def _read_or_hang(checked, facts):
     """read_for_ingest, with an injected fault: a log whose sha256 is "hang" never ends."""
     if facts[1] == "hang":
         time.sleep(3600)
-    return read_for_ingest(name, facts)
+    return read_for_ingest(checked, facts)
 
 
 def test_a_log_over_its_time_budget_is_blamed_alone():

@@ -14,6 +14,7 @@ import pytest
 
 from iostudy import catalog, logrows, store
 from iostudy.cli import main
+from iostudy.darshanlog_worker import DEFAULT_LIMITS, open_log
 
 from . import filestate
 from .rundirs import RUNTIME_MIB, make_run_dir, manifest
@@ -358,7 +359,8 @@ def test_library_file_records_become_rows(darshan_logs):
     for pattern, token, opens, written in (("HDF5", "h5f", 8, 0),
                                            ("PNETCDF", "pnetcdf", 8, 4194476)):  # fmt: skip
         (path,) = logs.glob(f"shane_ior-{pattern}_*.darshan")
-        log = logrows.read_for_ingest(str(path), None)
+        with open_log(str(path), DEFAULT_LIMITS) as checked:
+            log = logrows.read_for_ingest(checked, None)
         rows = [r for c in logrows.files_columns([(run, log)]) for r in c.rows()]
         (row,) = [r for r in rows if r["module"] == token]
         assert (row["rank"], row["shared"], row["opens"]) == (-1, True, opens)

@@ -27,6 +27,7 @@ import errno
 import functools
 import json
 import os
+import re
 import stat
 import struct
 import sys
@@ -42,6 +43,11 @@ RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE")
 # record modules, LUSTRE and HEATMAP. Other modules (DXT traces...) are never inflated.
 READ_MODULES = {1: "POSIX", 2: "MPI-IO", 3: "H5F", 5: "PNETCDF_FILE", 8: "LUSTRE", 9: "STDIO",
                 15: "HEATMAP"}  # fmt: skip
+# The record version each record module is read at by the wheel's libdarshan-util (3.5.0; the
+# log-format reference, section 5). Records stored at it are laid out as record_layout says:
+# the bytes check_inflation inflates are then the records, and libdarshan-util need not read
+# them again (it up-converts older versions).
+CURRENT_VERSIONS = {"POSIX": 4, "MPI-IO": 3, "H5F": 3, "PNETCDF_FILE": 3, "STDIO": 2}
 # The smallest record of the variable-size modules (base record and fixed part).
 MIN_RECORD = {"LUSTRE": 32, "HEATMAP": 48}
 # A region that inflates to less than this is harmless whatever its ratio: one compressed
@@ -50,6 +56,10 @@ RATIO_FLOOR = 1 << 20
 _CHUNK = 1 << 20  # bytes read, and inflated, at a time by the bound check
 _PIECE = 1 << 14  # bytes handed to zlib at a time
 SMALL_LOG = 1 << 20  # a log up to this size is checked from one read of the whole file
+# A region kept (parsed) is inflated once, kept as it comes, when its compressed size is up to
+# this: whatever it inflates to within the ratio bound is a few MiB. A larger one is measured
+# first (inflated, counted, dropped), so that a bomb costs a few chunks of memory, not its bound.
+KEEP_UNMEASURED = 1 << 16
 
 
 class Limits(NamedTuple):
@@ -204,9 +214,10 @@ def _record_arrays(mod, stored: bytes, names) -> RecordArrays:
 
 
 def _names(handle) -> dict:
-    """{record id: name} of the log's name table. Like PyDarshan's log_get_name_records, but a
-    name that is not UTF-8 (any bytes are a valid Linux path) keeps its bytes as \\xNN escapes
-    instead of failing the whole log."""
+    """{record id: name} of the log's name table, read by libdarshan-util: for the logs whose
+    name region :func:`check_inflation` does not parse itself (format 3.00). Like PyDarshan's
+    log_get_name_records, but a name that is not UTF-8 keeps its bytes as \\xNN escapes (see
+    :func:`_decoded`)."""
     ffi, lib, bufs = backend.ffi, backend.libdutil, _buffers()
     bufs.count[0] = 0  # not set when libdarshan-util fails to read the table
     lib.darshan_log_get_name_records(handle, bufs.table, bufs.count)
@@ -223,11 +234,48 @@ def _names(handle) -> dict:
         raw.append(string(name))
         free(name)
     free(entries)
-    try:  # a C string holds no NUL: one decode for the whole table
-        decoded = b"\0".join(raw).decode().split("\0")
+    return dict(zip(ids, _decoded(b"\0".join(raw), raw), strict=True))
+
+
+def _decoded(joined: bytes, raw) -> list[str]:
+    """The names ``raw`` (``joined``: them joined by NULs) as str: any bytes are a valid Linux
+    path, so a name that is not UTF-8 keeps its bytes as \\xNN escapes instead of failing the
+    whole log."""
+    try:  # a name holds no NUL: one decode for the whole table
+        return joined.decode().split("\0") if raw else []
     except UnicodeDecodeError:
-        decoded = [name.decode("utf-8", "backslashreplace") for name in raw]
-    return dict(zip(ids, decoded, strict=True))
+        return [name.decode("utf-8", "backslashreplace") for name in raw]
+
+
+# An entry of the name region of formats 3.10 on: a u64 record id, then the name up to its NUL
+# (the log-format reference, section 4). Matches follow each other from the region's start:
+# one fails only where no NUL is left, so what they leave is a tail.
+_NAME_ENTRY = re.compile(rb"(.{8})([^\0]*)\0", re.DOTALL)
+
+
+def parse_names(raw: bytes, order: str) -> dict:
+    """{record id: name} of an inflated name region of format 3.10 on, in byte order ``order``
+    ("<" or ">"), as libdarshan-util builds it: the first entry of an id wins, unless its name is
+    empty and a later one's is not. LogRefused when the region does not end with a whole entry
+    (libdarshan-util aborts on that)."""
+    entries = _NAME_ENTRY.findall(raw)
+    rids, raw_names = zip(*entries, strict=True) if entries else ((), ())
+    joined = b"\0".join(raw_names)
+    tail = len(raw) - (8 * len(rids) + len(joined) + bool(rids))
+    if tail:
+        raise LogRefused(
+            f"name region: {tail} bytes after its last whole entry (a record id and a "
+            "NUL-terminated name)"
+        )
+    names = _decoded(joined, raw_names)
+    ids = np.frombuffer(b"".join(rids), order + "u8").tolist()
+    if "" not in names:
+        return dict(zip(reversed(ids), reversed(names), strict=True))  # the first one wins
+    table = {}
+    for rid, name in zip(ids, names, strict=True):
+        if not table.get(rid):
+            table[rid] = name
+    return table
 
 
 @functools.cache
@@ -314,19 +362,21 @@ def warm_up():
     _lustre_counters()
 
 
-def dump(path):
-    """The content of the log at ``path`` as plain data (keys: see :mod:`iostudy.darshanlog`)."""
-    log = read(path)
+def dump(checked):
+    """The content of a log (a :class:`CheckedLog`) as plain data (keys: see
+    :mod:`iostudy.darshanlog`)."""
+    log = read(checked)
     log["records"] = {mod: arrays.as_dicts() for mod, arrays in log["records"].items()}
     return log
 
 
-def read(path, full=True, stored=False):
-    """The content of the log at ``path`` as :func:`dump` gives it, except that ``records`` is
-    {module: RecordArrays}. With ``full=False`` (what ingest stores) the mounts and heatmap keys
-    are empty: the mount table and the HEATMAP module are not read. With ``stored=True``
-    ``records`` is {module: every record stored, named or not, as bytes in the layout of
-    :func:`record_layout`}: ingest takes them apart a batch of logs at a time."""
+def read(checked, full=True, stored=False):
+    """The content of a log (a :class:`CheckedLog`) as :func:`dump` gives it, except that
+    ``records`` is {module: RecordArrays}. With ``full=False`` (what ingest stores) the mounts
+    and heatmap keys are empty: the mount table and the HEATMAP module are not read. With
+    ``stored=True`` ``records`` is {module: every record stored, named or not, as bytes in the
+    layout of :func:`record_layout`}: ingest takes them apart a batch of logs at a time."""
+    path = checked.path
     log = backend.log_open(path)
     handle = log["handle"]
     if not bool(handle):
@@ -336,12 +386,14 @@ def read(path, full=True, stored=False):
         exe = backend.log_get_exe(log)
         mounts = [list(m) for m in backend.log_get_mounts(log)] if full else []
         modules = backend.log_get_modules(log)
-        names = _names(handle)
+        names = _names(handle) if checked.names is None else checked.names
         records, raw_counts = {}, {}
         for mod in RECORD_MODULES:
             if mod in modules:
                 size = record_layout(mod).size
-                records[mod] = _stored_records(handle, modules[mod]["idx"], size)
+                records[mod] = checked.records.get(mod)
+                if records[mod] is None:
+                    records[mod] = _stored_records(handle, modules[mod]["idx"], size)
                 raw_counts[mod] = len(records[mod]) // size
         lustre = _lustre(log, names) if "LUSTRE" in modules else []
         heatmap_records = []
@@ -369,9 +421,20 @@ def read(path, full=True, stored=False):
     }
 
 
+class CheckedLog(NamedTuple):
+    """A log :func:`open_log` checked: the name to read it by, and what the check took from the
+    bytes it inflated anyway: the name table (None: libdarshan-util reads it) and {module:
+    every record stored, in this machine's byte order} of the modules stored at their
+    CURRENT_VERSIONS (the others: libdarshan-util reads them)."""
+
+    path: str
+    names: dict | None
+    records: dict
+
+
 @contextlib.contextmanager
 def open_log(path, limits: Limits, follow=False):
-    """The log at ``path``, checked (see the module docstring), as a name to read it by while
+    """The log at ``path``, checked (see the module docstring), as a :class:`CheckedLog` while
     the context lasts. Raises LogRefused. ``follow``: follow a symbolic link (a path a user
     named, not one found in a tree)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
@@ -385,28 +448,34 @@ def open_log(path, limits: Limits, follow=False):
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise LogRefused(f"not a regular file (mode {stat.filemode(mode)})")
-        check_inflation(fd, limits)
-        yield f"/proc/self/fd/{fd}"
+        yield CheckedLog(f"/proc/self/fd/{fd}", *check_inflation(fd, limits))
     finally:
         os.close(fd)
 
 
 class _Region(NamedTuple):
-    name: str  # "name" or the module's
+    name: str  # "job", "name" or the module's
     offset: int
     length: int  # compressed, as the header declares it
+    version: int = 0  # a module's record version
 
 
-def _header(head: bytes):
-    """(compression type, [_Region] of the job and name regions and of the modules read) of the
-    log whose first bytes are head, or None when the header is not one libdarshan-util accepts
-    (then it says why itself)."""
+class _Header(NamedTuple):
+    compression: int  # 0 zlib, 2 none (1, bzip2, is refused by the wheel's libdarshan-util)
+    order: str  # "<" or ">"
+    version: bytes
+    regions: list  # [_Region] of the job and name regions and of the modules read, not empty
+
+
+def _header(head: bytes) -> _Header | None:
+    """The header of the log whose first bytes are head, or None when it is not one
+    libdarshan-util reads (then it says why itself)."""
     version = head[:8].split(b"\0")[0]
     if version not in (b"3.00", b"3.10", b"3.20", b"3.21", b"3.41"):
         return None
     legacy = version != b"3.41"
     names_at, mods_at, slots = (24, 40, 16) if legacy else (32, 48, 64)
-    if len(head) < mods_at + 16 * slots:
+    if len(head) < mods_at + 20 * slots or head[16] not in (0, 2):
         return None
     magic = int.from_bytes(head[8:16], "little")
     order = "<" if magic == 6567223 else ">" if magic == 0x3735640000000000 else None
@@ -418,11 +487,11 @@ def _header(head: bytes):
     job_at = mods_at + 20 * slots
     regions = [_Region("job", job_at, max(0, names.offset - job_at)), names]
     maps = struct.unpack_from(f"{order}{2 * slots}Q", head, mods_at)  # (offset, length) per slot
-    for slot in range(slots):
-        name = READ_MODULES.get(_module_id(slot, version)) if maps[2 * slot + 1] else None
-        if name:
-            regions.append(_Region(name, maps[2 * slot], maps[2 * slot + 1]))
-    return head[16], [r for r in regions if r.length]
+    versions = struct.unpack_from(f"{order}{slots}I", head, mods_at + 16 * slots)
+    for slot in [slot for slot, length in enumerate(maps[1::2]) if length]:
+        if name := READ_MODULES.get(_module_id(slot, version)):
+            regions.append(_Region(name, maps[2 * slot], maps[2 * slot + 1], versions[slot]))
+    return _Header(head[16], order, version, [r for r in regions if r.length])
 
 
 def _module_id(slot, version: bytes) -> int:
@@ -435,20 +504,21 @@ def _module_id(slot, version: bytes) -> int:
     return slot
 
 
-def check_inflation(fd, limits: Limits):
+def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict]:
     """Raise LogRefused if the regions read of the log at ``fd`` inflate past ``limits``, or
     are damaged: cut off by the end of the file, or compressed data that zlib refuses (its
     Adler-32 check included: libdarshan-util stops inflating once it has the bytes it wants,
-    so a flipped bit would otherwise pass as other counter values). Memory stays at a few
-    chunks whatever the log; a header libdarshan-util refuses is left to it, which says why."""
-    file_size, total = os.fstat(fd).st_size, 0
+    so a flipped bit would otherwise pass as other counter values). Returns what
+    :class:`CheckedLog` holds beside its path: the name table and the records taken from the
+    inflated bytes (nothing for a header libdarshan-util refuses, and says why itself). Memory
+    is a few chunks plus the bytes kept, within the limits whatever the log."""
+    file_size, total, kept = os.fstat(fd).st_size, 0, {}
     # a small log (nearly all) is read at once; a large one in pieces, region by region
     whole = os.pread(fd, file_size, 0) if file_size <= SMALL_LOG else None
     header = _header(whole[:1328] if whole is not None else os.pread(fd, 1328, 0))
     if header is None:
-        return
-    compression, regions = header
-    for region in regions:
+        return None, {}
+    for region in header.regions:
         if region.offset + region.length > file_size:
             raise LogRefused(
                 f"truncated: the header puts the {region.name} region at bytes {region.offset} "
@@ -458,15 +528,57 @@ def check_inflation(fd, limits: Limits):
             continue
         bounds = _bounds(region, limits, limits.max_bytes - total)
         stop = min(bounds)
-        if compression == 0:  # zlib; bzip2 (1) is refused by the wheel's libdarshan-util
-            end = region.offset + region.length
-            pieces = _pieces(fd, region) if whole is None else [whole[region.offset : end]]
-            size = _inflated(pieces, region, stop)
-        else:  # stored as is (2): what the file holds
+        keep = kept.setdefault(region.name, []) if _parsed(region, header) else None
+        if header.compression == 0:
+            size = _inflated_region(fd, whole, region, stop, keep)
+        else:  # stored as is: what the file holds
             size = region.length
+            if keep is not None and size <= stop:
+                keep.append(os.pread(fd, size, region.offset))
         if size > stop:
             raise LogRefused(_bound_reason(region, limits, bounds, stop))
         total += size
+    kept = {name: b"".join(pieces) for name, pieces in kept.items()}
+    names = None if header.version == b"3.00" else parse_names(kept.pop("name", b""), header.order)
+    return names, {mod: native_records(mod, raw, header.order) for mod, raw in kept.items()}
+
+
+def _inflated_region(fd, whole: bytes | None, region: _Region, stop: int, keep) -> int:
+    """:func:`_inflated` of a region of the log at ``fd`` (``whole``: its bytes, when read at
+    once). A region to keep that is larger than KEEP_UNMEASURED is measured first: a bomb is
+    refused before any of it is kept."""
+
+    def pieces():
+        if whole is None:
+            return _pieces(fd, region)
+        return [whole[region.offset : region.offset + region.length]]
+
+    if keep is not None and region.length > KEEP_UNMEASURED:
+        if (size := _inflated(pieces(), region, stop)) > stop:
+            return size
+    return _inflated(pieces(), region, stop, keep)
+
+
+def _parsed(region: _Region, header: _Header) -> bool:
+    """Whether check_inflation keeps the region's bytes: the name region (but of format
+    3.00, whose entries differ) and the record modules stored at their current version."""
+    if region.name == "name":
+        return header.version != b"3.00"
+    return region.version == CURRENT_VERSIONS.get(region.name)
+
+
+def native_records(mod: str, raw: bytes, order: str) -> bytes:
+    """A module's inflated region of a log in byte order ``order``, stored at its current
+    version, as _stored_records has it: the records side by side in this machine's byte
+    order. LogRefused when it does not hold a whole number of records."""
+    lay = record_layout(mod)
+    if len(raw) % lay.size:
+        raise LogRefused(
+            f"{mod} region: {len(raw)} bytes, not a whole number of {lay.size}-byte records"
+        )
+    if order == ("<" if sys.byteorder == "little" else ">"):
+        return raw
+    return np.frombuffer(raw, lay.dtype.newbyteorder(order)).astype(lay.dtype).tobytes()
 
 
 def _bounds(region: _Region, limits: Limits, left: int) -> tuple[int, int, int | None]:
@@ -496,17 +608,21 @@ def _bound_reason(region: _Region, limits: Limits, bounds: tuple, stop: int) -> 
     return f"{what}, more than {limits.max_records} records of {size} bytes"
 
 
-def _inflated(pieces, region: _Region, stop: int) -> int:
+def _inflated(pieces, region: _Region, stop: int, keep: list | None = None) -> int:
     """What the region's back-to-back zlib streams (its bytes: pieces) inflate to, counted up
-    to past ``stop``; LogRefused when they are not whole, valid zlib streams."""
+    to past ``stop`` (the bytes appended to ``keep`` when it is a list); LogRefused when they
+    are not whole, valid zlib streams."""
     total, inflater, inside = 0, zlib.decompressobj(), False
     for data in pieces:
         while data:
             inside = True
             try:
-                total += len(inflater.decompress(data, _CHUNK))
+                out = inflater.decompress(data, _CHUNK)
             except zlib.error as exc:
                 raise LogRefused(f"{region.name} region: damaged compressed data ({exc})") from None
+            total += len(out)
+            if keep is not None:
+                keep.append(out)
             if total > stop:
                 return total
             if inflater.eof:  # the next stream, if any (one per MPI rank)
@@ -535,8 +651,8 @@ def main():
         return 2
     limits = Limits(**json.loads(sys.argv[2])) if len(sys.argv) == 3 else DEFAULT_LIMITS
     try:
-        with open_log(sys.argv[1], limits, follow=True) as name:
-            data = dump(name)
+        with open_log(sys.argv[1], limits, follow=True) as checked:
+            data = dump(checked)
     except LogRefused as exc:
         json.dump({"error": str(exc)}, sys.stdout)
         return 1

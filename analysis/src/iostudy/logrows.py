@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import plausibility, probe
-from .darshanlog_worker import read, record_layout
+from .darshanlog_worker import CheckedLog, read, record_layout
 from .summary import MODULE_COUNTERS
 
 # Darshan's access-size histogram bins (the counters' suffixes), smallest first.
@@ -365,13 +365,13 @@ LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
 INGEST_UNREAD = ("HEATMAP",)
 
 
-def read_for_ingest(path: str, facts: tuple) -> dict:
+def read_for_ingest(checked: CheckedLog, facts: tuple) -> dict:
     """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps), its
     records as stored (:func:`files_columns` takes a batch's apart at once), and its quirks
     (``quirks``); raises :class:`iostudy.plausibility.ImplausibleLog` (the pool quarantines
     the log) when a value of its job is out of bounds (its records: :func:`batch_rows`)."""
-    log = read(path, full=False, stored=True)
-    log["quirks"] = plausibility.check_job(log, path)
+    log = read(checked, full=False, stored=True)
+    log["quirks"] = plausibility.check_job(log, checked.path)
     return log
 
 
