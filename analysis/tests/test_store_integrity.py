@@ -8,6 +8,7 @@ the release log's 64 MiB per copy (test_store), and a clean ingest of the same t
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -90,8 +91,10 @@ def _renames(trace: Path, pid: int) -> list[str]:
     if not trace.is_file():
         return []
     lines = trace.read_text().splitlines()
-    # strace prefixes a line with its pid while it traces several processes
-    return [line for line in lines if line.startswith((f"{pid} rename(", "rename("))]
+    # strace prefixes a line with its pid (padded to 5 characters) while it traces several
+    # processes
+    ours = re.compile(rf"({pid} +)?rename\(")
+    return [line for line in lines if ours.match(line)]
 
 
 def _marked_processes(marker: str) -> list[int]:
@@ -368,6 +371,8 @@ def test_a_fifo_as_reframe_report_is_quarantined_not_waited_on(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1].endswith("logs 1 ingested, 0 skipped, 1 quarantined")
     (reason,) = store.connect(st).execute("SELECT reason FROM quarantine").fetchone()
-    assert reason == "unreadable ReFrame report: [Errno 22] not a regular file: " + repr(
-        str(run / "reframe" / "report.json")
+    fifo = run / "reframe" / "report.json"
+    mode = stat.filemode(fifo.lstat().st_mode)
+    assert reason == (
+        f"unreadable ReFrame report: [Errno 22] not a regular file (mode {mode}): {str(fifo)!r}"
     )

@@ -28,7 +28,6 @@ import functools
 import json
 import os
 import re
-import stat
 import struct
 import sys
 import zlib
@@ -36,6 +35,8 @@ from typing import NamedTuple
 
 import numpy as np
 from darshan.backend import cffi_backend as backend
+
+from . import safeio
 
 # The generic-record modules iostudy reads (PyDarshan names).
 RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE")
@@ -437,20 +438,21 @@ def open_log(path, limits: Limits, follow=False):
     """The log at ``path``, checked (see the module docstring), as a :class:`CheckedLog` while
     the context lasts. Raises LogRefused. ``follow``: follow a symbolic link (a path a user
     named, not one found in a tree)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise LogRefused("a symbolic link, not a regular file") from None
-        raise LogRefused(f"cannot open: {exc.strerror}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise LogRefused(f"not a regular file (mode {stat.filemode(mode)})")
+    with contextlib.ExitStack() as opened:
+        try:
+            fd = opened.enter_context(safeio.open_regular(path, follow))
+        except OSError as exc:
+            raise LogRefused(_refusal(exc)) from None
         yield CheckedLog(f"/proc/self/fd/{fd}", *check_inflation(fd, limits))
-    finally:
-        os.close(fd)
+
+
+def _refusal(exc: OSError) -> str:
+    """Why open_regular refused a log, in a quarantine's words."""
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link, not a regular file"
+    if exc.errno == errno.EINVAL:
+        return exc.strerror
+    return f"cannot open: {exc.strerror}"
 
 
 class _Region(NamedTuple):

@@ -3,32 +3,25 @@ checkout's git state, tool versions (DESIGN.md convention 9: every result carrie
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import platform
-import stat
 import subprocess
 from importlib import metadata
 
-from . import __version__
+from . import __version__, safeio
 from .config import REPO_ROOT
 
 
-def sha256_file(path, chunk=1 << 20, regular_only=False) -> str:
+def sha256_file(path, chunk=1 << 20, follow=True) -> str:
     """The file's sha256 (hex), read with the fewest calls: ingest hashes millions of small logs.
-    regular_only: refuse (OSError) a symlink or anything but a regular file without reading it,
-    so that a FIFO or a link to a device in a log tree can never block or run for ever."""
+    Only a regular file is read (:func:`iostudy.safeio.open_regular`: OSError otherwise, so that
+    a FIFO or a device never blocks or runs for ever); ``follow=False``: a symbolic link too is
+    refused."""
     h = hashlib.sha256()
-    flags = os.O_RDONLY | (os.O_NOFOLLOW | os.O_NONBLOCK if regular_only else 0)
-    fd = os.open(path, flags)
-    try:
-        if regular_only and not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
+    with safeio.open_regular(path, follow) as fd:
         while block := os.read(fd, chunk):
             h.update(block)
-    finally:
-        os.close(fd)
     return h.hexdigest()
 
 

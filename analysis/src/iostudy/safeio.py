@@ -4,6 +4,7 @@ on), and never more than a limit (a file that claims to be JSON may be any size)
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -12,15 +13,29 @@ import stat
 DEFAULT_LIMIT = 64 << 20
 
 
+@contextlib.contextmanager
+def open_regular(path, follow: bool = True):
+    """A file descriptor of path while the context lasts, opened without blocking (a FIFO's
+    open would wait for a writer) and, unless ``follow``, without following a symbolic link;
+    OSError with the path unless it is a regular file (ELOOP: a link not followed, EINVAL: a
+    FIFO, device, socket or folder)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = f"not a regular file (mode {stat.filemode(mode)})"
+            raise OSError(errno.EINVAL, what, str(path))
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def read_regular(path, limit: int = DEFAULT_LIMIT) -> bytes:
     """The content of path, which must be a regular file of at most limit bytes; OSError
     otherwise (EINVAL: not a regular file, EFBIG: over the limit), with the path."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        if st.st_size > limit:
+    with open_regular(path) as fd:
+        if os.fstat(fd).st_size > limit:
             raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
         data = os.read(fd, limit + 1)
         while len(data) <= limit and (block := os.read(fd, limit + 1 - len(data))):
@@ -28,8 +43,6 @@ def read_regular(path, limit: int = DEFAULT_LIMIT) -> bytes:
         if len(data) > limit:  # grew while read
             raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
         return data
-    finally:
-        os.close(fd)
 
 
 def read_text(path, limit: int = DEFAULT_LIMIT) -> str:

@@ -859,7 +859,7 @@ def _read_report(run_dir: Path, base: Path, writer: _RunWriter, run_id: str, cou
 
 
 def _quarantine_file(run_id, path, base, reason):
-    sha = sha256_file(path, regular_only=True) if Path(path).is_file() else None
+    sha = sha256_file(path, follow=False) if Path(path).is_file() else None
     return {"run_id": run_id, "path": _rel(path, base), "sha256": sha, "reason": reason}
 
 
@@ -939,7 +939,7 @@ def hashed(log: LogFile) -> LogFile:
     if log.problem:
         return log
     try:
-        return log._replace(sha=sha256_file(log.path, regular_only=True))
+        return log._replace(sha=sha256_file(log.path, follow=False))
     except OSError as exc:
         return log._replace(problem=f"not read: {exc.strerror or exc}")
 
