@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from iostudy import bundle, cli, store
+from iostudy import bundle, cli, siteid, store
 from iostudy.provenance import sha256_file
 
 from . import reportdata
@@ -33,6 +33,15 @@ def make_site(root: Path, site: str) -> tuple[Path, Path]:
     return store_dir, out
 
 
+def trust(target: Path, site_store: Path, site: str) -> None:
+    """The key exchange: the site prints its public key (`trust own`), the target store adds
+    it (`trust add`)."""
+    key = target.parent / f"{site}-{target.name}.pub"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    assert cli.main(["trust", "own", "--store", str(site_store), "--out", str(key)]) == 0
+    assert cli.main(["trust", "add", site, str(key), "--store", str(target)]) == 0
+
+
 @pytest.fixture(scope="module")
 def site_a(tmp_path_factory):
     return make_site(tmp_path_factory.mktemp("site-a"), "site-a")
@@ -49,10 +58,11 @@ def test_export_holds_manifests_systems_and_checksums(site_a):
     assert meta["site"] == "site-a" and meta["missing_manifests"] == {}
     assert {f"manifests/{r}.json" for r in runs["run_id"]} <= set(names)
     assert {f"systems/{s}.json" for s in runs["system"]} <= set(names)
-    # every member but SHA256SUMS is listed once in it
-    assert sorted(line.split("  ", 1)[1] for line in sums) == sorted(set(names) - {bundle.SUMS})
+    # every member but SHA256SUMS and its SIGNATURE is listed once in it
+    listed = sorted(line.split("  ", 1)[1] for line in sums)
+    assert listed == sorted(set(names) - {bundle.SUMS, bundle.SIGNATURE})
     # the store remembers its site; another name is refused
-    assert json.loads((store_dir / bundle.SITE_FILE).read_text()) == {"site": "site-a"}
+    assert json.loads((store_dir / siteid.SITE_FILE).read_text()) == {"site": "site-a"}
     again = store_dir.parent / "other.tar"
     assert cli.main(["export", "--store", str(store_dir), "--out", str(again), "--site", "b"]) == 2
     assert not again.exists()
@@ -63,6 +73,7 @@ def test_export_holds_manifests_systems_and_checksums(site_a):
 def test_import_keeps_sites_apart_and_twice_is_a_no_op(site_a, tmp_path, capsys):
     store_dir, out = site_a
     third = tmp_path / "third"
+    trust(third, store_dir, "site-a")
     assert cli.main(["import", str(out), "--store", str(third)]) == 0
     own = store.read_table(store_dir, "runs")
     runs = store.read_table(third, "runs")
@@ -102,7 +113,7 @@ def test_a_changed_byte_is_rejected(site_a, tmp_path, where, capsys):
     capsys.readouterr()
     assert cli.main(["import", str(tampered), "--store", str(target)]) == 2
     assert "tampered.tar" in capsys.readouterr().err
-    assert not list(target.glob("*/*.parquet"))  # nothing imported
+    assert not target.exists()  # nothing imported, nothing created
 
 
 def test_own_site_is_not_imported(site_a, capsys):
@@ -116,9 +127,11 @@ def test_own_site_is_not_imported(site_a, capsys):
 def test_cross_site_report_from_two_sites(site_a, tmp_path):
     """A second site's store (the same study data, as site-b) and site-a imported into a third
     store: the report puts site-a/<system> beside site-b/<system> per comparable result."""
-    _, out_a = site_a
-    _, out_b = make_site(tmp_path / "b", "site-b")
+    store_a, out_a = site_a
+    store_b, out_b = make_site(tmp_path / "b", "site-b")
     third = tmp_path / "third"
+    trust(third, store_a, "site-a")
+    trust(third, store_b, "site-b")
     for out in (out_a, out_b):
         assert cli.main(["import", str(out), "--store", str(third)]) == 0
     reports = tmp_path / "reports"
@@ -159,7 +172,8 @@ def test_export_of_a_log_tree_without_system(tmp_path, darshan_logs):
     assert [r["system"] for r in meta["runs"]] == [None]
     assert meta["missing_manifests"] == {}  # a tree has no manifest to miss
     assert meta["systems"] == [] and not [n for n in names if n.startswith("systems/")]
-    assert cli.main(["import", str(out), "--store", str(tmp_path / "other")]) == 0
+    other = ["--store", str(tmp_path / "other"), "--trust-on-first-use"]
+    assert cli.main(["import", str(out), *other]) == 0
     assert len(store.read_table(tmp_path / "other", "jobs")) == len(LOGS)
 
 
@@ -181,5 +195,6 @@ def test_anonymized_export_of_real_logs(tmp_path, darshan_logs):
     by_log = dict(zip(jobs["log_sha256"].to_pylist(), uids, strict=True))
     for uid in set(own["uid"]):
         assert len({by_log[s] for s in own.loc[own["uid"] == uid, "log_sha256"]}) == 1
-    assert cli.main(["import", str(out), "--store", str(tmp_path / "other")]) == 0
+    other = ["--store", str(tmp_path / "other"), "--trust-on-first-use"]
+    assert cli.main(["import", str(out), *other]) == 0
     assert sorted(store.read_table(tmp_path / "other", "jobs")["uid"]) == sorted(uids)

@@ -1,8 +1,10 @@
 """Cross-site comparison as two sites do it: one campaign run on testcluster (through Slurm) by
 the site "hpc-centre" and on local by the site "dev-lab", each ingested into its own store and
-exported as a bundle; both bundles imported into a third store, which gives the cross-site
-report (checked in headless Chromium). A bundle with one byte changed is rejected, and importing
-a bundle twice changes nothing."""
+exported as a bundle signed by the site's key; the third store trusts both sites' keys (each
+site prints its key with `iostudy trust own`, the third adds it with `iostudy trust add`) and
+imports both bundles, which gives the cross-site report (checked in headless Chromium). A bundle
+with one byte changed is rejected, so are a bundle of a site not yet trusted and one site's key
+offered for another; importing a bundle twice changes nothing."""
 
 import csv
 import json
@@ -43,7 +45,7 @@ def iostudy(*args, check=True):
 
 def site_bundle(cluster, tmp_path, campaign, site, system):
     """The campaign run on system (through Slurm on testcluster), ingested into the site's own
-    store, exported: the bundle's path."""
+    store, exported: the bundle's path and the site's public key file."""
     results = tmp_path / site / "results"
     run = [VENV_BIN / "iostudy", "campaign", "run", campaign, "--system", system,
            "--results", results]  # fmt: skip
@@ -57,14 +59,17 @@ def site_bundle(cluster, tmp_path, campaign, site, system):
     iostudy("ingest", run_dir, "--store", store)
     bundle = tmp_path / f"{site}.tar"
     iostudy("export", "--store", store, "--out", bundle, "--site", site, "--results", results)
-    return bundle
+    key = tmp_path / f"{site}.pub"
+    iostudy("trust", "own", "--store", store, "--out", key)
+    return bundle, key
 
 
 def test_two_sites_compared_in_a_third_store(cluster, tmp_path):
     campaign = tmp_path / "crosssite.json"
     campaign.write_text(json.dumps(CAMPAIGN))
-    bundles = {site: site_bundle(cluster, tmp_path, campaign, site, system)
-               for site, system in SITES.items()}  # fmt: skip
+    made = {site: site_bundle(cluster, tmp_path, campaign, site, system)
+            for site, system in SITES.items()}  # fmt: skip
+    bundles = {site: bundle for site, (bundle, _) in made.items()}
     third = tmp_path / "third"
 
     # One byte changed in a table of hpc-centre's bundle: rejected, nothing imported.
@@ -79,8 +84,18 @@ def test_two_sites_compared_in_a_third_store(cluster, tmp_path):
     assert proc.returncode == 2 and "tampered.tar" in proc.stderr, proc.stderr
     assert not list(third.glob("*/*.parquet"))
 
+    # before the key exchange, a site's bundle is refused
+    proc = iostudy("import", good, "--store", third, check=False)
+    assert proc.returncode == 2 and "not trusted" in proc.stderr, proc.stderr
+    for site, (_, key) in made.items():
+        iostudy("trust", "add", site, key, "--store", third)
+    # dev-lab's key does not sign hpc-centre's bundles
+    proc = iostudy("trust", "add", "hpc-centre", made["dev-lab"][1], "--store", third,
+                   check=False)  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
     for bundle in bundles.values():
-        iostudy("import", bundle, "--store", third)
+        proc = iostudy("import", bundle, "--store", third)
+        assert "signed by key SHA256:" in proc.stdout
     before = snapshot(third)
     proc = iostudy("import", good, "--store", third)
     assert "nothing changed" in proc.stdout and snapshot(third) == before

@@ -10,26 +10,33 @@ file holding this store's own runs (never the runs it imported from other sites)
                                  versions, effective config, command lines
     systems/<system>.json        each system's description (its latest run's effective config)
     SHA256SUMS                   the sha256 of every other member
+    SIGNATURE                    the site, its public key and its Ed25519 signature of
+                                 SHA256SUMS (iostudy.siteid)
 
 The bundle's id is the sha256 of its SHA256SUMS. The tar is written in the plain ustar format
 (no pax headers), with zeroed times and owners, so that every byte of it is checked on import:
 member contents by SHA256SUMS, headers by their tar checksums, and the padding and the end of
 the archive must be zeros. A bundle with any byte changed is rejected.
 
-``iostudy import BUNDLE --store STORE`` adds another site's bundle. Identities stay apart: the
-rows keep their system names and get the bundle's site (runs.site), and run ids become
-``<site>:<run id>`` in every table, so that two sites' runs never merge even when their ids or
-system names are equal. Files go to ``STORE/<table>/<site>:<file>``, manifests and systems to
-``STORE/sites/<site>/``, and the import is recorded in ``STORE/imports/<bundle id>.json``: the
-same bundle imported again changes nothing. A later bundle of the same site replaces the files
-of the runs it holds again. A store's own site (``STORE/site.json``, named at its first export)
-is never imported into it. Slurm accounting, iostat and fsstats tables travel in the bundle but
+``iostudy import BUNDLE --store STORE`` adds another site's bundle, once all of it is checked:
+its bytes, its signature by the key the store trusts for the site (``iostudy trust add``, or
+``--trust-on-first-use``), and what iostudy.bundlecheck checks; nothing is written before.
+Identities stay apart: the rows keep their system names and get the bundle's site (runs.site),
+and run ids become ``<site>:<run id>`` in every table, so that two sites' runs never merge even
+when their ids or system names are equal. Files go to ``STORE/<table>/<site>:<file>``, manifests
+and systems to ``STORE/sites/<site>/``, and the import is recorded in
+``STORE/imports/<bundle id>.json``: the same bundle imported again changes nothing. A later
+bundle of the same site adds its new runs; one that would change a part imported before needs
+``--replace``. A store's own site (``STORE/site.json``) is never imported into it. Slurm
+accounting, iostat and fsstats tables travel in the bundle but
 are not imported: they carry no run id to keep them apart from this store's own.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import hashlib
 import io
 import json
@@ -42,20 +49,18 @@ import tarfile
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
 
-from . import __version__, catalog, config, provenance
+from . import __version__, bundlecheck, catalog, config, provenance, siteid
 from . import store as store_mod
 from .anonymize import COLUMNS, AnonymizeError, Anonymizer
+from .bundlecheck import FORMAT, META, SIGNATURE, SUMS, BundleInvalid
+from .siteid import SiteError, fingerprint, own_site
 
-FORMAT = "iostudy-bundle/1"
-META = "bundle.json"
-SUMS = "SHA256SUMS"
-SITE_FILE = "site.json"
-SITE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 BLOCK = 512
 EXIT_BAD_INPUT = 2
 # Tables without a run id: they stay in the bundle, not merged (see the module docstring).
@@ -68,32 +73,6 @@ class BundleError(Exception):
 
 def site_qualified(site: str, run_id: str) -> str:
     return f"{site}:{run_id}"
-
-
-def own_site(store: Path, requested: str | None) -> str:
-    """The store's site name: STORE/site.json, recorded from --site at the first export. A
-    site's name is its identity in other stores: it never changes."""
-    path = store / SITE_FILE
-    recorded = None
-    if path.is_file():
-        try:
-            recorded = json.loads(path.read_text())["site"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise BundleError(f"{path}: cannot read the site name: {exc}") from None
-    if requested and recorded and requested != recorded:
-        raise BundleError(
-            f"--site {requested}: this store is site {recorded!r} ({path}); a site keeps its "
-            "name, as other stores know its runs by it"
-        )
-    site = requested or recorded
-    if not site:
-        raise BundleError(f"name this store's site with --site NAME (kept in {path})")
-    if not SITE_NAME.match(site):
-        raise BundleError(f"--site {site!r}: lower-case letters, digits and '-' only")
-    if not recorded:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"site": site}) + "\n")
-    return site
 
 
 def imported_files(store: Path) -> set[str]:
@@ -160,7 +139,11 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
         raise BundleError(f"store {store}: no runs (run `iostudy ingest` first)")
     if out.exists():
         raise BundleError(f"{out} exists: a bundle is never overwritten; give another --out")
-    site = own_site(store, site)
+    try:
+        site = own_site(store, site)
+        key = siteid.own_key(store, create=True)
+    except SiteError as exc:
+        raise BundleError(str(exc)) from None
     results = Path(results) if results else store.parent
     anonymizer = None
     if anonymize:
@@ -251,12 +234,22 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
                 )
             text = "".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items()))
             _add(tar, SUMS, text.encode(), None)
+            _add(tar, SIGNATURE, _signature(key, site, text.encode()), None)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     meta["id"] = hashlib.sha256(text.encode()).hexdigest()
+    meta["key"] = fingerprint(siteid.raw_public(key.public_key()))
     return meta
+
+
+def _signature(key, site: str, sums: bytes) -> bytes:
+    """The SIGNATURE member: the site, its public key and its signature of SHA256SUMS."""
+    raw = siteid.raw_public(key.public_key())
+    return (json.dumps({"site": site, "key": base64.b64encode(raw).decode(),
+                        "signature": base64.b64encode(siteid.sign(key, sums)).decode()},
+                       indent=2) + "\n").encode()  # fmt: skip
 
 
 # -- reading a bundle ---------------------------------------------------------------------------
@@ -285,61 +278,119 @@ def _check_layout(path: Path, members: list[tarfile.TarInfo]) -> None:
             raise BundleError(f"{path}: truncated (no end-of-archive blocks)")
 
 
-def open_bundle(path, dest: Path) -> tuple[dict, str]:
-    """Extract and verify the bundle at ``path`` into ``dest``; returns (bundle.json, id).
-    Raises BundleError naming the member when anything does not match its SHA256SUMS."""
+class Opened(NamedTuple):
+    """A bundle extracted and checked: bundle.json, the id (sha256 of SHA256SUMS), the signer's
+    raw public key, the member digests and the imported tables' rows."""
+
+    meta: dict
+    id: str
+    signer: bytes
+    digests: dict
+    tables: dict
+
+
+def open_bundle(path, dest: Path) -> Opened:
+    """Extract the bundle at ``path`` into ``dest`` and check all of it (bundlecheck): every
+    member against SHA256SUMS, SHA256SUMS against the signature, bundle.json, the listing and
+    the tables. Raises BundleError naming the bundle and the member or field."""
     path = Path(path)
+    try:
+        digests = _extract(path, dest)
+        text = _verified_sums(digests, dest)
+        signer = _signer(dest, text)
+        meta = _read_meta(dest)
+        if meta["site"] != json.loads((dest / SIGNATURE).read_text())["site"]:
+            raise BundleInvalid(f"{SIGNATURE}: signed for another site than {META}'s")
+        bundlecheck.check_listing(meta, list(digests))
+        tables = bundlecheck.check_tables(meta, dest)
+    except BundleInvalid as exc:
+        raise BundleError(f"{path}: {exc}") from None
+    return Opened(meta, hashlib.sha256(text).hexdigest(), signer, digests, tables)
+
+
+def _extract(path: Path, dest: Path) -> dict[str, str]:
+    """{member: sha256} of the bundle, extracted into dest; member names are checked before any
+    is written (bundlecheck.member_kind: fixed shapes, so no file and folder can clash)."""
     try:
         tar = tarfile.open(path, "r:")
     except (OSError, tarfile.TarError) as exc:
-        raise BundleError(f"{path}: not a bundle (a tar file): {exc}") from None
+        raise BundleInvalid(f"not a bundle (a tar file): {exc}") from None
     digests = {}
     with tar:
         try:
             members = tar.getmembers()
         except tarfile.TarError as exc:
-            raise BundleError(f"{path}: damaged: {exc}") from None
+            raise BundleInvalid(f"damaged: {exc}") from None
         _check_layout(path, members)
         for m in members:
-            name = m.name
-            if not m.isfile() or name.startswith("/") or ".." in Path(name).parts:
-                raise BundleError(f"{path}: member {name!r}: not a plain file of the bundle")
+            if not m.isfile() or m.name.startswith("/") or ".." in Path(m.name).parts:
+                raise BundleInvalid(f"member {m.name!r}: not a plain file of the bundle")
             if m.mode != 0o644 or m.mtime != 0 or m.uid or m.gid or m.uname or m.gname:
-                raise BundleError(f"{path}: member {name}: its header was changed")
-            target = dest / name
+                raise BundleInvalid(f"member {m.name}: its header was changed")
+            bundlecheck.member_kind(m.name)
+            if m.name in digests:
+                raise BundleInvalid(f"member {m.name}: twice in the bundle")
+            digests[m.name] = ""
+        for m in members:
+            target = dest / m.name
             target.parent.mkdir(parents=True, exist_ok=True)
             h = hashlib.sha256()
-            with tar.extractfile(m) as src, open(target, "wb") as dst:
+            with tar.extractfile(m) as src, open(target, "xb") as dst:
                 while block := src.read(1 << 20):
                     h.update(block)
                     dst.write(block)
-            digests[name] = h.hexdigest()
+            digests[m.name] = h.hexdigest()
+    return digests
+
+
+def _verified_sums(digests: dict, dest: Path) -> bytes:
+    """SHA256SUMS, once every member but it and SIGNATURE matches it."""
     if SUMS not in digests:
-        raise BundleError(f"{path}: no {SUMS}: not an iostudy bundle, or damaged")
+        raise BundleInvalid(f"no {SUMS}: not an iostudy bundle, or damaged")
     text = (dest / SUMS).read_bytes()
     listed = {}
     for number, line in enumerate(text.decode(errors="replace").splitlines(), 1):
         match = re.fullmatch(r"([0-9a-f]{64})  (\S.*)", line)
         if not match:
-            raise BundleError(f"{path}: {SUMS} line {number}: not '<sha256>  <name>'")
+            raise BundleInvalid(f"{SUMS} line {number}: not '<sha256>  <name>'")
         listed[match.group(2)] = match.group(1)
-    present = set(digests) - {SUMS}
+    present = set(digests) - {SUMS, SIGNATURE}
     for name in sorted(set(listed) | present):
         if name not in present:
-            raise BundleError(f"{path}: {name}: listed in {SUMS} but not in the bundle")
+            raise BundleInvalid(f"{name}: listed in {SUMS} but not in the bundle")
         if name not in listed:
-            raise BundleError(f"{path}: {name}: in the bundle but not in {SUMS}")
+            raise BundleInvalid(f"{name}: in the bundle but not in {SUMS}")
         if listed[name] != digests[name]:
-            raise BundleError(f"{path}: {name}: sha256 differs from {SUMS} (changed)")
+            raise BundleInvalid(f"{name}: sha256 differs from {SUMS} (changed)")
+    return text
+
+
+def _signer(dest: Path, sums: bytes) -> bytes:
+    """The raw public key whose signature of SHA256SUMS the SIGNATURE member holds."""
+    try:
+        sig = json.loads((dest / SIGNATURE).read_text())
+        raw = base64.b64decode(sig["key"], validate=True)
+        signature = base64.b64decode(sig["signature"], validate=True)
+        if not isinstance(sig["site"], str):
+            raise TypeError("site is not a string")
+    except FileNotFoundError:
+        raise BundleInvalid(f"no {SIGNATURE}: an unsigned bundle (or of an older iostudy: "
+                            "export it again)") from None  # fmt: skip
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        raise BundleInvalid(f"{SIGNATURE}: not a signature record: {exc}") from None
+    if len(raw) != siteid.KEY_BYTES or not siteid.verifies(raw, signature, sums):
+        raise BundleInvalid(f"{SIGNATURE}: the signature of {SUMS} does not verify")
+    return raw
+
+
+def _read_meta(dest: Path) -> dict:
     try:
         meta = json.loads((dest / META).read_text())
+    except FileNotFoundError:
+        raise BundleInvalid(f"no {META}") from None
     except (OSError, ValueError) as exc:
-        raise BundleError(f"{path}: {META}: {exc}") from None
-    if meta.get("format") != FORMAT:
-        raise BundleError(f"{path}: format {meta.get('format')!r}; this iostudy reads {FORMAT}")
-    if not SITE_NAME.match(str(meta.get("site") or "")):
-        raise BundleError(f"{path}: {META}: site {meta.get('site')!r} is not a site name")
-    return meta, hashlib.sha256(text).hexdigest()
+        raise BundleInvalid(f"{META}: {exc}") from None
+    return bundlecheck.check_meta(meta)
 
 
 # -- import -------------------------------------------------------------------------------------
@@ -353,83 +404,159 @@ def _set(data: pa.Table, name: str, values: list) -> pa.Table:
     return data.append_column(name, column)
 
 
-def _qualified_table(source: Path, table: str, site: str) -> pa.Table:
-    """The bundle's table file with run ids qualified by the site; runs also get the site and
-    their manifests' place in this store."""
-    data = pq.read_table(source)
+def _qualified_table(data: pa.Table, table: str, site: str) -> pa.Table:
+    """A bundle's table with run ids qualified by the site; runs also get the site and their
+    manifests' place in this store."""
     if "run_id" not in data.column_names:
         return data
     ids = data["run_id"].to_pylist()
     qualified = _set(data, "run_id", [None if r is None else site_qualified(site, r) for r in ids])
     if table != "runs":
         return qualified
+    paths = data["manifest_path"].to_pylist() if "manifest_path" in data.column_names else ids
     paths = [f"sites/{site}/manifests/{r}.json" if p else None
-             for r, p in zip(ids, data["manifest_path"].to_pylist(), strict=True)]  # fmt: skip
+             for r, p in zip(ids, paths, strict=True)]  # fmt: skip
     return _set(_set(qualified, "site", [site] * data.num_rows), "manifest_path", paths)
 
 
-def _commit_tables(store: Path, work: Path, meta: dict, site: str) -> list[str]:
+def _part(site: str, name: str) -> str:
+    return site_qualified(site, name.removesuffix(".parquet"))
+
+
+def _commit_tables(store: Path, opened: Opened, site: str) -> list[str]:
     """Puts the bundle's tables in the store in one commit (iostudy.catalog): all of them or,
     if anything fails, none; returns the parts ("<table>/<part name>")."""
     commit, written = catalog.Commit(store), []
-    try:
-        for table, names in meta["tables"].items():
-            if table not in store_mod.TABLES or table in NOT_IMPORTED:
-                continue
-            for name in names:
-                data = _qualified_table(work / "tables" / table / name, table, site)
-                part = catalog.check_part_name(site_qualified(site, name.removesuffix(".parquet")))
-                tmp = store / table / f"{part}.parquet.tmp"
-                tmp.parent.mkdir(parents=True, exist_ok=True)
-                pq.write_table(data, tmp)
-                run_id = site_qualified(site, catalog.part_run(name.removesuffix(".parquet")))
-                commit.put(table, part, tmp, run_id, data.num_rows)
-                written.append(f"{table}/{part}")
-    except catalog.CatalogError as exc:
-        raise BundleError(f"{meta.get('site')}: a table file's name: {exc}") from None
+    for (table, name), data in opened.tables.items():
+        part = catalog.check_part_name(_part(site, name))
+        tmp = store / table / f"{part}.parquet.tmp"
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(_qualified_table(data, table, site), tmp)
+        run_id = site_qualified(site, catalog.part_run(name.removesuffix(".parquet")))
+        commit.put(table, part, tmp, run_id, data.num_rows)
+        written.append(f"{table}/{part}")
     commit.apply()
     return written
 
 
-def import_bundle(bundle, store, console=None) -> dict:
-    """Add the bundle to the store; returns {site, id, runs, files, skipped: bool}."""
+def _previous_parts(store: Path, site: str) -> dict[str, str | None]:
+    """{"<table>/<part>": the sha256 of the bundle member it came from (None: not recorded)}
+    of the site's parts that earlier imports wrote."""
+    parts = {}
+    for record in sorted((store / "imports").glob("*.json")):
+        data = json.loads(record.read_text())
+        if data.get("site") == site:
+            shas = data.get("parts") or {}
+            parts |= {f.removesuffix(".parquet"): shas.get(f) for f in data.get("files", [])}
+    return parts
+
+
+def _replacements(store: Path, opened: Opened, site: str) -> list[str]:
+    """What the bundle would replace of the site's data already in the store: each part whose
+    content differs from what an earlier import wrote, with its rows before and after."""
+    previous = _previous_parts(store, site)
+    if not previous:
+        return []
+    live = catalog.load(store)
+    changes = []
+    for (table, name), data in opened.tables.items():
+        key = f"{table}/{_part(site, name)}"
+        if key in previous and previous[key] != opened.digests[f"tables/{table}/{name}"]:
+            before = live.parts(table).get(_part(site, name))
+            rows = "?" if before is None or before.rows is None else before.rows
+            changes.append(f"{key}: {rows} rows -> {data.num_rows}")
+    return changes
+
+
+def _check_signer(store: Path, site: str, signer: bytes, trust_new: bool) -> bool:
+    """Whether the signer is a key to trust now (first use); BundleError when the store trusts
+    another key for the site, or none and trust_new is not given."""
+    known = siteid.trusted(store, site)
+    if known == signer:
+        return False
+    if known is not None:
+        raise BundleError(
+            f"site {site} is trusted with key {fingerprint(known)}; this bundle is signed by "
+            f"{fingerprint(signer)}: refused"
+        )
+    if not trust_new:
+        raise BundleError(
+            f"site {site} is not trusted (bundle signed by {fingerprint(signer)}): add the key "
+            f"the site gives you (`iostudy trust own` there) with `iostudy trust add {site} "
+            "FILE`, or import with --trust-on-first-use"
+        )
+    return True
+
+
+def import_bundle(bundle, store, console=None, trust_new=False, replace=False) -> dict:
+    """Add the bundle to the store; returns {site, id, key, runs, files, skipped: bool}. Nothing
+    is written, in the store or beside it, until the whole bundle is checked."""
     store = Path(store)
     console = console or Console(stderr=True)
-    store.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".import-", dir=store))
-    try:
-        meta, bundle_id = open_bundle(bundle, work)
-        site = meta["site"]
-        record = store / "imports" / f"{bundle_id}.json"
-        summary = {"site": site, "id": bundle_id, "runs": len(meta.get("runs", [])), "files": 0}
-        if record.is_file():
+    with tempfile.TemporaryDirectory(prefix="iostudy-import-") as work:
+        opened = open_bundle(bundle, Path(work))
+        site, bundle_id = opened.meta["site"], opened.id
+        summary = {"site": site, "id": bundle_id, "key": fingerprint(opened.signer),
+                   "runs": len(opened.meta["runs"]), "files": 0}  # fmt: skip
+        if (store / "imports" / f"{bundle_id}.json").is_file():
             return summary | {"skipped": True}
-        mine = store / SITE_FILE
-        if mine.is_file() and json.loads(mine.read_text()).get("site") == site:
-            raise BundleError(f"{bundle}: site {site!r} is this store's own site ({mine})")
+        try:
+            if siteid.recorded_site(store) == site:
+                raise BundleError(f"{bundle}: site {site!r} is this store's own site")
+            first_use = _check_signer(store, site, opened.signer, trust_new)
+        except SiteError as exc:
+            raise BundleError(str(exc)) from None
+        if (changes := _replacements(store, opened, site)) and not replace:
+            raise BundleError(
+                f"{bundle}: would replace data of site {site} imported before ("
+                + "; ".join(changes[:5])
+                + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+                + "): give --replace to replace it"  # fmt: skip
+            )
+        for change in changes:
+            console.print(f"import: replacing {change}", markup=False)
+        store.mkdir(parents=True, exist_ok=True)
         with store_mod.Store(store).locked(console):
-            written = _commit_tables(store, work, meta, site)
-            site_dir = store / "sites" / site
-            for folder in ("manifests", "systems"):
-                if (work / folder).is_dir():
-                    shutil.copytree(work / folder, site_dir / folder, dirs_exist_ok=True)
-            site_dir.mkdir(parents=True, exist_ok=True)  # a bundle of log trees has no manifest
-            shutil.copy(work / META, site_dir / f"bundle-{bundle_id[:16]}.json")
-            record.parent.mkdir(exist_ok=True)
-            text = json.dumps({"site": site, "id": bundle_id, "files": written,
-                               "imported": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                               "created": meta.get("created")}, indent=2)  # fmt: skip
-            tmp = record.with_name(f".{record.name}.tmp")
-            tmp.write_text(text + "\n")
-            os.replace(tmp, record)  # last: an interrupted import is done again in full
+            if first_use:
+                siteid.trust(store, site, opened.signer)
+            written = _commit_tables(store, opened, site)
+            _place_site_files(store, Path(work), site, bundle_id)
+            _record_import(store, opened, written)
             store_mod.Store(store).refresh_views(console)
-        skipped = [t for t in NOT_IMPORTED if meta["tables"].get(t)]
-        if skipped:
-            console.print(f"import: kept in the bundle, not imported: {', '.join(skipped)} "
-                          "(no run id to keep them apart from this store's own)")  # fmt: skip
-        return summary | {"files": len(written), "skipped": False}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    skipped = [t for t in NOT_IMPORTED if opened.meta["tables"].get(t)]
+    if skipped:
+        console.print(f"import: kept in the bundle, not imported: {', '.join(skipped)} "
+                      "(no run id to keep them apart from this store's own)")  # fmt: skip
+    return summary | {"files": len(written), "skipped": False, "trusted_now": first_use}
+
+
+def _place_site_files(store: Path, work: Path, site: str, bundle_id: str) -> None:
+    """The bundle's manifests, system descriptions and bundle.json into STORE/sites/<site>/."""
+    site_dir = store / "sites" / site
+    for folder in ("manifests", "systems"):
+        for source in sorted((work / folder).glob("*.json")):
+            target = site_dir / folder / source.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
+    site_dir.mkdir(parents=True, exist_ok=True)  # a bundle of log trees has no manifest
+    shutil.copyfile(work / META, site_dir / f"bundle-{bundle_id[:16]}.json")
+
+
+def _record_import(store: Path, opened: Opened, written: list[str]) -> None:
+    """STORE/imports/<bundle id>.json, last: an interrupted import is done again in full."""
+    record = store / "imports" / f"{opened.id}.json"
+    site = opened.meta["site"]
+    parts = {f"{t}/{_part(site, n)}": opened.digests[f"tables/{t}/{n}"] for t, n in opened.tables}
+    record.parent.mkdir(exist_ok=True)
+    text = json.dumps({"site": site, "id": opened.id, "key": fingerprint(opened.signer),
+                       "files": written, "parts": parts,
+                       "imported": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                       "created": opened.meta.get("created")}, indent=2)  # fmt: skip
+    tmp = record.with_name(f".{record.name}.tmp")
+    tmp.write_text(text + "\n")
+    os.replace(tmp, record)
 
 
 # -- commands -----------------------------------------------------------------------------------
@@ -444,17 +571,22 @@ def cmd_export(args) -> int:
         return EXIT_BAD_INPUT
     systems = ", ".join(meta["systems"]) or "none"
     print(f"export: {len(meta['runs'])} runs of site {meta['site']} (systems: {systems}) -> "
-          f"{args.out} (bundle id {meta['id'][:16]})")  # fmt: skip
+          f"{args.out} (bundle id {meta['id'][:16]}, signed by key {meta['key']})")  # fmt: skip
     return 0
 
 
 def cmd_import(args) -> int:
     console = Console(stderr=True)
     try:
-        summary = import_bundle(args.bundle, args.store, console)
+        summary = import_bundle(args.bundle, args.store, console, args.trust_on_first_use,
+                                args.replace)  # fmt: skip
     except BundleError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    print(f"import: bundle {summary['id'][:16]} of site {summary['site']}, signed by key "
+          f"{summary['key']}")  # fmt: skip
+    if summary.get("trusted_now"):
+        print(f"import: site {summary['site']} now trusted with that key (first use)")
     if summary["skipped"]:
         print(f"import: bundle {summary['id'][:16]} of site {summary['site']} is already in "
               f"{args.store}: nothing changed")  # fmt: skip
@@ -486,11 +618,18 @@ def register(groups) -> None:
         "import",
         help="add another site's bundle to a store (verified by its checksums; idempotent)",
         description="Add another site's bundle (iostudy export) to the store. "
-        "Run ids become <site>:<run id>; system names are kept. A bundle with a changed byte "
-        "is rejected; the same bundle imported twice changes nothing.",
+        "Run ids become <site>:<run id>; system names are kept. The bundle must be signed by "
+        "the key the store trusts for its site (iostudy trust); a bundle with a changed byte, "
+        "a name, field or table that is not what iostudy writes is rejected before anything is "
+        "written; the same bundle imported twice changes nothing.",
     )
     p.add_argument("bundle", help="the bundle (.tar) from `iostudy export`")
     p.add_argument(
         "--store", default=store_mod.DEFAULT_STORE, help="the store (default %(default)s)"
     )
+    p.add_argument("--trust-on-first-use", action="store_true",
+                   help="trust the key of a site this store does not know yet (prefer "
+                   "`iostudy trust add`: a key received from the site itself)")  # fmt: skip
+    p.add_argument("--replace", action="store_true",
+                   help="let the bundle replace data of its site imported before")  # fmt: skip
     p.set_defaults(func=cmd_import)

@@ -33,6 +33,7 @@ GROUP_MODULES = {
     "spack": "spackenv",
     "export": "bundle",
     "import": "bundle",
+    "trust": "siteid",
     "compare": "compare",
 }
 # Groups cli.py defines itself.

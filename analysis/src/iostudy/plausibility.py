@@ -54,6 +54,8 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .darshanlog_worker import record_layout
 
@@ -402,3 +404,39 @@ def _lustre_problems(layouts: list) -> list[str]:
                     return [f"LUSTRE record {layout['id']} (rank {layout['rank']}): {name} = "
                             f"{value} not in [{low}, 2^62)"]  # fmt: skip
     return []
+
+
+# -- the store's own rows (a bundle's tables, before they are imported) ---------------------------
+
+# The smallest value of the integer columns that may go below 0 (the others: 0): a record
+# shared by all ranks has rank -1, an OST index -1 is unknown, a job has a process at least.
+LOWEST = {"rank": -1, "ost": -1, ("jobs", "nprocs"): 1}
+# The tables whose float columns are seconds (since a job's start, or durations): in
+# [0, 2^32 s). Elsewhere a float need only be finite (rates, thresholds, references).
+SECONDS_TABLES = ("jobs", "files", "probes")
+
+
+def table_problems(table: str, data) -> list[str]:
+    """The values of ``data`` (a pyarrow Table of the store's ``table``) out of the bounds
+    ingest keeps: integers in [0, 2^62) (LOWEST: lower bounds of their own), floats finite
+    (NaN and infinities never stored; nulls are), seconds in [0, 2^32 s); the first row of each
+    column out of bounds, named."""
+    problems = []
+    for name in data.column_names:
+        column, kind = data[name], data.schema.field(name).type
+        if pa.types.is_signed_integer(kind):
+            low = LOWEST.get((table, name), LOWEST.get(name, 0))
+            bad = pc.or_(pc.less(column, low), pc.greater_equal(column, MAX_COUNT))
+            bounds = f"[{low}, 2^62)"
+        elif pa.types.is_floating(kind):
+            bad, bounds = pc.invert(pc.is_finite(column)), "finite"
+            if table in SECONDS_TABLES:
+                outside = pc.or_(pc.less(column, 0.0), pc.greater_equal(column, MAX_SECONDS))
+                bad, bounds = pc.or_(bad, outside), "finite, in [0, 2^32) s"
+        else:
+            continue
+        flagged = pc.fill_null(bad, False).combine_chunks()
+        if pc.any(flagged).as_py():
+            row = pc.indices_nonzero(flagged)[0].as_py()
+            problems.append(f"{name} = {column[row].as_py()!r} in row {row}: not {bounds}")
+    return problems
