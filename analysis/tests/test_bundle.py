@@ -198,3 +198,29 @@ def test_anonymized_export_of_real_logs(tmp_path, darshan_logs):
     other = ["--store", str(tmp_path / "other"), "--trust-on-first-use"]
     assert cli.main(["import", str(out), *other]) == 0
     assert sorted(store.read_table(tmp_path / "other", "jobs")["uid"]) == sorted(uids)
+
+
+def test_anonymized_export_of_a_store_holding_every_kind_of_data(site_a, tmp_path, darshan_logs):
+    """A store with a log tree of its own and an imported anonymized bundle (uids as
+    pseudonyms beside its own numeric ones): its anonymized export holds its own runs only,
+    and imports elsewhere."""
+    store_a, out_a = site_a
+    mixed = tree_store(tmp_path / "mixed", darshan_logs, "local")
+    anon_b = tmp_path / "anon-b.tar"
+    other = tree_store(tmp_path / "b", darshan_logs, "local")
+    assert cli.main(["export", "--store", str(other), "--out", str(anon_b), "--site", "site-b",
+                     "--anonymize"]) == 0  # fmt: skip
+    for bundle_path in (out_a, anon_b):
+        assert cli.main(["import", str(bundle_path), "--store", str(mixed),
+                         "--trust-on-first-use"]) == 0  # fmt: skip
+    assert cli.main(["jobs", "--store", str(mixed)]) == 0
+    out = tmp_path / "mixed-anon.tar"
+    argv = ["export", "--store", str(mixed), "--out", str(out), "--site", "site-m", "--anonymize"]
+    assert cli.main(argv) == 0
+    with tarfile.open(out) as tar:
+        meta = json.load(tar.extractfile(bundle.META))
+    assert [r["run_id"] for r in meta["runs"]] == list(store.read_table(mixed, "runs").query(
+        "site.isna()")["run_id"])  # fmt: skip
+    target = ["--store", str(tmp_path / "fourth"), "--trust-on-first-use"]
+    assert cli.main(["import", str(out), *target]) == 0
+    assert len(store.read_table(tmp_path / "fourth", "jobs")) == len(LOGS)
