@@ -444,7 +444,10 @@ def _previous_parts(store: Path, site: str) -> dict[str, str | None]:
     of the site's parts that earlier imports wrote."""
     parts = {}
     for record in sorted((store / "imports").glob("*.json")):
-        data = json.loads(record.read_text())
+        try:
+            data = json.loads(record.read_text())
+        except (OSError, ValueError) as exc:
+            raise BundleError(f"{record}: cannot read this store's import record: {exc}") from None
         if data.get("site") == site:
             shas = data.get("parts") or {}
             parts |= {f.removesuffix(".parquet"): shas.get(f) for f in data.get("files", [])}
@@ -519,8 +522,10 @@ def import_bundle(bundle, store, console=None, trust_new=False, replace=False) -
         with store_mod.Store(store).locked(console):
             if first_use:
                 siteid.trust(store, site, opened.signer)
-            written = _commit_tables(store, opened, site)
+            # the site's files first: without its tables no report looks at them, so the commit
+            # of the tables makes the whole import visible at once
             _place_site_files(store, Path(work), site, bundle_id)
+            written = _commit_tables(store, opened, site)
             _record_import(store, opened, written)
             store_mod.Store(store).refresh_views(console)
     skipped = [t for t in NOT_IMPORTED if opened.meta["tables"].get(t)]
