@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
 
-from . import __version__, bundlecheck, catalog, config, provenance, siteid
+from . import __version__, bundlecheck, catalog, config, provenance, safeio, siteid
 from . import store as store_mod
 from .anonymize import COLUMNS, AnonymizeError, Anonymizer
 from .bundlecheck import FORMAT, META, SIGNATURE, SUMS, BundleInvalid
@@ -368,7 +368,7 @@ def _verified_sums(digests: dict, dest: Path) -> bytes:
 def _signer(dest: Path, sums: bytes) -> bytes:
     """The raw public key whose signature of SHA256SUMS the SIGNATURE member holds."""
     try:
-        sig = json.loads((dest / SIGNATURE).read_text())
+        sig = json.loads(safeio.read_text(dest / SIGNATURE, 1 << 16))
         raw = base64.b64decode(sig["key"], validate=True)
         signature = base64.b64decode(sig["signature"], validate=True)
         if not isinstance(sig["site"], str):
@@ -376,7 +376,7 @@ def _signer(dest: Path, sums: bytes) -> bytes:
     except FileNotFoundError:
         raise BundleInvalid(f"no {SIGNATURE}: an unsigned bundle (or of an older iostudy: "
                             "export it again)") from None  # fmt: skip
-    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+    except (OSError, ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise BundleInvalid(f"{SIGNATURE}: not a signature record: {exc}") from None
     if len(raw) != siteid.KEY_BYTES or not siteid.verifies(raw, signature, sums):
         raise BundleInvalid(f"{SIGNATURE}: the signature of {SUMS} does not verify")
@@ -385,7 +385,7 @@ def _signer(dest: Path, sums: bytes) -> bytes:
 
 def _read_meta(dest: Path) -> dict:
     try:
-        meta = json.loads((dest / META).read_text())
+        meta = json.loads(safeio.read_text(dest / META))
     except FileNotFoundError:
         raise BundleInvalid(f"no {META}") from None
     except (OSError, ValueError) as exc:
