@@ -422,8 +422,10 @@ class ReaderPool:
         """Start the workers now: best before the process starts threads (see _context)."""
         if self.zygote is None:
             self.scratch = scratch_dir()
-            # what exists now (the imports, mostly) lives as long as this process: its
-            # collections then walk only the ingest's own objects (a few percent of its time)
+            # what exists now (the imports, mostly) outlives the pool: while it runs, this
+            # process's collections walk only the ingest's own objects (a few percent of its
+            # time); close() gives them back to the collector, or the interpreter's last
+            # collection would miss them (DuckDB's bindings then report leaks on stderr)
             gc.freeze()
             self.zygote = _Zygote(self._context(), self.read, self.rows, self.limits)
         while len(self.slots) < self.jobs:
@@ -441,6 +443,7 @@ class ReaderPool:
             self.zygote.close()  # it kills the workers that are still there
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.zygote = None
+            gc.unfreeze()
 
     def __enter__(self):
         return self
