@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <unistd.h>
 
 enum { IO_NONE, IO_READ, IO_WRITE };
@@ -379,6 +380,74 @@ IOS_EXPORT int dup2(int fd, int newfd) { WRAP_DUP(dup2, ios_real.dup2(fd, newfd)
 IOS_EXPORT int dup3(int fd, int newfd, int flags) {
     WRAP_DUP(dup3, ios_real.dup3(fd, newfd, flags));
 }
+/* fcntl's F_DUPFD and F_DUPFD_CLOEXEC make a descriptor as dup does (numpy.save dups its file
+ * so, then fdopens the copy); the other commands pass through. The third argument is an int, a
+ * pointer or absent: it is read as a pointer and passed on as it came, as glibc's own fcntl
+ * does (either travels in one register). */
+#define WRAP_FCNTL(name)                                                                           \
+    va_list ap;                                                                                    \
+    va_start(ap, cmd);                                                                             \
+    void *arg = va_arg(ap, void *);                                                                \
+    va_end(ap);                                                                                    \
+    if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) {                                                \
+        IOS_REAL(name);                                                                            \
+        return ios_real.name(fd, cmd, arg);                                                        \
+    }                                                                                              \
+    WRAP_DUP(name, ios_real.name(fd, cmd, arg))
+IOS_EXPORT int fcntl(int fd, int cmd, ...) { WRAP_FCNTL(fcntl); }
+IOS_EXPORT int fcntl64(int fd, int cmd, ...) { WRAP_FCNTL(fcntl64); }
+
+/* The mkstemp family opens (creates, mode 0600) the file whose name it writes into tmpl. */
+#define WRAP_MKSTEMP(name, ...) WRAP_OPEN(name, ios_real.name(__VA_ARGS__), AT_FDCWD, tmpl, 0600)
+IOS_EXPORT int mkstemp(char *tmpl) { WRAP_MKSTEMP(mkstemp, tmpl); }
+IOS_EXPORT int mkstemp64(char *tmpl) { WRAP_MKSTEMP(mkstemp64, tmpl); }
+IOS_EXPORT int mkostemp(char *tmpl, int flags) { WRAP_MKSTEMP(mkostemp, tmpl, flags); }
+IOS_EXPORT int mkostemp64(char *tmpl, int flags) { WRAP_MKSTEMP(mkostemp64, tmpl, flags); }
+IOS_EXPORT int mkstemps(char *tmpl, int suffixlen) { WRAP_MKSTEMP(mkstemps, tmpl, suffixlen); }
+IOS_EXPORT int mkstemps64(char *tmpl, int suffixlen) {
+    WRAP_MKSTEMP(mkstemps64, tmpl, suffixlen);
+}
+IOS_EXPORT int mkostemps(char *tmpl, int suffixlen, int flags) {
+    WRAP_MKSTEMP(mkostemps, tmpl, suffixlen, flags);
+}
+IOS_EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags) {
+    WRAP_MKSTEMP(mkostemps64, tmpl, suffixlen, flags);
+}
+
+/* A copy inside the kernel (copy_file_range, sendfile): its bytes are a read of the input's file
+ * (at in_at; -1: at its file offset) and a write of the output's, each counted where the
+ * descriptor is tracked, as one access of that size, with the call's time. No user buffer: the
+ * accesses count as memory-aligned. */
+#define WRAP_TRANSFER(name, type, call, in_fd, in_at, out_fd, out_at)                              \
+    IOS_REAL(name);                                                                                \
+    struct posix_file *in = fd_file(in_fd), *out = fd_file(out_fd);                                \
+    if (!in && !out)                                                                               \
+        return call;                                                                               \
+    int64_t in_offset = in_at, out_offset = out_at; /* before the call moves them */               \
+    double t1 = ios_now();                                                                         \
+    type ret = call;                                                                               \
+    double t2 = ios_now();                                                                         \
+    if (ret >= 0 && in)                                                                            \
+        count_read(in, in_offset, ret, 1, t1, t2);                                                 \
+    if (ret >= 0 && out)                                                                           \
+        count_write(out, out_offset, ret, 1, t1, t2);                                              \
+    return ret
+
+IOS_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
+                                   size_t len, unsigned int flags) {
+    WRAP_TRANSFER(copy_file_range, ssize_t,
+                  ios_real.copy_file_range(in_fd, in_off, out_fd, out_off, len, flags), in_fd,
+                  in_off ? *in_off : -1, out_fd, out_off ? *out_off : -1);
+}
+IOS_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count) {
+    WRAP_TRANSFER(sendfile, ssize_t, ios_real.sendfile(out_fd, in_fd, offset, count), in_fd,
+                  offset ? *offset : -1, out_fd, -1);
+}
+IOS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count) {
+    WRAP_TRANSFER(sendfile64, ssize_t, ios_real.sendfile64(out_fd, in_fd, offset, count), in_fd,
+                  offset ? *offset : -1, out_fd, -1);
+}
+
 /* Counted for a file-backed mapping of a tracked fd; Darshan's LD_PRELOAD build leaves it -1. */
 #define WRAP_MMAP(name, call)                                                                      \
     WRAP_FD_META(name, void *, call, ret != MAP_FAILED, {                                          \

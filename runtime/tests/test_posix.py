@@ -11,6 +11,8 @@ stride = offset - last_byte - 1 if offset > 0, offset > last_byte and last_byte 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 from conftest import Scenario, fs_block_size, real_tmp
@@ -542,3 +544,83 @@ def test_name_record_ids_are_darshan_hashes(request, scenario):
         )
     for hm in log["heatmap_records"]:
         assert hm["id"] in (darshan_hash("heatmap:POSIX"), darshan_hash("heatmap:STDIO"))
+
+
+# ---------------------------------------------------------------------------------------------
+# posix_transfer: descriptors from fcntl and the mkstemp family, copies inside the kernel
+
+SRC_BYTES = 8192
+# what copy_file_range, sendfile and sendfile64 return in the program, in order
+KERNEL_COPIES = [4096, 1000, 2000, 500, 50]
+MKSTEMP_WRITES = {"ms-": 10, "mos-": 20, "mss-": 30, "moss-": 40, "ms64-": 50}
+
+
+@pytest.fixture(scope="module")
+def transfer_run(runner, tmp_path_factory) -> Scenario:
+    d = real_tmp(tmp_path_factory, "posix_transfer")
+    with open(os.path.join(d, "src.dat"), "wb") as f:
+        f.write(os.urandom(SRC_BYTES))
+    res = runner.instrumented([runner.bin("posix_transfer"), d], d).check()
+    return Scenario(d, res, read_log(res.log), fs_block_size(d))
+
+
+def counters(rec: dict, *names: str) -> dict:
+    return {n: rec["counters"][f"POSIX_{n}"] for n in names}
+
+
+def test_fcntl_dup_is_a_dup_and_its_fdopen_is_recorded(transfer_run: Scenario):
+    """numpy.save's way: a descriptor dup'd by fcntl(F_DUPFD) and fdopen'd; its stdio writes
+    are the file's (STDIO), and each fcntl dup is a POSIX dup; fcntl(F_GETFD) passes."""
+    name = os.path.join(transfer_run.dir, "dupfd.dat")
+    rec = record(transfer_run.log, "POSIX", name)
+    assert counters(rec, "OPENS", "DUPS", "WRITES", "BYTES_WRITTEN") == {
+        "OPENS": 4, "DUPS": 3, "WRITES": 1, "BYTES_WRITTEN": 100}  # fmt: skip
+    stdio = record(transfer_run.log, "STDIO", name)["counters"]
+    assert (stdio["STDIO_FDOPENS"], stdio["STDIO_BYTES_WRITTEN"]) == (1, 5000)
+    assert os.path.getsize(name) == 5100
+
+
+def test_mkstemp_family(transfer_run: Scenario):
+    """Each file the mkstemp family made (found in the folder, not in the log) has one record:
+    one open, mode 0600, the bytes written to it."""
+    made = {p: f for f in os.listdir(transfer_run.dir) for p in MKSTEMP_WRITES if f.startswith(p)}
+    assert sorted(made) == sorted(MKSTEMP_WRITES)
+    for prefix, file in made.items():
+        rec = record(transfer_run.log, "POSIX", os.path.join(transfer_run.dir, file))
+        assert counters(rec, "OPENS", "MODE", "WRITES", "BYTES_WRITTEN") == {
+            "OPENS": 1, "MODE": 0o600, "WRITES": 1, "BYTES_WRITTEN": MKSTEMP_WRITES[prefix]
+        }, file  # fmt: skip
+
+
+def test_kernel_copies(transfer_run: Scenario):
+    """copy_file_range and sendfile: the bytes are reads of the source and writes of the
+    destinations, at the offsets the calls give (Darshan's offset rules, as for pread)."""
+    j = lambda n: os.path.join(transfer_run.dir, n)  # noqa: E731
+    log = transfer_run.log
+    src = counters(record(log, "POSIX", j("src.dat")), "READS", "BYTES_READ", "MAX_BYTE_READ")
+    assert src == {"READS": 5, "BYTES_READ": sum(KERNEL_COPIES), "MAX_BYTE_READ": 5095}
+    wanted = {"cfr.dat": (2, 5096, 9191), "sf.dat": (2, 2500, 2499), "sf64.dat": (1, 50, 49)}
+    for name, (writes, written, max_byte) in wanted.items():
+        got = counters(record(log, "POSIX", j(name)), "WRITES", "BYTES_WRITTEN", "MAX_BYTE_WRITTEN")
+        assert tuple(got.values()) == (writes, written, max_byte), name
+    # the program's output is what it is without the runtime
+    with open(j("src.dat"), "rb") as f:
+        data = f.read()
+    with open(j("cfr.dat"), "rb") as f:
+        copy = f.read()
+    assert copy[:4096] == data[:4096] and copy[8192:9192] == data[4096:5096]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (ci/apt-packages.txt)")
+def test_kernel_copies_match_strace(runner, tmp_path):
+    """The kernel's own count: the same program under strace, without the runtime; the bytes
+    its copy_file_range and sendfile calls returned are the source's BYTES_READ above."""
+    d = os.path.realpath(tmp_path)
+    with open(os.path.join(d, "src.dat"), "wb") as f:
+        f.write(os.urandom(SRC_BYTES))
+    trace = os.path.join(d, "trace")
+    subprocess.run(["strace", "-f", "-qq", "-o", trace, "-e", "trace=copy_file_range,sendfile",
+                    runner.bin("posix_transfer"), d], check=True, timeout=60)  # fmt: skip
+    with open(trace) as f:
+        returned = [int(line.rsplit("=", 1)[1]) for line in f if "= " in line]
+    assert returned == KERNEL_COPIES
