@@ -404,9 +404,7 @@ IOS_EXPORT int mkstemp64(char *tmpl) { WRAP_MKSTEMP(mkstemp64, tmpl); }
 IOS_EXPORT int mkostemp(char *tmpl, int flags) { WRAP_MKSTEMP(mkostemp, tmpl, flags); }
 IOS_EXPORT int mkostemp64(char *tmpl, int flags) { WRAP_MKSTEMP(mkostemp64, tmpl, flags); }
 IOS_EXPORT int mkstemps(char *tmpl, int suffixlen) { WRAP_MKSTEMP(mkstemps, tmpl, suffixlen); }
-IOS_EXPORT int mkstemps64(char *tmpl, int suffixlen) {
-    WRAP_MKSTEMP(mkstemps64, tmpl, suffixlen);
-}
+IOS_EXPORT int mkstemps64(char *tmpl, int suffixlen) { WRAP_MKSTEMP(mkstemps64, tmpl, suffixlen); }
 IOS_EXPORT int mkostemps(char *tmpl, int suffixlen, int flags) {
     WRAP_MKSTEMP(mkostemps, tmpl, suffixlen, flags);
 }

@@ -19,7 +19,8 @@
  *   sf = open(DIR/sf.dat, O_CREAT|O_WRONLY, 0644)
  *   off = 0: sendfile(sf, src, &off, 2000)            = 2000
  *   sendfile(sf, src, NULL, 500)                      = 500
- *   sf64 = open(DIR/sf64.dat, O_CREAT|O_WRONLY, 0644); off64 = 100: sendfile64(sf64, src, &off64, 50) = 50
+ *   sf64 = open(DIR/sf64.dat, O_CREAT|O_WRONLY, 0644)
+ *   off64 = 100: sendfile64(sf64, src, &off64, 50)    = 50
  *   close all
  */
 #define _GNU_SOURCE
