@@ -106,7 +106,7 @@ static struct ios_map names; /* record id -> name */
 static size_t modmem_used, namemem_used;
 static uint64_t partial_flags;
 
-static void set_partial(int mod) {
+void ios_set_partial(int mod) {
     partial_flags |= UINT64_C(1) << mod;
     ios_mmap_set_partial(partial_flags);
 }
@@ -133,7 +133,7 @@ int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
     if (modmem_used + size > (size_t)(ios_config.modmem_mib * 1048576.0) ||
         namemem_used + name_cost > (size_t)(ios_config.namemem_mib * 1048576.0) ||
         ios_name_record(id, name) != 0) {
-        set_partial(mod);
+        ios_set_partial(mod);
         return -1;
     }
     modmem_used += size;
@@ -146,7 +146,7 @@ void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) {
         return NULL;
     void *rec = ios_mmap_on ? ios_mmap_alloc(mod, size) : NULL;
     if (!rec && !(rec = calloc(1, size)))
-        set_partial(mod);
+        ios_set_partial(mod);
     return rec;
 }
 

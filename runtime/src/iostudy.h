@@ -4,6 +4,7 @@
 #define IOS_IOSTUDY_H
 
 #define _GNU_SOURCE
+#include <aio.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -354,6 +355,9 @@ void ios_job_metadata(char *out, size_t outlen) IOS_HIDDEN;
 int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size_t stemlen,
                      const char **why) IOS_HIDDEN;
 uint64_t ios_partial_flags(void) IOS_HIDDEN;
+/* Records of the module are missing (memory ran out, or a request could not be tracked); call
+ * inside ios_enter(). */
+void ios_set_partial(int mod) IOS_HIDDEN;
 
 /* ---- core, log writing, MPI glue ------------------------------------------------------ */
 struct ios_comm;

@@ -446,6 +446,128 @@ IOS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t cou
                   offset ? *offset : -1, out_fd, -1);
 }
 
+/* ---- POSIX AIO: a request is counted when the program collects it (aio_return), as Darshan
+ * does: a read or write of the returned bytes at the request's offset, timed from submission to
+ * collection. Open MPI's fbtl does every MPI_File_i* and split collective this way. */
+
+/* The requests submitted on tracked descriptors and not yet collected: a fixed table (linear
+ * probing on the aiocb's address), so that tracking allocates nothing. A request that finds it
+ * full goes uncounted, and the POSIX module says that records are missing (partial). */
+#define AIO_SLOTS 4096
+struct aio_pending {
+    const void *cb;
+    struct posix_file *f;
+    int is_write;
+    int64_t offset;
+    double t1;
+};
+static struct aio_pending aio_table[AIO_SLOTS];
+
+static size_t aio_home(const void *cb) {
+    return (size_t)(((uintptr_t)cb >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> 52) % AIO_SLOTS;
+}
+
+/* The slot of cb, or of the empty slot where it would go; call inside ios_enter(). */
+static size_t aio_find(const void *cb) {
+    size_t i = aio_home(cb);
+    for (size_t n = 0; n < AIO_SLOTS && aio_table[i].cb && aio_table[i].cb != cb; n++)
+        i = (i + 1) % AIO_SLOTS;
+    return i;
+}
+
+/* Empties slot i, moving back the entries after it that probed past it (no tombstones). */
+static void aio_remove(size_t i) {
+    for (size_t j = i;;) {
+        aio_table[i].cb = NULL;
+        for (;;) {
+            j = (j + 1) % AIO_SLOTS;
+            if (!aio_table[j].cb)
+                return;
+            size_t k = aio_home(aio_table[j].cb);
+            if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+                continue; /* its home is between i and j: it stays */
+            break;
+        }
+        aio_table[i] = aio_table[j];
+        i = j;
+    }
+}
+
+static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, double t1) {
+    struct posix_file *f = fd_file(fd);
+    if (!f || !ios_enter())
+        return;
+    size_t i = aio_find(cb);
+    if (aio_table[i].cb == cb || !aio_table[i].cb)
+        aio_table[i] = (struct aio_pending){cb, f, is_write, offset, t1};
+    else
+        ios_set_partial(IOS_MOD_POSIX);
+    ios_leave();
+}
+
+/* Takes cb's pending request out of the table (0: it has none). */
+static int aio_taken(const void *cb, struct aio_pending *out) {
+    if (!ios_recording() || !ios_enter())
+        return 0;
+    size_t i = aio_find(cb);
+    int found = aio_table[i].cb == cb;
+    if (found) {
+        *out = aio_table[i];
+        aio_remove(i);
+    }
+    ios_leave();
+    return found;
+}
+
+#define WRAP_AIO_SUBMIT(name, is_write)                                                            \
+    IOS_REAL(name);                                                                                \
+    if (!ios_recording())                                                                          \
+        return ios_real.name(cb);                                                                  \
+    aio_submitted(cb, cb->aio_fildes, is_write, cb->aio_offset, ios_now());                        \
+    int ret = ios_real.name(cb);                                                                   \
+    if (ret != 0) { /* not queued: nothing to collect */                                           \
+        struct aio_pending gone;                                                                   \
+        aio_taken(cb, &gone);                                                                      \
+    }                                                                                              \
+    return ret
+
+#define WRAP_AIO_RETURN(name)                                                                      \
+    IOS_REAL(name);                                                                                \
+    ssize_t ret = ios_real.name(cb);                                                               \
+    struct aio_pending p;                                                                          \
+    if (aio_taken(cb, &p) && ret >= 0)                                                             \
+        (p.is_write ? count_write : count_read)(                                                   \
+            p.f, p.offset, ret, buf_aligned((const void *)cb->aio_buf), p.t1, ios_now());          \
+    return ret
+
+/* Each read or write request of the list is submitted as aio_read/aio_write submit one; the
+ * list's requests are collected one by one with aio_return. */
+#define WRAP_LIO_LISTIO(name)                                                                      \
+    IOS_REAL(name);                                                                                \
+    if (ios_recording()) {                                                                         \
+        double t1 = ios_now();                                                                     \
+        for (int i = 0; i < nent; i++)                                                             \
+            if (list[i] &&                                                                         \
+                (list[i]->aio_lio_opcode == LIO_READ || list[i]->aio_lio_opcode == LIO_WRITE))     \
+                aio_submitted(list[i], list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_WRITE,  \
+                              list[i]->aio_offset, t1);                                            \
+    }                                                                                              \
+    return ios_real.name(mode, list, nent, sig)
+
+IOS_EXPORT int aio_read(struct aiocb *cb) { WRAP_AIO_SUBMIT(aio_read, 0); }
+IOS_EXPORT int aio_write(struct aiocb *cb) { WRAP_AIO_SUBMIT(aio_write, 1); }
+IOS_EXPORT ssize_t aio_return(struct aiocb *cb) { WRAP_AIO_RETURN(aio_return); }
+IOS_EXPORT int lio_listio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig) {
+    WRAP_LIO_LISTIO(lio_listio);
+}
+IOS_EXPORT int aio_read64(struct aiocb64 *cb) { WRAP_AIO_SUBMIT(aio_read64, 0); }
+IOS_EXPORT int aio_write64(struct aiocb64 *cb) { WRAP_AIO_SUBMIT(aio_write64, 1); }
+IOS_EXPORT ssize_t aio_return64(struct aiocb64 *cb) { WRAP_AIO_RETURN(aio_return64); }
+IOS_EXPORT int lio_listio64(int mode, struct aiocb64 *const list[], int nent,
+                            struct sigevent *sig) {
+    WRAP_LIO_LISTIO(lio_listio64);
+}
+
 /* Counted for a file-backed mapping of a tracked fd; Darshan's LD_PRELOAD build leaves it -1. */
 #define WRAP_MMAP(name, call)                                                                      \
     WRAP_FD_META(name, void *, call, ret != MAP_FAILED, {                                          \

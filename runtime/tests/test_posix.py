@@ -624,3 +624,48 @@ def test_kernel_copies_match_strace(runner, tmp_path):
     with open(trace) as f:
         returned = [int(line.rsplit("=", 1)[1]) for line in f if "= " in line]
     assert returned == KERNEL_COPIES
+
+
+# ---------------------------------------------------------------------------------------------
+# aio_ops: POSIX AIO, counted when the program collects each request (aio_return)
+
+AIO_WRITES = [(0, 4096), (8192, 1000), (20000, 500), (30000, 64)]  # (offset, bytes)
+AIO_READS = [(100, 2000), (0, 300)]
+
+
+def test_aio(runner, tmp_path):
+    d = os.path.realpath(tmp_path)
+    res = runner.instrumented([runner.bin("aio_ops"), d], d).check()
+    log = read_log(res.log)
+    rec = record(log, "POSIX", os.path.join(d, "aio.dat"))
+    got = counters(rec, "OPENS", "WRITES", "BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "READS",
+                   "BYTES_READ", "MAX_BYTE_READ")  # fmt: skip
+    assert got == {
+        "OPENS": 1,
+        "WRITES": len(AIO_WRITES),
+        "BYTES_WRITTEN": sum(n for _, n in AIO_WRITES),
+        "MAX_BYTE_WRITTEN": max(at + n - 1 for at, n in AIO_WRITES),
+        "READS": len(AIO_READS),
+        "BYTES_READ": sum(n for _, n in AIO_READS),
+        "MAX_BYTE_READ": max(at + n - 1 for at, n in AIO_READS),
+    }
+    assert not log["modules"]["POSIX"]["partial_flag"]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (ci/apt-packages.txt)")
+def test_aio_matches_strace(runner, tmp_path):
+    """The kernel's view: glibc's AIO threads do each request as one pread64/pwrite64 on the
+    file (strace -y names it), at the offsets and sizes the test above expects."""
+    d = os.path.realpath(tmp_path)
+    trace = os.path.join(d, "trace")
+    subprocess.run(["strace", "-f", "-qq", "-y", "-o", trace, "-e", "trace=pread64,pwrite64",
+                    runner.bin("aio_ops"), d], check=True, timeout=60)  # fmt: skip
+    calls = {"pread64": [], "pwrite64": []}
+    with open(trace) as f:
+        for line in f:
+            if "aio.dat>" in line and " = " in line:
+                name = line.split()[1].split("(")[0]
+                at = int(line.rsplit(", ", 1)[1].split(")")[0])
+                calls[name].append((at, int(line.rsplit("= ", 1)[1])))
+    assert sorted(calls["pwrite64"]) == sorted(AIO_WRITES)
+    assert sorted(calls["pread64"]) == sorted(AIO_READS)
