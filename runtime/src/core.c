@@ -40,6 +40,28 @@ void *ios_next_symbol(const char *name, const char *library) {
     return f;
 }
 
+/* The file fd 2 was when the program started: the warning goes there only while fd 2 is still
+ * that file. A program that closed fd 2 and opened its own data there must not find our line in
+ * its data (coreutils close fd 2 at exit: the warning is then lost, not misplaced). */
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+static int stderr_known;
+
+static void remember_stderr(void) {
+    struct stat st;
+    stderr_known = ios_real.fstat && ios_real.fstat(STDERR_FILENO, &st) == 0;
+    if (stderr_known) {
+        stderr_dev = st.st_dev;
+        stderr_ino = st.st_ino;
+    }
+}
+
+static int stderr_unchanged(void) {
+    struct stat st;
+    return stderr_known && ios_real.fstat(STDERR_FILENO, &st) == 0 && st.st_dev == stderr_dev &&
+           st.st_ino == stderr_ino;
+}
+
 void ios_warn(const char *fmt, ...) {
     if (warned++)
         return;
@@ -52,7 +74,7 @@ void ios_warn(const char *fmt, ...) {
     n = strlen(line);
     line[n++] = '\n';
     int saved = errno;
-    if (ios_real.write)
+    if (ios_real.write && stderr_unchanged())
         (void)!ios_real.write(STDERR_FILENO, line, n);
     errno = saved;
 }
@@ -248,6 +270,7 @@ static void atfork_child(void) {
 /* glibc passes argc and argv to ELF constructors; they give the command line for the log. */
 __attribute__((constructor)) static void ios_constructor(int argc, char **argv) {
     ios_resolve_real();
+    remember_stderr();
     ios_job_save_args(argc, argv);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     if (getenv("DARSHAN_DISABLE"))

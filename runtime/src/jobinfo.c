@@ -202,19 +202,25 @@ void ios_job_metadata(char *out, size_t outlen) {
 
 /* ---- log file naming --------------------------------------------------------------------------
  */
-static int make_dirs(char *path, size_t from) {
-    for (char *p = path + from + 1; *p; p++) {
-        if (*p != '/')
+/* Makes the folders of path below its first `from` characters (which exist). With shared_mode
+ * (a site's log root), each new folder gets exactly that mode, whatever the program's umask: on
+ * a root of mode 1777 the first user of the day makes Y/M/D and every other user writes there. */
+static int make_dirs(char *path, size_t from, mode_t shared_mode) {
+    mode_t mode = shared_mode ? shared_mode : 0755;
+    for (char *p = path + from + 1;; p++) {
+        if (*p != '/' && *p != '\0')
             continue;
+        char end = *p;
         *p = '\0';
-        int rc = mkdir(path, 0755);
-        *p = '/';
+        int rc = mkdir(path, mode);
+        if (rc == 0 && shared_mode)
+            rc = chmod(path, shared_mode);
+        *p = end;
         if (rc != 0 && errno != EEXIST)
             return -1;
+        if (end == '\0')
+            return 0;
     }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
 }
 
 /* Fills the path the log is written to and the stem it is renamed from: Darshan's
@@ -231,10 +237,18 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
     }
     char root[2048];
     size_t root_exists_len = 0;
+    mode_t shared_mode = 0;
     const char *logpath = getenv("DARSHAN_LOGPATH");
     if (logpath && *logpath) {
         snprintf(root, sizeof root, "%s", logpath);
         root_exists_len = strlen(root); /* the site creates the root; we add the date folders */
+        struct stat st;
+        if (ios_real.stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            *why = "the log root (DARSHAN_LOGPATH) is not a folder";
+            snprintf(path, pathlen, "%s", root);
+            return -1;
+        }
+        shared_mode = st.st_mode & 07777;
     } else {
         const char *state = getenv("XDG_STATE_HOME");
         const char *home = getenv("HOME");
@@ -242,15 +256,18 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
             snprintf(root, sizeof root, "%s/iostudy/darshan-logs", state);
         else if (home && *home)
             snprintf(root, sizeof root, "%s/.local/state/iostudy/darshan-logs", home);
-        else
-            snprintf(root, sizeof root, "/tmp/iostudy-darshan-logs-%d", (int)geteuid());
+        else { /* no shared, predictable /tmp path: another user could plant a link there */
+            *why = "no log folder: set DARSHAN_LOGPATH or DARSHAN_LOGFILE (HOME is unset)";
+            snprintf(path, pathlen, "(none)");
+            return -1;
+        }
     }
     struct tm tm;
     time_t t = start_real.tv_sec;
     localtime_r(&t, &tm);
     char dir[2200];
     snprintf(dir, sizeof dir, "%s/%d/%d/%d", root, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
-    if (make_dirs(dir, root_exists_len) != 0) {
+    if (make_dirs(dir, root_exists_len, shared_mode) != 0) {
         *why = strerror(errno);
         snprintf(path, pathlen, "%s", dir);
         return -1;

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
+import subprocess
 import sys
+import tempfile
 
 import pytest
-from conftest import fs_block_size
+from conftest import clean_env, fs_block_size
 from rt_checks import (
     check_posix_record,
     common_slots,
@@ -161,3 +164,75 @@ def test_threads(runner, tmp_path, repeat):
     hm = log["heatmaps"]
     assert sum(sum(v) for v in hm["POSIX"]["write"].values()) == 250000
     assert sum(sum(v) for v in hm["STDIO"]["write"].values()) == 10000
+
+
+def test_warning_never_lands_in_program_data(runner, tmp_path):
+    """A program that closed fd 2 and opened its data file there: the runtime's warning (its
+    log cannot be written) goes nowhere, not into the data; the records stay in the
+    memory-mapped log."""
+    d = os.path.realpath(tmp_path)
+    blocker = os.path.join(d, "regular_file")
+    with open(blocker, "w") as f:
+        f.write("not a directory\n")
+    extra = {"DARSHAN_LOGFILE": os.path.join(blocker, "x.darshan")}
+    inst = runner.instrumented([runner.bin("stderr_reuse"), d], d, env_extra=extra)
+    assert inst.returncode == 0, inst.describe()
+    with open(os.path.join(d, "data.txt"), "rb") as f:
+        assert f.read() == b"payload\n"
+    assert "iostudy" not in inst.stderr
+    assert [f for f in os.listdir(d) if "_mmap-log-" in f], "the records are not kept"
+
+
+def test_no_predictable_tmp_fallback(runner, tmp_path):
+    """Neither DARSHAN_LOGPATH, DARSHAN_LOGFILE, XDG_STATE_HOME nor HOME: no log under a /tmp
+    path another user could have prepared; one warning says why."""
+    d = os.path.realpath(tmp_path)
+    before = set(os.listdir(tempfile.gettempdir()))
+    extra = {"DARSHAN_LOGFILE": None, "DARSHAN_LOGPATH": None, "XDG_STATE_HOME": None,
+             "HOME": None}  # fmt: skip
+    cmd = _deterministic_cmd(runner, d)
+    inst = runner.instrumented(cmd, d, env_extra=extra)
+    assert inst.returncode == 3, inst.describe()
+    err = inst.stderr.splitlines()
+    assert len(err) == 1 and "HOME is unset" in err[0], inst.describe()
+    made = {f for f in set(os.listdir(tempfile.gettempdir())) - before if "iostudy" in f}
+    assert not made
+
+
+def _as_user(uid: int, cmd: list, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                           *cmd], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+NO_SETPRIV = "needs root and setpriv (util-linux) to run as two other users"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason=NO_SETPRIV)
+def test_two_users_share_a_log_root(runner):
+    """A facility's log root of mode 1777: the first user of the day makes Y/M/D, with the
+    root's mode whatever its umask (even 0777), and another user's log goes there too."""
+    top = tempfile.mkdtemp(prefix="iostudy-shared-root-")
+    try:
+        os.chmod(top, 0o755)
+        lib = os.path.join(top, "libiostudy.so")
+        shutil.copy(runner.lib, lib)
+        os.chmod(lib, 0o755)
+        root = os.path.join(top, "logs")
+        os.mkdir(root)
+        os.chmod(root, 0o1777)
+        users = (64001, 64002)
+        for uid in users:
+            env = clean_env({"LD_PRELOAD": lib, "DARSHAN_ENABLE_NONMPI": "1",
+                             "DARSHAN_LOGPATH": root, "LOGNAME": f"user{uid}",
+                             "DARSHAN_MMAP_LOGPATH": None, "IOSTUDY_MMAP_LOGS": "0"})  # fmt: skip
+            proc = _as_user(uid, ["sh", "-c", "umask 0777; exec /bin/true"], env)
+            assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        logs = [os.path.join(p, f) for p, _, fs in os.walk(root) for f in fs]
+        assert sorted(os.path.basename(f).split("_")[0] for f in logs) == [
+            f"user{u}" for u in users]  # fmt: skip
+        day = os.path.dirname(logs[0])
+        for folder in (day, os.path.dirname(day), os.path.dirname(os.path.dirname(day))):
+            assert stat.S_IMODE(os.stat(folder).st_mode) == 0o1777, folder
+        assert {os.stat(f).st_uid for f in logs} == set(users)
+    finally:
+        shutil.rmtree(top)
