@@ -62,7 +62,7 @@ def tree_store(tmp_path_factory, darshan_logs):
     assert main(["ingest", str(there), "--store", str(other), *argv, "--system", "local"]) == 0
     bundle = root / "other.tar"
     assert main(["export", "--store", str(other), "--out", str(bundle), "--site", "other"]) == 0
-    assert main(["import", str(bundle), "--store", str(store)]) == 0
+    assert main(["import", str(bundle), "--store", str(store), "--trust-on-first-use"]) == 0
     return store
 
 
