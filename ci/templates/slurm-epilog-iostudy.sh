@@ -10,6 +10,9 @@
 # (SLURM_JOB_NUM_NODES says how many there are) merges them with iostudy-merge, gives the log to
 # the job's user and removes the staged files. It never fails: a failing epilog drains the node.
 #
+# Only files owned by the job's user (SLURM_JOB_UID) are taken: another user's file of a
+# matching name is left where it is, and logged.
+#
 # Settings, from the environment or from IOSTUDY_EPILOG_CONF (default /etc/iostudy/epilog.conf,
 # a shell file of NAME=value lines):
 #   IOSTUDY_MMAP_DIR  the jobs' DARSHAN_MMAP_LOGPATH, node-local      (default /dev/shm)
@@ -45,8 +48,15 @@ if [ ${#mine[@]} -eq 0 ] && [ "$nodes" -le 1 ] && [ ! -d "$stage" ]; then
     exit 0
 fi
 mkdir -p "$stage" || { log "cannot create $stage"; exit 0; }
+# Only the job's user's own regular files: the folder is shared by all users, and another
+# could plant a file of that name to put records into this job's log.
+uid=${SLURM_JOB_UID:-}
 for f in "${mine[@]}"; do
-    mv -f -- "$f" "$stage/" || log "cannot move $f to $stage"
+    if [ -n "$uid" ] && [ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %u -- "$f")" = "$uid" ]; then
+        mv -f -- "$f" "$stage/" || log "cannot move $f to $stage"
+    else
+        log "left $f: not a regular file of the job's user (uid ${uid:-unknown})"
+    fi
 done
 touch "$stage/.node-$host"
 

@@ -120,7 +120,8 @@ def test_epilog_merges_when_the_last_node_arrives(tmp_path):
     nodes moving one file at once across file systems lost a rank's log. And the last node
     merges, knowing how many there are from what Slurm 22.05 gives an epilog
     (SLURM_JOB_NUM_NODES, SLURM_NODELIST; not SLURM_JOB_NODELIST): without a count the first
-    node merged its own files alone, a merged log of a 2-node job with one rank's records."""
+    node merged its own files alone, a merged log of a 2-node job with one rank's records.
+    A file of the same name pattern owned by another user is left where it is, never merged."""
     shm, staging, logs = (tmp_path / d for d in ("shm", "staging", "logs"))
     shm.mkdir()
     files = {n: shm / f"root_prog_id42_mmap-log-{n}-{pid}.darshan"
@@ -130,7 +131,11 @@ def test_epilog_merges_when_the_last_node_arrives(tmp_path):
     merge = tmp_path / "merge"  # records what it was given, as iostudy-merge's stand-in
     merge.write_text(f'#!/bin/sh\nfor a; do basename "$a"; done >> {tmp_path / "merged"}\n')
     merge.chmod(0o755)
+    planted = shm / "root_prog_id42_mmap-log-n1-9.darshan"  # another user's, same pattern
+    planted.write_bytes(b"planted")
+    os.chown(planted, 64001, 64001)
     env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "42", "SLURM_JOB_USER": "root",
+           "SLURM_JOB_UID": str(os.getuid()),
            "SLURM_JOB_NUM_NODES": "2", "SLURM_NODELIST": "n[1-2]",
            "IOSTUDY_EPILOG_CONF": "/dev/null", "IOSTUDY_MMAP_DIR": str(shm),
            "IOSTUDY_STAGING": str(staging),
@@ -145,4 +150,5 @@ def test_epilog_merges_when_the_last_node_arrives(tmp_path):
     assert sorted(n for n in merged if n.endswith(".darshan")) == sorted(
         ["root_id42_killed.darshan"] + [f.name for f in files.values()]
     )
-    assert not (staging / "42").exists() and not list(shm.iterdir())
+    assert not (staging / "42").exists() and list(shm.iterdir()) == [planted]
+    assert planted.name not in merged and planted.read_bytes() == b"planted"
