@@ -96,7 +96,8 @@ WRAP_OPEN(open, (const char *filename, unsigned flags, ios_hid fapl), (filename,
 static int (*real_close)(ios_hid);
 
 static void flushed(ios_hid file, double t1, double t2) {
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct h5f_file *f = ios_map_get(&files_by_hid, (uint64_t)file);
     if (f) {
         f->rec->counters[H5F_FLUSHES]++;
@@ -145,8 +146,7 @@ IOS_EXPORT int H5Fclose(ios_hid file) {
     int ret = real_close(file);
     double t2 = ios_now();
     int saved_errno = errno;
-    if (ret >= 0) {
-        ios_enter();
+    if (ret >= 0 && ios_enter()) {
         struct h5f_file *f = ios_map_get(&files_by_hid, (uint64_t)file);
         if (f) {
             double *fc = f->rec->fcounters;

@@ -64,13 +64,19 @@ static inline void ios_unlock(void) {
     atomic_flag_clear_explicit(&ios_lock_flag, memory_order_release);
 }
 
-/* The critical section around every record update. An update that lands after shutdown began
- * is harmless: the log is written from copies of the records, which are never freed. It returns
- * 1 so that callers can write `if (ios_enter()) {...}`. */
+/* The critical section around every record update: 1 with the lock held, or 0 (nothing held)
+ * once shutdown has begun. A thread that looked its record up before then and was blocked in the
+ * real call meanwhile must not touch it: the records live in the memory-mapped log, which
+ * shutdown unmaps. Shutdown changes the state first, then takes the lock once, so a caller that
+ * got 1 finishes before the log is written. Callers write `if (ios_enter()) {...}`. */
 static inline int ios_enter(void) {
     ios_in_runtime = 1;
     ios_lock();
-    return 1;
+    if (IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON))
+        return 1;
+    ios_unlock();
+    ios_in_runtime = 0;
+    return 0;
 }
 static inline void ios_leave(void) {
     ios_unlock();

@@ -81,7 +81,8 @@ static void opened(ios_handle comm, const char *filename, int amode, ios_handle 
 static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_handle datatype,
                      double t1, double t2) {
     int64_t bytes = mpi->type_bytes(datatype, count);
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
     if (f) {
         int64_t *c = f->rec->counters;
@@ -163,7 +164,8 @@ WRAPPER(open, (ios_handle comm, const char *filename, int amode, ios_handle info
         if (filename && fh) opened(comm, filename, amode, info, *fh, t1, t2));
 
 static void closed(ios_file fh, double t1, double t2) {
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
     if (f) {
         double *fc = f->rec->fcounters;
@@ -193,7 +195,8 @@ IOS_EXPORT int PMPI_File_close(ios_file *fh) __attribute__((alias("MPI_File_clos
 
 /* Darshan counts a sync's time as write time: it is when the writes reach storage. */
 static void synced(ios_file fh, double t1, double t2) {
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
     if (f) {
         f->rec->counters[MPIIO_SYNCS]++;
@@ -205,7 +208,8 @@ WRAPPER(sync, (ios_file fh), (fh), synced(fh, t1, t2));
 
 static void view_set(ios_file fh, ios_handle info, double t1, double t2) {
     int no_hints = mpi->info_is_null(info);
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
     if (f) {
         f->rec->counters[MPIIO_VIEWS]++;

@@ -87,7 +87,8 @@ WRAPPER(open, (ios_handle comm, const char *path, int omode, ios_handle info, in
 
 /* enddef, redef, sync: meta time, and the counter (-1: none). */
 static void meta_call(int ncid, int counter, double t1, double t2) {
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct pnetcdf_file *f = ios_map_get(&files_by_ncid, ncid_key(ncid));
     if (f) {
         if (counter >= 0)
@@ -102,7 +103,8 @@ WRAPPER(sync, (int ncid), (ncid), 0, meta_call(ncid, PNETCDF_FILE_SYNCS, t1, t2)
 
 /* counter: PNETCDF_FILE_INDEP_WAITS or _COLL_WAITS, counted when the wait succeeded. */
 static void waited(int ncid, int ret, int counter, double t1, double t2) {
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct pnetcdf_file *f = ios_map_get(&files_by_ncid, ncid_key(ncid));
     if (f) {
         double *fc = f->rec->fcounters;
@@ -132,7 +134,8 @@ static void add_traffic(int64_t *counter, long long bytes) {
 }
 
 static void closed(int ncid, long long put, long long get, double t1, double t2) {
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct pnetcdf_file *f = ios_map_get(&files_by_ncid, ncid_key(ncid));
     if (f) {
         int64_t *c = f->rec->counters;
@@ -158,9 +161,11 @@ IOS_EXPORT int ncmpi_close(int ncid) {
     }
     if (!ios_recording())
         return real(ncid);
-    ios_enter();
-    int tracked = ios_map_get(&files_by_ncid, ncid_key(ncid)) != NULL;
-    ios_leave();
+    int tracked = 0;
+    if (ios_enter()) {
+        tracked = ios_map_get(&files_by_ncid, ncid_key(ncid)) != NULL;
+        ios_leave();
+    }
     long long put = 0, get = 0;
     if (tracked) {
         int saved = errno;

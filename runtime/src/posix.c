@@ -115,7 +115,8 @@ static inline __attribute__((always_inline)) void count_rw_inline(struct posix_f
                                                                   int is_write, int64_t offset,
                                                                   int64_t ret, int mem_aligned,
                                                                   double t1, double t2) {
-    ios_enter();
+    if (!ios_enter())
+        return;
     int64_t *c = f->rec->counters;
     double *fc = f->rec->fcounters;
     int64_t this_offset = offset >= 0 ? offset : f->offset;

@@ -61,7 +61,8 @@ const char *ios_stdio_stream_name(FILE *stream) {
  * Darshan). The hot path: no errno work, since nothing here makes a system call. */
 static inline __attribute__((always_inline)) void
 count_rw_inline(FILE *stream, int is_write, int is_flush, int64_t bytes, double t1, double t2) {
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct stdio_file *f = stream_file(stream);
     if (f) {
         int64_t *c = f->rec->counters;
@@ -102,7 +103,8 @@ enum meta_op { META_SEEK, META_TELL, META_CLOSE };
 /* Records a seek (offset: where the stream now is), a position query or a close. */
 static void count_meta(FILE *stream, enum meta_op op, int64_t offset, double t1, double t2) {
     int saved = errno;
-    ios_enter();
+    if (!ios_enter())
+        return;
     struct stdio_file *f = stream_file(stream);
     if (f) {
         double *fc = f->rec->fcounters;

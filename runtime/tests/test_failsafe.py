@@ -236,3 +236,28 @@ def test_two_users_share_a_log_root(runner):
         assert {os.stat(f).st_uid for f in logs} == set(users)
     finally:
         shutil.rmtree(top)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (ci/apt-packages.txt)")
+def test_a_read_that_returns_after_shutdown(runner, tmp_path):
+    """A thread blocked in a wrapped read while the process exits: strace holds its read's
+    return 0.3 s and the main thread's exit_group 1.5 s, so the read returns after shutdown has
+    unmapped the records (they live in the memory-mapped log). It must leave them alone: the
+    process ends as it would without the runtime, with its log written."""
+    d = os.path.realpath(tmp_path)
+    # the runtime's variables for the program only (strace -E), not for strace itself
+    env = {
+        "LD_PRELOAD": runner.lib,
+        "DARSHAN_ENABLE_NONMPI": "1",
+        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
+        "DARSHAN_MMAP_LOGPATH": d,
+    }
+    hold = ["-e", "inject=read:delay_exit=300000:when=3+",
+            "-e", "inject=exit_group:delay_enter=1500000"]  # fmt: skip
+    proc = subprocess.run(["strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=read,exit_group",
+                           *hold, *(f"-E{k}={v}" for k, v in env.items()),
+                           runner.bin("exit_during_read"), d], env=clean_env(),
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    read_log(os.path.join(d, "x.darshan"))
+    assert not [f for f in os.listdir(d) if "_mmap-log-" in f]
