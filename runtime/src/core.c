@@ -31,13 +31,25 @@ void ios_resolve_real(void) {
 #undef X
 }
 
+/* What a wrapper calls when the real function is missing: the call fails, as MPI, HDF5 and
+ * PnetCDF report failure (a nonzero MPI error code, a negative id or status), with ENOSYS. Called
+ * through the wrapper's own pointer type: the arguments, in registers, are ignored. */
+static long missing_function(void) {
+    errno = ENOSYS;
+    return -1;
+}
+
+/* The real function a wrapper of an MPI, HDF5 or PnetCDF call forwards to. Missing (the program
+ * has no such library, or an unusual build of it): one warning, and the call fails; the runtime
+ * never aborts the program it watches. */
+void *ios_missing_symbol(const char *name, const char *library) {
+    ios_warn("%s is not in the %s library the program uses: the call fails", name, library);
+    return (void *)missing_function;
+}
+
 void *ios_next_symbol(const char *name, const char *library) {
     void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        ios_warn("%s is not in the %s library the program uses", name, library);
-        abort();
-    }
-    return f;
+    return f ? f : ios_missing_symbol(name, library);
 }
 
 /* The file fd 2 was when the program started: the warning goes there only while fd 2 is still

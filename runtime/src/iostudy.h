@@ -374,6 +374,8 @@ void ios_warn(const char *fmt, ...) IOS_HIDDEN __attribute__((format(printf, 1, 
 /* The real function name of a wrapped library (MPI, HDF5, PnetCDF): it exists whenever the
  * program could call the wrapper, so without it the wrapper stops, saying why. */
 void *ios_next_symbol(const char *name, const char *library) IOS_HIDDEN;
+/* A stand-in for a missing real function (one warning): calling it fails with -1 and ENOSYS. */
+void *ios_missing_symbol(const char *name, const char *library) IOS_HIDDEN;
 
 /* Collective operations the shutdown needs; provided by the MPI plugin of the program's MPI
  * flavour (mpi_plugin.c) or by the single-process implementation in core.c. */

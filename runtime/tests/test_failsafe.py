@@ -3,6 +3,7 @@ it must cope with an unwritable log location and with threads."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -261,3 +262,20 @@ def test_a_read_that_returns_after_shutdown(runner, tmp_path):
     assert proc.returncode == 0, proc.stderr
     read_log(os.path.join(d, "x.darshan"))
     assert not [f for f in os.listdir(d) if "_mmap-log-" in f]
+
+
+def test_a_missing_library_fails_the_call_not_the_program(runner, tmp_path):
+    """MPI, HDF5 and PnetCDF calls reaching the runtime's wrappers in a program without those
+    libraries: each call fails (-1, ENOSYS), one warning says which function is missing, and the
+    program goes on to its exit status (the runtime used to abort it)."""
+    d = os.path.realpath(tmp_path)
+    plain = runner.plain([runner.bin("missing_library"), d])
+    assert plain.stdout.split() == ["absent"] * 3  # without the runtime nothing answers
+    inst = runner.instrumented([runner.bin("missing_library"), d], d)
+    assert inst.returncode == 0, inst.describe()
+    enosys = errno.ENOSYS
+    assert inst.stdout.splitlines() == [f"{name} ret=-1 errno={enosys}" for name in
+                                        ("MPI_File_open", "H5Fcreate", "ncmpi_open")]  # fmt: skip
+    err = inst.stderr.splitlines()
+    assert len(err) == 1 and err[0].startswith("iostudy: PMPI_File_open is not in the MPI"), err
+    read_log(os.path.join(d, "x.darshan"))
