@@ -9,7 +9,7 @@ import sys
 from rich.console import Console
 from rich.table import Column, Table
 
-from . import __version__, config, logmerge, profiles
+from . import __version__, config, logmerge, logroot, profiles
 from .catalog import CatalogError
 from .darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
 from .summary import summarize
@@ -194,6 +194,7 @@ def build_parser(argv=None):
     add_limit_options(summary)
     summary.set_defaults(func=cmd_log_summary)
     logmerge.register(log_cmds)
+    logroot.register(log_cmds)
     profiles.register(add_config_commands(groups))
     argv = sys.argv[1:] if argv is None else argv
     named = next((a for a in argv if not a.startswith("-")), None)
