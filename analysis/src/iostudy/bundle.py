@@ -248,7 +248,7 @@ def _signature(key, site: str, sums: bytes) -> bytes:
     """The SIGNATURE member: the site, its public key and its signature of SHA256SUMS."""
     raw = siteid.raw_public(key.public_key())
     return (json.dumps({"site": site, "key": base64.b64encode(raw).decode(),
-                        "signature": base64.b64encode(siteid.sign(key, sums)).decode()},
+                        "signature": base64.b64encode(key.sign(sums)).decode()},
                        indent=2) + "\n").encode()  # fmt: skip
 
 
@@ -297,9 +297,9 @@ def open_bundle(path, dest: Path) -> Opened:
     try:
         digests = _extract(path, dest)
         text = _verified_sums(digests, dest)
-        signer = _signer(dest, text)
+        signed_for, signer = _signer(dest, text)
         meta = _read_meta(dest)
-        if meta["site"] != json.loads((dest / SIGNATURE).read_text())["site"]:
+        if meta["site"] != signed_for:
             raise BundleInvalid(f"{SIGNATURE}: signed for another site than {META}'s")
         bundlecheck.check_listing(meta, list(digests))
         tables = bundlecheck.check_tables(meta, dest)
@@ -365,8 +365,9 @@ def _verified_sums(digests: dict, dest: Path) -> bytes:
     return text
 
 
-def _signer(dest: Path, sums: bytes) -> bytes:
-    """The raw public key whose signature of SHA256SUMS the SIGNATURE member holds."""
+def _signer(dest: Path, sums: bytes) -> tuple[str, bytes]:
+    """(site, raw public key) of the SIGNATURE member, once its signature of SHA256SUMS
+    verifies."""
     try:
         sig = json.loads(safeio.read_text(dest / SIGNATURE, 1 << 16))
         raw = base64.b64decode(sig["key"], validate=True)
@@ -380,7 +381,7 @@ def _signer(dest: Path, sums: bytes) -> bytes:
         raise BundleInvalid(f"{SIGNATURE}: not a signature record: {exc}") from None
     if len(raw) != siteid.KEY_BYTES or not siteid.verifies(raw, signature, sums):
         raise BundleInvalid(f"{SIGNATURE}: the signature of {SUMS} does not verify")
-    return raw
+    return sig["site"], raw
 
 
 def _read_meta(dest: Path) -> dict:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .anonymize import COLUMNS as ANONYMIZED_COLUMNS
-from .catalog import PART_NAME
+from .catalog import PART_NAME, CatalogError, check_part_name
 from .plausibility import table_problems
 from .siteid import SITE_NAME
 from .store import IMPORTED_TABLES, TABLES
@@ -98,9 +98,11 @@ class BundleInvalid(Exception):
 
 
 def _usable(name: str, what: str) -> str:
-    if not re.match(NAME, name) or ".." in name:
-        raise BundleInvalid(f"{what} {name!r}: not a name the store can use as a file name")
-    return name
+    """name, when the store's catalog can use it as a file name (catalog.check_part_name)."""
+    try:
+        return check_part_name(name)
+    except CatalogError as exc:
+        raise BundleInvalid(f"{what} {exc}") from None
 
 
 def member_kind(name: str) -> tuple[str, tuple]:

@@ -134,10 +134,6 @@ def own_key(store: Path, create: bool) -> Ed25519PrivateKey | None:
     return key
 
 
-def sign(key: Ed25519PrivateKey, data: bytes) -> bytes:
-    return key.sign(data)
-
-
 def verifies(raw: bytes, signature: bytes, data: bytes) -> bool:
     try:
         Ed25519PublicKey.from_public_bytes(raw).verify(signature, data)
