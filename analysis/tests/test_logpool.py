@@ -308,7 +308,14 @@ def _running(pid) -> bool:
 
 def _sockets(pid) -> int:
     fds = Path(f"/proc/{pid}/fd")
-    return sum(os.readlink(fds / fd).startswith("socket:") for fd in os.listdir(fds))
+    return sum(_fd_target(fds / fd).startswith("socket:") for fd in os.listdir(fds))
+
+
+def _fd_target(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except FileNotFoundError:
+        return ""  # closed between the listing and the read: a log the worker finished, not a socket
 
 
 def test_workers_die_with_a_killed_ingest_and_its_scratch_goes(tmp_path):
