@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@
 
 struct ios_real_functions ios_real;
 _Atomic int ios_state = IOS_OFF;
-__thread int ios_in_runtime __attribute__((tls_model("initial-exec")));
+__thread volatile int ios_in_runtime __attribute__((tls_model("initial-exec")));
 struct timespec ios_origin;
 struct ios_config ios_config;
 
@@ -229,26 +230,34 @@ static void reset_records(void) {
 void ios_core_start(void) {
     if (atomic_load(&ios_state) != IOS_OFF)
         return;
-    ios_in_runtime = 1;
+    ios_guard(1);
     read_config();
     owner_pid = getpid();
     ios_job_begin();
     ios_mmap_open();
-    ios_in_runtime = 0;
+    ios_guard(0);
     atomic_store(&ios_state, IOS_ON);
 }
 
-/* Stops recording and writes the log; only the first caller does anything. */
-static void shutdown_with(const struct ios_comm *comm) {
+/* Stops recording: 1 for the one caller that does it, in the process whose records these are
+ * (a vfork child shares them, but they are not its own). */
+static int stop_recording(void) {
     int expected = IOS_ON;
-    if (getpid() != owner_pid || !atomic_compare_exchange_strong(&ios_state, &expected, IOS_DONE))
+    return getpid() == owner_pid && atomic_compare_exchange_strong(&ios_state, &expected, IOS_DONE);
+}
+
+/* Stops recording and writes the log; only the first caller does anything. A signal handler
+ * that interrupted the runtime on this thread (it may hold the lock, a record half updated) and
+ * ends the process leaves the memory-mapped log, as a killed process does. */
+static void shutdown_with(const struct ios_comm *comm) {
+    if (ios_in_runtime || !stop_recording())
         return;
     int saved = errno;
-    ios_in_runtime = 1;
+    ios_guard(1);
     ios_lock(); /* wait for updates in flight on other threads */
     ios_unlock();
     ios_mmap_close(ios_write_log(comm));
-    ios_in_runtime = 0;
+    ios_guard(0);
     errno = saved;
 }
 
@@ -258,25 +267,126 @@ void ios_core_shutdown_mpi(const struct ios_comm *comm) {
     shutdown_with(comm ? comm : ios_local_comm());
 }
 
-static void atfork_prepare(void) { ios_lock(); }
+/* An MPI process that ends without MPI_Finalize: no collective is possible any more, so each
+ * process leaves its memory-mapped log (rank, size and job id in it) and the job's log is merged
+ * from them as from a killed job's (the Slurm epilog; iostudy logs merge). Without memory-mapped
+ * logs each process writes a log of its own. Returns 1 when it took care of the ending. */
+static int leave_for_merge(void) {
+    int rank;
+    if (!ios_mpi_unfinished(&rank) || !ios_mmap_on)
+        return 0;
+    if (ios_in_runtime || !stop_recording())
+        return 1;
+    int saved = errno;
+    ios_guard(1);
+    ios_lock();
+    ios_unlock();
+    if (rank == 0) {
+        const char *path = ios_mmap_path(), *slash = strrchr(path, '/');
+        ios_warn("MPI_Finalize was not called: each process leaves its log in %.*s (*_mmap-log-*); "
+                 "`iostudy logs merge` makes the job's log of them",
+                 slash ? (int)(slash - path) : 1, slash ? path : ".");
+    }
+    ios_mmap_close(1);
+    ios_guard(0);
+    errno = saved;
+    return 1;
+}
 
-static void atfork_parent(void) { ios_unlock(); }
+/* _exit and exec are async-signal-safe and programs call them from signal handlers, so what the
+ * runtime does before them is too: no allocation, no stdio, no lock but its own taken from
+ * outside it. The records already are a log, in the memory-mapped file: it is written out as
+ * this image's log (when anything was recorded, or always: every) and the file removed. Returns
+ * 1 with recording stopped and the lock held, *log naming the log written ("" if none). */
+static int stop_into_log(int every, char *log, size_t loglen) {
+    log[0] = '\0';
+    if (ios_in_runtime || !ios_mmap_on || !stop_recording())
+        return 0;
+    int saved = errno;
+    ios_guard(1);
+    ios_lock();
+    const char *why = NULL;
+    if ((every || modmem_used > 0 || partial_flags) && ios_mmap_write_log(log, loglen, &why) != 0) {
+        ios_warn("cannot write the log %s: %s; its records stay in %s", log[0] ? log : "(none)",
+                 why ? why : "", ios_mmap_path());
+        log[0] = '\0';
+    } else {
+        ios_mmap_unlink();
+    }
+    errno = saved;
+    return 1;
+}
+
+IOS_EXPORT void _exit(int status) {
+    static char log[PATH_MAX];
+    IOS_REAL(_exit);
+    if (!leave_for_merge() && !stop_into_log(1, log, sizeof log))
+        ios_core_shutdown(); /* without a memory-mapped log: the whole shutdown, as exit does */
+    ios_real._exit(status);
+    __builtin_unreachable();
+}
+
+/* exec replaces the process image: the image's log is written first (an image that recorded
+ * nothing leaves none: a shell's child that only execs). If exec fails the image goes on: the
+ * log just written is removed and the records go on growing, into a memory-mapped file made
+ * again, so the process still ends with one log of everything. */
+static char exec_log[PATH_MAX];
+
+int ios_core_before_exec(void) {
+    if (leave_for_merge())
+        return 0;
+    return stop_into_log(0, exec_log, sizeof exec_log);
+}
+
+void ios_core_exec_failed(int stopped) {
+    if (!stopped)
+        return;
+    int saved = errno;
+    if (exec_log[0])
+        unlink(exec_log);
+    ios_mmap_relink();
+    atomic_store(&ios_state, IOS_ON);
+    ios_unlock();
+    ios_guard(0);
+    errno = saved;
+}
+
+/* fork from a signal handler that interrupted the runtime on this thread: the lock may be this
+ * thread's already, so it is not taken (it would wait for ever). */
+static __thread int fork_took_lock;
+
+static void atfork_prepare(void) {
+    fork_took_lock = !ios_in_runtime;
+    if (fork_took_lock)
+        ios_lock();
+}
+
+static void atfork_parent(void) {
+    if (fork_took_lock)
+        ios_unlock();
+}
 
 static void atfork_child(void) {
     atomic_flag_clear(&ios_lock_flag);
     if (atomic_load(&ios_state) != IOS_ON)
         return;
-    /* The child is a new, non-MPI process: it writes its own log of its own I/O. */
-    ios_in_runtime = 1;
-    pid_t parent = getppid();
     ios_mmap_forget();
+    if (!fork_took_lock) {
+        /* The interrupted update resumes in this child, half done: the child records nothing,
+         * and the update lands in private memory, not in the parent's log. */
+        atomic_store(&ios_state, IOS_DONE);
+        return;
+    }
+    /* The child is a new, non-MPI process: it writes its own log of its own I/O. */
+    ios_guard(1);
+    pid_t parent = getppid();
     reset_records();
     warned = 0;
     owner_pid = getpid();
     ios_job_begin();
     ios_job_set_fork_parent(parent);
     ios_mmap_open();
-    ios_in_runtime = 0;
+    ios_guard(0);
 }
 
 /* glibc passes argc and argv to ELF constructors; they give the command line for the log. */
@@ -292,15 +402,9 @@ __attribute__((constructor)) static void ios_constructor(int argc, char **argv) 
 }
 
 __attribute__((destructor)) static void ios_destructor(void) {
-    /* An MPI program that never reached MPI_Finalize still leaves a per-process log. */
-    ios_core_shutdown();
-}
-
-IOS_EXPORT void _exit(int status) {
-    IOS_REAL(_exit);
-    ios_core_shutdown();
-    ios_real._exit(status);
-    __builtin_unreachable();
+    /* An MPI program that never reached MPI_Finalize leaves its memory-mapped log. */
+    if (!leave_for_merge())
+        ios_core_shutdown();
 }
 
 /* ---- the single-process communicator ------------------------------------------------------ */

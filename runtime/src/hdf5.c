@@ -51,9 +51,9 @@ static int uses_mpiio(ios_hid fapl) {
 
 static void opened(const char *filename, ios_hid fapl, ios_hid file, double t1, double t2) {
     char name[PATH_MAX];
-    ios_in_runtime = 1; /* HDF5's own work here is not the program's */
+    ios_guard(1); /* HDF5's own work here is not the program's */
     int use_mpiio = uses_mpiio(fapl);
-    ios_in_runtime = 0;
+    ios_guard(0);
     if (ios_normalize_path(ios_strip_fs_prefix(filename), AT_FDCWD, name, sizeof name) != 0 ||
         !ios_enter())
         return;
@@ -123,14 +123,14 @@ IOS_EXPORT int H5Fflush(ios_hid object, int scope) {
     double t2 = ios_now();
     int saved_errno = errno;
     if (ret >= 0) {
-        ios_in_runtime = 1; /* HDF5's own work here is not the program's */
+        ios_guard(1); /* HDF5's own work here is not the program's */
         ios_hid file = file_of(object);
-        ios_in_runtime = 0;
+        ios_guard(0);
         if (file > 0) {
             flushed(file, t1, t2);
-            ios_in_runtime = 1;
+            ios_guard(1);
             real_close(file);
-            ios_in_runtime = 0;
+            ios_guard(0);
         }
     }
     errno = saved_errno;

@@ -94,6 +94,29 @@ double ios_heatmap_min_width(double end_time) {
     return width;
 }
 
+size_t ios_heatmap_record(int api, double width, int64_t nbins, double shift, void *out) {
+    const struct ios_heatmap *h = &maps[api];
+    int64_t total = 0;
+    for (int i = 0; h->state > 0 && i < BINS; i++)
+        total += h->bins[0][i] + h->bins[1][i];
+    if (total == 0)
+        return 0; /* all-zero heatmaps are not written */
+    size_t size = sizeof(struct ios_heatmap_record_head) + 2 * (size_t)nbins * sizeof(int64_t);
+    memset(out, 0, size);
+    struct ios_heatmap_record_head *head = out;
+    head->base.id = ios_record_id(names[api]);
+    head->bin_width_seconds = width;
+    head->nbins = nbins;
+    int64_t *bins = (int64_t *)(head + 1);
+    /* On disk: write bins, then read bins; each source bin is spread over the record's bins. */
+    for (int dir = 1; dir >= 0; dir--, bins += nbins)
+        for (int i = 0; i < BINS; i++)
+            if (h->bins[dir][i])
+                spread(bins, (int)nbins, width, h->bins[dir][i], i * h->width + shift,
+                       (i + 1) * h->width + shift);
+    return size;
+}
+
 void ios_heatmap_collect(struct ios_record_set *set, double width, int64_t nbins, double shift) {
     size_t rec_size = sizeof(struct ios_heatmap_record_head) + 2 * (size_t)nbins * sizeof(int64_t);
     set->mod = IOS_MOD_HEATMAP;
@@ -103,25 +126,9 @@ void ios_heatmap_collect(struct ios_record_set *set, double width, int64_t nbins
     if (!set->buf)
         return;
     for (int api = 0; api < IOS_HEATMAP_NAPIS; api++) {
-        struct ios_heatmap *h = &maps[api];
-        int64_t total = 0;
-        for (int i = 0; h->state > 0 && i < BINS; i++)
-            total += h->bins[0][i] + h->bins[1][i];
-        if (total == 0)
-            continue; /* all-zero heatmaps are not written */
-        struct ios_heatmap_record_head *head = (void *)(set->buf + set->len);
-        head->base.id = ios_record_id(names[api]);
-        head->bin_width_seconds = width;
-        head->nbins = nbins;
-        int64_t *out = (int64_t *)(head + 1);
-        /* On disk: write bins, then read bins; each source bin is spread over the job's bins. */
-        for (int dir = 1; dir >= 0; dir--, out += nbins)
-            for (int i = 0; i < BINS; i++)
-                if (h->bins[dir][i])
-                    spread(out, (int)nbins, width, h->bins[dir][i], i * h->width + shift,
-                           (i + 1) * h->width + shift);
-        set->len += rec_size;
-        set->count++;
+        size_t n = ios_heatmap_record(api, width, nbins, shift, set->buf + set->len);
+        set->len += n;
+        set->count += n > 0;
     }
 }
 

@@ -46,8 +46,15 @@ extern _Atomic int ios_state IOS_HIDDEN;
 
 /* Per-thread re-entrancy guard: set while the runtime itself works (holding its lock, writing
  * the log), so that a signal handler or a libc-internal call into a wrapper passes straight
- * through instead of deadlocking or recording the runtime's own I/O. */
-extern __thread int ios_in_runtime __attribute__((tls_model("initial-exec"))) IOS_HIDDEN;
+ * through instead of deadlocking or recording the runtime's own I/O. A signal handler reads it
+ * on the thread it interrupted: volatile, and changed only through ios_guard, whose compiler
+ * fences keep the store before the lock is taken and after it is released. */
+extern __thread volatile int ios_in_runtime __attribute__((tls_model("initial-exec"))) IOS_HIDDEN;
+static inline void ios_guard(int on) {
+    atomic_signal_fence(memory_order_seq_cst);
+    ios_in_runtime = on;
+    atomic_signal_fence(memory_order_seq_cst);
+}
 
 static inline int ios_recording(void) {
     return IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON) &&
@@ -70,17 +77,17 @@ static inline void ios_unlock(void) {
  * shutdown unmaps. Shutdown changes the state first, then takes the lock once, so a caller that
  * got 1 finishes before the log is written. Callers write `if (ios_enter()) {...}`. */
 static inline int ios_enter(void) {
-    ios_in_runtime = 1;
+    ios_guard(1);
     ios_lock();
     if (IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON))
         return 1;
     ios_unlock();
-    ios_in_runtime = 0;
+    ios_guard(0);
     return 0;
 }
 static inline void ios_leave(void) {
     ios_unlock();
-    ios_in_runtime = 0;
+    ios_guard(0);
 }
 
 /* Seconds since the runtime started (CLOCK_MONOTONIC). */
@@ -217,6 +224,14 @@ void ios_mmap_set_rank(int rank, int nprocs, int64_t jobid) IOS_HIDDEN;
 void ios_mmap_close(int keep) IOS_HIDDEN;
 /* In a forked child: let go of the parent's mapped log without touching it. */
 void ios_mmap_forget(void) IOS_HIDDEN;
+/* The mapped log written as this process's log (uncompressed), named as ios_job_log_path names
+ * logs, into out; 0, or -1 with a reason in *why. Safe in a signal handler: no allocation, no
+ * stdio, no lock; call with the runtime's lock held. _exit and exec end a process image so. */
+int ios_mmap_write_log(char *out, size_t outlen, const char **why) IOS_HIDDEN;
+/* Before an exec: the file goes, its mapping stays. If the exec fails, ios_mmap_relink makes
+ * the file again from the mapping and maps it in the mapping's place. */
+void ios_mmap_unlink(void) IOS_HIDDEN;
+void ios_mmap_relink(void) IOS_HIDDEN;
 
 /* ---- heatmap ------------------------------------------------------------------------------ */
 enum ios_heatmap_api { IOS_HEATMAP_POSIX, IOS_HEATMAP_MPIIO, IOS_HEATMAP_STDIO, IOS_HEATMAP_NAPIS };
@@ -262,6 +277,12 @@ void ios_pnetcdf_file_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_heatmap_collect(struct ios_record_set *set, double bin_width, int64_t nbins,
                          double shift) IOS_HIDDEN;
 double ios_heatmap_min_width(double end_time) IOS_HIDDEN;
+/* One API's heatmap as a record of nbins bins of width seconds, its times moved on by shift,
+ * into out (IOS_HEATMAP_RECORD_MAX bytes hold any); returns its size, 0 for an all-zero heatmap,
+ * which is not written. No allocation: _exit's log uses it. */
+#define IOS_HEATMAP_RECORD_MAX                                                                     \
+    (sizeof(struct ios_heatmap_record_head) + 2 * IOS_HEATMAP_BINS * sizeof(int64_t))
+size_t ios_heatmap_record(int api, double width, int64_t nbins, double shift, void *out) IOS_HIDDEN;
 void ios_posix_reset(void) IOS_HIDDEN;
 void ios_mpiio_reset(void) IOS_HIDDEN;
 void ios_stdio_reset(void) IOS_HIDDEN;
@@ -370,6 +391,12 @@ struct ios_comm;
 void ios_core_start(void) IOS_HIDDEN;
 void ios_core_shutdown(void) IOS_HIDDEN;
 void ios_core_shutdown_mpi(const struct ios_comm *comm) IOS_HIDDEN;
+/* Around the real exec (exec.c): returns what ios_core_exec_failed needs to know if it fails. */
+int ios_core_before_exec(void) IOS_HIDDEN;
+void ios_core_exec_failed(int stopped) IOS_HIDDEN;
+/* 1 in an MPI process whose runtime MPI_Init started and MPI_Finalize has not stopped, with
+ * its rank in *rank (mpi.c). */
+int ios_mpi_unfinished(int *rank) IOS_HIDDEN;
 void ios_warn(const char *fmt, ...) IOS_HIDDEN __attribute__((format(printf, 1, 2)));
 /* The real function name of a wrapped library (MPI, HDF5, PnetCDF): it exists whenever the
  * program could call the wrapper, so without it the wrapper stops, saying why. */

@@ -17,6 +17,7 @@
 static int saved_argc;
 static char **saved_argv;
 static struct timespec start_real;
+static struct tm start_local; /* the log's folder and name: taken at start, as localtime locks */
 static pid_t fork_parent;
 
 struct mount {
@@ -35,6 +36,8 @@ void ios_job_save_args(int argc, char **argv) {
 void ios_job_begin(void) {
     clock_gettime(CLOCK_MONOTONIC, &ios_origin);
     clock_gettime(CLOCK_REALTIME, &start_real);
+    time_t t = start_real.tv_sec;
+    localtime_r(&t, &start_local);
     fork_parent = 0;
 }
 
@@ -226,7 +229,8 @@ static int make_dirs(char *path, size_t from, mode_t shared_mode) {
 /* Fills the path the log is written to and the stem it is renamed from: Darshan's
  * <root>/<Y>/<M>/<D>/<user>_<exe>_id<jobid>-<pid>_<M>-<D>-<secs>-<logmod>.darshan_partial,
  * renamed to <stem>_<write seconds>.darshan; DARSHAN_LOGFILE is used as it is. Returns 0, or -1
- * with a reason in why. */
+ * with a reason in why. Safe in a signal handler (_exit and exec call it there): system calls
+ * and formatting only, the start's local time taken at start. */
 int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size_t stemlen,
                      const char **why) {
     const char *logfile = getenv("DARSHAN_LOGFILE");
@@ -262,9 +266,7 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
             return -1;
         }
     }
-    struct tm tm;
-    time_t t = start_real.tv_sec;
-    localtime_r(&t, &tm);
+    const struct tm tm = start_local;
     char dir[2200];
     snprintf(dir, sizeof dir, "%s/%d/%d/%d", root, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
     if (make_dirs(dir, root_exists_len, shared_mode) != 0) {

@@ -742,7 +742,7 @@ static const char MERGE_USAGE[] =
     "MMAP_LOG...\n";
 
 IOS_EXPORT int iostudy_merge_main(int argc, char **argv) {
-    ios_in_runtime = 1; /* this program's own I/O is never recorded */
+    ios_guard(1); /* this program's own I/O is never recorded */
     ios_resolve_real();
     const char *output = NULL;
     int64_t end_override = 0, redux = 1;

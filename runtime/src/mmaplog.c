@@ -14,6 +14,7 @@
 #include <errno.h> /* program_invocation_short_name */
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +37,7 @@ static struct ios_log_header *header;
 static struct ios_log_job *job;
 static int rank;
 static char path[PATH_MAX];
+static int unlinked; /* the file was removed before an exec; the mapping lives on */
 
 static int slot_of(int mod) {
     for (size_t i = 0; i < NMODULES; i++)
@@ -119,6 +121,7 @@ void ios_mmap_open(void) {
         header->mod_ver[modules[i].mod] = (uint32_t)modules[i].ver;
     }
     rank = 0;
+    unlinked = 0;
     ios_mmap_on = 1;
 }
 
@@ -169,20 +172,158 @@ void ios_mmap_set_rank(int r, int nprocs, int64_t jobid) {
     job->jobid = jobid;
 }
 
+/* Lets go of the file's mapping, leaving private zeroed memory at its address: a thread that
+ * looked up its record before shutdown and writes it late writes there, never into an unmapped
+ * page nor (in a forked child) into the parent's file. */
+static void retire_mapping(void) {
+    void *m = ios_real.mmap(map, map_len, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    (void)m; /* on failure the file's mapping stays, which is as safe */
+    ios_mmap_on = 0;
+}
+
 void ios_mmap_close(int keep) {
     if (!ios_mmap_on)
         return;
-    ios_mmap_on = 0;
-    munmap(map, map_len);
-    map = NULL;
-    if (!keep)
+    retire_mapping();
+    if (!keep && !unlinked)
         unlink(path);
 }
 
 void ios_mmap_forget(void) {
-    if (!ios_mmap_on)
+    if (ios_mmap_on)
+        retire_mapping(); /* the parent's file: it stays, the parent removes it */
+}
+
+/* ---- _exit and exec -------------------------------------------------------------------------- */
+static int write_at(int fd, const void *buf, size_t len, uint64_t off) {
+    const unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = ios_real.pwrite(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+/* The heatmaps of this process as HEATMAP records, in a static buffer (a signal handler's stack
+ * may be small); its length in *len. */
+static const unsigned char *heatmap_records(double run_time, size_t *len) {
+    static unsigned char buf[IOS_HEATMAP_NAPIS * IOS_HEATMAP_RECORD_MAX];
+    double width = ios_heatmap_min_width(run_time);
+    int64_t nbins = (int64_t)ceil(run_time / width);
+    if (nbins < 1)
+        nbins = 1;
+    if (nbins > IOS_HEATMAP_BINS)
+        nbins = IOS_HEATMAP_BINS;
+    *len = 0;
+    for (int api = 0; api < IOS_HEATMAP_NAPIS; api++) {
+        size_t n = ios_heatmap_record(api, width, nbins, 0.0, buf + *len);
+        if (n)
+            ((struct ios_base_record *)(buf + *len))->rank = rank;
+        *len += n;
+    }
+    return buf;
+}
+
+/* Writes the log: the mapped regions packed one after the other, then the heatmaps, then the
+ * header that makes the file a log. */
+static int write_packed(int fd, struct ios_log_header *h, double run_time) {
+    uint64_t at = sizeof *h + JOB_REGION;
+    int err = write_at(fd, job, JOB_REGION, sizeof *h);
+    h->name_map.off = at;
+    err |= write_at(fd, map + header->name_map.off, header->name_map.len, at);
+    at += header->name_map.len;
+    for (size_t i = 0; i < NMODULES; i++) {
+        struct ios_log_map *m = &h->mod_map[modules[i].mod];
+        err |= write_at(fd, map + m->off, m->len, at);
+        m->off = m->len ? at : 0;
+        at += m->len;
+    }
+    size_t heat_len;
+    const unsigned char *heat = heatmap_records(run_time, &heat_len);
+    if (heat_len) {
+        err |= write_at(fd, heat, heat_len, at);
+        h->mod_map[IOS_MOD_HEATMAP] = (struct ios_log_map){at, heat_len};
+        h->mod_ver[IOS_MOD_HEATMAP] = IOS_HEATMAP_VER;
+    }
+    return err | write_at(fd, h, sizeof *h, 0);
+}
+
+int ios_mmap_write_log(char *out, size_t outlen, const char **why) {
+    static char stem[PATH_MAX]; /* not on a signal handler's stack */
+    if (!ios_mmap_on) {
+        *why = "no memory-mapped log";
+        return -1;
+    }
+    double run_time = ios_now();
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    job->end_time_sec = now.tv_sec;
+    job->end_time_nsec = now.tv_nsec;
+    if (ios_job_log_path(job->jobid, out, outlen, stem, sizeof stem, why) != 0)
+        return -1;
+    int fd = ios_real.open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        *why = strerror(errno);
+        return -1;
+    }
+    struct ios_log_header h = *header;
+    int err = write_packed(fd, &h, run_time);
+    *why = err ? strerror(errno) : NULL;
+    ios_real.close(fd);
+    if (err) {
+        unlink(out);
+        return -1;
+    }
+    /* Darshan's final name carries the seconds the write took: under one, here. */
+    static char final[PATH_MAX];
+    if (stem[0] && snprintf(final, sizeof final, "%s_1.darshan", stem) > 0 &&
+        ios_real.rename(out, final) == 0)
+        snprintf(out, outlen, "%s", final);
+    chmod(out, 0400);
+    return 0;
+}
+
+void ios_mmap_unlink(void) {
+    if (ios_mmap_on && !unlinked && unlink(path) == 0)
+        unlinked = 1;
+}
+
+/* The used parts of the mapping, written into fd at their offsets. */
+static int copy_used(int fd) {
+    int err = write_at(fd, map, sizeof *header + JOB_REGION, 0);
+    err |= write_at(fd, map + header->name_map.off, header->name_map.len, header->name_map.off);
+    for (size_t i = 0; i < NMODULES; i++) {
+        const struct ios_log_map *m = &header->mod_map[modules[i].mod];
+        err |= write_at(fd, map + m->off, m->len, m->off);
+    }
+    return err;
+}
+
+void ios_mmap_relink(void) {
+    if (!ios_mmap_on || !unlinked)
         return;
-    ios_mmap_on = 0;
-    munmap(map, map_len); /* the parent's file: it stays, the parent removes it */
-    map = NULL;
+    int fd = ios_real.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    void *m = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)map_len) == 0 && copy_used(fd) == 0)
+        m = ios_real.mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* The new file's mapping takes the old one's place in one step: nothing is unmapped if this
+     * fails, and the records then stay in the old (unnamed) file, lost only if a kill comes. */
+    if (m != MAP_FAILED && mremap(m, map_len, map_len, MREMAP_MAYMOVE | MREMAP_FIXED, map) == map)
+        unlinked = 0;
+    else if (m != MAP_FAILED)
+        munmap(m, map_len);
+    if (fd >= 0)
+        ios_real.close(fd);
+    if (unlinked) {
+        if (fd >= 0)
+            unlink(path);
+        ios_warn("cannot make %s again after a failed exec: a kill would lose the records", path);
+    }
 }

@@ -81,10 +81,10 @@ static void mpi_started(void) {
     if (getenv("DARSHAN_DISABLE"))
         return;
     int saved = ios_in_runtime;
-    ios_in_runtime = 1;
+    ios_guard(1);
     ios_core_start();
     load_plugin();
-    ios_in_runtime = saved;
+    ios_guard(saved);
 }
 
 IOS_EXPORT int MPI_Init(int *argc, char ***argv) {
@@ -109,10 +109,16 @@ IOS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provi
 IOS_EXPORT int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     __attribute__((alias("MPI_Init_thread")));
 
+int ios_mpi_unfinished(int *rank) {
+    *rank = comm.rank;
+    return have_comm;
+}
+
 /* The log is written collectively before MPI goes away. */
 IOS_EXPORT int MPI_Finalize(void) {
     int (*real)(void) = real_mpi("PMPI_Finalize");
     ios_core_shutdown_mpi(have_comm ? &comm : NULL);
+    have_comm = 0;
     return real();
 }
 IOS_EXPORT int PMPI_Finalize(void) __attribute__((alias("MPI_Finalize")));

@@ -169,10 +169,10 @@ IOS_EXPORT int ncmpi_close(int ncid) {
     long long put = 0, get = 0;
     if (tracked) {
         int saved = errno;
-        ios_in_runtime = 1; /* PnetCDF's own work here is not the program's */
+        ios_guard(1); /* PnetCDF's own work here is not the program's */
         put = traffic(put_size, ncid);
         get = traffic(get_size, ncid);
-        ios_in_runtime = 0;
+        ios_guard(0);
         errno = saved;
     }
     TIMED(ret, real(ncid));

@@ -25,8 +25,10 @@ struct posix_file { /* the record first: ios_file_by_name */
 
 static struct ios_map files_by_id;
 /* fd -> file, read without the lock on the hot path: entries are pointer-sized stores, and a
- * file's state lives until the process ends. Sized once, backed lazily by the kernel. */
-static struct posix_file *_Atomic *fd_table;
+ * file's state lives until the process ends. Sized once, backed lazily by the kernel; made under
+ * the lock, and published after its size (release) so that a thread that sees the table sees
+ * its size (acquire). */
+static struct posix_file *_Atomic *_Atomic fd_table;
 static int fd_table_size;
 
 static int fd_table_init(void) {
@@ -41,21 +43,36 @@ static int fd_table_init(void) {
     if (table == MAP_FAILED)
         return -1;
     fd_table_size = (int)n;
-    fd_table = table;
+    atomic_store_explicit(&fd_table, table, memory_order_release);
     return 0;
 }
 
-static inline struct posix_file *fd_file(int fd) {
-    if (!ios_recording() || (unsigned)fd >= (unsigned)fd_table_size)
+/* The file of a tracked descriptor, or NULL. */
+static inline struct posix_file *fd_lookup(int fd) {
+    struct posix_file *_Atomic *table = atomic_load_explicit(&fd_table, memory_order_acquire);
+    if (!table || (unsigned)fd >= (unsigned)fd_table_size)
         return NULL;
-    return atomic_load_explicit(&fd_table[fd], memory_order_relaxed);
+    return atomic_load_explicit(&table[fd], memory_order_relaxed);
 }
 
+static inline struct posix_file *fd_file(int fd) { return ios_recording() ? fd_lookup(fd) : NULL; }
+
+/* Call inside ios_enter(). */
 static void map_fd(int fd, struct posix_file *f) {
-    if (!fd_table && fd_table_init() != 0)
+    if (!atomic_load_explicit(&fd_table, memory_order_relaxed) && fd_table_init() != 0)
         return;
+    struct posix_file *_Atomic *table = atomic_load_explicit(&fd_table, memory_order_relaxed);
     if ((unsigned)fd < (unsigned)fd_table_size)
-        atomic_store_explicit(&fd_table[fd], f, memory_order_relaxed);
+        atomic_store_explicit(&table[fd], f, memory_order_relaxed);
+}
+
+/* fd no longer names f: the entry is cleared unless another thread has mapped the number since
+ * (lock-free: each entry is atomic). */
+static void fd_unmap(int fd, struct posix_file *f) {
+    struct posix_file *_Atomic *table = atomic_load_explicit(&fd_table, memory_order_acquire);
+    if (table && (unsigned)fd < (unsigned)fd_table_size)
+        atomic_compare_exchange_strong_explicit(&table[fd], &f, NULL, memory_order_relaxed,
+                                                memory_order_relaxed);
 }
 
 /* Finds or creates the record of a normalized name; call inside ios_enter()/ios_leave(). */
@@ -95,18 +112,18 @@ static void count_open(struct posix_file *f, int fd, int mode, int extra_counter
 static void opened(int fd, int dirfd, const char *path, int mode, double t1, double t2) {
     char name[PATH_MAX];
     int saved = errno;
-    ios_in_runtime = 1;
+    ios_guard(1);
     if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && ios_enter()) {
         struct posix_file *f = file_by_name(name);
         int first_open = f && f->rec->counters[POSIX_OPENS] == 0;
         if (f)
             count_open(f, fd, mode, -1, 1, t1, t2);
         ios_leave();
-        ios_in_runtime = 1;
+        ios_guard(1);
         if (first_open) /* a file's Lustre layout is taken once, at its first open */
             ios_lustre_file_opened(f->rec->base.id, name, fd);
     }
-    ios_in_runtime = 0;
+    ios_guard(0);
     errno = saved;
 }
 
@@ -364,22 +381,49 @@ IOS_EXPORT int fdatasync(int fd) {
     });
 }
 IOS_EXPORT int close(int fd) {
-    WRAP_FD_META(close, int, ios_real.close(fd), 1, {
+    IOS_REAL(close);
+    struct posix_file *f = fd_file(fd);
+    if (!f)
+        return ios_real.close(fd);
+    /* Out of the table before the kernel frees the number: another thread's open may get it at
+     * once, and the mapping it makes must stay. */
+    fd_unmap(fd, f);
+    double t1 = ios_now();
+    int ret = ios_real.close(fd);
+    double t2 = ios_now();
+    if (ios_enter()) {
         double *fc = f->rec->fcounters;
         f->last_byte_read = f->last_byte_written = 0;
         ios_first_start(&fc[POSIX_F_CLOSE_START_TIMESTAMP], t1);
         fc[POSIX_F_CLOSE_END_TIMESTAMP] = t2;
         meta_time(f, t1, t2);
-        map_fd(fd, NULL);
-    });
+        ios_leave();
+    }
+    return ret;
 }
 /* A new descriptor for a tracked file: an open that keeps the offsets (Darshan's REFOPEN). */
 #define WRAP_DUP(name, call)                                                                       \
     WRAP_FD_META(name, int, call, ret >= 0, count_open(f, ret, 0, POSIX_DUPS, 0, t1, t2))
 IOS_EXPORT int dup(int fd) { WRAP_DUP(dup, ios_real.dup(fd)); }
-IOS_EXPORT int dup2(int fd, int newfd) { WRAP_DUP(dup2, ios_real.dup2(fd, newfd)); }
+/* dup2 and dup3 replace newfd in one step: newfd then names fd's file, or, fd untracked, none. */
+#define WRAP_DUP_ONTO(name, call)                                                                  \
+    IOS_REAL(name);                                                                                \
+    struct posix_file *f = fd_file(fd), *replaced = fd_file(newfd);                                \
+    if (!f && !replaced)                                                                           \
+        return call;                                                                               \
+    double t1 = ios_now();                                                                         \
+    int ret = call;                                                                                \
+    double t2 = ios_now();                                                                         \
+    if (ret >= 0 && !f)                                                                            \
+        fd_unmap(newfd, replaced);                                                                 \
+    if (ret >= 0 && f && ios_enter()) {                                                            \
+        count_open(f, ret, 0, POSIX_DUPS, 0, t1, t2);                                              \
+        ios_leave();                                                                               \
+    }                                                                                              \
+    return ret
+IOS_EXPORT int dup2(int fd, int newfd) { WRAP_DUP_ONTO(dup2, ios_real.dup2(fd, newfd)); }
 IOS_EXPORT int dup3(int fd, int newfd, int flags) {
-    WRAP_DUP(dup3, ios_real.dup3(fd, newfd, flags));
+    WRAP_DUP_ONTO(dup3, ios_real.dup3(fd, newfd, flags));
 }
 /* fcntl's F_DUPFD and F_DUPFD_CLOEXEC make a descriptor as dup does (numpy.save dups its file
  * so, then fdopens the copy); the other commands pass through. The third argument is an int, a
@@ -586,7 +630,7 @@ IOS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 static void stat_path(int dirfd, const char *path, double t1, double t2) {
     char name[PATH_MAX];
     int saved = errno;
-    ios_in_runtime = 1;
+    ios_guard(1);
     if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && ios_enter()) {
         struct posix_file *f = file_by_name(name);
         if (f) {
@@ -595,7 +639,7 @@ static void stat_path(int dirfd, const char *path, double t1, double t2) {
         }
         ios_leave();
     }
-    ios_in_runtime = 0;
+    ios_guard(0);
     errno = saved;
 }
 
@@ -700,7 +744,7 @@ IOS_EXPORT int rename(const char *oldpath, const char *newpath) {
     double t2 = ios_now();
     char oldname[PATH_MAX], newname[PATH_MAX];
     int saved = errno;
-    ios_in_runtime = 1;
+    ios_guard(1);
     if (ret == 0 && ios_normalize_path(oldpath, AT_FDCWD, oldname, sizeof oldname) == 0 &&
         ios_enter()) {
         uint64_t old_id = ios_record_id(oldname);
@@ -721,15 +765,13 @@ IOS_EXPORT int rename(const char *oldpath, const char *newpath) {
         }
         ios_leave();
     }
-    ios_in_runtime = 0;
+    ios_guard(0);
     errno = saved;
     return ret;
 }
 
 const char *ios_posix_fd_name(int fd) {
-    struct posix_file *f = (unsigned)fd < (unsigned)fd_table_size
-                               ? atomic_load_explicit(&fd_table[fd], memory_order_relaxed)
-                               : NULL;
+    struct posix_file *f = fd_lookup(fd);
     return f ? ios_record_name(f->rec->base.id) : NULL;
 }
 
@@ -781,8 +823,9 @@ void ios_posix_collect(struct ios_record_set *set) {
 
 void ios_posix_reset(void) {
     ios_map_free(&files_by_id);
-    if (fd_table)
-        memset((void *)fd_table, 0, (size_t)fd_table_size * sizeof(void *));
+    void *table = atomic_load_explicit(&fd_table, memory_order_relaxed);
+    if (table) /* zero pages again without touching (allocating) every one of them */
+        madvise(table, (size_t)fd_table_size * sizeof(void *), MADV_DONTNEED);
 }
 
 /* ---- reduction of shared records (reference §7) ---------------------------------------------- */

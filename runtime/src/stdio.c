@@ -98,28 +98,45 @@ static void count_flush(FILE *stream, double t1, double t2) {
 #define OP_READ(bytes) count_read(target, bytes, t1, t2)
 #define OP_WRITE(bytes) count_write(target, bytes, t1, t2)
 
-enum meta_op { META_SEEK, META_TELL, META_CLOSE };
+enum meta_op { META_SEEK, META_TELL };
 
-/* Records a seek (offset: where the stream now is), a position query or a close. */
+/* Records a seek (offset: where the stream now is) or a position query. */
 static void count_meta(FILE *stream, enum meta_op op, int64_t offset, double t1, double t2) {
-    int saved = errno;
     if (!ios_enter())
         return;
     struct stdio_file *f = stream_file(stream);
     if (f) {
-        double *fc = f->rec->fcounters;
         if (op == META_SEEK) {
             f->offset = offset;
             f->rec->counters[STDIO_SEEKS]++;
-        } else if (op == META_CLOSE) {
-            ios_first_start(&fc[STDIO_F_CLOSE_START_TIMESTAMP], t1);
-            fc[STDIO_F_CLOSE_END_TIMESTAMP] = t2;
-            map_stream(stream, NULL);
         }
-        ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
+        ios_timer_add(&f->rec->fcounters[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
     }
     ios_leave();
+}
+
+/* The file of a stream about to be closed, taken out of the map before fclose frees the FILE:
+ * another thread's fopen may get the same address at once, and its mapping must stay. */
+static struct stdio_file *take_stream(FILE *stream) {
+    struct stdio_file *f = NULL;
+    int saved = errno;
+    if (ios_enter()) {
+        if ((f = stream_file(stream)) != NULL)
+            map_stream(stream, NULL);
+        ios_leave();
+    }
     errno = saved;
+    return f;
+}
+
+static void count_close(struct stdio_file *f, double t1, double t2) {
+    if (!ios_enter())
+        return;
+    double *fc = f->rec->fcounters;
+    ios_first_start(&fc[STDIO_F_CLOSE_START_TIMESTAMP], t1);
+    fc[STDIO_F_CLOSE_END_TIMESTAMP] = t2;
+    ios_timer_add(&fc[STDIO_F_META_TIME], t1, t2, &f->last_meta_end);
+    ios_leave();
 }
 
 static void count_open(FILE *stream, const char *name, int fdopened, double t1, double t2) {
@@ -141,13 +158,13 @@ static void count_open(FILE *stream, const char *name, int fdopened, double t1, 
 static void opened(FILE *stream, const char *path, double t1, double t2) {
     char name[PATH_MAX];
     int saved = errno;
-    ios_in_runtime = 1;
+    ios_guard(1);
     if (stream && path && ios_normalize_path(path, AT_FDCWD, name, sizeof name) == 0 &&
         ios_enter()) {
         count_open(stream, name, 0, t1, t2);
         ios_leave();
     }
-    ios_in_runtime = 0;
+    ios_guard(0);
     errno = saved;
 }
 
@@ -386,8 +403,16 @@ IOS_EXPORT int fflush(FILE *stream) {
          count_flush(target, t1, t2));
 }
 IOS_EXPORT int fclose(FILE *stream) {
-    WRAP(fclose, int, ios_real.fclose(stream), stream, 1,
-         count_meta(target, META_CLOSE, 0, t1, t2));
+    IOS_REAL(fclose);
+    if (!ios_recording())
+        return ios_real.fclose(stream);
+    struct stdio_file *f = take_stream(stream);
+    double t1 = ios_now();
+    int ret = ios_real.fclose(stream);
+    double t2 = ios_now();
+    if (f)
+        count_close(f, t1, t2);
+    return ret;
 }
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
