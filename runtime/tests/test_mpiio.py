@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 
 import pytest
 from conftest import Scenario, real_tmp
@@ -29,6 +30,7 @@ from rt_checks import (
     mpiio_expected,
     records_named,
 )
+from rt_strace import total, traced
 
 from iostudy.darshanlog import read_log
 
@@ -147,8 +149,8 @@ def test_posix_layer_is_recorded_too(run: Scenario):
     """MPI-IO's own POSIX calls are not hidden by the MPI-IO wrappers (Darshan records both)."""
     name = os.path.join(run.dir, "shared.dat")
     posix = records_named(run.log, "POSIX", name)  # per rank if only aggregators opened it
-    # Not all of MPI-IO's bytes: Open MPI's non-blocking calls go through POSIX AIO, which the
-    # POSIX module does not wrap.
+    # MPI-IO's bytes and ROMIO's or ompio's own (headers, read-modify-write): the exact
+    # non-blocking case is test_nonblocking_posix_bytes_match_strace.
     assert sum(r["counters"]["POSIX_BYTES_WRITTEN"] for r in posix) > 0
     assert sum(r["counters"]["POSIX_OPENS"] for r in posix) >= 1
 
@@ -191,3 +193,30 @@ def test_fortran_bindings(runner, tmp_path_factory, flavour, nprocs):
         what=name,
     )
     assert rec["counters"]["MPIIO_MODE"] > 0
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (ci/apt-packages.txt)")
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_nonblocking_posix_bytes_match_strace(runner, tmp_path_factory, flavour):
+    """programs/mpi_iwrite.c on 2 ranks: MPI_File_iwrite_at and MPI_File_iread_at of 4096 bytes
+    each. Open MPI's ompio does them with POSIX AIO (glibc's threads then pwrite64 and pread64),
+    MPICH's ROMIO with plain calls; either way the POSIX record holds exactly the calls and bytes
+    strace sees on the file (strace of the same job without the runtime)."""
+    prog = runner.mpi_program("mpi_iwrite", flavour)
+    d = real_tmp(tmp_path_factory, f"iwrite_{flavour}")
+    res = runner.mpirun(flavour, 2, [prog, d], d)
+    assert res.returncode == 0, res.describe()
+    log = read_log(res.log)
+    name = os.path.join(d, "iwrite.dat")
+    (posix,) = records_named(log, "POSIX", name)
+    (mpiio,) = records_named(log, "MPI-IO", name)
+    assert (mpiio["counters"]["MPIIO_NB_WRITES"], mpiio["counters"]["MPIIO_NB_READS"]) == (2, 2)
+
+    os.unlink(name)
+    full, env = runner.mpirun_command(flavour, 2, [prog, d], {})
+    calls = traced(full, name, "read,write,pread64,pwrite64,readv,writev,preadv,pwritev", env)
+    c = posix["counters"]
+    writes = total(calls, ("write", "pwrite64", "writev", "pwritev"))
+    reads = total(calls, ("read", "pread64", "readv", "preadv"))
+    assert (c["POSIX_WRITES"], c["POSIX_BYTES_WRITTEN"]) == writes == (2, 2 * 4096)
+    assert (c["POSIX_READS"], c["POSIX_BYTES_READ"]) == reads == (2, 2 * 4096)

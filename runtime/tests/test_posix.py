@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 from conftest import Scenario, fs_block_size, real_tmp
@@ -30,6 +31,7 @@ from rt_checks import (
     record,
 )
 from rt_hash import darshan_hash
+from rt_strace import total, traced
 
 from iostudy.darshanlog import read_log
 
@@ -669,3 +671,48 @@ def test_aio_matches_strace(runner, tmp_path):
                 calls[name].append((at, int(line.rsplit("= ", 1)[1])))
     assert sorted(calls["pwrite64"]) == sorted(AIO_WRITES)
     assert sorted(calls["pread64"]) == sorted(AIO_READS)
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy.save and numpy.load: Python's own calls and a dup'd, fdopen'd stream
+
+NUMPY_PROGRAM = """import sys, numpy
+a = numpy.arange(1_000_000, dtype="f8")
+numpy.save(sys.argv[1], a)
+assert (numpy.load(sys.argv[1]) == a).all()
+"""
+NPY_HEADER, NPY_DATA = 128, 8_000_000  # numpy's format 1.0: a 128-byte header, then the array
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (ci/apt-packages.txt)")
+def test_numpy_save_and_load_match_strace(runner, tmp_path):
+    """numpy.save writes the header with Python's own write on the descriptor it opened (POSIX)
+    and the array through a descriptor dup'd with fcntl(F_DUPFD_CLOEXEC) and fdopen'd (STDIO);
+    numpy.load reads so too. The oracle is strace of the same program without the runtime: the
+    POSIX counters are what the program's own calls on the descriptors it opened returned, the
+    opens and dups are the openat and fcntl calls, and the array's bytes are the dup'd
+    descriptors' writes (before the fcntl wrapper, numpy's 8 MB were missing)."""
+    pytest.importorskip("numpy", reason="numpy is in analysis/requirements.lock")
+    d = os.path.realpath(tmp_path)
+    script, npy = os.path.join(d, "np_io.py"), os.path.join(d, "a.npy")
+    with open(script, "w") as f:
+        f.write(NUMPY_PROGRAM)
+    res = runner.instrumented([sys.executable, script, npy], d).check()
+    log = read_log(res.log)
+    os.unlink(npy)
+    calls = traced([sys.executable, script, npy], npy, "read,write")
+
+    posix = record(log, "POSIX", npy)["counters"]
+    writes, written = total(calls, ("write",), "open")
+    reads, read = total(calls, ("read",), "open")
+    assert (posix["POSIX_WRITES"], posix["POSIX_BYTES_WRITTEN"]) == (writes, written) == (1, 128)
+    assert (posix["POSIX_READS"], posix["POSIX_BYTES_READ"]) == (reads, read)
+    opens, dups = total(calls, ("openat",))[0], total(calls, ("fcntl",))[0]
+    assert (posix["POSIX_OPENS"], posix["POSIX_DUPS"]) == (opens + dups, dups) == (4, 2)
+
+    stdio = record(log, "STDIO", npy)["counters"]
+    assert stdio["STDIO_FDOPENS"] == dups
+    assert stdio["STDIO_BYTES_WRITTEN"] == total(calls, ("write",), "dup")[1] == NPY_DATA
+    # stdio reads ahead of what fread returns: the kernel moved at least the array
+    assert stdio["STDIO_BYTES_READ"] == NPY_DATA <= total(calls, ("read",), "dup")[1]
+    assert os.path.getsize(npy) == NPY_HEADER + NPY_DATA
