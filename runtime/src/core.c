@@ -215,13 +215,8 @@ static void reset_records(void) {
     ios_map_free(&names);
     modmem_used = namemem_used = 0;
     partial_flags = 0;
-    ios_posix_reset();
-    ios_mpiio_reset();
-    ios_lustre_reset();
-    ios_stdio_reset();
-    ios_h5f_reset();
-    ios_pnetcdf_file_reset();
-    ios_heatmap_reset();
+    for (int m = 0; m < IOS_NMODULES; m++)
+        ios_modules[m].reset();
 }
 
 /* ---- life cycle ---------------------------------------------------------------------------------

@@ -331,6 +331,24 @@ extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_h5f_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_pnetcdf_file_reducer IOS_HIDDEN;
 
+/* The modules (modules.def), indexed by IOS_M_<NAME>, in file order. */
+struct ios_module {
+    const char *name;
+    int id, version;
+    size_t rec_size; /* 0: records of their own sizes (Lustre, heatmap) */
+    void (*collect)(struct ios_record_set *set); /* NULL: the heatmap (ios_heatmap_collect) */
+    void (*reset)(void);
+    const struct ios_reducer *reducer; /* shared records' reduction; NULL: none */
+    int in_mmap;                       /* kept in the memory-mapped log */
+};
+enum ios_module_index {
+#define X(NAME, ...) IOS_M_##NAME,
+#include "modules.def"
+#undef X
+    IOS_NMODULES
+};
+extern const struct ios_module ios_modules[IOS_NMODULES] IOS_HIDDEN;
+
 /* Timestamp rules shared by the modules: a first-start timestamp keeps the earliest time (0 is
  * unset), and in a reduction fcounters[first..last] keep the earliest non-zero start or the
  * latest end of in and inout. */

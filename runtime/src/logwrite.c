@@ -13,33 +13,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* Regions after the job region, in file order: names, then modules by ascending id. */
-enum { R_NAMES, R_POSIX, R_MPIIO, R_H5F, R_PNETCDF_FILE, R_LUSTRE, R_STDIO, R_HEATMAP, N_REGIONS };
-static const int region_module[N_REGIONS] = {
-    [R_POSIX] = IOS_MOD_POSIX,    [R_MPIIO] = IOS_MOD_MPIIO,
-    [R_H5F] = IOS_MOD_H5F,        [R_PNETCDF_FILE] = IOS_MOD_PNETCDF_FILE,
-    [R_LUSTRE] = IOS_MOD_LUSTRE,  [R_STDIO] = IOS_MOD_STDIO,
-    [R_HEATMAP] = IOS_MOD_HEATMAP};
-static const int region_version[N_REGIONS] = {
-    [R_POSIX] = IOS_POSIX_VER,    [R_MPIIO] = IOS_MPIIO_VER,
-    [R_H5F] = IOS_H5F_VER,        [R_PNETCDF_FILE] = IOS_PNETCDF_FILE_VER,
-    [R_LUSTRE] = IOS_LUSTRE_VER,  [R_STDIO] = IOS_STDIO_VER,
-    [R_HEATMAP] = IOS_HEATMAP_VER};
-/* The fixed record size of each region (0: variable-size records, or none). */
-static const size_t region_record_size[N_REGIONS] = {
-    [R_POSIX] = sizeof(struct ios_posix_record),
-    [R_MPIIO] = sizeof(struct ios_mpiio_record),
-    [R_H5F] = sizeof(struct ios_h5f_record),
-    [R_PNETCDF_FILE] = sizeof(struct ios_pnetcdf_file_record),
-    [R_STDIO] = sizeof(struct ios_stdio_record),
-};
-
-/* How each region's shared records combine (NULL: kept once as they are, or not shared). */
-static const struct ios_reducer *const reducers_of[N_REGIONS] = {
-    [R_POSIX] = &ios_posix_reducer, [R_MPIIO] = &ios_mpiio_reducer,
-    [R_H5F] = &ios_h5f_reducer,     [R_PNETCDF_FILE] = &ios_pnetcdf_file_reducer,
-    [R_STDIO] = &ios_stdio_reducer,
-};
+/* Regions after the job region, in file order: names, then the modules (ios_modules). */
+enum { R_NAMES, R_MODULES, N_REGIONS = R_MODULES + IOS_NMODULES };
+static inline const struct ios_module *module_of(int r) { return &ios_modules[r - R_MODULES]; }
 
 /* The size of one record of set: fixed, or given by the record for the variable ones. */
 static size_t record_size(const struct ios_record_set *set, const void *rec) {
@@ -389,11 +365,11 @@ struct log_content {
 static int write_content(const struct ios_comm *comm, struct log_content *c, double write_start) {
     struct bytes job = {0}, parts[N_REGIONS] = {{0}};
     struct ios_record_set *sets = c->sets;
-    int failed = serialize_names(sets + R_POSIX, N_REGIONS - R_POSIX, &parts[R_NAMES]) != 0;
+    int failed = serialize_names(sets + R_MODULES, IOS_NMODULES, &parts[R_NAMES]) != 0;
     struct bytes raw = parts[R_NAMES];
     failed |= compress_region(raw.data, raw.len, &parts[R_NAMES]) != 0;
     free(raw.data);
-    for (int r = R_POSIX; r < N_REGIONS; r++)
+    for (int r = R_MODULES; r < N_REGIONS; r++)
         failed |= compress_region(sets[r].buf, sets[r].len, &parts[r]) != 0;
 
     char *path = c->path, *stem = c->stem;
@@ -451,12 +427,12 @@ static int write_content(const struct ios_comm *comm, struct log_content *c, dou
             h.partial_flag = (uint64_t)partial;
             h.name_map =
                 (struct ios_log_map){(uint64_t)region_start[R_NAMES], (uint64_t)lens[R_NAMES]};
-            for (int r = R_POSIX; r < N_REGIONS; r++) {
+            for (int r = R_MODULES; r < N_REGIONS; r++) {
                 if (lens[r] == 0)
                     continue;
-                h.mod_map[region_module[r]] =
+                h.mod_map[module_of(r)->id] =
                     (struct ios_log_map){(uint64_t)region_start[r], (uint64_t)lens[r]};
-                h.mod_ver[region_module[r]] = (uint32_t)region_version[r];
+                h.mod_ver[module_of(r)->id] = (uint32_t)module_of(r)->version;
             }
             any_err = write_all(fd, &h, sizeof h, 0) != 0;
             if (any_err)
@@ -500,16 +476,12 @@ static int write_content(const struct ios_comm *comm, struct log_content *c, dou
 
 int ios_write_log(const struct ios_comm *comm) {
     static struct log_content c; /* large: not on the stack of a program's last moments */
-    const struct ios_reducer *const *reducers = reducers_of;
     double write_start = ios_now();
     memset(&c, 0, sizeof c);
     struct ios_record_set *sets = c.sets;
-    ios_posix_collect(&sets[R_POSIX]);
-    ios_mpiio_collect(&sets[R_MPIIO]);
-    ios_h5f_collect(&sets[R_H5F]);
-    ios_pnetcdf_file_collect(&sets[R_PNETCDF_FILE]);
-    ios_lustre_collect(&sets[R_LUSTRE]);
-    ios_stdio_collect(&sets[R_STDIO]);
+    for (int r = R_MODULES; r < N_REGIONS; r++)
+        if (module_of(r)->collect)
+            module_of(r)->collect(&sets[r]);
 
     /* Job start is the earliest process start, end the latest shutdown. */
     struct timespec now;
@@ -520,13 +492,16 @@ int ios_write_log(const struct ios_comm *comm) {
     int64_t job_start = -span[0], job_end = span[1];
     double shift = (double)(own_start - job_start) * 1e-9;
 
-    for (int r = R_POSIX; r <= R_STDIO; r++) {
-        if (reducers[r])
-            shift_timestamps(&sets[r], reducers[r], shift);
+    for (int r = R_MODULES; r < N_REGIONS; r++) {
+        const struct ios_reducer *reducer = module_of(r)->reducer;
+        if (!module_of(r)->collect)
+            continue;
+        if (reducer)
+            shift_timestamps(&sets[r], reducer, shift);
         set_ranks(&sets[r], comm->rank);
         if (comm->mpi && !ios_config.disable_shared_redux) {
-            if (reducers[r])
-                reduce_shared(comm, &sets[r], reducers[r]);
+            if (reducer)
+                reduce_shared(comm, &sets[r], reducer);
             else
                 mark_shared(comm, &sets[r]);
         }
@@ -537,8 +512,9 @@ int ios_write_log(const struct ios_comm *comm) {
     double width = ios_heatmap_min_width(run_time);
     comm->allreduce_f64(&width, 1, IOS_OP_MAX);
     int64_t nbins = (int64_t)ceil(run_time / width);
-    ios_heatmap_collect(&sets[R_HEATMAP], width, nbins > 0 ? nbins : 1, shift);
-    set_ranks(&sets[R_HEATMAP], comm->rank);
+    struct ios_record_set *heatmaps = &sets[R_MODULES + IOS_M_HEATMAP];
+    ios_heatmap_collect(heatmaps, width, nbins > 0 ? nbins : 1, shift);
+    set_ranks(heatmaps, comm->rank);
 
     c.partial = (int64_t)ios_partial_flags();
     if (comm->rank == 0) {
@@ -642,11 +618,12 @@ static int merge_add(struct log_content *c, const struct merge_input *in, int64_
             return merge_error(in->path, "damaged name region");
         p = nul + 1;
     }
-    for (int r = R_POSIX; r <= R_STDIO; r++) {
-        struct ios_log_map m = in->header->mod_map[region_module[r]];
-        if (m.len == 0)
+    for (int r = R_MODULES; r < N_REGIONS; r++) {
+        const struct ios_module *mod = module_of(r);
+        struct ios_log_map m = in->header->mod_map[mod->id];
+        if (!mod->in_mmap || m.len == 0)
             continue;
-        if (in->header->mod_ver[region_module[r]] != (uint32_t)region_version[r])
+        if (in->header->mod_ver[mod->id] != (uint32_t)mod->version)
             return merge_error(in->path, "a module of another record version");
         struct ios_record_set one = {.mod = c->sets[r].mod, .rec_size = c->sets[r].rec_size};
         one.buf = in->data + m.off;
@@ -657,8 +634,8 @@ static int merge_add(struct log_content *c, const struct merge_input *in, int64_
             off += size;
         }
         one.len = m.len;
-        if (reducers_of[r])
-            shift_timestamps(&one, reducers_of[r], (double)(in->start_ns - job_start) * 1e-9);
+        if (mod->reducer)
+            shift_timestamps(&one, mod->reducer, (double)(in->start_ns - job_start) * 1e-9);
         for (size_t off = 0, i = 0; i < one.count; i++) {
             size_t size = record_size(&one, one.buf + off);
             if (append(&c->sets[r], one.buf + off, size) != 0)
@@ -781,17 +758,18 @@ IOS_EXPORT int iostudy_merge_main(int argc, char **argv) {
         job_start = in[i].start_ns < job_start ? in[i].start_ns : job_start;
         job_end = in[i].end_ns > job_end ? in[i].end_ns : job_end;
     }
-    for (int r = R_POSIX; r < N_REGIONS; r++)
+    for (int r = R_MODULES; r < N_REGIONS; r++)
         c.sets[r] =
-            (struct ios_record_set){.mod = region_module[r], .rec_size = region_record_size[r]};
+            (struct ios_record_set){.mod = module_of(r)->id, .rec_size = module_of(r)->rec_size};
     for (int i = 0; i < n && !status; i++) {
         status = merge_add(&c, &in[i], job_start);
         c.partial |= (int64_t)in[i].header->partial_flag;
     }
     if (!status) {
         int64_t nprocs = in[0].job->nprocs;
-        for (int r = R_POSIX; redux && nprocs > 1 && r <= R_STDIO; r++)
-            merge_reduce(&c.sets[r], reducers_of[r], nprocs);
+        for (int r = R_MODULES; redux && nprocs > 1 && r < N_REGIONS; r++)
+            if (module_of(r)->in_mmap)
+                merge_reduce(&c.sets[r], module_of(r)->reducer, nprocs);
         c.jr.job = *in[0].job;
         set_job_span(&c.jr.job, job_start, job_end);
         size_t exe_room =

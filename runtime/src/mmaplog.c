@@ -22,13 +22,15 @@
 
 #define JOB_REGION 4096 /* Darshan's DARSHAN_JOB_RECORD_SIZE: job record and exe/mount string */
 
-/* The modules whose records live in the file (heatmaps are rebinned at shutdown: not here). */
-static const struct {
-    int mod, ver;
-} modules[] = {{IOS_MOD_POSIX, IOS_POSIX_VER},   {IOS_MOD_MPIIO, IOS_MPIIO_VER},
-               {IOS_MOD_H5F, IOS_H5F_VER},       {IOS_MOD_PNETCDF_FILE, IOS_PNETCDF_FILE_VER},
-               {IOS_MOD_LUSTRE, IOS_LUSTRE_VER}, {IOS_MOD_STDIO, IOS_STDIO_VER}};
-#define NMODULES (sizeof modules / sizeof *modules)
+/* The modules whose records live in the file, one region each in the order of ios_modules
+ * (heatmaps are rebinned at shutdown: not here); slot_of[module index] is the region's place. */
+static int nslots, slot_of_module[IOS_NMODULES];
+
+static void number_slots(void) {
+    nslots = 0;
+    for (int m = 0; m < IOS_NMODULES; m++)
+        slot_of_module[m] = ios_modules[m].in_mmap ? nslots++ : -1;
+}
 
 int ios_mmap_on;
 static unsigned char *map;
@@ -40,9 +42,9 @@ static char path[PATH_MAX];
 static int unlinked; /* the file was removed before an exec; the mapping lives on */
 
 static int slot_of(int mod) {
-    for (size_t i = 0; i < NMODULES; i++)
-        if (modules[i].mod == mod)
-            return (int)i;
+    for (int m = 0; m < IOS_NMODULES; m++)
+        if (ios_modules[m].id == mod)
+            return slot_of_module[m];
     return -1;
 }
 
@@ -85,7 +87,8 @@ void ios_mmap_open(void) {
     long page = sysconf(_SC_PAGESIZE);
     name_cap = (size_t)(ios_config.namemem_mib * 1048576.0);
     mod_cap = (size_t)(ios_config.modmem_mib * 1048576.0);
-    map_len = sizeof(struct ios_log_header) + JOB_REGION + name_cap + NMODULES * mod_cap;
+    number_slots();
+    map_len = sizeof(struct ios_log_header) + JOB_REGION + name_cap + (size_t)nslots * mod_cap;
     map_len = (map_len + (size_t)page - 1) / (size_t)page * (size_t)page;
     if (make_path(dir) != 0) {
         ios_warn("cannot name a memory-mapped log in %s: logs of killed runs are lost", dir);
@@ -115,10 +118,14 @@ void ios_mmap_open(void) {
     header->magic_nr = IOS_LOG_MAGIC;
     header->comp_type = IOS_COMP_NONE;
     header->name_map.off = sizeof *header + JOB_REGION;
-    for (size_t i = 0; i < NMODULES; i++) {
+    for (int m = 0; m < IOS_NMODULES; m++) {
+        const struct ios_module *mod = &ios_modules[m];
+        if (slot_of_module[m] < 0)
+            continue;
         /* An empty region (length 0) reads as an absent module. */
-        header->mod_map[modules[i].mod].off = header->name_map.off + name_cap + i * mod_cap;
-        header->mod_ver[modules[i].mod] = (uint32_t)modules[i].ver;
+        header->mod_map[mod->id].off =
+            header->name_map.off + name_cap + (size_t)slot_of_module[m] * mod_cap;
+        header->mod_ver[mod->id] = (uint32_t)mod->version;
     }
     rank = 0;
     unlinked = 0;
@@ -239,8 +246,10 @@ static int write_packed(int fd, struct ios_log_header *h, double run_time) {
     h->name_map.off = at;
     err |= write_at(fd, map + header->name_map.off, header->name_map.len, at);
     at += header->name_map.len;
-    for (size_t i = 0; i < NMODULES; i++) {
-        struct ios_log_map *m = &h->mod_map[modules[i].mod];
+    for (int i = 0; i < IOS_NMODULES; i++) {
+        struct ios_log_map *m = &h->mod_map[ios_modules[i].id];
+        if (slot_of_module[i] < 0)
+            continue;
         err |= write_at(fd, map + m->off, m->len, at);
         m->off = m->len ? at : 0;
         at += m->len;
@@ -299,9 +308,10 @@ void ios_mmap_unlink(void) {
 static int copy_used(int fd) {
     int err = write_at(fd, map, sizeof *header + JOB_REGION, 0);
     err |= write_at(fd, map + header->name_map.off, header->name_map.len, header->name_map.off);
-    for (size_t i = 0; i < NMODULES; i++) {
-        const struct ios_log_map *m = &header->mod_map[modules[i].mod];
-        err |= write_at(fd, map + m->off, m->len, m->off);
+    for (int i = 0; i < IOS_NMODULES; i++) {
+        const struct ios_log_map *m = &header->mod_map[ios_modules[i].id];
+        if (slot_of_module[i] >= 0)
+            err |= write_at(fd, map + m->off, m->len, m->off);
     }
     return err;
 }
