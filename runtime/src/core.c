@@ -21,15 +21,22 @@ atomic_flag ios_lock_flag = ATOMIC_FLAG_INIT;
 static pid_t owner_pid; /* the process whose records these are (a vfork child is not it) */
 static int warned;      /* at most one warning line per process */
 
-void ios_resolve_real(void) {
+void ios_resolve_one(void **slot, const char *name) {
+    void *f = dlsym(RTLD_NEXT, name);
     /* glibc >= 2.33 keeps the __xstat family only as compat symbols, which dlsym cannot see. */
-#define X(ret, name, params)                                                                       \
-    if (!ios_real.name)                                                                            \
-        ios_real.name = (ret(*) params)dlsym(RTLD_NEXT, #name);                                    \
-    if (!ios_real.name)                                                                            \
-        ios_real.name = (ret(*) params)dlvsym(RTLD_NEXT, #name, "GLIBC_2.2.5");
-#include "real_symbols.def"
-#undef X
+    *slot = f ? f : dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+}
+
+/* The real functions a signal handler may reach first through the runtime (dlsym is not
+ * async-signal-safe), and those its own I/O and the ends of a process use; every other one is
+ * resolved at its first call (a dlsym each: resolving all ~150 at start was most of the fixed
+ * cost of a process). */
+static void resolve_early(void) {
+#define EARLY(name) IOS_REAL(name)
+    EARLY(open), EARLY(close), EARLY(read), EARLY(write), EARLY(pread), EARLY(pwrite);
+    EARLY(lseek), EARLY(fstat), EARLY(stat), EARLY(mmap), EARLY(rename), EARLY(_exit);
+    EARLY(execve), EARLY(execv), EARLY(execvp), EARLY(execvpe), EARLY(fexecve), EARLY(execveat);
+#undef EARLY
 }
 
 /* What a wrapper calls when the real function is missing: the call fails, as MPI, HDF5 and
@@ -62,7 +69,7 @@ static int stderr_known;
 
 static void remember_stderr(void) {
     struct stat st;
-    stderr_known = ios_real.fstat && ios_real.fstat(STDERR_FILENO, &st) == 0;
+    stderr_known = ios_real.fstat && IOS_CALL(fstat)(STDERR_FILENO, &st) == 0;
     if (stderr_known) {
         stderr_dev = st.st_dev;
         stderr_ino = st.st_ino;
@@ -71,7 +78,7 @@ static void remember_stderr(void) {
 
 static int stderr_unchanged(void) {
     struct stat st;
-    return stderr_known && ios_real.fstat(STDERR_FILENO, &st) == 0 && st.st_dev == stderr_dev &&
+    return stderr_known && IOS_CALL(fstat)(STDERR_FILENO, &st) == 0 && st.st_dev == stderr_dev &&
            st.st_ino == stderr_ino;
 }
 
@@ -88,7 +95,7 @@ void ios_warn(const char *fmt, ...) {
     line[n++] = '\n';
     int saved = errno;
     if (ios_real.write && stderr_unchanged())
-        (void)!ios_real.write(STDERR_FILENO, line, n);
+        (void)!IOS_CALL(write)(STDERR_FILENO, line, n);
     errno = saved;
 }
 
@@ -317,7 +324,7 @@ IOS_EXPORT void _exit(int status) {
     IOS_REAL(_exit);
     if (!leave_for_merge() && !stop_into_log(1, log, sizeof log))
         ios_core_shutdown(); /* without a memory-mapped log: the whole shutdown, as exit does */
-    ios_real._exit(status);
+    IOS_CALL(_exit)(status);
     __builtin_unreachable();
 }
 
@@ -386,7 +393,7 @@ static void atfork_child(void) {
 
 /* glibc passes argc and argv to ELF constructors; they give the command line for the log. */
 __attribute__((constructor)) static void ios_constructor(int argc, char **argv) {
-    ios_resolve_real();
+    resolve_early();
     remember_stderr();
     ios_job_save_args(argc, argv);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

@@ -32,9 +32,12 @@ struct ios_real_functions {
 #undef X
 };
 extern struct ios_real_functions ios_real IOS_HIDDEN;
-void ios_resolve_real(void) IOS_HIDDEN;
-/* A wrapper may run before the library's constructor (another library's constructor doing I/O). */
-#define IOS_REAL(name) (IOS_LIKELY(ios_real.name != NULL) ? (void)0 : ios_resolve_real())
+void ios_resolve_one(void **slot, const char *name) IOS_HIDDEN;
+/* Resolves ios_real.name at its first use (a wrapper may run before the library's constructor:
+ * another library's constructor doing I/O). IOS_CALL(name) is the real function, resolved. */
+#define IOS_REAL(name)                                                                             \
+    (IOS_LIKELY(ios_real.name != NULL) ? (void)0 : ios_resolve_one((void **)&ios_real.name, #name))
+#define IOS_CALL(name) (IOS_REAL(name), ios_real.name)
 
 /* ---- runtime state ----------------------------------------------------------------------- */
 enum ios_state {
@@ -115,6 +118,27 @@ uint64_t ios_record_id(const char *name) IOS_HIDDEN;
 /* Normalizes a path the way Darshan names records (absolute, // and /./ collapsed) into out;
  * returns 0, or -1 if the path must not be recorded (excluded prefix, too long). */
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) IOS_HIDDEN;
+/* What an absolute path a program named came to (a module's file, or NULL: not recorded), so
+ * that a path named again skips normalization and hashing (the two are nine tenths of a stat).
+ * Normalizing an absolute path is a function of the string alone (no getcwd), so the answer
+ * never changes while the records live. Direct-mapped, bounded; use under the lock. */
+struct ios_path_cache_slot {
+    uint64_t key;
+    size_t len, room; /* of path (NUL not included), and of the copy's memory */
+    char *path;
+    void *val;
+};
+struct ios_path_cache {
+    struct ios_path_cache_slot *slots; /* made at the first put */
+};
+uint64_t ios_path_key(const char *path, size_t len) IOS_HIDDEN;
+/* 1 with *val when path (len bytes, key from ios_path_key) is remembered, else 0. */
+int ios_path_cache_get(const struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
+                       void **val) IOS_HIDDEN;
+void ios_path_cache_put(struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
+                        void *val) IOS_HIDDEN;
+void ios_path_cache_clear(struct ios_path_cache *c) IOS_HIDDEN;
+
 /* A file name without ROMIO's file-system prefix ("ufs:", "lustre:"), as Darshan names the
  * records of MPI-IO, HDF5 and PnetCDF; a one-letter prefix is a drive and stays. */
 const char *ios_strip_fs_prefix(const char *filename) IOS_HIDDEN;

@@ -247,7 +247,7 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
         snprintf(root, sizeof root, "%s", logpath);
         root_exists_len = strlen(root); /* the site creates the root; we add the date folders */
         struct stat st;
-        if (ios_real.stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (IOS_CALL(stat)(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
             *why = "the log root (DARSHAN_LOGPATH) is not a folder";
             snprintf(path, pathlen, "%s", root);
             return -1;

@@ -326,7 +326,7 @@ static void shift_timestamps(struct ios_record_set *set, const struct ios_reduce
 static int write_all(int fd, const void *buf, size_t len, off_t off) {
     const char *p = buf;
     while (len > 0) {
-        ssize_t n = ios_real.pwrite(fd, p, len, off);
+        ssize_t n = IOS_CALL(pwrite)(fd, p, len, off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -398,7 +398,7 @@ static int write_content(const struct ios_comm *comm, struct log_content *c, dou
     /* Rank 0 creates the file (never overwriting one), then every rank writes its parts. */
     int fd = -1, err = 0;
     if (comm->rank == 0 && !failed) {
-        fd = ios_real.open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        fd = IOS_CALL(open)(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
         if (fd < 0)
             why = strerror(errno);
     }
@@ -407,7 +407,7 @@ static int write_content(const struct ios_comm *comm, struct log_content *c, dou
     if (opened) {
         comm->bcast(path, sizeof c->path);
         if (comm->rank != 0)
-            fd = ios_real.open(path, O_WRONLY);
+            fd = IOS_CALL(open)(path, O_WRONLY);
         err = fd < 0;
         for (int r = 0; r < N_REGIONS && !err; r++)
             err = parts[r].len &&
@@ -439,7 +439,7 @@ static int write_content(const struct ios_comm *comm, struct log_content *c, dou
                 why = strerror(errno);
         }
         if (fd >= 0)
-            ios_real.close(fd);
+            IOS_CALL(close)(fd);
         if (comm->rank == 0) {
             if (any_err) {
                 unlink(path);
@@ -448,7 +448,7 @@ static int write_content(const struct ios_comm *comm, struct log_content *c, dou
                 char final[PATH_MAX];
                 int secs = (int)(ios_now() - write_start + 1);
                 if (stem[0] && snprintf(final, sizeof final, "%s_%d.darshan", stem, secs) > 0 &&
-                    ios_real.rename(path, final) == 0)
+                    IOS_CALL(rename)(path, final) == 0)
                     snprintf(path, sizeof c->path, "%s", final);
                 chmod(path, 0400);
             }
@@ -554,24 +554,24 @@ static int region_ok(const struct merge_input *in, struct ios_log_map m) {
 
 /* Reads and checks one per-process log: an uncompressed Darshan 3.41 log. */
 static int merge_read(struct merge_input *in) {
-    int fd = ios_real.open(in->path, O_RDONLY);
+    int fd = IOS_CALL(open)(in->path, O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         int e = errno;
         if (fd >= 0)
-            ios_real.close(fd);
+            IOS_CALL(close)(fd);
         return merge_error(in->path, strerror(e));
     }
     in->len = (size_t)st.st_size;
     in->data = malloc(in->len + 1);
     size_t got = 0;
     while (in->data && got < in->len) {
-        ssize_t n = ios_real.pread(fd, in->data + got, in->len - got, (off_t)got);
+        ssize_t n = IOS_CALL(pread)(fd, in->data + got, in->len - got, (off_t)got);
         if (n <= 0)
             break;
         got += (size_t)n;
     }
-    ios_real.close(fd);
+    IOS_CALL(close)(fd);
     if (!in->data || got != in->len)
         return merge_error(in->path, "cannot read it whole");
     const size_t job_end = sizeof(struct ios_log_header) + sizeof(struct ios_log_job);
@@ -720,7 +720,6 @@ static const char MERGE_USAGE[] =
 
 IOS_EXPORT int iostudy_merge_main(int argc, char **argv) {
     ios_guard(1); /* this program's own I/O is never recorded */
-    ios_resolve_real();
     const char *output = NULL;
     int64_t end_override = 0, redux = 1;
     int first = 1;

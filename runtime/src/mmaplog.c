@@ -94,17 +94,17 @@ void ios_mmap_open(void) {
         ios_warn("cannot name a memory-mapped log in %s: logs of killed runs are lost", dir);
         return;
     }
-    int fd = ios_real.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = IOS_CALL(open)(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 || ftruncate(fd, (off_t)map_len) != 0) {
         ios_warn("cannot create %s: logs of killed runs are lost", path);
         if (fd >= 0) {
-            ios_real.close(fd);
+            IOS_CALL(close)(fd);
             unlink(path);
         }
         return;
     }
-    void *m = ios_real.mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ios_real.close(fd);
+    void *m = IOS_CALL(mmap)(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    IOS_CALL(close)(fd);
     if (m == MAP_FAILED) {
         unlink(path);
         ios_warn("cannot map %s: logs of killed runs are lost", path);
@@ -183,8 +183,8 @@ void ios_mmap_set_rank(int r, int nprocs, int64_t jobid) {
  * looked up its record before shutdown and writes it late writes there, never into an unmapped
  * page nor (in a forked child) into the parent's file. */
 static void retire_mapping(void) {
-    void *m = ios_real.mmap(map, map_len, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    void *m = IOS_CALL(mmap)(map, map_len, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     (void)m; /* on failure the file's mapping stays, which is as safe */
     ios_mmap_on = 0;
 }
@@ -206,7 +206,7 @@ void ios_mmap_forget(void) {
 static int write_at(int fd, const void *buf, size_t len, uint64_t off) {
     const unsigned char *p = buf;
     while (len > 0) {
-        ssize_t n = ios_real.pwrite(fd, p, len, (off_t)off);
+        ssize_t n = IOS_CALL(pwrite)(fd, p, len, (off_t)off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -277,7 +277,7 @@ int ios_mmap_write_log(char *out, size_t outlen, const char **why) {
     job->end_time_nsec = now.tv_nsec;
     if (ios_job_log_path(job->jobid, out, outlen, stem, sizeof stem, why) != 0)
         return -1;
-    int fd = ios_real.open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = IOS_CALL(open)(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         *why = strerror(errno);
         return -1;
@@ -285,7 +285,7 @@ int ios_mmap_write_log(char *out, size_t outlen, const char **why) {
     struct ios_log_header h = *header;
     int err = write_packed(fd, &h, run_time);
     *why = err ? strerror(errno) : NULL;
-    ios_real.close(fd);
+    IOS_CALL(close)(fd);
     if (err) {
         unlink(out);
         return -1;
@@ -293,7 +293,7 @@ int ios_mmap_write_log(char *out, size_t outlen, const char **why) {
     /* Darshan's final name carries the seconds the write took: under one, here. */
     static char final[PATH_MAX];
     if (stem[0] && snprintf(final, sizeof final, "%s_1.darshan", stem) > 0 &&
-        ios_real.rename(out, final) == 0)
+        IOS_CALL(rename)(out, final) == 0)
         snprintf(out, outlen, "%s", final);
     chmod(out, 0400);
     return 0;
@@ -319,10 +319,10 @@ static int copy_used(int fd) {
 void ios_mmap_relink(void) {
     if (!ios_mmap_on || !unlinked)
         return;
-    int fd = ios_real.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = IOS_CALL(open)(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     void *m = MAP_FAILED;
     if (fd >= 0 && ftruncate(fd, (off_t)map_len) == 0 && copy_used(fd) == 0)
-        m = ios_real.mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        m = IOS_CALL(mmap)(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     /* The new file's mapping takes the old one's place in one step: nothing is unmapped if this
      * fails, and the records then stay in the old (unnamed) file, lost only if a kill comes. */
     if (m != MAP_FAILED && mremap(m, map_len, map_len, MREMAP_MAYMOVE | MREMAP_FIXED, map) == map)
@@ -330,7 +330,7 @@ void ios_mmap_relink(void) {
     else if (m != MAP_FAILED)
         munmap(m, map_len);
     if (fd >= 0)
-        ios_real.close(fd);
+        IOS_CALL(close)(fd);
     if (unlinked) {
         if (fd >= 0)
             unlink(path);

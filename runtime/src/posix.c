@@ -38,8 +38,8 @@ static int fd_table_init(void) {
         n = rl.rlim_max;
     if (n > (1u << 20))
         n = 1u << 20;
-    void *table = ios_real.mmap(NULL, n * sizeof(void *), PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *table = IOS_CALL(mmap)(NULL, n * sizeof(void *), PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (table == MAP_FAILED)
         return -1;
     fd_table_size = (int)n;
@@ -109,18 +109,54 @@ static void count_open(struct posix_file *f, int fd, int mode, int extra_counter
     map_fd(fd, f);
 }
 
-static void opened(int fd, int dirfd, const char *path, int mode, double t1, double t2) {
+/* The file of an absolute path: remembered, or named (normalized, hashed) once; NULL when the
+ * path is not recorded. Call inside ios_enter(). */
+static struct ios_path_cache absolute_paths;
+
+static struct posix_file *file_of_absolute(const char *path) {
+    size_t len = strlen(path);
+    uint64_t key = ios_path_key(path, len);
+    void *known;
+    if (ios_path_cache_get(&absolute_paths, path, len, key, &known))
+        return known;
     char name[PATH_MAX];
+    struct posix_file *f =
+        ios_normalize_path(path, AT_FDCWD, name, sizeof name) == 0 ? file_by_name(name) : NULL;
+    ios_path_cache_put(&absolute_paths, path, len, key, f);
+    return f;
+}
+
+/* Enters the runtime with the file of path (relative to dirfd), or NULL when it is not recorded;
+ * 0 when the runtime is not entered. A relative path is made absolute first, outside the lock
+ * (getcwd, readlink), and not remembered: the working directory may change. */
+static int enter_with_file(int dirfd, const char *path, struct posix_file **f) {
+    if (!path)
+        return 0;
+    if (path[0] == '/') {
+        if (!ios_enter())
+            return 0;
+        *f = file_of_absolute(path);
+        return 1;
+    }
+    char name[PATH_MAX];
+    if (ios_normalize_path(path, dirfd, name, sizeof name) != 0 || !ios_enter())
+        return 0;
+    *f = file_by_name(name);
+    return 1;
+}
+
+static void opened(int fd, int dirfd, const char *path, int mode, double t1, double t2) {
     int saved = errno;
+    struct posix_file *f;
     ios_guard(1);
-    if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && ios_enter()) {
-        struct posix_file *f = file_by_name(name);
+    if (enter_with_file(dirfd, path, &f)) {
         int first_open = f && f->rec->counters[POSIX_OPENS] == 0;
         if (f)
             count_open(f, fd, mode, -1, 1, t1, t2);
+        const char *name = first_open ? ios_record_name(f->rec->base.id) : NULL;
         ios_leave();
         ios_guard(1);
-        if (first_open) /* a file's Lustre layout is taken once, at its first open */
+        if (name) /* a file's Lustre layout is taken once, at its first open */
             ios_lustre_file_opened(f->rec->base.id, name, fd);
     }
     ios_guard(0);
@@ -628,11 +664,10 @@ IOS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 
 /* ---- stat family ------------------------------------------------------------------------- */
 static void stat_path(int dirfd, const char *path, double t1, double t2) {
-    char name[PATH_MAX];
     int saved = errno;
+    struct posix_file *f;
     ios_guard(1);
-    if (path && ios_normalize_path(path, dirfd, name, sizeof name) == 0 && ios_enter()) {
-        struct posix_file *f = file_by_name(name);
+    if (enter_with_file(dirfd, path, &f)) {
         if (f) {
             f->rec->counters[POSIX_STATS]++;
             meta_time(f, t1, t2);
@@ -823,6 +858,7 @@ void ios_posix_collect(struct ios_record_set *set) {
 
 void ios_posix_reset(void) {
     ios_map_free(&files_by_id);
+    ios_path_cache_clear(&absolute_paths);
     void *table = atomic_load_explicit(&fd_table, memory_order_relaxed);
     if (table) /* zero pages again without touching (allocating) every one of them */
         madvise(table, (size_t)fd_table_size * sizeof(void *), MADV_DONTNEED);

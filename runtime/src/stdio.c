@@ -362,7 +362,7 @@ IOS_EXPORT int __isoc99_fscanf(FILE *stream, const char *fmt, ...) {
     int ret = call;                                                                                \
     double t2 = ios_now();                                                                         \
     if (ret == 0)                                                                                  \
-        count_meta(stream, META_SEEK, ios_real.ftello64(stream), t1, t2);                          \
+        count_meta(stream, META_SEEK, IOS_CALL(ftello64)(stream), t1, t2);                         \
     return ret
 
 IOS_EXPORT int fseek(FILE *stream, long off, int whence) {

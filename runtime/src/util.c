@@ -6,50 +6,65 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Bob Jenkins' 64-bit lookup8 hash, byte-wise variant, as the Darshan format specifies for
- * record ids (reference §4.1); bytes are assembled little-endian whatever the host order.
- * mix() runs the reference's 12 steps: x -= y; x -= z; x ^= z shifted, cycling (x, y, z)
- * through (a, b, c), (b, c, a), (c, a, b); a negative shift means a left shift. */
-static void mix(uint64_t *a, uint64_t *b, uint64_t *c) {
-    static const int shifts[12] = {43, -9, 8, 38, -23, 5, 35, -49, 11, 12, -18, 22};
-    uint64_t *v[3] = {a, b, c};
-    for (int i = 0; i < 12; i++) {
-        uint64_t *x = v[i % 3], *y = v[(i + 1) % 3], *z = v[(i + 2) % 3];
-        *x -= *y;
-        *x -= *z;
-        *x ^= shifts[i] > 0 ? *z >> shifts[i] : *z << -shifts[i];
-    }
+/* Bob Jenkins' 64-bit lookup8 hash, as the Darshan format specifies for record ids (reference
+ * §4.1); bytes are taken little-endian whatever the host order. It runs on every path a program
+ * names, so mix() is his macro unrolled and words are loaded whole. */
+#define MIX(a, b, c)                                                                               \
+    do {                                                                                           \
+        a -= b, a -= c, a ^= (c >> 43);                                                            \
+        b -= c, b -= a, b ^= (a << 9);                                                             \
+        c -= a, c -= b, c ^= (b >> 8);                                                             \
+        a -= b, a -= c, a ^= (c >> 38);                                                            \
+        b -= c, b -= a, b ^= (a << 23);                                                            \
+        c -= a, c -= b, c ^= (b >> 5);                                                             \
+        a -= b, a -= c, a ^= (c >> 35);                                                            \
+        b -= c, b -= a, b ^= (a << 49);                                                            \
+        c -= a, c -= b, c ^= (b >> 11);                                                            \
+        a -= b, a -= c, a ^= (c >> 12);                                                            \
+        b -= c, b -= a, b ^= (a << 18);                                                            \
+        c -= a, c -= b, c ^= (b >> 22);                                                            \
+    } while (0)
+
+static inline uint64_t load_le64(const unsigned char *k) {
+    uint64_t v;
+    memcpy(&v, k, sizeof v);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
 }
 
-static uint64_t load_le64(const unsigned char *k) {
+/* The n < 8 bytes at k as a little-endian number. */
+static inline uint64_t load_le_tail(const unsigned char *k, size_t n) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | k[i];
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)k[i] << (8 * i);
     return v;
 }
 
 uint64_t ios_hash(const unsigned char *k, size_t length, uint64_t level) {
     uint64_t a = level, b = level, c = 0x9e3779b97f4a7c13ULL;
     size_t len = length;
-    while (len >= 24) {
+    for (; len >= 24; k += 24, len -= 24) {
         a += load_le64(k);
         b += load_le64(k + 8);
         c += load_le64(k + 16);
-        mix(&a, &b, &c);
-        k += 24;
-        len -= 24;
+        MIX(a, b, c);
     }
+    /* The last 0..23 bytes: 0..7 to a, 8..15 to b, 16..22 to c above its lowest byte, which
+     * holds the length. */
     c += length;
-    /* Tail bytes 16..22 go to c above its lowest byte, which holds the length. */
-    for (size_t i = 0; i < len; i++) {
-        if (i < 8)
-            a += (uint64_t)k[i] << (8 * i);
-        else if (i < 16)
-            b += (uint64_t)k[i] << (8 * (i - 8));
-        else
-            c += (uint64_t)k[i] << (8 * (i - 15));
+    if (len >= 16) {
+        a += load_le64(k);
+        b += load_le64(k + 8);
+        c += load_le_tail(k + 16, len - 16) << 8;
+    } else if (len >= 8) {
+        a += load_le64(k);
+        b += load_le_tail(k + 8, len - 8);
+    } else {
+        a += load_le_tail(k, len);
     }
-    mix(&a, &b, &c);
+    MIX(a, b, c);
     return c;
 }
 
@@ -204,6 +219,33 @@ const char *ios_strip_fs_prefix(const char *filename) {
     return colon && colon > filename + 1 ? colon + 1 : filename;
 }
 
+/* Collapses // and /./ repeatedly; .. and symlinks are left alone, as Darshan does. */
+static void collapse_separators(char *path) {
+    char *r = path, *w = path;
+    while (*r) {
+        if (r[0] == '/' && r[1] == '/') {
+            r++;
+        } else if (r[0] == '/' && r[1] == '.' && r[2] == '/') {
+            r += 2;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+}
+
+/* Under a prefix never recorded (DARSHAN_EXCLUDE_DIRS); the first two bytes settle most. */
+static int excluded(const char *path) {
+    for (char **dir = ios_config.exclude_dirs; dir && *dir; dir++) {
+        const char *p = *dir;
+        if (p[0] != path[0] || (p[0] && p[1] && p[1] != path[1]))
+            continue;
+        if (strncmp(path, p, strlen(p)) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
     size_t n = 0, plen = strlen(path);
     if (path[0] != '/') {
@@ -228,22 +270,70 @@ int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
         return -1;
     }
     memcpy(out + n, path, plen + 1);
-    /* Collapse // and /./ repeatedly; .. and symlinks are left alone, as Darshan does. */
-    char *r = out, *w = out;
-    while (*r) {
-        if (r[0] == '/' && r[1] == '/') {
-            r++;
-        } else if (r[0] == '/' && r[1] == '.' && r[2] == '/') {
-            r += 2;
-        } else {
-            *w++ = *r++;
-        }
+    if (strstr(out, "//") || strstr(out, "/./")) /* rare: looked for before rewriting */
+        collapse_separators(out);
+    return excluded(out) ? -1 : 0;
+}
+
+/* ---- what absolute paths came to ---------------------------------------------------------- */
+#define PATH_CACHE_SLOTS 1024 /* a power of two */
+#define PATH_CACHE_MAX 256    /* longer paths are not remembered: memory stays under 300 KiB */
+
+static inline uint64_t load_word(const char *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+uint64_t ios_path_key(const char *path, size_t len) {
+    const uint64_t m = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = (uint64_t)len * m;
+    if (len >= 8) { /* a folder's files differ at the end: the last word always counts */
+        h = (h ^ load_word(path)) * m;
+        h = (h ^ load_word(path + len / 2 - 4)) * m;
+        h = (h ^ load_word(path + len - 8)) * m;
+    } else {
+        for (size_t i = 0; i < len; i++)
+            h = (h ^ (unsigned char)path[i]) * m;
     }
-    *w = '\0';
-    for (char **dir = ios_config.exclude_dirs; dir && *dir; dir++)
-        if (strncmp(out, *dir, strlen(*dir)) == 0)
-            return -1;
-    return 0;
+    return h ^ (h >> 29);
+}
+
+int ios_path_cache_get(const struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
+                       void **val) {
+    const struct ios_path_cache_slot *s = c->slots ? &c->slots[key & (PATH_CACHE_SLOTS - 1)] : NULL;
+    if (!s || s->key != key || s->len != len || memcmp(s->path, path, len) != 0)
+        return 0;
+    *val = s->val;
+    return 1;
+}
+
+void ios_path_cache_put(struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
+                        void *val) {
+    if (len > PATH_CACHE_MAX ||
+        (!c->slots && !(c->slots = calloc(PATH_CACHE_SLOTS, sizeof *c->slots))))
+        return;
+    struct ios_path_cache_slot *s = &c->slots[key & (PATH_CACHE_SLOTS - 1)];
+    if (s->room < len) { /* a slot keeps its copy's memory for the paths that follow */
+        size_t room = len > 64 ? len : 64;
+        char *copy = malloc(room);
+        if (!copy)
+            return;
+        free(s->path);
+        s->path = copy;
+        s->room = room;
+    }
+    memcpy(s->path, path, len);
+    s->len = len;
+    s->key = key;
+    s->val = val;
+}
+
+void ios_path_cache_clear(struct ios_path_cache *c) {
+    for (size_t i = 0; c->slots && i < PATH_CACHE_SLOTS; i++)
+        free(c->slots[i].path);
+    free(c->slots);
+    c->slots = NULL;
 }
 
 void ios_collect_records(struct ios_record_set *set, int mod, size_t rec_size,

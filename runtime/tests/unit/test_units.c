@@ -132,6 +132,36 @@ static void test_paths(void) {
     ios_config.exclude_dirs = NULL;
 }
 
+/* The path cache answers only for the very path put, keeps the latest of two paths that share a
+ * slot, and forgets paths longer than it keeps. */
+static void test_path_cache(void) {
+    struct ios_path_cache c = {0};
+    const char *a = "/scratch/run1/out.dat", *b = "/scratch/run1/out.daT";
+    int x, y;
+    void *got = NULL;
+    uint64_t ka = ios_path_key(a, strlen(a)), kb = ios_path_key(b, strlen(b));
+    CHECK(ka != kb, "keys of paths differing in the last byte");
+    CHECK(!ios_path_cache_get(&c, a, strlen(a), ka, &got), "an empty cache knows nothing");
+    ios_path_cache_put(&c, a, strlen(a), ka, &x);
+    CHECK(ios_path_cache_get(&c, a, strlen(a), ka, &got) && got == &x, "a path put is found");
+    CHECK(!ios_path_cache_get(&c, b, strlen(b), kb, &got), "another path is not");
+    ios_path_cache_put(&c, a, strlen(a), ka, NULL);
+    CHECK(ios_path_cache_get(&c, a, strlen(a), ka, &got) && got == NULL, "not recorded: known");
+    /* the same key (a forced collision): the slot holds the latest path only */
+    ios_path_cache_put(&c, b, strlen(b), ka, &y);
+    CHECK(!ios_path_cache_get(&c, a, strlen(a), ka, &got), "a path replaced in its slot");
+    CHECK(ios_path_cache_get(&c, b, strlen(b), ka, &got) && got == &y, "the latest path");
+    char long_path[400];
+    memset(long_path, 'x', sizeof long_path - 1);
+    long_path[0] = '/';
+    long_path[sizeof long_path - 1] = '\0';
+    uint64_t kl = ios_path_key(long_path, strlen(long_path));
+    ios_path_cache_put(&c, long_path, strlen(long_path), kl, &x);
+    CHECK(!ios_path_cache_get(&c, long_path, strlen(long_path), kl, &got), "too long to keep");
+    ios_path_cache_clear(&c);
+    CHECK(!ios_path_cache_get(&c, b, strlen(b), ka, &got), "cleared");
+}
+
 static void test_heatmap(void) {
     /* 1000 bytes over 0.05..0.25 s with 0.1 s bins: a quarter, a half, a quarter. */
     ios_heatmap_add(IOS_HEATMAP_POSIX, 1, 1000, 0.05, 0.25);
@@ -168,6 +198,7 @@ int main(void) {
     test_timer();
     test_map();
     test_paths();
+    test_path_cache();
     test_heatmap();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
