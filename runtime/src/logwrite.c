@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef IOS_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#else
 #include <zlib.h>
+#endif
 
 /* Regions after the job region, in file order: names, then the modules (ios_modules). */
 enum { R_NAMES, R_MODULES, N_REGIONS = R_MODULES + IOS_NMODULES };
@@ -234,37 +238,93 @@ struct bytes {
     size_t len;
 };
 
-/* One deflate state for every region of this rank, reset between regions: each region is
- * still its own complete zlib stream (reference §2.3), but the state's buffers are allocated
- * and cleared once. A 4 KiB window and small memLevel: regions are small, and what matters at
- * exit is time, not ratio. */
+/* Each region is its own complete zlib stream (reference §2.3). Regions under 4 KiB (the job
+ * record; a few records) are stored, not compressed: a zlib header, stored blocks, the Adler-32
+ * sum. Building a block's Huffman codes (and a compressor's tables) costs tens of thousands of
+ * instructions whatever the input: most of what the runtime would add to a short process, for a
+ * kilobyte or two of log. Larger regions are compressed at level 1: what matters at exit is
+ * time. With libdeflate (twice zlib's speed on records, and smaller output) one compressor
+ * serves them; with zlib, one deflate state with the full 32 KiB window and hash, reset between
+ * regions (a smaller hash makes zlib walk more collisions: twice as slow on records). */
+#define STORED_BELOW 4096
+
+static void put_be32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+#ifdef IOS_HAVE_LIBDEFLATE
+static uint32_t adler32_of(const void *in, size_t len) { return libdeflate_adler32(1, in, len); }
+
+static struct libdeflate_compressor *compressor;
+
+static size_t deflate_region(const void *in, size_t len, unsigned char **out) {
+    if (!compressor && !(compressor = libdeflate_alloc_compressor(1)))
+        return 0;
+    size_t bound = libdeflate_zlib_compress_bound(compressor, len);
+    *out = malloc(bound);
+    return *out ? libdeflate_zlib_compress(compressor, in, len, *out, bound) : 0;
+}
+
+static void end_compression(void) {
+    libdeflate_free_compressor(compressor);
+    compressor = NULL;
+}
+#else
+static uint32_t adler32_of(const void *in, size_t len) {
+    return (uint32_t)adler32(adler32(0, Z_NULL, 0), in, (uInt)len);
+}
+
 static z_stream deflater;
 static int deflater_ready;
 
-static int compress_region(const void *in, size_t len, struct bytes *out) {
-    out->len = 0;
-    out->data = NULL;
-    if (len == 0)
+static size_t deflate_region(const void *in, size_t len, unsigned char **out) {
+    if (deflater_ready ? deflateReset(&deflater) != Z_OK
+                       : deflateInit2(&deflater, 1, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return 0;
-    if (!deflater_ready) {
-        if (deflateInit2(&deflater, 1, Z_DEFLATED, 12, 4, Z_DEFAULT_STRATEGY) != Z_OK)
-            return -1;
-        deflater_ready = 1;
-    } else if (deflateReset(&deflater) != Z_OK) {
-        return -1;
-    }
+    deflater_ready = 1;
     uLong bound = deflateBound(&deflater, (uLong)len);
-    out->data = malloc(bound);
-    if (!out->data)
-        return -1;
+    if (!(*out = malloc(bound)))
+        return 0;
     deflater.next_in = (Bytef *)in;
     deflater.avail_in = (uInt)len;
-    deflater.next_out = out->data;
+    deflater.next_out = *out;
     deflater.avail_out = (uInt)bound;
-    if (deflate(&deflater, Z_FINISH) != Z_STREAM_END)
-        return -1;
-    out->len = bound - deflater.avail_out;
-    return 0;
+    return deflate(&deflater, Z_FINISH) == Z_STREAM_END ? bound - deflater.avail_out : 0;
+}
+
+static void end_compression(void) {
+    if (deflater_ready)
+        deflateEnd(&deflater);
+    deflater_ready = 0;
+}
+#endif
+
+/* A zlib stream of one stored block (len < 65536): header, block, Adler-32. */
+static size_t store_region(const void *in, size_t len, unsigned char **out) {
+    unsigned char *z = *out = malloc(len + 11);
+    if (!z)
+        return 0;
+    z[0] = 0x78; /* deflate, 32 KiB window */
+    z[1] = 0x01; /* no dictionary, fastest; (0x78 << 8 | 0x01) % 31 == 0 */
+    z[2] = 0x01; /* the final block, stored */
+    z[3] = (unsigned char)len;
+    z[4] = (unsigned char)(len >> 8);
+    z[5] = (unsigned char)~len;
+    z[6] = (unsigned char)(~len >> 8);
+    memcpy(z + 7, in, len);
+    put_be32(z + 7 + len, adler32_of(in, len));
+    return len + 11;
+}
+
+static int compress_region(const void *in, size_t len, struct bytes *out) {
+    out->data = NULL;
+    out->len = !len                 ? 0
+               : len < STORED_BELOW ? store_region(in, len, &out->data)
+                                    : deflate_region(in, len, &out->data);
+    return len && !out->len ? -1 : 0;
 }
 
 /* The names of the records this rank writes, each once: id, name, NUL. */
@@ -463,9 +523,7 @@ static int write_content(const struct ios_comm *comm, struct log_content *c, dou
                  ios_mmap_path() ? "its records stay in " : "this run leaves no log",
                  ios_mmap_path() ? ios_mmap_path() : "");
 
-    if (deflater_ready)
-        deflateEnd(&deflater);
-    deflater_ready = 0;
+    end_compression();
     free(job.data);
     for (int r = 0; r < N_REGIONS; r++) {
         free(parts[r].data);

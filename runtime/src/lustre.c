@@ -140,9 +140,33 @@ size_t ios_lustre_record_size(const void *rec) {
     return record_size(head->num_comps, head->num_stripes);
 }
 
-void ios_lustre_file_opened(uint64_t id, const char *name, int fd) {
+/* Whether the folders files were opened in are on Lustre: asked of the kernel (fstatfs) once
+ * per folder, not once per file (a system call more per new file was most of what creating
+ * many files cost under the runtime). A folder's files are on its file system, but for a file
+ * that is itself a mount point. */
+static struct ios_path_cache folders;
+static char on_lustre_mark; /* the cached answer "on Lustre"; NULL: not */
+
+static int on_lustre(const char *name, int fd) {
+    const char *slash = strrchr(name, '/');
+    size_t len = slash ? (size_t)(slash - name) : 0;
+    uint64_t key = ios_path_key(name, len);
+    void *known;
+    ios_lock();
+    int hit = ios_path_cache_get(&folders, name, len, key, &known);
+    ios_unlock();
+    if (hit)
+        return known != NULL;
     struct statfs sfs;
-    if (fstatfs(fd, &sfs) != 0 || (uint32_t)sfs.f_type != LL_SUPER_MAGIC)
+    int lustre = fstatfs(fd, &sfs) == 0 && (uint32_t)sfs.f_type == LL_SUPER_MAGIC;
+    ios_lock();
+    ios_path_cache_put(&folders, name, len, key, lustre ? &on_lustre_mark : NULL);
+    ios_unlock();
+    return lustre;
+}
+
+void ios_lustre_file_opened(uint64_t id, const char *name, int fd) {
+    if (!on_lustre(name, fd))
         return;
     static __thread struct ios_lustre_layout layout; /* tens of KiB: not on the stack */
     if (ios_lustre_query(fd, &layout) != 0)
@@ -183,4 +207,7 @@ void ios_lustre_collect(struct ios_record_set *set) {
     }
 }
 
-void ios_lustre_reset(void) { ios_map_free(&records); }
+void ios_lustre_reset(void) {
+    ios_map_free(&records);
+    ios_path_cache_clear(&folders);
+}

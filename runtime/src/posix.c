@@ -20,6 +20,11 @@ struct posix_file { /* the record first: ios_file_by_name */
     int64_t last_byte_read, last_byte_written; /* reset at open and close */
     int last_io;                               /* IO_READ or IO_WRITE, for RW_SWITCHES */
     double last_read_end, last_write_end, last_meta_end;
+    struct posix_sizes *sizes; /* made at the first read or write: most files see none */
+};
+
+/* The access sizes and strides of a file's reads and writes (1 KiB). */
+struct posix_sizes {
     struct ios_value_counts access, stride;
 };
 
@@ -190,11 +195,16 @@ static inline __attribute__((always_inline)) void count_rw_inline(struct posix_f
     c[is_write ? POSIX_BYTES_WRITTEN : POSIX_BYTES_READ] += ret;
     c[is_write ? POSIX_WRITES : POSIX_READS]++;
     c[(is_write ? POSIX_SIZE_WRITE_0_100 : POSIX_SIZE_READ_0_100) + ios_size_bin(ret)]++;
-    ios_value_count(&f->access, ret);
-    ios_value_count(&f->stride, stride);
-    if (ios_mmap_on) {
-        ios_common_live(&c[POSIX_ACCESS1_ACCESS], &c[POSIX_ACCESS1_COUNT], &f->access);
-        ios_common_live(&c[POSIX_STRIDE1_STRIDE], &c[POSIX_STRIDE1_COUNT], &f->stride);
+    struct posix_sizes *sizes = f->sizes;
+    if (IOS_UNLIKELY(!sizes))
+        sizes = f->sizes = calloc(1, sizeof *sizes); /* none: the four commonest go unkept */
+    if (IOS_LIKELY(sizes != NULL)) {
+        ios_value_count(&sizes->access, ret);
+        ios_value_count(&sizes->stride, stride);
+        if (ios_mmap_on) {
+            ios_common_live(&c[POSIX_ACCESS1_ACCESS], &c[POSIX_ACCESS1_COUNT], &sizes->access);
+            ios_common_live(&c[POSIX_STRIDE1_STRIDE], &c[POSIX_STRIDE1_COUNT], &sizes->stride);
+        }
     }
     if (!mem_aligned)
         c[POSIX_MEM_NOT_ALIGNED]++;
@@ -847,10 +857,13 @@ void ios_posix_collect(struct ios_record_set *set) {
         /* From the tracked values (a memory-mapped log's live slots hold the same). */
         memset(&r->counters[POSIX_STRIDE1_STRIDE], 0,
                (POSIX_ACCESS4_COUNT - POSIX_STRIDE1_STRIDE + 1) * sizeof(int64_t));
-        ios_common_merge(&r->counters[POSIX_ACCESS1_ACCESS], &r->counters[POSIX_ACCESS1_COUNT],
-                         f->access.value, f->access.count, f->access.n);
-        ios_common_merge(&r->counters[POSIX_STRIDE1_STRIDE], &r->counters[POSIX_STRIDE1_COUNT],
-                         f->stride.value, f->stride.count, f->stride.n);
+        const struct posix_sizes *sz = f->sizes;
+        if (sz) {
+            ios_common_merge(&r->counters[POSIX_ACCESS1_ACCESS], &r->counters[POSIX_ACCESS1_COUNT],
+                             sz->access.value, sz->access.count, sz->access.n);
+            ios_common_merge(&r->counters[POSIX_STRIDE1_STRIDE], &r->counters[POSIX_STRIDE1_COUNT],
+                             sz->stride.value, sz->stride.count, sz->stride.n);
+        }
         set->len += set->rec_size;
         set->count++;
     }

@@ -234,6 +234,13 @@ static void collapse_separators(char *path) {
     *w = '\0';
 }
 
+static int has_redundant_separator(const char *path) {
+    for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/'))
+        if (p[1] == '/' || (p[1] == '.' && p[2] == '/'))
+            return 1;
+    return 0;
+}
+
 /* Under a prefix never recorded (DARSHAN_EXCLUDE_DIRS); the first two bytes settle most. */
 static int excluded(const char *path) {
     for (char **dir = ios_config.exclude_dirs; dir && *dir; dir++) {
@@ -270,7 +277,7 @@ int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
         return -1;
     }
     memcpy(out + n, path, plen + 1);
-    if (strstr(out, "//") || strstr(out, "/./")) /* rare: looked for before rewriting */
+    if (has_redundant_separator(out)) /* rare: looked for before rewriting */
         collapse_separators(out);
     return excluded(out) ? -1 : 0;
 }

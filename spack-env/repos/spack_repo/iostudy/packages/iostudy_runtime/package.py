@@ -17,7 +17,9 @@ class IostudyRuntime(IostudyCheckoutPackage):
 
     def cmake_args(self):
         # The test programs and benchmark drivers are not installed (some need Fortran).
-        args = [self.define("BUILD_TESTING", False)]
+        # Logs compressed with zlib, a declared dependency, never with a libdeflate the build
+        # happens to find on the system.
+        args = [self.define("BUILD_TESTING", False), self.define("IOSTUDY_LIBDEFLATE", "OFF")]
         if self.spec.satisfies("+mpi"):
             return [*args, self.mpi_flavours_arg()]
         return [*args, self.define("IOSTUDY_MPI_FLAVOURS", "")]
