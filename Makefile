@@ -112,8 +112,13 @@ cluster-up: venv ## start the Slurm test cluster as root (CLUSTER_STATE, CLUSTER
 cluster-down: ## stop the Slurm test cluster, remove its namespaces (keeps its state)
 	@CLUSTER_STATE=$(CLUSTER_STATE) ci/cluster/cluster-down.sh
 
-bench-runtime: setup ## instructions per intercepted call and wall-time overhead of the runtime
-	$(VENV)/bin/python runtime/bench/bench_runtime.py --build $(RUNTIME_BUILD)
+# DARSHAN_LIB: a Darshan 3.5.0 libdarshan.so (non-MPI) measured beside iostudy; BENCH_RUNS: the
+# alternating wall-time runs.
+DARSHAN_LIB ?=
+BENCH_RUNS ?= 9
+bench-runtime: setup ## instructions per call and wall-time overhead of the runtime (DARSHAN_LIB: beside Darshan's)
+	$(VENV)/bin/python runtime/bench/bench_runtime.py --build $(RUNTIME_BUILD) --runs $(BENCH_RUNS) \
+		$(if $(DARSHAN_LIB),--darshan $(DARSHAN_LIB))
 
 # The corpus size of bench-analysis (copies of the test logs and of logs the runtime writes).
 BENCH_LOGS ?= 10000
