@@ -135,11 +135,11 @@ static void read_config(void) {
     ios_config.disable_shared_redux = getenv("DARSHAN_DISABLE_SHARED_REDUCTION") != NULL;
     const char *ex = getenv("DARSHAN_EXCLUDE_DIRS");
     if (!ex)
-        ios_config.exclude_dirs = default_excludes;
+        ios_set_excludes(default_excludes);
     else if (strcmp(ex, "none") == 0)
-        ios_config.exclude_dirs = NULL;
+        ios_set_excludes(NULL);
     else
-        ios_config.exclude_dirs = split_list(ex);
+        ios_set_excludes(split_list(ex));
 }
 
 /* ---- bounded record and name memory -----------------------------------------------------------
@@ -157,24 +157,29 @@ uint64_t ios_partial_flags(void) { return partial_flags; }
 
 const char *ios_record_name(uint64_t id) { return ios_map_get(&names, id); }
 
-int ios_name_record(uint64_t id, const char *name) {
-    if (ios_map_get(&names, id))
-        return 0;
-    char *copy = strdup(name);
+/* Names a record not named yet (len: strlen(name)). */
+static int name_new_record(uint64_t id, const char *name, size_t len) {
+    char *copy = malloc(len + 1);
     if (!copy || ios_map_put(&names, id, copy) != 0) {
         free(copy);
         return -1;
     }
-    ios_mmap_add_name(id, copy);
+    memcpy(copy, name, len + 1);
+    ios_mmap_add_name(id, copy, len);
     return 0;
 }
 
+int ios_name_record(uint64_t id, const char *name) {
+    return ios_map_get(&names, id) ? 0 : name_new_record(id, name, strlen(name));
+}
+
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
-    const char *known = ios_map_get(&names, id);
-    size_t name_cost = known ? 0 : sizeof(uint64_t) + strlen(name) + 1;
+    int known = ios_map_get(&names, id) != NULL;
+    size_t len = known ? 0 : strlen(name);
+    size_t name_cost = known ? 0 : sizeof(uint64_t) + len + 1;
     if (modmem_used + size > (size_t)(ios_config.modmem_mib * 1048576.0) ||
         namemem_used + name_cost > (size_t)(ios_config.namemem_mib * 1048576.0) ||
-        ios_name_record(id, name) != 0) {
+        (!known && name_new_record(id, name, len) != 0)) {
         ios_set_partial(mod);
         return -1;
     }

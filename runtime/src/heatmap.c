@@ -23,8 +23,8 @@ static void collapse(struct ios_heatmap *h) {
         memset(b + BINS / 2, 0, sizeof(int64_t) * (BINS / 2));
     }
     h->width *= 2;
-    h->inv_width = 1 / h->width;
     h->end = h->width * BINS;
+    h->from = h->to = 0; /* the remembered bin is gone */
 }
 
 /* Spreads bytes over the bins [t1, t2] overlaps, in proportion to the overlap; the last bin
@@ -67,7 +67,6 @@ static int claim(int api) {
     }
     h->state = 1;
     h->width = FIRST_WIDTH;
-    h->inv_width = 1 / FIRST_WIDTH;
     h->end = FIRST_WIDTH * BINS;
     return 0;
 }
@@ -81,7 +80,15 @@ void ios_heatmap_add_slow(int api, int is_write, int64_t bytes, double t1, doubl
         return;
     while (t2 >= h->end)
         collapse(h);
-    spread(h->bins[is_write], BINS, h->width, bytes, t1 > 0 ? t1 : 0, t2);
+    if (t1 < 0)
+        t1 = 0;
+    int bin = (int)(t1 / h->width);                /* as spread() bins it */
+    if (bin < BINS && t2 < (bin + 1) * h->width) { /* in one bin: the next will likely be too */
+        h->bin = bin;
+        h->from = bin * h->width;
+        h->to = (bin + 1) * h->width;
+    }
+    spread(h->bins[is_write], BINS, h->width, bytes, t1, t2);
 }
 
 double ios_heatmap_min_width(double end_time) {

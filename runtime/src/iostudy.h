@@ -98,16 +98,19 @@ extern struct timespec ios_origin IOS_HIDDEN;
 static inline double ios_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)(ts.tv_sec - ios_origin.tv_sec) +
-           (double)(ts.tv_nsec - ios_origin.tv_nsec) * 1e-9;
+    /* In integer nanoseconds first: one conversion, not two (every wrapper calls this twice). */
+    return (double)((ts.tv_sec - ios_origin.tv_sec) * 1000000000 +
+                    (ts.tv_nsec - ios_origin.tv_nsec)) *
+           1e-9;
 }
 
 struct ios_config {
-    double modmem_mib;        /* DARSHAN_MODMEM: record memory, shared by all modules */
-    double namemem_mib;       /* DARSHAN_NAMEMEM: record-name memory */
-    int64_t mem_alignment;    /* DARSHAN_MEMALIGN */
-    int disable_shared_redux; /* DARSHAN_DISABLE_SHARED_REDUCTION */
-    char **exclude_dirs;      /* path prefixes never recorded (NULL-terminated) */
+    double modmem_mib;                /* DARSHAN_MODMEM: record memory, shared by all modules */
+    double namemem_mib;               /* DARSHAN_NAMEMEM: record-name memory */
+    int64_t mem_alignment;            /* DARSHAN_MEMALIGN */
+    int disable_shared_redux;         /* DARSHAN_DISABLE_SHARED_REDUCTION */
+    char **exclude_dirs;              /* path prefixes never recorded (NULL-terminated) */
+    uint64_t exclude_second_bytes[4]; /* the set of their second bytes (ios_set_excludes) */
 };
 extern struct ios_config ios_config IOS_HIDDEN;
 
@@ -115,6 +118,8 @@ extern struct ios_config ios_config IOS_HIDDEN;
 uint64_t ios_hash(const unsigned char *k, size_t length, uint64_t level) IOS_HIDDEN;
 uint64_t ios_record_id(const char *name) IOS_HIDDEN;
 
+/* Sets the path prefixes never recorded (NULL-terminated; NULL: none). */
+void ios_set_excludes(char **dirs) IOS_HIDDEN;
 /* Normalizes a path the way Darshan names records (absolute, // and /./ collapsed) into out;
  * returns 0, or -1 if the path must not be recorded (excluded prefix, too long). */
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) IOS_HIDDEN;
@@ -139,6 +144,9 @@ void ios_path_cache_put(struct ios_path_cache *c, const char *path, size_t len, 
                         void *val) IOS_HIDDEN;
 void ios_path_cache_clear(struct ios_path_cache *c) IOS_HIDDEN;
 
+/* The record name of an absolute path of len bytes: the path itself when already normal (no copy),
+ * else its normal form written into out; NULL when it must not be recorded. */
+const char *ios_absolute_name(const char *path, size_t len, char *out, size_t outlen) IOS_HIDDEN;
 /* A file name without ROMIO's file-system prefix ("ufs:", "lustre:"), as Darshan names the
  * records of MPI-IO, HDF5 and PnetCDF; a one-letter prefix is a drive and stays. */
 const char *ios_strip_fs_prefix(const char *filename) IOS_HIDDEN;
@@ -239,7 +247,7 @@ void ios_mmap_open(void) IOS_HIDDEN;
 /* Zeroed space for a record of module mod in the mapped log, counted in its region; NULL for a
  * module that is not kept there (or without a mapped log). */
 void *ios_mmap_alloc(int mod, size_t size) IOS_HIDDEN;
-void ios_mmap_add_name(uint64_t id, const char *name) IOS_HIDDEN;
+void ios_mmap_add_name(uint64_t id, const char *name, size_t len) IOS_HIDDEN; /* len: strlen */
 void ios_mmap_set_partial(uint64_t flags) IOS_HIDDEN;
 const char *ios_mmap_path(void) IOS_HIDDEN; /* NULL without a mapped log */
 /* An MPI job: this process's rank, the job's size and id, for its mapped log. */
@@ -261,19 +269,22 @@ void ios_mmap_relink(void) IOS_HIDDEN;
 enum ios_heatmap_api { IOS_HEATMAP_POSIX, IOS_HEATMAP_MPIIO, IOS_HEATMAP_STDIO, IOS_HEATMAP_NAPIS };
 #define IOS_HEATMAP_BINS 200
 struct ios_heatmap {
-    double width, inv_width, end;      /* end = width * BINS: bins collapse when time reaches it */
+    double width, end;                 /* end = width * BINS: bins collapse when time reaches it */
     int64_t bins[2][IOS_HEATMAP_BINS]; /* [0] read, [1] write: bytes per time slice */
     int state;                         /* 0 unused, 1 recording, -1 refused for lack of memory */
+    /* The bin the last operation fell in whole, [from, to): the next one most often does too.
+     * Empty (to <= from) until the heatmap records and whenever the bins collapse. */
+    double from, to;
+    int bin;
 };
 extern struct ios_heatmap ios_heatmaps[IOS_HEATMAP_NAPIS] IOS_HIDDEN;
 void ios_heatmap_add_slow(int api, int is_write, int64_t bytes, double t1, double t2) IOS_HIDDEN;
 /* Adds bytes moved during [t1, t2]; inline because it runs on every read and write. */
 static inline void ios_heatmap_add(int api, int is_write, int64_t bytes, double t1, double t2) {
     struct ios_heatmap *h = &ios_heatmaps[api];
-    int bin = (int)(t1 * h->inv_width);
-    /* Most operations start and end in one bin of a heatmap already recording. */
-    if (IOS_LIKELY(h->state > 0 && bin >= 0 && t2 < h->end && t2 < (bin + 1) * h->width))
-        h->bins[is_write][bin] += bytes;
+    /* Most operations start and end in the bin the last one fell in. */
+    if (IOS_LIKELY(t1 >= h->from && t2 < h->to))
+        h->bins[is_write][h->bin] += bytes;
     else
         ios_heatmap_add_slow(api, is_write, bytes, t1, t2);
 }

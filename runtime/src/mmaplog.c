@@ -151,10 +151,10 @@ void *ios_mmap_alloc(int mod, size_t size) {
     return rec;
 }
 
-void ios_mmap_add_name(uint64_t id, const char *name) {
+void ios_mmap_add_name(uint64_t id, const char *name, size_t len) {
     if (!ios_mmap_on)
         return;
-    size_t need = sizeof id + strlen(name) + 1;
+    size_t need = sizeof id + len + 1;
     if (header->name_map.len + need > name_cap)
         return; /* the caller's budget check makes this unreachable */
     unsigned char *at = map + header->name_map.off + header->name_map.len;

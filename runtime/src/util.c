@@ -241,16 +241,39 @@ static int has_redundant_separator(const char *path) {
     return 0;
 }
 
-/* Under a prefix never recorded (DARSHAN_EXCLUDE_DIRS); the first two bytes settle most. */
-static int excluded(const char *path) {
-    for (char **dir = ios_config.exclude_dirs; dir && *dir; dir++) {
-        const char *p = *dir;
-        if (p[0] != path[0] || (p[0] && p[1] && p[1] != path[1]))
-            continue;
-        if (strncmp(path, p, strlen(p)) == 0)
-            return 1;
+void ios_set_excludes(char **dirs) {
+    ios_config.exclude_dirs = dirs;
+    memset(ios_config.exclude_second_bytes, 0, sizeof ios_config.exclude_second_bytes);
+    for (char **dir = dirs; dir && *dir; dir++) {
+        unsigned char b = (unsigned char)(*dir)[0] ? (unsigned char)(*dir)[1] : 0;
+        if (b == 0) /* a prefix of one byte or none: every path must be compared */
+            memset(ios_config.exclude_second_bytes, 0xff, sizeof ios_config.exclude_second_bytes);
+        ios_config.exclude_second_bytes[b >> 6] |= UINT64_C(1) << (b & 63);
     }
+}
+
+/* Under a prefix never recorded (DARSHAN_EXCLUDE_DIRS). Most paths share no second byte with
+ * any prefix: the set of those bytes settles them. */
+static int excluded(const char *path) {
+    unsigned char b = (unsigned char)path[0] ? (unsigned char)path[1] : 0;
+    if (!(ios_config.exclude_second_bytes[b >> 6] & (UINT64_C(1) << (b & 63))))
+        return 0;
+    for (char **dir = ios_config.exclude_dirs; dir && *dir; dir++)
+        if (strncmp(path, *dir, strlen(*dir)) == 0)
+            return 1;
     return 0;
+}
+
+const char *ios_absolute_name(const char *path, size_t len, char *out, size_t outlen) {
+    const char *name = path;
+    if (has_redundant_separator(path)) { /* rare */
+        if (len + 1 > outlen)
+            return NULL;
+        memcpy(out, path, len + 1);
+        collapse_separators(out);
+        name = out;
+    }
+    return excluded(name) ? NULL : name;
 }
 
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {

@@ -117,7 +117,7 @@ static void test_map(void) {
 static void test_paths(void) {
     char out[4096], cwd[4096];
     char *excl[] = {"/etc/", NULL};
-    ios_config.exclude_dirs = excl;
+    ios_set_excludes(excl);
     CHECK(ios_normalize_path("/a//b/./c//d/./e", AT_FDCWD, out, sizeof out) == 0 &&
               strcmp(out, "/a/b/c/d/e") == 0,
           "collapsed: %s", out);
@@ -129,7 +129,12 @@ static void test_paths(void) {
               strncmp(out, cwd, strlen(cwd)) == 0 && strcmp(out + strlen(cwd), "/x.dat") == 0,
           "relative: %s", out);
     CHECK(ios_normalize_path("/etc/passwd", AT_FDCWD, out, sizeof out) != 0, "excluded");
-    ios_config.exclude_dirs = NULL;
+    CHECK(ios_normalize_path("/etcetera", AT_FDCWD, out, sizeof out) == 0, "a prefix of a name");
+    char *root[] = {"/", NULL}; /* one byte: every path is compared */
+    ios_set_excludes(root);
+    CHECK(ios_normalize_path("/home/x", AT_FDCWD, out, sizeof out) != 0, "all excluded");
+    ios_set_excludes(NULL);
+    CHECK(ios_normalize_path("/etc/passwd", AT_FDCWD, out, sizeof out) == 0, "none excluded");
 }
 
 /* The path cache answers only for the very path put, keeps the latest of two paths that share a
