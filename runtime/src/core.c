@@ -396,8 +396,17 @@ static void atfork_child(void) {
     ios_guard(0);
 }
 
+/* The merge tool, built from these sources, records nothing: no constructor, no destructor. */
+#ifdef IOS_TOOL
+#define AT_LOAD __attribute__((used))
+#define AT_UNLOAD __attribute__((used))
+#else
+#define AT_LOAD __attribute__((constructor))
+#define AT_UNLOAD __attribute__((destructor))
+#endif
+
 /* glibc passes argc and argv to ELF constructors; they give the command line for the log. */
-__attribute__((constructor)) static void ios_constructor(int argc, char **argv) {
+AT_LOAD static void ios_constructor(int argc, char **argv) {
     resolve_early();
     remember_stderr();
     ios_job_save_args(argc, argv);
@@ -408,7 +417,7 @@ __attribute__((constructor)) static void ios_constructor(int argc, char **argv) 
         ios_core_start();
 }
 
-__attribute__((destructor)) static void ios_destructor(void) {
+AT_UNLOAD static void ios_destructor(void) {
     /* An MPI program that never reached MPI_Finalize leaves its memory-mapped log. */
     if (!leave_for_merge())
         ios_core_shutdown();

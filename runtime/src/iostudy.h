@@ -20,8 +20,13 @@
 
 #define IOS_VERSION "0.1.0"
 #define IOS_HIDDEN __attribute__((visibility("hidden")))
-/* The wrappers: the only symbols the library exports (CMake hides everything else). */
+/* The wrappers: the only symbols the library exports (CMake hides everything else). In the merge
+ * tool, built from the same sources with IOS_TOOL, they stay inside the program. */
+#ifdef IOS_TOOL
+#define IOS_EXPORT IOS_HIDDEN
+#else
 #define IOS_EXPORT __attribute__((visibility("default")))
+#endif
 #define IOS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define IOS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

@@ -2,6 +2,7 @@
  * record (reference §7), compresses each rank's part of every region and writes one log per
  * job, each rank at the offsets an exclusive scan of the parts' sizes gives it (reference §2, §9).
  */
+#include "logwrite.h"
 #include "iostudy.h"
 
 #include <errno.h>
@@ -17,12 +18,8 @@
 #include <zlib.h>
 #endif
 
-/* Regions after the job region, in file order: names, then the modules (ios_modules). */
-enum { R_NAMES, R_MODULES, N_REGIONS = R_MODULES + IOS_NMODULES };
-static inline const struct ios_module *module_of(int r) { return &ios_modules[r - R_MODULES]; }
-
 /* The size of one record of set: fixed, or given by the record for the variable ones. */
-static size_t record_size(const struct ios_record_set *set, const void *rec) {
+size_t ios_record_size(const struct ios_record_set *set, const void *rec) {
     if (set->rec_size)
         return set->rec_size;
     if (set->mod == IOS_MOD_LUSTRE)
@@ -36,12 +33,8 @@ static int64_t timespec_ns(struct timespec ts) {
 }
 
 /* ---- shared-record reduction --------------------------------------------------------------- */
-struct variance {
-    double n, sum, m2; /* count, sum, sum of squared deviations from the mean */
-};
-
 /* Chan et al.'s pairwise update: exact for any split of the ranks. */
-static void variance_combine(const void *in_v, void *inout_v) {
+void ios_variance_combine(const void *in_v, void *inout_v) {
     const struct variance *x = in_v;
     struct variance *y = inout_v;
     if (x->n == 0)
@@ -57,12 +50,8 @@ static void variance_combine(const void *in_v, void *inout_v) {
     y->n = n;
 }
 
-/* Whether a module's records carry the fastest/slowest rank and the variances (not H5F's and
- * PNETCDF_FILE's). */
-static inline int ranked(const struct ios_reducer *r) { return r->fastest_rank >= 0; }
-
-static void seed(const struct ios_reducer *r, void *rec, int rank) {
-    if (!ranked(r))
+void ios_seed_extremes(const struct ios_reducer *r, void *rec, int rank) {
+    if (!ios_ranked(r))
         return;
     int64_t *c = (int64_t *)((char *)rec + r->counters_off);
     double *fc = (double *)((char *)rec + r->fcounters_off);
@@ -88,7 +77,7 @@ static int64_t *shared_flags(const struct ios_comm *comm, const struct ios_recor
         if (comm->rank == 0 && *ids)
             (*ids)[i] = base->id;
         ios_map_put(local, base->id, set->buf + off);
-        off += record_size(set, base);
+        off += ios_record_size(set, base);
     }
     /* Every rank takes part in both collectives, whatever its allocations did. */
     int64_t failed = !*ids || !shared;
@@ -142,8 +131,8 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
             continue;
         void *rec = reduced + k * r->rec_size;
         memcpy(rec, ios_map_get(&local, ids[i]), r->rec_size);
-        seed(r, rec, comm->rank);
-        if (ranked(r)) {
+        ios_seed_extremes(r, rec, comm->rank);
+        if (ios_ranked(r)) {
             var[2 * k] = (struct variance){1, r->time(rec), 0};
             var[2 * k + 1] = (struct variance){1, (double)r->bytes(rec), 0};
         }
@@ -153,8 +142,8 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
     if (k == 0)
         goto out;
     comm->reduce_elems(reduced, k, r->rec_size, r->combine);
-    if (ranked(r))
-        comm->reduce_elems(var, 2 * k, sizeof *var, variance_combine);
+    if (ios_ranked(r))
+        comm->reduce_elems(var, 2 * k, sizeof *var, ios_variance_combine);
 
     size_t len = 0;
     for (size_t i = 0; i < set->count; i++) {
@@ -174,7 +163,7 @@ static void reduce_shared(const struct ios_comm *comm, struct ios_record_set *se
             unsigned char *rec = reduced + i * r->rec_size;
             double *fc = (double *)(rec + r->fcounters_off);
             ((struct ios_base_record *)rec)->rank = -1;
-            if (ranked(r)) {
+            if (ios_ranked(r)) {
                 fc[r->variance_time] = var[2 * i].m2 / var[2 * i].n;
                 fc[r->variance_bytes] = var[2 * i + 1].m2 / var[2 * i + 1].n;
             }
@@ -211,7 +200,7 @@ static void mark_shared(const struct ios_comm *comm, struct ios_record_set *set)
     size_t len = 0, count = 0;
     for (size_t off = 0, i = 0; shared && i < set->count; i++) {
         struct ios_base_record *base = (void *)(set->buf + off);
-        size_t size = record_size(set, base);
+        size_t size = ios_record_size(set, base);
         int dup = ios_map_get(&is_shared, base->id) != NULL;
         if (dup && comm->rank == 0)
             base->rank = -1;
@@ -337,7 +326,7 @@ static int serialize_names(struct ios_record_set *sets, int nsets, struct bytes 
     for (int s = 0; s < nsets; s++) {
         for (size_t off = 0, i = 0; i < sets[s].count; i++) {
             const struct ios_base_record *base = (const void *)(sets[s].buf + off);
-            off += record_size(&sets[s], base);
+            off += ios_record_size(&sets[s], base);
             const char *name = ios_record_name(base->id);
             if (!name || ios_map_get(&seen, base->id))
                 continue;
@@ -369,12 +358,12 @@ static void set_ranks(struct ios_record_set *set, int rank) {
     for (size_t off = 0, i = 0; i < set->count; i++) {
         struct ios_base_record *base = (void *)(set->buf + off);
         base->rank = rank;
-        off += record_size(set, base);
+        off += ios_record_size(set, base);
     }
 }
 
 /* Timestamps count from this process's start; the log counts them from the job's. */
-static void shift_timestamps(struct ios_record_set *set, const struct ios_reducer *r, double by) {
+void ios_shift_timestamps(struct ios_record_set *set, const struct ios_reducer *r, double by) {
     for (size_t i = 0; by != 0 && i < set->count; i++) {
         double *fc = (double *)(set->buf + i * set->rec_size + r->fcounters_off);
         for (int j = r->ts_first; j <= r->ts_last; j++)
@@ -400,29 +389,16 @@ static int write_all(int fd, const void *buf, size_t len, off_t off) {
 
 /* ---- the whole shutdown ------------------------------------------------------------------------
  */
-static void set_job_span(struct ios_log_job *job, int64_t start_ns, int64_t end_ns) {
+void ios_set_job_span(struct ios_log_job *job, int64_t start_ns, int64_t end_ns) {
     job->start_time_sec = start_ns / 1000000000;
     job->start_time_nsec = start_ns % 1000000000;
     job->end_time_sec = end_ns / 1000000000;
     job->end_time_nsec = end_ns % 1000000000;
 }
 
-/* What a log file is made of, whoever assembled it (a job's shutdown, `iostudy logs merge`):
- * every rank's records, and on rank 0 the job record and where the file goes. */
-struct log_content {
-    struct ios_record_set sets[N_REGIONS]; /* sets[R_NAMES] unused */
-    int64_t partial;                       /* this rank's partial flags */
-    struct {                               /* rank 0 */
-        struct ios_log_job job;
-        char exe[IOS_EXE_LEN]; /* command line and mount table */
-    } jr;
-    char path[PATH_MAX], stem[PATH_MAX]; /* rank 0; stem: renamed to <stem>_<secs>.darshan */
-    const char *why;                     /* rank 0: why path is unusable (NULL: fine) */
-};
-
 /* Compresses every rank's part of each region and writes them, collectively, into one new file;
  * returns non-zero when this rank's part could not be written (rank 0 warns). */
-static int write_content(const struct ios_comm *comm, struct log_content *c, double write_start) {
+int ios_write_content(const struct ios_comm *comm, struct log_content *c, double write_start) {
     struct bytes job = {0}, parts[N_REGIONS] = {{0}};
     struct ios_record_set *sets = c->sets;
     int failed = serialize_names(sets + R_MODULES, IOS_NMODULES, &parts[R_NAMES]) != 0;
@@ -555,7 +531,7 @@ int ios_write_log(const struct ios_comm *comm) {
         if (!module_of(r)->collect)
             continue;
         if (reducer)
-            shift_timestamps(&sets[r], reducer, shift);
+            ios_shift_timestamps(&sets[r], reducer, shift);
         set_ranks(&sets[r], comm->rank);
         if (comm->mpi && !ios_config.disable_shared_redux) {
             if (reducer)
@@ -578,7 +554,7 @@ int ios_write_log(const struct ios_comm *comm) {
     if (comm->rank == 0) {
         /* The job record: fixed part, then command line and mount table. */
         c.jr.job.uid = getuid();
-        set_job_span(&c.jr.job, job_start, job_end);
+        ios_set_job_span(&c.jr.job, job_start, job_end);
         c.jr.job.nprocs = comm->size;
         c.jr.job.jobid = ios_job_id();
         ios_job_metadata(c.jr.job.metadata, sizeof c.jr.job.metadata);
@@ -588,256 +564,5 @@ int ios_write_log(const struct ios_comm *comm) {
             !c.why)
             c.why = "no log path";
     }
-    return write_content(comm, &c, write_start);
-}
-
-/* ---- merging memory-mapped logs (`iostudy logs merge`, tools/iostudy_merge.c) -------------- */
-struct merge_input {
-    const char *path;
-    unsigned char *data;
-    size_t len;
-    const struct ios_log_header *header;
-    const struct ios_log_job *job;
-    int64_t start_ns, end_ns;
-};
-
-static int merge_error(const char *path, const char *what) {
-    fprintf(stderr, "iostudy-merge: %s: %s\n", path, what);
-    return 2;
-}
-
-static int region_ok(const struct merge_input *in, struct ios_log_map m) {
-    return m.off <= in->len && m.len <= in->len - m.off;
-}
-
-/* Reads and checks one per-process log: an uncompressed Darshan 3.41 log. */
-static int merge_read(struct merge_input *in) {
-    int fd = IOS_CALL(open)(in->path, O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            IOS_CALL(close)(fd);
-        return merge_error(in->path, strerror(e));
-    }
-    in->len = (size_t)st.st_size;
-    in->data = malloc(in->len + 1);
-    size_t got = 0;
-    while (in->data && got < in->len) {
-        ssize_t n = IOS_CALL(pread)(fd, in->data + got, in->len - got, (off_t)got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    IOS_CALL(close)(fd);
-    if (!in->data || got != in->len)
-        return merge_error(in->path, "cannot read it whole");
-    const size_t job_end = sizeof(struct ios_log_header) + sizeof(struct ios_log_job);
-    in->header = (const void *)in->data;
-    if (in->len < sizeof(struct ios_log_header) || in->header->magic_nr != IOS_LOG_MAGIC ||
-        memcmp(in->header->version_string, IOS_LOG_VERSION, sizeof IOS_LOG_VERSION) != 0)
-        return merge_error(in->path, "not a Darshan 3.41 log");
-    if (in->header->comp_type != IOS_COMP_NONE)
-        return merge_error(in->path, "compressed: not a memory-mapped per-process log");
-    if (in->len < job_end)
-        return merge_error(in->path, "job region outside the file (truncated?)");
-    if (!region_ok(in, in->header->name_map) || in->header->name_map.off < job_end)
-        return merge_error(in->path, "name region outside the file (truncated?)");
-    for (int m = 0; m < IOS_MAX_MODS; m++)
-        if (in->header->mod_map[m].len && !region_ok(in, in->header->mod_map[m]))
-            return merge_error(in->path, "module region outside the file (truncated?)");
-    in->job = (const void *)(in->data + sizeof(struct ios_log_header));
-    in->start_ns = in->job->start_time_sec * 1000000000 + in->job->start_time_nsec;
-    in->end_ns = in->job->end_time_sec * 1000000000 + in->job->end_time_nsec;
-    return 0;
-}
-
-static int append(struct ios_record_set *set, const void *rec, size_t size) {
-    unsigned char *grown = realloc(set->buf, set->len + size + 1);
-    if (!grown)
-        return -1;
-    set->buf = grown;
-    memcpy(set->buf + set->len, rec, size);
-    set->len += size;
-    set->count++;
-    return 0;
-}
-
-/* One input's names and records into c, its timestamps moved to the job's start. */
-static int merge_add(struct log_content *c, const struct merge_input *in, int64_t job_start) {
-    const unsigned char *p = in->data + in->header->name_map.off;
-    const unsigned char *end = p + in->header->name_map.len;
-    while (p + sizeof(uint64_t) < end) {
-        uint64_t id;
-        memcpy(&id, p, sizeof id);
-        const unsigned char *name = p + sizeof id;
-        const unsigned char *nul = memchr(name, '\0', (size_t)(end - name));
-        if (!nul || ios_name_record(id, (const char *)name) != 0)
-            return merge_error(in->path, "damaged name region");
-        p = nul + 1;
-    }
-    for (int r = R_MODULES; r < N_REGIONS; r++) {
-        const struct ios_module *mod = module_of(r);
-        struct ios_log_map m = in->header->mod_map[mod->id];
-        if (!mod->in_mmap || m.len == 0)
-            continue;
-        if (in->header->mod_ver[mod->id] != (uint32_t)mod->version)
-            return merge_error(in->path, "a module of another record version");
-        struct ios_record_set one = {.mod = c->sets[r].mod, .rec_size = c->sets[r].rec_size};
-        one.buf = in->data + m.off;
-        for (size_t off = 0; off < m.len; one.count++) {
-            size_t size = record_size(&one, one.buf + off);
-            if (size == 0 || off + size > m.len)
-                return merge_error(in->path, "damaged module region");
-            off += size;
-        }
-        one.len = m.len;
-        if (mod->reducer)
-            shift_timestamps(&one, mod->reducer, (double)(in->start_ns - job_start) * 1e-9);
-        for (size_t off = 0, i = 0; i < one.count; i++) {
-            size_t size = record_size(&one, one.buf + off);
-            if (append(&c->sets[r], one.buf + off, size) != 0)
-                return merge_error(in->path, "out of memory");
-            off += size;
-        }
-    }
-    return 0;
-}
-
-/* Records every process has (nprocs of them) become one rank -1 record, as at shutdown. */
-static void merge_reduce(struct ios_record_set *set, const struct ios_reducer *r, int64_t nprocs) {
-    struct ios_map count = {0};
-    for (size_t off = 0, i = 0; i < set->count; i++) {
-        const struct ios_base_record *base = (const void *)(set->buf + off);
-        ios_map_put(&count, base->id, (void *)((uintptr_t)ios_map_get(&count, base->id) + 1));
-        off += record_size(set, base);
-    }
-    unsigned char *out = malloc(set->len + 1);
-    struct ios_map done = {0};
-    size_t len = 0, n = 0;
-    for (size_t off = 0, i = 0; out && i < set->count; i++) {
-        struct ios_base_record *base = (void *)(set->buf + off);
-        size_t size = record_size(set, base);
-        off += size;
-        if ((int64_t)(uintptr_t)ios_map_get(&count, base->id) != nprocs) {
-            memcpy(out + len, base, size); /* not on every process: stays per rank */
-            len += size;
-            n++;
-            continue;
-        }
-        if (ios_map_get(&done, base->id))
-            continue;
-        ios_map_put(&done, base->id, base);
-        struct ios_base_record *acc = (void *)(out + len);
-        memcpy(acc, base, size);
-        if (r) { /* combine every copy, in file order, with fastest/slowest and variances */
-            struct variance vt = {0}, vb = {0};
-            unsigned char *copy = malloc(size);
-            for (size_t o2 = 0, j = 0; copy && j < set->count; j++) {
-                struct ios_base_record *other = (void *)(set->buf + o2);
-                o2 += record_size(set, other);
-                if (other->id != base->id)
-                    continue;
-                memcpy(copy, other, size);
-                seed(r, copy, (int)other->rank);
-                if (ranked(r)) {
-                    struct variance t = {1, r->time(copy), 0};
-                    struct variance b = {1, (double)r->bytes(copy), 0};
-                    variance_combine(&t, &vt);
-                    variance_combine(&b, &vb);
-                }
-                if (other == base)
-                    memcpy(acc, copy, size);
-                else
-                    r->combine(copy, acc);
-            }
-            free(copy);
-            double *fc = (double *)((char *)acc + r->fcounters_off);
-            if (ranked(r)) {
-                fc[r->variance_time] = vt.n ? vt.m2 / vt.n : 0;
-                fc[r->variance_bytes] = vb.n ? vb.m2 / vb.n : 0;
-            }
-        }
-        acc->rank = -1;
-        len += size;
-        n++;
-    }
-    if (out) {
-        free(set->buf);
-        set->buf = out;
-        set->len = len;
-        set->count = n;
-    }
-    ios_map_free(&count);
-    ios_map_free(&done);
-}
-
-static const char MERGE_USAGE[] =
-    "usage: iostudy-merge --output LOG [--job-end-time SECONDS] [--no-shared-reduction] "
-    "MMAP_LOG...\n";
-
-IOS_EXPORT int iostudy_merge_main(int argc, char **argv) {
-    ios_guard(1); /* this program's own I/O is never recorded */
-    const char *output = NULL;
-    int64_t end_override = 0, redux = 1;
-    int first = 1;
-    for (; first < argc && argv[first][0] == '-'; first++) {
-        if (strcmp(argv[first], "--output") == 0 && first + 1 < argc)
-            output = argv[++first];
-        else if (strcmp(argv[first], "--job-end-time") == 0 && first + 1 < argc)
-            end_override = (int64_t)(atof(argv[++first]) * 1e9);
-        else if (strcmp(argv[first], "--no-shared-reduction") == 0)
-            redux = 0;
-        else {
-            fprintf(stderr, "iostudy-merge: unknown or incomplete option '%s'\n%s", argv[first],
-                    MERGE_USAGE);
-            return 2;
-        }
-    }
-    if (!output || first >= argc) {
-        fputs(MERGE_USAGE, stderr);
-        return 2;
-    }
-    int n = argc - first;
-    struct merge_input *in = calloc((size_t)n, sizeof *in);
-    static struct log_content c;
-    if (!in)
-        return 1;
-    int status = 0;
-    int64_t job_start = INT64_MAX, job_end = end_override;
-    for (int i = 0; i < n && !status; i++) {
-        in[i].path = argv[first + i];
-        status = merge_read(&in[i]);
-        if (status)
-            break;
-        if (in[i].job->jobid != in[0].job->jobid || in[i].job->nprocs != in[0].job->nprocs)
-            status = merge_error(in[i].path, "another job (job id or process count differs)");
-        job_start = in[i].start_ns < job_start ? in[i].start_ns : job_start;
-        job_end = in[i].end_ns > job_end ? in[i].end_ns : job_end;
-    }
-    for (int r = R_MODULES; r < N_REGIONS; r++)
-        c.sets[r] =
-            (struct ios_record_set){.mod = module_of(r)->id, .rec_size = module_of(r)->rec_size};
-    for (int i = 0; i < n && !status; i++) {
-        status = merge_add(&c, &in[i], job_start);
-        c.partial |= (int64_t)in[i].header->partial_flag;
-    }
-    if (!status) {
-        int64_t nprocs = in[0].job->nprocs;
-        for (int r = R_MODULES; redux && nprocs > 1 && r < N_REGIONS; r++)
-            if (module_of(r)->in_mmap)
-                merge_reduce(&c.sets[r], module_of(r)->reducer, nprocs);
-        c.jr.job = *in[0].job;
-        set_job_span(&c.jr.job, job_start, job_end);
-        size_t exe_room =
-            in[0].header->name_map.off - sizeof(struct ios_log_header) - sizeof(struct ios_log_job);
-        const char *exe = (const char *)(in[0].job + 1);
-        snprintf(c.jr.exe, sizeof c.jr.exe, "%.*s", (int)strnlen(exe, exe_room), exe);
-        snprintf(c.path, sizeof c.path, "%s", output);
-        status = write_content(ios_local_comm(), &c, 0) ? 1 : 0;
-    }
-    for (int i = 0; i < n; i++)
-        free(in[i].data);
-    free(in);
-    return status;
+    return ios_write_content(comm, &c, write_start);
 }
