@@ -82,6 +82,11 @@ static int stderr_unchanged(void) {
            st.st_ino == stderr_ino;
 }
 
+static void write_to_stderr(const char *line, size_t n) {
+    if (ios_real.write && stderr_unchanged())
+        (void)!IOS_CALL(write)(STDERR_FILENO, line, n);
+}
+
 void ios_warn(const char *fmt, ...) {
     if (warned++)
         return;
@@ -93,10 +98,7 @@ void ios_warn(const char *fmt, ...) {
     va_end(ap);
     n = strlen(line);
     line[n++] = '\n';
-    int saved = errno;
-    if (ios_real.write && stderr_unchanged())
-        (void)!IOS_CALL(write)(STDERR_FILENO, line, n);
-    errno = saved;
+    IOS_KEEP_ERRNO(write_to_stderr(line, n));
 }
 
 /* ---- configuration (Darshan's variables where the meaning is the same) ---------------------- */

@@ -16,9 +16,7 @@
         }                                                                                          \
         int stopped = ios_core_before_exec();                                                      \
         int ret = call;                                                                            \
-        int saved = errno;                                                                         \
-        ios_core_exec_failed(stopped);                                                             \
-        errno = saved;                                                                             \
+        IOS_KEEP_ERRNO(ios_core_exec_failed(stopped));                                             \
         return ret;                                                                                \
     } while (0)
 

@@ -79,13 +79,9 @@ static void opened(const char *filename, ios_hid fapl, ios_hid file, double t1, 
             real = real_symbol("H5F" #name);                                                       \
         if (!ios_recording() || !filename)                                                         \
             return real args;                                                                      \
-        double t1 = ios_now();                                                                     \
-        ios_hid ret = real args;                                                                   \
-        double t2 = ios_now();                                                                     \
-        int saved_errno = errno;                                                                   \
+        IOS_TIMED_CALL(ios_hid, ret, real args);                                                   \
         if (ret >= 0)                                                                              \
-            opened(filename, fapl, ret, t1, t2);                                                   \
-        errno = saved_errno;                                                                       \
+            IOS_KEEP_ERRNO(opened(filename, fapl, ret, t1, t2));                                   \
         return ret;                                                                                \
     }
 
@@ -118,9 +114,7 @@ IOS_EXPORT int H5Fflush(ios_hid object, int scope) {
     }
     if (!ios_recording())
         return real(object, scope);
-    double t1 = ios_now();
-    int ret = real(object, scope);
-    double t2 = ios_now();
+    IOS_TIMED_CALL(int, ret, real(object, scope));
     int saved_errno = errno;
     if (ret >= 0) {
         ios_guard(1); /* HDF5's own work here is not the program's */
@@ -142,9 +136,7 @@ IOS_EXPORT int H5Fclose(ios_hid file) {
         real_close = real_symbol("H5Fclose");
     if (!ios_recording())
         return real_close(file);
-    double t1 = ios_now();
-    int ret = real_close(file);
-    double t2 = ios_now();
+    IOS_TIMED_CALL(int, ret, real_close(file));
     int saved_errno = errno;
     if (ret >= 0 && ios_enter()) {
         struct h5f_file *f = ios_map_get(&files_by_hid, (uint64_t)file);

@@ -5,6 +5,7 @@
 
 #define _GNU_SOURCE
 #include <aio.h>
+#include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -97,6 +98,23 @@ static inline void ios_leave(void) {
     ios_unlock();
     ios_guard(0);
 }
+
+/* The wrappers of every module are built from one family:
+ *   IOS_REAL(name) and IOS_CALL(name), ios_next_symbol(): the real function, resolved;
+ *   ios_recording(), ios_enter() and ios_leave(): whether to record, and the guarded section;
+ *   IOS_TIMED_CALL(type, ret, call): t1, the real call's result in ret, t2;
+ *   IOS_KEEP_ERRNO(stmt): stmt (recording may allocate) with the program's errno kept.
+ * The read and write wrappers skip the last: recording there makes no call that sets errno. */
+#define IOS_TIMED_CALL(type, ret, call)                                                            \
+    double t1 = ios_now();                                                                         \
+    type ret = call;                                                                               \
+    double t2 = ios_now()
+#define IOS_KEEP_ERRNO(stmt)                                                                       \
+    do {                                                                                           \
+        int saved_errno_ = errno;                                                                  \
+        stmt;                                                                                      \
+        errno = saved_errno_;                                                                      \
+    } while (0)
 
 /* Seconds since the runtime started (CLOCK_MONOTONIC). */
 extern struct timespec ios_origin IOS_HIDDEN;

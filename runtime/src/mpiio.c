@@ -116,11 +116,8 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
 
 /* Runs the real call, timed, with this thread's depth raised; ret and [t1, t2] for the caller. */
 #define TIMED(ret, call)                                                                           \
-    double t1 = ios_now();                                                                         \
-    depth++;                                                                                       \
-    int ret = call;                                                                                \
+    IOS_TIMED_CALL(int, ret, (depth++, call));                                                     \
     depth--;                                                                                       \
-    double t2 = ios_now();                                                                         \
     int saved_errno = errno
 
 /* Each wrapper is exported under both names: programs and MPICH's Fortran bindings call

@@ -57,9 +57,7 @@ static void opened(const char *path, int ncid, int counter, double t1, double t2
 
 /* Runs the real call, timed; ret and [t1, t2] for the caller. */
 #define TIMED(ret, call)                                                                           \
-    double t1 = ios_now();                                                                         \
-    int ret = call;                                                                                \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(int, ret, call);                                                                \
     int saved_errno = errno
 
 /* A wrapper of int ncmpi_<name> params: the real call, then record (with ret, t1, t2) when the

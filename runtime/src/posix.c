@@ -263,9 +263,7 @@ static int iov_aligned(const struct iovec *iov, int iovcnt) {
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return call;                                                                               \
-    double t1 = ios_now();                                                                         \
-    int ret = call;                                                                                \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret >= 0)                                                                                  \
         opened(ret, dirfd, path, mode, t1, t2);                                                    \
     return ret
@@ -316,9 +314,7 @@ IOS_EXPORT int creat64(const char *path, mode_t mode) {
     struct posix_file *f = fd_file(fd);                                                            \
     if (!f)                                                                                        \
         return call;                                                                               \
-    double t1 = ios_now();                                                                         \
-    ssize_t ret = call;                                                                            \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(ssize_t, ret, call);                                                            \
     if (ret >= 0)                                                                                  \
         count_rw(f, is_write, offset, ret, aligned, t1, t2);                                       \
     return ret
@@ -385,9 +381,7 @@ IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, i
     struct posix_file *f = fd_file(fd);                                                            \
     if (!f)                                                                                        \
         return call;                                                                               \
-    double t1 = ios_now();                                                                         \
-    type ret = call;                                                                               \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(type, ret, call);                                                               \
     if ((ok) && ios_enter()) {                                                                     \
         stmt;                                                                                      \
         ios_leave();                                                                               \
@@ -429,9 +423,7 @@ IOS_EXPORT int close(int fd) {
     /* Out of the table before the kernel frees the number: another thread's open may get it at
      * once, and the mapping it makes must stay. */
     fd_unmap(fd, f);
-    double t1 = ios_now();
-    int ret = ios_real.close(fd);
-    double t2 = ios_now();
+    IOS_TIMED_CALL(int, ret, ios_real.close(fd));
     if (ios_enter()) {
         double *fc = f->rec->fcounters;
         f->last_byte_read = f->last_byte_written = 0;
@@ -452,9 +444,7 @@ IOS_EXPORT int dup(int fd) { WRAP_DUP(dup, ios_real.dup(fd)); }
     struct posix_file *f = fd_file(fd), *replaced = fd_file(newfd);                                \
     if (!f && !replaced)                                                                           \
         return call;                                                                               \
-    double t1 = ios_now();                                                                         \
-    int ret = call;                                                                                \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret >= 0 && !f)                                                                            \
         fd_unmap(newfd, replaced);                                                                 \
     if (ret >= 0 && f && ios_enter()) {                                                            \
@@ -508,9 +498,7 @@ IOS_EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags) {
     if (!in && !out)                                                                               \
         return call;                                                                               \
     int64_t in_offset = in_at, out_offset = out_at; /* before the call moves them */               \
-    double t1 = ios_now();                                                                         \
-    type ret = call;                                                                               \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(type, ret, call);                                                               \
     if (ret >= 0 && in)                                                                            \
         count_rw(in, 0, in_offset, ret, 1, t1, t2);                                                \
     if (ret >= 0 && out)                                                                           \
@@ -697,9 +685,7 @@ static void stat_fd(int fd, double t1, double t2) {
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return call;                                                                               \
-    double t1 = ios_now();                                                                         \
-    int ret = call;                                                                                \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret == 0 && S_ISREG(st_mode)) {                                                            \
         if (((flags)&AT_EMPTY_PATH) && path[0] == '\0')                                            \
             stat_fd(dirfd, t1, t2);                                                                \
@@ -711,9 +697,7 @@ static void stat_fd(int fd, double t1, double t2) {
     IOS_REAL(name);                                                                                \
     if (!fd_file(fd))                                                                              \
         return call;                                                                               \
-    double t1 = ios_now();                                                                         \
-    int ret = call;                                                                                \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret == 0 && S_ISREG(st_mode))                                                              \
         stat_fd(fd, t1, t2);                                                                       \
     return ret
@@ -779,9 +763,7 @@ IOS_EXPORT int rename(const char *oldpath, const char *newpath) {
     IOS_REAL(rename);
     if (!ios_recording())
         return ios_real.rename(oldpath, newpath);
-    double t1 = ios_now();
-    int ret = ios_real.rename(oldpath, newpath);
-    double t2 = ios_now();
+    IOS_TIMED_CALL(int, ret, ios_real.rename(oldpath, newpath));
     char oldname[PATH_MAX], newname[PATH_MAX];
     int saved = errno;
     ios_guard(1);
@@ -820,9 +802,7 @@ IOS_EXPORT int fileno(FILE *stream) {
     IOS_REAL(fileno);
     if (!ios_recording())
         return ios_real.fileno(stream);
-    double t1 = ios_now();
-    int ret = ios_real.fileno(stream);
-    double t2 = ios_now();
+    IOS_TIMED_CALL(int, ret, ios_real.fileno(stream));
     int saved = errno;
     if (ret >= 0 && ios_enter()) {
         const char *name = ios_stdio_stream_name(stream);

@@ -173,9 +173,7 @@ static void opened(FILE *stream, const char *path, double t1, double t2) {
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return call;                                                                               \
-    double t1 = ios_now();                                                                         \
-    FILE *ret = call;                                                                              \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(FILE *, ret, call);                                                             \
     opened(ret, path, t1, t2);                                                                     \
     return ret
 
@@ -195,9 +193,7 @@ IOS_EXPORT FILE *fdopen(int fd, const char *mode) {
     IOS_REAL(fdopen);
     if (!ios_recording())
         return ios_real.fdopen(fd, mode);
-    double t1 = ios_now();
-    FILE *ret = ios_real.fdopen(fd, mode);
-    double t2 = ios_now();
+    IOS_TIMED_CALL(FILE *, ret, ios_real.fdopen(fd, mode));
     int saved = errno;
     if (ret && ios_enter()) {
         /* The stream is named after the file the descriptor was opened as. */
@@ -216,9 +212,7 @@ IOS_EXPORT FILE *fdopen(int fd, const char *mode) {
     if (!ios_recording())                                                                          \
         return call;                                                                               \
     FILE *target = stream;                                                                         \
-    double t1 = ios_now();                                                                         \
-    type ret = call;                                                                               \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(type, ret, call);                                                               \
     if (ok)                                                                                        \
         record;                                                                                    \
     return ret
@@ -358,9 +352,7 @@ IOS_EXPORT int __isoc99_fscanf(FILE *stream, const char *fmt, ...) {
     IOS_REAL(ftello64);                                                                            \
     if (!ios_recording())                                                                          \
         return call;                                                                               \
-    double t1 = ios_now();                                                                         \
-    int ret = call;                                                                                \
-    double t2 = ios_now();                                                                         \
+    IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret == 0)                                                                                  \
         count_meta(stream, META_SEEK, IOS_CALL(ftello64)(stream), t1, t2);                         \
     return ret
@@ -407,9 +399,7 @@ IOS_EXPORT int fclose(FILE *stream) {
     if (!ios_recording())
         return ios_real.fclose(stream);
     struct stdio_file *f = take_stream(stream);
-    double t1 = ios_now();
-    int ret = ios_real.fclose(stream);
-    double t2 = ios_now();
+    IOS_TIMED_CALL(int, ret, ios_real.fclose(stream));
     if (f)
         count_close(f, t1, t2);
     return ret;
