@@ -314,8 +314,8 @@ def _sockets(pid) -> int:
 def _fd_target(link: Path) -> str:
     try:
         return os.readlink(link)
-    except FileNotFoundError:
-        return ""  # closed between the listing and the read: a log the worker finished, not a socket
+    except FileNotFoundError:  # closed between the listing and the read: a log, not a socket
+        return ""
 
 
 def test_workers_die_with_a_killed_ingest_and_its_scratch_goes(tmp_path):
