@@ -14,7 +14,7 @@
 struct ios_real_functions ios_real;
 _Atomic int ios_state = IOS_OFF;
 __thread volatile int ios_in_runtime __attribute__((tls_model("initial-exec")));
-struct timespec ios_origin;
+int64_t ios_origin_ns;
 struct ios_config ios_config;
 
 atomic_flag ios_lock_flag = ATOMIC_FLAG_INIT;

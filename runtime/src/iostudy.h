@@ -117,14 +117,12 @@ static inline void ios_leave(void) {
     } while (0)
 
 /* Seconds since the runtime started (CLOCK_MONOTONIC). */
-extern struct timespec ios_origin IOS_HIDDEN;
+extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */
 static inline double ios_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     /* In integer nanoseconds first: one conversion, not two (every wrapper calls this twice). */
-    return (double)((ts.tv_sec - ios_origin.tv_sec) * 1000000000 +
-                    (ts.tv_nsec - ios_origin.tv_nsec)) *
-           1e-9;
+    return (double)(ts.tv_sec * 1000000000 + ts.tv_nsec - ios_origin_ns) * 1e-9;
 }
 
 struct ios_config {

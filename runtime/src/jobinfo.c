@@ -33,7 +33,9 @@ void ios_job_save_args(int argc, char **argv) {
 }
 
 void ios_job_begin(void) {
-    clock_gettime(CLOCK_MONOTONIC, &ios_origin);
+    struct timespec origin;
+    clock_gettime(CLOCK_MONOTONIC, &origin);
+    ios_origin_ns = origin.tv_sec * 1000000000 + origin.tv_nsec;
     clock_gettime(CLOCK_REALTIME, &start_real);
     time_t t = start_real.tv_sec;
     localtime_r(&t, &start_local);
