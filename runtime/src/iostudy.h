@@ -284,6 +284,8 @@ int ios_mmap_write_log(char *out, size_t outlen, const char **why) IOS_HIDDEN;
 /* Before an exec: the file goes, its mapping stays. If the exec fails, ios_mmap_relink makes
  * the file again from the mapping and maps it in the mapping's place. */
 void ios_mmap_unlink(void) IOS_HIDDEN;
+/* Writes len bytes of buf at off in fd, whatever the short writes and EINTR; 0, or -1 (errno). */
+int ios_write_all(int fd, const void *buf, size_t len, uint64_t off) IOS_HIDDEN;
 void ios_mmap_relink(void) IOS_HIDDEN;
 
 /* ---- heatmap ------------------------------------------------------------------------------ */

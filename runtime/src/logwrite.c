@@ -372,21 +372,6 @@ void ios_shift_timestamps(struct ios_record_set *set, const struct ios_reducer *
     }
 }
 
-static int write_all(int fd, const void *buf, size_t len, off_t off) {
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = IOS_CALL(pwrite)(fd, p, len, off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-        off += n;
-    }
-    return 0;
-}
-
 /* ---- the whole shutdown ------------------------------------------------------------------------
  */
 void ios_set_job_span(struct ios_log_job *job, int64_t start_ns, int64_t end_ns) {
@@ -447,9 +432,9 @@ int ios_write_content(const struct ios_comm *comm, struct log_content *c, double
         err = fd < 0;
         for (int r = 0; r < N_REGIONS && !err; r++)
             err = parts[r].len &&
-                  write_all(fd, parts[r].data, parts[r].len, region_start[r] + offsets[r]) != 0;
+                  ios_write_all(fd, parts[r].data, parts[r].len, region_start[r] + offsets[r]) != 0;
         if (!err && comm->rank == 0 && job.len)
-            err = write_all(fd, job.data, job.len, sizeof(struct ios_log_header)) != 0;
+            err = ios_write_all(fd, job.data, job.len, sizeof(struct ios_log_header)) != 0;
         if (err && !why)
             why = strerror(errno);
         int64_t any_err = err || failed;
@@ -470,7 +455,7 @@ int ios_write_content(const struct ios_comm *comm, struct log_content *c, double
                     (struct ios_log_map){(uint64_t)region_start[r], (uint64_t)lens[r]};
                 h.mod_ver[module_of(r)->id] = (uint32_t)module_of(r)->version;
             }
-            any_err = write_all(fd, &h, sizeof h, 0) != 0;
+            any_err = ios_write_all(fd, &h, sizeof h, 0) != 0;
             if (any_err)
                 why = strerror(errno);
         }

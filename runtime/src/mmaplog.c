@@ -203,7 +203,7 @@ void ios_mmap_forget(void) {
 }
 
 /* ---- _exit and exec -------------------------------------------------------------------------- */
-static int write_at(int fd, const void *buf, size_t len, uint64_t off) {
+int ios_write_all(int fd, const void *buf, size_t len, uint64_t off) {
     const unsigned char *p = buf;
     while (len > 0) {
         ssize_t n = IOS_CALL(pwrite)(fd, p, len, (off_t)off);
@@ -242,26 +242,26 @@ static const unsigned char *heatmap_records(double run_time, size_t *len) {
  * header that makes the file a log. */
 static int write_packed(int fd, struct ios_log_header *h, double run_time) {
     uint64_t at = sizeof *h + JOB_REGION;
-    int err = write_at(fd, job, JOB_REGION, sizeof *h);
+    int err = ios_write_all(fd, job, JOB_REGION, sizeof *h);
     h->name_map.off = at;
-    err |= write_at(fd, map + header->name_map.off, header->name_map.len, at);
+    err |= ios_write_all(fd, map + header->name_map.off, header->name_map.len, at);
     at += header->name_map.len;
     for (int i = 0; i < IOS_NMODULES; i++) {
         struct ios_log_map *m = &h->mod_map[ios_modules[i].id];
         if (slot_of_module[i] < 0)
             continue;
-        err |= write_at(fd, map + m->off, m->len, at);
+        err |= ios_write_all(fd, map + m->off, m->len, at);
         m->off = m->len ? at : 0;
         at += m->len;
     }
     size_t heat_len;
     const unsigned char *heat = heatmap_records(run_time, &heat_len);
     if (heat_len) {
-        err |= write_at(fd, heat, heat_len, at);
+        err |= ios_write_all(fd, heat, heat_len, at);
         h->mod_map[IOS_MOD_HEATMAP] = (struct ios_log_map){at, heat_len};
         h->mod_ver[IOS_MOD_HEATMAP] = IOS_HEATMAP_VER;
     }
-    return err | write_at(fd, h, sizeof *h, 0);
+    return err | ios_write_all(fd, h, sizeof *h, 0);
 }
 
 int ios_mmap_write_log(char *out, size_t outlen, const char **why) {
@@ -306,12 +306,13 @@ void ios_mmap_unlink(void) {
 
 /* The used parts of the mapping, written into fd at their offsets. */
 static int copy_used(int fd) {
-    int err = write_at(fd, map, sizeof *header + JOB_REGION, 0);
-    err |= write_at(fd, map + header->name_map.off, header->name_map.len, header->name_map.off);
+    int err = ios_write_all(fd, map, sizeof *header + JOB_REGION, 0);
+    err |=
+        ios_write_all(fd, map + header->name_map.off, header->name_map.len, header->name_map.off);
     for (int i = 0; i < IOS_NMODULES; i++) {
         const struct ios_log_map *m = &header->mod_map[ios_modules[i].id];
         if (slot_of_module[i] >= 0)
-            err |= write_at(fd, map + m->off, m->len, m->off);
+            err |= ios_write_all(fd, map + m->off, m->len, m->off);
     }
     return err;
 }
