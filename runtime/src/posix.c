@@ -524,56 +524,29 @@ IOS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t cou
  * does: a read or write of the returned bytes at the request's offset, timed from submission to
  * collection. Open MPI's fbtl does every MPI_File_i* and split collective this way. */
 
-/* The requests submitted on tracked descriptors and not yet collected: a fixed table (linear
- * probing on the aiocb's address), so that tracking allocates nothing. A request that finds it
- * full goes uncounted, and the POSIX module says that records are missing (partial). */
-#define AIO_SLOTS 4096
+/* The requests submitted on tracked descriptors and not yet collected, by aiocb address. One
+ * whose entry cannot be made (no memory) goes uncounted, and the POSIX module says that records
+ * are missing (partial). */
 struct aio_pending {
-    const void *cb;
     struct posix_file *f;
     int is_write;
     int64_t offset;
     double t1;
 };
-static struct aio_pending aio_table[AIO_SLOTS];
-
-static size_t aio_home(const void *cb) {
-    return (size_t)(((uintptr_t)cb >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> 52) % AIO_SLOTS;
-}
-
-/* The slot of cb, or of the empty slot where it would go; call inside ios_enter(). */
-static size_t aio_find(const void *cb) {
-    size_t i = aio_home(cb);
-    for (size_t n = 0; n < AIO_SLOTS && aio_table[i].cb && aio_table[i].cb != cb; n++)
-        i = (i + 1) % AIO_SLOTS;
-    return i;
-}
-
-/* Empties slot i, moving back the entries after it that probed past it (no tombstones). */
-static void aio_remove(size_t i) {
-    for (size_t j = i;;) {
-        aio_table[i].cb = NULL;
-        for (;;) {
-            j = (j + 1) % AIO_SLOTS;
-            if (!aio_table[j].cb)
-                return;
-            size_t k = aio_home(aio_table[j].cb);
-            if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-                continue; /* its home is between i and j: it stays */
-            break;
-        }
-        aio_table[i] = aio_table[j];
-        i = j;
-    }
-}
+static struct ios_map aio_pending;
 
 static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, double t1) {
     struct posix_file *f = fd_file(fd);
     if (!f || !ios_enter())
         return;
-    size_t i = aio_find(cb);
-    if (aio_table[i].cb == cb || !aio_table[i].cb)
-        aio_table[i] = (struct aio_pending){cb, f, is_write, offset, t1};
+    uint64_t key = (uint64_t)(uintptr_t)cb;
+    struct aio_pending *p = ios_map_get(&aio_pending, key);
+    if (!p && (p = malloc(sizeof *p)) != NULL && ios_map_put(&aio_pending, key, p) != 0) {
+        free(p);
+        p = NULL;
+    }
+    if (p)
+        *p = (struct aio_pending){f, is_write, offset, t1};
     else
         ios_set_partial(IOS_MOD_POSIX);
     ios_leave();
@@ -583,14 +556,15 @@ static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, 
 static int aio_taken(const void *cb, struct aio_pending *out) {
     if (!ios_recording() || !ios_enter())
         return 0;
-    size_t i = aio_find(cb);
-    int found = aio_table[i].cb == cb;
-    if (found) {
-        *out = aio_table[i];
-        aio_remove(i);
+    uint64_t key = (uint64_t)(uintptr_t)cb;
+    struct aio_pending *p = ios_map_get(&aio_pending, key);
+    if (p) {
+        *out = *p;
+        ios_map_del(&aio_pending, key);
+        free(p);
     }
     ios_leave();
-    return found;
+    return p != NULL;
 }
 
 #define WRAP_AIO_SUBMIT(name, is_write)                                                            \
@@ -846,6 +820,10 @@ void ios_posix_collect(struct ios_record_set *set) {
 
 void ios_posix_reset(void) {
     ios_map_free(&files_by_id);
+    for (size_t i = 0; i < aio_pending.cap; i++) /* the parent's requests are not the child's */
+        if (aio_pending.keys[i])
+            free(aio_pending.vals[i]);
+    ios_map_free(&aio_pending);
     ios_path_cache_clear(&absolute_paths);
     void *table = atomic_load_explicit(&fd_table, memory_order_relaxed);
     if (table) /* zero pages again without touching (allocating) every one of them */
