@@ -101,6 +101,15 @@ double ios_heatmap_min_width(double end_time) {
     return width;
 }
 
+int64_t ios_heatmap_nbins(double run_time, double width) {
+    int64_t nbins = (int64_t)ceil(run_time / width);
+    return nbins > 0 ? nbins : 1;
+}
+
+size_t ios_heatmap_record_size(int64_t nbins) {
+    return sizeof(struct ios_heatmap_record_head) + 2 * (size_t)nbins * sizeof(int64_t);
+}
+
 size_t ios_heatmap_record(int api, double width, int64_t nbins, double shift, void *out) {
     const struct ios_heatmap *h = &maps[api];
     int64_t total = 0;
@@ -108,7 +117,7 @@ size_t ios_heatmap_record(int api, double width, int64_t nbins, double shift, vo
         total += h->bins[0][i] + h->bins[1][i];
     if (total == 0)
         return 0; /* all-zero heatmaps are not written */
-    size_t size = sizeof(struct ios_heatmap_record_head) + 2 * (size_t)nbins * sizeof(int64_t);
+    size_t size = ios_heatmap_record_size(nbins);
     memset(out, 0, size);
     struct ios_heatmap_record_head *head = out;
     head->base.id = ios_record_id(names[api]);
@@ -125,7 +134,7 @@ size_t ios_heatmap_record(int api, double width, int64_t nbins, double shift, vo
 }
 
 void ios_heatmap_collect(struct ios_record_set *set, double width, int64_t nbins, double shift) {
-    size_t rec_size = sizeof(struct ios_heatmap_record_head) + 2 * (size_t)nbins * sizeof(int64_t);
+    size_t rec_size = ios_heatmap_record_size(nbins);
     set->mod = IOS_MOD_HEATMAP;
     set->rec_size = 0;
     set->count = set->len = 0;

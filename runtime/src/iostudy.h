@@ -335,6 +335,9 @@ void ios_pnetcdf_file_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_heatmap_collect(struct ios_record_set *set, double bin_width, int64_t nbins,
                          double shift) IOS_HIDDEN;
 double ios_heatmap_min_width(double end_time) IOS_HIDDEN;
+/* The bins of width seconds that cover run_time (at least one), and a record's size with them. */
+int64_t ios_heatmap_nbins(double run_time, double width) IOS_HIDDEN;
+size_t ios_heatmap_record_size(int64_t nbins) IOS_HIDDEN;
 /* One API's heatmap as a record of nbins bins of width seconds, its times moved on by shift,
  * into out (IOS_HEATMAP_RECORD_MAX bytes hold any); returns its size, 0 for an all-zero heatmap,
  * which is not written. No allocation: _exit's log uses it. */
@@ -457,6 +460,9 @@ void ios_job_exe_mounts(char *out, size_t outlen) IOS_HIDDEN;
 void ios_job_metadata(char *out, size_t outlen) IOS_HIDDEN;
 int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size_t stemlen,
                      const char **why) IOS_HIDDEN;
+/* The log written at path gets its final name, <stem>_<secs>.darshan (Darshan's: secs is how long
+ * the write took), when it has a stem, and is made read-only; path then names it. */
+void ios_job_log_finish(char *path, size_t pathlen, const char *stem, int secs) IOS_HIDDEN;
 uint64_t ios_partial_flags(void) IOS_HIDDEN;
 /* Records of the module are missing (memory ran out, or a request could not be tracked); call
  * inside ios_enter(). */

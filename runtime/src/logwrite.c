@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,8 +23,7 @@ size_t ios_record_size(const struct ios_record_set *set, const void *rec) {
         return set->rec_size;
     if (set->mod == IOS_MOD_LUSTRE)
         return ios_lustre_record_size(rec);
-    const struct ios_heatmap_record_head *head = rec;
-    return sizeof *head + 2 * sizeof(int64_t) * (size_t)head->nbins;
+    return ios_heatmap_record_size(((const struct ios_heatmap_record_head *)rec)->nbins);
 }
 
 static int64_t timespec_ns(struct timespec ts) {
@@ -465,13 +463,7 @@ int ios_write_content(const struct ios_comm *comm, struct log_content *c, double
             if (any_err) {
                 unlink(path);
             } else {
-                /* Darshan's final name carries the seconds the write took. */
-                char final[PATH_MAX];
-                int secs = (int)(ios_now() - write_start + 1);
-                if (stem[0] && snprintf(final, sizeof final, "%s_%d.darshan", stem, secs) > 0 &&
-                    IOS_CALL(rename)(path, final) == 0)
-                    snprintf(path, sizeof c->path, "%s", final);
-                chmod(path, 0400);
+                ios_job_log_finish(path, sizeof c->path, stem, (int)(ios_now() - write_start + 1));
             }
             failed |= any_err != 0;
         }
@@ -530,9 +522,8 @@ int ios_write_log(const struct ios_comm *comm) {
     double run_time = (double)(job_end - job_start) * 1e-9;
     double width = ios_heatmap_min_width(run_time);
     comm->allreduce_f64(&width, 1, IOS_OP_MAX);
-    int64_t nbins = (int64_t)ceil(run_time / width);
     struct ios_record_set *heatmaps = &sets[R_MODULES + IOS_M_HEATMAP];
-    ios_heatmap_collect(heatmaps, width, nbins > 0 ? nbins : 1, shift);
+    ios_heatmap_collect(heatmaps, width, ios_heatmap_nbins(run_time, width), shift);
     set_ranks(heatmaps, comm->rank);
 
     c.partial = (int64_t)ios_partial_flags();

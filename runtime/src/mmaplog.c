@@ -14,7 +14,6 @@
 #include <errno.h> /* program_invocation_short_name */
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -223,11 +222,7 @@ int ios_write_all(int fd, const void *buf, size_t len, uint64_t off) {
 static const unsigned char *heatmap_records(double run_time, size_t *len) {
     static unsigned char buf[IOS_HEATMAP_NAPIS * IOS_HEATMAP_RECORD_MAX];
     double width = ios_heatmap_min_width(run_time);
-    int64_t nbins = (int64_t)ceil(run_time / width);
-    if (nbins < 1)
-        nbins = 1;
-    if (nbins > IOS_HEATMAP_BINS)
-        nbins = IOS_HEATMAP_BINS;
+    int64_t nbins = ios_heatmap_nbins(run_time, width);
     *len = 0;
     for (int api = 0; api < IOS_HEATMAP_NAPIS; api++) {
         size_t n = ios_heatmap_record(api, width, nbins, 0.0, buf + *len);
@@ -290,12 +285,7 @@ int ios_mmap_write_log(char *out, size_t outlen, const char **why) {
         unlink(out);
         return -1;
     }
-    /* Darshan's final name carries the seconds the write took: under one, here. */
-    static char final[PATH_MAX];
-    if (stem[0] && snprintf(final, sizeof final, "%s_1.darshan", stem) > 0 &&
-        IOS_CALL(rename)(out, final) == 0)
-        snprintf(out, outlen, "%s", final);
-    chmod(out, 0400);
+    ios_job_log_finish(out, outlen, stem, 1); /* written in under a second */
     return 0;
 }
 
