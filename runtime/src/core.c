@@ -255,16 +255,24 @@ static int stop_recording(void) {
     return getpid() == owner_pid && atomic_compare_exchange_strong(&ios_state, &expected, IOS_DONE);
 }
 
-/* Stops recording and writes the log; only the first caller does anything. A signal handler
- * that interrupted the runtime on this thread (it may hold the lock, a record half updated) and
- * ends the process leaves the memory-mapped log, as a killed process does. */
-static void shutdown_with(const struct ios_comm *comm) {
+/* Stops recording and takes the lock, which waits for the updates in flight on other threads:
+ * 1, with the guard set, for the one caller that does it. 0 for any other caller, and for a
+ * signal handler that interrupted the runtime on its own thread (it may hold the lock, a record
+ * half updated) and ends the process: the memory-mapped log then stays, as a killed one's does. */
+static int stop_and_hold(void) {
     if (ios_in_runtime || !stop_recording())
-        return;
-    int saved = errno;
+        return 0;
     ios_guard(1);
-    ios_lock(); /* wait for updates in flight on other threads */
-    ios_unlock();
+    ios_lock();
+    return 1;
+}
+
+/* Stops recording and writes the log; only the first caller does anything. */
+static void shutdown_with(const struct ios_comm *comm) {
+    int saved = errno;
+    if (!stop_and_hold())
+        return;
+    ios_unlock(); /* later updates see the state and leave the records alone */
     ios_mmap_close(ios_write_log(comm));
     ios_guard(0);
     errno = saved;
@@ -284,20 +292,18 @@ static int leave_for_merge(void) {
     int rank;
     if (!ios_mpi_unfinished(&rank) || !ios_mmap_on)
         return 0;
-    if (ios_in_runtime || !stop_recording())
-        return 1;
     int saved = errno;
-    ios_guard(1);
-    ios_lock();
-    ios_unlock();
-    if (rank == 0) {
-        const char *path = ios_mmap_path(), *slash = strrchr(path, '/');
-        ios_warn("MPI_Finalize was not called: each process leaves its log in %.*s (*_mmap-log-*); "
-                 "`iostudy logs merge` makes the job's log of them",
-                 slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (stop_and_hold()) {
+        ios_unlock();
+        if (rank == 0) {
+            const char *path = ios_mmap_path(), *slash = strrchr(path, '/');
+            ios_warn("MPI_Finalize was not called: each process leaves its log in %.*s "
+                     "(*_mmap-log-*); `iostudy logs merge` makes the job's log of them",
+                     slash ? (int)(slash - path) : 1, slash ? path : ".");
+        }
+        ios_mmap_close(1);
+        ios_guard(0);
     }
-    ios_mmap_close(1);
-    ios_guard(0);
     errno = saved;
     return 1;
 }
@@ -309,11 +315,9 @@ static int leave_for_merge(void) {
  * 1 with recording stopped and the lock held, *log naming the log written ("" if none). */
 static int stop_into_log(int every, char *log, size_t loglen) {
     log[0] = '\0';
-    if (ios_in_runtime || !ios_mmap_on || !stop_recording())
-        return 0;
     int saved = errno;
-    ios_guard(1);
-    ios_lock();
+    if (!ios_mmap_on || !stop_and_hold())
+        return 0;
     const char *why = NULL;
     if ((every || modmem_used > 0 || partial_flags) && ios_mmap_write_log(log, loglen, &why) != 0) {
         ios_warn("cannot write the log %s: %s; its records stay in %s", log[0] ? log : "(none)",
