@@ -434,6 +434,7 @@ const char *ios_posix_fd_name(int fd) IOS_HIDDEN;
 const char *ios_stdio_stream_name(FILE *stream) IOS_HIDDEN;
 
 /* ---- Lustre layouts (lustre.c) ------------------------------------------------------------ */
+#define IOS_LUSTRE_MAGIC 0x0BD00BD0 /* statfs's f_type of a Lustre file system (LL_SUPER_MAGIC) */
 #define IOS_LUSTRE_MAX_COMPS 64
 #define IOS_LUSTRE_MAX_STRIPES 4096 /* keeps a record below darshan-parser's 80 KiB buffer */
 struct ios_lustre_layout {

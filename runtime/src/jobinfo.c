@@ -11,7 +11,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define LUSTRE_SUPER_MAGIC 0x0BD00BD0
 #define MAX_MOUNTS 64
 
 static int saved_argc;
@@ -181,7 +180,7 @@ int64_t ios_file_alignment(const char *path) {
         struct statfs sfs;
         if (statfs(best->path, &sfs) != 0)
             best->block_size = 4096;
-        else if (sfs.f_type == LUSTRE_SUPER_MAGIC)
+        else if ((uint32_t)sfs.f_type == IOS_LUSTRE_MAGIC)
             best->block_size = 1048576; /* Lustre reports a page; its stripes are 1 MiB */
         else
             best->block_size = sfs.f_bsize;

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/vfs.h>
 
-#define LL_SUPER_MAGIC 0x0BD00BD0
 #define LLAPI_LAYOUT_MDT 2ULL /* a Data-on-MDT component: no OST stripes */
 #define LLAPI_LAYOUT_COMP_USE_FIRST 1
 #define LLAPI_LAYOUT_COMP_USE_NEXT 3
@@ -158,7 +157,7 @@ static int on_lustre(const char *name, int fd) {
     if (hit)
         return known != NULL;
     struct statfs sfs;
-    int lustre = fstatfs(fd, &sfs) == 0 && (uint32_t)sfs.f_type == LL_SUPER_MAGIC;
+    int lustre = fstatfs(fd, &sfs) == 0 && (uint32_t)sfs.f_type == IOS_LUSTRE_MAGIC;
     ios_lock();
     ios_path_cache_put(&folders, name, len, key, lustre ? &on_lustre_mark : NULL);
     ios_unlock();
