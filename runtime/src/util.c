@@ -264,16 +264,21 @@ static int excluded(const char *path) {
     return 0;
 }
 
+/* name, in writable memory, as a record is named: // and /./ collapsed (rare: looked for
+ * before rewriting); 0, or -1 when it must not be recorded. */
+static int settle_name(char *name) {
+    if (has_redundant_separator(name))
+        collapse_separators(name);
+    return excluded(name) ? -1 : 0;
+}
+
 const char *ios_absolute_name(const char *path, size_t len, char *out, size_t outlen) {
-    const char *name = path;
-    if (has_redundant_separator(path)) { /* rare */
-        if (len + 1 > outlen)
-            return NULL;
-        memcpy(out, path, len + 1);
-        collapse_separators(out);
-        name = out;
-    }
-    return excluded(name) ? NULL : name;
+    if (!has_redundant_separator(path)) /* as it is: no copy */
+        return excluded(path) ? NULL : path;
+    if (len + 1 > outlen)
+        return NULL;
+    memcpy(out, path, len + 1);
+    return settle_name(out) == 0 ? out : NULL;
 }
 
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
@@ -300,9 +305,7 @@ int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
         return -1;
     }
     memcpy(out + n, path, plen + 1);
-    if (has_redundant_separator(out)) /* rare: looked for before rewriting */
-        collapse_separators(out);
-    return excluded(out) ? -1 : 0;
+    return settle_name(out);
 }
 
 /* ---- what absolute paths came to ---------------------------------------------------------- */
