@@ -102,10 +102,11 @@ REGRESSION_CAMPAIGN = {
 # unthrottled run's (37 against a median of 4,250 here; a tenth of a CPU gave 424 against
 # 3,900, too close to the band below).
 THROTTLE = 0.05
-# The history band's floor. Page-cache writes on a shared 2-core VM vary by a factor of two
-# between unchanged runs (a CI run once saw 2,891 after a median of 6,398): the band flags
-# only a value under a quarter of the history's median.
-TOLERANCE = "0.75"
+# The history band's floor. Page-cache writes on a shared 2-core VM vary between unchanged
+# runs by a factor of two for a file per process (a CI run saw 2,891 after a median of 6,398)
+# and up to four and a half for the shared file (686.6 after a median of 3,102): the band flags
+# only a value under 15 % of the history's median. The throttled run falls to about 1 %.
+TOLERANCE = "0.85"
 
 
 def campaign_run(campaign: Path, results: Path, wrap=None) -> str:
