@@ -229,10 +229,12 @@ struct bytes {
  * record; a few records) are stored, not compressed: a zlib header, stored blocks, the Adler-32
  * sum. Building a block's Huffman codes (and a compressor's tables) costs tens of thousands of
  * instructions whatever the input: most of what the runtime would add to a short process, for a
- * kilobyte or two of log. Larger regions are compressed at level 1: what matters at exit is
- * time. With libdeflate (twice zlib's speed on records, and smaller output) one compressor
- * serves them; with zlib, one deflate state with the full 32 KiB window and hash, reset between
- * regions (a smaller hash makes zlib walk more collisions: twice as slow on records). */
+ * kilobyte or two of log. Larger regions of fixed-size records (the modules') go through the
+ * record encoder (recdeflate.c): half libdeflate's instructions at its fastest level, a size
+ * within a few percent. The rest (names, heatmaps) is compressed at level 1: what matters at
+ * exit is time. With libdeflate (twice zlib's speed, and smaller output) one compressor serves
+ * them; with zlib, one deflate state with the full 32 KiB window and hash, reset between regions
+ * (a smaller hash makes zlib walk more collisions: twice as slow on records). */
 #define STORED_BELOW 4096
 
 static void put_be32(unsigned char *p, uint32_t v) {
@@ -289,13 +291,21 @@ static void end_compression(void) {
 }
 #endif
 
-/* A zlib stream of one stored block (len < 65536): header, block, Adler-32. */
+/* zlib's two header bytes: deflate, 32 KiB window, no dictionary, fastest
+ * ((0x78 << 8 | 0x01) % 31 == 0). The stream ends with the Adler-32 sum, big-endian. */
+#define ZLIB_HEADER_LEN 2
+#define ZLIB_TRAILER_LEN 4
+static void zlib_header(unsigned char *z) {
+    z[0] = 0x78;
+    z[1] = 0x01;
+}
+
+/* A zlib stream of one stored block (len < 65536). */
 static size_t store_region(const void *in, size_t len, unsigned char **out) {
-    unsigned char *z = *out = malloc(len + 11);
+    unsigned char *z = *out = malloc(ZLIB_HEADER_LEN + 5 + len + ZLIB_TRAILER_LEN);
     if (!z)
         return 0;
-    z[0] = 0x78; /* deflate, 32 KiB window */
-    z[1] = 0x01; /* no dictionary, fastest; (0x78 << 8 | 0x01) % 31 == 0 */
+    zlib_header(z);
     z[2] = 0x01; /* the final block, stored */
     z[3] = (unsigned char)len;
     z[4] = (unsigned char)(len >> 8);
@@ -306,11 +316,29 @@ static size_t store_region(const void *in, size_t len, unsigned char **out) {
     return len + 11;
 }
 
-static int compress_region(const void *in, size_t len, struct bytes *out) {
+/* A zlib stream of fixed-size records, by the record-aware encoder (recdeflate.c). */
+static size_t deflate_records(const void *in, size_t len, size_t record_size, unsigned char **out) {
+    size_t cap = ios_deflate_records_bound(len);
+    unsigned char *z = *out = malloc(ZLIB_HEADER_LEN + cap + ZLIB_TRAILER_LEN);
+    if (!z)
+        return 0;
+    zlib_header(z);
+    size_t body = ios_deflate_records(in, len, record_size, z + ZLIB_HEADER_LEN, cap);
+    if (!body)
+        return 0;
+    put_be32(z + ZLIB_HEADER_LEN + body, adler32_of(in, len));
+    return ZLIB_HEADER_LEN + body + ZLIB_TRAILER_LEN;
+}
+
+/* A region as one zlib stream: stored when small, records by their own encoder, the rest (the
+ * names, the variable-size heatmap records) by the general compressor. */
+static int compress_region(const void *in, size_t len, size_t record_size, struct bytes *out) {
     out->data = NULL;
     out->len = !len                 ? 0
                : len < STORED_BELOW ? store_region(in, len, &out->data)
-                                    : deflate_region(in, len, &out->data);
+               : record_size && record_size <= IOS_DEFLATE_RECORD_MAX
+                   ? deflate_records(in, len, record_size, &out->data)
+                   : deflate_region(in, len, &out->data);
     return len && !out->len ? -1 : 0;
 }
 
@@ -386,15 +414,15 @@ int ios_write_content(const struct ios_comm *comm, struct log_content *c, double
     struct ios_record_set *sets = c->sets;
     int failed = serialize_names(sets + R_MODULES, IOS_NMODULES, &parts[R_NAMES]) != 0;
     struct bytes raw = parts[R_NAMES];
-    failed |= compress_region(raw.data, raw.len, &parts[R_NAMES]) != 0;
+    failed |= compress_region(raw.data, raw.len, 0, &parts[R_NAMES]) != 0;
     free(raw.data);
     for (int r = R_MODULES; r < N_REGIONS; r++)
-        failed |= compress_region(sets[r].buf, sets[r].len, &parts[r]) != 0;
+        failed |= compress_region(sets[r].buf, sets[r].len, sets[r].rec_size, &parts[r]) != 0;
 
     char *path = c->path, *stem = c->stem;
     const char *why = c->why;
     if (comm->rank == 0) {
-        failed |= compress_region(&c->jr, sizeof c->jr.job + strlen(c->jr.exe) + 1, &job) != 0;
+        failed |= compress_region(&c->jr, sizeof c->jr.job + strlen(c->jr.exe) + 1, 0, &job) != 0;
         failed |= why != NULL;
     }
     /* Where each region starts, and where this rank's part of it goes. */

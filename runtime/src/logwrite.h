@@ -49,4 +49,16 @@ static inline int ios_ranked(const struct ios_reducer *r) { return r->fastest_ra
 /* A record's fastest and slowest rank are its own rank, with its bytes and time. */
 void ios_seed_extremes(const struct ios_reducer *r, void *rec, int rank) IOS_HIDDEN;
 
+/* A region of records of record_size bytes (at most IOS_DEFLATE_RECORD_MAX: two records back
+ * must lie within deflate's 32 KiB window) as a raw deflate stream (recdeflate.c) into out,
+ * which holds cap >= ios_deflate_records_bound(len) bytes; its length, or 0 without memory. */
+#define IOS_DEFLATE_RECORD_MAX 16384
+size_t ios_deflate_records(const unsigned char *in, size_t len, size_t record_size,
+                           unsigned char *out, size_t cap) IOS_HIDDEN;
+/* At most 9 bits a byte with the fixed codes (a block never takes more than with them), and
+ * each block's 10 bits of header and end. */
+static inline size_t ios_deflate_records_bound(size_t len) {
+    return len + len / 8 + len / 1024 + 16;
+}
+
 #endif

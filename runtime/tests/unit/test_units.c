@@ -1,8 +1,11 @@
 /* Unit tests of the runtime's building blocks (run by ctest): the record-id hash against the
  * format reference's vectors, common-value merging, size bins, timers, the u64 map, path
- * normalization and the heatmap's bins. Expected values come from the reference, not from
- * the code under test. */
+ * normalization, the heatmap's bins and the record encoder. Expected values come from the
+ * reference, or from zlib's inflate, not from the code under test. */
 #include "iostudy.h"
+#include "logwrite.h"
+
+#include <zlib.h>
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -195,6 +198,92 @@ static void test_heatmap(void) {
     free(set.buf);
 }
 
+/* The record encoder's output, inflated by zlib (the reader PyDarshan and darshan-parser use),
+ * gives back its input exactly, within the bound. */
+static void check_round_trip(const char *what, const unsigned char *in, size_t len, size_t rec) {
+    size_t cap = ios_deflate_records_bound(len);
+    unsigned char *z = malloc(cap), *back = malloc(len + 1);
+    size_t zlen = ios_deflate_records(in, len, rec, z, cap);
+    CHECK(zlen > 0 && zlen <= cap, "%s: %zu bytes encoded of %zu allowed", what, zlen, cap);
+    z_stream s = {
+        .next_in = z, .avail_in = (uInt)zlen, .next_out = back, .avail_out = (uInt)len + 1};
+    CHECK(inflateInit2(&s, -15) == Z_OK, "%s: inflateInit2", what);
+    int rc = inflate(&s, Z_FINISH);
+    CHECK(rc == Z_STREAM_END, "%s: inflate returned %d (%s)", what, rc, s.msg ? s.msg : "");
+    CHECK(s.total_out == len && memcmp(back, in, len) == 0, "%s: %lu bytes back of %zu, differing",
+          what, s.total_out, len);
+    CHECK(s.avail_in == 0, "%s: %u bytes after the stream's end", what, s.avail_in);
+    inflateEnd(&s);
+    free(z);
+    free(back);
+}
+
+/* Records as a log holds them: 8-byte counters, most equal to the record before's, a few
+ * changing (ids, offsets, timestamps), runs of zeros. */
+static void fill_records(unsigned char *buf, size_t len, size_t rec, unsigned seed) {
+    uint64_t x = seed;
+    for (size_t off = 0; off + 8 <= len; off += 8) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        size_t field = (off % rec) / 8;
+        int64_t v = field == 0       ? (int64_t)x
+                    : field % 7 == 3 ? (int64_t)(x >> 40)
+                    : field % 5 == 1 ? 1
+                                     : 0;
+        memcpy(buf + off, &v, 8);
+    }
+}
+
+static void test_record_encoder(void) {
+    enum { LEN = 1 << 20 };
+    unsigned char *buf = malloc(LEN);
+    size_t sizes[] = {1, 2, 3, 7, 8, 257, 258, 259, 4096, 100003, LEN};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        char what[64];
+        fill_records(buf, LEN, 704, (unsigned)i);
+        snprintf(what, sizeof what, "records, %zu bytes", sizes[i]);
+        check_round_trip(what, buf, sizes[i], 704);
+        memset(buf, 0, LEN);
+        snprintf(what, sizeof what, "zeros, %zu bytes", sizes[i]);
+        check_round_trip(what, buf, sizes[i], 704);
+        uint64_t x = i + 1;
+        for (size_t b = 0; b < LEN; b++) /* incompressible: every block takes literals */
+            buf[b] = (unsigned char)((x = x * 6364136223846793005ULL + 1) >> 56);
+        snprintf(what, sizeof what, "random, %zu bytes", sizes[i]);
+        check_round_trip(what, buf, sizes[i], 704);
+    }
+    size_t records[] = {8, 16, 24, 1000, IOS_DEFLATE_RECORD_MAX};
+    for (size_t i = 0; i < sizeof records / sizeof *records; i++) {
+        char what[64];
+        fill_records(buf, LEN, records[i], 7);
+        snprintf(what, sizeof what, "records of %zu bytes", records[i]);
+        check_round_trip(what, buf, LEN, records[i]);
+    }
+    /* Byte k occurring about fib(k) times, shuffled, each followed by a counter byte (128 +
+     * i % 127) that keeps any three bytes from recurring at the encoder's distances: the
+     * literal code, unlimited, would be about 20 bits deep where deflate allows 15. */
+    size_t n = 0;
+    for (uint64_t k = 0, a = 1, b = 1; k < 21; k++, b = a + b, a = b - a)
+        for (uint64_t j = 0; j < a; j++)
+            buf[n++] = (unsigned char)k;
+    uint64_t x = 99;
+    for (size_t i = n - 1; i > 0; i--) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        size_t j = (size_t)(x >> 33) % (i + 1);
+        unsigned char t = buf[i];
+        buf[i] = buf[j], buf[j] = t;
+    }
+    for (size_t i = n; i-- > 0;) {
+        buf[2 * i] = buf[i];
+        buf[2 * i + 1] = (unsigned char)(128 + i % 127);
+    }
+    check_round_trip("Fibonacci-skewed bytes", buf, 2 * n, 704);
+    unsigned char z[64];
+    CHECK(ios_deflate_records(buf, 16, IOS_DEFLATE_RECORD_MAX + 8, z, sizeof z) == 0,
+          "a record beyond the window is refused");
+    CHECK(ios_deflate_records(buf, 4096, 704, z, sizeof z) == 0, "a short output is refused");
+    free(buf);
+}
+
 int main(void) {
     test_hash();
     test_size_bins();
@@ -205,6 +294,7 @@ int main(void) {
     test_paths();
     test_path_cache();
     test_heatmap();
+    test_record_encoder();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     else

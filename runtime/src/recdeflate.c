@@ -1,0 +1,423 @@
+/* A deflate encoder (RFC 1951) for arrays of fixed-size records: what a log's module regions are.
+ *
+ * Why not only libdeflate or zlib: a process with thousands of files spends most of its exit
+ * compressing their records (20,000 creates: 5,953 POSIX records, 4 MB, 75M instructions at
+ * libdeflate's fastest level, 60 % of all the runtime adds to that process). Those general
+ * encoders search a hash of recent strings at every position. Records need no search: a counter
+ * is most often equal to the same counter one or two records before, and a run of zeros to the
+ * eight bytes before it. So this encoder tries exactly those three distances at each position,
+ * comparing eight bytes at a time. Each block of tokens then gets its own Huffman codes, or
+ * deflate's fixed ones when those come out smaller. The output is an ordinary deflate stream:
+ * zlib, PyDarshan and darshan-parser read it as any other.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logwrite.h"
+
+#define MIN_MATCH 3
+#define MAX_MATCH 258
+#define RUN_DISTANCE 8         /* a run of zeros, or of a repeated 8-byte value, in a record */
+#define N_DISTANCES 3          /* one record back, two records back, RUN_DISTANCE back */
+#define BLOCK_TOKENS (1 << 15) /* tokens per block: codes adapt, the token buffer stays small */
+#define N_LITLEN 286           /* literals, end of block, length symbols */
+#define N_LITLEN_FIXED                                                                             \
+    288 /* the fixed code also counts two unused symbols: its 9-bit codes                          \
+           depend on them */
+#define N_DIST 30
+#define N_CLEN 19 /* the code-length alphabet */
+#define END_OF_BLOCK 256
+#define MAX_CODE_LEN 15
+#define MAX_CLEN_LEN 7
+
+/* ---- the symbols of lengths and distances (RFC 1951 3.2.5) ----------------------------------- */
+static const uint16_t length_base[29] = {3,  4,  5,  6,   7,   8,   9,   10,  11, 13,
+                                         15, 17, 19, 23,  27,  31,  35,  43,  51, 59,
+                                         67, 83, 99, 115, 131, 163, 195, 227, 258};
+static const uint8_t length_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+                                         2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+static const uint16_t distance_base[N_DIST] = {
+    1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,   65,    97,    129,
+    193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+static const uint8_t distance_extra[N_DIST] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
+                                               6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+/* The order in which a dynamic block sends the code lengths of the code-length alphabet. */
+static const uint8_t clen_order[N_CLEN] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
+                                           11, 4,  12, 3, 13, 2, 14, 1, 15};
+
+/* The length symbol of each match length (257 + it), built once. */
+static uint8_t length_symbol[MAX_MATCH + 1];
+
+static void build_length_symbols(void) {
+    for (int i = 0, len = MIN_MATCH; len <= MAX_MATCH; len++) {
+        while (i < 28 && length_base[i + 1] <= len)
+            i++;
+        length_symbol[len] = (uint8_t)i;
+    }
+}
+
+static int distance_symbol(uint32_t distance) {
+    int i = N_DIST - 1;
+    while (distance_base[i] > distance)
+        i--;
+    return i;
+}
+
+/* ---- bits ---------------------------------------------------------------------------------- */
+/* Bits gather in acc, least significant first, and leave four bytes at a time. A Huffman code is
+ * sent from its most significant bit, so codes are kept bit-reversed, ready to append. */
+struct bit_writer {
+    uint64_t acc;
+    unsigned n;
+    unsigned char *out;
+};
+
+static inline void put_bits(struct bit_writer *w, uint32_t bits, unsigned len) {
+    w->acc |= (uint64_t)bits << w->n;
+    w->n += len;
+    if (w->n >= 32) { /* at most 31 + 28 bits held */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint32_t low = (uint32_t)w->acc;
+        memcpy(w->out, &low, 4);
+        w->out += 4;
+#else
+        for (int i = 0; i < 4; i++)
+            *w->out++ = (unsigned char)(w->acc >> (8 * i));
+#endif
+        w->acc >>= 32;
+        w->n -= 32;
+    }
+}
+
+static void flush_bits(struct bit_writer *w) {
+    for (; w->n > 0; w->n = w->n > 8 ? w->n - 8 : 0, w->acc >>= 8)
+        *w->out++ = (unsigned char)w->acc;
+}
+
+static uint32_t reversed(uint32_t v, unsigned len) {
+    uint32_t r = 0;
+    for (unsigned i = 0; i < len; i++, v >>= 1)
+        r = r << 1 | (v & 1);
+    return r;
+}
+
+/* ---- Huffman codes --------------------------------------------------------------------------- */
+struct huffman {
+    uint8_t len[N_LITLEN_FIXED];
+    uint16_t code[N_LITLEN_FIXED]; /* bit-reversed */
+};
+
+struct leaf {
+    uint32_t freq;
+    uint16_t sym;
+};
+
+static int by_freq(const void *a, const void *b) {
+    const struct leaf *x = a, *y = b;
+    return x->freq != y->freq ? (x->freq < y->freq ? -1 : 1) : x->sym - y->sym;
+}
+
+/* Code lengths for freq[0..n) of at most max_len bits. Two symbols at least get a code (an
+ * inflater wants a complete code). Huffman's construction over leaves sorted by frequency, with
+ * a second queue of the merged nodes (created in increasing weight); while its depth exceeds
+ * max_len the frequencies are halved, which flattens the tree. */
+static void huffman_lengths(const uint32_t *freq_in, int n, unsigned max_len, uint8_t *len) {
+    struct leaf leaves[N_LITLEN];
+    uint32_t weight[2 * N_LITLEN], freq[N_LITLEN];
+    uint16_t parent[2 * N_LITLEN];
+    uint8_t depth[2 * N_LITLEN];
+    memcpy(freq, freq_in, n * sizeof *freq);
+    int used = 0;
+    for (int s = 0; s < n; s++)
+        used += freq[s] != 0;
+    for (int s = 0; s < n && used < 2; s++)
+        if (!freq[s])
+            freq[s] = 1, used++;
+    for (;;) {
+        int m = 0;
+        for (int s = 0; s < n; s++)
+            if (freq[s])
+                leaves[m++] = (struct leaf){freq[s], (uint16_t)s};
+        qsort(leaves, m, sizeof *leaves, by_freq);
+        for (int i = 0; i < m; i++)
+            weight[i] = leaves[i].freq;
+        int leaf = 0, merged = m;
+        for (int next = m; next < 2 * m - 1; next++) {
+            int pick[2];
+            for (int k = 0; k < 2; k++)
+                pick[k] = leaf < m && (merged == next || weight[leaf] <= weight[merged]) ? leaf++
+                                                                                         : merged++;
+            weight[next] = weight[pick[0]] + weight[pick[1]];
+            parent[pick[0]] = parent[pick[1]] = (uint16_t)next;
+        }
+        unsigned deepest = 0;
+        depth[2 * m - 2] = 0;
+        for (int k = 2 * m - 3; k >= 0; k--)
+            if ((depth[k] = depth[parent[k]] + 1) > deepest)
+                deepest = depth[k];
+        if (deepest <= max_len) {
+            memset(len, 0, n);
+            for (int i = 0; i < m; i++)
+                len[leaves[i].sym] = depth[i];
+            return;
+        }
+        for (int s = 0; s < n; s++)
+            freq[s] = freq[s] ? (freq[s] + 1) / 2 : 0;
+    }
+}
+
+/* The canonical codes of the lengths (RFC 1951 3.2.2). */
+static void canonical_codes(struct huffman *h, int n) {
+    uint16_t count[MAX_CODE_LEN + 1] = {0}, next[MAX_CODE_LEN + 1];
+    for (int s = 0; s < n; s++)
+        count[h->len[s]]++;
+    count[0] = 0;
+    uint16_t code = 0;
+    for (int bits = 1; bits <= MAX_CODE_LEN; bits++)
+        next[bits] = code = (uint16_t)((code + count[bits - 1]) << 1);
+    for (int s = 0; s < n; s++)
+        if (h->len[s])
+            h->code[s] = (uint16_t)reversed(next[h->len[s]]++, h->len[s]);
+}
+
+static void fixed_huffman(struct huffman *lit, struct huffman *dist) {
+    for (int s = 0; s < N_LITLEN_FIXED; s++)
+        lit->len[s] = s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8;
+    canonical_codes(lit, N_LITLEN_FIXED);
+    memset(dist->len, 5, N_DIST);
+    canonical_codes(dist, N_DIST);
+}
+
+/* ---- one block ----------------------------------------------------------------------------- */
+/* A token: a literal byte (0..255), or 256 + ((length - MIN_MATCH) * N_DISTANCES + which
+ * distance). A block's tokens, their symbols' counts and its codes. */
+struct block {
+    uint16_t tokens[BLOCK_TOKENS];
+    int ntokens;
+    uint32_t distance[N_DISTANCES];
+    int distance_symbol[N_DISTANCES];
+    uint32_t lit_freq[N_LITLEN], dist_freq[N_DIST]; /* of the tokens, counted as they come */
+    struct huffman lit, dist;
+};
+
+/* The bits the block's tokens take with these codes, extra bits included. */
+static uint64_t payload_bits(const struct block *b, const struct huffman *lit,
+                             const struct huffman *dist) {
+    uint64_t bits = 0;
+    for (int s = 0; s < N_LITLEN; s++)
+        bits += (uint64_t)b->lit_freq[s] * (lit->len[s] + (s > 256 ? length_extra[s - 257] : 0));
+    for (int s = 0; s < N_DIST; s++)
+        bits += (uint64_t)b->dist_freq[s] * (dist->len[s] + distance_extra[s]);
+    return bits;
+}
+
+/* A dynamic block's header: the two codes' lengths, run-length coded (16: repeat the previous
+ * 3-6 times, 17: 3-10 zeros, 18: 11-138 zeros), themselves Huffman coded. */
+struct header {
+    int hlit, hdist, hclen;
+    uint8_t rle[N_LITLEN + N_DIST], rle_extra[N_LITLEN + N_DIST];
+    int nrle;
+    struct huffman clen;
+    uint64_t bits;
+};
+
+static const uint8_t rle_extra_bits[N_CLEN] = {[16] = 2, [17] = 3, [18] = 7};
+
+static void run_length_code(struct header *h, const uint8_t *lens, int n) {
+    for (int i = 0; i < n;) {
+        int run = 1;
+        while (i + run < n && lens[i + run] == lens[i])
+            run++;
+        int sym = lens[i], take = 1, extra = 0;
+        if (sym == 0 && run >= 11)
+            take = run > 138 ? 138 : run, extra = take - 11, sym = 18;
+        else if (sym == 0 && run >= 3)
+            take = run > 10 ? 10 : run, extra = take - 3, sym = 17;
+        else if (i > 0 && lens[i - 1] == sym && run >= 3)
+            take = run > 6 ? 6 : run, extra = take - 3, sym = 16;
+        h->rle[h->nrle] = (uint8_t)sym;
+        h->rle_extra[h->nrle++] = (uint8_t)extra;
+        i += take;
+    }
+}
+
+static void build_header(struct header *h, const struct huffman *lit, const struct huffman *dist) {
+    h->hlit = N_LITLEN;
+    while (h->hlit > 257 && !lit->len[h->hlit - 1])
+        h->hlit--;
+    h->hdist = N_DIST;
+    while (h->hdist > 1 && !dist->len[h->hdist - 1])
+        h->hdist--;
+    uint8_t lens[N_LITLEN + N_DIST];
+    memcpy(lens, lit->len, h->hlit);
+    memcpy(lens + h->hlit, dist->len, h->hdist);
+    h->nrle = 0;
+    run_length_code(h, lens, h->hlit + h->hdist);
+    uint32_t freq[N_CLEN] = {0};
+    for (int i = 0; i < h->nrle; i++)
+        freq[h->rle[i]]++;
+    huffman_lengths(freq, N_CLEN, MAX_CLEN_LEN, h->clen.len);
+    canonical_codes(&h->clen, N_CLEN);
+    h->hclen = N_CLEN;
+    while (h->hclen > 4 && !h->clen.len[clen_order[h->hclen - 1]])
+        h->hclen--;
+    h->bits = 5 + 5 + 4 + 3 * (uint64_t)h->hclen;
+    for (int i = 0; i < h->nrle; i++)
+        h->bits += h->clen.len[h->rle[i]] + rle_extra_bits[h->rle[i]];
+}
+
+static void put_header(struct bit_writer *w, const struct header *h) {
+    put_bits(w, (uint32_t)(h->hlit - 257), 5);
+    put_bits(w, (uint32_t)(h->hdist - 1), 5);
+    put_bits(w, (uint32_t)(h->hclen - 4), 4);
+    for (int i = 0; i < h->hclen; i++)
+        put_bits(w, h->clen.len[clen_order[i]], 3);
+    for (int i = 0; i < h->nrle; i++) {
+        put_bits(w, h->clen.code[h->rle[i]], h->clen.len[h->rle[i]]);
+        put_bits(w, h->rle_extra[i], rle_extra_bits[h->rle[i]]);
+    }
+}
+
+static void put_tokens(struct bit_writer *w, const struct block *b, const struct huffman *lit,
+                       const struct huffman *dist) {
+    struct {
+        uint32_t bits;
+        unsigned len;
+    } length_code[MAX_MATCH + 1], distance_code[N_DISTANCES];
+    for (int len = MIN_MATCH; len <= MAX_MATCH; len++) {
+        int i = length_symbol[len], s = 257 + i;
+        length_code[len].bits = lit->code[s] | (uint32_t)(len - length_base[i]) << lit->len[s];
+        length_code[len].len = lit->len[s] + length_extra[i];
+    }
+    for (int k = 0; k < N_DISTANCES; k++) {
+        int s = b->distance_symbol[k];
+        distance_code[k].bits = dist->code[s] | (b->distance[k] - distance_base[s]) << dist->len[s];
+        distance_code[k].len = dist->len[s] + distance_extra[s];
+    }
+    for (int i = 0; i < b->ntokens; i++) {
+        unsigned t = b->tokens[i];
+        if (t < 256) {
+            put_bits(w, lit->code[t], lit->len[t]);
+            continue;
+        }
+        t -= 256;
+        unsigned len = t / N_DISTANCES + MIN_MATCH, k = t % N_DISTANCES;
+        put_bits(w, length_code[len].bits, length_code[len].len);
+        put_bits(w, distance_code[k].bits, distance_code[k].len);
+    }
+    put_bits(w, lit->code[END_OF_BLOCK], lit->len[END_OF_BLOCK]);
+}
+
+/* The block with its own codes, or with the fixed ones when that is smaller. */
+static void put_block(struct bit_writer *w, struct block *b, int final) {
+    static struct huffman fixed_lit, fixed_dist; /* built at the first log, by its one writer */
+    if (!fixed_lit.len[0])
+        fixed_huffman(&fixed_lit, &fixed_dist);
+    b->lit_freq[END_OF_BLOCK] = 1;
+    huffman_lengths(b->lit_freq, N_LITLEN, MAX_CODE_LEN, b->lit.len);
+    canonical_codes(&b->lit, N_LITLEN);
+    huffman_lengths(b->dist_freq, N_DIST, MAX_CODE_LEN, b->dist.len);
+    canonical_codes(&b->dist, N_DIST);
+    struct header header;
+    build_header(&header, &b->lit, &b->dist);
+    int dynamic =
+        header.bits + payload_bits(b, &b->lit, &b->dist) < payload_bits(b, &fixed_lit, &fixed_dist);
+    put_bits(w, (uint32_t) final | (dynamic ? 2u : 1u) << 1, 3);
+    if (dynamic)
+        put_header(w, &header);
+    put_tokens(w, b, dynamic ? &b->lit : &fixed_lit, dynamic ? &b->dist : &fixed_dist);
+}
+
+/* ---- matching ----------------------------------------------------------------------------------
+ */
+/* How many bytes, up to max, at a equal those at b (b < a: an overlapping copy is fine). */
+static inline size_t match_length(const unsigned char *a, const unsigned char *b, size_t max) {
+    size_t n = 0;
+    while (n + 8 <= max) {
+        uint64_t x, y;
+        memcpy(&x, a + n, 8);
+        memcpy(&y, b + n, 8);
+        if (x != y)
+            return n + (size_t)__builtin_ctzll(x ^ y) / 8;
+        n += 8;
+    }
+    while (n < max && a[n] == b[n])
+        n++;
+    return n;
+}
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FIRST_THREE_BYTES 0x00ffffffu /* of four bytes loaded into a uint32_t */
+#else
+#define FIRST_THREE_BYTES 0xffffff00u
+#endif
+
+/* The longest match at p at distance d (none before the start), up to max; 0 as soon as the
+ * first MIN_MATCH bytes differ, the usual case at a literal, for a few instructions. */
+static inline size_t match_at(const unsigned char *in, size_t p, size_t d, size_t max) {
+    if (p < d)
+        return 0;
+    if (max >= 4) {
+        uint32_t x, y;
+        memcpy(&x, in + p, 4);
+        memcpy(&y, in + p - d, 4);
+        if (((x ^ y) & FIRST_THREE_BYTES) != 0)
+            return 0;
+    }
+    return match_length(in + p, in + p - d, max);
+}
+
+/* Appends the token at p to the block and counts its symbols; returns the bytes it covers. The
+ * record before is the likeliest match, then a run; two records back, only when both fail. */
+static size_t next_token(const unsigned char *in, size_t len, size_t p, struct block *b) {
+    size_t max = len - p < MAX_MATCH ? len - p : MAX_MATCH;
+    int which = 0;
+    size_t best = match_at(in, p, b->distance[0], max);
+    for (int k = 1; k < N_DISTANCES && best < MIN_MATCH; k++) {
+        size_t n = match_at(in, p, b->distance[k], max);
+        if (n > best)
+            best = n, which = k;
+    }
+    if (best < MIN_MATCH) {
+        b->tokens[b->ntokens++] = in[p];
+        b->lit_freq[in[p]]++;
+        return 1;
+    }
+    b->tokens[b->ntokens++] = (uint16_t)(256 + (best - MIN_MATCH) * N_DISTANCES + which);
+    b->lit_freq[257 + length_symbol[best]]++;
+    b->dist_freq[b->distance_symbol[which]]++;
+    return best;
+}
+
+size_t ios_deflate_records(const unsigned char *in, size_t len, size_t record_size,
+                           unsigned char *out, size_t cap) {
+    if (record_size == 0 || record_size > IOS_DEFLATE_RECORD_MAX ||
+        cap < ios_deflate_records_bound(len))
+        return 0;
+    struct block *b = malloc(sizeof *b);
+    if (!b)
+        return 0;
+    if (!length_symbol[MAX_MATCH])
+        build_length_symbols();
+    const uint32_t distances[N_DISTANCES] = {(uint32_t)record_size, RUN_DISTANCE,
+                                             (uint32_t)(2 * record_size)};
+    for (int k = 0; k < N_DISTANCES; k++) {
+        b->distance[k] = distances[k];
+        b->distance_symbol[k] = distance_symbol(distances[k]);
+    }
+    struct bit_writer w = {.out = out};
+    size_t p = 0;
+    do {
+        b->ntokens = 0;
+        memset(b->lit_freq, 0, sizeof b->lit_freq);
+        memset(b->dist_freq, 0, sizeof b->dist_freq);
+        while (p < len && b->ntokens < BLOCK_TOKENS)
+            p += next_token(in, len, p, b);
+        put_block(&w, b, p == len);
+    } while (p < len);
+    flush_bits(&w);
+    free(b);
+    return (size_t)(w.out - out);
+}
