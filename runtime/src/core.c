@@ -134,6 +134,7 @@ static void read_config(void) {
     ios_config.modmem_mib = env_double("DARSHAN_MODMEM", 4.0);
     ios_config.namemem_mib = env_double("DARSHAN_NAMEMEM", 1.0);
     ios_config.mem_alignment = (int64_t)env_double("DARSHAN_MEMALIGN", 8.0);
+    ios_config.mem_align_mask = ios_align_mask(ios_config.mem_alignment);
     ios_config.disable_shared_redux = getenv("DARSHAN_DISABLE_SHARED_REDUCTION") != NULL;
     const char *ex = getenv("DARSHAN_EXCLUDE_DIRS");
     if (!ex)

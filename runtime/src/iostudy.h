@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -107,8 +108,17 @@ static inline void ios_leave(void) {
  * The read and write wrappers skip the last: recording there makes no call that sets errno. */
 #define IOS_TIMED_CALL(type, ret, call)                                                            \
     double t1 = ios_now();                                                                         \
+    IOS_COMPUTED_NOW(t1);                                                                          \
     type ret = call;                                                                               \
-    double t2 = ios_now()
+    double t2 = ios_now();                                                                         \
+    IOS_COMPUTED_NOW(t2)
+/* t is computed here, not where it is used: else the compiler keeps the clock's timespec and
+ * the origin alive across the calls and branches between (spills and reloads), not one double. */
+#if defined(__SSE2__)
+#define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+x"(t))
+#else
+#define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+g"(t))
+#endif
 #define IOS_KEEP_ERRNO(stmt)                                                                       \
     do {                                                                                           \
         int saved_errno_ = errno;                                                                  \
@@ -129,6 +139,7 @@ struct ios_config {
     double modmem_mib;                /* DARSHAN_MODMEM: record memory, shared by all modules */
     double namemem_mib;               /* DARSHAN_NAMEMEM: record-name memory */
     int64_t mem_alignment;            /* DARSHAN_MEMALIGN */
+    uint64_t mem_align_mask;          /* its ios_align_mask */
     int disable_shared_redux;         /* DARSHAN_DISABLE_SHARED_REDUCTION */
     char **exclude_dirs;              /* path prefixes never recorded (NULL-terminated) */
     uint64_t exclude_second_bytes[4]; /* the set of their second bytes (ios_set_excludes) */
@@ -201,66 +212,79 @@ void *ios_file_by_name(struct ios_map *files, int mod, const char *name, size_t 
 
 /* ---- counters shared by modules --------------------------------------------------------- */
 static inline int ios_size_bin(int64_t size) {
-    static const int64_t upper[9] = {100,     1024,     10240,     102400,    1048576,
-                                     4194304, 10485760, 104857600, 1073741824};
-    int bin = 0;
-    while (bin < 9 && size > upper[bin])
-        bin++;
-    return bin;
+    /* Small sizes at once; else each range [2^b, 2^(b+1)) holds at most one of the bins' upper
+     * bounds (100, 1K, 10K, 100K, 1M, 4M, 10M, 100M, 1G): a size's bin is its range's first bin,
+     * plus one above that bound. A walk through the bounds took up to 30 instructions. */
+    if (IOS_LIKELY(size <= 100))
+        return 0;
+#define NO_BOUND INT64_MAX
+    static const struct {
+        int64_t bound, first;
+    } ranges[64] = {{NO_BOUND, 0}, {NO_BOUND, 0}, {NO_BOUND, 0},   {NO_BOUND, 0},
+                    {NO_BOUND, 0}, {NO_BOUND, 0}, {100, 0},        {NO_BOUND, 1},
+                    {NO_BOUND, 1}, {NO_BOUND, 1}, {1024, 1},       {NO_BOUND, 2},
+                    {NO_BOUND, 2}, {10240, 2},    {NO_BOUND, 3},   {NO_BOUND, 3},
+                    {102400, 3},   {NO_BOUND, 4}, {NO_BOUND, 4},   {NO_BOUND, 4},
+                    {1048576, 4},  {NO_BOUND, 5}, {4194304, 5},    {10485760, 6},
+                    {NO_BOUND, 7}, {NO_BOUND, 7}, {104857600, 7},  {NO_BOUND, 8},
+                    {NO_BOUND, 8}, {NO_BOUND, 8}, {1073741824, 8}, [31 ... 63] = {NO_BOUND, 9}};
+#undef NO_BOUND
+    size_t b = 63 ^ (size_t)__builtin_clzll((uint64_t)size);
+    return (int)(ranges[b].first + (size > ranges[b].bound));
+}
+
+/* Whether v is a multiple of the alignment a, given a's mask: a - 1 for the usual power of two,
+ * 0 for none (a <= 0: everything is aligned), IOS_ALIGN_DIVIDE for the rest (a division). */
+#define IOS_ALIGN_DIVIDE UINT64_MAX
+static inline uint64_t ios_align_mask(int64_t a) {
+    return a <= 0 ? 0 : (a & (a - 1)) == 0 ? (uint64_t)a - 1 : IOS_ALIGN_DIVIDE;
+}
+static inline int ios_aligned(uint64_t v, uint64_t mask, int64_t a) {
+    return IOS_LIKELY((v & mask) == 0) || (mask == IOS_ALIGN_DIVIDE && v % (uint64_t)a == 0);
 }
 
 /* Adds the part of [t1, t2] that does not overlap the previous operation to *timer. */
 static inline void ios_timer_add(double *timer, double t1, double t2, double *last_end) {
-    *timer += t2 - (t1 > *last_end ? t1 : *last_end);
-    if (t2 > *last_end)
-        *last_end = t2;
+    /* Written as two maxima (maxsd, no branch), *last_end read once (timer might alias it). */
+    double last = *last_end;
+    *timer += t2 - (last < t1 ? t1 : last);
+    *last_end = t2 > last ? t2 : last;
 }
 
-/* Frequencies of up to 32 distinct values (access sizes or strides) per file, as Darshan keeps
- * them; the four most common non-zero ones are written at shutdown. */
+/* Frequencies of up to 32 distinct non-zero values (access sizes or strides) per file; the four
+ * most common are written at shutdown. Zero is never kept, so it is not counted either, and
+ * does not take a slot (Darshan counts it in one of its 32, then drops it). */
 #define IOS_CV_SLOTS 32
 struct ios_value_counts {
-    int64_t value[IOS_CV_SLOTS];
+    int64_t value[IOS_CV_SLOTS]; /* an unused slot holds 0 */
     int64_t count[IOS_CV_SLOTS];
     int n, last;
 };
-static inline void ios_value_count(struct ios_value_counts *vc, int64_t v) {
-    if (vc->n > 0 && vc->value[vc->last] == v) {
-        vc->count[vc->last]++;
+/* Counts v, and keeps the record's four most common values (vals, counts) current at every
+ * moment, in the order ios_common_merge gives: a memory-mapped log's record is whole whenever
+ * the process is killed (without one, shutdown recomputes them from vc all the same). Inline for
+ * the usual case: the value counted last, the record's most common one. */
+void ios_value_count_slow(struct ios_value_counts *vc, int64_t v, int64_t *vals,
+                          int64_t *counts) IOS_HIDDEN;
+static inline void ios_value_count(struct ios_value_counts *vc, int64_t v, int64_t *vals,
+                                   int64_t *counts) {
+    if (v == 0)
+        return;
+    int i = vc->last;
+    if (IOS_UNLIKELY(vc->value[i] != v)) { /* v != 0: an unused slot never matches */
+        ios_value_count_slow(vc, v, vals, counts);
         return;
     }
-    for (int i = 0; i < vc->n; i++)
-        if (vc->value[i] == v) {
-            vc->count[i]++;
-            vc->last = i;
-            return;
-        }
-    if (vc->n < IOS_CV_SLOTS) {
-        vc->value[vc->n] = v;
-        vc->count[vc->n] = 1;
-        vc->last = vc->n++;
-    }
+    int64_t n = ++vc->count[i];
+    if (IOS_LIKELY(vals[0] == v))
+        counts[0] = n;
+    else
+        ios_value_count_slow(vc, 0, vals, counts);
 }
 /* Merges (value, count) pairs into the four slots vals[0..3] / counts[0..3]: equal values add,
  * order is count descending then value descending, zero values are never kept. */
 void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
                       const int64_t *in_counts, int n_in) IOS_HIDDEN;
-
-/* With memory-mapped logs a record holds its four most common values at every moment: moves the
- * value vc counted last into the record's slots (the order ios_common_merge gives). Inline for
- * the usual case, the most common value counted again. */
-void ios_common_live_slow(int64_t *vals, int64_t *counts,
-                          const struct ios_value_counts *vc) IOS_HIDDEN;
-static inline void ios_common_live(int64_t *vals, int64_t *counts,
-                                   const struct ios_value_counts *vc) {
-    int64_t v = vc->value[vc->last];
-    if (v == 0)
-        return; /* zero values are never kept */
-    if (IOS_LIKELY(vals[0] == v && counts[0] > 0))
-        counts[0] = vc->count[vc->last];
-    else
-        ios_common_live_slow(vals, counts, vc);
-}
 
 /* ---- robust logs (mmaplog.c) -------------------------------------------------------------- */
 extern int ios_mmap_on IOS_HIDDEN; /* the records live in this process's memory-mapped log */
@@ -414,7 +438,12 @@ extern const struct ios_module ios_modules[IOS_NMODULES] IOS_HIDDEN;
  * unset), and in a reduction fcounters[first..last] keep the earliest non-zero start or the
  * latest end of in and inout. */
 static inline void ios_first_start(double *ts, double t) {
-    if (*ts == 0 || *ts > t)
+    /* Times are never negative, and the bits of non-negative doubles order as the numbers do:
+     * one unsigned comparison asks "unset (+0.0) or later than t". */
+    uint64_t have, now;
+    memcpy(&have, ts, sizeof have);
+    memcpy(&now, &t, sizeof now);
+    if (have - 1 >= now)
         *ts = t;
 }
 static inline void ios_reduce_starts(double *fc, const double *ifc, int first, int last) {

@@ -91,9 +91,7 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
         c[is_write ? MPIIO_BYTES_WRITTEN : MPIIO_BYTES_READ] += bytes;
         c[(is_write ? MPIIO_SIZE_WRITE_AGG_0_100 : MPIIO_SIZE_READ_AGG_0_100) +
           ios_size_bin(bytes)]++;
-        ios_value_count(&f->access, bytes);
-        if (ios_mmap_on)
-            ios_common_live(&c[MPIIO_ACCESS1_ACCESS], &c[MPIIO_ACCESS1_COUNT], &f->access);
+        ios_value_count(&f->access, bytes, &c[MPIIO_ACCESS1_ACCESS], &c[MPIIO_ACCESS1_COUNT]);
         if (f->last_io == (is_write ? IO_READ : IO_WRITE))
             c[MPIIO_RW_SWITCHES]++;
         f->last_io = is_write ? IO_WRITE : IO_READ;

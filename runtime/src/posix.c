@@ -19,6 +19,7 @@ struct posix_file { /* the record first: ios_file_by_name */
     int64_t offset;                            /* file offset for read/write without offset */
     int64_t last_byte_read, last_byte_written; /* reset at open and close */
     int last_io;                               /* IO_READ or IO_WRITE, for RW_SWITCHES */
+    uint64_t align_mask;                       /* ios_align_mask of POSIX_FILE_ALIGNMENT */
     double last_read_end, last_write_end, last_meta_end;
     struct posix_sizes *sizes; /* made at the first read or write: most files see none */
 };
@@ -60,7 +61,11 @@ static inline struct posix_file *fd_lookup(int fd) {
     return atomic_load_explicit(&table[fd], memory_order_relaxed);
 }
 
-static inline struct posix_file *fd_file(int fd) { return ios_recording() ? fd_lookup(fd) : NULL; }
+/* The file of a tracked descriptor, unless the runtime itself is working on this thread. The
+ * state is checked only inside the lock (ios_enter): a descriptor is tracked only while the
+ * runtime records, and after shutdown a call on one is timed for nothing. A check more, before
+ * the call, cost every read and write three instructions. */
+static inline struct posix_file *fd_file(int fd) { return !ios_in_runtime ? fd_lookup(fd) : NULL; }
 
 /* Call inside ios_enter(). */
 static void map_fd(int fd, struct posix_file *f) {
@@ -88,6 +93,7 @@ static struct posix_file *file_by_name(const char *name) {
     if (f && created) {
         f->rec->counters[POSIX_MEM_ALIGNMENT] = ios_config.mem_alignment;
         f->rec->counters[POSIX_FILE_ALIGNMENT] = ios_file_alignment(name);
+        f->align_mask = ios_align_mask(f->rec->counters[POSIX_FILE_ALIGNMENT]);
     }
     return f;
 }
@@ -178,44 +184,8 @@ static inline __attribute__((always_inline)) void count_rw(struct posix_file *f,
         return;
     int64_t *c = f->rec->counters;
     double *fc = f->rec->fcounters;
-    int64_t this_offset = offset >= 0 ? offset : f->offset;
-    int64_t *last_byte = is_write ? &f->last_byte_written : &f->last_byte_read;
-    int64_t stride = 0;
-    if (this_offset > *last_byte) {
-        c[is_write ? POSIX_SEQ_WRITES : POSIX_SEQ_READS]++;
-        if (*last_byte != 0)
-            stride = this_offset - *last_byte - 1;
-    }
-    if (this_offset == *last_byte + 1)
-        c[is_write ? POSIX_CONSEC_WRITES : POSIX_CONSEC_READS]++;
-    *last_byte = this_offset + ret - 1;
-    f->offset = this_offset + ret;
-    int max_byte = is_write ? POSIX_MAX_BYTE_WRITTEN : POSIX_MAX_BYTE_READ;
-    if (c[max_byte] < this_offset + ret - 1)
-        c[max_byte] = this_offset + ret - 1;
-    c[is_write ? POSIX_BYTES_WRITTEN : POSIX_BYTES_READ] += ret;
-    c[is_write ? POSIX_WRITES : POSIX_READS]++;
-    c[(is_write ? POSIX_SIZE_WRITE_0_100 : POSIX_SIZE_READ_0_100) + ios_size_bin(ret)]++;
-    struct posix_sizes *sizes = f->sizes;
-    if (IOS_UNLIKELY(!sizes))
-        sizes = f->sizes = calloc(1, sizeof *sizes); /* none: the four commonest go unkept */
-    if (IOS_LIKELY(sizes != NULL)) {
-        ios_value_count(&sizes->access, ret);
-        ios_value_count(&sizes->stride, stride);
-        if (ios_mmap_on) {
-            ios_common_live(&c[POSIX_ACCESS1_ACCESS], &c[POSIX_ACCESS1_COUNT], &sizes->access);
-            ios_common_live(&c[POSIX_STRIDE1_STRIDE], &c[POSIX_STRIDE1_COUNT], &sizes->stride);
-        }
-    }
-    if (!mem_aligned)
-        c[POSIX_MEM_NOT_ALIGNED]++;
-    int64_t falign = c[POSIX_FILE_ALIGNMENT];
-    if (falign > 0 &&
-        ((falign & (falign - 1)) == 0 ? this_offset & (falign - 1) : this_offset % falign) != 0)
-        c[POSIX_FILE_NOT_ALIGNED]++;
-    if (f->last_io == (is_write ? IO_READ : IO_WRITE))
-        c[POSIX_RW_SWITCHES]++;
-    f->last_io = is_write ? IO_WRITE : IO_READ;
+    /* The times first, while t1 and t2 are in registers: the calls of the slow paths below
+     * would make the compiler save and reload them. */
     int start = is_write ? POSIX_F_WRITE_START_TIMESTAMP : POSIX_F_READ_START_TIMESTAMP;
     ios_first_start(&fc[start], t1);
     fc[is_write ? POSIX_F_WRITE_END_TIMESTAMP : POSIX_F_READ_END_TIMESTAMP] = t2;
@@ -229,14 +199,43 @@ static inline __attribute__((always_inline)) void count_rw(struct posix_file *f,
     else
         ios_timer_add(&fc[POSIX_F_READ_TIME], t1, t2, &f->last_read_end);
     ios_heatmap_add(IOS_HEATMAP_POSIX, is_write, ret, t1, t2);
+    int64_t this_offset = offset >= 0 ? offset : f->offset;
+    int64_t *last_byte = is_write ? &f->last_byte_written : &f->last_byte_read;
+    int64_t last = *last_byte, end = this_offset + ret - 1, stride = 0;
+    if (this_offset > last) {
+        c[is_write ? POSIX_SEQ_WRITES : POSIX_SEQ_READS]++;
+        if (last != 0)
+            stride = this_offset - last - 1;
+    }
+    if (this_offset == last + 1)
+        c[is_write ? POSIX_CONSEC_WRITES : POSIX_CONSEC_READS]++;
+    *last_byte = end;
+    f->offset = end + 1;
+    int max_byte = is_write ? POSIX_MAX_BYTE_WRITTEN : POSIX_MAX_BYTE_READ;
+    if (c[max_byte] < end)
+        c[max_byte] = end;
+    c[is_write ? POSIX_BYTES_WRITTEN : POSIX_BYTES_READ] += ret;
+    c[is_write ? POSIX_WRITES : POSIX_READS]++;
+    c[(is_write ? POSIX_SIZE_WRITE_0_100 : POSIX_SIZE_READ_0_100) + ios_size_bin(ret)]++;
+    struct posix_sizes *sizes = f->sizes;
+    if (IOS_UNLIKELY(!sizes))
+        sizes = f->sizes = calloc(1, sizeof *sizes); /* none: the four commonest go unkept */
+    if (IOS_LIKELY(sizes != NULL)) {
+        ios_value_count(&sizes->access, ret, &c[POSIX_ACCESS1_ACCESS], &c[POSIX_ACCESS1_COUNT]);
+        ios_value_count(&sizes->stride, stride, &c[POSIX_STRIDE1_STRIDE], &c[POSIX_STRIDE1_COUNT]);
+    }
+    if (!mem_aligned)
+        c[POSIX_MEM_NOT_ALIGNED]++;
+    if (!ios_aligned((uint64_t)this_offset, f->align_mask, c[POSIX_FILE_ALIGNMENT]))
+        c[POSIX_FILE_NOT_ALIGNED]++;
+    if (f->last_io == (is_write ? IO_READ : IO_WRITE))
+        c[POSIX_RW_SWITCHES]++;
+    f->last_io = is_write ? IO_WRITE : IO_READ;
     ios_leave();
 }
 
 static inline int buf_aligned(const void *buf) {
-    uintptr_t a = (uintptr_t)ios_config.mem_alignment;
-    /* A power of two (as alignments are) needs no division. */
-    return IOS_LIKELY((a & (a - 1)) == 0) ? ((uintptr_t)buf & (a - 1)) == 0
-                                          : (uintptr_t)buf % a == 0;
+    return ios_aligned((uintptr_t)buf, ios_config.mem_align_mask, ios_config.mem_alignment);
 }
 
 static int iov_aligned(const struct iovec *iov, int iovcnt) {

@@ -186,9 +186,8 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
     }
 }
 
-void ios_common_live_slow(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) {
-    if (vc->n == 0 || vc->value[vc->last] == 0)
-        return; /* zero values are never kept */
+/* The value vc counted last moves into the record's four slots where it now ranks. */
+static void common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) {
     int64_t v = vc->value[vc->last], c = vc->count[vc->last];
     int i = 0;
     while (i < 4 && !(vals[i] == v && counts[i] > 0))
@@ -210,6 +209,23 @@ void ios_common_live_slow(int64_t *vals, int64_t *counts, const struct ios_value
         vals[i - 1] = tv;
         counts[i - 1] = tc;
     }
+}
+
+/* v: a value other than the one counted last (0: that one, counted already, to be moved into
+ * the live slots). */
+void ios_value_count_slow(struct ios_value_counts *vc, int64_t v, int64_t *vals, int64_t *counts) {
+    if (v != 0) {
+        int i = 0;
+        while (i < vc->n && vc->value[i] != v)
+            i++;
+        if (i == vc->n && vc->n == IOS_CV_SLOTS)
+            return; /* a 33rd distinct value: not kept, as in Darshan */
+        if (i == vc->n)
+            vc->value[vc->n++] = v;
+        vc->count[i]++;
+        vc->last = i;
+    }
+    common_live(vals, counts, vc);
 }
 
 /* ---- path names -------------------------------------------------------------------------------

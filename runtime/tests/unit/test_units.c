@@ -61,6 +61,16 @@ static void test_size_bins(void) {
                  {104857600, 7}, {104857601, 8}, {1073741824, 8}, {1073741825, 9}, {INT64_MAX, 9}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK(ios_size_bin(cases[i].size) == cases[i].bin, "bin of %lld", (long long)cases[i].size);
+    /* Around every power of two, against the bins' definition: the first upper bound >= size. */
+    static const int64_t upper[9] = {100,     1024,     10240,     102400,    1048576,
+                                     4194304, 10485760, 104857600, 1073741824};
+    for (int b = 0; b < 63; b++)
+        for (int64_t d = -1; d <= 1; d++) {
+            int64_t size = ((int64_t)1 << b) + d, bin = 0;
+            while (bin < 9 && size > upper[bin])
+                bin++;
+            CHECK(ios_size_bin(size) == bin, "bin of %lld", (long long)size);
+        }
 }
 
 static void test_common_values(void) {
@@ -87,11 +97,21 @@ static void test_common_values(void) {
 
 static void test_value_counts(void) {
     struct ios_value_counts vc = {0};
-    for (int i = 0; i < 40; i++)
-        ios_value_count(&vc, i); /* only the first 32 distinct values are tracked */
-    ios_value_count(&vc, 5);
+    int64_t vals[4] = {0}, counts[4] = {0};
+    for (int i = 0; i < 40; i++) /* zero is not counted; the first 32 others are */
+        ios_value_count(&vc, i, vals, counts);
+    ios_value_count(&vc, 5, vals, counts);
+    ios_value_count(&vc, 0, vals, counts);
     CHECK(vc.n == IOS_CV_SLOTS, "tracked %d values", vc.n);
-    CHECK(vc.count[5] == 2, "value 5 seen twice");
+    CHECK(vc.value[4] == 5 && vc.count[4] == 2, "value 5 seen twice");
+    CHECK(vc.value[31] == 32, "the 32nd value kept is 32, not %ld", (long)vc.value[31]);
+    /* The live slots: 5 twice, then ties broken by the larger value. */
+    CHECK(vals[0] == 5 && counts[0] == 2 && vals[1] == 32 && counts[1] == 1 && vals[3] == 30,
+          "live slots %ld:%ld %ld:%ld %ld %ld", (long)vals[0], (long)counts[0], (long)vals[1],
+          (long)counts[1], (long)vals[2], (long)vals[3]);
+    for (int i = 0; i < 3; i++)
+        ios_value_count(&vc, 7, vals, counts);
+    CHECK(vals[0] == 7 && counts[0] == 4 && vals[1] == 5 && counts[1] == 2, "7 four times first");
 }
 
 static void test_timer(void) {
