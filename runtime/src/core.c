@@ -206,15 +206,16 @@ void *ios_file_by_name(struct ios_map *files, int mod, const char *name, size_t 
     void **f = ios_map_get(files, id);
     if (f)
         return f;
-    f = calloc(1, file_size);
-    if (!f)
-        return NULL;
+    /* The record first: once memory is spent, every new name stops here, allocating nothing. */
     struct ios_base_record *rec = ios_register_record(mod, id, name, rec_size);
-    if (!rec || ios_map_put(files, id, f) != 0) {
-        free(f); /* a registered record without its file is simply never written */
+    if (!rec)
+        return NULL;
+    rec->id = id;
+    f = calloc(1, file_size);
+    if (!f || ios_map_put(files, id, f) != 0) {
+        free(f); /* a registered record without its file keeps its zero counters */
         return NULL;
     }
-    rec->id = id;
     *f = rec;
     if (created)
         *created = 1;

@@ -354,31 +354,28 @@ static inline size_t match_length(const unsigned char *a, const unsigned char *b
 #define FIRST_THREE_BYTES 0xffffff00u
 #endif
 
-/* The longest match at p at distance d (none before the start), up to max; 0 as soon as the
- * first MIN_MATCH bytes differ, the usual case at a literal, for a few instructions. */
-static inline size_t match_at(const unsigned char *in, size_t p, size_t d, size_t max) {
-    if (p < d)
-        return 0;
-    if (max >= 4) {
-        uint32_t x, y;
-        memcpy(&x, in + p, 4);
-        memcpy(&y, in + p - d, 4);
-        if (((x ^ y) & FIRST_THREE_BYTES) != 0)
-            return 0;
-    }
-    return match_length(in + p, in + p - d, max);
+static inline uint32_t load32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
 }
 
 /* Appends the token at p to the block and counts its symbols; returns the bytes it covers. The
- * record before is the likeliest match, then a run; two records back, only when both fail. */
+ * record before is the likeliest match, then a run, then two records back. A distance whose
+ * first three bytes differ (the usual case at a literal) costs a few instructions. */
 static size_t next_token(const unsigned char *in, size_t len, size_t p, struct block *b) {
-    size_t max = len - p < MAX_MATCH ? len - p : MAX_MATCH;
+    size_t max = len - p < MAX_MATCH ? len - p : MAX_MATCH, best = 0;
     int which = 0;
-    size_t best = match_at(in, p, b->distance[0], max);
-    for (int k = 1; k < N_DISTANCES && best < MIN_MATCH; k++) {
-        size_t n = match_at(in, p, b->distance[k], max);
+    uint32_t head = max >= 4 ? load32(in + p) : 0;
+    for (int k = 0; k < N_DISTANCES; k++) {
+        size_t d = b->distance[k];
+        if (p < d || (max >= 4 && ((head ^ load32(in + p - d)) & FIRST_THREE_BYTES) != 0))
+            continue;
+        size_t n = match_length(in + p, in + p - d, max);
         if (n > best)
             best = n, which = k;
+        if (best >= MIN_MATCH)
+            break;
     }
     if (best < MIN_MATCH) {
         b->tokens[b->ntokens++] = in[p];
