@@ -177,11 +177,14 @@ int ios_name_record(uint64_t id, const char *name) {
 }
 
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
+    if (modmem_used + size > (size_t)(ios_config.modmem_mib * 1048576.0)) {
+        ios_set_partial(mod); /* spent: every new name of a file-heavy program ends here */
+        return -1;
+    }
     int known = ios_map_get(&names, id) != NULL;
     size_t len = known ? 0 : strlen(name);
     size_t name_cost = known ? 0 : sizeof(uint64_t) + len + 1;
-    if (modmem_used + size > (size_t)(ios_config.modmem_mib * 1048576.0) ||
-        namemem_used + name_cost > (size_t)(ios_config.namemem_mib * 1048576.0) ||
+    if (namemem_used + name_cost > (size_t)(ios_config.namemem_mib * 1048576.0) ||
         (!known && name_new_record(id, name, len) != 0)) {
         ios_set_partial(mod);
         return -1;
