@@ -97,8 +97,9 @@ test-cluster: setup ## stand up the Slurm test cluster, run ci/tests on it, stop
 	echo "test-cluster: IOSTUDY_CLUSTER_ENV=$$env_file"; \
 	IOSTUDY_CLUSTER_ENV="$$env_file" $(VENV)/bin/python -m pytest ci/tests $(PYTEST_ARGS)
 
-lint: venv ## check Python with ruff and C with clang-format
+lint: venv ## check Python with ruff, the package's layers with import-linter, C with clang-format
 	$(VENV)/bin/ruff check $(PY_DIRS)
+	$(VENV)/bin/lint-imports analysis/pyproject.toml
 	$(VENV)/bin/ruff format --check $(PY_DIRS)
 	$(if $(C_FILES),clang-format --dry-run --Werror $(C_FILES))
 

@@ -64,7 +64,7 @@ campaign_status=0
 .venv/bin/iostudy campaign run "$campaign" --system "$system" || campaign_status=$?
 [ "$campaign_status" -le 1 ] || exit "$campaign_status"
 
-study=$(.venv/bin/python -c 'import sys; from iostudy import config
+study=$(.venv/bin/python -c 'import sys; from iostudy.core import config
 print(config.load_campaign(sys.argv[1])["study"])' "$campaign")
 step "workflow: ingest, metrics, report of study $study"
 .venv/bin/snakemake -s workflow/Snakefile --directory . --cores 2 \

@@ -2,7 +2,7 @@
 
 Nothing here is a fact: each system.json (validated against configs/schemas/system.schema.json)
 is the one source of truth, turned into ReFrame's systems and environments by
-iostudy.profiles.reframe_site_configuration. Every system matches any host name, so name one:
+iostudy.run.profiles.reframe_site_configuration. Every system matches any host name, so name one:
 
     reframe -C configs/reframe_settings.py --system testcluster -c CHECK -r
 
@@ -10,10 +10,11 @@ Needs the iostudy package importable (it is in the project's .venv). IOSTUDY_CON
 another configs/ folder (a site's copy), as for the iostudy command.
 """
 
-from iostudy import config, profiles
+from iostudy.core import config
+from iostudy.run import profiles
 
 # A partition has one launcher, each MPI flavour its own mpirun: this launcher runs the one the
-# environment names (see iostudy.profiles.reframe_launcher).
+# environment names (see iostudy.run.profiles.reframe_launcher).
 profiles.register_reframe_launcher()
 site_configuration = profiles.reframe_site_configuration(
     [config.load_system(name) for name in config.system_names()]

@@ -13,8 +13,8 @@ files BTIO reads (btio-write.data, btio-read.data) are written to the stage fold
 Performance variables: write_mib_s and read_mib_s (MiB/s, as BTIO prints them: BTIO divides by
 2^20, so no MB-to-MiB conversion is needed), write_time_s and read_time_s (s, the phase's
 amount over its bandwidth: BTIO prints the time with 2 decimals only), io_mib_s and io_time_s
-(both phases: seed 001's overall BTIO rate) and io_gib. The logic lives in iostudy.btio. A
-class BTIO cannot split over procs (not a square number, cells under 3 points) fails at setup,
+(both phases: seed 001's overall BTIO rate) and io_gib. The logic lives in iostudy.benchmarks.btio.
+A class BTIO cannot split over procs (not a square number, cells under 3 points) fails at setup,
 naming why; without btio in the view the test is skipped, naming what is missing. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/btio_check.py \\
@@ -26,8 +26,8 @@ from pathlib import Path
 import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy import btio, checks
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import btio, checks
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "btio_check"
 WRITE_OUTPUT = "btio-write.out"

@@ -27,7 +27,7 @@ parser of its output.
 
 The program runs in its work folder with the prefix flash_ (it keeps the prefix in 128
 characters, shorter than many scratch paths). Without flash_benchmark_io in the view the test is
-skipped, naming what is missing. The logic lives in iostudy.flashio. By hand:
+skipped, naming what is missing. The logic lives in iostudy.benchmarks.flashio. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/flashio_check.py \\
         -S procs=2 -S access=independent -r
@@ -38,8 +38,8 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy import checks, flashio
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import checks, flashio
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "flashio_check"
 

@@ -15,11 +15,11 @@ Two forms (verify):
 - True: one launch of hacc_io, which writes, reads back and compares every value in memory
   ("CONTENTS VERIFIED... Success"); its read comes from the page cache. One log, no phase tag.
 
-Interface and flags (iostudy's build of hacc-io, see iostudy.haccio): interface "mpiio" (the
-default, seed 002's) does the I/O through the library's MPI-IO path, "posix" through upstream's
-POSIX one; osync opens the POSIX checkpoint O_SYNC. O_DIRECT is not offered (HACC-IO's buffers
-are not aligned). The write phase of a run without osync ends at close, before the kernel's
-writeback, and measures the page cache as much as the storage.
+Interface and flags (iostudy's build of hacc-io, see iostudy.benchmarks.haccio): interface "mpiio"
+(the default, seed 002's) does the I/O through the library's MPI-IO path, "posix" through upstream's
+POSIX one; osync opens the POSIX checkpoint O_SYNC. O_DIRECT is not offered (HACC-IO's buffers are
+not aligned). The write phase of a run without osync ends at close, before the kernel's writeback,
+and measures the page cache as much as the storage.
 
 Performance variables: write_mib_s and read_mib_s (MiB/s: the phase's Bytes over its MaxTime,
 as the program computes them: it labels them MB/s but divides by 1024 * 1024, so nothing is
@@ -28,7 +28,7 @@ include the 24 MiB header of every file (every rank's, for the read of a shared 
 100,000 particles a rank's file is 87% header, at seed 002's 2.7 million 19%.
 
 Without the programs in the view the test is skipped, naming what is missing. The logic lives in
-iostudy.haccio. By hand:
+iostudy.benchmarks.haccio. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/haccio_check.py \\
         -S procs=2 -S particles=1000000 -r
@@ -40,8 +40,9 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy import checks, haccio
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import checks, haccio
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
+from iostudy.core.reframe_names import param_text
 
 CHECK = "haccio_check"
 WRITE_OUTPUT = "haccio-write.out"
@@ -58,7 +59,7 @@ class haccio_check(BenchmarkCheck):
     layout = variable(str, value="fpp")  # fpp (N-N) or shared (N-1)
     verify = variable(typ.Bool, value=False)  # one launch of hacc_io: write, read back, compare
     drop_cache = variable(typ.Bool, value=True)  # between the phases, on the scratch target
-    interface = variable(str, value="mpiio")  # or posix (upstream's), see iostudy.haccio
+    interface = variable(str, value="mpiio")  # or posix (upstream's), see iostudy.benchmarks.haccio
     osync = variable(typ.Bool, value=False)  # the POSIX checkpoint opened O_SYNC
 
     @run_after("setup")
@@ -75,10 +76,10 @@ class haccio_check(BenchmarkCheck):
         tags = {
             "particles": self.particles,
             "layout": self.layout,
-            "verify": checks.param_text(bool(self.verify)),
-            "drop_cache": checks.param_text(bool(self.drop_cache)),
+            "verify": param_text(bool(self.verify)),
+            "drop_cache": param_text(bool(self.drop_cache)),
             "interface": self.interface,
-            "osync": checks.param_text(bool(self.osync)),
+            "osync": param_text(bool(self.osync)),
         }
         workdir = self.prepare(CHECK, None if missing else program, "; ".join(missing), tags)
         self.env_vars.update(switches)

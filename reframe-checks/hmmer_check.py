@@ -26,8 +26,8 @@ from pathlib import Path
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy import checks, hmmer
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import checks, hmmer
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "hmmer_check"
 

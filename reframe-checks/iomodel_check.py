@@ -8,8 +8,8 @@ leaves one Darshan-format log in <run_dir>/darshan tagged with campaign, check, 
 parameters. The benchmark's JSON lines are kept as iomodel.jsonl in the test's output folder.
 
 Parameters are variables, set by `iostudy campaign run` from the campaign (-S, or -P for a
-scan); references come from configs/references/<system>.json. The logic lives in iostudy.checks.
-By hand:
+scan); references come from configs/references/<system>.json. The logic lives in
+iostudy.benchmarks.checks. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/iomodel_check.py \\
         -S size=16M -S max_procs=4 -r
@@ -23,7 +23,8 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
-from iostudy import checks, numfmt
+from iostudy.benchmarks import checks
+from iostudy.core import numfmt
 
 CHECK = "iomodel_check"
 

@@ -9,7 +9,7 @@ storage, not memory, and lasts long enough to time: from the page cache a 2 GiB 
 where one scheduler tick is 8% of it). Each leaves a
 Darshan-format log in <run_dir>/darshan tagged with campaign, check, system, parameters and
 phase: a log records only a file's first open, and seed 000's time of a shared file starts at
-the phase's open (iostudy.metrics.ior_log_bandwidth). The write phase's output is
+the phase's open (iostudy.metrics.metrics.ior_log_bandwidth). The write phase's output is
 ior-write.out, the read phase's the job's stdout. Every iteration of IOR's JSON results is kept
 as ior.jsonl in the test's output folder, each with its phase log's tags; the performance
 variables are the mean write and read MiB/s over the iterations.
@@ -18,7 +18,7 @@ IOR comes from the system's Spack view (`make spack SYSTEM=...`); when it is mis
 skipped with the reason (a skip is never a pass). target "scratch" writes to the system's
 scratch storage, "memory" to /dev/shm of the nodes: the client-side ceiling of seed 001's
 component measurements. Parameters are variables set by `iostudy campaign run`; the logic lives
-in iostudy.checks and iostudy.benchcheck. By hand:
+in iostudy.benchmarks.checks and iostudy.benchmarks.benchcheck. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/ior_check.py \\
         -S procs=2 -S transfers=4 -S transfer=4M -r
@@ -29,8 +29,9 @@ from pathlib import Path
 import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy import checks, numfmt
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import checks
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
+from iostudy.core import numfmt
 
 CHECK = "ior_check"
 WRITE_OUTPUT = "ior-write.out"
@@ -43,7 +44,8 @@ class ior_check(BenchmarkCheck):
     tags = {"ior", "scaling"}
     keep_files = ["ior.jsonl", WRITE_OUTPUT]
     # A record per rank for the shared file too: the slowest rank's time, from which the log's
-    # bandwidth is derived (iostudy.metrics.ior_log_bandwidth), is lost when they are reduced.
+    # bandwidth is derived (iostudy.metrics.metrics.ior_log_bandwidth), is lost when they are
+    # reduced.
     env_vars = {"DARSHAN_DISABLE_SHARED_REDUCTION": "1"}
 
     api = variable(str, value="POSIX")

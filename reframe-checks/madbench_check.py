@@ -16,7 +16,7 @@ barriers, so that is its duration) and bandwidth (..._mib_s: NBIN x NPIX^2 x 8 b
 MiB/s), write_mib_s and read_mib_s over all parts, and each phase's total time (s_total_s,
 w_total_s, c_total_s: the mean over the processes). Parameters MADbench2 would refuse fail at
 setup, naming why; without MADbench2.x in the view the test is skipped, naming what is missing.
-The logic lives in iostudy.madbench. By hand:
+The logic lives in iostudy.benchmarks.madbench. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/madbench_check.py \\
         -S procs=4 -S npix=2048 -S nbin=4 -S filetype=UNIQUE -S iomethod=MPI -r
@@ -27,8 +27,8 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy import checks, madbench
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import checks, madbench
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "madbench_check"
 

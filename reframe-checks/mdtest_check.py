@@ -13,8 +13,8 @@ variables: the mean create, stat and remove rates of files and the directory cre
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy import benchparse, checks
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import benchparse, checks
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "mdtest_check"
 

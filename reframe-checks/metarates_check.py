@@ -12,8 +12,8 @@ variables: each phase's aggregate rate (ops/s). Under iostudy's runtime, its log
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy import checks
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import checks
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "metarates_check"
 

@@ -3,11 +3,11 @@
 writers_per_target writers per storage target (the system's peaks.storage_targets), as MPI
 ranks of iostudy's ioprobe, each writing size bytes in transfer calls to a file of its own
 (writer.<rank>) with POSIX calls and an fsync, all starting together, under iostudy's runtime.
-The log's per-file records give each writer's write time (iostudy.probe): the store keeps them
-as the sample's rows of the probes table (the time series of the hourly probe, `iostudy
-schedule probe`), and the report derives the aggregate and per-writer bandwidth and the
-imbalance factor (slowest over fastest writer). The performance variables are ioprobe's own
-figures. The internal-interference sweep is the same check over writers_per_target and size
+The log's per-file records give each writer's write time (iostudy.benchmarks.probe): the store keeps
+them as the sample's rows of the probes table (the time series of the hourly probe, `iostudy
+schedule probe`), and the report derives the aggregate and per-writer bandwidth and the imbalance
+factor (slowest over fastest writer). The performance variables are ioprobe's own figures. The
+internal-interference sweep is the same check over writers_per_target and size
 (configs/campaigns/interference.json). By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/probe_check.py \\
@@ -17,8 +17,9 @@ figures. The internal-interference sweep is the same check over writers_per_targ
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy import checks, config, probe
-from iostudy.benchcheck import BenchmarkCheck
+from iostudy.benchmarks import checks, probe
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
+from iostudy.core import config
 
 CHECK = "probe_check"
 

@@ -309,7 +309,7 @@ def baseline_version(src: Path) -> Version:
     if probe.returncode != 0 or not where.is_relative_to(src):
         raise ValueError(f"PYTHONPATH={src} imports iostudy from {where}: {probe.stderr.strip()}")
     print(f"bench: baseline: iostudy imported from {where}", flush=True)
-    return Version("baseline", [sys.executable, "-m", "iostudy.cli"], env)
+    return Version("baseline", [sys.executable, "-m", "iostudy.cli.cli"], env)
 
 
 def copy_subtree(paths: list[Path], root: Path, out: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iostudy import catalog
+from iostudy.store import catalog
 
 
 def snapshot(root: Path, ignore=()) -> dict[str, tuple[int, int]]:
@@ -17,7 +17,7 @@ def snapshot(root: Path, ignore=()) -> dict[str, tuple[int, int]]:
 
 
 def part(store: Path, table: str, name: str) -> Path | None:
-    """The committed file of a store's part (iostudy.catalog), or None."""
+    """The committed file of a store's part (iostudy.store.catalog), or None."""
     return catalog.load(store).part_path(table, name)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iostudy import store
+from iostudy.store import store
 
 SIZE = 256 * 2**20
 MAX_PROCS = 4

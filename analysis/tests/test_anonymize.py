@@ -1,4 +1,4 @@
-"""Pseudonyms for published reports (iostudy.anonymize)."""
+"""Pseudonyms for published reports (iostudy.core.anonymize)."""
 
 import os
 import re
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iostudy.anonymize import KEY_FILE, AnonymizeError, Anonymizer, load_key
+from iostudy.core.anonymize import KEY_FILE, AnonymizeError, Anonymizer, load_key
 
 KEY = bytes(range(32))
 

@@ -1,4 +1,4 @@
-"""The report's applications section (iostudy.apps): its tables on hand-made store rows with
+"""The report's applications section (iostudy.report.apps): its tables on hand-made store rows with
 numbers worked out by hand, and a report of a real HMMER campaign (Debian's or the Spack view's
 hmmsearch) whose per-file table must hold the store's numbers."""
 
@@ -13,8 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from iostudy import apps, store
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.report import apps
+from iostudy.store import store
 from tests import logcraft
 from tests.rundirs import RUNTIME
 
@@ -353,7 +354,7 @@ def test_report_of_a_real_hmmer_campaign(configs_copy, tmp_path, capsys):
     assert all(float(r["elapsed_s"]) >= 0 for r in perf)
 
 
-# Near the store's bound (iostudy.plausibility: values below 2^62) and multiples of 2^14, so
+# Near the store's bound (iostudy.logs.plausibility: values below 2^62) and multiples of 2^14, so
 # that float64 holds every sum below 2^67 exactly: totals past 2^53 are float64 (as
 # metrics.integral makes them), and these must still equal the sums of the values written.
 UNIT = 2**14

@@ -1,4 +1,4 @@
-"""iostudy.benchparse on real IOR 4.0.0 and mdtest output (reframe-checks/tests/data/).
+"""iostudy.benchmarks.benchparse on real IOR 4.0.0 and mdtest output (reframe-checks/tests/data/).
 
 The expected values come from the commands that produced the files (table IOR_RUNS, the
 commands of data/README.md), from the raw text of the files read with simple regular
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import benchparse
+from iostudy.benchmarks import benchparse
 
 DATA = Path(__file__).resolve().parents[2] / "reframe-checks" / "tests" / "data"
 IOR = DATA / "ior"

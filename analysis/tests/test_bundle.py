@@ -12,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from iostudy import bundle, cli, siteid, store
-from iostudy.provenance import sha256_file
+from iostudy.cli import cli
+from iostudy.core.provenance import sha256_file
+from iostudy.store import bundle, siteid, store
 
 from . import reportdata
 from .filestate import snapshot

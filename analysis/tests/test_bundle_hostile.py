@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from iostudy import bundle, cli, siteid, store
+from iostudy.cli import cli
+from iostudy.store import bundle, siteid, store
 
 from .test_bundle import make_site, trust
 

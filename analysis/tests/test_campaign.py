@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import campaign, checks, config
-from iostudy.cli import main
+from iostudy.benchmarks import checks
+from iostudy.cli.cli import main
+from iostudy.core import config
+from iostudy.run import campaign
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from iostudy import __version__
-from iostudy.cli import main
-from iostudy.darshanlog import read_log
-from iostudy.summary import summarize
+from iostudy.cli.cli import main
+from iostudy.logs.darshanlog import read_log
+from iostudy.logs.summary import summarize
 
 
 def test_summary_figures(release_log):

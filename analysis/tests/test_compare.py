@@ -1,4 +1,4 @@
-"""iostudy.compare's verdicts on series whose answer is known by construction: a history of
+"""iostudy.metrics.compare's verdicts on series whose answer is known by construction: a history of
 values near 100 MiB/s then 50 (a regression), 99 (ok), 200 (an improvement); a time (s) that
 doubles; a value under its reference floor with no history; too short a history. Then on real
 campaign runs on local: an unchanged rerun passes, a run throttled by a CPU quota is flagged."""
@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from iostudy import cli, compare
+from iostudy.cli import cli
+from iostudy.metrics import compare
 
 from . import cpuquota
 from .conftest import REPO_ROOT

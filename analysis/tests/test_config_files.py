@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import config
+from iostudy.core import config
 
 IOSTUDY = Path(sys.executable).with_name("iostudy")
 MEMORY_LIMIT = 2 << 30  # bytes of address space: far more than any config needs

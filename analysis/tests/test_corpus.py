@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BENCH = REPO_ROOT / "analysis" / "bench"

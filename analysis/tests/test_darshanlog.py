@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from iostudy.darshanlog import DarshanLogError, _failure_reason, read_log
+from iostudy.logs.darshanlog import DarshanLogError, _failure_reason, read_log
 from tests import logcraft
 
 SHARED_FILE = "/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat"

@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iostudy import fsstats, store
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.collect import fsstats
+from iostudy.store import store
 
 from . import filestate
 
@@ -346,7 +347,7 @@ def as_unprivileged(cmd: list) -> list:
 
 
 def cli(*args) -> list:
-    return [sys.executable, "-m", "iostudy.cli", "fsstats", *map(str, args)]
+    return [sys.executable, "-m", "iostudy.cli.cli", "fsstats", *map(str, args)]
 
 
 def test_unreadable_directories_are_counted_and_skipped(world_dir):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import store
+from iostudy.store import store
 
 from . import logbombs, logcraft
 from .conftest import DARSHAN_LOGS, RELEASE_350

@@ -23,8 +23,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from iostudy import iostatmon, store
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.collect import iostatmon
+from iostudy.store import store
 
 from . import filestate
 
@@ -49,7 +50,7 @@ class Mon:
         self.out = Path(out)
         self.log = self.out.parent / f"{self.out.name}.log"
         self.interval = interval
-        cmd = [sys.executable, "-m", "iostudy.cli", "iostat-mon", "--interval", str(interval),
+        cmd = [sys.executable, "-m", "iostudy.cli.cli", "iostat-mon", "--interval", str(interval),
                "--out", str(out), *map(str, args)]  # fmt: skip
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)

@@ -9,7 +9,9 @@ import darshan
 import pytest
 from darshan.backend.cffi_backend import accumulate_records
 
-from iostudy import cli, jobstats, store
+from iostudy.cli import cli
+from iostudy.metrics import jobstats
+from iostudy.store import store
 from tests import logcraft
 from tests.conftest import DARSHAN_LOGS
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from darshan.backend import cffi_backend as backend
 
-from iostudy.darshanlog import DarshanLogError, read_log
-from iostudy.darshanlog_worker import (
+from iostudy.logs.darshanlog import DarshanLogError, read_log
+from iostudy.logs.darshanlog_worker import (
     CURRENT_VERSIONS,
     DEFAULT_LIMITS,
     LogRefused,

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import darshanlog_worker as worker
-from iostudy import logpool, store
-from iostudy.cli import main
-from iostudy.darshanlog import DarshanLogError, read_log
-from iostudy.logrows import batch_rows, read_for_ingest
+from iostudy.cli.cli import main
+from iostudy.logs import darshanlog_worker as worker
+from iostudy.logs import logpool
+from iostudy.logs.darshanlog import DarshanLogError, read_log
+from iostudy.logs.logrows import batch_rows, read_for_ingest
+from iostudy.store import store
 from tests import logcraft
 from tests.conftest import DARSHAN_LOGS, RELEASE_350
 from tests.logbombs import name_bomb, record_bomb, regions
@@ -109,8 +110,8 @@ def _peak_rss_mib(cmd, **kwargs):
 # Run in a process of its own, so that its peak RSS, and its workers', is measured alone.
 POOL_SCRIPT = """
 import json, sys
-from iostudy.logpool import ReaderPool
-from iostudy.logrows import read_for_ingest, batch_rows
+from iostudy.logs.logpool import ReaderPool
+from iostudy.logs.logrows import read_for_ingest, batch_rows
 items = [(p, (p, p, 0, 0)) for p in sys.argv[1:]]
 with ReaderPool(read_for_ingest, batch_rows, jobs=2, batch=1) as pool:
     answers = list(pool.map(items, context={"run_id": "r"}))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy.cli import main
+from iostudy.cli.cli import main
 
 from .conftest import REPO_ROOT
 

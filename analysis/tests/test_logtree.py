@@ -13,8 +13,9 @@ import zlib
 
 import pytest
 
-from iostudy import logpool, store
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.logs import logpool
+from iostudy.store import store
 from tests import filestate
 from tests.conftest import DARSHAN_LOGS, RELEASE_350
 from tests.filestate import snapshot

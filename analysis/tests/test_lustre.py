@@ -1,5 +1,5 @@
-"""Seed 002's Lustre view (iostudy.lustre) on real logs with Lustre records: three DLIO logs of
-../shared/testdata (22-24 files over 8 OSTs each), ingested as a run of a system that maps its
+"""Seed 002's Lustre view (iostudy.report.lustre) on real logs with Lustre records: three DLIO logs
+of ../shared/testdata (22-24 files over 8 OSTs each), ingested as a run of a system that maps its
 OSTs to two servers. PyDarshan is the oracle of which file lies on which OST."""
 
 import json
@@ -10,8 +10,9 @@ import darshan
 import pandas as pd
 import pytest
 
-from iostudy import lustre, store
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.report import lustre
+from iostudy.store import store
 
 from . import rundirs
 

@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from iostudy import metrics
+from iostudy.metrics import metrics
 
 MiB = 2**20
 
@@ -217,7 +217,7 @@ def test_iomodel_histogram_bins():
 
 
 def test_metrics_command_on_empty_store(tmp_path, capsys):
-    from iostudy.cli import main
+    from iostudy.cli.cli import main
 
     store = tmp_path / "store"
     store.mkdir()

@@ -12,9 +12,9 @@ import struct
 
 import pytest
 
-from iostudy import store
-from iostudy.cli import main
-from iostudy.darshanlog import read_log
+from iostudy.cli.cli import main
+from iostudy.logs.darshanlog import read_log
+from iostudy.store import store
 from tests import logcraft
 from tests.conftest import DARSHAN_LOGS, RELEASE_350
 

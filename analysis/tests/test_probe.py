@@ -1,5 +1,5 @@
-"""The interference probe (seed 004): iostudy.probe's tables, and real samples on local, quiet
-and while another process writes heavily to the same storage, through the whole pipeline
+"""The interference probe (seed 004): iostudy.benchmarks.probe's tables, and real samples on local,
+quiet and while another process writes heavily to the same storage, through the whole pipeline
 (campaign run --ingest, the store's probes table, the report in a real browser)."""
 
 import json
@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iostudy import probe, probe_report, store
-from iostudy.cli import main
+from iostudy.benchmarks import probe
+from iostudy.cli.cli import main
+from iostudy.report import probe_report
+from iostudy.store import store
 
 from . import chromium
 

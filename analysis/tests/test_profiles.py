@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from iostudy import config, profiles
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.core import config
+from iostudy.run import profiles
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REFRAME_SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from iostudy import report
-from iostudy import store as store_mod
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.report import report
+from iostudy.store import store as store_mod
 
 from . import chromium, reportdata
 
@@ -405,7 +405,8 @@ def test_a_run_with_nothing_readable_still_makes_a_report(tmp_path):
     assert len(_csv(index.parent / "quarantine.csv")) == 1
 
 
-# -- seed 000's workload sections (iostudy.workload) on real logs ---------------------------------
+# -- seed 000's workload sections (iostudy.metrics.workload) on real logs
+# ---------------------------------
 
 HOSTILE_ACCOUNT = "<img src=x onerror=alert(1)>"
 HOSTILE_ACCOUNT2 = "</script><script>alert(2)</script>"

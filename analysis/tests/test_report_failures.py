@@ -13,8 +13,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from iostudy import report
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.report import report
 
 from . import chromium, rundirs
 

@@ -1,5 +1,5 @@
 """The report counts the flagged logs (stored, with values known to be wrong stored as null:
-iostudy.plausibility) beside the quarantined ones, through a real ingest of a log tree and a
+iostudy.logs.plausibility) beside the quarantined ones, through a real ingest of a log tree and a
 real report build.
 
 The tree: the ppc64 3.0.0 release log (big-endian, POSIX records v1: three fcounters left
@@ -11,7 +11,7 @@ module's docstring names the first two quirks: two logs flagged, one clean, one 
 import csv
 import io
 
-from iostudy.cli import main
+from iostudy.cli.cli import main
 from tests import logcraft
 from tests.conftest import DARSHAN_LOGS, RELEASE_350
 from tests.test_apps import Tables

@@ -12,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from iostudy import catalog, sacct, store
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.collect import sacct
+from iostudy.store import catalog, store
 
 from . import filestate
 

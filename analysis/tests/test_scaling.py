@@ -6,7 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from iostudy import metrics, scaling, store
+from iostudy.metrics import metrics, scaling
+from iostudy.store import store
 
 MiB = 2**20
 

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from iostudy import schedule
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.run import schedule
 
 OTHER = "15 3 * * * /bin/true  # someone else's entry"
 

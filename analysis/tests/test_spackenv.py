@@ -10,8 +10,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from iostudy import checks, config, spackenv
-from iostudy.cli import main
+from iostudy.benchmarks import checks, spackenv
+from iostudy.cli.cli import main
+from iostudy.core import config
 
 
 def fake_view(root, system, files):

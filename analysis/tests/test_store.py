@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import catalog, logrows, store
-from iostudy.cli import main
-from iostudy.darshanlog_worker import DEFAULT_LIMITS, open_log
+from iostudy.cli.cli import main
+from iostudy.logs import logrows
+from iostudy.logs.darshanlog_worker import DEFAULT_LIMITS, open_log
+from iostudy.store import catalog, store
 
 from . import filestate
 from .rundirs import RUNTIME_MIB, make_run_dir, manifest
@@ -323,7 +324,7 @@ def test_ior_results_from_the_check(run_dir, tmp_path, capsys):
     """ior.jsonl as ior_check writes it (checks.save_json_lines of real IOR output, captured in
     reframe-checks/tests/data/ior/posix-fpp.json: 2 tasks, 3 iterations) becomes the ior table;
     a line that is not IOR's is left out and quarantined."""
-    from iostudy import checks
+    from iostudy.benchmarks import checks
 
     data = Path(__file__).parents[2] / "reframe-checks" / "tests" / "data" / "ior"
     raw = (data / "posix-fpp.json").read_text()

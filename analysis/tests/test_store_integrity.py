@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import catalog, store
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.store import catalog, store
 
 from .conftest import DARSHAN_LOGS, RELEASE_350
 from .logcraft import _load_corpus

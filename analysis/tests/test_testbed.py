@@ -1,6 +1,6 @@
 """`iostudy testbed render`: the test cluster's configuration, checked against the system file.
 
-Expected values come from configs/systems/testcluster/system.json through iostudy.config, never
+Expected values come from configs/systems/testcluster/system.json through iostudy.core.config, never
 from the renderer, so a renderer that drifts from the system description fails here.
 """
 
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import config, testbed
-from iostudy.cli import main
+from iostudy.cli.cli import main
+from iostudy.core import config
+from iostudy.run import testbed
 
 SYSTEM = "testcluster"
 

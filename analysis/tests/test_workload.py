@@ -1,5 +1,5 @@
-"""Seed 000's workload figures and tables (iostudy.workload) on a small hand-made job table whose
-expected values are worked out by hand below."""
+"""Seed 000's workload figures and tables (iostudy.metrics.workload) on a small hand-made job table
+whose expected values are worked out by hand below."""
 
 import csv
 import io
@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from iostudy import cli, report, workload
+from iostudy.cli import cli
+from iostudy.metrics import workload
+from iostudy.report import report
 from tests import logcraft
 from tests.conftest import DARSHAN_LOGS, RELEASE_350
 
@@ -478,7 +480,7 @@ def test_binary_bytes():
     assert workload.binary_bytes(3 * 2**40) == "3 TiB"
 
 
-# Near the store's bound (iostudy.plausibility: values below 2^62) and multiples of 2^14, so
+# Near the store's bound (iostudy.logs.plausibility: values below 2^62) and multiples of 2^14, so
 # that float64 holds every sum below 2^67 exactly: totals past 2^53 are float64 (as
 # metrics.integral makes them), and these must still equal the sums of the values written.
 UNIT = 2**14

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from slurmtest import HELLO_SOURCE, SYSTEM, Cluster, env_from_file, poll
 
-from iostudy import config
+from iostudy.core import config
 
 
 @pytest.fixture(scope="session")

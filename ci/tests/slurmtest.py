@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import config
+from iostudy.core import config
 
 SYSTEM = "testcluster"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from slurmtest import REPO_ROOT, VENV_BIN
 
-from iostudy import config
-from iostudy.darshanlog import read_log
+from iostudy.core import config
+from iostudy.logs.darshanlog import read_log
 
 
 def test_quick_campaign_on_testcluster(cluster, tmp_path):

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from slurmtest import VENV_BIN
 
-from iostudy import config, sacct, store
+from iostudy.collect import sacct
+from iostudy.core import config
+from iostudy.store import store
 
 RUNTIME = config.REPO_ROOT / "build" / "runtime"
 B = 1000  # runtime/tests/programs/mpi_io.c's block

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from slurmtest import poll
 
-from iostudy import config
-from iostudy.darshanlog import read_log
+from iostudy.core import config
+from iostudy.logs.darshanlog import read_log
 
 RUNTIME = config.REPO_ROOT / "build" / "runtime"
 B = 1000

@@ -8,7 +8,7 @@ import shutil
 
 from slurmtest import REPO_ROOT, VENV_BIN, poll
 
-from iostudy import store
+from iostudy.store import store
 
 ENTRY_NAME = "iostudy-probe-testcluster"
 

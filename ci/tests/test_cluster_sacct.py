@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from slurmtest import VENV_BIN
 
-from iostudy import catalog, sacct, store
+from iostudy.collect import sacct
+from iostudy.store import catalog, store
 
 
 def test_live_import(cluster, tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = REPO_ROOT / "build" / "runtime" / "libiostudy.so"
@@ -105,7 +105,7 @@ def runtime_env(logs: Path) -> dict:
 
 
 def the_log(logs: Path, res: subprocess.CompletedProcess) -> dict:
-    """The one log the run res left in logs, as PyDarshan reads it (iostudy.darshanlog)."""
+    """The one log the run res left in logs, as PyDarshan reads it (iostudy.logs.darshanlog)."""
     found = sorted(logs.rglob("*.darshan"))
     assert len(found) == 1, (found, describe(res))
     return read_log(found[0])

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import spackenv
-from iostudy.cli import main
+from iostudy.benchmarks import spackenv
+from iostudy.cli.cli import main
 
 
 def write_campaign(configs: Path, name: str, entries: list[dict], **fields) -> Path:

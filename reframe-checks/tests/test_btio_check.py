@@ -1,4 +1,4 @@
-"""The BTIO check (reframe-checks/btio_check.py) and its logic (iostudy.btio).
+"""The BTIO check (reframe-checks/btio_check.py) and its logic (iostudy.benchmarks.btio).
 
 BTIO's reports are real output of the Spack view's `btio` (data/btio/, commands in
 data/README.md); the tests read the values they expect from the raw text with their own
@@ -14,8 +14,8 @@ from pathlib import Path
 import campaign_runs as runs
 import pytest
 
-from iostudy import btio, checks, spackenv
-from iostudy import campaign as campaign_mod
+from iostudy.benchmarks import btio, checks, spackenv
+from iostudy.run import campaign as campaign_mod
 
 DATA = Path(__file__).parent / "data" / "btio"
 MIB = 1 << 20

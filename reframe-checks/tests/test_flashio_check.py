@@ -1,4 +1,4 @@
-"""The FLASH-IO check (reframe-checks/flashio_check.py) and its logic (iostudy.flashio).
+"""The FLASH-IO check (reframe-checks/flashio_check.py) and its logic (iostudy.benchmarks.flashio).
 
 FLASH-IO's results are real output of the Spack view's `flash_benchmark_io` (data/flashio/,
 commands in data/README.md); the tests read the values they expect from the raw text with their
@@ -13,9 +13,9 @@ from pathlib import Path
 import campaign_runs as runs
 import pytest
 
-from iostudy import campaign as campaign_mod
-from iostudy import checks, flashio, spackenv
-from iostudy.cli import main
+from iostudy.benchmarks import checks, flashio, spackenv
+from iostudy.cli.cli import main
+from iostudy.run import campaign as campaign_mod
 
 DATA = Path(__file__).parent / "data" / "flashio"
 MIB = 1 << 20

@@ -1,4 +1,4 @@
-"""The HACC-IO check (reframe-checks/haccio_check.py) and its logic (iostudy.haccio).
+"""The HACC-IO check (reframe-checks/haccio_check.py) and its logic (iostudy.benchmarks.haccio).
 
 HACC-IO's results are real output of the Spack view's hacc_io programs (data/haccio/, commands
 in data/README.md); the tests read the values they expect from the raw text with their own
@@ -15,9 +15,9 @@ from pathlib import Path
 import campaign_runs as runs
 import pytest
 
-from iostudy import campaign as campaign_mod
-from iostudy import checks, haccio, spackenv
-from iostudy.cli import main
+from iostudy.benchmarks import checks, haccio, spackenv
+from iostudy.cli.cli import main
+from iostudy.run import campaign as campaign_mod
 
 DATA = Path(__file__).parent / "data" / "haccio"
 MIB = 1 << 20

@@ -1,4 +1,4 @@
-"""The HMMER check (reframe-checks/hmmer_check.py) and iostudy.hmmer.
+"""The HMMER check (reframe-checks/hmmer_check.py) and iostudy.benchmarks.hmmer.
 
 hmmsearch's output is real output (data/hmmer/, see data/README.md) of searches of generated
 inputs, so the planted sequences are the oracle of the hits. The check runs for real in its
@@ -14,7 +14,7 @@ import campaign_runs as runs
 import darshan
 import pytest
 
-from iostudy import hmmer
+from iostudy.benchmarks import hmmer
 
 DATA = Path(__file__).parent / "data" / "hmmer"
 # data/README.md: hmmer.write_inputs(folder, 3, 200, 300)

@@ -2,9 +2,9 @@
 facility runs it: `iostudy campaign run` with configs/reframe_settings.py.
 
 ReFrame is the oracle for the check (it loads, dry-runs and runs it), PyDarshan (through
-iostudy.darshanlog) for the logs the jobs leave. The check's logic (iostudy.checks) is tested
-first on plain data. Campaigns come from a copy of configs/ (IOSTUDY_CONFIGS), so that the tests
-choose small sizes and their own references.
+iostudy.logs.darshanlog) for the logs the jobs leave. The check's logic (iostudy.benchmarks.checks)
+is tested first on plain data. Campaigns come from a copy of configs/ (IOSTUDY_CONFIGS), so that the
+tests choose small sizes and their own references.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import Path
 import campaign_runs as runs
 import pytest
 
-from iostudy import campaign as campaign_mod
-from iostudy import checks, config, spackenv
-from iostudy.darshanlog import read_log
+from iostudy.benchmarks import checks, spackenv
+from iostudy.core import config
+from iostudy.logs.darshanlog import read_log
+from iostudy.run import campaign as campaign_mod
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FLAVOURS = ["openmpi", "mpich"]

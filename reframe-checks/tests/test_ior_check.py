@@ -1,4 +1,4 @@
-"""The IOR check (reframe-checks/ior_check.py) and the logic behind it (iostudy.checks).
+"""The IOR check (reframe-checks/ior_check.py) and the logic behind it (iostudy.benchmarks.checks).
 
 IOR's results are real output captured from IOR 4.0.0 runs (data/ior/, see data/README.md);
 the campaign runs are ReFrame dry runs (job scripts written, nothing run), with and without a
@@ -14,9 +14,9 @@ from pathlib import Path
 import campaign_runs as runs
 import pytest
 
-from iostudy import campaign as campaign_mod
-from iostudy import checks
-from iostudy.cli import main
+from iostudy.benchmarks import checks
+from iostudy.cli.cli import main
+from iostudy.run import campaign as campaign_mod
 
 DATA = Path(__file__).parent / "data" / "ior"
 MIB = 1 << 20
@@ -198,7 +198,8 @@ def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):
     from each job's log is within 3% of IOR's own, and comes from the API's module. (With 256
     MiB a read from the page cache lasts ~20 ms, and the MPI-IO open and close IOR times but the
     derived time leaves out made 3-4% of it.)"""
-    from iostudy import metrics, store
+    from iostudy.metrics import metrics
+    from iostudy.store import store
 
     runs.require_view("local", "ior")
     params = {"api": ["POSIX", "MPIIO"], "layout": ["shared", "fpp"], "transfer": "4M",

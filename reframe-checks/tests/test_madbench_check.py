@@ -1,4 +1,5 @@
-"""The MADbench2 check (reframe-checks/madbench_check.py) and its logic (iostudy.madbench).
+"""The MADbench2 check (reframe-checks/madbench_check.py) and its logic
+(iostudy.benchmarks.madbench).
 
 MADbench2's reports are real output of the Spack view's `MADbench2.x` (data/madbench2/,
 commands in data/README.md); the tests read the values they expect from the raw text with their
@@ -13,8 +14,8 @@ from pathlib import Path
 import campaign_runs as runs
 import pytest
 
-from iostudy import campaign as campaign_mod
-from iostudy import checks, madbench, spackenv
+from iostudy.benchmarks import checks, madbench, spackenv
+from iostudy.run import campaign as campaign_mod
 
 DATA = Path(__file__).parent / "data" / "madbench2"
 MIB = 1 << 20

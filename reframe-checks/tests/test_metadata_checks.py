@@ -1,5 +1,5 @@
-"""The logic of the mdtest and metarates checks (iostudy.checks), on real output: mdtest's
-captured in data/mdtest/ (see data/README.md), metarates' from a run of the CMake build."""
+"""The logic of the mdtest and metarates checks (iostudy.benchmarks.checks), on real output:
+mdtest's captured in data/mdtest/ (see data/README.md), metarates' from a run of the CMake build."""
 
 import re
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from benchmark_runs import binary, launcher, require, run_env
 
-from iostudy import benchparse, checks
+from iostudy.benchmarks import benchparse, checks
 
 DATA = Path(__file__).parent / "data" / "mdtest"
 

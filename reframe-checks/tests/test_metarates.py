@@ -3,7 +3,7 @@ metarates: every rank creates, stats, utimes and removes N files of its own dire
 
 The oracles are outside the benchmark: the files on disk and their times (os.stat), the exit
 status and stderr of the job, and for the operations themselves the Darshan log that iostudy's
-runtime writes when preloaded, read by PyDarshan (iostudy.darshanlog). Every run uses 2 ranks
+runtime writes when preloaded, read by PyDarshan (iostudy.logs.darshanlog). Every run uses 2 ranks
 under the flavour's own mpirun, oversubscribed on this host.
 """
 

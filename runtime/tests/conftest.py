@@ -2,7 +2,7 @@
 
 The runtime (build/runtime/libiostudy.so) is LD_PRELOADed into small C programs with a
 known I/O pattern (runtime/tests/programs/, built into build/runtime/tests/); the Darshan
-log it writes is read by the real PyDarshan in a subprocess (iostudy.darshanlog.read_log) and
+log it writes is read by the real PyDarshan in a subprocess (iostudy.logs.darshanlog.read_log) and
 the counters are compared with values derived by hand from the programs.
 
 Paths are located relative to this file (runtime/tests/ -> repository root ../..).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import darshanlog
+from iostudy.logs import darshanlog
 
 # The test files import the rt_* helpers beside this file, whatever pytest's import mode.
 sys.path.insert(0, str(Path(__file__).resolve().parent))

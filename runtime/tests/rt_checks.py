@@ -231,7 +231,7 @@ def check_nonshared_rank_fields(rec: dict, module: str, what: str = "") -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# lookups in the data of iostudy.darshanlog.read_log
+# lookups in the data of iostudy.logs.darshanlog.read_log
 
 
 def ids_by_name(log: dict) -> dict:

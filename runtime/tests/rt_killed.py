@@ -9,8 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from iostudy.cli import main as iostudy
-from iostudy.darshanlog import read_log
+from iostudy.cli.cli import main as iostudy
+from iostudy.logs.darshanlog import read_log
 
 
 def merged(d: str, capsys) -> dict:

@@ -23,7 +23,7 @@ from rt_checks import (
     records_named,
 )
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 
 def same_behaviour(plain, inst):

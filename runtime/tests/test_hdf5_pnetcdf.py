@@ -19,7 +19,7 @@ from conftest import Scenario, real_tmp
 from rt_checks import records_named
 from rt_killed import merged, mmap_logs, wait_ready
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 NPROCS = 2
 VAR_BYTES = 1024 * 4  # N ints per rank, one variable

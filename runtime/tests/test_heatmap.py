@@ -13,7 +13,7 @@ from conftest import Scenario, fs_block_size, real_tmp
 from rt_checks import record
 from rt_hash import darshan_hash
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 HM_IDS = {"POSIX": darshan_hash("heatmap:POSIX"), "STDIO": darshan_hash("heatmap:STDIO")}
 

@@ -24,7 +24,7 @@ from rt_checks import (
 )
 from rt_hash import darshan_hash, normalize_path
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 # ---------------------------------------------------------------------------------------------
 # record-id hash (test vectors of shared/reference/darshan-log-format.md §4.1)

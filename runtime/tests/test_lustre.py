@@ -17,7 +17,7 @@ import pytest
 from conftest import real_tmp
 from rt_checks import records_named
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 U64 = (1 << 64) - 1
 INIT = 0x10  # LCME_FL_INIT: an instantiated component of a composite layout

@@ -30,7 +30,7 @@ from rt_checks import (
 )
 from rt_hash import darshan_hash
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 B = 1000
 FLAVOURS = ["openmpi", "mpich"]

@@ -32,7 +32,7 @@ from rt_checks import (
 )
 from rt_strace import total, traced
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 FLAVOURS = ["openmpi", "mpich"]
 NPROCS = [1, 2, 4]

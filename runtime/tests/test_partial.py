@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 NFILES = 500
 

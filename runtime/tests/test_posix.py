@@ -33,7 +33,7 @@ from rt_checks import (
 from rt_hash import darshan_hash
 from rt_strace import total, traced
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 OC = {"OPEN": True, "READ": False, "WRITE": False, "CLOSE": True}  # open+close only
 

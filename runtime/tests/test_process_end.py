@@ -15,7 +15,7 @@ import pytest
 from conftest import clean_env
 from rt_checks import module_names, record
 
-from iostudy.darshanlog import read_log
+from iostudy.logs.darshanlog import read_log
 
 needs_strace = pytest.mark.skipif(
     shutil.which("strace") is None, reason="needs strace (ci/apt-packages.txt)"

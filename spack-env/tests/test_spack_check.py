@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import config, spackenv
+from iostudy.benchmarks import spackenv
+from iostudy.core import config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-IOSTUDY = [sys.executable, "-m", "iostudy.cli"]
+IOSTUDY = [sys.executable, "-m", "iostudy.cli.cli"]
 
 
 def iostudy(*args, env=None):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from iostudy import hmmer, spackenv
-from iostudy.darshanlog import read_log
+from iostudy.benchmarks import hmmer, spackenv
+from iostudy.logs.darshanlog import read_log
 
 SYSTEM = os.environ.get("IOSTUDY_SPACK_SYSTEM", "local")
 PROCS = 2
@@ -167,7 +167,7 @@ def test_madbench2_io_mode(mpi, tmp_path):
 
 
 def test_hmmsearch_finds_the_planted_sequences(mpi, tmp_path):
-    """The view's hmmbuild and hmmsearch --mpi on iostudy.hmmer's generated inputs."""
+    """The view's hmmbuild and hmmsearch --mpi on iostudy.benchmarks.hmmer's generated inputs."""
     alignment, fasta = hmmer.write_inputs(tmp_path, 2, 50, 120)
     subprocess.run([program("hmmbuild"), "fam.hmm", alignment], cwd=tmp_path, check=True,
                    capture_output=True)  # fmt: skip

@@ -16,7 +16,7 @@ STUDY = config["study"]
 LOGS = config["logs"]
 REPORT_INDEX = f"{REPORTS}/{STUDY}/index.html"
 # A rule's marker of what it put in the store: the store names its own files (a catalog of
-# parts, iostudy.catalog), so the workflow keeps a file of its own per run and import, in the
+# parts, iostudy.store.catalog), so the workflow keeps a file of its own per run and import, in the
 # store (a new store is filled again) but outside its tables.
 DONE = f"{STORE}/.workflow"
 

@@ -1,9 +1,10 @@
-/* iostudy-fswalk: the parallel walk behind `iostudy fsstats scan` (analysis/src/iostudy/fsstats.py,
- * its only client, which turns the records into histograms). It lists directories on one file
- * system with several threads and never follows a symbolic link: entries are lstat'ed
- * (fstatat with AT_SYMLINK_NOFOLLOW), a directory is opened with O_NOFOLLOW, and what was opened
- * must be the inode its parent listed (or the walk would have gone through a directory swapped
- * for a symlink meanwhile). It keeps nothing per file: only the directories still to list.
+/* iostudy-fswalk: the parallel walk behind `iostudy fsstats scan`
+ * (analysis/src/iostudy/collect/fsstats.py, its only client, which turns the records into
+ * histograms). It lists directories on one file system with several threads and never follows a
+ * symbolic link: entries are lstat'ed (fstatat with AT_SYMLINK_NOFOLLOW), a directory is opened
+ * with O_NOFOLLOW, and what was opened must be the inode its parent listed (or the walk would have
+ * gone through a directory swapped for a symlink meanwhile). It keeps nothing per file: only the
+ * directories still to list.
  *
  * Protocol:
  *   stdin          the directories to walk, each "<project>\0<inode>\0<path>\0" (inode 0: not

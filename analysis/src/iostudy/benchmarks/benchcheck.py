@@ -1,0 +1,154 @@
+"""What iostudy's ReFrame checks of one benchmark run have in common (IOR, mdtest, metarates):
+the scaling point (procs, procs per node), where the files go (the system's scratch storage, or
+/dev/shm for the client-side ceiling), the runtime preloaded with its log tagged, the skip when
+the program is not built, and the references of configs/references/<system>.json.
+
+A check subclasses BenchmarkCheck, calls prepare() from its setup hook with its program and
+its own log tags (it returns the folder the benchmark works in), and says how its output reads:
+parse() (text to results; ValueError when it is not the benchmark's), problems() (what is wrong
+with the results) and figures() (the performance values: a number in perf_unit, or a pair (value,
+unit) when a check's values differ in unit). The base judges and reports.
+"""
+
+import shlex
+from pathlib import Path
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import run_before, sanity_function, variable
+
+from iostudy.benchmarks import checks
+
+
+class BenchmarkCheck(rfm.RunOnlyRegressionTest):
+    valid_systems = ["*"]
+    valid_prog_environs = ["+mpi"]
+    sourcesdir = None
+
+    procs = variable(int, value=1)
+    #: 0: the partition's cores per node, at most procs
+    procs_per_node = variable(int, value=0)
+    target = variable(str, value="scratch")  # scratch, or memory (/dev/shm): the client ceiling
+    repetition = variable(int, value=0)
+    run_dir = variable(str, value="")
+    scratch_dir = variable(str, value="")
+    campaign = variable(str, value="none")
+    run_id = variable(str, value="")
+    #: combinations the campaign leaves out, "name=value&name=value" each (checks.excluded_by)
+    excluded = variable(typ.List[str], value=[])
+
+    def prepare(self, check: str, program: Path | None, why: str, tags: dict) -> Path:
+        """Skips (with why) without program or when the campaign excluded this combination;
+        else sets the job up and returns its folder."""
+        exclusion = checks.excluded_by(self.excluded, lambda name: getattr(self, name, None))
+        self.skip_if(exclusion is not None, f"{checks.EXCLUDED}: {exclusion}")
+        self.skip_if(program is None, why)
+        environ = self.current_environ.name
+        system = self.current_system.name
+        part = self.current_partition
+        per_node = self.procs_per_node or min(part.processor.num_cpus or 1, self.procs)
+        self.procs_per_node = per_node
+        self.num_tasks = self.procs
+        self.num_tasks_per_node = per_node
+        run_dir = Path(self.run_dir or self.stagedir)
+        if self.target == "memory":
+            base = checks.memory_target_root(self.run_id)
+        else:
+            base = Path(self.scratch_dir or run_dir / "scratch")
+        workdir = self.job_folder(base)
+        logs = run_dir / "darshan"
+        self.executable = str(program)
+        self.prerun_cmds = [f"mkdir -p {shlex.quote(str(workdir))} {shlex.quote(str(logs))}"]
+        self.postrun_cmds = [f"rm -rf {shlex.quote(str(workdir))}"]
+        nodes = 1 if part.scheduler.registered_name == "local" else -(-self.procs // per_node)
+        self.log_tags = {
+            "campaign": self.campaign,
+            "check": check,
+            "system": system,
+            "partition": part.name,
+            "environ": environ,
+            **tags,
+            "procs": self.procs,
+            "procs_per_node": per_node,
+            "nodes": nodes,
+            "target": self.target,
+            "repetition": self.repetition,
+            "run_id": self.run_id,
+        }
+        # ReFrame writes `export NAME=VALUE` unquoted: quote what the shell would split.
+        self.env_vars = {
+            **self.env_vars,
+            "LD_PRELOAD": shlex.quote(str(checks.runtime_library(system, environ))),
+            "DARSHAN_LOGPATH": shlex.quote(str(logs)),
+            "IOSTUDY_LOG_TAGS": shlex.quote(checks.log_tags(self.log_tags)),
+        }
+        if self.target == "memory":
+            self.env_vars["DARSHAN_EXCLUDE_DIRS"] = ",".join(checks.RUNTIME_EXCLUDES_BUT_DEV)
+        self.reference = checks.reframe_references(check, system, part.fullname)
+        return workdir
+
+    def job_folder(self, base: Path) -> Path:
+        """This test case's own folder under base: base/<system>/<partition>/<environ>/<name>,
+        so that no two cases (flavours, runs by hand) share one."""
+        part = self.current_partition.fullname.replace(":", "/")
+        return Path(base) / part / self.current_environ.name / self.unique_name
+
+    def launch_write_phase_first(self, command: list, output: str, drop_pages: str | None):
+        """For a check whose job launches twice, a write phase then a read phase (the job's own
+        launch): adds to the job's prerun the write phase's launch of command (its stdout to
+        output), under the log tag phase=write, then drop_pages (a shell command that drops the
+        written files' cached pages: checks.drop_cached_pages_command) unless the target is
+        memory, whose pages are its storage, then the read phase's tags, so that each phase
+        leaves a log of its own and the read phase reads the storage. Call it from a
+        run_before("run") hook: ReFrame hands the task counts to the job only in run(), the
+        launcher needs them."""
+        self.job.num_tasks, self.job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
+        launch = self.job.launcher.run_command(self.job)
+
+        def tags(phase):
+            phase_tags = checks.log_tags({**self.log_tags, "phase": phase})
+            return f"export IOSTUDY_LOG_TAGS={shlex.quote(phase_tags)}"
+
+        write = shlex.join(str(part) for part in command)
+        between = [drop_pages] if drop_pages and self.target != "memory" else []
+        self.prerun_cmds += [tags("write"), f"{launch} {write} > {output}", *between, tags("read")]
+
+    # ---- what each check says about its output ----
+    perf_unit = ""
+
+    def parse(self, text: str):
+        raise NotImplementedError
+
+    def problems(self, parsed) -> list[str]:
+        raise NotImplementedError
+
+    def figures(self, parsed) -> dict[str, float]:
+        raise NotImplementedError
+
+    def parsed(self):
+        """The benchmark's output through parse(), read once per run."""
+        if getattr(self, "_parsed", None) is None:
+            self._parsed = self.parse(Path(self.stagedir, self.stdout.evaluate()).read_text())
+        return self._parsed
+
+    @sanity_function
+    def validate_output(self):
+        try:
+            problems = self.problems(self.parsed())
+        except (OSError, ValueError) as exc:
+            problems = [f"{self.executable} output: {exc}"]
+        return sn.assert_true(not problems, msg="; ".join(problems))
+
+    @run_before("performance")
+    def set_perf_variables(self):
+        if self.is_dry_run():
+            return
+        self.perf_variables = {
+            name: sn.make_performance_function(lambda v=value: v, unit)
+            for name, (value, unit) in map(self._with_unit, self.figures(self.parsed()).items())
+        }
+
+    def _with_unit(self, item):
+        name, value = item
+        return name, value if isinstance(value, tuple) else (value, self.perf_unit)

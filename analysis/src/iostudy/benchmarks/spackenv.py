@@ -1,0 +1,355 @@
+"""The Spack tier: `iostudy spack build|check` and where the checks find Spack's binaries.
+
+spack-env/spack.yaml says what to build; configs/systems/<system>/spack/ holds the site facts it
+includes. `iostudy spack build --system S` keeps one Spack environment per system in
+build/spack/<S>/ (spack.yaml copied from spack-env/, spack.lock, the view), seeded with the
+committed lock spack-env/locks/<S>/spack.lock so that a rebuild reproduces exactly what is
+recorded; it concretizes, installs, copies the lock back to spack-env/locks/<S>/ and writes
+build/spack/<S>/build-record.json (Spack's version, the lock's sha256, `spack find --json`),
+which every run manifest references.
+"""
+
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from iostudy.core import config, provenance
+from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+
+REPO_ROOT = config.REPO_ROOT
+SPACK_ENV = REPO_ROOT / "spack-env"
+RECIPES = SPACK_ENV / "repos" / "spack_repo" / "iostudy" / "packages"
+# IOSTUDY_SPACK_BUILD: another folder of Spack builds (tests point it at a stand-in).
+BUILD_ROOT = REPO_ROOT / "build" / "spack"
+
+#: Every package of the mission, with the variants the studies need.
+MISSION_SPECS = {
+    "iostudy-runtime": ["+mpi"],
+    "iostudy-iomodel": [],
+    "iostudy-ioprobe": [],
+    "metarates": [],
+    "ior": ["+hdf5", "+ncmpi"],
+    "btio": [],
+    "madbench2": [],
+    "flash-io": [],
+    "hacc-io": [],
+    "hmmer": ["+mpi"],
+}
+#: The packages Spack's builtin repo provides; every other spec needs a recipe in RECIPES.
+BUILTIN_PACKAGES = {"ior", "hmmer"}
+SITE_SCOPE_FILES = {"packages.yaml": "spack-packages", "include.yaml": "spack-include"}
+
+HOW_TO_GET_SPACK = """\
+Spack was not found: put `spack` on PATH, set SPACK_ROOT, or pass --spack PATH.
+Get Spack 1.x and its recipes (spack-env/README.md has the details, air-gapped sites too):
+  git clone --depth 2 --branch v1.1.0 https://github.com/spack/spack.git
+  . spack/share/spack/setup-env.sh"""
+
+
+class SpackError(Exception):
+    """Spack is missing or failed; the message says what happened and what to do."""
+
+
+def env_dir(system: str) -> Path:
+    return Path(os.environ.get("IOSTUDY_SPACK_BUILD") or BUILD_ROOT) / system
+
+
+def view_dir(system: str) -> Path:
+    return env_dir(system) / "view"
+
+
+def record_path(system: str) -> Path:
+    return env_dir(system) / "build-record.json"
+
+
+def committed_lock(system: str) -> Path:
+    return SPACK_ENV / "locks" / system / "spack.lock"
+
+
+def site_scope(system: str) -> Path:
+    return config.configs_dir() / "systems" / system / "spack"
+
+
+def view_program(system: str, name: str) -> Path | None:
+    """bin/<name> of the system's Spack view, when `iostudy spack build` made it."""
+    path = view_dir(system) / "bin" / name
+    return path if path.is_file() else None
+
+
+def view_library(system: str, name: str) -> Path | None:
+    path = view_dir(system) / "lib" / name
+    return path if path.is_file() else None
+
+
+def build_record(system: str) -> dict | None:
+    path = record_path(system)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def view_mpi(system: str) -> tuple[str, Path] | None:
+    """The MPI flavour the view's programs are built with and its mpirun (an external's
+    prefix, else the view's), from the build record; None without a build."""
+    record = build_record(system)
+    if record is None:
+        return None
+    for spec in record["specs"]:
+        if spec["name"] in ("openmpi", "mpich"):
+            prefix = Path(spec["external"]["path"]) if spec.get("external") else view_dir(system)
+            return spec["name"], prefix / "bin" / "mpirun"
+    return None
+
+
+def manifest_entry(system: str) -> dict | None:
+    """What a run manifest records of the system's Spack build: the record's path (relative
+    to the checkout) and checksum, and the lock's checksum; None without a build."""
+    record = build_record(system)
+    if record is None:
+        return None
+    path = record_path(system)
+    return {
+        "record": str(path.relative_to(REPO_ROOT)),
+        "record_sha256": provenance.sha256_file(path),
+        "spack_lock_sha256": record["spack_lock_sha256"],
+        "spack_version": record["spack"]["version"],
+    }
+
+
+# --- validation (CI has no Spack: this is what it checks) ----------------------------------
+
+
+def _read_yaml(path: Path):
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise config.ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise config.ConfigError(f"{path}: not valid YAML: {exc}") from exc
+
+
+def _spec_name(spec: str) -> str:
+    return re.match(r"[A-Za-z0-9_-]+", spec.strip()).group(0)
+
+
+def check_environment(path: Path = SPACK_ENV / "spack.yaml") -> dict:
+    """spack.yaml against its schema, plus: every package of the mission with its variants,
+    and a recipe in the iostudy repo for every spec the builtin repo lacks."""
+    data = config.validate(path, _read_yaml(path), "spack-env")
+    specs = data["spack"]["specs"]
+    by_name = {_spec_name(s): s for s in specs}
+    for name, variants in MISSION_SPECS.items():
+        if name not in by_name:
+            raise config.ConfigError(f"{path}: spack.specs: the mission's '{name}' is missing")
+        missing = [v for v in variants if v not in by_name[name].split()]
+        if missing:
+            raise config.ConfigError(
+                f"{path}: spack.specs: '{by_name[name]}' lacks {' '.join(missing)}"
+            )
+    for name in by_name.keys() - BUILTIN_PACKAGES:
+        recipe = RECIPES / name.replace("-", "_") / "package.py"
+        if not recipe.is_file():
+            raise config.ConfigError(f"{path}: spack.specs: '{name}' has no recipe ({recipe})")
+    return data
+
+
+def _check_external_comments(path: Path):
+    """Every external carries a comment, right above it, saying how its version was checked."""
+    lines = path.read_text().splitlines()
+    for number, line in enumerate(lines):
+        if line.strip().startswith("- spec:"):
+            above = lines[number - 1].strip() if number else ""
+            if not above.startswith("#"):
+                raise config.ConfigError(
+                    f"{path}: line {number + 1}: external '{line.split(':', 1)[1].strip()}' "
+                    "has no comment above it saying how its version was checked"
+                )
+
+
+def check_site_scope(system: str) -> list[Path]:
+    """The files of configs/systems/<system>/spack/ against their schemas; returns them."""
+    scope = site_scope(system)
+    if not scope.is_dir():
+        raise config.ConfigError(f"{scope}: no Spack site scope for system '{system}'")
+    files = sorted(scope.glob("*.yaml"))
+    if not files:
+        raise config.ConfigError(f"{scope}: no Spack configuration files")
+    for path in files:
+        kind = SITE_SCOPE_FILES.get(path.name)
+        if kind is None:
+            raise config.ConfigError(
+                f"{path}: unexpected file in a site scope (known: {', '.join(SITE_SCOPE_FILES)})"
+            )
+        data = config.validate(path, _read_yaml(path), kind)
+        if kind == "spack-packages":
+            _check_external_comments(path)
+        for entry in data.get("include", []):
+            target = (path.parent / entry["path"]).resolve()
+            if not target.exists():
+                raise config.ConfigError(f"{path}: include: {entry['path']} does not exist")
+    return files
+
+
+def systems_with_scopes() -> list[str]:
+    return sorted(p.parent.name for p in (config.configs_dir() / "systems").glob("*/spack"))
+
+
+def cmd_check(args):
+    systems = args.systems or systems_with_scopes()
+    checks = [(SPACK_ENV / "spack.yaml", check_environment)]
+    checks += [(site_scope(s), lambda s=s: check_site_scope(s)) for s in systems]
+    ok = config.check_files(checks, "spack check")
+    return 0 if ok else EXIT_BAD_INPUT
+
+
+# --- building --------------------------------------------------------------------------------
+
+
+def find_spack(explicit: str | None = None) -> Path:
+    """--spack, else $SPACK_ROOT/bin/spack, else `spack` on PATH."""
+    candidates = []
+    if explicit:
+        candidates.append(Path(explicit))
+    if os.environ.get("SPACK_ROOT"):
+        candidates.append(Path(os.environ["SPACK_ROOT"]) / "bin" / "spack")
+    on_path = shutil.which("spack")
+    if on_path:
+        candidates.append(Path(on_path))
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    tried = ", ".join(str(c) for c in candidates) or "no --spack, SPACK_ROOT or PATH entry"
+    raise SpackError(f"{HOW_TO_GET_SPACK}\n(tried: {tried})")
+
+
+def spack_env_vars(system: str) -> dict:
+    """What spack-env/spack.yaml expands: the checkout and the system whose facts it includes."""
+    return {**os.environ, "IOSTUDY_ROOT": str(REPO_ROOT), "IOSTUDY_SYSTEM": system}
+
+
+def _run(cmd: list, env: dict, capture: bool = False) -> str:
+    """Runs a Spack command with its output shown as it comes (Spack prints its own progress),
+    or captured; a failure raises SpackError naming the command."""
+    print("+ " + " ".join(str(c) for c in cmd), file=sys.stderr, flush=True)
+    try:
+        proc = subprocess.run(
+            [str(c) for c in cmd], env=env, text=True, stdout=subprocess.PIPE if capture else None
+        )
+    except OSError as exc:
+        raise SpackError(f"cannot run {cmd[0]}: {exc.strerror}") from exc
+    if proc.returncode != 0:
+        raise SpackError(f"`{' '.join(str(c) for c in cmd)}` failed with status {proc.returncode}")
+    return proc.stdout or ""
+
+
+def prepare(system: str, fresh: bool) -> Path:
+    """build/spack/<system>/ with the current spack.yaml and, unless fresh or already there,
+    the committed lock."""
+    directory = env_dir(system)
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SPACK_ENV / "spack.yaml", directory / "spack.yaml")
+    lock = directory / "spack.lock"
+    if fresh:
+        lock.unlink(missing_ok=True)
+    elif not lock.exists() and committed_lock(system).is_file():
+        shutil.copyfile(committed_lock(system), lock)
+        print(f"using the committed lock {committed_lock(system).relative_to(REPO_ROOT)}")
+    return directory
+
+
+def build(system: str, spack: Path, jobs: int, fresh: bool) -> Path:
+    """Concretizes and installs the environment of system; returns the build record's path."""
+    config.load_system(system)
+    check_environment()
+    check_site_scope(system)
+    env = spack_env_vars(system)
+    directory = prepare(system, fresh)
+    spack_e = [spack, "-e", directory]
+    _run(spack_e + ["concretize"] + (["--fresh", "--force"] if fresh else []), env)
+    _run(spack_e + ["install", f"-j{jobs}", "--fail-fast"], env)
+    specs = json.loads(_run(spack_e + ["find", "--json"], env, capture=True))
+    version = _run([spack, "--version"], env, capture=True).strip()
+
+    lock = directory / "spack.lock"
+    committed = committed_lock(system)
+    committed.parent.mkdir(parents=True, exist_ok=True)
+    changed = not committed.is_file() or committed.read_bytes() != lock.read_bytes()
+    if changed:
+        shutil.copyfile(lock, committed)
+        print(f"{committed.relative_to(REPO_ROOT)} updated: commit it to pin this build")
+    commit, dirty = provenance.git_state()
+    record = {
+        "system": system,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "spack": {"executable": str(spack), "version": version},
+        "environment": str(directory.relative_to(REPO_ROOT)),
+        "view": str(view_dir(system).relative_to(REPO_ROOT)),
+        "spack_lock": str(committed.relative_to(REPO_ROOT)),
+        "spack_lock_sha256": provenance.sha256_file(lock),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "specs": specs,
+    }
+    path = record_path(system)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def cmd_build(args):
+    try:
+        spack = find_spack(args.spack)
+        path = build(args.system, spack, args.jobs, args.fresh)
+    except SpackError as exc:
+        print(f"iostudy spack: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except config.ConfigError as exc:
+        print(f"iostudy spack: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"built; record: {path.relative_to(REPO_ROOT)}; view: {view_dir(args.system)}")
+    return 0
+
+
+def register(groups):
+    group = groups.add_parser(
+        "spack",
+        help="build the runtime and benchmarks with Spack (spack-env/)",
+        description="The Spack tier: spack-env/spack.yaml (what to build) with the site facts "
+        "of configs/systems/<system>/spack/. See spack-env/README.md, air-gapped sites too.",
+    )
+    cmds = group.add_subparsers(title="commands", dest="command", required=True)
+    build_cmd = cmds.add_parser(
+        "build",
+        help="concretize, install, record the build",
+        description="Keeps the system's Spack environment in build/spack/<system>/, seeded "
+        "with spack-env/locks/<system>/spack.lock; concretizes, installs, copies the lock "
+        "back, and writes build/spack/<system>/build-record.json (Spack version, lock "
+        "sha256, `spack find --json`), which run manifests reference. The checks then find "
+        "their programs in build/spack/<system>/view. Needs Spack >= 1.0 (--spack, "
+        f"SPACK_ROOT or PATH); exit {EXIT_FAILED} when Spack is missing or fails.",
+    )
+    build_cmd.add_argument("--system", required=True, help="a system of configs/systems/")
+    build_cmd.add_argument("--spack", metavar="PATH", help="the spack executable to use")
+    build_cmd.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="parallel build jobs"
+    )
+    build_cmd.add_argument(
+        "--fresh",
+        action="store_true",
+        help="ignore the committed lock: concretize anew (then commit the updated lock)",
+    )
+    build_cmd.set_defaults(func=cmd_build)
+    check = cmds.add_parser(
+        "check",
+        help="validate spack.yaml and the site scopes (no Spack needed)",
+        description="Validates spack-env/spack.yaml and configs/systems/*/spack/*.yaml "
+        "against configs/schemas/spack-*.schema.json, checks that every package of the "
+        "mission is there with a recipe, and that every external says how its version was "
+        "checked.",
+    )
+    check.add_argument("systems", nargs="*", metavar="SYSTEM", help="default: every system")
+    check.set_defaults(func=cmd_check)

@@ -1,0 +1,224 @@
+"""Command-line interface: ``iostudy <group> <command>``."""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+from rich.console import Console
+from rich.table import Column, Table
+
+from iostudy import __version__
+from iostudy.core import config
+from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.logs import logmerge, logroot
+from iostudy.logs.darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
+from iostudy.logs.summary import summarize
+from iostudy.run import profiles
+from iostudy.store.catalog import CatalogError
+
+# Command groups -> the module that registers each (its register(groups)), in --help's order.
+# A command imports only its own module: `iostudy ingest` or `iostudy fsstats scan` start
+# without the report's matplotlib or the campaign's ReFrame code (a second saved per call).
+GROUP_MODULES = {
+    "testbed": "run.testbed",
+    "campaign": "run.campaign",
+    "ingest": "store.store",
+    "jobs": "metrics.jobstats",
+    "metrics": "metrics.metrics",
+    "report": "report.report",
+    "schedule": "run.schedule",
+    "sacct": "collect.sacct",
+    "iostat-mon": "collect.iostatmon",
+    "fsstats": "collect.fsstats",
+    "spack": "benchmarks.spackenv",
+    "export": "store.bundle",
+    "import": "store.bundle",
+    "trust": "store.siteid",
+    "compare": "metrics.compare",
+}
+# Groups cli.py defines itself.
+INLINE_GROUPS = ("log", "logs", "config")
+
+
+def _bytes(n):
+    """Binary-prefixed size, e.g. 64.0 MiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def _print_summary(s, console):
+    console.print(f"[bold]{s['path']}[/bold]", highlight=False)
+    facts = Table.grid(Column(no_wrap=True), Column(overflow="fold"), padding=(0, 2))
+    facts.add_row("job id", str(s["jobid"]))
+    facts.add_row("nprocs", str(s["nprocs"]))
+    facts.add_row("run time", f"{s['run_time']:.3f} s ({s['start']} .. {s['end']})")
+    facts.add_row("exe", s["exe"])
+    facts.add_row("format", s["log_ver"])
+    for key, value in s["metadata"].items():
+        facts.add_row(f"tag {key}", value)
+    console.print(facts, highlight=False)
+
+    if not s["modules"]:
+        console.print("no POSIX, STDIO or MPI-IO records")
+    for m in s["modules"]:
+        title = f"{m['name']}: {m['records']} records, {m['files']} files"
+        if m["partial"]:
+            title += " [PARTIAL: the runtime ran out of memory, records are missing]"
+        console.print()
+        console.print(
+            f"[bold]{title}[/bold]  read {_bytes(m['bytes_read'])} in {m['reads']} ops, "
+            f"wrote {_bytes(m['bytes_written'])} in {m['writes']} ops, {m['opens']} opens",
+            highlight=False,
+        )
+        # File names are the point of the table: fold them rather than cut them.
+        table = Table(Column("file", overflow="fold"), "ranks")
+        for heading in ("read", "written", "reads", "writes", "opens"):
+            table.add_column(heading, justify="right", no_wrap=True)
+        for f in m["top_files"]:
+            ranks = "shared" if f["shared"] else str(f["nranks"])
+            table.add_row(
+                f["name"],
+                ranks,
+                _bytes(f["bytes_read"]),
+                _bytes(f["bytes_written"]),
+                str(f["reads"]),
+                str(f["writes"]),
+                str(f["opens"]),
+            )
+        console.print(table, highlight=False)
+
+    others = [
+        f"{n}{' (partial)' if m['partial_flag'] else ''}" for n, m in s["other_modules"].items()
+    ]
+    if others:
+        console.print()
+        console.print("other modules: " + ", ".join(others), highlight=False)
+    for api, h in s["heatmaps"].items():
+        console.print(
+            f"heatmap {api}: {h['nbins']} bins of {h['bin_width']:g} s, {h['nranks']} ranks",
+            highlight=False,
+        )
+
+
+def cmd_log_summary(args):
+    try:
+        log = read_log(args.log, timeout=args.timeout, limits=limits_from(args))
+    except DarshanLogError as exc:
+        print(f"iostudy: error: cannot read log {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    summary = summarize(log, top=args.top)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    else:
+        _print_summary(summary, Console())
+    return 0
+
+
+def cmd_config_check(args):
+    names = args.systems or config.system_names()
+    checks = [(config.system_path(n), lambda n=n: config.load_system(n)) for n in names]
+    return 0 if config.check_files(checks, "config check: system") else EXIT_BAD_INPUT
+
+
+def cmd_config_show(args):
+    try:
+        system = config.load_system(args.system)
+    except config.ConfigError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    json.dump(system, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+def add_config_commands(groups):
+    cfg = groups.add_parser(
+        "config",
+        help="check and show configuration (configs/)",
+        description="Configuration is data under configs/ (IOSTUDY_CONFIGS overrides the "
+        "folder), validated against configs/schemas/. A bad file is reported as one error "
+        "naming the file, the key and the problem.",
+    )
+    cmds = cfg.add_subparsers(title="commands", dest="command", required=True)
+    check = cmds.add_parser("check", help="validate system descriptions")
+    check.add_argument("systems", nargs="*", metavar="SYSTEM", help="default: every system")
+    check.set_defaults(func=cmd_config_check)
+    show = cmds.add_parser("show", help="print a system with its defaults filled in")
+    show.add_argument("system", metavar="SYSTEM")
+    show.set_defaults(func=cmd_config_show)
+    return cmds
+
+
+def build_parser(argv=None):
+    """The parser for argv (default sys.argv[1:]): with every group when argv names none (e.g.
+    --help), else with the group it names."""
+    parser = argparse.ArgumentParser(
+        prog="iostudy",
+        description="iostudy: HPC I/O-study harness (analysis side). "
+        "Reads Darshan-format logs with PyDarshan, summarises them.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    groups = parser.add_subparsers(title="command groups", dest="group", required=True)
+
+    log = groups.add_parser(
+        "log",
+        aliases=["logs"],
+        help="inspect Darshan-format logs, merge a killed job's logs",
+        description="Inspect Darshan-format logs (as written by the iostudy runtime or Darshan); "
+        "merge the memory-mapped per-process logs a killed job left.",
+    )
+    log_cmds = log.add_subparsers(title="commands", dest="command", required=True)
+    summary = log_cmds.add_parser(
+        "summary",
+        help="print a summary of one log",
+        description="Print job facts, metadata tags and, per module (POSIX, STDIO, MPI-IO), "
+        "record count, partial flag, bytes and operations, and the files that moved the "
+        "most bytes. The log is read in a separate process; a damaged log is reported as one "
+        f"error line naming the file, with exit status {EXIT_BAD_INPUT}.",
+    )
+    summary.add_argument("log", help="path of a .darshan log")
+    summary.add_argument("--json", action="store_true", help="print the summary as JSON")
+    summary.add_argument(
+        "--top", type=int, default=5, metavar="N", help="files listed per module (default 5)"
+    )
+    summary.add_argument(
+        "--timeout",
+        type=float,
+        default=120,
+        metavar="SEC",
+        help="give up reading the log after SEC seconds (default 120)",
+    )
+    add_limit_options(summary)
+    summary.set_defaults(func=cmd_log_summary)
+    logmerge.register(log_cmds)
+    logroot.register(log_cmds)
+    profiles.register(add_config_commands(groups))
+    argv = sys.argv[1:] if argv is None else argv
+    named = next((a for a in argv if not a.startswith("-")), None)
+    everything = named not in GROUP_MODULES and named not in INLINE_GROUPS
+    wanted = [m for g, m in GROUP_MODULES.items() if named == g or everything]
+    for module in dict.fromkeys(wanted):  # a module may register several groups (export, import)
+        importlib.import_module(f"iostudy.{module}").register(groups)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser(argv).parse_args(argv)
+    try:
+        return args.func(args)
+    except CatalogError as exc:  # any command that reads a store whose catalog is damaged
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `| head`): not an error worth a traceback.
+        sys.stdout = open(os.devnull, "w")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

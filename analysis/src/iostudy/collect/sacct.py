@@ -1,0 +1,524 @@
+"""Job metadata from Slurm accounting (sacct); Darshan coverage per project (seed 000 Table II).
+
+``iostudy sacct import FILE... --store STORE`` reads ``sacct --parsable2`` output, header line
+included, into the store's ``sched`` table: one row per job allocation (steps such as ``123.batch``
+or ``123.0`` are left out), with the account, nodes, cores, elapsed time, start and end.
+``iostudy sacct import --live`` runs sacct itself. Each import is one Parquet part,
+``STORE/sched/sacct-<name>.parquet`` (name: the file's stem, or ``live-<UTC time>``); importing
+the same file again replaces its part. The ``sacct-`` prefix keeps the parts apart from the empty
+per-run parts that ingest writes for every table. When several parts hold the same job
+(cluster, jobid), the one imported last counts: :func:`sched_view_sql`.
+
+sacct prints times in the local time of the machine it runs on. The live import runs it with
+TZ=UTC; a file is taken as UTC unless ``--timezone`` says otherwise (or its times carry an offset,
+as with ``SLURM_TIME_FORMAT=%FT%T%z``).
+
+:func:`coverage` is seed 000's Table II: per Slurm account, the jobs and core-hours that at least
+one log covers, out of all, and which I/O interfaces those logs used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+from rich.console import Console
+
+from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.store import store as store_mod
+
+SCHEMA: pa.Schema = store_mod.TABLES["sched"]
+TABLE = "sched"
+
+# The columns iostudy asks sacct for (--format). JobIDRaw gives an array task its own id, the one
+# its logs record (SLURM_JOB_ID); JobID tells steps apart.
+SACCT_FORMAT = (
+    "JobID,JobIDRaw,Cluster,Account,User,Partition,NNodes,NCPUS,ElapsedRaw,Start,End,State"
+)
+SACCT_TIMEOUT = 300.0
+
+# Required columns: each tuple is the alternatives, the first one preferred.
+REQUIRED = (
+    ("JobIDRaw", "JobID"),
+    ("Account",),
+    ("NNodes",),
+    ("NCPUS", "AllocCPUS"),
+    ("ElapsedRaw", "Elapsed"),
+    ("Start",),
+)
+# sacct's words for "no time": a job not started yet, or still running.
+_NO_TIME = {"", "unknown", "none"}
+_TIME = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.\d+)?(?:(Z)|([+-])(\d{2}):?(\d{2}))?$"
+)
+_ELAPSED = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
+_DIGITS = re.compile(r"^\d+$")
+# A job id as a data line of --noheader output starts: 123, 123_4, 123.batch, 123+0, 123_[1-3].
+_JOB_ID_LIKE = re.compile(r"^\d+([_+.].*)?$")
+
+# Module tokens (store.TABLES["files"]) -> seed 000's API letters, in the seed's order: the
+# high-level libraries first, POSIX last (e.g. "H,M,S,P").
+API_LETTERS = {"h5f": "H", "pnetcdf": "N", "mpiio": "M", "stdio": "S", "posix": "P"}
+ALL = "all"
+NO_ACCOUNTING = "(no accounting)"
+NO_ACCOUNT = "(no account)"
+COVERAGE_COLUMNS = [
+    "account",
+    "jobs_instrumented",
+    "jobs_total",
+    "job_coverage_pct",
+    "core_hours_instrumented",
+    "core_hours_total",
+    "core_hour_coverage_pct",
+    "apis",
+]
+
+
+class SacctError(Exception):
+    """sacct output that cannot be read at all (no header, a required column missing), or a
+    live sacct that is missing or fails; the message names the file or the command."""
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def _timestamp(text: str, tz) -> datetime | None:
+    """A UTC datetime without a time zone from sacct's time; None for Unknown/None/empty.
+    Naive times are in tz (None: UTC). Raises ValueError when it is not a time."""
+    text = text.strip()
+    if text.lower() in _NO_TIME:
+        return None
+    m = _TIME.match(text)
+    if not m:
+        raise ValueError(f"not a time: {text!r}")
+    ts = datetime.strptime(f"{m[1]}T{m[2]}", "%Y-%m-%dT%H:%M:%S")
+    if m[3]:
+        ts = ts.replace(tzinfo=timezone.utc)
+    elif m[4]:
+        offset = timedelta(hours=int(m[5]), minutes=int(m[6]))
+        ts = ts.replace(tzinfo=timezone(offset if m[4] == "+" else -offset))
+    elif tz is not None:
+        ts = ts.replace(tzinfo=tz)
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
+    return ts
+
+
+def _elapsed(text: str) -> int:
+    """Seconds of sacct's Elapsed, [DD-][HH:]MM:SS."""
+    m = _ELAPSED.match(text.strip())
+    if not m:
+        raise ValueError(f"Elapsed is not [DD-]HH:MM:SS: {text!r}")
+    days, hours, minutes, seconds = (int(g or 0) for g in m.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _count(text: str, column: str) -> int:
+    if not _DIGITS.match(text.strip()):
+        raise ValueError(f"{column} is not a count: {text!r}")
+    return int(text)
+
+
+def _header(line: str, name: str) -> dict[str, int]:
+    """Column (lower case) -> index, from sacct's header line; SacctError when it is none."""
+    names = [n.strip().lower() for n in line.split("|")]
+    columns = {}
+    for i, n in enumerate(names):
+        if n:  # --parsable (not 2) ends every line with "|": an empty last name
+            columns.setdefault(n, i)
+    if "jobid" not in columns and "jobidraw" not in columns:
+        if _JOB_ID_LIKE.match(names[0]):
+            raise SacctError(
+                f"{name}: no header line (captured with --noheader?): the columns cannot be "
+                "known; capture with `sacct --parsable2` and without --noheader"
+            )
+        raise SacctError(
+            f"{name}: not `sacct --parsable2` output: the first line is not a header naming "
+            "JobID or JobIDRaw"
+        )
+    missing = [
+        " or ".join(alts) for alts in REQUIRED if not any(a.lower() in columns for a in alts)
+    ]
+    if missing:
+        raise SacctError(f"{name}: the header lacks required columns: {'; '.join(missing)}")
+    return columns
+
+
+def parse(text: str, source: str, *, tz=None, name: str | None = None):
+    """The ``sched`` rows of ``sacct --parsable2`` output (with its header line) and the
+    problems of the lines that could not be used: ``(rows, problems, steps)``.
+
+    Columns may come in any order, extra ones are ignored. Step lines (a JobID with a ".") are
+    left out and counted in ``steps``. Each problem names the file, the line number and why,
+    e.g. ``"x.txt:7: NNodes is not a count: 'n1'"``; such a line is skipped. A job that appears
+    twice keeps its later line, and the earlier one is reported as a problem. ``source`` goes in
+    the rows' source column; ``name`` is what the messages call the input (default source); tz:
+    the time zone of times without an offset (default UTC). Raises SacctError when the header is
+    missing (``--noheader``) or lacks a required column.
+    """
+    name = name or source
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise SacctError(f"{name}: empty: no sacct header line")
+    cols = _header(lines[first], name)
+    width = len(lines[first].split("|"))
+
+    def get(fields, *alternatives):
+        for a in alternatives:
+            if a in cols:
+                return fields[cols[a]].strip()
+        return None
+
+    rows: dict[tuple, tuple[int, dict]] = {}
+    problems: list[str] = []
+    steps = 0
+    for number, line in enumerate(lines[first + 1 :], first + 2):
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if len(fields) != width:
+            problems.append(f"{name}:{number}: {len(fields)} fields, the header has {width}")
+            continue
+        jobid_text, raw = get(fields, "jobid"), get(fields, "jobidraw")
+        if "." in (jobid_text or "") or "." in (raw or ""):
+            steps += 1
+            continue
+        try:
+            ident = raw if raw is not None else jobid_text
+            if not _DIGITS.match(ident):
+                if raw is None and _JOB_ID_LIKE.match(ident):
+                    raise ValueError(
+                        f"JobID {ident!r} (an array task or a heterogeneous job component) and "
+                        "no JobIDRaw column: its own job id is unknown"
+                    )
+                raise ValueError(f"not a job id: {ident!r}")
+            cores_col = "ncpus" if "ncpus" in cols else "alloccpus"
+            cores_name = "NCPUS" if cores_col == "ncpus" else "AllocCPUS"
+            if "elapsedraw" in cols:
+                elapsed = _count(get(fields, "elapsedraw"), "ElapsedRaw")
+            else:
+                elapsed = _elapsed(get(fields, "elapsed"))
+            state = get(fields, "state")
+            row = {
+                "cluster": get(fields, "cluster") or None,
+                "jobid": int(ident),
+                "account": get(fields, "account") or None,
+                "user": get(fields, "user") or None,
+                "partition": get(fields, "partition") or None,
+                "nodes": _count(get(fields, "nnodes"), "NNodes"),
+                "cores": _count(get(fields, cores_col), cores_name),
+                "elapsed_s": elapsed,
+                "start": _timestamp(get(fields, "start"), tz),
+                "end": _timestamp(get(fields, "end") or "", tz),
+                # "CANCELLED by 0" -> CANCELLED: the uid says nothing about the job's I/O.
+                "state": state.split()[0] if state else None,
+                "source": source,
+            }
+        except ValueError as exc:
+            problems.append(f"{name}:{number}: {exc}")
+            continue
+        key = (row["cluster"], row["jobid"])
+        if key in rows:
+            earlier = rows[key][0]
+            problems.append(
+                f"{name}:{earlier}: job {row['jobid']} appears again on line {number}, "
+                "which replaces this line"
+            )
+        rows[key] = (number, row)
+    return [row for _, row in rows.values()], problems, steps
+
+
+# -- the store -----------------------------------------------------------------------------------
+
+
+def part_name(source: str) -> str:
+    """The Parquet part's name (without .parquet) of an import from source (a file's stem or
+    ``live-<time>``): ``sacct-`` and the name with anything but [A-Za-z0-9._-] made "_"."""
+    return "sacct-" + re.sub(r"[^A-Za-z0-9._-]", "_", source)
+
+
+def sched_view_sql(table: str = TABLE) -> str:
+    """SQL of the sched table with one row per (cluster, jobid): the one imported last (ties:
+    the greater source name)."""
+    return (
+        f'SELECT * FROM "{table}" QUALIFY row_number() OVER (PARTITION BY cluster, jobid '
+        "ORDER BY imported DESC NULLS LAST, source DESC NULLS LAST) = 1"
+    )
+
+
+def _apis(modules) -> str:
+    present = set(modules)
+    return ",".join(letter for module, letter in API_LETTERS.items() if module in present)
+
+
+def _pct(part, whole):
+    return 100.0 * part / whole if whole else None
+
+
+def coverage(con, cluster: str | None = None) -> pd.DataFrame:
+    """Seed 000's Table II: per project (Slurm account) the jobs and core-hours instrumented,
+    of all, and the APIs the instrumented jobs' logs used (letters H, N, M, S, P: HDF5, PnetCDF,
+    MPI-IO, STDIO, POSIX); then a row "(no accounting)" for the jobs of logs that have no sched
+    row (only when there are such), and a total row "all" over the accounted jobs.
+
+    con: a DuckDB connection with relations jobs (jobid, log_sha256), files (log_sha256, module)
+    and sched (the store's columns, deduplicated here with :func:`sched_view_sql`). A job is an
+    allocation that started (start not null: a job cancelled while pending used nothing); it is
+    instrumented when at least one log's jobid is its jobid. Core-hours: cores * elapsed_s / 3600.
+    Jobs are matched by jobid alone: give cluster when sched holds several clusters. The
+    "(no accounting)" row counts jobs (distinct jobids; a log without one counts alone) and has
+    no totals or core-hours: nothing about their allocation is known.
+    """
+    where, params = "start IS NOT NULL", []
+    if cluster is not None:
+        where += " AND cluster = ?"
+        params.append(cluster)
+    sql = f"""
+    WITH alloc AS (
+        SELECT coalesce(account, '{NO_ACCOUNT}') AS account, jobid,
+               cores * elapsed_s / 3600.0 AS core_hours
+        FROM ({sched_view_sql()}) WHERE {where}
+    ),
+    logged AS (
+        SELECT j.jobid, coalesce(CAST(j.jobid AS VARCHAR), 'log ' || j.log_sha256) AS job,
+               f.module
+        FROM jobs j LEFT JOIN files f ON f.log_sha256 = j.log_sha256
+    ),
+    instrumented AS (SELECT DISTINCT jobid FROM logged WHERE jobid IS NOT NULL),
+    per_job AS (
+        SELECT a.account, a.jobid, a.core_hours, i.jobid IS NOT NULL AS covered
+        FROM alloc a LEFT JOIN instrumented i ON i.jobid = a.jobid
+    ),
+    modules AS (
+        SELECT DISTINCT a.account, l.module
+        FROM alloc a JOIN logged l ON l.jobid = a.jobid WHERE l.module IS NOT NULL
+    )
+    SELECT p.account,
+           count(*) FILTER (WHERE p.covered) AS jobs_instrumented,
+           count(*) AS jobs_total,
+           coalesce(sum(p.core_hours) FILTER (WHERE p.covered), 0) AS core_hours_instrumented,
+           coalesce(sum(p.core_hours), 0) AS core_hours_total,
+           (SELECT list(m.module) FROM modules m WHERE m.account = p.account) AS modules
+    FROM per_job p GROUP BY p.account
+    ORDER BY core_hours_total DESC, p.account
+    """
+    per_account = con.execute(sql, params).fetchall()
+    unaccounted_sql = f"""
+    WITH alloc AS (SELECT jobid FROM ({sched_view_sql()}) WHERE {where}),
+    logged AS (
+        SELECT j.jobid, coalesce(CAST(j.jobid AS VARCHAR), 'log ' || j.log_sha256) AS job,
+               f.module
+        FROM jobs j LEFT JOIN files f ON f.log_sha256 = j.log_sha256
+    )
+    SELECT count(DISTINCT job), list(DISTINCT module) FILTER (WHERE module IS NOT NULL)
+    FROM logged l WHERE NOT EXISTS (SELECT 1 FROM alloc a WHERE a.jobid = l.jobid)
+    """
+    unaccounted, unaccounted_modules = con.execute(unaccounted_sql, params).fetchone()
+
+    records = []
+    all_modules: set[str] = set()
+    for account, n_in, n_all, ch_in, ch_all, modules in per_account:
+        all_modules |= set(modules or ())
+        records.append(
+            (account, n_in, n_all, _pct(n_in, n_all), ch_in, ch_all, _pct(ch_in, ch_all),
+             _apis(modules or ()))
+        )  # fmt: skip
+    totals = [sum(r[i] for r in records) for i in (1, 2, 4, 5)]
+    if unaccounted:
+        records.append(
+            (NO_ACCOUNTING, unaccounted, None, None, None, None, None,
+             _apis(unaccounted_modules or ()))
+        )  # fmt: skip
+    n_in, n_all, ch_in, ch_all = totals
+    records.append(
+        (ALL, n_in, n_all, _pct(n_in, n_all), float(ch_in), float(ch_all), _pct(ch_in, ch_all),
+         _apis(all_modules))
+    )  # fmt: skip
+    frame = pd.DataFrame.from_records(records, columns=COVERAGE_COLUMNS)
+    dtypes = dict.fromkeys(COVERAGE_COLUMNS[1:3], "Int64")
+    dtypes |= dict.fromkeys(COVERAGE_COLUMNS[3:7], "Float64")
+    return frame.astype(dtypes)
+
+
+# -- command -------------------------------------------------------------------------------------
+
+
+def run_sacct(starttime=None, endtime=None, clusters=None, timeout=SACCT_TIMEOUT) -> str:
+    """The output of ``sacct --allusers --allocations --parsable2 --format=SACCT_FORMAT`` (with
+    -S/-E/--clusters when given), run with TZ=UTC so that its times are UTC."""
+    cmd = ["sacct", "--allusers", "--allocations", "--parsable2", f"--format={SACCT_FORMAT}"]
+    if starttime:
+        cmd += ["--starttime", starttime]
+    if endtime:
+        cmd += ["--endtime", endtime]
+    if clusters:
+        cmd += ["--clusters", clusters]
+    # SLURM_TIME_FORMAT=standard: a user's own format would not parse.
+    env = dict(os.environ, TZ="UTC", SLURM_TIME_FORMAT="standard")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except FileNotFoundError:
+        raise SacctError("sacct not found: Slurm's client commands are not on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise SacctError(f"sacct did not finish in {timeout:g} s: {' '.join(cmd)}") from None
+    if proc.returncode != 0:
+        why = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+        raise SacctError(f"sacct exited {proc.returncode}: {why} ({' '.join(cmd)})")
+    return proc.stdout
+
+
+def _zone(name: str | None):
+    if not name:
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise SacctError(f"--timezone {name}: no such time zone") from None
+
+
+def import_sacct(args) -> int:
+    """``iostudy sacct import``; returns the exit status."""
+    console = Console(stderr=True)
+    now = datetime.now(timezone.utc)
+    try:
+        tz = _zone(args.timezone)
+        inputs = []  # (part name, rows, problems, steps)
+        if args.live:
+            rows, problems, steps = parse(run_sacct(args.starttime, args.endtime, args.clusters),
+                                          "live", name="sacct (live)")  # fmt: skip
+            inputs.append((part_name(f"live-{now:%Y%m%dT%H%M%SZ}"), rows, problems, steps))
+        else:
+            # Every file is read before any is written: a bad one changes nothing.
+            for path in args.files:
+                try:
+                    text = Path(path).read_text(encoding="utf-8", errors="replace")
+                except OSError as exc:
+                    raise SacctError(f"{path}: cannot read: {exc.strerror or exc}") from None
+                rows, problems, steps = parse(text, Path(path).name, tz=tz, name=str(path))
+                inputs.append((part_name(args.name or Path(path).stem), rows, problems, steps))
+    except SacctError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    names = [name for name, *_ in inputs]
+    if len(set(names)) < len(names):
+        print(
+            f"iostudy: error: files with the same stem would replace each other's part: "
+            f"{', '.join(sorted({n for n in names if names.count(n) > 1}))}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    where = store_mod.import_parts(
+        args.store, TABLE, [(name, rows) for name, rows, _, _ in inputs], console
+    )
+    for _, _, problems, _ in inputs:
+        for p in problems:
+            console.print(f"skipped: {p}", highlight=False, markup=False, soft_wrap=True)
+    n_rows = sum(len(rows) for _, rows, _, _ in inputs)
+    n_bad = sum(len(problems) for _, _, problems, _ in inputs)
+    n_steps = sum(steps for *_, steps in inputs)
+    print(
+        f"sacct import: {n_rows} jobs into {where}; {n_steps} step lines left out, "
+        f"{n_bad} lines skipped"
+    )
+    return 0
+
+
+def _paragraphs(*texts: str) -> str:
+    return "\n\n".join(textwrap.fill(t, 78) for t in texts)
+
+
+_IMPORT_HELP = "\n\n".join(
+    [
+        _paragraphs(
+            "Read `sacct --parsable2` output, header line included (--noheader output is "
+            "refused: its columns cannot be known), into STORE/sched/sacct-<name>.parquet, one "
+            "row per job allocation; steps (123.batch, 123.0) are left out, an array task keeps "
+            "its own id (JobIDRaw). Columns may come in any order, extra ones are ignored; "
+            "required: JobID or JobIDRaw, Account, NNodes, NCPUS or AllocCPUS, ElapsedRaw or "
+            "Elapsed ([DD-]HH:MM:SS), Start. Capture a file with:"
+        ),
+        f"  TZ=UTC sacct --allusers --parsable2 --format={SACCT_FORMAT} -S START",
+        _paragraphs(
+            "Lines that cannot be used are reported (file:line: why) and skipped. <name> is the "
+            "file's stem, so importing a file again replaces its rows. With --live, sacct is run "
+            "here (with --allocations and TZ=UTC) and <name> is live-<UTC time>. When several "
+            "imports hold a job (cluster, jobid), the one imported last counts.",
+            "Exit status: 0; 2 when an input cannot be read or has no header, or sacct is "
+            "missing or fails. The last line says where the rows went and the counts.",
+        ),
+    ]
+)
+
+
+def register(groups) -> None:
+    """Adds the ``sacct`` command group to the CLI's group subparsers."""
+    grp = groups.add_parser(
+        "sacct",
+        help="import job metadata from Slurm accounting (sacct) into the store",
+        description="Slurm accounting: which project (account) each job belongs to, its nodes, "
+        "cores and elapsed time, for coverage (seed 000 Table II: how much of the machine's "
+        "work the logs cover).",
+    )
+    cmds = grp.add_subparsers(title="commands", dest="command", required=True)
+    p = cmds.add_parser(
+        "import",
+        help="import sacct output (files, or --live) into the store's sched table",
+        description=_IMPORT_HELP,
+        # The capture command is one line to copy: argparse's wrapping would break it.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="sacct output files")
+    p.add_argument("--live", action="store_true", help="run sacct here instead of reading files")
+    p.add_argument(
+        "--starttime",
+        "-S",
+        metavar="T",
+        help="with --live: sacct's --starttime (default: sacct's, 00:00 today)",
+    )
+    p.add_argument("--endtime", "-E", metavar="T", help="with --live: sacct's --endtime")
+    p.add_argument(
+        "--clusters",
+        "-M",
+        metavar="C",
+        help="with --live: sacct's --clusters (default: the local cluster)",
+    )
+    p.add_argument(
+        "--timezone",
+        metavar="ZONE",
+        help="files: the time zone of their times without an offset, e.g. "
+        "Europe/Berlin (default UTC; sacct prints its machine's local time)",
+    )
+    p.add_argument(
+        "--name",
+        help="one FILE: its part's name, STORE/sched/sacct-NAME.parquet (default: the file's "
+        "stem); an import under the same name replaces it",
+    )
+    p.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE,
+                   help=f"default {store_mod.DEFAULT_STORE}")  # fmt: skip
+
+    def run(args):
+        if args.name and (args.live or len(args.files) != 1):
+            p.error("--name names the part of one FILE")
+        if args.live and args.files:
+            p.error("give FILE... or --live, not both")
+        if not args.live and not args.files:
+            p.error("give FILE... or --live")
+        if not args.live and (args.starttime or args.endtime or args.clusters):
+            p.error("--starttime, --endtime and --clusters go with --live")
+        if args.live and args.timezone:
+            p.error("--timezone goes with files (--live runs sacct with TZ=UTC)")
+        return import_sacct(args)
+
+    p.set_defaults(func=run)

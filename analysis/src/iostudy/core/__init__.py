@@ -1,0 +1,1 @@
+"""Configuration, provenance, units and safe file access: what every layer above uses."""

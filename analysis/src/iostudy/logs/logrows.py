@@ -1,0 +1,405 @@
+"""One Darshan log (or a batch of them) to the store's rows: what ingest's reader workers run.
+
+Kept apart from :mod:`iostudy.store.store` so that a worker process imports only this, PyDarshan's
+backend and numpy (not DuckDB, pyarrow or the rest of the store): ingest starts a few of them.
+The rows: a jobs row per log (:func:`job_row`), the files rows of a batch column-wise
+(:class:`Columns`, :func:`files_columns`), the probes and lustre rows; :func:`read_for_ingest`
+and :func:`batch_rows` are :class:`iostudy.logs.logpool.ReaderPool`'s read and rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
+
+import numpy as np
+
+from iostudy.logs import plausibility, proberows
+from iostudy.logs.darshanlog_worker import CheckedLog, read, record_layout
+from iostudy.logs.summary import MODULE_COUNTERS
+
+# Darshan's access-size histogram bins (the counters' suffixes), smallest first.
+SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
+             "100M_1G", "1G_PLUS")  # fmt: skip
+
+# PyDarshan module name -> the project's module token (DESIGN.md convention 2).
+MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio", "H5F": "h5f",
+                 "PNETCDF_FILE": "pnetcdf"}  # fmt: skip
+# Prefix of each module's float counters (F_OPEN_START_TIMESTAMP, F_READ_TIME, ...).
+_FPREFIX = {"POSIX": "POSIX_F_", "STDIO": "STDIO_F_", "MPI-IO": "MPIIO_F_", "H5F": "H5F_F_",
+            "PNETCDF_FILE": "PNETCDF_FILE_F_"}  # fmt: skip
+# The files table's counter columns beyond MODULE_COUNTERS': {column: {module: counters summed}};
+# a module without an entry gets null.
+_SMALL = SIZE_BINS[:5]
+EXTRA_COUNTERS = {
+    "seeks": {"POSIX": ["POSIX_SEEKS"], "STDIO": ["STDIO_SEEKS"]},
+    "unaligned": {"POSIX": ["POSIX_FILE_NOT_ALIGNED"]},
+    "seq_ops": {"POSIX": ["POSIX_SEQ_READS", "POSIX_SEQ_WRITES"]},
+    "small_reads": {"POSIX": [f"POSIX_SIZE_READ_{b}" for b in _SMALL]},
+    "small_writes": {"POSIX": [f"POSIX_SIZE_WRITE_{b}" for b in _SMALL]},
+    "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"]},
+    "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"]},
+    "mode": {"POSIX": ["POSIX_MODE"]},
+    **{
+        f"{op}_{b.lower()}": {
+            "POSIX": [f"POSIX_SIZE_{op.upper()}_{b}"],
+            "MPI-IO": [f"MPIIO_SIZE_{op.upper()}_AGG_{b}"],
+        }
+        for op in ("read", "write")
+        for b in SIZE_BINS
+    },
+}
+# Per module, every column summed from counters (MODULE_COUNTERS' and its EXTRA_COUNTERS), built
+# once: a log's records are summed with one loop each.
+_SUMS = {
+    mod: {**sums, **{col: m[mod] for col, m in EXTRA_COUNTERS.items() if mod in m}}
+    for mod, sums in MODULE_COUNTERS.items()
+}
+_MAX_BYTE = {m: [f"{m}_MAX_BYTE_READ", f"{m}_MAX_BYTE_WRITTEN"] for m in ("POSIX", "STDIO")}
+# files columns taken from one float counter each: {column: the counter after the module prefix}
+_FCOLUMNS = {
+    "read_time": "READ_TIME",
+    "write_time": "WRITE_TIME",
+    "meta_time": "META_TIME",
+    "open_start": "OPEN_START_TIMESTAMP",
+    "read_end": "READ_END_TIMESTAMP",
+    "write_end": "WRITE_END_TIMESTAMP",
+    "close_end": "CLOSE_END_TIMESTAMP",
+    "slowest_rank_time": "SLOWEST_RANK_TIME",
+    "read_start": "READ_START_TIMESTAMP",
+    "write_start": "WRITE_START_TIMESTAMP",
+}
+
+
+def utc_naive(ts: datetime) -> datetime:
+    """ts in UTC without a time zone attached (the store's convention); naive means UTC."""
+    return ts.astimezone(timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
+
+
+def int_or_none(value):
+    if value is None:  # most often: no exception raised and caught
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+class Strings(NamedTuple):
+    """A string column as a pyarrow string array holds it: the values' UTF-8 bytes side by
+    side and where each starts (int32 offsets, one more than values), so that neither the pipe
+    nor the parent handles a Python string per row."""
+
+    offsets: np.ndarray
+    data: bytes
+
+    @classmethod
+    def of(cls, values: list[str]) -> Strings:
+        text = "".join(values)
+        if text.isascii():  # a character per byte: no string encoded on its own
+            data, lengths = text.encode(), map(len, values)
+        else:
+            encoded = [v.encode() for v in values]
+            data, lengths = b"".join(encoded), map(len, encoded)
+        return cls(_offsets(np.fromiter(lengths, np.int64, len(values))), data)
+
+    def tolist(self) -> list[str]:
+        ends = self.offsets.tolist()
+        return [self.data[a:b].decode() for a, b in itertools.pairwise(ends)]
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    ends = np.cumsum(lengths)
+    if len(ends) and ends[-1] > np.iinfo(np.int32).max:  # a pyarrow string array's limit
+        raise OverflowError("over 2 GiB of strings in one column of a batch")
+    return np.concatenate(([0], ends)).astype(np.int32)
+
+
+class Repeated(NamedTuple):
+    """A column of runs of one value: values[i] counts[i] times, in turn (e.g. a log's sha256
+    on each of its files rows), sent once per run."""
+
+    values: list
+    counts: np.ndarray
+
+    def tolist(self) -> list:
+        return [v for v, c in zip(self.values, self.counts.tolist(), strict=True) for _ in range(c)]
+
+
+class Columns(NamedTuple):
+    """Rows of a table column-wise: ``n`` rows, {column: numpy array, Strings, Repeated or
+    list}; a column left out is null. Cheap to send between processes (a pyarrow table per log
+    is not): its numeric columns are pickled as one 2-D array per dtype, as numpy's cost per
+    array pickled is that of thousands of values."""
+
+    n: int
+    data: dict
+
+    def rows(self) -> list[dict]:
+        columns = [
+            v.tolist() if isinstance(v, Strings | Repeated)
+            else list(v) if isinstance(v, np.ndarray) else v
+            for v in self.data.values()
+        ]  # fmt: skip
+        return [dict(zip(self.data, vals, strict=True)) for vals in zip(*columns, strict=True)]
+
+    def __reduce__(self):
+        by_dtype = {}
+        for name, values in self.data.items():
+            if isinstance(values, np.ndarray):
+                by_dtype.setdefault(values.dtype, []).append(name)
+        blocks = [(names, np.stack([self.data[c] for c in names])) for names in by_dtype.values()]
+        rest = {c: v for c, v in self.data.items() if not isinstance(v, np.ndarray)}
+        return _unpickle_columns, (self.n, list(self.data), blocks, rest)
+
+
+def _unpickle_columns(n, order, blocks, rest) -> Columns:
+    data = dict(rest)
+    for names, block in blocks:
+        data.update(zip(names, block, strict=True))
+    return Columns(n, {c: data[c] for c in order})
+
+
+def job_nodes(nprocs, tags: dict, system: dict | None) -> int:
+    """Compute nodes of a job: the ``nodes`` tag if the job has one; else the ranks spread over
+    nodes of ``procs_per_node`` (a numeric tag) or of the system's cores per node, at most the
+    system's node count; else 1."""
+    nodes = int_or_none(tags.get("nodes"))
+    if nodes and nodes > 0:
+        return nodes
+    sys_nodes = (system or {}).get("nodes", {})
+    ppn = int_or_none(tags.get("procs_per_node")) or int_or_none(sys_nodes.get("cores_per_node"))
+    if not ppn or not nprocs:
+        return 1
+    nodes = math.ceil(nprocs / ppn)
+    count = int_or_none(sys_nodes.get("count"))
+    if count:
+        nodes = min(nodes, count)
+    return max(nodes, 1)
+
+
+# json.dumps(..., sort_keys=True) without building its encoder per call
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
+
+
+def epoch_utc(sec, nsec=0) -> datetime:
+    """Seconds (and nanoseconds) since the epoch as utc_naive gives them: UTC, no time zone."""
+    return datetime.fromtimestamp(sec, timezone.utc).replace(tzinfo=None) + timedelta(
+        microseconds=nsec // 1000
+    )
+
+
+def job_row(log: dict, run: dict) -> dict:
+    """The jobs row of one log (the dict of :func:`iostudy.logs.darshanlog_worker.read`).
+
+    ``run`` gives run_id, log_path, log_sha256, and the manifest's campaign, system and
+    effective system description (for the node count).
+    """
+    job = log["job"]
+    tags = dict(job.get("metadata") or {})
+    start = epoch_utc(job["start_time_sec"], job.get("start_time_nsec", 0))
+    end = epoch_utc(job["end_time_sec"], job.get("end_time_nsec", 0))
+    nprocs = int(job["nprocs"])
+    row = {
+        "run_id": run["run_id"],
+        "log_path": run["log_path"],
+        "log_sha256": run["log_sha256"],
+        "jobid": int_or_none(job.get("jobid")),
+        "nprocs": nprocs,
+        "nodes": job_nodes(nprocs, tags, run.get("system_config")),
+        "start": start,
+        "end": end,
+        "run_time": float(job.get("run_time") or max((end - start).total_seconds(), 0.0)),
+        "exe": log.get("exe"),
+        "tags": _sorted_json(tags),
+        "campaign": tags.get("campaign") or run.get("campaign"),
+        "check": tags.get("check"),
+        "system": tags.get("system") or run.get("system"),
+        "repetition": int_or_none(tags.get("repetition")),
+        "environ": tags.get("environ"),
+        "log_ver": job.get("log_ver"),
+        "partial": any(m.get("partial_flag") for m in log["modules"].values()),
+        "uid": int_or_none(job.get("uid")),
+        "modules": "+".join(log["modules"]),
+        "log_size": run.get("log_size"),
+        "log_mtime_ns": run.get("log_mtime_ns"),
+    }
+    quirks = log.get("quirks") or []
+    for quirk in quirks:
+        row.update(dict.fromkeys(quirk.job_columns))
+    row["flags"] = _sorted_json([q.reason for q in quirks]) if quirks else None
+    return row
+
+
+def _several_ranks(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """For each record, whether records of more than one rank have its id in its log."""
+    order = np.lexsort((ranks, ids, logs))
+    slog, sid, srank = logs[order], ids[order], ranks[order]
+    new_id = np.r_[True, (sid[1:] != sid[:-1]) | (slog[1:] != slog[:-1])]
+    new_pair = new_id | np.r_[True, srank[1:] != srank[:-1]]
+    group = np.cumsum(new_id) - 1
+    several = np.empty(len(ids), bool)
+    several[order] = (np.bincount(group, weights=new_pair) > 1)[group]
+    return several
+
+
+@functools.cache
+def _module_plan(mod: str) -> tuple[dict, dict, list | None]:
+    """How a module's files columns come from its counters, once: {column: the indexes of the
+    counters it sums (_SUMS)}, {column: the index of its float counter}, and the indexes of the
+    counters whose maximum is max_byte (None: no such column)."""
+    lay = record_layout(mod)
+    cidx = {name: i for i, name in enumerate(lay.cnames)}
+    fidx = {name: i for i, name in enumerate(lay.fnames)}
+    summed = {col: [cidx[c] for c in counters if c in cidx] for col, counters in _SUMS[mod].items()}
+    floats = {col: fidx[_FPREFIX[mod] + suffix] for col, suffix in _FCOLUMNS.items()
+              if _FPREFIX[mod] + suffix in fidx}  # fmt: skip
+    max_byte = [cidx[c] for c in _MAX_BYTE[mod]] if mod in _MAX_BYTE else None
+    return summed, floats, max_byte
+
+
+def _column_sum(counters: np.ndarray, idx: list[int]) -> np.ndarray:
+    """The sum of some counter columns (numpy has no fast integer matmul: a take per column)."""
+    if len(idx) == 1:
+        return counters[:, idx[0]]
+    if not idx:
+        return np.zeros(len(counters), np.int64)
+    return counters[:, idx].sum(axis=1)
+
+
+def files_columns(entries) -> list[Columns]:
+    """The files rows of a batch of logs, [(run info, log of
+    :func:`iostudy.logs.darshanlog_worker.read` with ``stored=True``)], one Columns per module,
+    computed column-wise."""
+    out = []
+    for mod in MODULE_TOKENS:
+        parts = [(run, log["records"][mod], log["name_records"], _nulled(log, mod))
+                 for run, log in entries if log["records"].get(mod)]  # fmt: skip
+        if parts and (columns := _module_files(mod, parts)):
+            out.append(columns)
+    return out
+
+
+def _nulled(log: dict, mod: str) -> set:
+    """The files columns of a log's records of a module stored as null (its quirks)."""
+    return {c for q in log.get("quirks") or () for c in q.file_columns.get(mod, ())}
+
+
+def _module_files(mod: str, parts) -> Columns | None:
+    """Files columns of one module's records of several logs: parts [(run, stored records,
+    names, columns stored as null)]; None when none of the records has a name."""
+    lay = record_layout(mod)
+    records = np.frombuffer(b"".join(stored for _, stored, _, _ in parts), lay.dtype)
+    counts = [len(stored) // lay.size for _, stored, _, _ in parts]
+    ids = records["id"].tolist()
+    paths, start = [], 0
+    for (_, _, names, _), n in zip(parts, counts, strict=True):
+        paths += map(names.get, ids[start : start + n])
+        start += n
+    logs = np.repeat(np.arange(len(parts)), counts)
+    if None in paths:  # records without a name are left out, as PyDarshan does
+        named = np.array([p is not None for p in paths], bool)
+        records, logs, paths = records[named], logs[named], [p for p in paths if p is not None]
+        if not paths:
+            return None
+    counts = np.bincount(logs, minlength=len(parts))
+    ids, ranks = records["id"], records["rank"]
+    counters, fcounters = plausibility.summed(mod, records["counters"]), records["fcounters"]
+    # A file is shared when the runtime reduced it to one rank -1 record, or when records of
+    # several ranks remain (some ranks only, or a log without the reduction).
+    several = _several_ranks(logs, ids, ranks)
+    summed, floats, max_byte = _module_plan(mod)
+    columns = {
+        "run_id": Repeated([run["run_id"] for run, *_ in parts], counts),
+        "log_sha256": Repeated([run["log_sha256"] for run, *_ in parts], counts),
+        "module": Repeated([MODULE_TOKENS[mod]], np.array([len(paths)])),
+        "record_id": ids,
+        "rank": ranks,
+        "path": Strings.of(paths),
+        "shared": (ranks == -1) | several,
+        **{col: _column_sum(counters, idx) for col, idx in summed.items()},
+        **{col: fcounters[:, i] for col, i in floats.items()},
+    }
+    if max_byte is not None:
+        columns["max_byte"] = counters[:, max_byte].max(axis=1)
+    for col in set().union(*(nulled for *_, nulled in parts)):  # logs with quirks: rare
+        of_logs = [i for i, (*_, nulled) in enumerate(parts) if col in nulled]
+        columns[col] = _with_nulls(columns[col], np.isin(logs, of_logs))
+    return Columns(len(paths), columns)
+
+
+def _with_nulls(values: np.ndarray, null: np.ndarray) -> list:
+    """A column with None where ``null`` is set: a list, as the store makes a numpy column's NaN
+    a NaN, not a null (rare: only logs with quirks)."""
+    return [None if n else v for v, n in zip(values.tolist(), null.tolist(), strict=True)]
+
+
+def lustre_rows(log: dict, run: dict) -> list[dict]:
+    """The lustre table's rows of one log (the dict of
+    :func:`iostudy.logs.darshanlog_worker.read`)."""
+    return [
+        {
+            "run_id": run["run_id"],
+            "log_sha256": run["log_sha256"],
+            "record_id": layout["id"],
+            "rank": layout["rank"],
+            "component": k,
+            "stripe_size": comp["counters"].get("LUSTRE_COMP_STRIPE_SIZE"),
+            "stripe_count": comp["counters"].get("LUSTRE_COMP_STRIPE_COUNT"),
+            "ost": ost,
+        }
+        for layout in log.get("lustre") or []
+        for k, comp in enumerate(layout["components"])
+        for ost in comp["ost_ids"]
+    ]
+
+
+# A log's own facts, beside its run's: what ReaderPool sends per log (the run once per batch).
+LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
+
+
+# The modules read_for_ingest leaves unread (darshanlog_worker.Limits.unread).
+INGEST_UNREAD = ("HEATMAP",)
+
+
+def read_for_ingest(checked: CheckedLog, facts: tuple) -> dict:
+    """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps), its
+    records as stored (:func:`files_columns` takes a batch's apart at once), and its quirks
+    (``quirks``); raises :class:`iostudy.logs.plausibility.ImplausibleLog` (the pool quarantines
+    the log) when a value of its job is out of bounds (its records: :func:`batch_rows`)."""
+    log = read(checked, full=False, stored=True)
+    log["quirks"] = plausibility.check_job(log, checked.path)
+    return log
+
+
+def _stored_sums(mod: str) -> dict:
+    """{files column: the indexes of the counters it sums} of a module."""
+    return _module_plan(mod)[0]
+
+
+def _as_columns(rows: list[dict]) -> list[Columns]:
+    """Rows with the same keys as one Columns of lists (none for no rows)."""
+    return [Columns(len(rows), {k: [r[k] for r in rows] for k in rows[0]})] if rows else []
+
+
+def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
+    """ReaderPool's rows: the jobs, files, probes and lustre rows of a batch of logs
+    [(LOG_FACTS values, log)] of one run, each a list of Columns. Raises
+    :class:`iostudy.logs.plausibility.ImplausibleLog` when a log's records are out of bounds: the
+    pool then takes the batch's logs one by one, and quarantines that one."""
+    plausibility.check_records([log for _, log in entries], _stored_sums)
+    entries = [(dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log)
+               for facts, log in entries]  # fmt: skip
+    jobs = [job_row(log, run) for run, log in entries]
+    files = files_columns(entries)
+    probes = []
+    for (run, log), job in zip(entries, jobs, strict=True):
+        if proberows.is_probe(job):  # rare: the probe's rows from its own files rows
+            own = [r for c in files_columns([(run, log)]) for r in c.rows()]
+            probes += proberows.probe_rows(job, own)
+    lustre = [row for run, log in entries for row in lustre_rows(log, run)]
+    return _as_columns(jobs), files, _as_columns(probes), _as_columns(lustre)

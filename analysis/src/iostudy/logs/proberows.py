@@ -1,0 +1,59 @@
+"""The store's probes rows of an interference probe's log (seed 004; the probe itself is
+:mod:`iostudy.benchmarks.probe`): one per writer file, from the runtime's per-file POSIX records.
+Pure functions, without pandas: ingest's reader workers import this."""
+
+from __future__ import annotations
+
+import json
+import re
+
+#: the file each writer writes: DIR/writer.<rank>
+WRITER_FILE = re.compile(r"/writer\.(\d+)$")
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def is_probe(job: dict) -> bool:
+    """Whether a jobs row is a probe_check job's."""
+    return job.get("check") == "probe_check"
+
+
+def probe_rows(job: dict, files: list[dict]) -> list[dict]:
+    """The probes table's rows of one log (the store's jobs row and files rows): one per writer
+    file of a probe_check job, empty for any other job."""
+    if not is_probe(job):
+        return []
+    tags = json.loads(job.get("tags") or "{}")
+    rows = []
+    for rec in files:
+        match = WRITER_FILE.search(rec.get("path") or "")
+        if rec["module"] != "posix" or not match or not rec["bytes_written"]:
+            continue
+        rows.append(
+            {
+                "run_id": job["run_id"],
+                "log_sha256": job["log_sha256"],
+                "system": job["system"],
+                "campaign": job["campaign"],
+                "environ": job["environ"],
+                "jobid": job["jobid"],
+                "start": job["start"],
+                "nodes": job["nodes"],
+                "writers": job["nprocs"],
+                "writers_per_target": _int(tags.get("writers_per_target")),
+                "targets": _int(tags.get("targets")),
+                "target": tags.get("target"),
+                "writer": int(match.group(1)),
+                "rank": rec["rank"],
+                "bytes": rec["bytes_written"],
+                "write_time": rec["write_time"],
+                "write_start": rec["write_start"],
+                "write_end": rec["write_end"],
+            }
+        )
+    return rows

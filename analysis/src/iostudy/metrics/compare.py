@@ -1,0 +1,408 @@
+"""Which results can be compared, and whether a run regressed: ``iostudy compare``.
+
+A result is one ReFrame performance value of a run (the store's perf table; repetitions of one
+run are one result, their median). Its **fingerprint** is the sha256 (12 hex digits) of what
+must be equal for two values to be compared:
+
+    check, variable, unit      what was measured (ior_check write_mib_s MiB/s)
+    version                    the benchmark's version (runs.benchmark_versions; "unknown"
+                               when the run did not record it)
+    environ                    the programming environment (MPI flavour)
+    parameters                 the check's parameters (size, layout, transfer ...), without
+                               the repetition
+    num_tasks, per node        the scale
+
+A **series** is one fingerprint on one system of one site. Each point of a series is judged:
+
+- against the system's reference band (ReFrame's reference x (1 + lower) .. x (1 + upper),
+  recorded with the value) when it has one: worse than the band's edge is a regression;
+- against the series' history: the median of the previous ``window`` points (at least
+  ``min_history`` of them) ± max(k x 1.4826 x MAD, tolerance x median); MAD is the median
+  absolute deviation, x 1.4826 the standard deviation it estimates for normal noise, and the
+  tolerance keeps a history of near-equal values from flagging ordinary noise. Beyond the
+  worse edge is a regression, beyond the better edge an improvement.
+
+Both are applied: the references of configs/references are acceptance floors, set far below
+the usual value, which a run twice as slow never crosses; the history is what sees it. Which
+side is worse follows the unit (:func:`direction`): rates (``*/s``) are worse lower, times
+(``s``) and factors (``x``, the imbalance) worse higher, anything else either way.
+
+``iostudy compare`` judges the latest point of every series (``--all``: every point), prints a
+table, and exits 1 when a judged point is a regression, so that a scheduled campaign or a CI
+job can alert on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from iostudy.core import config
+from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_REGRESSION
+from iostudy.logs.logrows import int_or_none
+from iostudy.store import store as store_mod
+
+MAD_TO_SIGMA = 1.4826
+FINGERPRINT_FIELDS = ("check", "variable", "unit", "version", "environ", "parameters",
+                      "num_tasks", "num_tasks_per_node")  # fmt: skip
+SERIES = ["site", "system", "fingerprint"]
+
+
+def direction(unit) -> str:
+    """'higher' (is better), 'lower', or 'either', from the value's unit."""
+    unit = str(unit or "").strip()
+    if unit.endswith("/s") or unit.endswith("/CN"):
+        return "higher"
+    if unit in ("s", "x"):
+        return "lower"
+    return "either"
+
+
+def band(reference, lower, upper) -> tuple[float, float]:
+    """ReFrame's accepted range of a value: reference x (1 + lower) .. reference x (1 + upper);
+    a missing threshold is unbounded on that side; (nan, nan) without a reference."""
+    try:
+        ref = float(reference)
+    except (TypeError, ValueError):
+        return (math.nan, math.nan)
+    if not math.isfinite(ref) or ref == 0:
+        return (math.nan, math.nan)
+    lo = ref * (1 + float(lower)) if pd.notna(lower) else -math.inf
+    hi = ref * (1 + float(upper)) if pd.notna(upper) else math.inf
+    return (lo, hi)
+
+
+def system_label(site, system) -> str:
+    """How a system is named beside others: "site/system" for another site's, else its name."""
+    site = None if site is None or (isinstance(site, float) and math.isnan(site)) else site
+    if not site or str(system).startswith(f"{site}/"):  # already named so (report tables)
+        return str(system)
+    return f"{site}/{system}"
+
+
+def _parameters(text) -> str:
+    try:
+        params = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        params = {"parameters": text}
+    if not isinstance(params, dict):
+        params = {"parameters": params}
+    # ReFrame's display name repeats a variable as ".name" (and each repetition is one): the
+    # check's own parameters, once, without the repetition
+    params = {k.lstrip("."): v for k, v in params.items()}
+    params.pop("repetition", None)
+    return json.dumps(params, sort_keys=True)
+
+
+def _version(versions, check) -> str:
+    try:
+        found = json.loads(versions).get(check) if isinstance(versions, str) else None
+    except (ValueError, AttributeError):
+        found = None
+    return found or "unknown"
+
+
+def results(store) -> pd.DataFrame:
+    """:func:`results_of` the store's perf and runs tables."""
+    con = store_mod.connect(store)
+    try:
+        perf = con.execute("SELECT * FROM perf").df()
+        runs = con.execute("SELECT * FROM runs").df()
+    finally:
+        con.close()
+    return results_of(perf, runs)
+
+
+def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run and fingerprint: site, system, label, run_id, started, the fingerprint's
+    fields, fingerprint, value (median of the repetitions), band_low, band_high, n (values)."""
+    perf = perf[perf["value"].notna()]
+    columns = ["site", "system", "label", "run_id", "started", *FINGERPRINT_FIELDS, "fingerprint",
+               "value", "band_low", "band_high", "n"]  # fmt: skip
+    if perf.empty:
+        return pd.DataFrame(columns=columns)
+    for column in ("num_tasks", "num_tasks_per_node"):
+        if column not in perf:
+            perf[column] = None
+    for column in ("site", "benchmark_versions"):
+        if column not in runs:
+            runs[column] = None
+    perf = perf.drop(columns=["system"]).merge(
+        runs[["run_id", "site", "system", "started", "benchmark_versions"]], on="run_id"
+    )
+    perf["version"] = [_version(v, c) for v, c in zip(perf["benchmark_versions"], perf["check"],
+                                                      strict=True)]  # fmt: skip
+    perf["parameters"] = perf["parameters"].map(_parameters)
+    for column in ("num_tasks", "num_tasks_per_node"):
+        perf[column] = [int_or_none(v) for v in perf[column]]
+    perf["fingerprint"] = [
+        hashlib.sha256(
+            json.dumps(
+                dict(zip(FINGERPRINT_FIELDS, key, strict=True)), sort_keys=True, default=str
+            ).encode()
+        ).hexdigest()[:12]  # fmt: skip
+        for key in perf[list(FINGERPRINT_FIELDS)].itertuples(index=False, name=None)
+    ]
+    edges = [band(*r) for r in perf[["reference", "lower", "upper"]].itertuples(index=False)]
+    perf["band_low"] = [e[0] for e in edges]
+    perf["band_high"] = [e[1] for e in edges]
+    rows = []
+    keys = ["site", "system", "run_id", "started", "fingerprint"]
+    for key, g in perf.groupby(keys, dropna=False, sort=False):
+        first = g.iloc[0]
+        rows.append({**dict(zip(keys, key, strict=True)),
+                     **{f: first[f] for f in FINGERPRINT_FIELDS},
+                     "value": float(g["value"].median()), "band_low": first["band_low"],
+                     "band_high": first["band_high"], "n": len(g)})  # fmt: skip
+    out = pd.DataFrame(rows)
+    out["label"] = [system_label(s, y) for s, y in zip(out["site"], out["system"], strict=True)]
+    out["started"] = pd.to_datetime(out["started"])
+    return out[columns].sort_values(["label", "check", "variable", "started"], ignore_index=True)
+
+
+def metric_name(row) -> str:
+    """A series' name for people: check variable (parameters, environ, scale)."""
+    params = json.loads(row["parameters"]) if row["parameters"] else {}
+    shown = [f"{k}={v}" for k, v in params.items()]
+    shown += [str(row["environ"])] if row["environ"] else []
+    if row["num_tasks"] is not None and not pd.isna(row["num_tasks"]):
+        shown.append(f"{int(row['num_tasks'])} procs")
+    return f"{row['check']} {row['variable']}" + (f" ({', '.join(shown)})" if shown else "")
+
+
+def judge(table: pd.DataFrame, k=3.0, window=10, min_history=3, tolerance=0.1) -> pd.DataFrame:
+    """Every point of ``results`` with its verdict: basis, history_median, history_low,
+    history_high, change_pct (against the history's median, else the band's reference edge),
+    verdict: regression, improvement, ok, or no baseline. See the module docstring."""
+    out = []
+    for _, series in table.groupby(["label", "fingerprint"], sort=False):
+        series = series.sort_values(["started", "run_id"])
+        values = series["value"].to_numpy(float)
+        for i, row in enumerate(series.to_dict("records")):
+            way = direction(row["unit"])
+            lo, hi = row["band_low"], row["band_high"]
+            has_band = not (pd.isna(lo) and pd.isna(hi))
+            worse_band = has_band and (
+                (way != "lower" and value_below(row["value"], lo))
+                or (way != "higher" and value_above(row["value"], hi))
+            )
+            history = values[max(0, i - window) : i]
+            med = h_lo = h_hi = math.nan
+            worse_hist = better_hist = False
+            if len(history) >= min_history:
+                med = float(np.median(history))
+                mad = float(np.median(np.abs(history - med))) * MAD_TO_SIGMA
+                half = max(k * mad, tolerance * abs(med))
+                h_lo, h_hi = med - half, med + half
+                below, above = row["value"] < h_lo, row["value"] > h_hi
+                worse_hist = (way != "lower" and below) or (way != "higher" and above)
+                better_hist = (way == "higher" and above) or (way == "lower" and below)
+            basis = []
+            if has_band:
+                basis.append(f"band {_num(lo)}..{_num(hi)}")
+            if not math.isnan(med):
+                basis.append(f"history median {_num(med)} ({_num(h_lo)}..{_num(h_hi)}, "
+                             f"{len(history)} runs)")  # fmt: skip
+            if worse_band or worse_hist:
+                verdict = "regression"
+            elif better_hist:
+                verdict = "improvement"
+            elif basis:
+                verdict = "ok"
+            else:
+                verdict = "no baseline"
+            ref = med if not math.isnan(med) else (lo if way == "higher" else hi)
+            change = 100 * (row["value"] - ref) / abs(ref) if ref and np.isfinite(ref) else math.nan
+            out.append({**row, "metric": metric_name(row), "direction": way,
+                        "history_median": med, "history_low": h_lo, "history_high": h_hi,
+                        "change_pct": change, "basis": "; ".join(basis) or "-",
+                        "verdict": verdict, "latest": i == len(series) - 1})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def value_below(value, edge) -> bool:
+    return not pd.isna(edge) and value < edge
+
+
+def value_above(value, edge) -> bool:
+    return not pd.isna(edge) and value > edge
+
+
+def _shown(value) -> str:
+    """A fingerprint field as people read it: 4 not 4.0, unset for a missing value."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "unset"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _num(x) -> str:
+    if x is None or pd.isna(x):
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.4g}"
+
+
+# -- across systems and sites -------------------------------------------------------------------
+
+
+def system_descriptions(store, table: pd.DataFrame) -> dict[str, dict]:
+    """label -> system description of the table's systems: another site's from its bundle
+    (STORE/sites/<site>/systems/), this site's from configs/systems/."""
+    out = {}
+    for site, system in table[["site", "system"]].drop_duplicates().itertuples(index=False):
+        if not isinstance(system, str):  # a log tree's runs may name none
+            continue
+        label = system_label(site, system)
+        if label != system:
+            path = Path(store) / "sites" / site / "systems" / f"{system}.json"
+            if path.is_file():
+                out[label] = json.loads(path.read_text())
+        else:
+            try:
+                out[label] = config.load_system(system)
+            except config.ConfigError:
+                pass
+    return out
+
+
+def ceiling(description: dict | None, unit) -> tuple[float, str] | None:
+    """The system's component ceiling for a value of this unit (its peaks): the aggregate
+    storage bandwidth for MiB/s, the metadata rate for ops/s."""
+    peaks = (description or {}).get("peaks") or {}
+    key = {"MiB/s": "aggregate_mib_s", "ops/s": "metadata_ops_s"}.get(str(unit))
+    if key and peaks.get(key):
+        return float(peaks[key]), key
+    return None
+
+
+def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Systems side by side per fingerprint that two or more of them share: metric, unit,
+    system, runs, latest, median, ceiling; and the metrics that could not be compared, with
+    the reason (what differs from the nearest fingerprint of another system)."""
+    descriptions = descriptions or {}
+    columns = ["metric", "unit", "fingerprint", "system", "runs", "latest", "median", "ceiling",
+               "ceiling_of"]  # fmt: skip
+    if table.empty:
+        return pd.DataFrame(columns=columns), pd.DataFrame(columns=["system", "metric", "reason"])
+    rows, apart = [], []
+    shared = table.groupby("fingerprint")["label"].nunique()
+    for fp, g in table.groupby("fingerprint", sort=False):
+        first = g.iloc[0]
+        if shared[fp] < 2:
+            continue
+        for label, s in g.groupby("label"):
+            s = s.sort_values("started")
+            top = ceiling(descriptions.get(label), first["unit"])
+            rows.append({"metric": metric_name(first), "unit": first["unit"], "fingerprint": fp,
+                         "system": label, "runs": len(s), "latest": s["value"].iloc[-1],
+                         "median": float(s["value"].median()),
+                         "ceiling": top[0] if top else math.nan,
+                         "ceiling_of": top[1] if top else ""})  # fmt: skip
+    labels = sorted(table["label"].unique())
+    for fp, g in table.groupby("fingerprint", sort=False):
+        if shared[fp] >= 2:
+            continue
+        first = g.iloc[0]
+        mine = first["label"]
+        same = table[(table["check"] == first["check"]) & (table["variable"] == first["variable"])
+                     & (table["label"] != mine)]  # fmt: skip
+        if same.empty:
+            others = [x for x in labels if x != mine]
+            reason = f"no other system ran {first['check']} {first['variable']}" + (
+                f" ({', '.join(others)})" if others else ""
+            )
+        else:
+            best = None
+            for _, other in same.drop_duplicates("fingerprint").iterrows():
+                diff = [
+                    f"{f} {_shown(first[f])} vs {_shown(other[f])} ({other['label']})"
+                    for f in FINGERPRINT_FIELDS
+                    if _shown(first[f]) != _shown(other[f])
+                ]
+                if best is None or len(diff) < len(best):
+                    best = diff
+            reason = "differs: " + "; ".join(best)
+        apart.append({"system": mine, "metric": metric_name(first), "reason": reason})
+    side = pd.DataFrame(rows, columns=columns)
+    return side, pd.DataFrame(apart, columns=["system", "metric", "reason"])
+
+
+# -- command ------------------------------------------------------------------------------------
+
+
+def cmd_compare(args) -> int:
+    if not Path(args.store).is_dir():
+        print(f"iostudy: error: store {args.store}: no such directory", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.k <= 0 or args.window < 1 or args.min_history < 1 or args.tolerance < 0:
+        print("iostudy: error: --k and --window, --min-history must be positive, --tolerance "
+              "at least 0", file=sys.stderr)  # fmt: skip
+        return EXIT_BAD_INPUT
+    table = results(args.store)
+    if args.system:
+        table = table[table["label"].isin(args.system)]
+    if args.check:
+        table = table[table["check"].isin(args.check)]
+    if table.empty:
+        print(
+            f"compare: no performance values in {args.store}"
+            + (" for the systems and checks asked" if args.system or args.check else "")
+        )
+        return 0
+    judged = judge(table, args.k, args.window, args.min_history, args.tolerance)
+    shown = judged if args.all else judged[judged["latest"]]
+    columns = ["label", "run_id", "metric", "unit", "value", "change_pct", "basis", "verdict"]
+    view = shown[columns].rename(columns={"label": "system"})
+    if args.csv:
+        view.to_csv(sys.stdout, index=False, lineterminator="\n")
+    else:
+        with pd.option_context("display.max_rows", None, "display.max_columns", None,
+                               "display.width", 250, "display.max_colwidth", 70):  # fmt: skip
+            print(view.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    regressions = shown[shown["verdict"] == "regression"]
+    counts = shown["verdict"].value_counts()
+    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in
+                        ("regression", "improvement", "ok", "no baseline"))  # fmt: skip
+    print(f"compare: {len(shown)} results of {shown['label'].nunique()} systems judged: {summary}",
+          file=sys.stderr)  # fmt: skip
+    for row in regressions.itertuples():
+        print(f"REGRESSION: {row.label} {row.metric}: {row.value:.4g} {row.unit} in run "
+              f"{row.run_id} ({row.change_pct:+.0f}%; {row.basis})", file=sys.stderr)  # fmt: skip
+    return EXIT_REGRESSION if len(regressions) else 0
+
+
+def register(groups) -> None:
+    p = groups.add_parser(
+        "compare",
+        help="judge every performance value against its band and history; exit 1 on a regression",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--store", default=store_mod.DEFAULT_STORE, help="the store (default %(default)s)"
+    )
+    p.add_argument("--system", action="append", help="only this system (site/system for another "
+                   "site's); repeatable")  # fmt: skip
+    p.add_argument("--check", action="append", help="only this check; repeatable")
+    p.add_argument("--all", action="store_true", help="judge every run, not only the latest")
+    p.add_argument("--k", type=float, default=3.0, help="history band: k x MAD-sigma (default 3)")
+    p.add_argument("--window", type=int, default=10, help="previous runs in the history (10)")
+    p.add_argument("--min-history", type=int, default=3, help="runs a history needs (default 3)")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.1,
+        help="history band at least this fraction of the median (default 0.1)",
+    )
+    p.add_argument("--csv", action="store_true", help="the table as CSV on stdout")
+    p.set_defaults(func=cmd_compare)

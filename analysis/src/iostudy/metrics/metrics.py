@@ -1,0 +1,558 @@
+"""Metrics: pure functions from store tables (pandas DataFrames) to metric tables.
+
+- :func:`io_time` and :func:`job_throughput`: MiB/s/CN of seed 000 (section II-D). The
+  aggregate I/O time of a job is the larger of two forms: the unique-file form, the slowest
+  rank's total (metadata + read + write) time over the files only it accessed, and the
+  shared-file form, the longest elapsed time of a shared file from its first open to the end of
+  its last I/O. MiB/s = bytes moved / 2^20 / that time; MiB/s/CN divides by the job's compute
+  nodes. A file is shared when it is a rank -1 record (the runtime reduced it) or when records
+  of more than one rank remain for it.
+- :func:`model_throughput` and :func:`table1_crosscheck`: the same computation per I/O model of
+  the seed-003 benchmark (its files live in a directory ``n<n>-p<p>-f<f>-m<m>/``), for write
+  only, against the benchmark's own write_mib_s: seed 000's Table I check (within 3%).
+- :func:`ior_log_bandwidth` and :func:`ior_crosscheck`: the same check for every run of
+  ior_check: per operation, the bytes of IOR's test files over the larger of the slowest rank's
+  write (or read) time and the span from the first to the last, against IOR's own bandwidth.
+- :func:`iomodel_histogram`: seed 003's 2D histograms, bins of log2(processes doing I/O) x
+  log2(processes per file), reduced with the maximum of write throughput and of throughput per
+  node-hour.
+
+:func:`compute_all` runs them on a store; ``iostudy metrics --store STORE --out DIR`` writes
+each as DIR/<name>.csv.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from iostudy.core.numfmt import MIB
+
+SECONDS_PER_HOUR = 3600.0
+# Seed 000 found the Darshan-derived bandwidth within 3% of the benchmark's.
+TABLE1_TOLERANCE = 0.03
+# The benchmark's names of the models Table I compares (file per process, N-N; shared, N-1).
+TABLE1_MODELS = ("file-per-process", "single-shared-file")
+# The I/O model's directory in a file path: .../n<n>-p<p>-f<f>-m<m>/file<k>.dat
+MODEL_DIR = r"(?:^|/)n(?P<n>\d+)-p(?P<p>\d+)-f(?P<f>\d+)-m(?P<m>\d+)/"
+# Default module for MiB/s/CN: POSIX sees every byte that reaches the file system; MPI-IO sits
+# on top of it (adding it would count bytes twice).
+DEFAULT_MODULES = ("posix",)
+
+# What each kind of throughput counts: bytes, the per-file time, the end of the file's I/O.
+_KINDS = {
+    "both": (("bytes_read", "bytes_written"), ("meta_time", "read_time", "write_time")),
+    "write": (("bytes_written",), ("meta_time", "write_time")),
+    "read": (("bytes_read",), ("meta_time", "read_time")),
+}
+_ENDS = {"both": ("read_end", "write_end"), "write": ("write_end",), "read": ("read_end",)}
+
+JOB_KEYS = ["run_id", "log_sha256"]
+MODEL_KEYS = ["n", "p", "f", "m"]
+# Totals of bytes and counts are summed as float64: exact up to 2^53 (8 PiB), rounded beyond,
+# never wrapped around as int64 sums silently are (a store's values are each below 2^62,
+# iostudy.logs.plausibility, but many of them add up past 2^63).
+EXACT = 2**53
+
+
+def integral(totals: pd.Series) -> pd.Series:
+    """Totals (summed as float64, NaN: none) as int64 when every one is exact (up to 2^53),
+    else as float64: an int64 cannot hold every sum of int64 values."""
+    totals = totals.astype(float).fillna(0)
+    return totals.astype("int64") if (totals.abs() <= EXACT).all() else totals
+
+
+def _shared_mask(files: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Shared file: the ``shared`` column when the table has it, else rank -1 or >1 rank."""
+    if "shared" in files.columns:
+        return files["shared"].fillna(False).astype(bool)
+    group = [*keys, "module", "record_id"] if "module" in files.columns else [*keys, "record_id"]
+    nranks = files.groupby(group, dropna=False)["rank"].transform("nunique")
+    return (files["rank"] == -1) | (nranks > 1)
+
+
+def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
+    """Bytes and aggregate I/O time per group of ``keys`` (seed 000, section II-D).
+
+    files: rows of the store's files table (at least the keys, rank, record_id, the byte, time
+    and end columns of ``kind``, and ``shared`` or enough ranks to tell). kind: "both" (read +
+    write), "write" or "read". Returns keys + bytes, unique_bytes, shared_bytes, unique_files,
+    shared_files, unique_time (slowest rank over its unique files), shared_time (longest
+    first-open-to-last-I/O-end of a shared file), io_time (the larger), form ("unique",
+    "shared" or "mixed": which forms the group has), mib_s (NaN when io_time is 0).
+    """
+    keys = list(keys)
+    byte_cols, time_cols = _KINDS[kind]
+    f = files.copy()
+    f["_bytes"] = f[list(byte_cols)].astype(float).fillna(0).sum(axis=1)
+    f["_time"] = f[list(time_cols)].fillna(0).sum(axis=1)
+    f["_end"] = f[list(_ENDS[kind])].fillna(0).max(axis=1)
+    # A start of 0 means "not opened" (the job's clock starts before any open): such records
+    # (e.g. of ranks that only stat'ed the file) do not move the first open.
+    f["_open"] = f["open_start"].where(f["open_start"] > 0)
+    f["_shared"] = _shared_mask(f, keys)
+
+    groups = f.groupby(keys, dropna=False)
+    out = integral(groups["_bytes"].sum()).rename("bytes").to_frame()
+
+    uniq = f[~f["_shared"]]
+    per_rank = uniq.groupby([*keys, "rank"], dropna=False)["_time"].sum()
+    u = uniq.groupby(keys, dropna=False)
+    out["unique_bytes"] = u["_bytes"].sum()
+    out["unique_files"] = u["record_id"].nunique()
+    out["unique_time"] = per_rank.groupby(level=keys, dropna=False).max()
+
+    shared = f[f["_shared"]]
+    file_key = [*keys, "module", "record_id"] if "module" in f.columns else [*keys, "record_id"]
+    per_file = shared.groupby(file_key, dropna=False).agg(
+        first_open=("_open", "min"), last_end=("_end", "max"), _bytes=("_bytes", "sum")
+    )
+    per_file["elapsed"] = (per_file["last_end"] - per_file["first_open"].fillna(0)).clip(lower=0)
+    s = per_file.groupby(level=keys, dropna=False)
+    out["shared_bytes"] = s["_bytes"].sum()
+    out["shared_files"] = s["elapsed"].size()
+    out["shared_time"] = s["elapsed"].max()
+
+    for col in ("unique_bytes", "shared_bytes"):
+        out[col] = integral(out[col])
+    for col in ("unique_files", "shared_files"):
+        out[col] = out[col].fillna(0).astype("int64")
+    for col in ("unique_time", "shared_time"):
+        out[col] = out[col].fillna(0.0).astype(float)
+    out["io_time"] = out[["unique_time", "shared_time"]].max(axis=1)
+    has_u, has_s = out["unique_files"] > 0, out["shared_files"] > 0
+    out["form"] = np.select(
+        [has_u & has_s, has_s, has_u], ["mixed", "shared", "unique"], default=None
+    )
+    out["mib_s"] = (out["bytes"] / MIB / out["io_time"].where(out["io_time"] > 0)).astype(float)
+    return out.reset_index()
+
+
+def job_throughput(
+    files: pd.DataFrame, jobs: pd.DataFrame, modules=DEFAULT_MODULES
+) -> pd.DataFrame:
+    """MiB/s/CN per job (seed 000, section II-D), from the files and jobs tables.
+
+    Returns one row per job (run_id, log_sha256) with the job's columns (jobid, campaign, check,
+    system, repetition, environ, nprocs, nodes, start, log_path when present), modules (the
+    modules counted, joined by "+"), bytes_read, bytes_written and the columns of
+    :func:`io_time` (bytes, unique_time, shared_time, io_time, form, mib_s), and mib_s_per_cn.
+    A job without records of those modules has bytes 0 and NaN rates.
+    """
+    modules = tuple(modules)
+    sel = files[files["module"].isin(modules)] if "module" in files.columns else files
+    agg = io_time(sel, JOB_KEYS, "both")
+    rw = (
+        sel[["bytes_read", "bytes_written"]]
+        .astype(float)
+        .groupby([sel[k] for k in JOB_KEYS], dropna=False)
+        .sum()
+    )
+    agg = agg.merge(rw.reset_index(), on=JOB_KEYS, how="left")
+    job_cols = [
+        c
+        for c in (
+            "jobid",
+            "campaign",
+            "check",
+            "system",
+            "repetition",
+            "environ",
+            "nprocs",
+            "nodes",
+            "start",
+            "run_time",
+            "log_path",
+        )
+        if c in jobs.columns
+    ]
+    out = jobs[JOB_KEYS + job_cols].merge(agg, on=JOB_KEYS, how="left")
+    for col in ("bytes", "bytes_read", "bytes_written"):
+        out[col] = integral(out[col])
+    out.insert(len(JOB_KEYS) + len(job_cols), "modules", "+".join(modules))
+    nodes = out["nodes"] if "nodes" in out.columns else 1
+    out["mib_s_per_cn"] = out["mib_s"] / nodes
+    return out
+
+
+def model_of_path(paths: pd.Series) -> pd.DataFrame:
+    """n, p, f, m of each path from its I/O-model directory (nullable ints; NA elsewhere)."""
+    found = paths.astype("string").str.extract(MODEL_DIR)
+    return found.astype("Int64")
+
+
+def model_throughput(
+    files: pd.DataFrame, jobs: pd.DataFrame, module: str = "posix", kind: str = "write"
+) -> pd.DataFrame:
+    """Throughput per job and I/O model derived from the logs: :func:`io_time` over the files
+    of each model directory (kind "write" by default, the benchmark's timed phase).
+
+    Returns run_id, log_sha256, n, p, f, m, the job's system, repetition, environ, nodes when
+    present, and bytes, unique_time, shared_time, io_time, form, mib_s.
+    """
+    sel = files[files["module"] == module] if "module" in files.columns else files
+    sel = pd.concat(
+        [sel.reset_index(drop=True), model_of_path(sel["path"]).reset_index(drop=True)], axis=1
+    )
+    sel = sel.dropna(subset=MODEL_KEYS)
+    agg = io_time(sel, JOB_KEYS + MODEL_KEYS, kind)
+    job_cols = [c for c in ("system", "repetition", "environ", "nodes") if c in jobs.columns]
+    out = agg.merge(jobs[JOB_KEYS + job_cols], on=JOB_KEYS, how="left")
+    return out[
+        JOB_KEYS
+        + MODEL_KEYS
+        + job_cols
+        + [c for c in agg.columns if c not in JOB_KEYS + MODEL_KEYS]
+    ]
+
+
+def table1_crosscheck(
+    models: pd.DataFrame,
+    iomodel: pd.DataFrame,
+    names=TABLE1_MODELS,
+    tolerance: float = TABLE1_TOLERANCE,
+) -> pd.DataFrame:
+    """Seed 000's Table I check: the benchmark's write MiB/s against the one derived from the
+    logs (:func:`model_throughput`), per benchmark row of the named models (None: all).
+
+    Rows match on run_id, n, p, f, m, bytes (the logs' bytes written in the model directory),
+    repetition, and environ when both sides know it. Returns run_id, system, environ,
+    repetition, model, n, p, f, m, io_procs, procs_per_file, nodes, bytes, write_seconds,
+    write_mib_s (benchmark), derived_seconds, derived_mib_s, rel_diff ((derived - benchmark) /
+    benchmark), within_tolerance, log_sha256. A benchmark row without a matching log has NaN
+    derived values and within_tolerance False.
+    """
+    bench = iomodel if names is None else iomodel[iomodel["model"].isin(list(names))]
+    bench = bench.copy()
+    derived = models.rename(
+        columns={
+            "mib_s": "derived_mib_s",
+            "io_time": "derived_seconds",
+            "environ": "job_environ",
+            "system": "job_system",
+            "nodes": "job_nodes",
+        }
+    ).copy()
+    keys = ["run_id", *MODEL_KEYS, "bytes", "repetition"]
+    for col in [*MODEL_KEYS, "bytes", "repetition"]:
+        bench[col] = bench[col].astype("Int64")
+        if col in derived.columns:
+            derived[col] = derived[col].astype("Int64")
+        else:
+            derived[col] = pd.array([pd.NA] * len(derived), dtype="Int64")
+    if "job_environ" not in derived.columns:
+        derived["job_environ"] = None
+    bench["_row"] = range(len(bench))
+    found = ["derived_seconds", "derived_mib_s", "log_sha256"]
+    cand = bench[["_row", "environ", *keys]].merge(
+        derived[[*keys, "job_environ", *found]], on=keys, how="inner"
+    )
+    # Jobs of another MPI flavour (when both sides say which) are not candidates.
+    clash = (
+        cand["environ"].notna()
+        & cand["job_environ"].notna()
+        & (cand["environ"].astype("string") != cand["job_environ"].astype("string"))
+    )
+    cand = cand[~clash.fillna(False).astype(bool)]
+    out = bench.merge(cand[["_row", *found]], on="_row", how="left").drop(columns="_row")
+    out["rel_diff"] = (out["derived_mib_s"] - out["write_mib_s"]) / out["write_mib_s"]
+    out["within_tolerance"] = (out["rel_diff"].abs() <= tolerance).fillna(False).astype(bool)
+    cols = [
+        "run_id",
+        "system",
+        "environ",
+        "repetition",
+        "model",
+        *MODEL_KEYS,
+        "io_procs",
+        "procs_per_file",
+        "nodes",
+        "bytes",
+        "write_seconds",
+        "write_mib_s",
+        "derived_seconds",
+        "derived_mib_s",
+        "rel_diff",
+        "within_tolerance",
+        "log_sha256",
+    ]
+    return out[[c for c in cols if c in out.columns]].reset_index(drop=True)
+
+
+# ior_check's test files: -o <dir>/testfile; with a file per process IOR appends .<8-digit rank>.
+IOR_TEST_FILE = r"(?:^|/)testfile(?:\.\d{8})?$"
+# Where IOR's bytes show: POSIX calls for the POSIX API, MPI-IO for the others (HDF5 and PnetCDF
+# write through MPI-IO; their POSIX calls beneath would count collective buffering's bytes).
+IOR_MODULE = {"POSIX": "posix"}
+# The libraries' own file records, whose first open and last close bracket what IOR times for
+# HDF5 and PnetCDF: their work before MPI_File_open and after MPI_File_close, and not the MPI-IO
+# open and close IOR adds after each phase to learn the file's size.
+IOR_FILE_MODULE = {"HDF5": "h5f", "NCMPI": "pnetcdf"}
+IOR_OPERATIONS = {"write": ("bytes_written", "write_time"), "read": ("bytes_read", "read_time")}
+
+
+def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    """Per ior_check log and operation, the bandwidth the log gives: bytes of IOR's test files,
+    in the API's module, over the operation's time, the larger of two lower bounds of it:
+
+    - busy: the slowest rank's write (or read) time on the files (seed 000: the time of the
+      slowest process). It includes fsync (-e), as IOR's time does, but not the library's
+      work between calls (HDF5's and PnetCDF's own, ~3-5 ms per phase here).
+    - span: seed 000's shared-file form, from the start of the first open to the end of the
+      last write (read) over all ranks, when the log is of that phase alone (ior_check
+      launches each phase apart and tags its log with it: a log records only a file's first
+      open). It includes opening the files and the work between calls, not a final fsync.
+      For HDF5 and PnetCDF, when the log has their file-level records (H5F, PNETCDF_FILE), it
+      runs from the library's first open to its last close: their collective open and close
+      across nodes took up to a third of a read phase, partly outside any MPI-IO call. In a
+      log of both phases the span starts at the first write (read) instead.
+
+    The slowest rank's metadata time is left out: IOR also opens its files outside the timed
+    phases (with MPI-IO a collective open and close after each, to learn the file's size).
+    The busy form needs a record per rank: ior_check keeps them for the shared file too
+    (DARSHAN_DISABLE_SHARED_REDUCTION); a log whose test files were reduced to rank -1 records
+    has NaN seconds. A log of one phase has a row of that operation only, a log of both a row
+    of each. Returns run_id, log_sha256, tags (the log's), api, module, operation, log_bytes,
+    busy_seconds, span_seconds, log_seconds, log_mib_s.
+    """
+    cols = ["run_id", "log_sha256", "tags", "api", "module", "operation", "log_bytes",
+            "busy_seconds", "span_seconds", "log_seconds", "log_mib_s"]  # fmt: skip
+    ior_jobs = jobs[jobs["check"] == "ior_check"]
+    rows = []
+    test_files = files[files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)]
+    by_log = dict(tuple(test_files.groupby("log_sha256")))
+    for job in ior_jobs.itertuples(index=False):
+        tags = json.loads(job.tags or "{}")
+        api = tags.get("api", "POSIX")
+        module = IOR_MODULE.get(api, "mpiio")
+        of_log = by_log.get(job.log_sha256, test_files.iloc[:0])
+        mine = of_log[of_log["module"] == module]
+        library = of_log[of_log["module"] == IOR_FILE_MODULE.get(api)]
+        reduced = bool((mine["rank"] == -1).any())
+        phase = tags.get("phase")
+        for op, (byte_col, time_col) in IOR_OPERATIONS.items():
+            if phase not in (None, op):
+                continue
+            nbytes = int(mine[byte_col].astype(float).sum())
+            per_rank = mine[time_col].fillna(0).groupby(mine["rank"]).sum()
+            busy = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
+            moved = mine[mine[byte_col].fillna(0) > 0]
+            if phase == op and len(library) and library["close_end"].notna().all():
+                span = float(library["close_end"].max() - library["open_start"].min())
+            else:  # seed 000's form from the phase's first open; in a log of both, its first I/O
+                starts = mine["open_start"] if phase == op else moved.get(f"{op}_start")
+                span = (
+                    float(moved[f"{op}_end"].max() - starts.min())
+                    if len(moved) and starts is not None and starts.notna().all()
+                    else np.nan
+                )
+            seconds = np.nan if np.isnan(busy) else float(np.nanmax([busy, span]))
+            rows.append(
+                {
+                    "run_id": job.run_id,
+                    "log_sha256": job.log_sha256,
+                    "tags": job.tags,
+                    "api": api,
+                    "module": module,
+                    "operation": op,
+                    "log_bytes": nbytes,
+                    "busy_seconds": busy,
+                    "span_seconds": span,
+                    "log_seconds": seconds,
+                    "log_mib_s": nbytes / MIB / seconds if nbytes and seconds > 0 else np.nan,
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _log_of_run(log_tags: str, jobs: pd.DataFrame):
+    """The log_sha256 of the one job whose tags include every tag of an IOR run (None when no
+    job, or more than one, has them: the run's results cannot be told apart)."""
+    wanted = json.loads(log_tags).items()
+    found = [
+        job.log_sha256
+        for job in jobs.itertuples(index=False)
+        if wanted <= json.loads(job.tags or "{}").items()
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def ior_crosscheck(
+    ior: pd.DataFrame, files: pd.DataFrame, jobs: pd.DataFrame, tolerance=TABLE1_TOLERANCE
+) -> pd.DataFrame:
+    """Seed 000's Table I check for every run of ior_check and operation: the bandwidth derived
+    from the job's log (:func:`ior_log_bandwidth`) against IOR's own over the run's iterations,
+    the bytes of all of them over the sum of their times (the log accumulates the iterations;
+    ior_mean_mib_s is IOR's mean of the iterations' bandwidths, for reference). A run's log is
+    the one whose tags include the run's log_tags (ior_check: its phase's). With several
+    iterations the log can only undercut IOR's time: it sums each rank's time over them, while
+    IOR adds up the slowest rank of each (a different one each time when the ranks' waits
+    vary); hence one iteration per job, repeated, in the campaigns.
+
+    Returns run_id, system, environ, repetition, api, layout, target, transfer_size, block_size,
+    procs, nodes, operation, iterations, ior_bytes, ior_seconds, ior_mib_s, ior_mean_mib_s,
+    log_bytes, busy_seconds, span_seconds, log_seconds, log_mib_s, rel_diff ((log - IOR) /
+    IOR), within_tolerance, log_sha256. A run without a log has NaN log values and
+    within_tolerance False.
+    """
+    keys = [
+        "run_id", "log_tags", "system", "environ", "repetition", "api", "layout", "target",
+        "transfer_size", "block_size", "procs", "nodes", "operation",
+    ]  # fmt: skip
+    runs = (
+        ior.astype({"aggregate_bytes": float})
+        .groupby(keys, dropna=False)
+        .agg(
+            iterations=("iteration", "nunique"),
+            ior_bytes=("aggregate_bytes", "sum"),
+            ior_seconds=("total_s", "sum"),
+            ior_mean_mib_s=("bw_mib_s", "mean"),
+        )
+        .reset_index()
+    )
+    runs["ior_mib_s"] = runs["ior_bytes"] / MIB / runs["ior_seconds"]
+    derived = ior_log_bandwidth(files, jobs)
+    candidates = jobs[jobs["log_sha256"].isin(derived["log_sha256"])]
+    runs["log_sha256"] = pd.Series(
+        [
+            _log_of_run(tags, candidates[candidates["run_id"] == run_id])
+            for run_id, tags in zip(runs["run_id"], runs["log_tags"], strict=True)
+        ],
+        index=runs.index,
+        dtype="object",
+    )
+    found = ["log_sha256", "operation", "log_bytes", "busy_seconds", "span_seconds",
+             "log_seconds", "log_mib_s"]  # fmt: skip
+    out = runs.merge(derived[found], on=["log_sha256", "operation"], how="left")
+    out["rel_diff"] = (out["log_mib_s"] - out["ior_mib_s"]) / out["ior_mib_s"]
+    out["within_tolerance"] = (out["rel_diff"].abs() <= tolerance).fillna(False).astype(bool)
+    return out[
+        [
+            *[k for k in keys if k != "log_tags"], "iterations", "ior_bytes", "ior_seconds",
+            "ior_mib_s", "ior_mean_mib_s", "log_bytes", "busy_seconds", "span_seconds",
+            "log_seconds", "log_mib_s", "rel_diff", "within_tolerance", "log_sha256",
+        ]
+    ]  # fmt: skip
+
+
+def iomodel_histogram(iomodel: pd.DataFrame, by=("run_id", "system", "environ", "bytes")):
+    """Seed 003's 2D histograms: per group of ``by`` and bin (x = log2 io_procs, y = log2
+    procs_per_file), the number of models, the maximum write MiB/s and the maximum throughput per
+    node-hour (write_mib_s / (nodes * write_seconds / 3600), MiB/s per node-hour charged).
+
+    Returns by + x_log2_io_procs, y_log2_procs_per_file, io_procs, procs_per_file, models,
+    max_write_mib_s, max_mib_s_per_node_hour.
+    """
+    by = [c for c in by if c in iomodel.columns]
+    t = iomodel.copy()
+    t["x_log2_io_procs"] = np.log2(t["io_procs"].astype(float)).round().astype("int64")
+    t["y_log2_procs_per_file"] = np.log2(t["procs_per_file"].astype(float)).round().astype("int64")
+    node_hours = t["nodes"].astype(float) * t["write_seconds"].astype(float) / SECONDS_PER_HOUR
+    t["mib_s_per_node_hour"] = t["write_mib_s"] / node_hours.where(node_hours > 0)
+    out = (
+        t.groupby([*by, "x_log2_io_procs", "y_log2_procs_per_file"], dropna=False)
+        .agg(
+            io_procs=("io_procs", "first"),
+            procs_per_file=("procs_per_file", "first"),
+            models=("write_mib_s", "size"),
+            max_write_mib_s=("write_mib_s", "max"),
+            max_mib_s_per_node_hour=("mib_s_per_node_hour", "max"),
+        )
+        .reset_index()
+    )
+    return out
+
+
+# -- on a store ----------------------------------------------------------------------------------
+
+_FILE_COLUMNS = (
+    "run_id, log_sha256, module, record_id, rank, path, bytes_read, bytes_written, read_time, "
+    "write_time, meta_time, open_start, read_end, write_end, shared"
+)
+
+
+def compute_all(con, modules=DEFAULT_MODULES) -> dict[str, pd.DataFrame]:
+    """Every metric table from a store connection (:func:`iostudy.store.store.connect`):
+    job_throughput, model_throughput, table1_crosscheck, ior_crosscheck, iomodel_histogram."""
+    modules = tuple(modules)
+    placeholders = ", ".join("?" for _ in modules)
+    files = con.execute(
+        f"SELECT {_FILE_COLUMNS} FROM files WHERE module IN ({placeholders})", list(modules)
+    ).df()
+    jobs = con.execute("SELECT * FROM jobs").df()
+    iomodel = con.execute("SELECT * FROM iomodel").df()
+    ior = con.execute("SELECT * FROM ior").df()
+    # IOR's logs in every module (MPI-IO runs are judged on their MPI-IO records), with every
+    # column: a store ingested before the first and last I/O's start were kept lacks them.
+    ior_files = con.execute(
+        "SELECT * FROM files WHERE log_sha256 IN "
+        "(SELECT log_sha256 FROM jobs WHERE \"check\" = 'ior_check')"
+    ).df()
+    models = model_throughput(files, jobs, module=modules[0])
+    return {
+        "job_throughput": job_throughput(files, jobs, modules),
+        "model_throughput": models,
+        "table1_crosscheck": table1_crosscheck(models, iomodel),
+        "ior_crosscheck": ior_crosscheck(ior, ior_files, jobs),
+        "iomodel_histogram": iomodel_histogram(iomodel),
+    }
+
+
+def write_csvs(tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, table in tables.items():
+        path = out / f"{name}.csv"
+        table.to_csv(path, index=False)
+        paths.append(path)
+    return paths
+
+
+def cmd_metrics(args):
+    # the store depends on nothing here; keep the metrics importable alone
+    from iostudy.store import store
+
+    if not Path(args.store).is_dir():
+        print(
+            f"iostudy: error: {args.store}: no store (run `iostudy ingest` first)", file=sys.stderr
+        )
+        return 2
+    tables = compute_all(store.connect(args.store))
+    write_csvs(tables, args.out)
+    counts = ", ".join(f"{name} {len(t)}" for name, t in tables.items())
+    print(f"metrics: {len(tables)} tables written to {args.out} as CSV (rows: {counts})")
+    return 0
+
+
+def register(groups) -> None:
+    """Adds the ``metrics`` command to the CLI's group subparsers."""
+    p = groups.add_parser(
+        "metrics",
+        help="compute the metric tables from the store and write them as CSV",
+        description="Compute MiB/s/CN per job (seed 000 II-D), throughput per I/O model derived "
+        "from the logs with the Table I cross-check against the benchmark, the same check for "
+        "every IOR run of ior_check, and the seed-003 "
+        "2D histograms, from STORE; write each table as DIR/<name>.csv.",
+    )
+    p.add_argument("--store", type=Path, default=Path("results") / "store", metavar="STORE")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.set_defaults(func=cmd_metrics)
+
+
+__all__ = [
+    "io_time",
+    "job_throughput",
+    "model_of_path",
+    "model_throughput",
+    "table1_crosscheck",
+    "ior_log_bandwidth",
+    "ior_crosscheck",
+    "iomodel_histogram",
+    "compute_all",
+    "write_csvs",
+]

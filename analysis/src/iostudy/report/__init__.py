@@ -1,0 +1,1 @@
+"""The versioned HTML reports and their sections."""

@@ -1,0 +1,121 @@
+"""The report's comparison sections (iostudy.metrics.compare): systems of every site side by side
+per comparable result, with their component ceilings, what could not be compared and why; and per
+system each result over time with its band and the flagged points."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+
+from iostudy.core.numfmt import panels, short
+from iostudy.metrics import compare
+
+PANELS = 12  # per figure: more series are in the CSV
+
+
+def cross_site_figure(side: pd.DataFrame):
+    from matplotlib import ticker
+
+    metrics = list(dict.fromkeys(side["metric"]))[:PANELS]
+    fig, axes = panels(len(metrics), 5.4, 2.4)
+    for ax, metric in zip(axes, metrics, strict=True):
+        g = side[side["metric"] == metric].reset_index(drop=True)
+        y = np.arange(len(g))
+        ax.barh(y, g["latest"], color="#4878a8", label="latest run")
+        ax.plot(g["median"], y, "k|", markersize=12, label="median of runs")
+        ceilings = g["ceiling"].astype(float)
+        if ceilings.notna().any():
+            ax.plot(ceilings, y, "v", color="#c07000", label="component ceiling")
+        ax.set_yticks(y, g["system"], fontsize=7)
+        ax.set_xlabel(g["unit"].iloc[0], fontsize=7)
+        ax.set_title(textwrap.fill(metric, 70), fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=6, loc="lower right")
+    return fig
+
+
+def over_time_figure(judged: pd.DataFrame):
+    from matplotlib import dates as mdates
+
+    keys = list(dict.fromkeys(zip(judged["label"], judged["metric"], strict=True)))[:PANELS]
+    fig, axes = panels(len(keys), 5.4, 2.6)
+    # at least 10 minutes either side: runs minutes apart still get a readable time axis
+    times = pd.to_datetime(judged["started"])
+    pad = max((times.max() - times.min()) * 0.05, pd.Timedelta(minutes=10))
+    for ax, (label, metric) in zip(axes, keys, strict=True):
+        s = judged[(judged["label"] == label) & (judged["metric"] == metric)]
+        s = s.sort_values("started")
+        t = pd.to_datetime(s["started"])
+        ax.plot(t, s["value"], "o-", color="#4878a8", markersize=4, label="value")
+        ax.fill_between(t, s["history_low"], s["history_high"], color="#4878a8", alpha=0.15,
+                        linewidth=0, label="history band")  # fmt: skip
+        low = s["band_low"].astype(float).replace(-np.inf, np.nan)
+        if low.notna().any():
+            ax.plot(t, low, "--", color="#808080", linewidth=1, label="reference floor")
+        bad = s[s["verdict"] == "regression"]
+        if len(bad):
+            ax.plot(pd.to_datetime(bad["started"]), bad["value"], "x", color="#c00000",
+                    markersize=10, markeredgewidth=2, label="regression")  # fmt: skip
+        ax.set_title(textwrap.fill(f"{label}: {metric}", 70), fontsize=7)
+        ax.set_ylabel(s["unit"].iloc[0], fontsize=7)
+        ax.set_ylim(bottom=0)
+        ax.set_xlim(times.min() - pad, times.max() + pad)
+        locator = mdates.AutoDateLocator(maxticks=5)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="lower left")
+    return fig
+
+
+def add_section(add, perf: pd.DataFrame, runs: pd.DataFrame, descriptions: dict) -> None:
+    """The cross-site and regression sections through report.render's add()."""
+    table = compare.results_of(perf, runs)
+    if table.empty:
+        return
+    side, apart = compare.cross_site(table, descriptions)
+    add(
+        "cross-site",
+        "figure",
+        "cross-site",
+        "Each result that two or more systems share (equal fingerprint: check, variable, "
+        "benchmark version, MPI flavour, parameters and scale), the systems side by side: bar = "
+        "latest run, | = median of the runs, triangle = the system's component ceiling "
+        "(aggregate storage bandwidth for MiB/s, metadata rate for ops/s, from its system "
+        "description). Another site's systems are named site/system.",
+        side,
+        fig=cross_site_figure(side) if len(side) else None,
+        table=True,
+        hide=["fingerprint"],
+    )
+    add(
+        "cross-site",
+        "table",
+        "not-comparable",
+        "Results that no other system can be compared with, and why: what differs from the "
+        "nearest fingerprint of another system.",
+        apart,
+        table=True,
+    )
+    judged = compare.judge(table)
+    series = judged.groupby(["label", "fingerprint"])["run_id"].transform("count")
+    shown = judged[series > 1]
+    columns = ["label", "run_id", "started", "metric", "unit", "value", "history_median",
+               "history_low", "history_high", "band_low", "band_high", "change_pct",
+               "verdict"]  # fmt: skip
+    add(
+        "regressions",
+        "figure",
+        "regressions",
+        "Each result over time per system (series of two runs or more): the value, the history "
+        "band of iostudy compare (median of the previous 10 runs +/- max(3 x 1.4826 x MAD, 10% "
+        "of the median), from 3 runs on), the reference floor when the system has one, and "
+        "red x: a regression (worse than the band or the floor).",
+        judged[columns].rename(columns={"label": "system"}),
+        fig=over_time_figure(shown) if len(shown) else None,
+    )

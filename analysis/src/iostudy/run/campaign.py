@@ -1,0 +1,559 @@
+"""`iostudy campaign`: run a campaign (configs/campaigns/) on a system with ReFrame underneath.
+
+A run gets its own directory, results/<run-id>/ with run-id <UTC yyyymmddThhmmssZ>-<campaign>-
+<system>:
+
+    manifest.json   what was run: campaign, system, git commit, tool versions, command lines,
+                    effective configuration, status and exit code (written at the start, completed
+                    at the end)
+    reframe/        ReFrame's --prefix: stage/, output/<system>/<partition>/<environ>/<test>/
+                    (job script, stdout, stderr, the check's own files such as iomodel.jsonl),
+                    perflogs/, report.json, reframe.out (ReFrame's console output) and
+                    debug.log (its debug log)
+    darshan/        the runtime's logs, <Y>/<M>/<D>/*.darshan, one per job, tagged
+    scratch/        the benchmarks' files (a system's scratch storage relative to the run)
+
+Every check gets the campaign's parameters as ReFrame variables: -S CHECK.VAR=VALUE, or
+-P CHECK.VAR=V1,V2 for a list (a scan) and for the repetitions, so that each combination is a test
+case of its own. A check's "exclude" entries leave combinations out of the scan: the check gets
+them (-S CHECK.excluded=...) and skips those cases without running anything; they count as
+"excluded", not as skips that leave the campaign incomplete. (ReFrame's -x cannot do it: it
+filters before -P makes the combinations.)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from iostudy import __version__
+from iostudy.benchmarks import checks, probe, spackenv
+from iostudy.core import config, provenance
+from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.reframe_names import display_parameters, param_text
+
+REPO_ROOT = config.REPO_ROOT
+CHECKS_DIR = REPO_ROOT / "reframe-checks"
+REFRAME_SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"
+# Each check's own benchmark (one program per MPI flavour: checks.benchmark_program).
+CHECK_BENCHMARKS = {
+    "iomodel_check": "iomodel",
+    "metarates_check": "metarates",
+    "probe_check": "ioprobe",
+}
+# The Spack package of each check's benchmark: a run records its version (the fingerprint of
+# its results, iostudy.metrics.compare, holds it), from the system's Spack build.
+BENCHMARK_PACKAGES = {
+    "iomodel_check": "iostudy-iomodel",
+    "probe_check": "iostudy-ioprobe",
+    "metarates_check": "metarates",
+    "ior_check": "ior",
+    "mdtest_check": "ior",  # IOR ships mdtest
+    "btio_check": "btio",
+    "madbench_check": "madbench2",
+    "flashio_check": "flash-io",
+    "haccio_check": "hacc-io",
+    "hmmer_check": "hmmer",
+}
+# Checks whose programs come from the system's Spack view, built with one MPI: they run with
+# that flavour only (without a view they run, and skip naming what is missing).
+# hmmer_check takes Debian's hmmsearch (no MPI) when the view has none.
+SPACK_CHECKS = {"ior_check", "mdtest_check", *checks.APP_CHECKS}
+# Checks built on iostudy.benchmarks.benchcheck.BenchmarkCheck: they take a campaign's exclusions.
+EXCLUDABLE = {"ior_check", "mdtest_check", "metarates_check", "probe_check", *checks.APP_CHECKS}
+# "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
+# system's cores_per_node), at most max_procs, resolved per test case.
+PER_NODE_OF_SYSTEM = 0
+
+
+class CampaignError(Exception):
+    """A campaign that cannot run on a system, or a missing piece; the message says what to do."""
+
+
+def run_id(campaign: str, system: str, now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{campaign}-{system}"
+
+
+def _values(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def check_file(check: str) -> Path:
+    return CHECKS_DIR / f"{check}.py"
+
+
+def environs(campaign: dict, system: dict) -> list[str]:
+    """The MPI flavours to run with: the campaign's, all of them on the system."""
+    wanted = campaign["environs"] or list(system["mpi"])
+    missing = [e for e in wanted if e not in system["mpi"]]
+    if missing:
+        raise CampaignError(
+            f"campaign {campaign['name']}: environs: {', '.join(missing)} not on system "
+            f"{system['name']} (it has {', '.join(system['mpi'])})"
+        )
+    return wanted
+
+
+def system_procs(system: dict) -> int:
+    """What "max_procs": "system" means: every core of every node, so no rank waits for a core."""
+    return system["nodes"]["count"] * system["nodes"]["cores_per_node"]
+
+
+def resolve_max_procs(value, system: dict):
+    """A process count of the campaign: "system" (alone or in a list) is system_procs, and
+    "scaling" the doubling counts 1, 2, 4, ... up to it (and it). A list keeps each count once
+    ([2, "system"] on a 2-core system is one test case)."""
+    if isinstance(value, list):
+        counts = (v for item in value for v in _values(resolve_max_procs(item, system)))
+        return list(dict.fromkeys(counts))
+    if value == "scaling":
+        top = system_procs(system)
+        counts = [1 << k for k in range(top.bit_length()) if 1 << k < top]
+        return [*counts, top]
+    return system_procs(system) if value == "system" else value
+
+
+def validate(campaign: dict, system: dict) -> None:
+    """Refuses parameter combinations that cannot run on system, before anything starts."""
+    cores = system["nodes"]["cores_per_node"]
+    for i, entry in enumerate(campaign["checks"]):
+        if entry.get("exclude") and entry["check"] not in EXCLUDABLE:
+            raise CampaignError(
+                f"campaign {campaign['name']}: checks[{i}].exclude: {entry['check']} has no "
+                f"exclusions (checks that have: {', '.join(sorted(EXCLUDABLE))})"
+            )
+        if "procs" in entry["parameters"]:
+            validate_procs(campaign, system, i, entry["parameters"])
+        if entry["check"] == "probe_check":  # its processes: writers per target x targets
+            params = entry["parameters"]
+            targets = probe.storage_targets(system)
+            per_target = _values(params.get("writers_per_target", 1))
+            procs = [probe.writers(targets, w) for w in per_target]
+            validate_procs(campaign, system, i, {**params, "procs": procs})
+        validate_excludes(campaign, i, entry)
+        if entry["check"] != "iomodel_check":
+            continue
+        params = entry["parameters"]
+        max_procs = resolve_max_procs(params["max_procs"], system)
+        for size, procs, per_node in itertools.product(
+            _values(params["size"]), _values(max_procs), _values(params["procs_per_node"])
+        ):
+            per_node = min(cores, procs) if per_node == "system" else per_node
+            where = f"campaign {campaign['name']}: checks[{i}].parameters"
+            problem = checks.iomodel_problem(checks.parse_size(size), procs, per_node)
+            if problem:
+                raise CampaignError(f"{where}: {problem}")
+            if system["scheduler"] != "local" and procs // per_node > system["nodes"]["count"]:
+                raise CampaignError(
+                    f"{where}: max_procs {procs} at {per_node} per node needs "
+                    f"{procs // per_node} nodes, system {system['name']} has "
+                    f"{system['nodes']['count']}"
+                )
+
+
+def validate_excludes(campaign: dict, i: int, entry: dict) -> None:
+    """Each excluded combination names scanned parameters of the check and values they take."""
+    for k, exclude in enumerate(entry.get("exclude") or []):
+        where = f"campaign {campaign['name']}: checks[{i}].exclude[{k}]"
+        for name, value in exclude["parameters"].items():
+            scanned = entry["parameters"].get(name)
+            if not isinstance(scanned, list):
+                raise CampaignError(
+                    f"{where}: {name} is not a scanned parameter of {entry['check']} "
+                    "(only a parameter given as a list has combinations to leave out)"
+                )
+            if param_text(value) not in map(param_text, scanned):
+                raise CampaignError(
+                    f"{where}: {name}={param_text(value)} is not one of its values "
+                    f"({', '.join(map(param_text, scanned))})"
+                )
+            if any(c in param_text(value) for c in ",&="):
+                raise CampaignError(
+                    f"{where}: {name}={param_text(value)}: no ',', '&' or '=' in it"
+                )
+
+
+def validate_procs(campaign: dict, system: dict, i: int, params: dict) -> None:
+    """A check's process counts fit the system's nodes."""
+    where = f"campaign {campaign['name']}: checks[{i}].parameters"
+    if system["scheduler"] == "local":
+        return
+    cores, nodes = system["nodes"]["cores_per_node"], system["nodes"]["count"]
+    per_node = params.get("procs_per_node", "system")
+    for procs in _values(resolve_max_procs(params["procs"], system)):
+        used = min(cores, procs) if per_node == "system" else per_node
+        if -(-procs // used) > nodes:
+            raise CampaignError(
+                f"{where}: procs {procs} at {used} per node needs {-(-procs // used)} nodes, "
+                f"system {system['name']} has {nodes}"
+            )
+
+
+def needed_binaries(campaign: dict, system: str, flavours: list[str]) -> list[Path]:
+    """The runtime and every check's programs, where the checks will take them from."""
+    needed = list(dict.fromkeys(checks.runtime_library(system, e) for e in flavours))
+    for entry in campaign["checks"]:
+        benchmark = CHECK_BENCHMARKS.get(entry["check"])
+        if benchmark:
+            needed += [checks.benchmark_program(system, benchmark, e) for e in flavours]
+    return needed
+
+
+def scratch_dir(system: dict, run_dir: Path) -> Path:
+    """The system's scratch storage (its "scratch" entry, else its first), relative paths taken
+    from the run directory; <run>/scratch when the system names none."""
+    storage = system.get("storage") or [{"name": "scratch", "path": "scratch"}]
+    entry = next((s for s in storage if s["name"] == "scratch"), storage[0])
+    return run_dir / entry["path"]  # an absolute path stays as it is
+
+
+def reframe_executable() -> list[str]:
+    beside = Path(sys.executable).parent / "reframe"
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("reframe")
+    if not found:
+        raise CampaignError("ReFrame is not installed: run `make setup`")
+    return [found]
+
+
+def reframe_command(
+    campaign: dict, system: dict, run_dir: Path, rid: str, flavours: list[str], dry_run: bool
+) -> list[str]:
+    """ReFrame's command line for the whole campaign (one session, one report)."""
+    cmd = reframe_executable() + [
+        "-C", str(REFRAME_SETTINGS),
+        "--system", system["name"],
+        "--prefix", str(run_dir / "reframe"),
+        "--report-file", str(run_dir / "reframe" / "report.json"),
+        "--exec-policy=serial",
+        "--nocolor",
+        "-p", f"^({'|'.join(map(re.escape, flavours))})$",
+    ]  # fmt: skip
+    for name, value in (
+        ("campaign", campaign["name"]),
+        ("run_id", rid),
+        ("run_dir", run_dir),
+        ("scratch_dir", scratch_dir(system, run_dir)),
+    ):
+        cmd += ["-S", f"{name}={value}"]
+    for entry in campaign["checks"]:
+        check = entry["check"]
+        cmd += ["-c", str(check_file(check))]
+        view_mpi = spackenv.view_mpi(system["name"]) if check in SPACK_CHECKS else None
+        if view_mpi and view_mpi[0] in flavours:
+            cmd += ["-S", f"{check}.valid_prog_environs={view_mpi[0]}"]
+        for name, value in entry["parameters"].items():
+            if name == "procs_per_node" and value == "system":
+                value = PER_NODE_OF_SYSTEM
+            elif name in ("max_procs", "procs"):
+                value = resolve_max_procs(value, system)
+            if isinstance(value, list):
+                cmd += ["-P", f"{check}.{name}={','.join(map(param_text, value))}"]
+            else:
+                cmd += ["-S", f"{check}.{name}={param_text(value)}"]
+        if entry["repetitions"] > 1:
+            cmd += ["-P", f"{check}.repetition={','.join(map(str, range(entry['repetitions'])))}"]
+        else:
+            cmd += ["-S", f"{check}.repetition=0"]
+        if entry.get("exclude"):
+            excluded = [checks.exclusion_text(e["parameters"]) for e in entry["exclude"]]
+            cmd += ["-S", f"{check}.excluded={','.join(excluded)}"]
+    cmd.append("--dry-run" if dry_run else "--run")
+    return cmd
+
+
+def tool_versions(system: dict) -> dict:
+    versions = provenance.package_versions(
+        {"reframe": "reframe-hpc", "snakemake": "snakemake", "darshan": "darshan"}
+    )
+    for flavour, mpi in system["mpi"].items():
+        # The flavour's mpirun (or compiler wrapper) names the library's version.
+        out = provenance.command_output(mpi.get("mpirun") or mpi["cc"], "--version")
+        match = re.search(r"\d+\.\d+(\.\d+)?", out or "")
+        versions[flavour] = match.group(0) if match else None
+    return versions
+
+
+def benchmark_versions(campaign: dict, system: str) -> dict[str, str | None]:
+    """check -> "<package>@<version>" of the benchmark it runs: the Spack build's version, else
+    iostudy's own for its benchmarks (`make setup` builds them from this checkout), else None
+    (unknown: Debian's hmmsearch, or a check that will skip for want of its program)."""
+    record = spackenv.build_record(system) or {}
+    built = {s["name"]: s["version"] for s in record.get("specs", []) if s.get("version")}
+    versions = {}
+    for entry in campaign["checks"]:
+        check = entry["check"]
+        package = BENCHMARK_PACKAGES.get(check)
+        if package in built:
+            versions[check] = f"{package}@{built[package]}"
+        elif check in CHECK_BENCHMARKS:
+            versions[check] = f"iostudy@{__version__}"
+        else:
+            versions[check] = None
+    return versions
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_dir(results: Path, campaign: str, system: str) -> tuple[str, Path]:
+    """A fresh results/<run-id>/ (a run started within the same second waits for the next)."""
+    results.mkdir(parents=True, exist_ok=True)
+    while True:
+        rid = run_id(campaign, system)
+        try:
+            (results / rid).mkdir()
+            return rid, results / rid
+        except FileExistsError:
+            time.sleep(0.2)
+
+
+def write_manifest(run_dir: Path, manifest: dict) -> None:
+    tmp = run_dir / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    tmp.replace(run_dir / "manifest.json")
+
+
+def keep_debug_logs(console: Path, dest: Path) -> None:
+    """Moves ReFrame's debug logs, which its logging settings leave in the temporary folder
+    (named on its last line), into the run: debug.log, debug-1.log, ..."""
+    for line in console.read_text(errors="replace").splitlines():
+        if line.startswith("Log file(s) saved in "):
+            for i, found in enumerate(re.findall(r"'([^']+)'", line)):
+                src = Path(found)
+                if src.is_file() and src.parent == Path(tempfile.gettempdir()):
+                    shutil.move(src, dest / (f"debug-{i}.log" if i else "debug.log"))
+
+
+def _case_value(case: dict, name: str):
+    """A variable's value in a test case of ReFrame's report: a -P value shows in the display
+    name, a -S value as a key of the case."""
+    shown = display_parameters(case.get("display_name") or "")
+    return shown[name] if name in shown else case.get(name)
+
+
+def report_summary(
+    report: Path, optional: tuple[str, ...] = (), excluded: dict | None = None
+) -> dict | None:
+    """Test cases of ReFrame's report by result ({"pass": 2, "fail": 1}), None without one. A
+    skipped case of an optional check (its program is not built here) counts as
+    "skip-optional", one of a combination the campaign excluded (excluded: check -> its
+    entries, checks.exclusion_text) as "excluded", apart from the skips that leave the
+    campaign incomplete."""
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    counts = {}
+    for run in data.get("runs", []):
+        for case in run.get("testcases", []):
+            result = case.get("result")
+            name = case.get("name") or ""
+            entries = next((e for c, e in (excluded or {}).items() if name.startswith(c)), [])
+            if result == "skip" and checks.excluded_by(
+                entries, lambda n, c=case: _case_value(c, n)
+            ):
+                result = "excluded"
+            elif result == "skip" and any(name.startswith(check) for check in optional):
+                result = "skip-optional"
+            counts[result] = counts.get(result, 0) + 1
+    return counts
+
+
+def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]):
+    """Runs the campaign; returns (exit status, run directory)."""
+    system = config.load_system(system_name)
+    campaign = config.load_campaign(campaign_name)
+    references = config.load_references(system_name)
+    flavours = environs(campaign, system)
+    validate(campaign, system)
+    binaries = needed_binaries(campaign, system_name, flavours)
+    missing = [p for p in binaries if not p.is_file()]
+    if missing and not dry_run:
+        raise CampaignError(
+            f"not built: {', '.join(str(p.relative_to(REPO_ROOT)) for p in missing)}; "
+            "run `make setup`"
+        )
+    for path in missing:
+        print(f"campaign: warning: {path.relative_to(REPO_ROOT)} is not built (dry run)")
+
+    rid, run_dir = new_run_dir(Path(results).resolve(), campaign["name"], system["name"])
+    (run_dir / "darshan").mkdir()
+    (run_dir / "reframe").mkdir()
+    cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
+    commit, dirty = provenance.git_state()
+    manifest = {
+        "run_id": rid,
+        "campaign": campaign["name"],
+        "study": campaign["study"],
+        "system": system["name"],
+        "dry_run": dry_run,
+        "started": _now(),
+        "finished": None,
+        "status": "running",
+        "exit_code": None,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "tool_versions": tool_versions(system),
+        "binaries_sha256": {
+            str(p.relative_to(REPO_ROOT)): provenance.sha256_file(p) if p.is_file() else None
+            for p in binaries
+        },
+        # The Spack build (record, lock) the binaries come from; None: `make setup`'s build.
+        "spack_build": spackenv.manifest_entry(system_name),
+        "benchmark_versions": benchmark_versions(campaign, system_name),
+        "command_line": ["iostudy", *argv],
+        "reframe_command_line": cmd,
+        "environs": flavours,
+        "effective_config": {"system": system, "campaign": campaign, "references": references},
+        "layout": {
+            "reframe": "reframe",
+            "report": "reframe/report.json",
+            "darshan": "darshan",
+            "scratch": str(scratch_dir(system, Path("."))),
+        },
+    }
+    write_manifest(run_dir, manifest)
+    print(f"campaign {campaign['name']} on {system['name']}: run {rid}")
+    print("+ " + shlex.join(cmd), flush=True)
+
+    # ReFrame's progress goes to our output as it comes, and to reframe/reframe.out.
+    with open(run_dir / "reframe" / "reframe.out", "w") as log:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=run_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+                log.write(line)
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            # ReFrame got the signal too (same process group) and cancels its jobs.
+            rc = proc.wait()
+            manifest.update(finished=_now(), status="interrupted", exit_code=rc)
+            write_manifest(run_dir, manifest)
+            raise
+
+    keep_debug_logs(run_dir / "reframe" / "reframe.out", run_dir / "reframe")
+    # Each job removes its own memory-target folder; the run's empty tree above them goes here,
+    # once no job can be making a folder in it (this machine's /dev/shm: local, the test cluster).
+    checks.remove_empty_dirs(checks.memory_target_root(rid))
+    optional = tuple(e["check"] for e in campaign["checks"] if e["optional"])
+    excluded = {
+        e["check"]: [checks.exclusion_text(x["parameters"]) for x in e.get("exclude") or []]
+        for e in campaign["checks"]
+    }
+    counts = report_summary(run_dir / "reframe" / "report.json", optional, excluded)
+    if counts is None:
+        status = "error"
+    elif rc != 0:
+        status = "failed"
+    elif counts.get("skip"):
+        status = "incomplete"  # a check could not run: a skip never counts as a pass
+    else:
+        status = "dry-run" if dry_run else "passed"
+    manifest.update(finished=_now(), status=status, exit_code=rc, results=counts)
+    write_manifest(run_dir, manifest)
+    described = ", ".join(f"{n} {r}" for r, n in sorted((counts or {}).items())) or "no results"
+    print(f"campaign {campaign['name']} on {system['name']}: {status} ({described})")
+    return (0 if status in ("passed", "dry-run") else EXIT_FAILED), run_dir
+
+
+def cmd_run(args):
+    try:
+        argv = ["campaign", "run", args.campaign, "--system", args.system]
+        argv += ["--dry-run"] * args.dry_run + ["--results", str(args.results)]
+        if args.ingest:
+            argv += ["--ingest", str(args.ingest)]
+        status, run_dir = run(args.campaign, args.system, args.results, args.dry_run, argv)
+    except (config.ConfigError, CampaignError) as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.ingest and not args.dry_run:
+        from iostudy.store import store  # here: the store's imports are not needed for a run alone
+
+        # A failed check's run is ingested too: its logs and verdicts belong in the store.
+        ingested = store.ingest_and_report([run_dir], args.ingest)
+        status = status or (EXIT_FAILED if ingested else 0)
+    print(run_dir)
+    return status
+
+
+def cmd_check(args):
+    checks = [
+        (path(name), lambda load=load, name=name: load(name))
+        for load, items, path in (
+            (config.load_campaign, config.campaign_names(), config.campaign_path),
+            (config.load_references, config.system_names(), config.references_path),
+        )
+        for name in items
+        if path(name).exists()
+    ]
+    valid = config.check_files(checks, "campaign check: campaign and references")
+    return 0 if valid else EXIT_BAD_INPUT
+
+
+def register(groups):
+    """Adds the `campaign` command group."""
+    grp = groups.add_parser(
+        "campaign",
+        help="run campaigns (configs/campaigns/) with ReFrame",
+        description="A campaign says which checks to run with which parameters; "
+        "`campaign run` runs it on a system into a new run directory.",
+    )
+    cmds = grp.add_subparsers(title="commands", dest="command", required=True)
+    run_p = cmds.add_parser(
+        "run",
+        help="run a campaign on a system",
+        description="Runs CAMPAIGN (a name of configs/campaigns/ or a campaign file) on SYSTEM "
+        "with ReFrame into DIR/<run-id>/ (manifest.json, reframe/, darshan/), showing "
+        "ReFrame's progress. The last line of output is the run directory. Exit status: 0 all "
+        f"passed, {EXIT_FAILED} a check failed or was skipped (its program is not built; "
+        "optional checks excepted), 2 a configuration or build problem.",
+    )
+    run_p.add_argument("campaign", metavar="CAMPAIGN")
+    run_p.add_argument("--system", required=True, metavar="SYSTEM")
+    run_p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write the job scripts (under reframe/stage/) without running them",
+    )
+    run_p.add_argument(
+        "--results",
+        type=Path,
+        default=REPO_ROOT / "results",
+        metavar="DIR",
+        help="where run directories go (default: results/ of the checkout)",
+    )
+    run_p.add_argument(
+        "--ingest",
+        type=Path,
+        metavar="STORE",
+        help="ingest the run into STORE when it ends (what the scheduled probe does)",
+    )
+    run_p.set_defaults(func=cmd_run)
+    check_p = cmds.add_parser(
+        "check",
+        help="validate every campaign and references file",
+        description="Validates configs/campaigns/*.json and configs/references/<system>.json "
+        "against their schemas.",
+    )
+    check_p.set_defaults(func=cmd_check)

@@ -1,0 +1,643 @@
+"""Portable result bundles: a site's results handed to another site.
+
+``iostudy export --store STORE --out BUNDLE.tar [--site NAME] [--anonymize]`` writes one tar
+file holding this store's own runs (never the runs it imported from other sites):
+
+    bundle.json                  format, site, creation time, iostudy version and commit, the
+                                 runs and systems, the files of each table, what is missing
+    tables/<table>/<file>        the store's Parquet files, as they are (or anonymized)
+    manifests/<run id>.json      each run's manifest: spack.lock hash, tool and benchmark
+                                 versions, effective config, command lines
+    systems/<system>.json        each system's description (its latest run's effective config)
+    SHA256SUMS                   the sha256 of every other member
+    SIGNATURE                    the site, its public key and its Ed25519 signature of
+                                 SHA256SUMS (iostudy.store.siteid)
+
+The bundle's id is the sha256 of its SHA256SUMS. The tar is written in the plain ustar format
+(no pax headers), with zeroed times and owners, so that every byte of it is checked on import:
+member contents by SHA256SUMS, headers by their tar checksums, and the padding and the end of
+the archive must be zeros. A bundle with any byte changed is rejected.
+
+``iostudy import BUNDLE --store STORE`` adds another site's bundle, once all of it is checked:
+its bytes, its signature by the key the store trusts for the site (``iostudy trust add``, or
+``--trust-on-first-use``), and what iostudy.store.bundlecheck checks; nothing is written before.
+Identities stay apart: the rows keep their system names and get the bundle's site (runs.site),
+and run ids become ``<site>:<run id>`` in every table, so that two sites' runs never merge even
+when their ids or system names are equal. Files go to ``STORE/<table>/<site>:<file>``, manifests
+and systems to ``STORE/sites/<site>/``, and the import is recorded in
+``STORE/imports/<bundle id>.json``: the same bundle imported again changes nothing. A later
+bundle of the same site adds its new runs; one that would change a part imported before needs
+``--replace``. A store's own site (``STORE/site.json``) is never imported into it. Slurm
+accounting, iostat and fsstats tables travel in the bundle but
+are not imported: they carry no run id to keep them apart from this store's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tarfile
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from rich.console import Console
+
+from iostudy import __version__
+from iostudy.core import config, provenance, safeio
+from iostudy.core.anonymize import COLUMNS, AnonymizeError, Anonymizer
+from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.store import bundlecheck, catalog, siteid
+from iostudy.store import store as store_mod
+from iostudy.store.bundlecheck import FORMAT, META, SIGNATURE, SUMS, BundleInvalid
+from iostudy.store.siteid import SiteError, fingerprint, own_site
+
+BLOCK = 512
+# Tables without a run id: they stay in the bundle, not merged (see the module docstring).
+NOT_IMPORTED = store_mod.IMPORTED_TABLES
+
+
+class BundleError(Exception):
+    """A bundle that cannot be written or read; the message names the file and the problem."""
+
+
+def site_qualified(site: str, run_id: str) -> str:
+    return f"{site}:{run_id}"
+
+
+def imported_files(store: Path) -> set[str]:
+    """The store's parts that imports wrote ("<table>/<part name>"; records of before the
+    store's catalog name files: "<table>/<part name>.parquet")."""
+    files = set()
+    for record in sorted((store / "imports").glob("*.json")):
+        files |= {
+            f.removesuffix(".parquet") for f in json.loads(record.read_text()).get("files", [])
+        }
+    return files
+
+
+# -- export -------------------------------------------------------------------------------------
+
+
+def _anonymized_manifest(manifest: dict, anonymizer) -> dict:
+    """A manifest without names: command lines and paths through the anonymizer."""
+    out = json.loads(json.dumps(manifest))
+    for key in ("command_line", "reframe_command_line"):
+        if isinstance(out.get(key), list):
+            out[key] = shlex.split(anonymizer.command(shlex.join(map(str, out[key]))))
+    for key in ("results_dir", "run_dir"):
+        if isinstance(out.get(key), str):
+            out[key] = anonymizer.path(out[key])
+    return out
+
+
+def _anonymized_schema(schema: pa.Schema) -> pa.Schema:
+    """schema with the columns the anonymizer rewrites as strings: their values become
+    pseudonyms, also where the store keeps numbers (uid 1000 -> uid-3f9a0c21d4)."""
+    for i, field in enumerate(schema):
+        if field.name in COLUMNS:
+            schema = schema.set(i, field.with_type(pa.string()))
+    return schema
+
+
+def _table_bytes(path: Path, anonymizer) -> bytes:
+    if anonymizer is None:
+        return path.read_bytes()
+    table = pq.read_table(path)
+    frame = anonymizer.frame(table.to_pandas())
+    schema = _anonymized_schema(table.schema)
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), sink)
+    return sink.getvalue()
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes, sums: dict):
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o644, 0
+    tar.addfile(info, io.BytesIO(data))
+    if sums is not None:
+        sums[name] = hashlib.sha256(data).hexdigest()
+
+
+def export(store, out, site=None, results=None, anonymize=False, console=None) -> dict:
+    """Write the bundle of the store's own runs to ``out`` (refused if it exists); returns its
+    bundle.json with the id. results: the folder of the run directories (default: the store's
+    parent), where the manifests are."""
+    store, out = Path(store), Path(out)
+    console = console or Console(stderr=True)
+    if not (store / "runs").is_dir():
+        raise BundleError(f"store {store}: no runs (run `iostudy ingest` first)")
+    if out.exists():
+        raise BundleError(f"{out} exists: a bundle is never overwritten; give another --out")
+    try:
+        site = own_site(store, site)
+        key = siteid.own_key(store, create=True)
+    except SiteError as exc:
+        raise BundleError(str(exc)) from None
+    results = Path(results) if results else store.parent
+    anonymizer = None
+    if anonymize:
+        try:
+            anonymizer = Anonymizer.for_store(store)
+        except AnonymizeError as exc:
+            raise BundleError(str(exc)) from None
+    foreign = imported_files(store)
+    con = store_mod.connect(store)
+    try:
+        frame = con.execute("SELECT * FROM runs ORDER BY started, run_id").df()
+    finally:
+        con.close()
+    if "site" in frame:  # a store that never imported has no site column
+        frame = frame[frame["site"].isna()]
+    frame = frame.astype(object).where(frame.notna(), None)
+    # a log tree has no manifest: its manifest_path is the tree's folder
+    frame.loc[frame["status"] == store_mod.TREE_STATUS, "manifest_path"] = None
+    runs = [
+        (r.run_id, r.system, r.started, r.manifest_path, r.manifest_sha256)
+        for r in frame.itertuples()
+    ]
+    if not runs:
+        raise BundleError(f"store {store}: no runs of its own to export")
+
+    manifests, systems, missing = {}, {}, {}
+    for run_id, system, _, manifest_path, manifest_sha in runs:
+        if not manifest_path:
+            continue
+        path = results / manifest_path
+        if not path.is_file():
+            missing[run_id] = f"{path}: not found (give the run directories' folder: --results)"
+        elif provenance.sha256_file(path) != manifest_sha:
+            missing[run_id] = f"{path}: changed since it was ingested (sha256 differs)"
+        else:
+            manifests[run_id] = json.loads(path.read_text())
+            effective = manifests[run_id].get("effective_config") or {}
+            if isinstance(effective.get("system"), dict):
+                systems[system] = effective["system"]  # runs are in time order: the latest
+    for run_id, reason in missing.items():
+        console.print(f"export: warning: manifest of {run_id} left out: {reason}", markup=False)
+    # a log tree ingested without --system has no system, hence no description
+    for system in {r[1] for r in runs if r[1]} - systems.keys():
+        try:
+            systems[system] = config.load_system(system)
+        except config.ConfigError:
+            pass
+
+    catalog = store_mod.Store(store).catalog()
+    tables = {table: [f"{name}.parquet" for name in sorted(catalog.parts(table))
+                      if f"{table}/{name}" not in foreign]
+              for table in store_mod.TABLES}  # fmt: skip
+    commit, dirty = provenance.git_state()
+    meta = {
+        "format": FORMAT,
+        "site": site,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "iostudy": {"version": __version__, "git_commit": commit, "git_dirty": dirty},
+        "anonymized": anonymizer.key_id() if anonymizer else None,
+        "runs": [
+            {"run_id": r[0], "system": r[1], "started": None if r[2] is None else str(r[2])}
+            for r in runs
+        ],
+        "systems": sorted(systems),
+        "tables": tables,
+        "missing_manifests": missing,
+        "not_imported_tables": list(NOT_IMPORTED),
+    }
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    sums: dict[str, str] = {}
+    try:
+        with tarfile.open(tmp, "w", format=tarfile.USTAR_FORMAT) as tar:
+            _add(tar, META, (json.dumps(meta, indent=2, default=str) + "\n").encode(), sums)
+            for table, names in tables.items():
+                for name in names:
+                    path = catalog.part_path(table, name.removesuffix(".parquet"))
+                    data = _table_bytes(path, anonymizer)
+                    _add(tar, f"tables/{table}/{name}", data, sums)
+            for run_id, manifest in manifests.items():
+                if anonymizer:
+                    manifest = _anonymized_manifest(manifest, anonymizer)
+                _add(tar, f"manifests/{run_id}.json", json.dumps(manifest, indent=2).encode(), sums)
+            for system, description in sorted(systems.items()):
+                _add(
+                    tar, f"systems/{system}.json", json.dumps(description, indent=2).encode(), sums
+                )
+            text = "".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items()))
+            _add(tar, SUMS, text.encode(), None)
+            _add(tar, SIGNATURE, _signature(key, site, text.encode()), None)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    meta["id"] = hashlib.sha256(text.encode()).hexdigest()
+    meta["key"] = fingerprint(siteid.raw_public(key.public_key()))
+    return meta
+
+
+def _signature(key, site: str, sums: bytes) -> bytes:
+    """The SIGNATURE member: the site, its public key and its signature of SHA256SUMS."""
+    raw = siteid.raw_public(key.public_key())
+    return (json.dumps({"site": site, "key": base64.b64encode(raw).decode(),
+                        "signature": base64.b64encode(key.sign(sums)).decode()},
+                       indent=2) + "\n").encode()  # fmt: skip
+
+
+# -- reading a bundle ---------------------------------------------------------------------------
+
+
+def _check_layout(path: Path, members: list[tarfile.TarInfo]) -> None:
+    """Every byte outside the members' headers and contents is a zero: padding and the end of
+    the archive (tarfile ignores them, so a change there would go unseen)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        expected = 0
+        for m in members:
+            if m.offset != expected or m.offset_data != m.offset + BLOCK:
+                raise BundleError(f"{path}: {m.name}: not where a plain tar puts it")
+            end = m.offset_data + m.size
+            f.seek(end)
+            padding = f.read(-end % BLOCK)
+            if padding.strip(b"\0"):
+                raise BundleError(f"{path}: {m.name}: non-zero bytes in its padding")
+            expected = end + len(padding)
+        f.seek(expected)
+        while block := f.read(1 << 20):
+            if block.strip(b"\0"):
+                raise BundleError(f"{path}: non-zero bytes after the last member")
+        if size - expected < 2 * BLOCK:
+            raise BundleError(f"{path}: truncated (no end-of-archive blocks)")
+
+
+class Opened(NamedTuple):
+    """A bundle extracted and checked: bundle.json, the id (sha256 of SHA256SUMS), the signer's
+    raw public key, the member digests and the imported tables' rows."""
+
+    meta: dict
+    id: str
+    signer: bytes
+    digests: dict
+    tables: dict
+
+
+def open_bundle(path, dest: Path) -> Opened:
+    """Extract the bundle at ``path`` into ``dest`` and check all of it (bundlecheck): every
+    member against SHA256SUMS, SHA256SUMS against the signature, bundle.json, the listing and
+    the tables. Raises BundleError naming the bundle and the member or field."""
+    path = Path(path)
+    try:
+        digests = _extract(path, dest)
+        text = _verified_sums(digests, dest)
+        signed_for, signer = _signer(dest, text)
+        meta = _read_meta(dest)
+        if meta["site"] != signed_for:
+            raise BundleInvalid(f"{SIGNATURE}: signed for another site than {META}'s")
+        bundlecheck.check_listing(meta, list(digests))
+        tables = bundlecheck.check_tables(meta, dest)
+    except BundleInvalid as exc:
+        raise BundleError(f"{path}: {exc}") from None
+    return Opened(meta, hashlib.sha256(text).hexdigest(), signer, digests, tables)
+
+
+def _extract(path: Path, dest: Path) -> dict[str, str]:
+    """{member: sha256} of the bundle, extracted into dest; member names are checked before any
+    is written (bundlecheck.member_kind: fixed shapes, so no file and folder can clash)."""
+    try:
+        tar = tarfile.open(path, "r:")
+    except (OSError, tarfile.TarError) as exc:
+        raise BundleInvalid(f"not a bundle (a tar file): {exc}") from None
+    digests = {}
+    with tar:
+        try:
+            members = tar.getmembers()
+        except tarfile.TarError as exc:
+            raise BundleInvalid(f"damaged: {exc}") from None
+        _check_layout(path, members)
+        for m in members:
+            if not m.isfile() or m.name.startswith("/") or ".." in Path(m.name).parts:
+                raise BundleInvalid(f"member {m.name!r}: not a plain file of the bundle")
+            if m.mode != 0o644 or m.mtime != 0 or m.uid or m.gid or m.uname or m.gname:
+                raise BundleInvalid(f"member {m.name}: its header was changed")
+            bundlecheck.member_kind(m.name)
+            if m.name in digests:
+                raise BundleInvalid(f"member {m.name}: twice in the bundle")
+            digests[m.name] = ""
+        for m in members:
+            target = dest / m.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            h = hashlib.sha256()
+            with tar.extractfile(m) as src, open(target, "xb") as dst:
+                while block := src.read(1 << 20):
+                    h.update(block)
+                    dst.write(block)
+            digests[m.name] = h.hexdigest()
+    return digests
+
+
+def _verified_sums(digests: dict, dest: Path) -> bytes:
+    """SHA256SUMS, once every member but it and SIGNATURE matches it."""
+    if SUMS not in digests:
+        raise BundleInvalid(f"no {SUMS}: not an iostudy bundle, or damaged")
+    text = (dest / SUMS).read_bytes()
+    listed = {}
+    for number, line in enumerate(text.decode(errors="replace").splitlines(), 1):
+        match = re.fullmatch(r"([0-9a-f]{64})  (\S.*)", line)
+        if not match:
+            raise BundleInvalid(f"{SUMS} line {number}: not '<sha256>  <name>'")
+        listed[match.group(2)] = match.group(1)
+    present = set(digests) - {SUMS, SIGNATURE}
+    for name in sorted(set(listed) | present):
+        if name not in present:
+            raise BundleInvalid(f"{name}: listed in {SUMS} but not in the bundle")
+        if name not in listed:
+            raise BundleInvalid(f"{name}: in the bundle but not in {SUMS}")
+        if listed[name] != digests[name]:
+            raise BundleInvalid(f"{name}: sha256 differs from {SUMS} (changed)")
+    return text
+
+
+def _signer(dest: Path, sums: bytes) -> tuple[str, bytes]:
+    """(site, raw public key) of the SIGNATURE member, once its signature of SHA256SUMS
+    verifies."""
+    try:
+        sig = json.loads(safeio.read_text(dest / SIGNATURE, 1 << 16))
+        raw = base64.b64decode(sig["key"], validate=True)
+        signature = base64.b64decode(sig["signature"], validate=True)
+        if not isinstance(sig["site"], str):
+            raise TypeError("site is not a string")
+    except FileNotFoundError:
+        raise BundleInvalid(f"no {SIGNATURE}: an unsigned bundle (or of an older iostudy: "
+                            "export it again)") from None  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError, binascii.Error) as exc:
+        raise BundleInvalid(f"{SIGNATURE}: not a signature record: {exc}") from None
+    if len(raw) != siteid.KEY_BYTES or not siteid.verifies(raw, signature, sums):
+        raise BundleInvalid(f"{SIGNATURE}: the signature of {SUMS} does not verify")
+    return sig["site"], raw
+
+
+def _read_meta(dest: Path) -> dict:
+    try:
+        meta = json.loads(safeio.read_text(dest / META))
+    except FileNotFoundError:
+        raise BundleInvalid(f"no {META}") from None
+    except (OSError, ValueError) as exc:
+        raise BundleInvalid(f"{META}: {exc}") from None
+    return bundlecheck.check_meta(meta)
+
+
+# -- import -------------------------------------------------------------------------------------
+
+
+def _set(data: pa.Table, name: str, values: list) -> pa.Table:
+    """data with column ``name`` (string) replaced by values, or added."""
+    column = pa.array(values, pa.string())
+    if name in data.column_names:
+        return data.set_column(data.schema.get_field_index(name), name, column)
+    return data.append_column(name, column)
+
+
+def _qualified_table(data: pa.Table, table: str, site: str) -> pa.Table:
+    """A bundle's table with run ids qualified by the site; runs also get the site and their
+    manifests' place in this store."""
+    if "run_id" not in data.column_names:
+        return data
+    ids = data["run_id"].to_pylist()
+    qualified = _set(data, "run_id", [None if r is None else site_qualified(site, r) for r in ids])
+    if table != "runs":
+        return qualified
+    paths = data["manifest_path"].to_pylist() if "manifest_path" in data.column_names else ids
+    paths = [f"sites/{site}/manifests/{r}.json" if p else None
+             for r, p in zip(ids, paths, strict=True)]  # fmt: skip
+    return _set(_set(qualified, "site", [site] * data.num_rows), "manifest_path", paths)
+
+
+def _part(site: str, name: str) -> str:
+    return site_qualified(site, name.removesuffix(".parquet"))
+
+
+def _commit_tables(store: Path, opened: Opened, site: str) -> list[str]:
+    """Puts the bundle's tables in the store in one commit (iostudy.store.catalog): all of them or,
+    if anything fails, none; returns the parts ("<table>/<part name>")."""
+    commit, written = catalog.Commit(store), []
+    for (table, name), data in opened.tables.items():
+        part = catalog.check_part_name(_part(site, name))
+        tmp = store / table / f"{part}.parquet.tmp"
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(_qualified_table(data, table, site), tmp)
+        run_id = site_qualified(site, catalog.part_run(name.removesuffix(".parquet")))
+        commit.put(table, part, tmp, run_id, data.num_rows)
+        written.append(f"{table}/{part}")
+    commit.apply()
+    return written
+
+
+def _previous_parts(store: Path, site: str) -> dict[str, str | None]:
+    """{"<table>/<part>": the sha256 of the bundle member it came from (None: not recorded)}
+    of the site's parts that earlier imports wrote."""
+    parts = {}
+    for record in sorted((store / "imports").glob("*.json")):
+        try:
+            data = json.loads(record.read_text())
+        except (OSError, ValueError) as exc:
+            raise BundleError(f"{record}: cannot read this store's import record: {exc}") from None
+        if data.get("site") == site:
+            shas = data.get("parts") or {}
+            parts |= {f.removesuffix(".parquet"): shas.get(f) for f in data.get("files", [])}
+    return parts
+
+
+def _replacements(store: Path, opened: Opened, site: str) -> list[str]:
+    """What the bundle would replace of the site's data already in the store: each part whose
+    content differs from what an earlier import wrote, with its rows before and after."""
+    previous = _previous_parts(store, site)
+    if not previous:
+        return []
+    live = catalog.load(store)
+    changes = []
+    for (table, name), data in opened.tables.items():
+        key = f"{table}/{_part(site, name)}"
+        if key in previous and previous[key] != opened.digests[f"tables/{table}/{name}"]:
+            before = live.parts(table).get(_part(site, name))
+            rows = "?" if before is None or before.rows is None else before.rows
+            changes.append(f"{key}: {rows} rows -> {data.num_rows}")
+    return changes
+
+
+def _check_signer(store: Path, site: str, signer: bytes, trust_new: bool) -> bool:
+    """Whether the signer is a key to trust now (first use); BundleError when the store trusts
+    another key for the site, or none and trust_new is not given."""
+    known = siteid.trusted(store, site)
+    if known == signer:
+        return False
+    if known is not None:
+        raise BundleError(
+            f"site {site} is trusted with key {fingerprint(known)}; this bundle is signed by "
+            f"{fingerprint(signer)}: refused"
+        )
+    if not trust_new:
+        raise BundleError(
+            f"site {site} is not trusted (bundle signed by {fingerprint(signer)}): add the key "
+            f"the site gives you (`iostudy trust own` there) with `iostudy trust add {site} "
+            "FILE`, or import with --trust-on-first-use"
+        )
+    return True
+
+
+def import_bundle(bundle, store, console=None, trust_new=False, replace=False) -> dict:
+    """Add the bundle to the store; returns {site, id, key, runs, files, skipped: bool}. Nothing
+    is written, in the store or beside it, until the whole bundle is checked."""
+    store = Path(store)
+    console = console or Console(stderr=True)
+    with tempfile.TemporaryDirectory(prefix="iostudy-import-") as work:
+        opened = open_bundle(bundle, Path(work))
+        site, bundle_id = opened.meta["site"], opened.id
+        summary = {"site": site, "id": bundle_id, "key": fingerprint(opened.signer),
+                   "runs": len(opened.meta["runs"]), "files": 0}  # fmt: skip
+        if (store / "imports" / f"{bundle_id}.json").is_file():
+            return summary | {"skipped": True}
+        try:
+            if siteid.recorded_site(store) == site:
+                raise BundleError(f"{bundle}: site {site!r} is this store's own site")
+            first_use = _check_signer(store, site, opened.signer, trust_new)
+        except SiteError as exc:
+            raise BundleError(str(exc)) from None
+        if (changes := _replacements(store, opened, site)) and not replace:
+            raise BundleError(
+                f"{bundle}: would replace data of site {site} imported before ("
+                + "; ".join(changes[:5])
+                + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+                + "): give --replace to replace it"  # fmt: skip
+            )
+        for change in changes:
+            console.print(f"import: replacing {change}", markup=False)
+        store.mkdir(parents=True, exist_ok=True)
+        with store_mod.Store(store).locked(console):
+            if first_use:
+                siteid.trust(store, site, opened.signer)
+            # the site's files first: without its tables no report looks at them, so the commit
+            # of the tables makes the whole import visible at once
+            _place_site_files(store, Path(work), site, bundle_id)
+            written = _commit_tables(store, opened, site)
+            _record_import(store, opened, written)
+            store_mod.Store(store).refresh_views(console)
+    skipped = [t for t in NOT_IMPORTED if opened.meta["tables"].get(t)]
+    if skipped:
+        console.print(f"import: kept in the bundle, not imported: {', '.join(skipped)} "
+                      "(no run id to keep them apart from this store's own)")  # fmt: skip
+    return summary | {"files": len(written), "skipped": False, "trusted_now": first_use}
+
+
+def _place_site_files(store: Path, work: Path, site: str, bundle_id: str) -> None:
+    """The bundle's manifests, system descriptions and bundle.json into STORE/sites/<site>/."""
+    site_dir = store / "sites" / site
+    for folder in ("manifests", "systems"):
+        for source in sorted((work / folder).glob("*.json")):
+            target = site_dir / folder / source.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
+    site_dir.mkdir(parents=True, exist_ok=True)  # a bundle of log trees has no manifest
+    shutil.copyfile(work / META, site_dir / f"bundle-{bundle_id[:16]}.json")
+
+
+def _record_import(store: Path, opened: Opened, written: list[str]) -> None:
+    """STORE/imports/<bundle id>.json, last: an interrupted import is done again in full."""
+    record = store / "imports" / f"{opened.id}.json"
+    site = opened.meta["site"]
+    parts = {f"{t}/{_part(site, n)}": opened.digests[f"tables/{t}/{n}"] for t, n in opened.tables}
+    record.parent.mkdir(exist_ok=True)
+    text = json.dumps({"site": site, "id": opened.id, "key": fingerprint(opened.signer),
+                       "files": written, "parts": parts,
+                       "imported": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                       "created": opened.meta.get("created")}, indent=2)  # fmt: skip
+    tmp = record.with_name(f".{record.name}.tmp")
+    tmp.write_text(text + "\n")
+    os.replace(tmp, record)
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def cmd_export(args) -> int:
+    console = Console(stderr=True)
+    try:
+        meta = export(args.store, args.out, args.site, args.results, args.anonymize, console)
+    except BundleError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    systems = ", ".join(meta["systems"]) or "none"
+    print(f"export: {len(meta['runs'])} runs of site {meta['site']} (systems: {systems}) -> "
+          f"{args.out} (bundle id {meta['id'][:16]}, signed by key {meta['key']})")  # fmt: skip
+    return 0
+
+
+def cmd_import(args) -> int:
+    console = Console(stderr=True)
+    try:
+        summary = import_bundle(args.bundle, args.store, console, args.trust_on_first_use,
+                                args.replace)  # fmt: skip
+    except BundleError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"import: bundle {summary['id'][:16]} of site {summary['site']}, signed by key "
+          f"{summary['key']}")  # fmt: skip
+    if summary.get("trusted_now"):
+        print(f"import: site {summary['site']} now trusted with that key (first use)")
+    if summary["skipped"]:
+        print(f"import: bundle {summary['id'][:16]} of site {summary['site']} is already in "
+              f"{args.store}: nothing changed")  # fmt: skip
+    else:
+        print(f"import: {summary['runs']} runs of site {summary['site']} ({summary['files']} "
+              f"files) -> {args.store} (bundle id {summary['id'][:16]})")  # fmt: skip
+    return 0
+
+
+def register(groups) -> None:
+    p = groups.add_parser(
+        "export",
+        help="write this store's own results as a portable bundle (one tar file)",
+        # the command, the bundle's members and how they are checked
+        description="\n\n".join(__doc__.split("\n\n")[1:4]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--store", default=store_mod.DEFAULT_STORE, help="the store (default %(default)s)"
+    )
+    p.add_argument("--out", required=True, help="the bundle to write (a .tar; never overwritten)")
+    p.add_argument("--site", help="this store's site name (required at the first export; kept)")
+    p.add_argument("--results", help="the folder of the run directories (default: the store's "
+                   "parent), where the manifests are")  # fmt: skip
+    p.add_argument("--anonymize", action="store_true",
+                   help="users, projects, paths and command lines as keyed pseudonyms")  # fmt: skip
+    p.set_defaults(func=cmd_export)
+    p = groups.add_parser(
+        "import",
+        help="add another site's bundle to a store (verified by its checksums; idempotent)",
+        description="Add another site's bundle (iostudy export) to the store. "
+        "Run ids become <site>:<run id>; system names are kept. The bundle must be signed by "
+        "the key the store trusts for its site (iostudy trust); a bundle with a changed byte, "
+        "a name, field or table that is not what iostudy writes is rejected before anything is "
+        "written; the same bundle imported twice changes nothing.",
+    )
+    p.add_argument("bundle", help="the bundle (.tar) from `iostudy export`")
+    p.add_argument(
+        "--store", default=store_mod.DEFAULT_STORE, help="the store (default %(default)s)"
+    )
+    p.add_argument("--trust-on-first-use", action="store_true",
+                   help="trust the key of a site this store does not know yet (prefer "
+                   "`iostudy trust add`: a key received from the site itself)")  # fmt: skip
+    p.add_argument("--replace", action="store_true",
+                   help="let the bundle replace data of its site imported before")  # fmt: skip
+    p.set_defaults(func=cmd_import)

@@ -1,0 +1,239 @@
+"""A site's identity: its name and signing key, and the keys of the sites a store trusts.
+
+A site's name (``STORE/site.json``, recorded at its first export) is its identity in other
+stores: it never changes. A checksum proves that a bundle is whole, not who made it: each site
+signs its bundles' SHA256SUMS with an Ed25519 key (the ``cryptography`` package, a maintained
+binding of OpenSSL; Ed25519 has no parameters to get wrong, and its keys are short enough to
+read out on a phone call):
+
+- ``STORE/site-key.pem``: the store's private key, made at its first export, readable by its
+  owner only, never exported;
+- ``STORE/trust/<site>.pub``: the public key of each site whose bundles the store imports, one
+  line ``iostudy-ed25519 <base64 key> <site>``, as ``iostudy trust own`` prints it at the other
+  site (``iostudy trust add SITE FILE`` here).
+
+A key is shown by its fingerprint, ``SHA256:`` and the base64 sha256 of the raw key, as ssh does.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from iostudy.core import safeio
+from iostudy.core.exitcodes import EXIT_BAD_INPUT
+
+SITE_FILE = "site.json"
+KEY_FILE = "site-key.pem"
+TRUST_DIR = "trust"
+KIND = "iostudy-ed25519"
+SITE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+KEY_BYTES = 32
+
+
+class SiteError(Exception):
+    """A site name or key that cannot be read, made or trusted; the message names the file and
+    the problem."""
+
+
+def own_site(store: Path, requested: str | None) -> str:
+    """The store's site name: STORE/site.json, recorded from ``requested`` (--site) the first
+    time; a later different request is refused."""
+    path = store / SITE_FILE
+    recorded = None
+    if path.is_file():
+        try:
+            recorded = json.loads(safeio.read_text(path, 1 << 12))["site"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SiteError(f"{path}: cannot read the site name: {exc}") from None
+    if requested and recorded and requested != recorded:
+        raise SiteError(
+            f"--site {requested}: this store is site {recorded!r} ({path}); a site keeps its "
+            "name, as other stores know its runs by it"
+        )
+    site = requested or recorded
+    if not site:
+        raise SiteError(f"name this store's site with --site NAME (kept in {path})")
+    if not SITE_NAME.match(site):
+        raise SiteError(f"--site {site!r}: lower-case letters, digits and '-' only")
+    if not recorded and ((store / TRUST_DIR / f"{site}.pub").exists()
+                         or (store / "sites" / site).exists()):  # fmt: skip
+        raise SiteError(
+            f"--site {site}: this store trusts or holds another site of that name (its bundles "
+            "were imported here); a store's own site needs a name of its own"
+        )
+    if not recorded:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"site": site}) + "\n")
+    return site
+
+
+def recorded_site(store: Path) -> str | None:
+    """The store's site name if it has one (it exported), else None."""
+    path = store / SITE_FILE
+    return own_site(store, None) if path.exists() else None
+
+
+def fingerprint(raw: bytes) -> str:
+    return "SHA256:" + base64.b64encode(hashlib.sha256(raw).digest()).decode().rstrip("=")
+
+
+def raw_public(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def public_line(raw: bytes, site: str) -> str:
+    return f"{KIND} {base64.b64encode(raw).decode()} {site}"
+
+
+def parse_public(text: str, where: str) -> tuple[str, bytes]:
+    """(site, raw key) of a public key line; SiteError naming ``where`` when it is not one."""
+    fields = text.strip().split()
+    if len(fields) != 3 or fields[0] != KIND:
+        raise SiteError(f"{where}: not an iostudy public key ('{KIND} <base64 key> <site>')")
+    try:
+        raw = base64.b64decode(fields[1], validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != KEY_BYTES:
+        raise SiteError(f"{where}: the key is not {KEY_BYTES} bytes of base64")
+    if not SITE_NAME.match(fields[2]):
+        raise SiteError(f"{where}: site {fields[2]!r} is not a site name")
+    return fields[2], raw
+
+
+def own_key(store: Path, create: bool) -> Ed25519PrivateKey | None:
+    """The store's private key; made (owner-only) when ``create`` and there is none yet."""
+    path = store / KEY_FILE
+    if not path.exists():
+        if not create:
+            return None
+        key = Ed25519PrivateKey.generate()
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())  # fmt: skip
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        return key
+    try:
+        key = serialization.load_pem_private_key(safeio.read_regular(path, 1 << 16), None)
+    except (OSError, ValueError, TypeError) as exc:
+        raise SiteError(f"{path}: cannot read the site's key: {exc}") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SiteError(f"{path}: not an Ed25519 key")
+    return key
+
+
+def verifies(raw: bytes, signature: bytes, data: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(raw).verify(signature, data)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def trusted(store: Path, site: str) -> bytes | None:
+    """The raw key the store trusts for ``site``, or None."""
+    path = store / TRUST_DIR / f"{site}.pub"
+    if not path.exists():
+        return None
+    try:
+        named, raw = parse_public(safeio.read_text(path, 1 << 12), str(path))
+    except (OSError, ValueError) as exc:
+        raise SiteError(f"{path}: cannot read a trusted key: {exc}") from None
+    if named != site:
+        raise SiteError(f"{path}: holds the key of site {named!r}, not {site!r}")
+    return raw
+
+
+def trust(store: Path, site: str, raw: bytes) -> Path:
+    """Record ``raw`` as the key of ``site``; refused if the store trusts another key for it."""
+    known = trusted(store, site)
+    if known is not None and known != raw:
+        raise SiteError(
+            f"site {site} is trusted with key {fingerprint(known)}, not {fingerprint(raw)}: "
+            f"remove {store / TRUST_DIR / (site + '.pub')} first if the site changed its key"
+        )
+    folder = store / TRUST_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{site}.pub"
+    tmp = folder / f".{site}.pub.tmp"
+    tmp.write_text(public_line(raw, site) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def cmd_own(args) -> int:
+    store = Path(args.store)
+    try:
+        site = own_site(store, args.site)
+        key = own_key(store, create=True)
+    except SiteError as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    line = public_line(raw_public(key.public_key()), site)
+    if args.out:
+        Path(args.out).write_text(line + "\n")
+    print(line)
+    print(f"trust: fingerprint {fingerprint(raw_public(key.public_key()))}", file=sys.stderr)
+    return 0
+
+
+def cmd_add(args) -> int:
+    try:
+        site, raw = parse_public(safeio.read_text(args.keyfile, 1 << 12), args.keyfile)
+        if site != args.site:
+            raise SiteError(f"{args.keyfile}: the key of site {site!r}, not {args.site!r}")
+        path = trust(Path(args.store), site, raw)
+    except (OSError, ValueError, SiteError) as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"trust: site {site} trusted with key {fingerprint(raw)} ({path})")
+    return 0
+
+
+def cmd_list(args) -> int:
+    store = Path(args.store)
+    for path in sorted((store / TRUST_DIR).glob("*.pub")):
+        try:
+            raw = trusted(store, path.stem)
+        except SiteError as exc:
+            print(f"{path.stem}: {exc}")
+            continue
+        print(f"{path.stem} {fingerprint(raw)}")
+    return 0
+
+
+def register(groups) -> None:
+    from iostudy.store.store import DEFAULT_STORE
+
+    trust_p = groups.add_parser(
+        "trust", help="the keys bundles are signed with: this site's, and the sites trusted"
+    )
+    sub = trust_p.add_subparsers(dest="trust_cmd", required=True)
+    p = sub.add_parser("own", help="print this store's public key (made if needed), to send")
+    p.add_argument("--store", default=DEFAULT_STORE, help="the store (default %(default)s)")
+    p.add_argument("--out", help="also write the key line to this file")
+    p.add_argument("--site", help="this store's site name (required if it has none yet; kept)")
+    p.set_defaults(func=cmd_own)
+    p = sub.add_parser("add", help="trust a site's public key (a file from `iostudy trust own`)")
+    p.add_argument("site")
+    p.add_argument("keyfile")
+    p.add_argument("--store", default=DEFAULT_STORE, help="the store (default %(default)s)")
+    p.set_defaults(func=cmd_add)
+    p = sub.add_parser("list", help="the sites this store trusts, with their keys' fingerprints")
+    p.add_argument("--store", default=DEFAULT_STORE, help="the store (default %(default)s)")
+    p.set_defaults(func=cmd_list)
