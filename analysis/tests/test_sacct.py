@@ -332,13 +332,13 @@ def small_store(tmp_path):
         datetime(2026, 1, 3),
         table=sacct.TABLE,
     )
-    jobs = [("L1", 1), ("L2", 3), ("L3", 3), ("L4", 6), ("L5", 99), ("L6", 99), ("L7", 100),
-            ("L8", None)]  # fmt: skip
-    write_table(root, "jobs", "run", [{"log_sha256": s, "jobid": j, "nprocs": 1, "nodes": 1}
-                                      for s, j in jobs])  # fmt: skip
-    files = [("L1", "posix"), ("L1", "posix"), ("L1", "mpiio"), ("L2", "stdio"), ("L3", "h5f"),
-             ("L3", "posix"), ("L4", "pnetcdf"), ("L5", "stdio"), ("L6", "stdio")]  # fmt: skip
-    write_table(root, "files", "run", [{"log_sha256": s, "module": m} for s, m in files])
+    # (log, job id, the modules its header lists): the interfaces are those of the header, as the
+    # jobs table shows them; L3's HDF5 is its dataset records alone (H5D, no files rows).
+    jobs = [("L1", 1, "POSIX+MPI-IO+HEATMAP"), ("L2", 3, "STDIO"), ("L3", 3, "H5D+POSIX"),
+            ("L4", 6, "PNETCDF_FILE+LUSTRE"), ("L5", 99, "STDIO"), ("L6", 99, "STDIO"),
+            ("L7", 100, None), ("L8", None, "")]  # fmt: skip
+    write_table(root, "jobs", "run", [{"log_sha256": s, "jobid": j, "nprocs": 1, "nodes": 1,
+                                       "modules": m} for s, j, m in jobs])  # fmt: skip
     return root
 
 
@@ -396,11 +396,11 @@ def test_coverage_of_the_real_export(tmp_path, capsys):
     """The real export imported by the CLI, with one log of job 1167 (root's 2-node job)."""
     st = tmp_path / "store"
     assert run_cli(capsys, REAL, "--store", st)[0] == 0
-    write_table(st, "jobs", "run", [{"log_sha256": "a", "jobid": 1167, "nprocs": 4, "nodes": 2}])
-    write_table(st, "files", "run", [{"log_sha256": "a", "module": "posix"}])
+    write_table(st, "jobs", "run", [{"log_sha256": "a", "jobid": 1167, "nprocs": 4, "nodes": 2,
+                                     "modules": "POSIX"}])  # fmt: skip
     con = duckdb.connect()
     # Relations named as coverage wants them, over the store's Parquet files.
-    for table in ("sched", "jobs", "files"):
+    for table in ("sched", "jobs"):
         con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{st / table}/*.parquet')")
     rows = {r["account"]: r for r in sacct.coverage(con).to_dict("records")}
     # root: 1167 (4 cores, 1 s) and the running 1173 (2 cores, 6 s so far).

@@ -33,6 +33,7 @@ import pyarrow as pa
 from rich.console import Console
 
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.logs import modules
 from iostudy.store import store as store_mod
 
 SCHEMA: pa.Schema = store_mod.TABLES["sched"]
@@ -66,7 +67,6 @@ _JOB_ID_LIKE = re.compile(r"^\d+([_+.].*)?$")
 
 # Module tokens (store.TABLES["files"]) -> seed 000's API letters, in the seed's order: the
 # high-level libraries first, POSIX last (e.g. "H,M,S,P").
-API_LETTERS = {"h5f": "H", "pnetcdf": "N", "mpiio": "M", "stdio": "S", "posix": "P"}
 ALL = "all"
 NO_ACCOUNTING = "(no accounting)"
 NO_ACCOUNT = "(no account)"
@@ -255,9 +255,13 @@ def sched_view_sql(table: str = TABLE) -> str:
     )
 
 
-def _apis(modules) -> str:
-    present = set(modules)
-    return ",".join(letter for module, letter in API_LETTERS.items() if module in present)
+# Each log's job and the modules its header lists (PyDarshan names; '' for none): the interfaces
+# a job used are those the jobs table shows (iostudy.logs.modules), records kept or not.
+LOGGED = """
+        SELECT j.jobid, coalesce(CAST(j.jobid AS VARCHAR), 'log ' || j.log_sha256) AS job,
+               unnest(string_split(coalesce(j.modules, ''), '+')) AS module
+        FROM jobs j
+    """
 
 
 def _pct(part, whole):
@@ -270,8 +274,9 @@ def coverage(con, cluster: str | None = None) -> pd.DataFrame:
     MPI-IO, STDIO, POSIX); then a row "(no accounting)" for the jobs of logs that have no sched
     row (only when there are such), and a total row "all" over the accounted jobs.
 
-    con: a DuckDB connection with relations jobs (jobid, log_sha256), files (log_sha256, module)
-    and sched (the store's columns, deduplicated here with :func:`sched_view_sql`). A job is an
+    con: a DuckDB connection with relations jobs (jobid, log_sha256, modules: the interfaces are
+    those of the modules its logs' headers list, as the jobs table shows them) and sched (the
+    store's columns, deduplicated here with :func:`sched_view_sql`). A job is an
     allocation that started (start not null: a job cancelled while pending used nothing); it is
     instrumented when at least one log's jobid is its jobid. Core-hours: cores * elapsed_s / 3600.
     Jobs are matched by jobid alone: give cluster when sched holds several clusters. The
@@ -288,11 +293,7 @@ def coverage(con, cluster: str | None = None) -> pd.DataFrame:
                cores * elapsed_s / 3600.0 AS core_hours
         FROM ({sched_view_sql()}) WHERE {where}
     ),
-    logged AS (
-        SELECT j.jobid, coalesce(CAST(j.jobid AS VARCHAR), 'log ' || j.log_sha256) AS job,
-               f.module
-        FROM jobs j LEFT JOIN files f ON f.log_sha256 = j.log_sha256
-    ),
+    logged AS ({LOGGED}),
     instrumented AS (SELECT DISTINCT jobid FROM logged WHERE jobid IS NOT NULL),
     per_job AS (
         SELECT a.account, a.jobid, a.core_hours, i.jobid IS NOT NULL AS covered
@@ -300,7 +301,7 @@ def coverage(con, cluster: str | None = None) -> pd.DataFrame:
     ),
     modules AS (
         SELECT DISTINCT a.account, l.module
-        FROM alloc a JOIN logged l ON l.jobid = a.jobid WHERE l.module IS NOT NULL
+        FROM alloc a JOIN logged l ON l.jobid = a.jobid WHERE l.module <> ''
     )
     SELECT p.account,
            count(*) FILTER (WHERE p.covered) AS jobs_instrumented,
@@ -314,34 +315,30 @@ def coverage(con, cluster: str | None = None) -> pd.DataFrame:
     per_account = con.execute(sql, params).fetchall()
     unaccounted_sql = f"""
     WITH alloc AS (SELECT jobid FROM ({sched_view_sql()}) WHERE {where}),
-    logged AS (
-        SELECT j.jobid, coalesce(CAST(j.jobid AS VARCHAR), 'log ' || j.log_sha256) AS job,
-               f.module
-        FROM jobs j LEFT JOIN files f ON f.log_sha256 = j.log_sha256
-    )
-    SELECT count(DISTINCT job), list(DISTINCT module) FILTER (WHERE module IS NOT NULL)
+    logged AS ({LOGGED})
+    SELECT count(DISTINCT job), list(DISTINCT module) FILTER (WHERE module <> '')
     FROM logged l WHERE NOT EXISTS (SELECT 1 FROM alloc a WHERE a.jobid = l.jobid)
     """
     unaccounted, unaccounted_modules = con.execute(unaccounted_sql, params).fetchone()
 
     records = []
     all_modules: set[str] = set()
-    for account, n_in, n_all, ch_in, ch_all, modules in per_account:
-        all_modules |= set(modules or ())
+    for account, n_in, n_all, ch_in, ch_all, names in per_account:
+        all_modules |= set(names or ())
         records.append(
             (account, n_in, n_all, _pct(n_in, n_all), ch_in, ch_all, _pct(ch_in, ch_all),
-             _apis(modules or ()))
+             modules.letters(names or ()))
         )  # fmt: skip
     totals = [sum(r[i] for r in records) for i in (1, 2, 4, 5)]
     if unaccounted:
         records.append(
             (NO_ACCOUNTING, unaccounted, None, None, None, None, None,
-             _apis(unaccounted_modules or ()))
+             modules.letters(unaccounted_modules or ()))
         )  # fmt: skip
     n_in, n_all, ch_in, ch_all = totals
     records.append(
         (ALL, n_in, n_all, _pct(n_in, n_all), float(ch_in), float(ch_all), _pct(ch_in, ch_all),
-         _apis(all_modules))
+         modules.letters(all_modules))
     )  # fmt: skip
     frame = pd.DataFrame.from_records(records, columns=COVERAGE_COLUMNS)
     dtypes = dict.fromkeys(COVERAGE_COLUMNS[1:3], "Int64")

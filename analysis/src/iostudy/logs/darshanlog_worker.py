@@ -37,18 +37,12 @@ import numpy as np
 from darshan.backend import cffi_backend as backend
 
 from iostudy.core import safeio
+from iostudy.logs.modules import CURRENT_VERSIONS, READ_MODULES, RECORD_MODULES
 
-# The generic-record modules iostudy reads (PyDarshan names).
-RECORD_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE")
-# Module ids of format 3.41 (the log-format reference, section 5) of every module read: the
-# record modules, LUSTRE and HEATMAP. Other modules (DXT traces...) are never inflated.
-READ_MODULES = {1: "POSIX", 2: "MPI-IO", 3: "H5F", 5: "PNETCDF_FILE", 8: "LUSTRE", 9: "STDIO",
-                15: "HEATMAP"}  # fmt: skip
-# The record version each record module is read at by the wheel's libdarshan-util (3.5.0; the
-# log-format reference, section 5). Records stored at it are laid out as record_layout says:
-# the bytes check_inflation inflates are then the records, and libdarshan-util need not read
-# them again (it up-converts older versions).
-CURRENT_VERSIONS = {"POSIX": 4, "MPI-IO": 3, "H5F": 3, "PNETCDF_FILE": 3, "STDIO": 2}
+# The modules read (iostudy.logs.modules): the record modules, LUSTRE and HEATMAP. Other
+# modules (DXT traces...) are never inflated. Records stored at CURRENT_VERSIONS are laid out as
+# record_layout says: the bytes check_inflation inflates are then the records, and
+# libdarshan-util need not read them again (it up-converts older versions).
 # The smallest record of the variable-size modules (base record and fixed part).
 MIN_RECORD = {"LUSTRE": 32, "HEATMAP": 48}
 # A region that inflates to less than this is harmless whatever its ratio: one compressed

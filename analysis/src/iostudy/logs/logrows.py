@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from iostudy.logs import plausibility, proberows
+from iostudy.logs import modules, plausibility, proberows
 from iostudy.logs.darshanlog_worker import CheckedLog, read, record_layout
 from iostudy.logs.summary import MODULE_COUNTERS
 
@@ -26,12 +26,6 @@ from iostudy.logs.summary import MODULE_COUNTERS
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
              "100M_1G", "1G_PLUS")  # fmt: skip
 
-# PyDarshan module name -> the project's module token (DESIGN.md convention 2).
-MODULE_TOKENS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio", "H5F": "h5f",
-                 "PNETCDF_FILE": "pnetcdf"}  # fmt: skip
-# Prefix of each module's float counters (F_OPEN_START_TIMESTAMP, F_READ_TIME, ...).
-_FPREFIX = {"POSIX": "POSIX_F_", "STDIO": "STDIO_F_", "MPI-IO": "MPIIO_F_", "H5F": "H5F_F_",
-            "PNETCDF_FILE": "PNETCDF_FILE_F_"}  # fmt: skip
 # The files table's counter columns beyond MODULE_COUNTERS': {column: {module: counters summed}};
 # a module without an entry gets null.
 _SMALL = SIZE_BINS[:5]
@@ -256,8 +250,8 @@ def _module_plan(mod: str) -> tuple[dict, dict, list | None]:
     cidx = {name: i for i, name in enumerate(lay.cnames)}
     fidx = {name: i for i, name in enumerate(lay.fnames)}
     summed = {col: [cidx[c] for c in counters if c in cidx] for col, counters in _SUMS[mod].items()}
-    floats = {col: fidx[_FPREFIX[mod] + suffix] for col, suffix in _FCOLUMNS.items()
-              if _FPREFIX[mod] + suffix in fidx}  # fmt: skip
+    floats = {col: fidx[modules.FPREFIX[mod] + suffix] for col, suffix in _FCOLUMNS.items()
+              if modules.FPREFIX[mod] + suffix in fidx}  # fmt: skip
     max_byte = [cidx[c] for c in _MAX_BYTE[mod]] if mod in _MAX_BYTE else None
     return summed, floats, max_byte
 
@@ -276,7 +270,7 @@ def files_columns(entries) -> list[Columns]:
     :func:`iostudy.logs.darshanlog_worker.read` with ``stored=True``)], one Columns per module,
     computed column-wise."""
     out = []
-    for mod in MODULE_TOKENS:
+    for mod in modules.RECORD_MODULES:
         parts = [(run, log["records"][mod], log["name_records"], _nulled(log, mod))
                  for run, log in entries if log["records"].get(mod)]  # fmt: skip
         if parts and (columns := _module_files(mod, parts)):
@@ -316,7 +310,7 @@ def _module_files(mod: str, parts) -> Columns | None:
     columns = {
         "run_id": Repeated([run["run_id"] for run, *_ in parts], counts),
         "log_sha256": Repeated([run["log_sha256"] for run, *_ in parts], counts),
-        "module": Repeated([MODULE_TOKENS[mod]], np.array([len(paths)])),
+        "module": Repeated([modules.TOKENS[mod]], np.array([len(paths)])),
         "record_id": ids,
         "rank": ranks,
         "path": Strings.of(paths),

@@ -41,24 +41,11 @@ import pandas as pd
 from iostudy.collect import sacct
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB
-from iostudy.logs import logrows
+from iostudy.logs import logrows, modules
 from iostudy.metrics import metrics
 from iostudy.store import store as store_mod
 
-DEFAULT_SCOPE = ("posix", "stdio")
-# --module values: the module names users know, and the store's module tokens.
-MODULE_CHOICES = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio"}
-# Darshan module names (jobs.modules) -> the interface they show (seed 000's Fig. 2 and Table II).
-INTERFACES = {
-    "POSIX": "POSIX",
-    "STDIO": "STDIO",
-    "MPI-IO": "MPI-IO",
-    "H5F": "HDF5",
-    "H5D": "HDF5",
-    "PNETCDF_FILE": "PnetCDF",
-    "PNETCDF_VAR": "PnetCDF",
-}
-INTERFACE_ORDER = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
+DEFAULT_SCOPE = modules.DEFAULT_SCOPE
 STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
 SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in logrows.SIZE_BINS]
 # Totals the query sums: HUGEINT there (SUM of BIGINT), never cast back to BIGINT, where they could
@@ -189,18 +176,15 @@ def scope_modules(module: str | None) -> tuple[str, ...]:
     """The store's module tokens a --module value counts (None: the default scope)."""
     if module is None:
         return DEFAULT_SCOPE
-    token = MODULE_CHOICES.get(module.upper())
-    if token is None and module in MODULE_CHOICES.values():
-        token = module
-    if token is None:
-        raise ValueError(f"--module {module!r}: not one of {', '.join(MODULE_CHOICES)}")
-    return (token,)
+    try:
+        return (modules.token_of(module),)
+    except ValueError as exc:
+        raise ValueError(f"--{exc}") from None
 
 
-def _interfaces(modules: str | None) -> str:
-    modules = modules if isinstance(modules, str) else ""  # null in rows of an older iostudy
-    present = {INTERFACES[m] for m in modules.split("+") if m in INTERFACES}
-    return "+".join(i for i in INTERFACE_ORDER if i in present)
+def _interfaces(names: str | None) -> str:
+    names = names if isinstance(names, str) else ""  # null in rows of an older iostudy
+    return "+".join(modules.interfaces(names.split("+")))
 
 
 def _strategy(row) -> str:
@@ -215,9 +199,9 @@ def _strategy(row) -> str:
 def job_table(con, module: str | None = None) -> pd.DataFrame:
     """One row per job log (see the module docstring); ``con`` has relations jobs and files
     (and sched, optional): a store's :func:`iostudy.store.store.connect`, or frames registered."""
-    modules = scope_modules(module)
+    scope = scope_modules(module)
     query = _QUERY.format(
-        modules=", ".join(f"'{m}'" for m in modules),
+        modules=", ".join(f"'{m}'" for m in scope),
         sched=_sched_sql(con),
         size_sums=", ".join(f"SUM({c}) AS {c}" for c in SIZE_COLUMNS),
         size_cols=", ".join(f"COALESCE(b.{c}, 0) AS {c}" for c in SIZE_COLUMNS),
@@ -235,7 +219,7 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     df["procs_per_file"] = df["procs_per_file"].round()
     df["interfaces"] = df["log_modules"].map(_interfaces)
     df["strategy"] = [_strategy(r) for r in df.itertuples()] if len(df) else []
-    df["module"] = "+".join(m.upper() if m != "mpiio" else "MPI-IO" for m in modules)
+    df["module"] = "+".join(modules.display(m) for m in scope)
     return df[COLUMNS]
 
 

@@ -37,7 +37,7 @@ import pandas as pd
 
 from iostudy.collect import sacct
 from iostudy.core.numfmt import MIB, panels, short
-from iostudy.logs import logrows
+from iostudy.logs import logrows, modules
 from iostudy.metrics import jobstats, metrics
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ UNKNOWN = "(unknown)"
 OTHER = "(other projects)"
 
 # The job table's interfaces (high level last, as in seed 000's Fig. 2 legend) and strategies.
-INTERFACES = jobstats.INTERFACE_ORDER
+INTERFACES = modules.INTERFACE_ORDER
 STRATEGIES = jobstats.STRATEGIES
 # The byte classes of Fig. 3: files accessed by one process, by all, by some.
 BYTE_CLASSES = {"N:N": "unique_bytes", "N:1": "shared_bytes", "N:M": "partial_bytes"}
