@@ -356,7 +356,7 @@ def test_report_of_a_real_hmmer_campaign(configs_copy, tmp_path, capsys):
 
 # Near the store's bound (iostudy.logs.plausibility: values below 2^62) and multiples of 2^14, so
 # that float64 holds every sum below 2^67 exactly: totals past 2^53 are float64 (as
-# metrics.integral makes them), and these must still equal the sums of the values written.
+# numfmt.integral makes them), and these must still equal the sums of the values written.
 UNIT = 2**14
 NEAR = 2**62 - 64 * UNIT
 

@@ -186,3 +186,95 @@ def test_strategy_rules_on_hand_made_records():
         {"nn": 1.1, "n1": 2.0, "nm": 1.1, "r0": 1.1}
     )
     assert table.loc["n1", "agg_perf_mib_s"] == pytest.approx(40 / 2**20 / 2.0)
+
+
+# -- the one definition of MiB/s/CN, on hand-made tables whose values are worked out by hand ----
+
+MiB = 2**20
+
+
+def _files_row(job, rank, path, module="posix", **values):
+    """A files-table row: every column of the store's schema, numbers 0 unless given."""
+    row = {name: 0 for name in store.TABLES["files"].names}
+    row |= {"run_id": "r1", "log_sha256": job, "module": module, "path": path, "rank": rank,
+            "record_id": sum(map(ord, path)), "shared": rank == -1}  # fmt: skip
+    return row | values
+
+
+def _jobs_row(job, nprocs, nodes, source):
+    row = dict.fromkeys(store.TABLES["jobs"].names)
+    return row | {"run_id": "r1", "log_sha256": job, "log_path": f"{job}.darshan", "jobid": 7,
+                  "nprocs": nprocs, "nodes": nodes, "nodes_source": source,
+                  "modules": "POSIX+STDIO"}  # fmt: skip
+
+
+# Job J1: 2 ranks on 2 compute nodes (the harness's tag).
+#   rank 0, unique A: wrote 100 MiB, meta 0.5 s + write 1.5 s = 2.0 s, open 0.1 s, last write 2.0 s
+#   rank 0, unique B: read 20 MiB, meta 0.5 s + read 1.0 s = 1.5 s        -> rank 0: 3.5 s (POSIX)
+#   rank 1, unique C: wrote 60 MiB, meta 0.25 s + write 2.0 s = 2.25 s    -> rank 1: 2.25 s
+#   shared S (rank -1): wrote 120 MiB, its slowest rank 3.0 s; first open 1.0 s, last write 5.0 s
+#   STDIO <STDOUT> of rank 0: 1 MiB in 10 s of writes
+J1 = [
+    _files_row("J1", 0, "/d/A", bytes_written=100 * MiB, meta_time=0.5, write_time=1.5,
+               open_start=0.1, write_end=2.0),
+    _files_row("J1", 0, "/d/B", bytes_read=20 * MiB, meta_time=0.5, read_time=1.0,
+               open_start=2.1, read_end=3.4),
+    _files_row("J1", 1, "/d/C", bytes_written=60 * MiB, meta_time=0.25, write_time=2.0,
+               open_start=0.1, write_end=2.3),
+    _files_row("J1", -1, "/d/S", bytes_written=120 * MiB, meta_time=1.0, write_time=6.0,
+               slowest_rank_time=3.0, open_start=1.0, write_end=5.0),
+    _files_row("J1", 0, "<STDOUT>", module="stdio", bytes_written=MiB, write_time=10.0),
+]  # fmt: skip
+
+
+def _job_table(files, jobs, sched=None, module=None):
+    import duckdb
+    import pandas as pd
+
+    con = duckdb.connect()
+    con.register("files", pd.DataFrame(files))
+    con.register("jobs", pd.DataFrame(jobs))
+    if sched is not None:
+        con.register("sched", pd.DataFrame(sched))
+    return jobstats.job_table(con, module=module).to_dict("records")
+
+
+def test_both_time_forms_worked_out_by_hand_posix():
+    (row,) = _job_table(J1, [_jobs_row("J1", 2, 2, "tag")], module="POSIX")
+    assert row["bytes_read"] + row["bytes_written"] == 300 * MiB
+    # PyDarshan's form: slowest rank 3.5 s + S's slowest rank 3.0 s = 6.5 s: 300 / 6.5 / 2 nodes
+    assert row["io_time_slowest_s"] == pytest.approx(6.5)
+    assert row["mib_s_per_cn"] == pytest.approx(300 / 6.5 / 2)
+    # seed 000's form: max(slowest rank on its N:N files 3.5 s, S's span 5.0 - 1.0 = 4.0 s)
+    assert row["io_time_span_s"] == pytest.approx(4.0)
+    assert row["mib_s_per_cn_span"] == pytest.approx(37.5)
+    assert (row["nodes"], row["nodes_source"], row["strategy"]) == (2, "tag", "N:N")
+
+
+def test_the_default_scope_is_posix_and_stdio():
+    (row,) = _job_table(J1, [_jobs_row("J1", 2, 2, "tag")])
+    assert row["module"] == "POSIX+STDIO"
+    assert row["bytes_read"] + row["bytes_written"] == 301 * MiB
+    # rank 0: 3.5 s of POSIX and 10 s of STDIO; + S's 3.0 s
+    assert row["io_time_slowest_s"] == pytest.approx(16.5)
+    assert row["mib_s_per_cn"] == pytest.approx(301 / 16.5 / 2)
+    assert row["io_time_span_s"] == pytest.approx(13.5)  # rank 0's N:N files outlast S's span
+    assert row["mib_s_per_cn_span"] == pytest.approx(301 / 13.5 / 2)
+
+
+def test_slurm_nodes_override_and_a_source_is_always_named():
+    sched = [{"cluster": "c1", "jobid": 7, "account": "a", "user": "u", "nodes": 4, "cores": 8,
+              "elapsed_s": 60.0, "imported": None, "source": "s"}]  # fmt: skip
+    (row,) = _job_table(J1, [_jobs_row("J1", 2, 2, "tag")], sched=sched, module="POSIX")
+    assert (row["nodes"], row["nodes_source"]) == (4, "slurm")
+    assert row["mib_s_per_cn"] == pytest.approx(300 / 6.5 / 4)
+    (old,) = _job_table(J1, [_jobs_row("J1", 2, 1, None)], module="POSIX")
+    assert old["nodes_source"] == "unrecorded"  # a store made before sources were kept
+
+
+def test_a_job_without_records_has_no_rate():
+    (row,) = _job_table(J1[:0] + [_files_row("J0", 0, "/d/A", module="mpiio")],
+                        [_jobs_row("J0", 1, 1, "assumed")])  # fmt: skip
+    assert row["bytes_read"] + row["bytes_written"] == 0
+    assert math.isnan(row["mib_s_per_cn"]) and math.isnan(row["mib_s_per_cn_span"])
+    assert row["nodes_source"] == "assumed"

@@ -1,4 +1,5 @@
-"""Metrics on hand-made tables whose results are computed by hand in the comments."""
+"""Metrics on hand-made tables whose results are computed by hand in the comments (a job's
+MiB/s/CN: test_jobstats.py)."""
 
 import json
 import math
@@ -39,51 +40,6 @@ def jobs_table(*rows):
     )  # fmt: skip
 
 
-# Job J1: 2 ranks on 2 compute nodes.
-#   rank 0, unique A: wrote 100 MiB, meta 0.5 s + write 1.5 s           = 2.0 s
-#   rank 0, unique B: read 20 MiB,   meta 0.5 s + read 1.0 s            = 1.5 s  -> rank 0: 3.5 s
-#   rank 1, unique C: wrote 60 MiB,  meta 0.25 s + write 2.0 s          = 2.25 s -> rank 1: 2.25 s
-#   shared S (rank -1): wrote 120 MiB, first open at 1.0 s, last write ends at 5.0 s -> 4.0 s
-#     (its cumulative times, 6 s of writes summed over ranks, do not count)
-#   a STDIO record (1 MiB, 10 s) is another module: left out by default.
-# Unique form: slowest rank 3.5 s; shared form: 4.0 s; aggregate time max(3.5, 4.0) = 4.0 s.
-# Bytes: 100 + 20 + 60 + 120 = 300 MiB -> 300 / 4.0 = 75 MiB/s -> / 2 nodes = 37.5 MiB/s/CN.
-J1 = [
-    frec("J1", 0, "/d/A", bytes_written=100 * MiB, meta_time=0.5, write_time=1.5,
-         open_start=0.1, write_end=2.0),
-    frec("J1", 0, "/d/B", bytes_read=20 * MiB, meta_time=0.5, read_time=1.0, open_start=2.1,
-         read_end=3.4),
-    frec("J1", 1, "/d/C", bytes_written=60 * MiB, meta_time=0.25, write_time=2.0,
-         open_start=0.1, write_end=2.3),
-    frec("J1", -1, "/d/S", bytes_written=120 * MiB, meta_time=1.0, write_time=6.0,
-         open_start=1.0, write_end=5.0),
-    frec("J1", 0, "<STDOUT>", module="stdio", bytes_written=MiB, write_time=10.0),
-]  # fmt: skip
-
-
-def test_mib_s_per_cn_hand_computed():
-    files = pd.DataFrame(J1)
-    (row,) = metrics.job_throughput(files, jobs_table(("J1", 2, 2))).to_dict("records")
-    assert row["bytes"] == 300 * MiB
-    assert (row["bytes_read"], row["bytes_written"]) == (20 * MiB, 280 * MiB)
-    assert row["unique_time"] == pytest.approx(3.5)
-    assert row["shared_time"] == pytest.approx(4.0)
-    assert row["io_time"] == pytest.approx(4.0)
-    assert (row["unique_files"], row["shared_files"], row["form"]) == (3, 1, "mixed")
-    assert (row["unique_bytes"], row["shared_bytes"]) == (180 * MiB, 120 * MiB)
-    assert row["mib_s"] == pytest.approx(75.0)
-    assert row["mib_s_per_cn"] == pytest.approx(37.5)
-    assert row["modules"] == "posix"
-
-
-def test_unique_form_alone():
-    # Without S: 180 MiB over the slowest rank's 3.5 s = 51.43 MiB/s; 1 node.
-    files = pd.DataFrame(J1[:3])
-    (row,) = metrics.job_throughput(files, jobs_table(("J1", 2, 1))).to_dict("records")
-    assert row["form"] == "unique" and row["shared_time"] == 0
-    assert row["mib_s_per_cn"] == pytest.approx(180 / 3.5)
-
-
 def test_shared_file_from_per_rank_records():
     # No "shared" column: file T has records of ranks 0 and 1, so it is shared.
     #   T: first open 0.5 s (rank 0), last write end 2.5 s (rank 1) -> 2.0 s, 20 MiB
@@ -103,34 +59,6 @@ def test_shared_file_from_per_rank_records():
     assert row["shared_time"] == pytest.approx(2.0)
     assert row["unique_time"] == pytest.approx(0.5)
     assert row["mib_s"] == pytest.approx(12.5)
-
-
-def test_job_without_records():
-    files = pd.DataFrame(J1)
-    out = metrics.job_throughput(files, jobs_table(("J1", 2, 2), ("J0", 1, 1)))
-    empty = out[out["log_sha256"] == "J0"].iloc[0]
-    assert empty["bytes"] == 0 and math.isnan(empty["mib_s_per_cn"])
-
-
-def test_totals_near_the_bound_do_not_wrap_around():
-    """Records each just under 2^62 bytes (the plausibility bound): 4 of them pass 2^63, which
-    int64 sums wrap to negative numbers. Job J4: 4 unique files of (2^62 - 1) bytes written
-    and one shared file of (2^62 - 1) read; J5: 2 files of 2^61 bytes, exact as int64."""
-    near = 2**62 - 1
-    files = pd.DataFrame(
-        [frec("J4", k, f"/d/W{k}", bytes_written=near, write_time=1.0) for k in range(4)]
-        + [frec("J4", -1, "/d/R", bytes_read=near, open_start=1.0, read_end=2.0)]
-        + [frec("J5", 0, f"/d/V{k}", bytes_written=2**61, write_time=1.0) for k in range(2)]
-    )
-    out = metrics.job_throughput(files, jobs_table(("J4", 4, 1), ("J5", 1, 1)))
-    j4, j5 = (out[out["log_sha256"] == j].iloc[0] for j in ("J4", "J5"))
-    assert j4["bytes_written"] == pytest.approx(float(4 * near), rel=1e-15)
-    assert j4["bytes"] == pytest.approx(float(5 * near), rel=1e-15)
-    assert j4["unique_bytes"] == pytest.approx(float(4 * near), rel=1e-15)
-    assert j4["shared_bytes"] == pytest.approx(near, rel=1e-15)
-    assert j5["bytes_written"] == 2**62
-    # J4 unique form: each rank wrote its 2^62 - 1 bytes in 1 s
-    assert j4["mib_s"] == pytest.approx(5 * near / MiB / 1.0, rel=1e-12)
 
 
 # Job J3, 4 ranks, one node, the benchmark's files in its model directories:
@@ -224,7 +152,7 @@ def test_metrics_command_on_empty_store(tmp_path, capsys):
     assert main(["metrics", "--store", str(store), "--out", str(tmp_path / "m")]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith(f"metrics: 5 tables written to {tmp_path / 'm'}")
-    names = ("job_throughput", "model_throughput", "table1_crosscheck", "ior_crosscheck")
+    names = ("jobs", "model_throughput", "table1_crosscheck", "ior_crosscheck")
     for name in (*names, "iomodel_histogram"):
         assert (tmp_path / "m" / f"{name}.csv").is_file()
 

@@ -305,6 +305,8 @@ def test_tables_behind_the_figures(study):
     assert all(abs(float(r["difference_pct"])) < 3 for r in cross)
     jobs = _csv(v2 / "job-mib-s-per-cn.csv")
     assert len(jobs) == 3 and all(float(r["mib_s_per_cn"]) > 0 for r in jobs)
+    assert {r["nodes_source"] for r in jobs} <= {"tag", "system", "assumed"}
+
     over = _csv(v2 / "metrics-over-runs.csv")
     fpp = [r for r in over if r["metric"] == "benchmark: file-per-process write (2,2,2,1)"]
     assert sorted((r["system"], r["run_id"]) for r in fpp) == sorted(
@@ -334,6 +336,22 @@ def test_tables_behind_the_figures(study):
     assert [r["reason"] for r in quarantine] == ["darshan-util could not read the log: truncated"]
     counts = {r["system"]: r for r in _csv(v2 / "counts.csv")}
     assert counts["all"]["runs"] == "3" and counts["all"]["quarantined inputs"] == "1"
+
+
+def test_the_report_and_iostudy_jobs_show_one_mib_s_per_cn(study, capsys):
+    """MiB/s/CN has one definition: the report's job table, its large-jobs section's data and
+    `iostudy jobs` give every job the same value and the same sharing strategy."""
+    from iostudy.cli.cli import main
+
+    assert main(["jobs", "--store", str(study["store"]), "--csv"]) == 0
+    cli_rows = {r["log"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    report_rows = _csv(study["v2"].parent / "job-mib-s-per-cn.csv")
+    assert report_rows
+    for r in report_rows:
+        mine = cli_rows[r["log_path"]]
+        for column in ("mib_s_per_cn", "mib_s_per_cn_span", "io_time_slowest_s", "nodes"):
+            assert float(r[column]) == pytest.approx(float(mine[column]), rel=1e-9), column
+        assert (r["strategy"], r["nodes_source"]) == (mine["strategy"], mine["nodes_source"])
 
 
 # -- in a real browser ---------------------------------------------------------------------------

@@ -195,11 +195,11 @@ def test_connect_without_store_gives_empty_tables(tmp_path):
 @pytest.mark.parametrize(
     ("tags", "system", "expected"),
     [
-        ({"nodes": "3"}, None, 3),
-        ({"procs_per_node": "2"}, {"nodes": {"count": 8, "cores_per_node": 4}}, 2),
-        ({}, {"nodes": {"count": 8, "cores_per_node": 4}}, 1),
-        ({}, {"nodes": {"count": 1, "cores_per_node": 2}}, 1),  # oversubscribed local box
-        ({}, None, 1),
+        ({"nodes": "3"}, None, (3, "tag")),
+        ({"procs_per_node": "2"}, {"nodes": {"count": 8, "cores_per_node": 4}}, (2, "tag")),
+        ({}, {"nodes": {"count": 8, "cores_per_node": 4}}, (1, "system")),
+        ({}, {"nodes": {"count": 1, "cores_per_node": 2}}, (1, "system")),  # oversubscribed box
+        ({}, None, (1, "assumed")),
     ],
 )
 def test_job_nodes(tags, system, expected):

@@ -1,9 +1,9 @@
 """The Snakemake workflow (workflow/) run by the real Snakemake on the .test scenario: a working
 directory whose results/ holds run directories made of real logs (see rundirs.py).
 
-The DAG is ingest_run (one job per run directory) -> compute_metrics -> render_report. The
-report step needs `iostudy report build`; while the CLI lacks it, the run stops at
-compute_metrics (the dry run still checks the whole DAG)."""
+The DAG is ingest_run (one job per run directory) -> render_report and compute_metrics (the
+metrics' CSV files are not the report's input). Without a report build available the run
+stops at compute_metrics (the dry run still checks the whole DAG)."""
 
 import csv
 import subprocess
@@ -86,10 +86,11 @@ def test_workflow_runs_and_is_incremental(workdir, release_log, tmp_path):
     log = (workdir / "logs" / "ingest_run" / f"{RUNS[0]}.log").read_text().splitlines()
     assert log[-1].endswith("logs 2 ingested, 0 skipped, 1 quarantined"), log
     metrics = workdir / "results" / "metrics"
-    jobs = {Path(r["log_path"]).name: r for r in read_csv(metrics / "job_throughput.csv")}
+    jobs = {Path(r["log"]).name: r for r in read_csv(metrics / "jobs.csv")}
     assert set(jobs) == {"dd_id1.darshan", "mpi-io-test_id3171794.darshan"}
-    assert int(jobs["dd_id1.darshan"]["bytes"]) == RUNTIME_MIB * 2**20
-    assert jobs["mpi-io-test_id3171794.darshan"]["form"] == "shared"
+    dd = jobs["dd_id1.darshan"]
+    assert int(dd["bytes_read"]) + int(dd["bytes_written"]) == RUNTIME_MIB * 2**20
+    assert jobs["mpi-io-test_id3171794.darshan"]["strategy"] == "N:1"
     assert float(jobs["mpi-io-test_id3171794.darshan"]["mib_s_per_cn"]) > 0
     (model,) = read_csv(metrics / "model_throughput.csv")
     assert (model["n"], model["p"], model["f"], model["m"]) == ("1", "1", "1", "1")
@@ -107,7 +108,7 @@ def test_workflow_runs_and_is_incremental(workdir, release_log, tmp_path):
     log = (workdir / "logs" / "ingest_run" / f"{RUNS[1]}.log").read_text().splitlines()
     # Its release log is the same file as in the first run: skipped by sha256.
     assert log[-1].endswith("logs 1 ingested, 1 skipped, 0 quarantined"), log
-    assert len(read_csv(metrics / "job_throughput.csv")) == 3
+    assert len(read_csv(metrics / "jobs.csv")) == 3
     if not target:
         assert (workdir / "reports" / "quick" / "v2" / "index.html").is_file()
 

@@ -1,6 +1,7 @@
 rule compute_metrics:
-    """Metric tables of the whole store (MiB/s/CN per job, Table I cross-checks of the I/O
-    models and of every IOR run, seed-003 histograms) as CSV files in the metrics folder."""
+    """Metric tables of the whole store as CSV files in the metrics folder, for analyses outside
+    the report: per job (jobs.csv: MiB/s/CN and the rest, as `iostudy jobs` and the report define
+    them), Table I cross-checks of the I/O models and of every IOR run, seed-003 histograms."""
     input:
         get_ingested_runs,
     output:

@@ -1,7 +1,6 @@
 rule render_report:
     """A new version of the study's report, reports/<study>/v<N+1>/, and its index page."""
     input:
-        metrics=METRICS,
         runs=get_ingested_runs,
         imported=get_imported,
     output:

@@ -7,6 +7,16 @@ MIB = 1 << 20
 #: the units of performance values
 MIB_S = "MiB/s"
 SECONDS = "s"
+#: integers a float64 holds exactly
+EXACT = 2**53
+
+
+def integral(totals):
+    """Totals (a pandas Series summed as float64, NaN: none) as int64 when every one is exact
+    (up to 2^53), else as float64: an int64 cannot hold every sum of int64 values. (pandas is
+    not imported here: the checks' side imports this module.)"""
+    totals = totals.astype(float).fillna(0)
+    return totals.astype("int64") if (totals.abs() <= EXACT).all() else totals
 
 
 def short(value) -> str:

@@ -11,8 +11,15 @@ they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF
 - io_time_slowest_s: PyDarshan's ``agg_time_by_slowest``: the slowest rank's metadata + read +
   write time over its own (per-rank) records, plus each shared (rank -1) record's slowest-rank
   time (``*_F_SLOWEST_RANK_TIME``), seed 000's definition as Darshan 2.0 made it exact.
+- io_time_span_s: seed 000's form, written before Darshan 2.0 kept the slowest rank of a shared
+  file: the slowest rank's time on its N:N files, or the longest first-open to last-I/O span of
+  an N:1 or N:M file, whichever is larger.
 - agg_perf_mib_s: bytes / MiB / io_time_slowest_s (PyDarshan's ``agg_perf_by_slowest``);
-  mib_s_per_cn: that over the job's compute nodes (Slurm's count when accounting is imported).
+  mib_s_span: bytes / MiB / io_time_span_s.
+- mib_s_per_cn (MiB/s/CN, the one definition every table and figure shows): agg_perf_mib_s over
+  the job's compute nodes; mib_s_per_cn_span: mib_s_span over them. nodes: Slurm's count when
+  accounting is imported, else the count ingest computed; nodes_source says which ("slurm",
+  "tag", "system", "assumed": 1 when nothing said; "unrecorded" in stores made before it).
 - md_cost_pct: metadata time as a share of all I/O time, summed over every process (Table IV).
 - files, files_per_proc, creates_per_proc (POSIX files opened with a mode, i.e. with O_CREAT),
   seq_pct (POSIX sequential accesses), aligned_pct (POSIX accesses aligned to the file system
@@ -40,16 +47,15 @@ import pandas as pd
 
 from iostudy.collect import sacct
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
-from iostudy.core.numfmt import MIB
+from iostudy.core.numfmt import MIB, integral
 from iostudy.logs import logrows, modules
-from iostudy.metrics import metrics
 from iostudy.store import store as store_mod
 
 DEFAULT_SCOPE = modules.DEFAULT_SCOPE
 STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
 SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in logrows.SIZE_BINS]
 # Totals the query sums: HUGEINT there (SUM of BIGINT), never cast back to BIGINT, where they could
-# overflow; int64 here when they are exact (metrics.integral).
+# overflow; int64 here when they are exact (numfmt.integral).
 SUMMED = ["bytes_read", "bytes_written", "unique_bytes", "shared_bytes", "partial_bytes",
           *SIZE_COLUMNS]  # fmt: skip
 # The columns the issue asks for first, then the rest.
@@ -58,7 +64,8 @@ COLUMNS = [
     "agg_perf_mib_s", "mib_s_per_cn", "md_cost_pct", "files_per_proc", "seq_pct", "aligned_pct",
     "mib_per_proc", "interfaces", "strategy", "io_procs", "procs_per_file",
     "module", "run_id", "log_sha256", "system", "uid", "user", "account", "exe", "start",
-    "cores", "elapsed_s", "files", "creates_per_proc",
+    "cores", "elapsed_s", "files", "creates_per_proc", "nodes_source", "io_time_span_s",
+    "mib_s_span", "mib_s_per_cn_span",
     "unique_bytes", "shared_bytes", "partial_bytes", "unique_files", "shared_files",
     "partial_files", *SIZE_COLUMNS, "flags",
 ]  # fmt: skip
@@ -111,6 +118,24 @@ by_file AS (
            SUM(bytes * procs) / NULLIF(SUM(bytes), 0) AS procs_per_file
     FROM classed GROUP BY ALL
 ),
+unique_rank_time AS (  -- seed 000's unique form: each rank's time on its N:N files
+    SELECT f.log_sha256, f.rank,
+           SUM(COALESCE(meta_time, 0) + COALESCE(read_time, 0) + COALESCE(write_time, 0)) AS t
+    FROM f JOIN classed c USING (log_sha256, record_id)
+    WHERE c.class = 'unique' AND f.rank >= 0 GROUP BY ALL
+),
+file_span AS (  -- seed 000's shared form: a shared file's first open to its last I/O
+    SELECT log_sha256, record_id,
+           MIN(open_start) FILTER (WHERE open_start > 0) AS first_open,
+           MAX(GREATEST(COALESCE(read_end, 0), COALESCE(write_end, 0))) AS last_io
+    FROM f GROUP BY ALL
+),
+span_time AS (
+    SELECT log_sha256,
+           (SELECT MAX(t) FROM unique_rank_time u WHERE u.log_sha256 = c.log_sha256) AS unique_t,
+           MAX(GREATEST(s.last_io - s.first_open, 0)) FILTER (WHERE c.class <> 'unique') AS shared_t
+    FROM classed c JOIN file_span s USING (log_sha256, record_id) GROUP BY ALL
+),
 movers AS (  -- processes that moved bytes
     SELECT log_sha256, bool_or(rank = -1) AS all_ranks,
            COUNT(DISTINCT rank) FILTER (WHERE rank >= 0) AS ranks
@@ -128,8 +153,11 @@ by_log AS (
     FROM f GROUP BY ALL
 )
 SELECT j.log_path AS log, j.jobid, j.nprocs, COALESCE(j.sched_nodes, j.nodes) AS nodes,
+       CASE WHEN j.sched_nodes IS NOT NULL THEN 'slurm'
+            ELSE COALESCE(j.nodes_source, 'unrecorded') END AS nodes_source,
        COALESCE(b.bytes_read, 0) AS bytes_read, COALESCE(b.bytes_written, 0) AS bytes_written,
        COALESCE(u.t, 0) + COALESCE(b.shared_time, 0) AS io_time_slowest_s,
+       GREATEST(COALESCE(st.unique_t, 0), COALESCE(st.shared_t, 0)) AS io_time_span_s,
        j.run_id, j.log_sha256, j.system, j.uid, j."user", j.account, j.exe, j.start,
        j.cores, COALESCE(j.elapsed_s, j.run_time) AS elapsed_s, j.modules AS log_modules,
        j.flags,
@@ -150,6 +178,7 @@ LEFT JOIN by_log b USING (log_sha256)
 LEFT JOIN unique_time u USING (log_sha256)
 LEFT JOIN by_file fl USING (log_sha256)
 LEFT JOIN movers m USING (log_sha256)
+LEFT JOIN span_time st USING (log_sha256)
 ORDER BY j.start, j.log_path
 """
 
@@ -208,11 +237,15 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     )
     df = con.execute(query).df()
     for col in SUMMED:
-        df[col] = metrics.integral(df[col])
+        df[col] = integral(df[col])
     nprocs = df["nprocs"].where(df["nprocs"] > 0)
     total = df["bytes_read"] + df["bytes_written"]
-    df["agg_perf_mib_s"] = total / MIB / df["io_time_slowest_s"].where(df["io_time_slowest_s"] > 0)
-    df["mib_s_per_cn"] = df["agg_perf_mib_s"] / df["nodes"].where(df["nodes"] > 0)
+    nodes = df["nodes"].where(df["nodes"] > 0)
+    for form, rate in (("slowest", "agg_perf_mib_s"), ("span", "mib_s_span")):
+        time = df[f"io_time_{form}_s"]
+        df[rate] = total / MIB / time.where(time > 0)
+    df["mib_s_per_cn"] = df["agg_perf_mib_s"] / nodes
+    df["mib_s_per_cn_span"] = df["mib_s_span"] / nodes
     df["files_per_proc"] = df["files"] / nprocs
     df["creates_per_proc"] = df["created_files"] / nprocs
     df["mib_per_proc"] = total / MIB / nprocs

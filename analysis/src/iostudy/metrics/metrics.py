@@ -1,12 +1,12 @@
 """Metrics: pure functions from store tables (pandas DataFrames) to metric tables.
 
-- :func:`io_time` and :func:`job_throughput`: MiB/s/CN of seed 000 (section II-D). The
-  aggregate I/O time of a job is the larger of two forms: the unique-file form, the slowest
-  rank's total (metadata + read + write) time over the files only it accessed, and the
-  shared-file form, the longest elapsed time of a shared file from its first open to the end of
-  its last I/O. MiB/s = bytes moved / 2^20 / that time; MiB/s/CN divides by the job's compute
-  nodes. A file is shared when it is a rank -1 record (the runtime reduced it) or when records
-  of more than one rank remain for it.
+- :func:`io_time`: seed 000's aggregate I/O time of a group of records (section II-D) in its
+  own form: the larger of the unique-file form, the slowest rank's total (metadata + read +
+  write) time over the files only it accessed, and the shared-file form, the longest elapsed
+  time of a shared file from its first open to the end of its last I/O. A file is shared when
+  it is a rank -1 record (the runtime reduced it) or when records of more than one rank remain
+  for it. A job's MiB/s/CN is defined once, in :mod:`iostudy.metrics.jobstats`, which gives
+  this form too (io_time_span_s).
 - :func:`model_throughput` and :func:`table1_crosscheck`: the same computation per I/O model of
   the seed-003 benchmark (its files live in a directory ``n<n>-p<p>-f<f>-m<m>/``), for write
   only, against the benchmark's own write_mib_s: seed 000's Table I check (within 3%).
@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from iostudy.core.numfmt import MIB
+from iostudy.core.numfmt import MIB, integral
+from iostudy.metrics import jobstats
 
 SECONDS_PER_HOUR = 3600.0
 # Seed 000 found the Darshan-derived bandwidth within 3% of the benchmark's.
@@ -53,17 +54,9 @@ _ENDS = {"both": ("read_end", "write_end"), "write": ("write_end",), "read": ("r
 
 JOB_KEYS = ["run_id", "log_sha256"]
 MODEL_KEYS = ["n", "p", "f", "m"]
-# Totals of bytes and counts are summed as float64: exact up to 2^53 (8 PiB), rounded beyond,
-# never wrapped around as int64 sums silently are (a store's values are each below 2^62,
-# iostudy.logs.plausibility, but many of them add up past 2^63).
-EXACT = 2**53
-
-
-def integral(totals: pd.Series) -> pd.Series:
-    """Totals (summed as float64, NaN: none) as int64 when every one is exact (up to 2^53),
-    else as float64: an int64 cannot hold every sum of int64 values."""
-    totals = totals.astype(float).fillna(0)
-    return totals.astype("int64") if (totals.abs() <= EXACT).all() else totals
+# Totals of bytes and counts are summed as float64 (numfmt.integral): exact up to 2^53 (8 PiB),
+# rounded beyond, never wrapped around as int64 sums silently are (a store's values are each
+# below 2^62, iostudy.logs.plausibility, but many of them add up past 2^63).
 
 
 def _shared_mask(files: pd.DataFrame, keys: list[str]) -> pd.Series:
@@ -130,53 +123,6 @@ def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
     )
     out["mib_s"] = (out["bytes"] / MIB / out["io_time"].where(out["io_time"] > 0)).astype(float)
     return out.reset_index()
-
-
-def job_throughput(
-    files: pd.DataFrame, jobs: pd.DataFrame, modules=DEFAULT_MODULES
-) -> pd.DataFrame:
-    """MiB/s/CN per job (seed 000, section II-D), from the files and jobs tables.
-
-    Returns one row per job (run_id, log_sha256) with the job's columns (jobid, campaign, check,
-    system, repetition, environ, nprocs, nodes, start, log_path when present), modules (the
-    modules counted, joined by "+"), bytes_read, bytes_written and the columns of
-    :func:`io_time` (bytes, unique_time, shared_time, io_time, form, mib_s), and mib_s_per_cn.
-    A job without records of those modules has bytes 0 and NaN rates.
-    """
-    modules = tuple(modules)
-    sel = files[files["module"].isin(modules)] if "module" in files.columns else files
-    agg = io_time(sel, JOB_KEYS, "both")
-    rw = (
-        sel[["bytes_read", "bytes_written"]]
-        .astype(float)
-        .groupby([sel[k] for k in JOB_KEYS], dropna=False)
-        .sum()
-    )
-    agg = agg.merge(rw.reset_index(), on=JOB_KEYS, how="left")
-    job_cols = [
-        c
-        for c in (
-            "jobid",
-            "campaign",
-            "check",
-            "system",
-            "repetition",
-            "environ",
-            "nprocs",
-            "nodes",
-            "start",
-            "run_time",
-            "log_path",
-        )
-        if c in jobs.columns
-    ]
-    out = jobs[JOB_KEYS + job_cols].merge(agg, on=JOB_KEYS, how="left")
-    for col in ("bytes", "bytes_read", "bytes_written"):
-        out[col] = integral(out[col])
-    out.insert(len(JOB_KEYS) + len(job_cols), "modules", "+".join(modules))
-    nodes = out["nodes"] if "nodes" in out.columns else 1
-    out["mib_s_per_cn"] = out["mib_s"] / nodes
-    return out
 
 
 def model_of_path(paths: pd.Series) -> pd.DataFrame:
@@ -476,8 +422,9 @@ _FILE_COLUMNS = (
 
 
 def compute_all(con, modules=DEFAULT_MODULES) -> dict[str, pd.DataFrame]:
-    """Every metric table from a store connection (:func:`iostudy.store.store.connect`):
-    job_throughput, model_throughput, table1_crosscheck, ior_crosscheck, iomodel_histogram."""
+    """Every metric table from a store connection (:func:`iostudy.store.store.connect`): jobs
+    (:func:`iostudy.metrics.jobstats.job_table`: MiB/s/CN and the rest per job), model_throughput,
+    table1_crosscheck, ior_crosscheck, iomodel_histogram."""
     modules = tuple(modules)
     placeholders = ", ".join("?" for _ in modules)
     files = con.execute(
@@ -494,7 +441,7 @@ def compute_all(con, modules=DEFAULT_MODULES) -> dict[str, pd.DataFrame]:
     ).df()
     models = model_throughput(files, jobs, module=modules[0])
     return {
-        "job_throughput": job_throughput(files, jobs, modules),
+        "jobs": jobstats.job_table(con),
         "model_throughput": models,
         "table1_crosscheck": table1_crosscheck(models, iomodel),
         "ior_crosscheck": ior_crosscheck(ior, ior_files, jobs),
@@ -546,7 +493,6 @@ def register(groups) -> None:
 
 __all__ = [
     "io_time",
-    "job_throughput",
     "model_of_path",
     "model_throughput",
     "table1_crosscheck",

@@ -22,7 +22,7 @@ moved at least ``large_mib`` MiB (seed 000: 1,024 and 500), the filter of Figs. 
 Table IV.
 
 Totals of bytes and counts are summed as float64 and shown as integers when every one is exact
-(:func:`iostudy.metrics.metrics.integral`): a store's values are each below 2^62, but many of them
+(:func:`iostudy.core.numfmt.integral`): a store's values are each below 2^62, but many of them
 add up past 2^63, where int64 sums wrap around.
 """
 
@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 
 from iostudy.collect import sacct
-from iostudy.core.numfmt import MIB, panels, short
+from iostudy.core.numfmt import MIB, integral, panels, short
 from iostudy.logs import logrows, modules
-from iostudy.metrics import jobstats, metrics
+from iostudy.metrics import jobstats
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -181,7 +181,7 @@ def interfaces_by_size(jobs: pd.DataFrame, module_bytes: pd.DataFrame | None = N
 
 def _integral_values(frame: pd.DataFrame) -> pd.DataFrame:
     """Counts and bytes are whole numbers: shown and written without a fraction when exact."""
-    frame["value"] = metrics.integral(frame["value"])
+    frame["value"] = integral(frame["value"])
     return frame
 
 
@@ -229,7 +229,7 @@ def top_projects(jobs: pd.DataFrame, n: int = TOP) -> pd.DataFrame:
     )
     out["bytes_moved"] = out["bytes_read"] + out["bytes_written"]
     for column in columns[2:]:
-        out[column] = metrics.integral(out[column])
+        out[column] = integral(out[column])
     out = out.reset_index().sort_values(["bytes_moved", "project"], ascending=[False, True])
     return out.head(n).reset_index(drop=True)[columns]
 

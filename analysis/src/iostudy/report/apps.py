@@ -19,7 +19,7 @@ reframe-checks/README.md and iostudy.{btio,madbench,flashio,haccio,hmmer}.
   collective and independent operations, and the bytes moved through each module.
 
 Sums of counts and bytes are float64, integers when every one is exact
-(:func:`iostudy.metrics.metrics.integral`): a store's values are each below 2^62, but a few of them
+(:func:`iostudy.core.numfmt.integral`): a store's values are each below 2^62, but a few of them
 add up past 2^63, where int64 sums wrap around.
 """
 
@@ -36,8 +36,8 @@ import pandas as pd
 
 from iostudy.benchmarks import checks
 from iostudy.benchmarks.hmmer import RESULTS as HMMER_RESULTS
-from iostudy.core.numfmt import short
-from iostudy.metrics import metrics, scaling
+from iostudy.core.numfmt import integral, short
+from iostudy.metrics import scaling
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -230,9 +230,9 @@ def hmmer_role(path, config) -> str:
 
 
 def _whole(sums: pd.Series) -> pd.Series:
-    """Sums (float64, NaN: unknown) as integers when every one is exact (metrics.integral),
+    """Sums (float64, NaN: unknown) as integers when every one is exact (numfmt.integral),
     an unknown one kept unknown."""
-    exact = metrics.integral(sums)
+    exact = integral(sums)
     return exact.astype("Int64").where(sums.notna()) if exact.dtype == "int64" else sums
 
 

@@ -49,7 +49,7 @@ from iostudy.core import config, provenance
 from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import panels, short
-from iostudy.metrics import compare, metrics, scaling, workload
+from iostudy.metrics import compare, jobstats, metrics, scaling, workload
 from iostudy.report import apps, compare_report, lustre, probe_report
 from iostudy.store import catalog
 from iostudy.store import store as store_mod
@@ -240,25 +240,27 @@ def histograms(iomodel: pd.DataFrame) -> pd.DataFrame:
     return metrics.iomodel_histogram(iomodel)
 
 
-def job_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
-    """MiB/s/CN per job (seed 000 II-D; metrics.job_throughput), the columns a reader needs."""
-    t = metrics.job_throughput(files, jobs)
-    columns = [
-        "run_id",
-        "system",
-        "environ",
-        "repetition",
-        "jobid",
-        "nprocs",
-        "nodes",
-        "bytes",
-        "io_time",
-        "form",
-        "mib_s",
-        "mib_s_per_cn",
-        "log_path",
-    ]
-    return t[[c for c in columns if c in t.columns]]
+JOB_COLUMNS = [
+    "run_id", "system", "environ", "repetition", "jobid", "nprocs", "nodes", "nodes_source",
+    "bytes", "io_time_slowest_s", "io_time_span_s", "strategy", "mib_s_per_cn",
+    "mib_s_per_cn_span", "log_path",
+]  # fmt: skip
+
+
+def job_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """MiB/s/CN per job as :mod:`iostudy.metrics.jobstats` defines it (the one definition: the
+    slowest rank's form, POSIX and STDIO; seed 000's shared-file span form beside it), with the
+    columns a reader needs."""
+    con = workload.connection(tables)
+    try:
+        t = jobstats.job_table(con)
+    finally:
+        con.close()
+    t = t.rename(columns={"log": "log_path"})
+    t["bytes"] = t["bytes_read"] + t["bytes_written"]
+    runs = tables["jobs"][["log_sha256", "environ", "repetition"]].drop_duplicates("log_sha256")
+    t = t.merge(runs, on="log_sha256", how="left")
+    return t[JOB_COLUMNS]
 
 
 def crosscheck_table(iomodel, files, jobs) -> pd.DataFrame:
@@ -933,7 +935,7 @@ def render(
     fsstats.add_section(add, tables)
 
     by_environ = any(t["environ"].nunique() > 1 for t in (tables["jobs"], iomodel) if len(t))
-    jobs_t = job_table(tables["jobs"], tables["files"])
+    jobs_t = job_table(tables)
     jobs_t = jobs_t.merge(runs_df[["run_id", "started"]], on="run_id", how="left")
     jobs_t = jobs_t.sort_values(["started", "system", "jobid"]).drop(columns="started")
     jobs_t.insert(2, "series", _series(jobs_t, by_environ).values)
@@ -947,10 +949,13 @@ def render(
     series = set(metric_table["series"]) | set(jobs_t["series"])
     colours = _colours(series)
     caption = (
-        "MiB/s per compute node of every job, from its log: bytes moved over the aggregate "
-        "I/O time (the slowest rank's time on its own files, or the longest first-open to "
-        "last-I/O span of a shared file, whichever is larger), divided by the job's nodes "
-        "(seed 000, II-D)."
+        "MiB/s per compute node (MiB/s/CN) of every job, from its log (seed 000, II-D): the bytes "
+        "moved through POSIX and STDIO over the slowest rank's I/O time (its time on its own "
+        "files plus, per shared file, the slowest rank's; PyDarshan's agg_perf_by_slowest), "
+        "divided by the job's compute nodes (nodes_source: slurm, the harness's tag, the "
+        "system's cores per node, or assumed 1). The table also gives seed 000's own form "
+        "(mib_s_per_cn_span: the longest first-open to last-I/O span of a shared file when it "
+        "is longer) and the file-sharing strategy that moved the most bytes."
     )
     if len(jobs_t) <= JOBS_SHOWN:
         add("jobs", "figure", "job-mib-s-per-cn", caption, jobs_t,

@@ -134,6 +134,9 @@ TABLES: dict[str, pa.Schema] = {
             # why values of this log are doubtful (JSON list of reasons; null: none); values
             # known to be wrong are stored as null, never as read (iostudy.logs.plausibility)
             ("flags", pa.string()),
+            # where nodes comes from: "tag" (the harness's), "system" (ranks over the system's
+            # cores per node), "assumed" (1: nothing said); null in stores made before it
+            ("nodes_source", pa.string()),
         ]
     ),
     "files": pa.schema(
@@ -1354,6 +1357,12 @@ def _create_views(con, root: Path):
         if files:
             listed = ", ".join(_sql_string(f) for f in files)
             source = f"SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+            # a column added since the store's oldest parts were written reads as null
+            have = {row[0] for row in con.execute(f"DESCRIBE {source}").fetchall()}
+            added = [f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in schema
+                     if f.name not in have]  # fmt: skip
+            if added:
+                source = source.replace("SELECT *", "SELECT *, " + ", ".join(added), 1)
         else:  # no run ingested yet: an empty table with the right columns
             cols = ", ".join(f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in schema)
             source = f"SELECT {cols} WHERE false"
