@@ -8,6 +8,9 @@ import shlex
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import darshan
+import pytest
+from darshan.backend.cffi_backend import accumulate_records
 from slurmtest import VENV_BIN
 
 from iostudy.collect import sacct
@@ -91,7 +94,17 @@ def test_logs_joined_with_accounting(cluster, tmp_path):
     assert int(r["io_procs"]) == np_
     total = int(r["bytes_read"]) + int(r["bytes_written"])
     assert total == 3 * t * B + 100 * t + 10 * (np_ - 1) + stdout
-    assert float(r["mib_s_per_cn"]) == float(r["agg_perf_mib_s"]) / nodes > 0
+    assert r["nodes_source"] == "slurm"
+    # MiB/s/CN against an independent oracle: PyDarshan's agg_perf_by_slowest of the same log's
+    # POSIX records over the nodes Slurm gave the job (scoped to POSIX, as PyDarshan counts).
+    text = cluster.run(iostudy, "jobs", "--store", st, "--csv", "--module", "POSIX").stdout
+    posix = next(p for p in csv.DictReader(io.StringIO(text)) if int(p["jobid"]) == int(parallel))
+    log = darshan.DarshanReport(str(tmp_path / posix["log"]), read_all=False)
+    log.mod_read_all_records("POSIX")
+    derived = accumulate_records(log.records["POSIX"].to_df(), "POSIX", np_).derived_metrics
+    assert float(posix["mib_s_per_cn"]) == pytest.approx(
+        derived.agg_perf_by_slowest / nodes, rel=0.01
+    )
     # The serial job: one process, its own files.
     r = rows[int(serial)]
     assert (r["strategy"], int(r["nprocs"]), int(r["nodes"]), r["account"]) == ("N:N", 1, 1, "root")

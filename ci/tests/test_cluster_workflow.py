@@ -58,7 +58,7 @@ def test_workflow_on_slurm(cluster, tmp_path):
 
     ingest_log = (work / "logs" / "ingest_run" / f"{RUN}.log").read_text().splitlines()
     assert ingest_log[-1].endswith("logs 1 ingested, 0 skipped, 1 quarantined"), ingest_log
-    assert (work / "results" / "metrics" / "job_throughput.csv").is_file()
+    assert (work / "results" / "metrics" / "jobs.csv").is_file()
     assert (work / "reports" / "quick" / "v1" / "index.html").is_file()
 
     jobids = re.findall(r"submitted with SLURM jobid (\d+)", out)

@@ -1,4 +1,8 @@
-"""Command-line interface: ``iostudy <group> <command>``."""
+"""Command-line interface: ``iostudy <group> <command>``. ``iostudy`` alone, or a group alone,
+prints its help; shell completion through argcomplete (``eval "$(register-python-argcomplete
+iostudy)"``)."""
+
+# PYTHON_ARGCOMPLETE_OK
 
 import argparse
 import importlib
@@ -6,10 +10,12 @@ import json
 import os
 import sys
 
+import argcomplete
 from rich.console import Console
 from rich.table import Column, Table
 
 from iostudy import __version__
+from iostudy.cli import listing
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.logs import logmerge, logroot
@@ -39,7 +45,7 @@ GROUP_MODULES = {
     "compare": "metrics.compare",
 }
 # Groups cli.py defines itself.
-INLINE_GROUPS = ("log", "logs", "config")
+INLINE_GROUPS = ("log", "logs", "config", "list")
 
 
 def _bytes(n):
@@ -198,6 +204,7 @@ def build_parser(argv=None):
     logmerge.register(log_cmds)
     logroot.register(log_cmds)
     profiles.register(add_config_commands(groups))
+    listing.register(groups)
     argv = sys.argv[1:] if argv is None else argv
     named = next((a for a in argv if not a.startswith("-")), None)
     everything = named not in GROUP_MODULES and named not in INLINE_GROUPS
@@ -207,8 +214,27 @@ def build_parser(argv=None):
     return parser
 
 
+def _help_wanted(parser, argv) -> argparse.ArgumentParser | None:
+    """The parser whose help a bare `iostudy` or `iostudy GROUP` (of a group with commands)
+    asks for, or None."""
+    if not argv:
+        return parser
+    groups = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    group = groups.choices.get(argv[0]) if len(argv) == 1 else None
+    has_commands = group is not None and any(
+        isinstance(a, argparse._SubParsersAction) for a in group._actions
+    )
+    return group if has_commands else None
+
+
 def main(argv=None):
-    args = build_parser(argv).parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
+    argcomplete.autocomplete(parser)  # a shell's completion request ends here
+    if (wanted := _help_wanted(parser, argv)) is not None:
+        wanted.print_help()
+        return 0
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
     except CatalogError as exc:  # any command that reads a store whose catalog is damaged

@@ -118,6 +118,7 @@ import numpy as np
 from iostudy import __version__
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_STOPPED
+from iostudy.core.paths import add_store_option
 
 FORMAT = "iostudy-fsstats"
 VERSION = 1
@@ -1660,10 +1661,5 @@ def register(groups) -> None:
         help="the snapshot's name in the store (one SNAPSHOT; default: the name it was "
         "scanned with)",
     )
-    i.add_argument(
-        "--store",
-        type=Path,
-        default=config.DEFAULT_STORE,
-        help=f"default {config.DEFAULT_STORE}",
-    )
+    add_store_option(i)
     i.set_defaults(func=cmd_import)

@@ -81,6 +81,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB
+from iostudy.core.paths import add_store_option
 from iostudy.store import store as store_mod
 
 TABLE = "iostat"
@@ -1319,12 +1320,7 @@ def register(groups) -> None:
         "went.",
     )
     imp.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    imp.add_argument(
-        "--store",
-        type=Path,
-        default=store_mod.DEFAULT_STORE,
-        help=f"default {store_mod.DEFAULT_STORE}",
-    )
+    add_store_option(imp)
     imp.add_argument("--host", help="the host column of every row (default: the records')")
     imp.add_argument("--name", help="the part's name (one DIR; default: the host)")
     imp.set_defaults(func=cmd_import)

@@ -33,6 +33,7 @@ import pyarrow as pa
 from rich.console import Console
 
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.paths import add_store_option
 from iostudy.logs import modules
 from iostudy.store import store as store_mod
 
@@ -502,8 +503,7 @@ def register(groups) -> None:
         help="one FILE: its part's name, STORE/sched/sacct-NAME.parquet (default: the file's "
         "stem); an import under the same name replaces it",
     )
-    p.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE,
-                   help=f"default {store_mod.DEFAULT_STORE}")  # fmt: skip
+    add_store_option(p)
 
     def run(args):
         if args.name and (args.live or len(args.files) != 1):

@@ -20,7 +20,6 @@ from iostudy.core import safeio
 # configs/ beside analysis/ in a checkout; IOSTUDY_CONFIGS may point elsewhere (a site's copy).
 REPO_ROOT = Path(__file__).resolve().parents[4]
 # The store every command reads and writes unless told otherwise (iostudy.store.store).
-DEFAULT_STORE = Path("results") / "store"
 DEFAULT_CONFIGS = REPO_ROOT / "configs"
 # A configuration file is a few KiB; anything much larger is not one (and is not read whole).
 MAX_CONFIG_BYTES = 1 << 20

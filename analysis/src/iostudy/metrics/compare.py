@@ -46,6 +46,7 @@ import pandas as pd
 
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_REGRESSION
+from iostudy.core.paths import add_store_option
 from iostudy.logs.logrows import int_or_none
 from iostudy.store import store as store_mod
 
@@ -388,9 +389,7 @@ def register(groups) -> None:
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--store", default=store_mod.DEFAULT_STORE, help="the store (default %(default)s)"
-    )
+    add_store_option(p, "the store (default %(default)s)")
     p.add_argument("--system", action="append", help="only this system (site/system for another "
                    "site's); repeatable")  # fmt: skip
     p.add_argument("--check", action="append", help="only this check; repeatable")

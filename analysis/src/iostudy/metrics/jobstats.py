@@ -48,6 +48,7 @@ import pandas as pd
 from iostudy.collect import sacct
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB, integral
+from iostudy.core.paths import add_store_option
 from iostudy.logs import logrows, modules
 from iostudy.store import store as store_mod
 
@@ -296,8 +297,7 @@ def register(groups) -> None:
         "procs_per_file). Slurm accounting imported with `iostudy sacct import` gives account, "
         "user, nodes and cores. Definitions: `python -m pydoc iostudy.metrics.jobstats`.",
     )
-    p.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE,
-                   help=f"default {store_mod.DEFAULT_STORE}")  # fmt: skip
+    add_store_option(p)
     p.add_argument("--csv", action="store_true", help="print every column as CSV")
     p.add_argument(
         "--module",

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from iostudy.core.numfmt import MIB, integral
+from iostudy.core.paths import add_store_option
 from iostudy.metrics import jobstats
 
 SECONDS_PER_HOUR = 3600.0
@@ -486,7 +487,7 @@ def register(groups) -> None:
         "every IOR run of ior_check, and the seed-003 "
         "2D histograms, from STORE; write each table as DIR/<name>.csv.",
     )
-    p.add_argument("--store", type=Path, default=Path("results") / "store", metavar="STORE")
+    add_store_option(p)
     p.add_argument("--out", type=Path, required=True, metavar="DIR")
     p.set_defaults(func=cmd_metrics)
 

@@ -45,10 +45,11 @@ import pandas as pd
 
 from iostudy import __version__
 from iostudy.collect import fsstats, iostatmon
-from iostudy.core import config, provenance
+from iostudy.core import config, paths, provenance
 from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import panels, short
+from iostudy.core.paths import add_store_option
 from iostudy.metrics import compare, jobstats, metrics, scaling, workload
 from iostudy.report import apps, compare_report, lustre, probe_report
 from iostudy.store import catalog
@@ -1495,7 +1496,7 @@ def register(groups) -> None:
         "run belongs to the study its campaign names). A published version is never "
         "overwritten. The last line of output is the path of the new index.html.",
     )
-    b.add_argument("--store", default="results/store", help="the store (default results/store)")
+    add_store_option(b)
     b.add_argument(
         "--results",
         metavar="DIR",
@@ -1503,7 +1504,12 @@ def register(groups) -> None:
         "store's parent folder)",
     )
     b.add_argument("--study", required=True, help="study name, e.g. quick")
-    b.add_argument("--reports", default="reports", help="reports folder (default reports)")
+    b.add_argument(
+        "--reports",
+        type=Path,
+        default=paths.REPORTS,
+        help=f"reports folder (default {paths.REPORTS})",
+    )
     b.add_argument("--title", help="page title (default: iostudy report: STUDY)")
     b.add_argument(
         "--large-procs",

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from iostudy import __version__
 from iostudy.benchmarks import checks, probe, spackenv
-from iostudy.core import config, provenance
+from iostudy.core import config, paths, provenance
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
 from iostudy.core.reframe_names import display_parameters, param_text
 
@@ -539,9 +539,9 @@ def register(groups):
     run_p.add_argument(
         "--results",
         type=Path,
-        default=REPO_ROOT / "results",
+        default=paths.RESULTS,
         metavar="DIR",
-        help="where run directories go (default: results/ of the checkout)",
+        help=f"where run directories go (default {paths.RESULTS})",
     )
     run_p.add_argument(
         "--ingest",

@@ -19,8 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from iostudy.core import config
+from iostudy.core import config, paths
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.paths import add_store_option
 
 REPO_ROOT = config.REPO_ROOT
 MARKER = "# iostudy schedule probe --system "
@@ -174,13 +175,11 @@ def register(groups) -> None:
     )
     probe_p.add_argument("--system", required=True, metavar="SYSTEM")
     probe_p.add_argument(
-        "--results", type=Path, default=REPO_ROOT / "results", metavar="DIR",
-        help="where the probe's run directories go (default: results/ of the checkout)",
+        "--results", type=Path, default=paths.RESULTS, metavar="DIR",
+        help=f"where the probe's run directories go (default {paths.RESULTS}; the crontab entry "
+        "holds it absolute)",
     )  # fmt: skip
-    probe_p.add_argument(
-        "--store", type=Path, default=REPO_ROOT / "results" / "store", metavar="STORE",
-        help="the store the samples go to (default: results/store of the checkout)",
-    )  # fmt: skip
+    add_store_option(probe_p, "the store the samples go to")
     probe_p.add_argument("--log", type=Path, metavar="FILE",
                          help="where the runs' output goes (default: "
                          "build/campaign-logs/probe-SYSTEM.log)")  # fmt: skip

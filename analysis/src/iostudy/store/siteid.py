@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from iostudy.core import safeio
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.paths import add_store_option
 
 SITE_FILE = "site.json"
 KEY_FILE = "site-key.pem"
@@ -218,22 +219,21 @@ def cmd_list(args) -> int:
 
 
 def register(groups) -> None:
-    from iostudy.store.store import DEFAULT_STORE
 
     trust_p = groups.add_parser(
         "trust", help="the keys bundles are signed with: this site's, and the sites trusted"
     )
     sub = trust_p.add_subparsers(dest="trust_cmd", required=True)
     p = sub.add_parser("own", help="print this store's public key (made if needed), to send")
-    p.add_argument("--store", default=DEFAULT_STORE, help="the store (default %(default)s)")
+    add_store_option(p, "the store (default %(default)s)")
     p.add_argument("--out", help="also write the key line to this file")
     p.add_argument("--site", help="this store's site name (required if it has none yet; kept)")
     p.set_defaults(func=cmd_own)
     p = sub.add_parser("add", help="trust a site's public key (a file from `iostudy trust own`)")
     p.add_argument("site")
     p.add_argument("keyfile")
-    p.add_argument("--store", default=DEFAULT_STORE, help="the store (default %(default)s)")
+    add_store_option(p, "the store (default %(default)s)")
     p.set_defaults(func=cmd_add)
     p = sub.add_parser("list", help="the sites this store trusts, with their keys' fingerprints")
-    p.add_argument("--store", default=DEFAULT_STORE, help="the store (default %(default)s)")
+    add_store_option(p, "the store (default %(default)s)")
     p.set_defaults(func=cmd_list)

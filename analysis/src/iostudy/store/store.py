@@ -50,8 +50,9 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from iostudy.core import config, safeio
+from iostudy.core import config, paths, safeio
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.paths import add_store_option
 from iostudy.core.provenance import sha256_file
 from iostudy.core.reframe_names import display_parameters
 from iostudy.logs.darshanlog import add_limit_options, limits_from
@@ -71,7 +72,6 @@ from iostudy.logs.logrows import (
 )
 from iostudy.store import catalog as catalog_mod
 
-DEFAULT_STORE = config.DEFAULT_STORE
 DATABASE = "store.duckdb"
 LOCK = ".lock"
 DEFAULT_UMASK = "027"
@@ -1369,7 +1369,7 @@ def _create_views(con, root: Path):
         con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {source}')
 
 
-def connect(store=DEFAULT_STORE) -> duckdb.DuckDBPyConnection:
+def connect(store=paths.STORE) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per table of the store (:data:`TABLES`),
     over the Parquet files as they are now. A store that does not exist gives empty tables."""
     con = duckdb.connect()
@@ -1494,7 +1494,7 @@ def register(groups) -> None:
         "says where things went and the counts.",
     )
     p.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="RUN_DIR or LOGTREE")
-    p.add_argument("--store", type=Path, default=DEFAULT_STORE, help=f"default {DEFAULT_STORE}")
+    add_store_option(p)
     p.add_argument(
         "--jobs",
         "-j",

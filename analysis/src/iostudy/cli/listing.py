@@ -1,0 +1,108 @@
+"""``iostudy list campaigns|systems|studies|runs|checks``: what there is to name in a command,
+one per line, or as JSON with ``--json``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from iostudy.core import config
+from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.paths import add_store_option
+
+#: a run's columns as `list runs` shows them
+RUN_COLUMNS = ("run_id", "study", "campaign", "system", "started", "status", "site")
+
+
+def campaigns() -> list[dict]:
+    """Every campaign of configs/campaigns with its study."""
+    return [
+        {"campaign": name, "study": config.load_campaign(name).get("study")}
+        for name in config.campaign_names()
+    ]
+
+
+def systems() -> list[dict]:
+    """Every system of configs/systems with its scheduler and node count."""
+    out = []
+    for name in config.system_names():
+        system = config.load_system(name)
+        nodes = (system.get("nodes") or {}).get("count")
+        out.append({"system": name, "scheduler": system.get("scheduler"), "nodes": nodes})
+    return out
+
+
+def studies() -> list[dict]:
+    """Every study the campaigns name, with its campaigns."""
+    by_study: dict[str, list[str]] = {}
+    for c in campaigns():
+        by_study.setdefault(c["study"], []).append(c["campaign"])
+    return [{"study": s, "campaigns": sorted(c)} for s, c in sorted(by_study.items())]
+
+
+def checks() -> list[dict]:
+    """Every ReFrame check of reframe-checks/ (a <name>_check.py file)."""
+    folder = config.REPO_ROOT / "reframe-checks"
+    return [{"check": p.stem} for p in sorted(folder.glob("*_check.py"))]
+
+
+def runs(store) -> list[dict]:
+    """The store's runs, oldest first."""
+    from iostudy.store import store as store_mod  # only this listing needs DuckDB
+
+    con = store_mod.connect(store)
+    try:
+        rows = con.execute(
+            f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY started NULLS LAST, run_id"
+        ).fetchall()
+    finally:
+        con.close()
+    return [dict(zip(RUN_COLUMNS, (_plain(v) for v in r), strict=True)) for r in rows]
+
+
+def _plain(value):
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+LISTINGS = {
+    "campaigns": lambda args: campaigns(),
+    "systems": lambda args: systems(),
+    "studies": lambda args: studies(),
+    "checks": lambda args: checks(),
+    "runs": lambda args: runs(args.store),
+}
+
+
+def cmd_list(args) -> int:
+    try:
+        items = LISTINGS[args.what](args)
+    except (OSError, ValueError) as exc:  # a config file that cannot be read or is invalid
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        json.dump(items, sys.stdout, indent=2)
+        print()
+        return 0
+    for item in items:
+        first, *rest = item.values()
+        extra = "  ".join(f"{k}={_text(v)}" for k, v in list(item.items())[1:] if v is not None)
+        print(f"{first}  {extra}".rstrip() if rest else first)
+    return 0
+
+
+def _text(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def register(groups) -> None:
+    p = groups.add_parser(
+        "list",
+        help="list campaigns, systems, studies, runs or checks",
+        description="What there is to name in a command: the campaigns and systems of "
+        "configs/, the studies the campaigns name, the ReFrame checks of reframe-checks/, the "
+        "runs of a store. One per line (its name first), or as JSON.",
+    )
+    p.add_argument("what", choices=sorted(LISTINGS))
+    p.add_argument("--json", action="store_true", help="print a JSON list of objects")
+    add_store_option(p, "the store whose runs are listed")
+    p.set_defaults(func=cmd_list)

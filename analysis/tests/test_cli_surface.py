@@ -1,0 +1,81 @@
+"""The command line's surface: help without arguments, `iostudy list`, shell completion, and
+one default for --store (`iostudy.core.paths`)."""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from iostudy.cli.cli import build_parser, main
+from iostudy.core.config import REPO_ROOT
+
+BIN = os.path.dirname(sys.executable)
+
+
+def test_no_arguments_prints_the_groups(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: iostudy") and "command groups" in out
+    for group in ("list", "ingest", "report", "campaign"):
+        assert group in out
+
+
+def test_a_group_alone_prints_its_commands(capsys):
+    assert main(["campaign"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: iostudy campaign") and "run" in out and "check" in out
+
+
+def test_list_systems_campaigns_studies_checks(capsys):
+    assert main(["list", "systems"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == sorted(p.name for p in (REPO_ROOT / "configs/systems").iterdir() if p.is_dir())
+    assert main(["list", "campaigns", "--json"]) == 0
+    campaigns = json.loads(capsys.readouterr().out)
+    files = sorted(p.stem for p in (REPO_ROOT / "configs/campaigns").glob("*.json"))
+    assert [c["campaign"] for c in campaigns] == files
+    quick = json.loads((REPO_ROOT / "configs/campaigns/quick.json").read_text())
+    assert {"campaign": "quick", "study": quick["study"]} in campaigns
+    assert main(["list", "studies", "--json"]) == 0
+    studies = {s["study"]: s["campaigns"] for s in json.loads(capsys.readouterr().out)}
+    assert "quick" in studies[quick["study"]]
+    assert main(["list", "checks"]) == 0
+    checks = capsys.readouterr().out.split()
+    assert "ior_check" in checks and "probe_check" in checks
+    assert checks == sorted(p.stem for p in (REPO_ROOT / "reframe-checks").glob("*_check.py"))
+
+
+def test_list_runs_of_a_store(tmp_path, capsys):
+    assert main(["list", "runs", "--store", str(tmp_path / "none"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_every_store_option_has_the_one_default():
+    defaults = set()
+    parser = build_parser([])
+
+    def walk(p):
+        for action in p._actions:
+            if "--store" in action.option_strings:
+                defaults.add(str(action.default))
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    walk(sub)
+
+    walk(parser)
+    assert defaults == {os.path.join("results", "store")}
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [("iostudy li", {"list"}), ("iostudy list s", {"studies", "systems"})],
+)
+def test_shell_completion(tmp_path, line, expected):
+    out = tmp_path / "completions"
+    env = dict(os.environ, COMP_LINE=line, COMP_POINT=str(len(line)), _ARGCOMPLETE="1",
+               _ARGCOMPLETE_STDOUT_FILENAME=str(out), _ARGCOMPLETE_IFS=" ")  # fmt: skip
+    subprocess.run([os.path.join(BIN, "iostudy")], env=env, check=True, timeout=60)
+    assert set(out.read_text().split()) == expected
