@@ -33,8 +33,7 @@ def lustre_stand_ins(tmp_path_factory):
     """(statfs shim, directory holding liblustreapi.so.1): a directory on Lustre as far as a
     benchmark can tell, and the liblustreapi it loads (reframe-checks/tests/benchmark_runs.py,
     importable from the tests beside it, the only users). Here, not in a conftest.py of that
-    folder: a second module named conftest would shadow runtime/tests/conftest.py, which the
-    runtime's tests import by name."""
+    folder: two modules named conftest on the path shadow each other."""
     from benchmark_runs import build_lustre_stand_ins
 
     return build_lustre_stand_ins(tmp_path_factory.mktemp("lustre"))

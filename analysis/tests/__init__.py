@@ -1,2 +1,3 @@
-# A package, so that this conftest is imported as tests.conftest and never shadows
-# runtime/tests/conftest.py (whose tests import helpers from the module named "conftest").
+# A package, so that its conftest is imported as tests.conftest and never shadows
+# runtime/tests/conftest.py; tests import shared helpers from modules (tests.testdata, ...),
+# never from a conftest.

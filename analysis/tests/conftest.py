@@ -1,12 +1,6 @@
-from pathlib import Path
-
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-# Real Darshan logs (external test data) live beside the checkout, not in it.
-DARSHAN_LOGS = REPO_ROOT / ".." / "shared" / "testdata" / "darshan-logs"
-# Primary 3.41 test vector: written by Darshan 3.5.0, 4 ranks, POSIX+MPI-IO+STDIO+LUSTRE+HEATMAP.
-RELEASE_350 = "release_logs/mpi-io-test-x86_64-3.5.0.darshan"
+from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
 
 @pytest.fixture(scope="session")

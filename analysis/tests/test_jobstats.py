@@ -13,7 +13,7 @@ from iostudy.cli import cli
 from iostudy.metrics import jobstats
 from iostudy.store import store
 from tests import logcraft
-from tests.conftest import DARSHAN_LOGS
+from tests.testdata import DARSHAN_LOGS
 
 ALL_LOGS = sorted(DARSHAN_LOGS.rglob("*.darshan"))
 DLIO = "dlio_logs/snyder_python3_id3116902-2110365_12-19-66957-188958432683465822_1.darshan"

@@ -26,8 +26,8 @@ from iostudy.logs.darshanlog import DarshanLogError, read_log
 from iostudy.logs.logrows import batch_rows, read_for_ingest
 from iostudy.store import store
 from tests import logcraft
-from tests.conftest import DARSHAN_LOGS, RELEASE_350
 from tests.logbombs import name_bomb, record_bomb, regions
+from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
 GIB = 1 << 30
 IOSTUDY = Path(sys.executable).with_name("iostudy")

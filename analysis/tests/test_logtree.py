@@ -17,8 +17,8 @@ from iostudy.cli.cli import main
 from iostudy.logs import logpool
 from iostudy.store import store
 from tests import filestate
-from tests.conftest import DARSHAN_LOGS, RELEASE_350
 from tests.filestate import snapshot
+from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
 # Cut points in the 2597-byte 3.5.0 release log (see test_darshanlog): header, job, names.
 CUTS = {"cut-in-header": 100, "cut-in-job": 1500, "cut-in-names": 1850}

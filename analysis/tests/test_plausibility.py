@@ -16,7 +16,7 @@ from iostudy.cli.cli import main
 from iostudy.logs.darshanlog import read_log
 from iostudy.store import store
 from tests import logcraft
-from tests.conftest import DARSHAN_LOGS, RELEASE_350
+from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
 LEGACY_318 = "release_logs/mpi-io-test-x86_64-3.1.8.darshan"  # format 3.10, 4 ranks
 LEGACY_318_START = 1573093180  # its job start (darshan-parser / PyDarshan)

@@ -13,8 +13,8 @@ import io
 
 from iostudy.cli.cli import main
 from tests import logcraft
-from tests.conftest import DARSHAN_LOGS, RELEASE_350
 from tests.test_apps import Tables
+from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
 PPC64_300 = "release_logs/mpi-io-test-ppc64-3.0.0.darshan"
 FLAGGED = "flagged logs (values known wrong, stored as null)"

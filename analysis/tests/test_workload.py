@@ -15,7 +15,7 @@ from iostudy.cli import cli
 from iostudy.metrics import workload
 from iostudy.report import report
 from tests import logcraft
-from tests.conftest import DARSHAN_LOGS, RELEASE_350
+from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
 MIB = 2**20
 SIZES = list(workload.SIZE_BINS)

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from conftest import clean_env
+from rt_run import clean_env
 
 _LINE = re.compile(r"^[\d.]+ (\w+)\((\d+)?(?:<([^>]*)>)?.*\)\s+=\s+(-?\d+)(?:<([^>]*)>)?")
 

@@ -12,7 +12,6 @@ import sys
 import tempfile
 
 import pytest
-from conftest import clean_env, fs_block_size
 from rt_checks import (
     check_posix_record,
     common_slots,
@@ -22,6 +21,7 @@ from rt_checks import (
     record,
     records_named,
 )
+from rt_run import clean_env, fs_block_size
 
 from iostudy.logs.darshanlog import read_log
 

@@ -15,9 +15,9 @@ import signal
 import subprocess
 
 import pytest
-from conftest import Scenario, real_tmp
 from rt_checks import records_named
 from rt_killed import merged, mmap_logs, wait_ready
+from rt_run import Scenario, real_tmp
 
 from iostudy.logs.darshanlog import read_log
 

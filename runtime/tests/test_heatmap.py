@@ -9,9 +9,9 @@ import math
 import os
 
 import pytest
-from conftest import Scenario, fs_block_size, real_tmp
 from rt_checks import record
 from rt_hash import darshan_hash
+from rt_run import Scenario, fs_block_size, real_tmp
 
 from iostudy.logs.darshanlog import read_log
 

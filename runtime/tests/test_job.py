@@ -11,7 +11,6 @@ import re
 import time
 
 import pytest
-from conftest import fs_block_size
 from rt_checks import (
     EPS,
     check_nonshared_rank_fields,
@@ -23,6 +22,7 @@ from rt_checks import (
     record,
 )
 from rt_hash import darshan_hash, normalize_path
+from rt_run import fs_block_size
 
 from iostudy.logs.darshanlog import read_log
 

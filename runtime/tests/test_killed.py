@@ -15,9 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, fs_block_size, real_tmp
 from rt_checks import common_slots, compare_counters, histogram, posix_expected, records_named
 from rt_killed import merged, mmap_logs, wait_ready
+from rt_run import clean_env, fs_block_size, real_tmp
 
 from iostudy.cli.cli import main as iostudy
 from iostudy.logs.darshanlog import read_log

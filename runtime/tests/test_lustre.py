@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import real_tmp
 from rt_checks import records_named
+from rt_run import real_tmp
 
 from iostudy.logs.darshanlog import read_log
 

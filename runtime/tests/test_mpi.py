@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import Scenario, fs_block_size, real_tmp
 from rt_checks import (
     STDIO_FCOUNTERS,
     U64,
@@ -29,6 +28,7 @@ from rt_checks import (
     records_named,
 )
 from rt_hash import darshan_hash
+from rt_run import Scenario, fs_block_size, real_tmp
 
 from iostudy.logs.darshanlog import read_log
 

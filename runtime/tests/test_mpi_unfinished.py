@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import real_tmp
 from rt_checks import record
 from rt_killed import merged, mmap_logs
+from rt_run import real_tmp
 
 NPROCS = 4
 

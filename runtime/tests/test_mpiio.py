@@ -20,7 +20,6 @@ import re
 import shutil
 
 import pytest
-from conftest import Scenario, real_tmp
 from rt_checks import (
     check_nonshared_rank_fields,
     check_timers,
@@ -30,6 +29,7 @@ from rt_checks import (
     mpiio_expected,
     records_named,
 )
+from rt_run import Scenario, real_tmp
 from rt_strace import total, traced
 
 from iostudy.logs.darshanlog import read_log

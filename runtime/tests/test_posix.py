@@ -16,7 +16,6 @@ import subprocess
 import sys
 
 import pytest
-from conftest import Scenario, fs_block_size, real_tmp
 from rt_checks import (
     POSIX_COUNTERS,
     POSIX_FCOUNTERS,
@@ -31,6 +30,7 @@ from rt_checks import (
     record,
 )
 from rt_hash import darshan_hash
+from rt_run import Scenario, fs_block_size, real_tmp
 from rt_strace import total, traced
 
 from iostudy.logs.darshanlog import read_log

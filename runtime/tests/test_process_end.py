@@ -12,8 +12,8 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import clean_env
 from rt_checks import module_names, record
+from rt_run import clean_env
 
 from iostudy.logs.darshanlog import read_log
 

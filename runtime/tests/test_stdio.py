@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 
-from conftest import Scenario
 from rt_checks import (
     STDIO_COUNTERS,
     STDIO_FCOUNTERS,
@@ -19,6 +18,7 @@ from rt_checks import (
     record,
     stdio_expected,
 )
+from rt_run import Scenario
 
 ALL = {"OPEN": True, "READ": True, "WRITE": True, "CLOSE": True}
 

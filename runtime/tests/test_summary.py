@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import Scenario
+from rt_run import Scenario
 
 
 @pytest.mark.parametrize("scenario", ["posix_write_run", "stdio_run"])
