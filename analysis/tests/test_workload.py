@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from iostudy.cli import cli
 from iostudy.metrics import workload
-from iostudy.report import report
+from iostudy.report import figures
 from tests import logcraft
 from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
@@ -346,7 +346,7 @@ class Collect:
         self.items = []
 
     def __call__(self, section, kind, ident, caption, df, fig=None, table=False, hide=()):
-        svg = report._svg(fig, ident) if fig is not None else None
+        svg = figures.svg(fig, ident) if fig is not None else None
         self.items.append(
             {
                 "section": section,

@@ -1,0 +1,366 @@
+"""A report page's figures (matplotlib, Agg, as inline SVG with plain text) and tables (HTML
+rows with headers and number formats), shared by its sections."""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import textwrap
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from iostudy.core.numfmt import panels, short
+from iostudy.metrics import metrics
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def _to_time(values) -> pd.Series:
+    return pd.to_datetime(pd.Series(values), utc=True, errors="coerce", format="mixed")
+
+
+# Seed 000: the MiB/s derived from the logs is within 3% of the benchmark's (Table I).
+TOLERANCE_PCT = 100 * metrics.TABLE1_TOLERANCE
+
+
+def colours(names) -> dict[str, str]:
+    from matplotlib import colors as mcolors
+
+    palette = [mcolors.to_hex(c) for c in mcolors.TABLEAU_COLORS.values()]
+    return {s: palette[i % len(palette)] for i, s in enumerate(sorted(set(names)))}
+
+
+# matplotlib's own tick labels of log axes are mathtext: "$\mathdefault{6\times10^{-1}}$"
+_MATH_TICK = re.compile(r"^\$\\mathdefault\{(.*)\}\$$")
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-\u2212", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻")
+
+
+def _plain(text: str) -> str:
+    """text as it is to be read: a mathtext tick label in plain characters (6×10⁻¹), a "\\$"
+    as "$"."""
+    if m := _MATH_TICK.match(text):
+        label = m.group(1).replace("\\times", "×")
+        return re.sub(r"\^\{([^}]*)\}", lambda e: e.group(1).translate(_SUPERSCRIPT), label)
+    return text.replace(r"\$", "$")
+
+
+def _plain_formatter(inner):
+    """inner, a tick formatter, with its labels through _plain (tick labels are made again by
+    the axis's formatter each time the figure is drawn)."""
+    from matplotlib import ticker
+
+    class Plain(ticker.Formatter):
+        def __call__(self, x, pos=None):
+            return _plain(inner(x, pos))
+
+        def format_ticks(self, values):
+            return [_plain(label) for label in inner.format_ticks(values)]
+
+        def get_offset(self):
+            return _plain(inner.get_offset())
+
+        def set_locs(self, locs):
+            inner.set_locs(locs)
+
+    return Plain()
+
+
+def _literal_text(fig: Figure) -> None:
+    """Every text of fig drawn as it is, never as mathtext or TeX: names from logs and configs
+    (systems, MPI flavours, checks, projects) may hold "$", and "$\\x$" would not even parse.
+    No figure of the report uses mathtext. A "\\$" shows as "$", as matplotlib shows it in
+    plain text, for the names already escaped that way (iostudy.metrics.workload)."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_text(_plain(text.get_text()))
+        text.set_parse_math(False)
+        text.set_usetex(False)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(_plain_formatter(axis.get_major_formatter()))
+            axis.set_minor_formatter(_plain_formatter(axis.get_minor_formatter()))
+
+
+def svg(fig: Figure, name: str) -> str:
+    """The figure as an inline <svg> element, its texts literal (_literal_text). The hash salt
+    is the figure's name so that the ids of clip paths and markers differ between figures
+    sharing one HTML document; no date, so the same data give the same bytes."""
+    from matplotlib import rc_context
+
+    _literal_text(fig)
+    buf = io.StringIO()
+    # texts made while drawing (new ticks) are literal too
+    settings = {"text.parse_math": False, "text.usetex": False}
+    with rc_context({"svg.hashsalt": f"iostudy-{name}", "svg.fonttype": "none", **settings}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def fmt(value, digits=3) -> str:
+    """A number for tables: integers in full, others to 3 significant digits, no exponent."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    v = float(value)
+    if math.isnan(v):
+        return ""
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    if v == 0:
+        return "0"
+    if v.is_integer() and abs(v) < 1e15:
+        return f"{int(v):,}"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))
+    return f"{v:,.{decimals}f}"
+
+
+def histogram_figure(hist: pd.DataFrame, title: str) -> Figure:
+    from matplotlib import colors as mcolors
+    from matplotlib import ticker
+    from matplotlib.figure import Figure
+
+    xs = np.arange(0, int(hist["x_log2_io_procs"].max()) + 1)
+    ys = np.arange(0, int(hist["y_log2_procs_per_file"].max()) + 1)
+    fig = Figure(figsize=(4.3 + 0.55 * len(xs) * 2, 1.9 + 0.55 * len(ys)), layout="constrained")
+    axes = fig.subplots(1, 2)
+    panels = [
+        ("max_write_mib_s", "max write throughput", "MiB/s"),
+        ("max_mib_s_per_node_hour", "max throughput per node-hour", "MiB/s per node-hour"),
+    ]
+    for ax, (column, label, unit) in zip(axes, panels, strict=True):
+        grid = np.full((len(ys), len(xs)), np.nan)
+        for row in hist.itertuples():
+            grid[int(row.y_log2_procs_per_file), int(row.x_log2_io_procs)] = getattr(row, column)
+        finite = grid[np.isfinite(grid) & (grid > 0)]
+        if len(finite) and finite.max() / finite.min() > 30:
+            norm = mcolors.LogNorm(finite.min(), finite.max())
+        else:
+            norm = mcolors.Normalize(0, finite.max() if len(finite) else 1)
+        mesh = ax.pcolormesh(
+            np.append(xs, xs[-1] + 1) - 0.5,
+            np.append(ys, ys[-1] + 1) - 0.5,
+            np.ma.masked_invalid(grid),
+            cmap="viridis",
+            norm=norm,
+            edgecolors="white",
+            linewidth=1.5,
+        )
+        for (j, i), value in np.ndenumerate(grid):
+            if np.isfinite(value):
+                r, g, b, _ = mesh.cmap(norm(value))
+                dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.55
+                ax.text(
+                    i,
+                    j,
+                    short(value),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if dark else "black",
+                )
+        ax.set_xticks(xs, [str(2**x) for x in xs])
+        ax.set_yticks(ys, [str(2**y) for y in ys])
+        ax.set_xlabel("processes doing I/O")
+        ax.set_ylabel("processes per file")
+        ax.set_aspect("equal")
+        ax.set_facecolor("#f2f2f2")
+        ax.set_title(label, fontsize=9)
+        bar = fig.colorbar(mesh, ax=ax, shrink=0.9)
+        bar.set_label(unit, fontsize=8)
+        bar.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
+        bar.ax.tick_params(labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def job_rates_figure(rates: pd.DataFrame, colours: dict[str, str]) -> Figure:
+    from matplotlib.figure import Figure
+
+    rates = rates.reset_index(drop=True)
+    fig = Figure(figsize=(9, min(1.0 + 0.32 * len(rates), 16)), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(rates))
+    values = rates["mib_s_per_cn"].fillna(0)
+    ax.barh(y, values, color=[colours.get(s, "#777777") for s in rates["series"]], height=0.7)
+    for yi, value in zip(y, rates["mib_s_per_cn"], strict=True):
+        ax.annotate(
+            short(value) if pd.notna(value) else "no I/O",
+            (0 if pd.isna(value) else value, yi),
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+        )
+    labels = [f"{r.series} · {r.run_id} · job {r.jobid}" for r in rates.itertuples()]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("MiB/s per compute node (from the job's log)", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.margins(x=0.12)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Figure:
+    from matplotlib import dates as mdates
+    from matplotlib import ticker
+
+    names = list(dict.fromkeys(metric_table["metric"]))
+    fig, axes = panels(len(names), 5.4, 2.9)
+    times = _to_time(metric_table["started"]).dt.tz_convert(None)
+    table = metric_table.assign(_t=times.to_numpy())
+    # The runs' time span with a margin of at least 10 minutes, so that a single run is a point
+    # on a readable axis rather than in a span of years.
+    pad = max((times.max() - times.min()) * 0.05, pd.Timedelta(minutes=10))
+    span = (times.min() - pad, times.max() + pad)
+    for ax, name in zip(axes, names, strict=True):
+        g = table[table["metric"] == name]
+        # Room above the values and the reference range's finite edges, so that a threshold
+        # is in sight.
+        edges = g[["band_low", "band_high"]].astype(float).to_numpy().ravel()
+        top = max(g["value"].max(), *edges[np.isfinite(edges)], 1e-9) * 1.25
+        for series, s in g.groupby("series"):
+            s = s.sort_values("_t")
+            colour = colours[series]
+            ax.plot(s["_t"], s["value"], marker="o", markersize=4, color=colour, label=series)
+            band = s[["band_low", "band_high"]].astype(float).dropna()
+            if len(band):  # ReFrame's reference range of this system, as a band
+                lo, hi = band.iloc[-1]
+                ax.axhspan(max(lo, 0), min(hi, top), color=colour, alpha=0.12, linewidth=0)
+            failed = s[s["result"] == "fail"]
+            if len(failed):  # regressions: outside the reference range
+                ax.plot(
+                    failed["_t"],
+                    failed["value"],
+                    linestyle="none",
+                    marker="x",
+                    markersize=9,
+                    color="#c00000",
+                    label=f"{series}: fail",
+                )
+        ax.set_title(textwrap.fill(name, 70), fontsize=8)
+        ax.set_ylabel(g["unit"].iloc[0], fontsize=8)
+        ax.set_ylim(0, top)
+        ax.set_xlim(*span)
+        locator = mdates.AutoDateLocator(maxticks=5)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="lower right")
+    return fig
+
+
+def side_by_side_figure(table: pd.DataFrame, colours: dict[str, str]) -> Figure:
+    from matplotlib import ticker
+
+    names = list(dict.fromkeys(table["metric"]))
+    width = max(3.4, 0.9 * table["series"].nunique() + 1.5)
+    fig, axes = panels(len(names), width, 2.7, ncols=3)
+    for ax, name in zip(axes, names, strict=True):
+        g = table[table["metric"] == name].sort_values("series")
+        x = np.arange(len(g))
+        ax.bar(x, g["latest"], color=[colours[s] for s in g["series"]], width=0.6)
+        # Whisker: the range over all runs of the system.
+        ax.errorbar(
+            x,
+            g["latest"],
+            yerr=[g["latest"] - g["min"], g["max"] - g["latest"]],
+            fmt="none",
+            ecolor="black",
+            capsize=4,
+            linewidth=1,
+        )
+        for xi, hi, value in zip(x, g["max"], g["latest"], strict=True):
+            ax.annotate(
+                short(value),
+                (xi, hi),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
+        ax.set_xticks(x, g["series"], fontsize=7)
+        ax.set_title(textwrap.fill(name, 45), fontsize=8)
+        ax.set_ylabel(g["unit"].iloc[0], fontsize=8)
+        ax.set_ylim(0, max(g["max"].max() * 1.2, 1e-9))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
+        ax.tick_params(labelsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+# Display headers of table columns (the CSVs keep the column names).
+HEADERS = {
+    "benchmark_mib_s": "benchmark MiB/s",
+    "derived_mib_s": "derived from logs MiB/s",
+    "difference_pct": "difference %",
+    f"within_{TOLERANCE_PCT:g}pct": f"within {TOLERANCE_PCT:g}%?",
+    "mib_s": "MiB/s",
+    "ior_mib_s": "IOR MiB/s",
+    "log_mib_s": "derived from log MiB/s",
+    "mib_s_per_cn": "MiB/s/CN",
+    "io_time": "aggregate I/O time (s)",
+    "form": "time form",
+    "lower": "lower (fraction)",
+    "upper": "upper (fraction)",
+    # seed 000's workload tables (iostudy.metrics.workload)
+    "bytes_read": "bytes read",
+    "bytes_written": "bytes written",
+    "bytes_moved": "bytes moved",
+    "jobs_instrumented": "jobs with a log",
+    "jobs_total": "jobs",
+    "job_coverage_pct": "job coverage %",
+    "core_hours_instrumented": "core-hours with a log",
+    "core_hours_total": "core-hours",
+    "core_hour_coverage_pct": "core-hour coverage %",
+    "apis": "APIs",
+    "md_cost_pct": "metadata cost %",
+    "files_per_proc": "files per process",
+    "creates_per_proc": "creates per process",
+    "seq_pct": "sequential %",
+    "aligned_pct": "aligned %",
+    "mib_per_proc": "MiB per process",
+}
+
+
+# Columns that are identifiers or small counts: shown as they are, without digit grouping.
+PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs", "procs"}
+
+
+# Columns whose yes/no or pass/fail is a verdict (coloured).
+VERDICTS = {f"within_{TOLERANCE_PCT:g}pct", "result"}
+
+
+def rows(df: pd.DataFrame) -> dict:
+    """A DataFrame as header + rows of (text, CSS class) cells for the template."""
+    rows = []
+    for record in df.to_dict("records"):
+        row = []
+        for c, v in record.items():
+            if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
+                row.append(("", ""))
+            elif isinstance(v, bool | np.bool_):
+                text = "yes" if v else "no"
+                row.append((text, text if c in VERDICTS else ""))
+            elif isinstance(v, int | float | np.integer | np.floating):
+                plain = c in PLAIN and float(v).is_integer()
+                row.append((str(int(v)) if plain else fmt(v), "num"))
+            else:
+                text = str(v)
+                row.append((text, text.lower() if c in VERDICTS else ""))
+        rows.append(row)
+    return {"header": [HEADERS.get(c, c) for c in df.columns], "rows": rows}
+
+
+def safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(name)).strip("-") or "x"

@@ -1,0 +1,550 @@
+"""The report's sections, one registry: every section is a function of one argument, the
+report being made (:class:`Report`), which adds its figures, tables and notes through
+``report.add`` in the order of :data:`SECTIONS`; what one section finds that the page's summary
+needs goes into ``report.found``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iostudy.collect import fsstats, iostatmon
+from iostudy.core.numfmt import short
+from iostudy.metrics import compare, jobstats, metrics, scaling, workload
+from iostudy.report import apps, compare_report, figures, lustre, probe_report
+from iostudy.report.figures import TOLERANCE_PCT, _to_time, safe
+from iostudy.store import store as store_mod
+
+#: a log tree's run (ingested as a tree of logs, not by a campaign)
+TREE_STATUS = store_mod.TREE_STATUS
+
+
+@dataclass
+class Report:
+    """A report being made: add(section, kind, ident, caption, frame, fig=None, table=False,
+    hide=()) puts a figure, table or note on the page; the study's tables and runs (as read, and
+    as a frame); the build's options (iostudy.report.report.ReportOptions)."""
+
+    add: Callable[..., None]
+    tables: dict[str, pd.DataFrame]
+    runs: list[dict]
+    runs_df: pd.DataFrame
+    options: Any
+    found: dict[str, Any] = field(default_factory=dict)
+
+
+def is_tree(run: dict) -> bool:
+    return run.get("status") == TREE_STATUS
+
+
+# Up to this many jobs, the report draws each job's MiB/s/CN (a bar and a row per job).
+JOBS_SHOWN = 60
+
+
+def latest_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The latest run (by start time) of each system, ordered by system."""
+    runs = runs.assign(_t=_to_time(runs["started"]).to_numpy())
+    latest = runs.sort_values(["_t", "run_id"]).groupby("system").tail(1)
+    return latest.drop(columns="_t").sort_values("system").reset_index(drop=True)
+
+
+def _series(frame: pd.DataFrame, by_environ: bool) -> pd.Series:
+    """What a figure draws as one series: the system, or system/environ when the study ran
+    several programming environments (MPI flavours), so that flavours are never averaged."""
+    system = frame["system"].fillna("?").astype(str)
+    if not by_environ or "environ" not in frame:
+        return system
+    return system + "/" + frame["environ"].fillna("?").astype(str)
+
+
+def histograms(iomodel: pd.DataFrame) -> pd.DataFrame:
+    """Seed 003's 2D histogram bins (metrics.iomodel_histogram) per run, system, environ and
+    total size: x_log2_io_procs, y_log2_procs_per_file, models, max_write_mib_s,
+    max_mib_s_per_node_hour."""
+    return metrics.iomodel_histogram(iomodel)
+
+
+JOB_COLUMNS = [
+    "run_id", "system", "environ", "repetition", "jobid", "nprocs", "nodes", "nodes_source",
+    "bytes", "io_time_slowest_s", "io_time_span_s", "strategy", "mib_s_per_cn",
+    "mib_s_per_cn_span", "log_path",
+]  # fmt: skip
+
+
+def job_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """MiB/s/CN per job as :mod:`iostudy.metrics.jobstats` defines it (the one definition: the
+    slowest rank's form, POSIX and STDIO; seed 000's shared-file span form beside it), with the
+    columns a reader needs."""
+    con = workload.connection(tables)
+    try:
+        t = jobstats.job_table(con)
+    finally:
+        con.close()
+    t = t.rename(columns={"log": "log_path"})
+    t["bytes"] = t["bytes_read"] + t["bytes_written"]
+    runs = tables["jobs"][["log_sha256", "environ", "repetition"]].drop_duplicates("log_sha256")
+    t = t.merge(runs, on="log_sha256", how="left")
+    return t[JOB_COLUMNS]
+
+
+def crosscheck_table(iomodel, files, jobs) -> pd.DataFrame:
+    """Seed 000's Table I check (metrics.table1_crosscheck on metrics.model_throughput):
+    model, benchmark MiB/s, MiB/s derived from the logs, difference %, within tolerance."""
+    t = metrics.table1_crosscheck(metrics.model_throughput(files, jobs), iomodel)
+    t = t.rename(
+        columns={
+            "write_mib_s": "benchmark_mib_s",
+            "within_tolerance": f"within_{TOLERANCE_PCT:g}pct",
+        }
+    )
+    t.insert(t.columns.get_loc("rel_diff"), "difference_pct", 100 * t["rel_diff"])
+    columns = [
+        "run_id",
+        "system",
+        "environ",
+        "repetition",
+        "model",
+        "n",
+        "p",
+        "f",
+        "m",
+        "bytes",
+        "benchmark_mib_s",
+        "derived_mib_s",
+        "difference_pct",
+        f"within_{TOLERANCE_PCT:g}pct",
+    ]
+    return t[[c for c in columns if c in t.columns]]
+
+
+def _parameter_labels(perf: pd.DataFrame) -> pd.Series:
+    """Per row, the check's parameters that tell its parameter sets apart ("size=1G"), empty
+    when the check ran with one set. Repetitions of one set are one metric (averaged)."""
+
+    def parse(text):
+        try:
+            params = json.loads(text) if isinstance(text, str) and text else {}
+        except ValueError:
+            params = {"parameters": text}
+        params = params if isinstance(params, dict) else {"parameters": params}
+        return {k: v for k, v in params.items() if k != "repetition"}
+
+    parsed = perf["parameters"].map(parse)
+    labels = pd.Series("", index=perf.index)
+    for _, idx in perf.groupby("check", dropna=False).groups.items():
+        sets = parsed.loc[idx]
+        keys = sorted({k for p in sets for k in p})
+        varying = [k for k in keys if len({json.dumps(p.get(k), sort_keys=True) for p in sets}) > 1]
+        labels.loc[idx] = [
+            ", ".join(f"{k}={p[k]}" if k in p else f"{k} unset" for k in varying) for p in sets
+        ]
+    return labels
+
+
+def run_metrics(runs, iomodel, jobs_t, cross, perf) -> pd.DataFrame:
+    """One value per run, series and metric: run_id, system, environ, series, started, metric,
+    unit, value, band_low, band_high (the ReFrame reference range), result (ReFrame's verdict).
+
+    Metrics: the benchmark's write MiB/s of each named model at full scale, with its (n,p,f,m)
+    (mean over repetitions); from the logs, the write MiB/s of the Table I models and the mean
+    MiB/s/CN of the run's jobs; every ReFrame performance variable, per parameter set when a
+    check has several."""
+    rows = []
+
+    def add(frame, metric, unit, value, low=np.nan, high=np.nan, result=None):
+        for (run_id, environ), g in frame.groupby(["run_id", "environ"], dropna=False):
+            v = pd.to_numeric(g[value], errors="coerce").dropna()
+            if len(v):
+                lo = g[low].iloc[0] if isinstance(low, str) else low
+                hi = g[high].iloc[0] if isinstance(high, str) else high
+                res = None
+                if result is not None:
+                    verdicts = set(g[result].dropna().astype(str).str.lower())
+                    res = "fail" if "fail" in verdicts else ("pass" if verdicts else None)
+                rows.append((run_id, environ, metric, unit, float(v.mean()), lo, hi, res))
+
+    # A name can cover several models (file per process on 1 node or on all): the full-scale
+    # one of each name, named with its coordinates, so that runs compare like with like.
+    for source, frame, column in (
+        ("benchmark", iomodel, "write_mib_s"),
+        ("logs", cross.dropna(subset=["derived_mib_s"]), "derived_mib_s"),
+    ):
+        named = frame.dropna(subset=["model"])
+        procs = named["n"] * named["p"]
+        named = named[procs == procs.groupby(named["model"]).transform("max")]
+        for (model, n, p, f, m), g in named.groupby(["model", "n", "p", "f", "m"]):
+            add(g, f"{source}: {model} write ({n},{p},{f},{m})", "MiB/s", column)
+    add(jobs_t, "logs: MiB/s/CN (mean of jobs)", "MiB/s/CN", "mib_s_per_cn")
+    # The scaling points have their own section: one metric per point would bury the others.
+    perf = perf[~perf["check"].isin(scaling.SCALING_CHECKS)]
+    if len(perf):
+        perf = perf.copy()
+        refs = perf[["reference", "lower", "upper"]].itertuples(index=False)
+        band = [compare.band(*r) for r in refs]
+        perf["band_low"] = [b[0] for b in band]
+        perf["band_high"] = [b[1] for b in band]
+        perf["_label"] = _parameter_labels(perf)
+        for (check, label, variable, unit), g in perf.groupby(
+            ["check", "_label", "variable", "unit"], dropna=False
+        ):
+            name = f"ReFrame {check}: {variable}" + (f" ({label})" if label else "")
+            for _, h in g.groupby(["run_id", "environ"], dropna=False):
+                add(h, name, unit or "", "value", "band_low", "band_high", "result")
+    columns = ["run_id", "environ", "metric", "unit", "value", "band_low", "band_high", "result"]
+    out = pd.DataFrame(rows, columns=columns)
+    out = runs[["run_id", "system", "started"]].merge(out, on="run_id", how="inner")
+    out.insert(3, "series", _series(out, out["environ"].nunique(dropna=False) > 1).values)
+    order = {"benchmark": 0, "logs": 1, "ReFrame": 2}
+    out["_o"] = out["metric"].map(lambda m: order.get(m.split(":")[0].split(" ")[0], 3))
+    out = out.sort_values(["_o", "metric", "started", "series"]).drop(columns="_o")
+    return out.reset_index(drop=True)
+
+
+def side_by_side(metric_table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per metric and series: the value of the system's latest run and the range over all runs."""
+    columns = ["metric", "unit", "series", "runs", "latest_run", "latest", "min", "max", "mean"]
+    if metric_table.empty:
+        return pd.DataFrame(columns=columns)
+    latest = set(latest_runs(runs)["run_id"])
+    rows = []
+    for (metric, unit, series), g in metric_table.groupby(["metric", "unit", "series"], sort=False):
+        g = g.sort_values("started")
+        last = g[g["run_id"].isin(latest)]
+        last = last if len(last) else g.tail(1)
+        rows.append(
+            {
+                "metric": metric,
+                "unit": unit,
+                "series": series,
+                "runs": g["run_id"].nunique(),
+                "latest_run": last["run_id"].iloc[-1],
+                "latest": float(last["value"].iloc[-1]),
+                "min": float(g["value"].min()),
+                "max": float(g["value"].max()),
+                "mean": float(g["value"].mean()),
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def counts_table(runs: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    rows = []
+    # A log tree ingested without --system has none: its runs are counted under "?".
+    systems = runs["system"].fillna("?")
+    for system in sorted(systems.unique()):
+        ids = set(runs.loc[systems == system, "run_id"])
+        rows.append(
+            {
+                "system": system,
+                "runs": len(ids),
+                "jobs (logs ingested)": int(tables["jobs"]["run_id"].isin(ids).sum()),
+                "file records": int(tables["files"]["run_id"].isin(ids).sum()),
+                "I/O models measured": int(tables["iomodel"]["run_id"].isin(ids).sum()),
+                "ReFrame performance values": int(tables["perf"]["run_id"].isin(ids).sum()),
+                "quarantined inputs": int(tables["quarantine"]["run_id"].isin(ids).sum()),
+                # a flagged log is in the figures without the values it is known to hold wrongly
+                "flagged logs (values known wrong, stored as null)": int(
+                    tables["jobs"].loc[tables["jobs"]["run_id"].isin(ids), "flags"].notna().sum()
+                ),
+            }
+        )
+    total = {"system": "all"}
+    for key in rows[0] if rows else []:
+        if key != "system":
+            total[key] = sum(r[key] for r in rows)
+    return pd.DataFrame(rows + ([total] if len(rows) > 1 else []))
+
+
+def provenance_table(runs: list[dict]) -> pd.DataFrame:
+    rows = []
+    for run in runs:
+        m = run["_manifest"] or {}
+        tools = m.get("tool_versions") or {}
+        rows.append(
+            {
+                "run_id": run["run_id"],
+                "system": run.get("system"),
+                "campaign": run.get("campaign"),
+                "started": run.get("started"),
+                "finished": run.get("finished"),
+                "status": run.get("status"),
+                "git_commit": m.get("git_commit") or run.get("git_commit"),
+                "git_dirty": m.get("git_dirty"),
+                "tool_versions": "; ".join(f"{k} {v}" for k, v in sorted(tools.items()) if v),
+                "manifest": "found"
+                if run["_manifest"] is not None
+                else (TREE_STATUS if is_tree(run) else "MISSING"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.DataFrame:
+    """The scaling campaign's section (seed 001; iostudy.metrics.scaling): per system, its latest
+    run's IOR and metadata curves with the ceilings; the Table I check of every IOR run; pass/fail
+    per scaling point. Returns the IOR cross-check table."""
+    peaks = {
+        r["run_id"]: (
+            ((r["_manifest"] or {}).get("effective_config") or {}).get("system") or {}
+        ).get("peaks")
+        for r in runs
+    }
+    figures = (
+        (
+            "ior-scaling",
+            scaling.ior_curves(tables["ior"]),
+            scaling.ior_scaling_figure,
+            "IOR bandwidth against processes (mean of the iterations and repetitions, bars min "
+            "to max) on the scratch target, shared file (N-1) and file per process (N-N), "
+            "aligned (a multiple of 1 MiB) and unaligned transfers; dotted: the best bandwidth "
+            "to the memory target (the client-side ceiling); grey: the peaks the system "
+            "declares (none drawn when it declares none).",
+        ),
+        (
+            "metadata-scaling",
+            scaling.metadata_curves(tables["perf"]),
+            scaling.metadata_figure,
+            "metadata rates against processes, mdtest (one directory per process) and iostudy's "
+            "metarates (create+close, stat, utime, remove between barriers), on scratch and in "
+            "memory (mean over repetitions, bars min to max; log scale); grey: the declared "
+            "metadata peak.",
+        ),
+    )
+    for ident, curves, draw, what in figures:
+        for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
+            data = scaling.with_peaks(curves[curves["run_id"] == run_id], peaks.get(run_id))
+            add(
+                "scaling",
+                "figure",
+                f"{ident}-{safe(system)}",
+                f"{system}, latest run {run_id}: {what}",
+                data,
+                fig=draw(data, peaks.get(run_id), f"{system}: {run_id}"),
+            )
+    cross = scaling.ior_crosscheck_table(tables["ior"], tables["files"], tables["jobs"])
+    add(
+        "scaling",
+        "table",
+        "ior-crosscheck",
+        "Seed 000's Table I check for every IOR run: IOR's own MiB/s (bytes of all iterations "
+        "over the sum of their times) against the MiB/s derived from the job's log (bytes of "
+        "IOR's test files, in the API's module, over the larger of the slowest rank's write or "
+        "read time and the span from the first to the end of the last); "
+        f"within {TOLERANCE_PCT:g}% passes.",
+        cross,
+        table=True,
+    )
+    add(
+        "scaling",
+        "table",
+        "scaling-pass-fail",
+        "Every scaling point of every run (each repetition) against the references of "
+        "configs/references/: values passed, the variables that failed.",
+        scaling.pass_fail_table(tables["perf"]),
+        table=True,
+    )
+    return cross
+
+
+# ---------------------------------------------------------------------------------------------
+# The sections, in page order
+
+
+def histograms_section(r: Report) -> None:
+    """Seed 003: the 2D histograms of the latest run of each system."""
+    iomodel = r.tables["iomodel"]
+    for run in latest_runs(r.runs_df).itertuples():
+        hist = histograms(iomodel[iomodel["run_id"] == run.run_id])
+        if hist.empty:
+            none = f"{run.system}, latest run {run.run_id}: no I/O-model results."
+            r.add("histograms", "figure", f"histogram-{safe(run.system)}", none, hist)
+            continue
+        groups = list(hist.groupby(["environ", "bytes"], dropna=False))
+        for (environ, size), h in groups:
+            ident, what = f"histogram-{safe(run.system)}", run.system
+            if len(groups) > 1:
+                ident += f"-{safe(environ)}-{safe(size)}"
+                what += f" ({environ}, {short(size / 2**20)} MiB)"
+            r.add(
+                "histograms",
+                "figure",
+                ident,
+                f"{what}, latest run {run.run_id}: maximum write throughput (left) and maximum "
+                "throughput per node-hour (right) of the I/O models in each bin of processes "
+                "doing I/O x processes per file, both on log2 bins (seed 003, Fig. 3).",
+                h,
+                fig=figures.histogram_figure(h, f"{what}: {run.run_id}"),
+            )
+
+
+def scaling_section(r: Report) -> None:
+    r.found["ior_cross"] = add_scaling(r.add, r.tables, r.runs, r.runs_df)
+
+
+def jobs_section(r: Report) -> None:
+    """MiB/s/CN of every job (iostudy.metrics.jobstats), the metrics over runs, the systems side
+    by side: the page's series and colours are those of the runs and jobs together."""
+    tables, runs_df, iomodel = r.tables, r.runs_df, r.tables["iomodel"]
+    by_environ = any(t["environ"].nunique() > 1 for t in (tables["jobs"], iomodel) if len(t))
+    jobs_t = job_table(tables)
+    jobs_t = jobs_t.merge(runs_df[["run_id", "started"]], on="run_id", how="left")
+    jobs_t = jobs_t.sort_values(["started", "system", "jobid"]).drop(columns="started")
+    jobs_t.insert(2, "series", _series(jobs_t, by_environ).values)
+    cross = crosscheck_table(iomodel, tables["files"], tables["jobs"])
+    metric_table = run_metrics(runs_df, iomodel, jobs_t, cross, tables["perf"])
+    colours = figures.colours(set(metric_table["series"]) | set(jobs_t["series"]))
+    r.found["crosscheck"] = cross
+    if len(jobs_t) <= JOBS_SHOWN:
+        r.add("jobs", "figure", "job-mib-s-per-cn", JOBS_CAPTION, jobs_t,
+              fig=figures.job_rates_figure(jobs_t, colours) if len(jobs_t) else None, table=True,
+              hide=["log_path"] + ([] if by_environ else ["series"]))  # fmt: skip
+    else:  # a bar per job is unreadable at a facility's scale: the distributions show them
+        r.add("jobs", "note", "job-mib-s-per-cn", f"{JOBS_CAPTION} {len(jobs_t):,} jobs: too "
+              "many to draw one by one; their distribution per project is in the large-jobs "
+              "section (Fig. 10 and Table IV), and every job is in the CSV.", jobs_t)  # fmt: skip
+    r.add(
+        "over-runs",
+        "figure",
+        "metrics-over-runs",
+        "Each metric over the study's runs (x: run start, UTC), one series per system; (n,p,f,m) "
+        "= nodes, processes per node doing I/O, files per node, nodes sharing a file; shaded: "
+        "the system's ReFrame reference range, red x: a value ReFrame failed.",
+        metric_table,
+        fig=figures.over_runs_figure(metric_table, colours) if len(metric_table) else None,
+    )
+    sbs = side_by_side(metric_table, runs_df)
+    r.add(
+        "systems",
+        "figure",
+        "systems-side-by-side",
+        "Each metric per system side by side: bar and label = the system's latest run, "
+        "whisker = range over all its runs.",
+        sbs,
+        fig=figures.side_by_side_figure(sbs, colours) if len(sbs) else None,
+    )
+
+
+JOBS_CAPTION = (
+    "MiB/s per compute node (MiB/s/CN) of every job, from its log (seed 000, II-D): the bytes "
+    "moved through POSIX and STDIO over the slowest rank's I/O time (its time on its own "
+    "files plus, per shared file, the slowest rank's; PyDarshan's agg_perf_by_slowest), "
+    "divided by the job's compute nodes (nodes_source: slurm, the harness's tag, the "
+    "system's cores per node, or assumed 1). The table also gives seed 000's own form "
+    "(mib_s_per_cn_span: the longest first-open to last-I/O span of a shared file when it "
+    "is longer) and the file-sharing strategy that moved the most bytes."
+)
+
+
+def crosscheck_section(r: Report) -> None:
+    r.add(
+        "crosscheck",
+        "table",
+        "table-i-crosscheck",
+        "Seed 000's Table I cross-check: the benchmark's own write MiB/s of the file-per-process "
+        "and single-shared-file models against the MiB/s derived from our logs of the same "
+        f"files; within {TOLERANCE_PCT:g}% passes.",
+        r.found["crosscheck"],
+        table=True,
+    )
+
+
+PERF_COLUMNS = ["run_id", "system", "partition", "environ", "check", "parameters", "variable",
+                "value", "unit", "reference", "lower", "upper", "result"]  # fmt: skip
+
+
+def perf_section(r: Report) -> None:
+    r.add(
+        "perf",
+        "table",
+        "reframe-performance",
+        "ReFrame performance variables of every run and ReFrame's verdict against the "
+        "references of configs/references/ (accepted range: reference x (1 + lower) to "
+        "reference x (1 + upper)).",
+        r.tables["perf"][PERF_COLUMNS],
+        table=True,
+    )
+
+
+def counts_section(r: Report) -> None:
+    counts = counts_table(r.runs_df, r.tables)
+    r.add("counts", "table", "counts", "What this report is made of, per system.", counts,
+          table=True)  # fmt: skip
+    quarantine = r.tables["quarantine"][["run_id", "path", "sha256", "reason"]]
+    r.add(
+        "counts",
+        "table",
+        "quarantine",
+        f"Quarantined inputs ({len(quarantine)}): files that could not be read, with the "
+        "reason; they are in no figure or table.",
+        quarantine,
+        table=True,
+    )
+
+
+def provenance_section(r: Report) -> None:
+    r.add(
+        "provenance",
+        "table",
+        "runs-provenance",
+        "Each run with the harness commit and the tool versions its manifest recorded "
+        "(MANIFEST.json has the effective configuration).",
+        provenance_table(r.runs),
+        table=True,
+    )
+
+
+#: every section, in page order; each takes the report being made
+SECTIONS: tuple[Callable[[Report], None], ...] = (
+    histograms_section,
+    scaling_section,
+    lambda r: probe_report.add_section(r.add, r.tables["probes"]),
+    lambda r: compare_report.add_section(
+        r.add, r.tables["perf"], r.runs_df, r.options.systems or {}
+    ),
+    lambda r: apps.add_section(r.add, r.tables),
+    lambda r: lustre.add_section(r.add, r.tables, r.runs),
+    lambda r: workload.add_section(
+        r.add, r.tables, r.options.large_procs, r.options.large_mib, r.options.anonymizer
+    ),
+    lambda r: iostatmon.add_section(r.add, r.tables),
+    lambda r: fsstats.add_section(r.add, r.tables),
+    jobs_section,
+    crosscheck_section,
+    perf_section,
+    counts_section,
+    provenance_section,
+)
+
+
+def summary(r: Report) -> dict:
+    """The page's summary at its top, from the sections' findings."""
+    runs_df, tables, cross = r.runs_df, r.tables, r.found["crosscheck"]
+    ior_cross = r.found["ior_cross"]
+    verdicts = tables["perf"]["result"].astype(str).str.lower()
+    # The runs' span: first start to last start, or to a log tree's last log's end.
+    ends = [runs_df["started"]]
+    if "status" in runs_df and "finished" in runs_df:
+        ends.append(runs_df.loc[runs_df["status"] == TREE_STATUS, "finished"])
+    last_time = pd.concat(ends).max()
+    within = cross[f"within_{TOLERANCE_PCT:g}pct"] if len(cross) else []
+    n_perf = len(tables["perf"])
+    return {
+        "runs": f"{len(runs_df)} ({runs_df['started'].min()} to {last_time})",
+        "systems": ", ".join(sorted(runs_df["system"].fillna("?").unique())),
+        "jobs": len(tables["jobs"]),
+        "quarantined": len(tables["quarantine"]),
+        "flagged": int(tables["jobs"]["flags"].notna().sum()) if "flags" in tables["jobs"] else 0,
+        "perf": f"{int((verdicts == 'pass').sum())} of {n_perf} values pass"
+        if n_perf
+        else "no values",
+        "crosscheck": f"{int(sum(within))} of {len(within)} models" if len(cross) else "no data",
+        "ior_crosscheck": f"{int(ior_cross[scaling.WITHIN].sum())} of {len(ior_cross)} IOR "
+        "runs and operations"
+        if len(ior_cross)
+        else "no data",
+    }
