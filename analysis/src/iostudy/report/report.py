@@ -349,7 +349,7 @@ def _manifest(
     version,
     title,
     now,
-    sections,
+    contents,
     out: Path,
     argv,
     options: ReportOptions | None = None,
@@ -431,7 +431,7 @@ def _manifest(
         "runs": run_entries,
         "contents": [
             {"id": s["id"], "kind": s["kind"], "caption": s["caption"], "csv": s["csv"]}
-            for s in sections
+            for s in contents
         ],
         "files": files,
     }
@@ -579,10 +579,10 @@ def build(
         now = datetime.now(timezone.utc).replace(microsecond=0)
         n = as_version or (max(_taken(study_dir), default=0) + 1)
         title = title or f"iostudy report: {study}"
-        sections = render(selected, runs, study, n, title, tmp, now, options=options)
+        contents = render(selected, runs, study, n, title, tmp, now, options=options)
         while True:
             manifest = _manifest(
-                runs, all_ids, store, study, n, title, now, sections, tmp, argv, options
+                runs, all_ids, store, study, n, title, now, contents, tmp, argv, options
             )
             text = _manifest_text(manifest)
             (tmp / "MANIFEST.json").write_text(text)
@@ -603,7 +603,7 @@ def build(
                 n = max(_taken(study_dir), default=n) + 1
                 for p in tmp.iterdir():
                     p.unlink()
-                sections = render(selected, runs, study, n, title, tmp, now, options=options)
+                contents = render(selected, runs, study, n, title, tmp, now, options=options)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
