@@ -309,8 +309,9 @@ HEADERS = {
     "ior_mib_s": "IOR MiB/s",
     "log_mib_s": "derived from log MiB/s",
     "mib_s_per_cn": "MiB/s/CN",
-    "io_time": "aggregate I/O time (s)",
-    "form": "time form",
+    "mib_s_per_cn_span": "MiB/s/CN, seed 000's span form",
+    "io_time_slowest_s": "slowest rank's I/O time (s)",
+    "nodes_source": "nodes from",
     "lower": "lower (fraction)",
     "upper": "upper (fraction)",
     # seed 000's workload tables (iostudy.metrics.workload)

@@ -402,7 +402,7 @@ def jobs_section(r: Report) -> None:
     if len(jobs_t) <= JOBS_SHOWN:
         r.add("jobs", "figure", "job-mib-s-per-cn", JOBS_CAPTION, jobs_t,
               fig=figures.job_rates_figure(jobs_t, colours) if len(jobs_t) else None, table=True,
-              hide=["log_path"] + ([] if by_environ else ["series"]))  # fmt: skip
+              hide=JOBS_HIDDEN + ([] if by_environ else ["series", "environ"]))  # fmt: skip
     else:  # a bar per job is unreadable at a facility's scale: the distributions show them
         r.add("jobs", "note", "job-mib-s-per-cn", f"{JOBS_CAPTION} {len(jobs_t):,} jobs: too "
               "many to draw one by one; their distribution per project is in the large-jobs "
@@ -429,6 +429,8 @@ def jobs_section(r: Report) -> None:
     )
 
 
+# The job table's columns left out of the page (in the CSV): the page's table fits its width.
+JOBS_HIDDEN = ["log_path", "repetition", "io_time_span_s"]
 JOBS_CAPTION = (
     "MiB/s per compute node (MiB/s/CN) of every job, from its log (seed 000, II-D): the bytes "
     "moved through POSIX and STDIO over the slowest rank's I/O time (its time on its own "
