@@ -16,7 +16,7 @@ from iostudy.cli import cli
 from iostudy.metrics import compare
 
 from . import cpuquota
-from .conftest import REPO_ROOT
+from .testdata import REPO_ROOT
 
 
 def series(values, unit="MiB/s", band=(math.nan, math.nan), label="local", fp="f1"):

@@ -24,7 +24,7 @@ import pytest
 from iostudy.store import store
 
 from . import logbombs, logcraft
-from .conftest import DARSHAN_LOGS, RELEASE_350
+from .testdata import DARSHAN_LOGS, RELEASE_350
 
 IOSTUDY = Path(sys.executable).with_name("iostudy")
 GOOD = 3000

@@ -18,7 +18,7 @@ from iostudy.logs.darshanlog_worker import (
 )
 
 from . import logcraft
-from .conftest import DARSHAN_LOGS, RELEASE_350
+from .testdata import DARSHAN_LOGS, RELEASE_350
 
 REAL_LOGS = sorted(p.relative_to(DARSHAN_LOGS).as_posix() for p in DARSHAN_LOGS.rglob("*.darshan"))
 

@@ -13,7 +13,7 @@ import pytest
 
 from iostudy.cli.cli import main
 
-from .conftest import REPO_ROOT
+from .testdata import REPO_ROOT
 
 RUNTIME = REPO_ROOT / "build" / "runtime" / "libiostudy.so"
 

@@ -22,8 +22,8 @@ import pytest
 from iostudy.cli.cli import main
 from iostudy.store import catalog, store
 
-from .conftest import DARSHAN_LOGS, RELEASE_350
 from .logcraft import _load_corpus
+from .testdata import DARSHAN_LOGS, RELEASE_350
 
 IOSTUDY = Path(sys.executable).with_name("iostudy")
 RELEASE_BYTES = 2**26  # POSIX bytes written by each copy of the release log (see test_store)
