@@ -135,6 +135,7 @@ def _run_tables(run_id, system, started, scale):
             "jobid": 4242,
             "nprocs": MAX_PROCS,
             "nodes": MAX_PROCS // PPN,
+            "nodes_source": "tag",  # as ingest counts them: the procs_per_node tag
             "start": started + timedelta(seconds=5),
             "end": started + timedelta(seconds=5 + clock),
             "run_time": clock,

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from iostudy.cli.cli import main
-from iostudy.report import report
+from iostudy.report import report, sections
 from iostudy.store import store as store_mod
 
 from . import chromium, reportdata
@@ -305,7 +305,7 @@ def test_tables_behind_the_figures(study):
     assert all(abs(float(r["difference_pct"])) < 3 for r in cross)
     jobs = _csv(v2 / "job-mib-s-per-cn.csv")
     assert len(jobs) == 3 and all(float(r["mib_s_per_cn"]) > 0 for r in jobs)
-    assert {r["nodes_source"] for r in jobs} <= {"tag", "system", "assumed"}
+    assert {r["nodes_source"] for r in jobs} == {"tag"}
 
     over = _csv(v2 / "metrics-over-runs.csv")
     fpp = [r for r in over if r["metric"] == "benchmark: file-per-process write (2,2,2,1)"]
@@ -579,7 +579,7 @@ def test_default_filter_and_no_accounting_say_so(tree_study, tmp_path):
 
 
 def test_many_jobs_are_not_drawn_one_by_one(tree_study, tmp_path, monkeypatch):
-    monkeypatch.setattr(report, "JOBS_SHOWN", 10)
+    monkeypatch.setattr(sections, "JOBS_SHOWN", 10)
     index = report.build(tree_study["store"], "characterization", tmp_path / "reports")
     m = json.loads((index.parent / "MANIFEST.json").read_text())
     (jobs,) = [c for c in m["contents"] if c["id"] == "job-mib-s-per-cn"]
