@@ -25,6 +25,7 @@ import pytest
 
 from iostudy.cli.cli import main
 from iostudy.collect import fsstats
+from iostudy.report import filesystems
 from iostudy.store import store
 
 from . import filestate
@@ -807,7 +808,7 @@ def test_import_into_the_store_and_the_report_section(capsys, two_snapshots, kno
     def add(section, kind, ident, caption, df, fig=None, table=False, hide=()):
         items.append((section, kind, ident, caption, df, fig, table))
 
-    fsstats.add_section(add, {"fsstats": table})
+    filesystems.add_section(add, {"fsstats": table})
     ids = [i[2] for i in items]
     slug = fsstats._slug(a["root"])
     odd_slug = fsstats._slug(odd["root"])
@@ -831,5 +832,5 @@ def test_import_into_the_store_and_the_report_section(capsys, two_snapshots, kno
     assert shares["days"].tolist() == [64, 128]
 
     items.clear()
-    fsstats.add_section(add, {"fsstats": table.iloc[0:0]})
+    filesystems.add_section(add, {"fsstats": table.iloc[0:0]})
     assert items == []

@@ -25,6 +25,7 @@ import pytest
 
 from iostudy.cli.cli import main
 from iostudy.collect import iostatmon
+from iostudy.report import devices
 from iostudy.store import store
 
 from . import filestate
@@ -513,7 +514,7 @@ def test_throughput_sums_hosts_per_minute():
     # 10:00 to 10:09, 10:15 and 00:00 the next day
     assert len(s) == 12 and (s["bucket_s"] == 60).all()
     # no host recorded 10:10-10:15 nor 10:16 until the next day's first bucket
-    assert iostatmon.missing_spans(s) == [
+    assert devices.missing_spans(s) == [
         (pd.Timestamp("2026-01-23 10:10"), pd.Timestamp("2026-01-23 10:15")),
         (pd.Timestamp("2026-01-23 10:16"), pd.Timestamp("2026-01-24 00:00")),
     ]
@@ -578,11 +579,11 @@ def test_add_section_draws_figures_and_tables(tmp_path):
         if fig is not None:
             fig.savefig(tmp_path / f"{ident}.svg", format="svg")
 
-    iostatmon.add_section(add, {"iostat": table()})
+    devices.add_section(add, {"iostat": table()})
     ids = [c[2] for c in calls]
     assert ids == ["iostat-throughput", "iostat-summary", "iostat-daily", "iostat-burstiness",
                    "iostat-gaps"]  # fmt: skip
-    assert {c[0] for c in calls} == {iostatmon.SECTION}
+    assert {c[0] for c in calls} == {devices.SECTION}
     for _, kind, ident, caption, df, fig in calls:
         assert caption.endswith(".") and "\n" not in caption
         assert len(df)
@@ -594,5 +595,5 @@ def test_add_section_draws_figures_and_tables(tmp_path):
     assert len(fig6.axes[0].patches) == 2  # the spans without a record
     calls.clear()
     empty = pd.DataFrame(columns=store.TABLES["iostat"].names)
-    iostatmon.add_section(add, {"iostat": empty})
+    devices.add_section(add, {"iostat": empty})
     assert calls == []

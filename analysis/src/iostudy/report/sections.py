@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iostudy.collect import fsstats, iostatmon
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, jobstats, metrics, scaling, workload
-from iostudy.report import apps, compare_report, figures, lustre, probe_report
+from iostudy.report import apps, compare_report, devices, figures, filesystems, lustre, probe_report
 from iostudy.report.figures import TOLERANCE_PCT, _to_time, safe
 from iostudy.store import store as store_mod
 
@@ -513,8 +512,8 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
     lambda r: workload.add_section(
         r.add, r.tables, r.options.large_procs, r.options.large_mib, r.options.anonymizer
     ),
-    lambda r: iostatmon.add_section(r.add, r.tables),
-    lambda r: fsstats.add_section(r.add, r.tables),
+    lambda r: devices.add_section(r.add, r.tables),
+    lambda r: filesystems.add_section(r.add, r.tables),
     jobs_section,
     crosscheck_section,
     perf_section,
