@@ -79,3 +79,26 @@ def test_shell_completion(tmp_path, line, expected):
                _ARGCOMPLETE_STDOUT_FILENAME=str(out), _ARGCOMPLETE_IFS=" ")  # fmt: skip
     subprocess.run([os.path.join(BIN, "iostudy")], env=env, check=True, timeout=60)
     assert set(out.read_text().split()) == expected
+
+
+def test_tables_as_json_agree_with_csv(tmp_path, capsys):
+    """--json gives the rows --csv gives (jobs: the same MiB/s/CN to the last digit)."""
+    from tests import reportdata
+
+    _, store = reportdata.make_study(tmp_path)
+    assert main(["jobs", "--store", str(store), "--csv"]) == 0
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert main(["jobs", "--store", str(store), "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert [r["log"] for r in records] == [r["log"] for r in rows] and len(rows) == 3
+    for r, c in zip(records, rows, strict=True):
+        assert r["mib_s_per_cn"] == float(c["mib_s_per_cn"])
+        assert r["nodes_source"] == c["nodes_source"] == "tag"
+    assert main(["compare", "--store", str(store), "--json"]) in (0, 1)  # 1: a regression
+    judged = json.loads(capsys.readouterr().out)
+    assert judged and {"system", "metric", "value", "verdict"} <= set(judged[0])
+    with pytest.raises(SystemExit):
+        main(["jobs", "--store", str(store), "--csv", "--json"])

@@ -47,6 +47,7 @@ import pandas as pd
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_REGRESSION
 from iostudy.core.paths import add_store_option
+from iostudy.core.tableout import add_format_options, write_table
 from iostudy.logs.logrows import int_or_none
 from iostudy.store import store as store_mod
 
@@ -341,6 +342,12 @@ def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd
 # -- command ------------------------------------------------------------------------------------
 
 
+def _text(view: pd.DataFrame) -> str:
+    with pd.option_context("display.max_rows", None, "display.max_columns", None,
+                           "display.width", 250, "display.max_colwidth", 70):  # fmt: skip
+        return view.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
 def cmd_compare(args) -> int:
     if not Path(args.store).is_dir():
         print(f"iostudy: error: store {args.store}: no such directory", file=sys.stderr)
@@ -364,12 +371,7 @@ def cmd_compare(args) -> int:
     shown = judged if args.all else judged[judged["latest"]]
     columns = ["label", "run_id", "metric", "unit", "value", "change_pct", "basis", "verdict"]
     view = shown[columns].rename(columns={"label": "system"})
-    if args.csv:
-        view.to_csv(sys.stdout, index=False, lineterminator="\n")
-    else:
-        with pd.option_context("display.max_rows", None, "display.max_columns", None,
-                               "display.width", 250, "display.max_colwidth", 70):  # fmt: skip
-            print(view.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    write_table(view, args, text=_text)
     regressions = shown[shown["verdict"] == "regression"]
     counts = shown["verdict"].value_counts()
     summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in
@@ -389,7 +391,7 @@ def register(groups) -> None:
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_store_option(p, "the store (default %(default)s)")
+    add_store_option(p)
     p.add_argument("--system", action="append", help="only this system (site/system for another "
                    "site's); repeatable")  # fmt: skip
     p.add_argument("--check", action="append", help="only this check; repeatable")
@@ -403,5 +405,5 @@ def register(groups) -> None:
         default=0.1,
         help="history band at least this fraction of the median (default 0.1)",
     )
-    p.add_argument("--csv", action="store_true", help="the table as CSV on stdout")
+    add_format_options(p, "the table as CSV on stdout")
     p.set_defaults(func=cmd_compare)

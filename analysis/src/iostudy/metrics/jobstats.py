@@ -49,6 +49,7 @@ from iostudy.collect import sacct
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB, integral
 from iostudy.core.paths import add_store_option
+from iostudy.core.tableout import add_format_options, write_table
 from iostudy.logs import logrows, modules
 from iostudy.store import store as store_mod
 
@@ -257,6 +258,12 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     return df[COLUMNS]
 
 
+def _text(table: pd.DataFrame) -> str:
+    """The first columns, for a reader (--csv and --json give them all)."""
+    with pd.option_context("display.max_columns", 20, "display.width", 200):
+        return table[COLUMNS[:18]].to_string(index=False)
+
+
 def cmd_jobs(args) -> int:
     try:
         scope_modules(args.module)
@@ -268,16 +275,12 @@ def cmd_jobs(args) -> int:
               "`iostudy ingest SOURCE --store STORE` first", file=sys.stderr)  # fmt: skip
         return EXIT_BAD_INPUT
     table = job_table(store_mod.connect(args.store), args.module)
-    if args.csv:
-        out = open(args.out, "w", newline="") if args.out else sys.stdout  # noqa: SIM115
-        try:
-            table.to_csv(out, index=False)
-        finally:
-            if args.out:
-                out.close()
-    else:
-        with pd.option_context("display.max_columns", 20, "display.width", 200):
-            print(table[COLUMNS[:18]].to_string(index=False))
+    out = open(args.out, "w", newline="") if args.out else sys.stdout  # noqa: SIM115
+    try:
+        write_table(table, args, out, text=_text)
+    finally:
+        if args.out:
+            out.close()
     scope = "+".join(scope_modules(args.module))
     flagged = int(table["flags"].notna().sum())
     print(f"jobs: {len(table)} jobs of {args.store} (modules {scope}; {flagged} flagged) to "
@@ -298,7 +301,7 @@ def register(groups) -> None:
         "user, nodes and cores. Definitions: `python -m pydoc iostudy.metrics.jobstats`.",
     )
     add_store_option(p)
-    p.add_argument("--csv", action="store_true", help="print every column as CSV")
+    add_format_options(p, "print every column as CSV")
     p.add_argument(
         "--module",
         metavar="MODULE",

@@ -613,7 +613,7 @@ def register(groups) -> None:
         description="\n\n".join(__doc__.split("\n\n")[1:4]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_store_option(p, "the store (default %(default)s)")
+    add_store_option(p)
     p.add_argument("--out", required=True, help="the bundle to write (a .tar; never overwritten)")
     p.add_argument("--site", help="this store's site name (required at the first export; kept)")
     p.add_argument("--results", help="the folder of the run directories (default: the store's "
@@ -631,7 +631,7 @@ def register(groups) -> None:
         "written; the same bundle imported twice changes nothing.",
     )
     p.add_argument("bundle", help="the bundle (.tar) from `iostudy export`")
-    add_store_option(p, "the store (default %(default)s)")
+    add_store_option(p)
     p.add_argument("--trust-on-first-use", action="store_true",
                    help="trust the key of a site this store does not know yet (prefer "
                    "`iostudy trust add`: a key received from the site itself)")  # fmt: skip
