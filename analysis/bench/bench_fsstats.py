@@ -97,7 +97,7 @@ def loadavg() -> str:
         return "?"
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> int:  # noqa: C901
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--files", type=int, default=500_000, help="tree size (default 500000)")
     p.add_argument("--tree", type=Path, help="scan this tree instead of generating one")

@@ -381,7 +381,7 @@ def figures(n, ingests, statses, ones, damaged, n_damaged) -> Figures:
     return f
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> int:  # noqa: C901
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--logs", type=int, default=10_000, help="corpus size (default 10000)")
     p.add_argument("--corpus", type=Path, help="use this log tree instead of building one")

@@ -127,7 +127,7 @@ class _Pipe:
             pass
 
 
-def load(
+def load(  # noqa: C901
     url: str, width=1280, height=900, full_page=False, chromium: str | None = None
 ) -> PageLoad:
     """Open url in a fresh headless Chromium; returns what happened and a PNG screenshot."""

@@ -99,7 +99,7 @@ def file_names(prefix: str = PREFIX) -> dict[str, str]:
     return {name: prefix + suffix for name, (_, suffix) in FILES.items()}
 
 
-def parse(text: str) -> dict:
+def parse(text: str) -> dict:  # noqa: C901
     """FLASH-IO's printed results:
 
     {"requests": "nonblocking", "access": "collective", "guards": 4, "blocks": 80 (each rank's

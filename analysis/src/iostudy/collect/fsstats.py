@@ -669,7 +669,7 @@ class _Signals:
             signal.signal(sig, old)
 
 
-def _run_walker(
+def _run_walker(  # noqa: C901
     walker,
     starts: Path,
     pending: Path,
@@ -771,7 +771,7 @@ def _run_walker(
     return status, reason
 
 
-def scan(
+def scan(  # noqa: C901
     root,
     out: Path | None,
     *,

@@ -151,7 +151,7 @@ class StatsStream:
         self.done = False  # and ended
         self.header: dict = {}
 
-    def feed(self, data: bytes) -> list[dict]:
+    def feed(self, data: bytes) -> list[dict]:  # noqa: C901
         text = self._decode(data)
         self.buf += text
         out: list[dict] = []
@@ -523,7 +523,7 @@ class Monitor:
         self._state()
 
     # -- one iostat
-    def _run_iostat(self):
+    def _run_iostat(self):  # noqa: C901
         """Run one iostat until it ends, hangs or a stop signal comes; returns (reason it
         ended or None when stopped, reports it made, whether it printed its JSON header,
         its stderr)."""

@@ -153,7 +153,7 @@ def _header(line: str, name: str) -> dict[str, int]:
     return columns
 
 
-def parse(text: str, source: str, *, tz=None, name: str | None = None):
+def parse(text: str, source: str, *, tz=None, name: str | None = None):  # noqa: C901
     """The ``sched`` rows of ``sacct --parsable2`` output (with its header line) and the
     problems of the lines that could not be used: ``(rows, problems, steps)``.
 

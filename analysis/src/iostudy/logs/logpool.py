@@ -451,7 +451,7 @@ class ReaderPool:
     def __exit__(self, *exc):
         self.close()
 
-    def map(self, items, context=None):
+    def map(self, items, context=None):  # noqa: C901
         """Yield Batches until every item = (path, arg) is done or failed.
         ``context``: what rows needs besides the items (sent once per batch, not per log)."""
         items = iter(items)  # taken as needed: a facility's logs are not listed twice

@@ -269,6 +269,33 @@ def _env() -> jinja2.Environment:
     return env
 
 
+def _page(report: sections.Report, items: list[dict], study, version, title, now) -> str:
+    """The report's index.html: the summary at the top, then every section's items."""
+    return (
+        _env()
+        .get_template("report.html.j2")
+        .render(
+            title=title,
+            study=study,
+            version=version,
+            created=now.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            summary=sections.summary(report),
+            tolerance=f"{figures.TOLERANCE_PCT:g}",
+            sections=items,
+            present={s["section"] for s in items},
+            anonymized=report.options.anonymizer is not None,
+            missing_manifests=[
+                r["run_id"]
+                for r in report.runs
+                if r["_manifest"] is None and not sections.is_tree(r)
+            ],
+            git_commit=provenance.git_state()[0],
+            iostudy_version=__version__,
+            style=(TEMPLATES / "style.css").read_text(),
+        )
+    )
+
+
 def render(
     tables,
     runs,
@@ -310,28 +337,7 @@ def render(
     report = sections.Report(add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:
         section(report)
-    html = (
-        _env()
-        .get_template("report.html.j2")
-        .render(
-            title=title,
-            study=study,
-            version=version,
-            created=now.strftime("%Y-%m-%d %H:%M:%S UTC"),
-            summary=sections.summary(report),
-            tolerance=f"{figures.TOLERANCE_PCT:g}",
-            sections=items,
-            present={s["section"] for s in items},
-            anonymized=anonymizer is not None,
-            missing_manifests=[
-                r["run_id"] for r in runs if r["_manifest"] is None and not sections.is_tree(r)
-            ],
-            git_commit=provenance.git_state()[0],
-            iostudy_version=__version__,
-            style=(TEMPLATES / "style.css").read_text(),
-        )
-    )
-    (out / "index.html").write_text(html)
+    (out / "index.html").write_text(_page(report, items, study, version, title, now))
     return items
 
 

@@ -132,7 +132,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, sums: dict):
         sums[name] = hashlib.sha256(data).hexdigest()
 
 
-def export(store, out, site=None, results=None, anonymize=False, console=None) -> dict:
+def export(store, out, site=None, results=None, anonymize=False, console=None) -> dict:  # noqa: C901
     """Write the bundle of the store's own runs to ``out`` (refused if it exists); returns its
     bundle.json with the id. results: the folder of the run directories (default: the store's
     parent), where the manifests are."""

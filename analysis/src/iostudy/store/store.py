@@ -1214,7 +1214,7 @@ def _tree_run_id(tree: Path, name) -> str:
         raise IngestError(f"{tree}: the tree's name (--name): {exc}") from None
 
 
-def ingest_tree(
+def ingest_tree(  # noqa: C901
     tree, store: Store, pool: ReaderPool, counts: Counts, progress=None, name=None,
     study=DEFAULT_STUDY, system=None, commit_every=DEFAULT_COMMIT_EVERY,
 ) -> bool:  # fmt: skip
