@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from iostudy.cli.cli import main
-from iostudy.report import report, sections
+from iostudy.report import publish, report, sections
 from iostudy.store import store as store_mod
 
 from . import chromium, reportdata
@@ -134,9 +134,9 @@ def test_rename_noreplace_refuses_even_an_empty_directory(tmp_path):
     (tmp_path / "new" / "f").write_text("x")
     (tmp_path / "v1").mkdir()
     with pytest.raises(FileExistsError):
-        report.rename_noreplace(tmp_path / "new", tmp_path / "v1")
+        publish.rename_noreplace(tmp_path / "new", tmp_path / "v1")
     assert (tmp_path / "new" / "f").is_file() and not any((tmp_path / "v1").iterdir())
-    report.rename_noreplace(tmp_path / "new", tmp_path / "v2")
+    publish.rename_noreplace(tmp_path / "new", tmp_path / "v2")
     assert (tmp_path / "v2" / "f").read_text() == "x"
 
 

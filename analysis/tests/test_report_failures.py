@@ -14,7 +14,7 @@ import jinja2
 import pytest
 
 from iostudy.cli.cli import main
-from iostudy.report import report
+from iostudy.report import publish, report
 
 from . import chromium, rundirs
 
@@ -91,9 +91,9 @@ def test_a_failed_build_publishes_nothing(plain_store, tmp_path, monkeypatch):
     """The index cannot be made (its template is broken): no version appears, and nothing of
     the build is left in the study folder."""
     templates = tmp_path / "templates"
-    shutil.copytree(report.TEMPLATES, templates)
+    shutil.copytree(publish.TEMPLATES, templates)
     (templates / "versions.html.j2").write_text("{% for %}\n")
-    monkeypatch.setattr(report, "TEMPLATES", templates)
+    monkeypatch.setattr(publish, "TEMPLATES", templates)
     reports = tmp_path / "reports"
     with pytest.raises(jinja2.TemplateSyntaxError):
         report.build(plain_store, "characterization", reports)

@@ -16,15 +16,13 @@ build takes that name meanwhile, the next one). Asking for an existing version i
 
 The data come from the store (``iostudy.store.store.connect``). This module selects the study's
 runs, versions and publishes the folder and writes the page; the sections, in one registry,
-are :mod:`iostudy.report.sections`, their figures and tables :mod:`iostudy.report.figures`.
+are :mod:`iostudy.report.sections`, their figures and tables :mod:`iostudy.report.figures`;
+publishing a version (manifest, index) is :mod:`iostudy.report.publish`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
-import fcntl
 import json
 import math
 import os
@@ -32,37 +30,38 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jinja2
-import numpy as np
 import pandas as pd
 
 from iostudy import __version__
-from iostudy.core import config, paths, provenance
+from iostudy.core import paths, provenance
 from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.metrics import compare, workload
 from iostudy.report import figures, sections
-from iostudy.store import catalog
+from iostudy.report import publish as publish_mod
+from iostudy.report.publish import (
+    build_manifest,
+    is_missing,
+    manifest_text,
+    publish,
+    taken_versions,
+    templates_env,
+)
+from iostudy.report.sections import ReportOptions
 from iostudy.store import store as store_mod
 
 if TYPE_CHECKING:
     pass
 
-TEMPLATES = config.REPO_ROOT / "reports" / "templates"
-VERSION_RE = re.compile(r"^v([1-9][0-9]*)$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 # The status of a log tree's run (iostudy.store.store.ingest_tree): its manifest_path is the tree's
 # folder, it has no manifest, and its time span is its logs'.
-
-# Python packages whose versions a report records (the ones that shape its numbers and figures).
-PACKAGES = ("duckdb", "pyarrow", "pandas", "numpy", "matplotlib", "Jinja2", "darshan")
 
 
 class ReportError(Exception):
@@ -73,29 +72,8 @@ class VersionExistsError(ReportError):
     """The requested version is already published (versions are never overwritten)."""
 
 
-@dataclass(frozen=True)
-class ReportOptions:
-    """What a report build can be asked beyond its study: the large-job filter of seed 000's
-    per-project figures (processes and MiB moved, at least), and the pseudonyms of names
-    (None: names as they are)."""
-
-    large_procs: int = workload.LARGE_PROCS
-    large_mib: float = workload.LARGE_MIB
-    anonymizer: Anonymizer | None = None
-    systems: dict | None = None  # system label -> description (compare.system_descriptions)
-
-
 # ---------------------------------------------------------------------------------------------
 # Inputs
-
-
-def _shown(path: Path) -> str:
-    """A path as recorded in a manifest: relative to the working directory when inside it."""
-    path = Path(path)
-    if path.is_absolute():
-        with contextlib.suppress(ValueError):
-            return str(path.relative_to(Path.cwd()))
-    return str(path)
 
 
 def load_tables(store: Path) -> dict[str, pd.DataFrame]:
@@ -154,7 +132,7 @@ def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path, sto
     runs, known = [], set()
     for record in tables["runs"].to_dict("records"):
         # pandas gives a missing string as NaN: None, as JSON and every "or" expect
-        run = {k: None if _missing(v) else v for k, v in record.items()}
+        run = {k: None if is_missing(v) else v for k, v in record.items()}
         # an imported run's manifest is in the store (STORE/sites/<site>/manifests/)
         imported = isinstance(run.get("site"), str)
         path = _manifest_file(run.get("manifest_path"), store if imported else results)
@@ -182,10 +160,6 @@ def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path, sto
     return selected, runs
 
 
-def _missing(value) -> bool:
-    return value is None or (np.ndim(value) == 0 and bool(pd.isna(value)))
-
-
 def _tree_spans(runs: list[dict], jobs: pd.DataFrame) -> None:
     """A log tree's run has no start or end of its own: its logs' first start and last end."""
     for run in runs:
@@ -209,70 +183,10 @@ def _tree_spans(runs: list[dict], jobs: pd.DataFrame) -> None:
 # Publishing
 
 
-def versions(study_dir: Path) -> list[int]:
-    """The published version numbers of a study, ascending."""
-    return [n for n in _taken(study_dir) if (study_dir / f"v{n}").is_dir()]
-
-
-def _taken(study_dir: Path) -> list[int]:
-    """Every number whose name v<N> is in the study folder, whatever it is (a folder, a file,
-    a dangling symlink): a new version takes none of them."""
-    if not study_dir.is_dir():
-        return []
-    found = (VERSION_RE.match(p.name) for p in study_dir.iterdir())
-    return sorted(int(m.group(1)) for m in found if m)
-
-
-_RENAME_NOREPLACE = 1
-_AT_FDCWD = -100
-
-
-def rename_noreplace(src: Path, dst: Path) -> None:
-    """Rename src onto dst, which must not exist (FileExistsError if it does), atomically.
-
-    os.rename would silently replace an empty directory, so use renameat2(RENAME_NOREPLACE);
-    where the kernel or file system lacks it, claim dst with mkdir (exclusive) and rename onto
-    the empty claim."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is not None:
-        renameat2.argtypes = [
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.c_uint,
-        ]
-        if (
-            renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE)
-            == 0
-        ):
-            return
-        err = ctypes.get_errno()
-        if err == errno.EEXIST:
-            raise FileExistsError(err, os.strerror(err), str(dst))
-        if err not in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-            raise OSError(err, os.strerror(err), str(dst))
-    os.mkdir(dst)
-    os.rename(src, dst)
-
-
-def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        autoescape=jinja2.select_autoescape(["html", "j2"]),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = figures.fmt
-    return env
-
-
 def _page(report: sections.Report, items: list[dict], study, version, title, now) -> str:
     """The report's index.html: the summary at the top, then every section's items."""
     return (
-        _env()
+        templates_env()
         .get_template("report.html.j2")
         .render(
             title=title,
@@ -291,7 +205,7 @@ def _page(report: sections.Report, items: list[dict], study, version, title, now
             ],
             git_commit=provenance.git_state()[0],
             iostudy_version=__version__,
-            style=(TEMPLATES / "style.css").read_text(),
+            style=(publish_mod.TEMPLATES / "style.css").read_text(),
         )
     )
 
@@ -341,202 +255,7 @@ def render(
     return items
 
 
-def _parts(committed: catalog.Catalog, table: str):
-    """(file, Part) of each committed part of the table."""
-    return [(committed.part_path(table, name), part)
-            for name, part in sorted(committed.parts(table).items())]  # fmt: skip
-
-
-def _manifest(
-    runs,
-    all_run_ids,
-    store: Path,
-    study,
-    version,
-    title,
-    now,
-    contents,
-    out: Path,
-    argv,
-    options: ReportOptions | None = None,
-):
-    options = options or ReportOptions()
-    inputs = []
-    # The store's committed files of the study's runs, and those that belong to no known run
-    # (Slurm accounting, the collectors); the other studies' runs have no part in this report.
-    ids = {r["run_id"] for r in runs}
-    committed = catalog.load(store)
-    for path, run in sorted((p, part.run_id) for table in sorted(committed.tables)
-                            for p, part in _parts(committed, table)):  # fmt: skip
-        if run not in ids and run in all_run_ids:
-            continue
-        inputs.append(
-            {
-                "kind": "store-parquet",
-                "path": _shown(path),
-                "sha256": provenance.sha256_file(path),
-                "bytes": path.stat().st_size,
-            }
-        )
-    run_entries = []
-    for run in runs:
-        m = run["_manifest"] or {}
-        path = run["_manifest_file"]
-        entry = {
-            "kind": "log-tree" if sections.is_tree(run) else "run-manifest",
-            "run_id": run["run_id"],
-            "path": _shown(path) if path else None,
-        }
-        if run["_manifest"] is not None:
-            entry |= {"sha256": provenance.sha256_file(path), "bytes": path.stat().st_size}
-        elif not sections.is_tree(
-            run
-        ):  # a tree's logs are inputs by their sha256 in the store's parts
-            entry["missing"] = True
-        inputs.append(entry)
-        run_entries.append(
-            {
-                "run_id": run["run_id"],
-                "campaign": run.get("campaign"),
-                "system": run.get("system"),
-                "started": str(run.get("started")),
-                "finished": str(run.get("finished")),
-                "status": run.get("status"),
-                "git_commit": m.get("git_commit") or run.get("git_commit"),
-                "git_dirty": m.get("git_dirty"),
-                "tool_versions": m.get("tool_versions"),
-                "command_line": m.get("command_line"),
-                "spack_build": m.get("spack_build"),
-                "effective_config": m.get("effective_config"),
-            }
-        )
-    files = [
-        {"path": p.name, "sha256": provenance.sha256_file(p), "bytes": p.stat().st_size}
-        for p in sorted(out.iterdir())
-        if p.is_file()
-    ]
-    commit, dirty = provenance.git_state()
-    return {
-        "report": {
-            "study": study,
-            "version": version,
-            "title": title,
-            "created": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "command_line": argv,
-            "large_jobs": {"min_procs": options.large_procs, "min_mib": options.large_mib},
-            # Which key made the pseudonyms (an HMAC of a constant: the key stays secret).
-            "anonymized": {"key_id": options.anonymizer.key_id()} if options.anonymizer else None,
-        },
-        "git": {
-            "commit": commit,
-            "dirty": dirty,
-        },
-        "tool_versions": provenance.package_versions({p.lower(): p for p in PACKAGES}),
-        "store": _shown(Path(store)),
-        "inputs": inputs,
-        "runs": run_entries,
-        "contents": [
-            {"id": s["id"], "kind": s["kind"], "caption": s["caption"], "csv": s["csv"]}
-            for s in contents
-        ],
-        "files": files,
-    }
-
-
-def _strict_json(value):
-    """value with NaN, NaT and infinities as None: MANIFEST.json is strict JSON, which any
-    reader parses (NaN is not JSON)."""
-    if isinstance(value, dict):
-        return {k: _strict_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_strict_json(v) for v in value]
-    if isinstance(value, str | bool | int) or value is None:
-        return value
-    if _missing(value) or (isinstance(value, float) and math.isinf(value)):
-        return None
-    return value
-
-
-def _manifest_text(manifest: dict) -> str:
-    return json.dumps(_strict_json(manifest), indent=2, default=str, allow_nan=False) + "\n"
-
-
 @contextlib.contextmanager
-def _locked(study_dir: Path):
-    """The study folder's lock: of two builds finishing together, the second writes an index
-    that has both versions."""
-    fd = os.open(study_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _text(value, default: str) -> str:
-    return value if isinstance(value, str) and value else default
-
-
-def _index_entry(n: int, m) -> dict:
-    """The index's line of version n from its MANIFEST.json, whatever that holds (a version
-    of an older iostudy, a damaged file: what cannot be read is left blank)."""
-    m = m if isinstance(m, dict) else {}
-    report = m.get("report") if isinstance(m.get("report"), dict) else {}
-    git = m.get("git") if isinstance(m.get("git"), dict) else {}
-    runs = m.get("runs") if isinstance(m.get("runs"), list) else []
-    runs = [r for r in runs if isinstance(r, dict)]
-    return {
-        "version": n,
-        "href": f"v{n}/index.html",
-        "title": _text(report.get("title"), ""),
-        "created": _text(report.get("created"), "?"),
-        "runs": len(runs),
-        "systems": ", ".join(sorted({_text(r.get("system"), "?") for r in runs})),
-        "last_run": max((_text(r.get("run_id"), "") for r in runs), default=""),
-        "commit": _text(git.get("commit"), "")[:12],
-    }
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _index_file(study_dir: Path, study: str, new: dict | None = None) -> Path:
-    """A temporary file beside the versions holding the index (REPORTS/<study>/index.html) of
-    every published version, newest first, and of new ({number: manifest}: a version about to
-    be published)."""
-    manifests = {n: _read_json(study_dir / f"v{n}" / "MANIFEST.json") for n in versions(study_dir)}
-    manifests |= new or {}
-    entries = [_index_entry(n, manifests[n]) for n in sorted(manifests, reverse=True)]
-    html = (
-        _env()
-        .get_template("versions.html.j2")
-        .render(study=study, entries=entries, style=(TEMPLATES / "style.css").read_text())
-    )
-    fd, tmp = tempfile.mkstemp(dir=study_dir, prefix=".index-", suffix=".html")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(html)
-    os.chmod(tmp, 0o644)
-    return Path(tmp)
-
-
-def _publish(tmp: Path, study_dir: Path, study: str, n: int, manifest: dict) -> None:
-    """Renames the complete version tmp onto v<n> (FileExistsError if taken) and puts the index
-    listing it in place. The index is made first: once the version appears, nothing is left
-    that could fail and leave it unlisted."""
-    with _locked(study_dir):
-        index = _index_file(study_dir, study, {n: manifest})
-        try:
-            rename_noreplace(tmp, study_dir / f"v{n}")
-        except BaseException:
-            index.unlink()
-            raise
-        os.replace(index, study_dir / "index.html")
-
-
 def build(
     store: Path,
     study: str,
@@ -560,10 +279,10 @@ def build(
         raise ReportError(f"study {study!r}: use letters, digits, '.', '_' and '-' only")
     store, reports = Path(store), Path(reports)
     study_dir = reports / study
-    if as_version is not None and as_version in _taken(study_dir):
+    if as_version is not None and as_version in taken_versions(study_dir):
         raise VersionExistsError(
             f"{study_dir / f'v{as_version}'} exists: a published version is never overwritten "
-            f"(omit --as-version to publish v{max(_taken(study_dir)) + 1})"
+            f"(omit --as-version to publish v{max(taken_versions(study_dir)) + 1})"
         )
     if large_procs < 1 or not large_mib >= 0:
         raise ReportError(
@@ -583,21 +302,21 @@ def build(
     tmp = Path(tempfile.mkdtemp(dir=study_dir, prefix=".build-"))
     try:
         now = datetime.now(timezone.utc).replace(microsecond=0)
-        n = as_version or (max(_taken(study_dir), default=0) + 1)
+        n = as_version or (max(taken_versions(study_dir), default=0) + 1)
         title = title or f"iostudy report: {study}"
         contents = render(selected, runs, study, n, title, tmp, now, options=options)
         while True:
-            manifest = _manifest(
+            manifest = build_manifest(
                 runs, all_ids, store, study, n, title, now, contents, tmp, argv, options
             )
-            text = _manifest_text(manifest)
+            text = manifest_text(manifest)
             (tmp / "MANIFEST.json").write_text(text)
             # Published reports are read by others (a web server, colleagues): 755 and 644.
             os.chmod(tmp, 0o755)
             for p in tmp.iterdir():
                 os.chmod(p, 0o644)
             try:
-                _publish(tmp, study_dir, study, n, json.loads(text))
+                publish(tmp, study_dir, study, n, json.loads(text))
                 break
             except FileExistsError:
                 if as_version is not None:
@@ -606,7 +325,7 @@ def build(
                     ) from None
                 # Another build published v<n> meanwhile (or a file took its name): take the
                 # next number, always a higher one. It is in the page too, so render again.
-                n = max(_taken(study_dir), default=n) + 1
+                n = max(taken_versions(study_dir), default=n) + 1
                 for p in tmp.iterdir():
                     p.unlink()
                 contents = render(selected, runs, study, n, title, tmp, now, options=options)

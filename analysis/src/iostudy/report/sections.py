@@ -13,11 +13,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from iostudy.core.anonymize import Anonymizer
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, jobstats, metrics, scaling, workload
 from iostudy.report import apps, compare_report, devices, figures, filesystems, lustre, probe_report
 from iostudy.report.figures import TOLERANCE_PCT, _to_time, safe
 from iostudy.store import store as store_mod
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What a report build can be asked beyond its study: the large-job filter of seed 000's
+    per-project figures (processes and MiB moved, at least), and the pseudonyms of names
+    (None: names as they are)."""
+
+    large_procs: int = workload.LARGE_PROCS
+    large_mib: float = workload.LARGE_MIB
+    anonymizer: Anonymizer | None = None
+    systems: dict | None = None  # system label -> description (compare.system_descriptions)
+
 
 #: a log tree's run (ingested as a tree of logs, not by a campaign)
 TREE_STATUS = store_mod.TREE_STATUS
