@@ -82,7 +82,7 @@ def parse(path: Path) -> Resources:
 def test_two_builds_make_v1_and_v2(study):
     assert study["v1"] == study["reports"] / "quick" / "v1" / "index.html"
     assert study["v2"] == study["reports"] / "quick" / "v2" / "index.html"
-    assert report.versions(study["reports"] / "quick") == [1, 2]
+    assert publish.versions(study["reports"] / "quick") == [1, 2]
     # Nothing but the versions and the index: no temporary build folder left behind.
     assert sorted(p.name for p in (study["reports"] / "quick").iterdir()) == [
         "index.html",
@@ -115,7 +115,7 @@ def test_cli_refuses_existing_version(study, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("iostudy: error: ") and "v2 exists" in err
-    assert report.versions(study["reports"] / "quick") == [1, 2]
+    assert publish.versions(study["reports"] / "quick") == [1, 2]
 
 
 def test_cli_last_line_is_the_new_index(tmp_path, capsys):

@@ -114,7 +114,7 @@ def test_a_file_at_the_next_version_is_passed_over(plain_store, tmp_path, kind):
     proc = build(plain_store, tmp_path / "reports", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == str(study / f"v{expected}" / "index.html")
-    assert report.versions(study) == [expected]
+    assert publish.versions(study) == [expected]
     if kind != "dangling symlink":
         assert (study / "v1").read_text() == "not a version\n"
     if kind != "file":

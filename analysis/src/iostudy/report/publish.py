@@ -229,6 +229,7 @@ def manifest_text(manifest: dict) -> str:
     return json.dumps(_strict_json(manifest), indent=2, default=str, allow_nan=False) + "\n"
 
 
+@contextlib.contextmanager
 def _locked(study_dir: Path):
     """The study folder's lock: of two builds finishing together, the second writes an index
     that has both versions."""

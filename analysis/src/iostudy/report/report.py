@@ -22,7 +22,6 @@ publishing a version (manifest, index) is :mod:`iostudy.report.publish`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -255,7 +254,6 @@ def render(
     return items
 
 
-@contextlib.contextmanager
 def build(
     store: Path,
     study: str,
