@@ -810,8 +810,8 @@ def test_import_into_the_store_and_the_report_section(capsys, two_snapshots, kno
 
     filesystems.add_section(add, {"fsstats": table})
     ids = [i[2] for i in items]
-    slug = fsstats._slug(a["root"])
-    odd_slug = fsstats._slug(odd["root"])
+    slug = filesystems._slug(a["root"])
+    odd_slug = filesystems._slug(odd["root"])
     assert set(ids) == {
         f"fsstats-growth-{slug}",
         f"fsstats-size-cdf-{slug}",
