@@ -4,6 +4,7 @@ one default for --store (`iostudy.core.paths`)."""
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -102,3 +103,23 @@ def test_tables_as_json_agree_with_csv(tmp_path, capsys):
     assert judged and {"system", "metric", "value", "verdict"} <= set(judged[0])
     with pytest.raises(SystemExit):
         main(["jobs", "--store", str(store), "--csv", "--json"])
+
+
+def test_help_texts_carry_no_markup():
+    """Every command's description and every option's help reads as plain text: no reST or
+    Markdown literals (backticks), no rich tags, no bold."""
+    markup = re.compile(r"`|\[/?(bold|b|i|red|green|yellow)\]|\*\*[A-Za-z][^*\n]*\*\*")
+    found = []
+
+    def walk(parser, path):
+        texts = [("description", parser.description or "")]
+        texts += [(a.dest, a.help or "") for a in parser._actions]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                texts += [(c.dest, c.help or "") for c in action._choices_actions]
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}")
+        found.extend(f"{path}: {where}" for where, text in texts if markup.search(text))
+
+    walk(build_parser([]), "iostudy")
+    assert found == []

@@ -328,7 +328,7 @@ def register(groups):
         description="Keeps the system's Spack environment in build/spack/<system>/, seeded "
         "with spack-env/locks/<system>/spack.lock; concretizes, installs, copies the lock "
         "back, and writes build/spack/<system>/build-record.json (Spack version, lock "
-        "sha256, `spack find --json`), which run manifests reference. The checks then find "
+        "sha256, spack find --json), which run manifests reference. The checks then find "
         "their programs in build/spack/<system>/view. Needs Spack >= 1.0 (--spack, "
         f"SPACK_ROOT or PATH); exit {EXIT_FAILED} when Spack is missing or fails.",
     )

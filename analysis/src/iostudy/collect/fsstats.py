@@ -1434,7 +1434,7 @@ def _paragraphs(*texts: str) -> str:
 
 
 _SCAN_HELP = _paragraphs(
-    "Walk the tree under PATH (several threads of iostudy-fswalk, built by `make setup`) and "
+    "Walk the tree under PATH (several threads of iostudy-fswalk, built by make setup) and "
     "write a JSON snapshot of its content: histograms of file size (with the bytes and "
     "allocated bytes in each bin), allocated size, age since mtime, atime and ctime (in days), "
     "directory size (entries) and name length; counts of files, directories, symlinks, hard "

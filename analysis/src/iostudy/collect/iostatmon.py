@@ -1149,7 +1149,7 @@ def register(groups) -> None:
         "restarted with backoff (1, 2, 4 ... s) when it dies, and the gap is recorded. "
         "SIGTERM or SIGINT stops cleanly (exit 0), losing at most the interval in progress. "
         "Exit status 2: DIR is taken by another monitor, or iostat is missing or refuses to "
-        "run. `iostudy iostat-mon import DIR...` puts the records into the store.",
+        "run. iostudy iostat-mon import DIR... puts the records into the store.",
     )
     p.add_argument("--out", type=Path, metavar="DIR", help="where the day files go (required)")
     p.add_argument(

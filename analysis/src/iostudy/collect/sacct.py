@@ -440,7 +440,7 @@ def _paragraphs(*texts: str) -> str:
 _IMPORT_HELP = "\n\n".join(
     [
         _paragraphs(
-            "Read `sacct --parsable2` output, header line included (--noheader output is "
+            "Read sacct --parsable2 output, header line included (--noheader output is "
             "refused: its columns cannot be known), into STORE/sched/sacct-<name>.parquet, one "
             "row per job allocation; steps (123.batch, 123.0) are left out, an array task keeps "
             "its own id (JobIDRaw). Columns may come in any order, extra ones are ignored; "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.helptext import plain
 from iostudy.logs.darshanlog import DarshanLogError, read_log
 
 TOOL = "iostudy-merge"
@@ -80,7 +81,7 @@ def register(log_commands):
     m = log_commands.add_parser(
         "merge",
         help="merge the memory-mapped logs a killed job left into one log",
-        description=__doc__.split("\n\n")[1],
+        description=plain(__doc__.split("\n\n")[1]),
     )
     m.add_argument("logs", nargs="+", metavar="LOG", help="the job's *_mmap-log-*.darshan files")
     m.add_argument("--output", required=True, help="the merged log (must not exist)")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.helptext import plain
 
 YEARS = range(1970, 10000)
 
@@ -72,7 +73,7 @@ def register(log_commands) -> None:
     m = log_commands.add_parser(
         "mkdirs",
         help="make a shared log root's day folders for whole years (as darshan-mk-log-dirs)",
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        description=plain(__doc__.split("\n\n")[0].split(": ", 1)[1]),
     )
     m.add_argument("root", help="the log root (DARSHAN_LOGPATH), made by the site")
     m.add_argument("--years", type=int, nargs="+", required=True, metavar="Y",

@@ -46,6 +46,7 @@ import pandas as pd
 
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_REGRESSION
+from iostudy.core.helptext import plain
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
 from iostudy.logs.logrows import int_or_none
@@ -388,7 +389,7 @@ def register(groups) -> None:
     p = groups.add_parser(
         "compare",
         help="judge every performance value against its band and history; exit 1 on a regression",
-        description=__doc__.split("\n\n", 1)[1],
+        description=plain(__doc__.split("\n\n", 1)[1]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_option(p)

@@ -297,8 +297,8 @@ def register(groups) -> None:
         "bandwidth it gives (PyDarshan's agg_perf_by_slowest), MiB/s per compute node, "
         "metadata cost, files, sequential and aligned shares, MiB per process, interfaces, "
         "strategy (N:N, N:1, N:M, rank-0) and seed 003's model coordinates (io_procs, "
-        "procs_per_file). Slurm accounting imported with `iostudy sacct import` gives account, "
-        "user, nodes and cores. Definitions: `python -m pydoc iostudy.metrics.jobstats`.",
+        "procs_per_file). Slurm accounting imported with iostudy sacct import gives account, "
+        "user, nodes and cores. Definitions: python -m pydoc iostudy.metrics.jobstats.",
     )
     add_store_option(p)
     add_format_options(p, "print every column as CSV")

@@ -517,7 +517,7 @@ def register(groups):
         "campaign",
         help="run campaigns (configs/campaigns/) with ReFrame",
         description="A campaign says which checks to run with which parameters; "
-        "`campaign run` runs it on a system into a new run directory.",
+        "campaign run runs it on a system into a new run directory.",
     )
     cmds = grp.add_subparsers(title="commands", dest="command", required=True)
     run_p = cmds.add_parser(

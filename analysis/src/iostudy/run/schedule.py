@@ -168,7 +168,7 @@ def register(groups) -> None:
         help="install, show (--dry-run) or remove (--remove) the hourly probe of a system",
         description="Installs an hourly entry that runs the probe campaign on SYSTEM and "
         "ingests it into STORE (one sample of seed 004's time series per hour): in the user's "
-        "scrontab when the system's scheduler is Slurm (`scrontab -l` lists it), else in the "
+        "scrontab when the system's scheduler is Slurm (scrontab -l lists it), else in the "
         "user's crontab under flock. Installing again replaces the system's entry; other "
         "entries are kept. Exit status: 0; 1 when the table cannot be read or written; 2 for "
         "an unknown system.",

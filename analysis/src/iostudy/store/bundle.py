@@ -59,6 +59,7 @@ from iostudy import __version__
 from iostudy.core import config, provenance, safeio
 from iostudy.core.anonymize import COLUMNS, AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.helptext import plain
 from iostudy.core.paths import add_store_option
 from iostudy.store import bundlecheck, catalog, siteid
 from iostudy.store import store as store_mod
@@ -610,7 +611,7 @@ def register(groups) -> None:
         "export",
         help="write this store's own results as a portable bundle (one tar file)",
         # the command, the bundle's members and how they are checked
-        description="\n\n".join(__doc__.split("\n\n")[1:4]),
+        description=plain("\n\n".join(__doc__.split("\n\n")[1:4])),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_option(p)
@@ -630,11 +631,11 @@ def register(groups) -> None:
         "a name, field or table that is not what iostudy writes is rejected before anything is "
         "written; the same bundle imported twice changes nothing.",
     )
-    p.add_argument("bundle", help="the bundle (.tar) from `iostudy export`")
+    p.add_argument("bundle", help="the bundle (.tar) from iostudy export")
     add_store_option(p)
     p.add_argument("--trust-on-first-use", action="store_true",
                    help="trust the key of a site this store does not know yet (prefer "
-                   "`iostudy trust add`: a key received from the site itself)")  # fmt: skip
+                   "iostudy trust add: a key received from the site itself)")  # fmt: skip
     p.add_argument("--replace", action="store_true",
                    help="let the bundle replace data of its site imported before")  # fmt: skip
     p.set_defaults(func=cmd_import)

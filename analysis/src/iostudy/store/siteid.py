@@ -229,7 +229,7 @@ def register(groups) -> None:
     p.add_argument("--out", help="also write the key line to this file")
     p.add_argument("--site", help="this store's site name (required if it has none yet; kept)")
     p.set_defaults(func=cmd_own)
-    p = sub.add_parser("add", help="trust a site's public key (a file from `iostudy trust own`)")
+    p = sub.add_parser("add", help="trust a site's public key (a file from iostudy trust own)")
     p.add_argument("site")
     p.add_argument("keyfile")
     add_store_option(p)

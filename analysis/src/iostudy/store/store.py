@@ -1520,7 +1520,7 @@ def register(groups) -> None:
     tree.add_argument(
         "--study",
         default=DEFAULT_STUDY,
-        help=f"the study the tree belongs to, for `iostudy report build --study` "
+        help=f"the study the tree belongs to, for iostudy report build --study "
         f"(default {DEFAULT_STUDY})",
     )
     tree.add_argument(
