@@ -56,10 +56,9 @@ import pyarrow.parquet as pq
 from rich.console import Console
 
 from iostudy import __version__
-from iostudy.core import config, provenance, safeio
+from iostudy.core import config, helptext, provenance, safeio
 from iostudy.core.anonymize import COLUMNS, AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
-from iostudy.core.helptext import plain
 from iostudy.core.paths import add_store_option
 from iostudy.store import bundlecheck, catalog, siteid
 from iostudy.store import store as store_mod
@@ -611,7 +610,7 @@ def register(groups) -> None:
         "export",
         help="write this store's own results as a portable bundle (one tar file)",
         # the command, the bundle's members and how they are checked
-        description=plain("\n\n".join(__doc__.split("\n\n")[1:4])),
+        description=helptext.plain("\n\n".join(__doc__.split("\n\n")[1:4])),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_option(p)
