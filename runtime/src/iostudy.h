@@ -271,6 +271,8 @@ struct ios_value_counts {
  * the usual case: the value counted last, the record's most common one. */
 void ios_value_count_slow(struct ios_value_counts *vc, int64_t v, int64_t *vals,
                           int64_t *counts) IOS_HIDDEN;
+/* Moves the value vc counted last into the record's four slots where it now ranks. */
+void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) IOS_HIDDEN;
 static inline void ios_value_count(struct ios_value_counts *vc, int64_t v, int64_t *vals,
                                    int64_t *counts) {
     if (v == 0)
@@ -284,7 +286,7 @@ static inline void ios_value_count(struct ios_value_counts *vc, int64_t v, int64
     if (IOS_LIKELY(vals[0] == v))
         counts[0] = n;
     else
-        ios_value_count_slow(vc, 0, vals, counts);
+        ios_common_live(vals, counts, vc);
 }
 /* Merges (value, count) pairs into the four slots vals[0..3] / counts[0..3]: equal values add,
  * order is count descending then value descending, zero values are never kept. */

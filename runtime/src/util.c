@@ -186,8 +186,7 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
     }
 }
 
-/* The value vc counted last moves into the record's four slots where it now ranks. */
-static void common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) {
+void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) {
     int64_t v = vc->value[vc->last], c = vc->count[vc->last];
     int i = 0;
     while (i < 4 && !(vals[i] == v && counts[i] > 0))
@@ -211,21 +210,18 @@ static void common_live(int64_t *vals, int64_t *counts, const struct ios_value_c
     }
 }
 
-/* v: a value other than the one counted last (0: that one, counted already, to be moved into
- * the live slots). */
+/* v: a non-zero value other than the one counted last. */
 void ios_value_count_slow(struct ios_value_counts *vc, int64_t v, int64_t *vals, int64_t *counts) {
-    if (v != 0) {
-        int i = 0;
-        while (i < vc->n && vc->value[i] != v)
-            i++;
-        if (i == vc->n && vc->n == IOS_CV_SLOTS)
-            return; /* a 33rd distinct value: not kept, as in Darshan */
-        if (i == vc->n)
-            vc->value[vc->n++] = v;
-        vc->count[i]++;
-        vc->last = i;
-    }
-    common_live(vals, counts, vc);
+    int i = 0;
+    while (i < vc->n && vc->value[i] != v)
+        i++;
+    if (i == vc->n && vc->n == IOS_CV_SLOTS)
+        return; /* a 33rd distinct value: not kept, as in Darshan */
+    if (i == vc->n)
+        vc->value[vc->n++] = v;
+    vc->count[i]++;
+    vc->last = i;
+    ios_common_live(vals, counts, vc);
 }
 
 /* ---- path names -------------------------------------------------------------------------------
