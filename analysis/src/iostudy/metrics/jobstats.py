@@ -94,7 +94,10 @@ per_file AS (
            COUNT(DISTINCT rank) FILTER (WHERE rank >= 0) AS ranks,
            MIN(rank) AS min_rank,
            SUM(bytes_read::HUGEINT + bytes_written) AS bytes,
-           bool_or(mode > 0) AS created
+           bool_or(mode > 0) AS created,
+           -- seed 000's shared form: a shared file's first open to its last I/O
+           MIN(open_start) FILTER (WHERE open_start > 0) AS first_open,
+           MAX(GREATEST(COALESCE(read_end, 0), COALESCE(write_end, 0))) AS last_io
     FROM f GROUP BY ALL
 ),
 classed AS (
@@ -126,17 +129,10 @@ unique_rank_time AS (  -- seed 000's unique form: each rank's time on its N:N fi
     FROM f JOIN classed c USING (log_sha256, record_id)
     WHERE c.class = 'unique' AND f.rank >= 0 GROUP BY ALL
 ),
-file_span AS (  -- seed 000's shared form: a shared file's first open to its last I/O
-    SELECT log_sha256, record_id,
-           MIN(open_start) FILTER (WHERE open_start > 0) AS first_open,
-           MAX(GREATEST(COALESCE(read_end, 0), COALESCE(write_end, 0))) AS last_io
-    FROM f GROUP BY ALL
-),
-span_time AS (
-    SELECT log_sha256,
-           (SELECT MAX(t) FROM unique_rank_time u WHERE u.log_sha256 = c.log_sha256) AS unique_t,
-           MAX(GREATEST(s.last_io - s.first_open, 0)) FILTER (WHERE c.class <> 'unique') AS shared_t
-    FROM classed c JOIN file_span s USING (log_sha256, record_id) GROUP BY ALL
+unique_span_time AS (SELECT log_sha256, MAX(t) AS t FROM unique_rank_time GROUP BY ALL),
+shared_span_time AS (
+    SELECT log_sha256, MAX(GREATEST(last_io - first_open, 0)) AS t
+    FROM classed WHERE class <> 'unique' AND first_open IS NOT NULL GROUP BY ALL
 ),
 movers AS (  -- processes that moved bytes
     SELECT log_sha256, bool_or(rank = -1) AS all_ranks,
@@ -159,7 +155,7 @@ SELECT j.log_path AS log, j.jobid, j.nprocs, COALESCE(j.sched_nodes, j.nodes) AS
             ELSE COALESCE(j.nodes_source, 'unrecorded') END AS nodes_source,
        COALESCE(b.bytes_read, 0) AS bytes_read, COALESCE(b.bytes_written, 0) AS bytes_written,
        COALESCE(u.t, 0) + COALESCE(b.shared_time, 0) AS io_time_slowest_s,
-       GREATEST(COALESCE(st.unique_t, 0), COALESCE(st.shared_t, 0)) AS io_time_span_s,
+       GREATEST(COALESCE(us.t, 0), COALESCE(ss.t, 0)) AS io_time_span_s,
        j.run_id, j.log_sha256, j.system, j.uid, j."user", j.account, j.exe, j.start,
        j.cores, COALESCE(j.elapsed_s, j.run_time) AS elapsed_s, j.modules AS log_modules,
        j.flags,
@@ -180,7 +176,8 @@ LEFT JOIN by_log b USING (log_sha256)
 LEFT JOIN unique_time u USING (log_sha256)
 LEFT JOIN by_file fl USING (log_sha256)
 LEFT JOIN movers m USING (log_sha256)
-LEFT JOIN span_time st USING (log_sha256)
+LEFT JOIN unique_span_time us USING (log_sha256)
+LEFT JOIN shared_span_time ss USING (log_sha256)
 ORDER BY j.start, j.log_path
 """
 
