@@ -1354,18 +1354,15 @@ def _create_views(con, root: Path):
     catalog = catalog_mod.load(root)
     for table, schema in TABLES.items():
         files = [str(p.resolve()) for p in catalog.files(table)]
+        # Today's columns, typed, in order; a column added since the store's oldest parts were
+        # written reads as null in them (UNION BY NAME: no pass over the files to find out).
+        cols = ", ".join(f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in schema)
+        source = f"SELECT {cols} WHERE false"
         if files:
             listed = ", ".join(_sql_string(f) for f in files)
-            source = f"SELECT * FROM read_parquet([{listed}], union_by_name = true)"
-            # a column added since the store's oldest parts were written reads as null
-            have = {row[0] for row in con.execute(f"DESCRIBE {source}").fetchall()}
-            added = [f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in schema
-                     if f.name not in have]  # fmt: skip
-            if added:
-                source = source.replace("SELECT *", "SELECT *, " + ", ".join(added), 1)
-        else:  # no run ingested yet: an empty table with the right columns
-            cols = ", ".join(f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in schema)
-            source = f"SELECT {cols} WHERE false"
+            source += (
+                f" UNION ALL BY NAME SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+            )
         con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {source}')
 
 
