@@ -201,14 +201,15 @@ def job_row(log: dict, run: dict) -> dict:
     start = epoch_utc(job["start_time_sec"], job.get("start_time_nsec", 0))
     end = epoch_utc(job["end_time_sec"], job.get("end_time_nsec", 0))
     nprocs = int(job["nprocs"])
-    nodes = job_nodes(nprocs, tags, run.get("system_config"))
+    nodes, nodes_source = job_nodes(nprocs, tags, run.get("system_config"))
     row = {
         "run_id": run["run_id"],
         "log_path": run["log_path"],
         "log_sha256": run["log_sha256"],
         "jobid": int_or_none(job.get("jobid")),
         "nprocs": nprocs,
-        **dict(zip(("nodes", "nodes_source"), nodes, strict=True)),
+        "nodes": nodes,
+        "nodes_source": nodes_source,
         "start": start,
         "end": end,
         "run_time": float(job.get("run_time") or max((end - start).total_seconds(), 0.0)),

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _to_time(values) -> pd.Series:
+def to_time(values) -> pd.Series:
     return pd.to_datetime(pd.Series(values), utc=True, errors="coerce", format="mixed")
 
 
@@ -214,7 +214,7 @@ def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Fig
 
     names = list(dict.fromkeys(metric_table["metric"]))
     fig, axes = panels(len(names), 5.4, 2.9)
-    times = _to_time(metric_table["started"]).dt.tz_convert(None)
+    times = to_time(metric_table["started"]).dt.tz_convert(None)
     table = metric_table.assign(_t=times.to_numpy())
     # The runs' time span with a margin of at least 10 minutes, so that a single run is a point
     # on a readable axis rather than in a span of years.

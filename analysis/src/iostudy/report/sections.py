@@ -17,7 +17,7 @@ from iostudy.core.anonymize import Anonymizer
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, jobstats, metrics, scaling, workload
 from iostudy.report import apps, compare_report, devices, figures, filesystems, lustre, probe_report
-from iostudy.report.figures import TOLERANCE_PCT, _to_time, safe
+from iostudy.report.figures import TOLERANCE_PCT, safe, to_time
 from iostudy.store import store as store_mod
 
 
@@ -61,7 +61,7 @@ JOBS_SHOWN = 60
 
 def latest_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The latest run (by start time) of each system, ordered by system."""
-    runs = runs.assign(_t=_to_time(runs["started"]).to_numpy())
+    runs = runs.assign(_t=to_time(runs["started"]).to_numpy())
     latest = runs.sort_values(["_t", "run_id"]).groupby("system").tail(1)
     return latest.drop(columns="_t").sort_values("system").reset_index(drop=True)
 
