@@ -73,6 +73,40 @@ def test_bytes_and_bandwidth_agree_with_pydarshan_on_every_test_log(test_log_sto
     assert compared >= {"POSIX": 40, "MPI-IO": 25, "STDIO": 25}[mod]
 
 
+# Files per class in real logs, counted by hand from PyDarshan's records (the ranks holding
+# each record id, over every module, and the job's nprocs):
+#   mpi-io-test 3.5.0, 4 procs: the test file reduced to rank -1 (N:1), <STDOUT> rank 0 (N:N);
+#   heatmap_inactive_ranks, 40 procs: one file with records of 20 ranks (N:M);
+#   ior-HDF5, 4 procs: testFile reduced in POSIX, MPI-IO and H5F (N:1; its H5D record is a
+#     dataset, not a file), <STDOUT> of rank 0 (N:N);
+#   dlio 2110366, 1 process: 25 files, all N:N.
+HAND_CLASSES = {
+    "release_logs/mpi-io-test-x86_64-3.5.0.darshan": {"N:1": 1, "N:N": 1},
+    "runtime_heatmap_inactive_ranks/treddy_runtime_heatmap_inactive_ranks.darshan": {"N:M": 1},
+    "ior_pnetcdf_hdf5/shane_ior-HDF5_id438090-438090_11-9-41522-17417065676046418211_1.darshan":
+        {"N:1": 1, "N:N": 1},
+    "dlio_logs/snyder_python3_id3116902-2110366_12-19-66957-4077632997277538683_1.darshan":
+        {"N:N": 25},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(HAND_CLASSES))
+def test_ingest_stores_each_files_class_over_all_modules(test_log_store, name):
+    con = store.connect(test_log_store)
+    rows = con.execute(
+        "SELECT sharing, COUNT(DISTINCT record_id) FROM files JOIN jobs USING (log_sha256) "
+        "WHERE jobs.log_path LIKE ? GROUP BY sharing",
+        [f"%{name}"],
+    ).fetchall()
+    assert dict(rows) == HAND_CLASSES[name]
+    # one class per file: no record id has two
+    (split,) = con.execute(
+        "SELECT COUNT(*) FROM (SELECT log_sha256, record_id FROM files "
+        "GROUP BY ALL HAVING COUNT(DISTINCT sharing) > 1)"
+    ).fetchone()
+    assert split == 0
+
+
 def test_every_format_version_and_byte_order_is_read(test_log_store):
     con = store.connect(test_log_store)
     versions = {v for (v,) in con.execute("SELECT DISTINCT log_ver FROM jobs").fetchall()}
@@ -197,7 +231,8 @@ def _files_row(job, rank, path, module="posix", **values):
     """A files-table row: every column of the store's schema, numbers 0 unless given."""
     row = {name: 0 for name in store.TABLES["files"].names}
     row |= {"run_id": "r1", "log_sha256": job, "module": module, "path": path, "rank": rank,
-            "record_id": sum(map(ord, path)), "shared": rank == -1}  # fmt: skip
+            "record_id": sum(map(ord, path)), "shared": rank == -1,
+            "sharing": None}  # fmt: skip
     return row | values
 
 

@@ -54,8 +54,12 @@ def test_shared_file_from_per_rank_records():
             frec("J2", 1, "/d/U", rid=8, bytes_written=5 * MiB, meta_time=0.1, write_time=0.4),
         ]
     ).drop(columns="shared")
+    files = metrics.with_sharing(files, jobs_table(("J2", 3, 1)))
+    # T: ranks 0, 1, 2 of a 3-process job -> N:1; U: rank 1 alone -> N:N
+    assert files["sharing"].tolist() == ["N:1", "N:1", "N:1", "N:N"]
     (row,) = metrics.io_time(files, ["run_id", "log_sha256"]).to_dict("records")
     assert (row["shared_files"], row["unique_files"]) == (1, 1)
+    assert row["strategy"] == "N:1"  # 20 MiB to T, 5 MiB to U
     assert row["shared_time"] == pytest.approx(2.0)
     assert row["unique_time"] == pytest.approx(0.5)
     assert row["mib_s"] == pytest.approx(12.5)
@@ -84,13 +88,34 @@ def bench(model, n, p, f, m, mib_s, environ="openmpi"):
             "write_seconds": 4 / mib_s, "write_mib_s": mib_s}  # fmt: skip
 
 
+def test_sharing_class_is_the_stored_one_else_the_same_rule():
+    # A 4-process job: V has records of ranks 0 and 1 (some: N:M); W a rank -1 record (all:
+    # N:1); X rank 2 alone (N:N). Ingest's stored class wins where the row has one.
+    files = pd.DataFrame(
+        [
+            frec("J4", 0, "/d/V", rid=1, bytes_written=MiB),
+            frec("J4", 1, "/d/V", rid=1, bytes_written=MiB),
+            frec("J4", -1, "/d/W", rid=2, bytes_written=MiB),
+            frec("J4", 2, "/d/X", rid=3, bytes_written=MiB),
+        ]
+    )
+    jobs = jobs_table(("J4", 4, 1))
+    assert metrics.with_sharing(files, jobs)["sharing"].tolist() == ["N:M", "N:M", "N:1", "N:N"]
+    files["sharing"] = [None, None, None, "N:1"]
+    assert metrics.with_sharing(files, jobs)["sharing"].tolist() == ["N:M", "N:M", "N:1", "N:1"]
+    # a one-process job's files are N:N, even a reduced record
+    one = metrics.with_sharing(files.drop(columns="sharing"), jobs_table(("J4", 1, 1)))
+    assert set(one["sharing"]) == {"N:N"}
+
+
 def test_model_throughput_and_table1_crosscheck():
     files, jobs = pd.DataFrame(J3), jobs_table(("J3", 4, 1))
     models = metrics.model_throughput(files, jobs)
     by_model = {tuple(r[k] for k in "npfm"): r for r in models.to_dict("records")}
     assert set(by_model) == {(1, 4, 4, 1), (1, 4, 1, 1)}
     assert by_model[(1, 4, 4, 1)]["mib_s"] == pytest.approx(4 / 0.09)
-    assert by_model[(1, 4, 4, 1)]["form"] == "unique"
+    assert by_model[(1, 4, 4, 1)]["strategy"] == "N:N"
+    assert by_model[(1, 4, 1, 1)]["strategy"] == "N:1"
     assert by_model[(1, 4, 1, 1)]["mib_s"] == pytest.approx(50.0)
     assert by_model[(1, 4, 1, 1)]["bytes"] == 4 * MiB
 

@@ -28,7 +28,6 @@ from iostudy.store.catalog import CatalogError
 # A command imports only its own module: `iostudy ingest` or `iostudy fsstats scan` start
 # without the report's matplotlib or the campaign's ReFrame code (a second saved per call).
 GROUP_MODULES = {
-    "testbed": "run.testbed",
     "campaign": "run.campaign",
     "ingest": "store.store",
     "jobs": "metrics.jobstats",
@@ -85,7 +84,7 @@ def _print_summary(s, console):
         for heading in ("read", "written", "reads", "writes", "opens"):
             table.add_column(heading, justify="right", no_wrap=True)
         for f in m["top_files"]:
-            ranks = "shared" if f["shared"] else str(f["nranks"])
+            ranks = f"{f['sharing']} ({f['nranks'] or 'all'})"
             table.add_row(
                 f["name"],
                 ranks,

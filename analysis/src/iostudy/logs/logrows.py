@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from iostudy.logs import modules, plausibility, proberows
+from iostudy.logs import modules, plausibility, proberows, sharing
 from iostudy.logs.darshanlog_worker import CheckedLog, read, record_layout
 from iostudy.logs.summary import MODULE_COUNTERS
 
@@ -234,18 +234,6 @@ def job_row(log: dict, run: dict) -> dict:
     return row
 
 
-def _several_ranks(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """For each record, whether records of more than one rank have its id in its log."""
-    order = np.lexsort((ranks, ids, logs))
-    slog, sid, srank = logs[order], ids[order], ranks[order]
-    new_id = np.r_[True, (sid[1:] != sid[:-1]) | (slog[1:] != slog[:-1])]
-    new_pair = new_id | np.r_[True, srank[1:] != srank[:-1]]
-    group = np.cumsum(new_id) - 1
-    several = np.empty(len(ids), bool)
-    several[order] = (np.bincount(group, weights=new_pair) > 1)[group]
-    return several
-
-
 @functools.cache
 def _module_plan(mod: str) -> tuple[dict, dict, list | None]:
     """How a module's files columns come from its counters, once: {column: the indexes of the
@@ -273,13 +261,29 @@ def _column_sum(counters: np.ndarray, idx: list[int]) -> np.ndarray:
 def files_columns(entries) -> list[Columns]:
     """The files rows of a batch of logs, [(run info, log of
     :func:`iostudy.logs.darshanlog_worker.read` with ``stored=True``)], one Columns per module,
-    computed column-wise."""
-    out = []
+    computed column-wise; each row's file class (:mod:`iostudy.logs.sharing`) over all modules."""
+    built = []
     for mod in modules.RECORD_MODULES:
-        parts = [(run, log["records"][mod], log["name_records"], _nulled(log, mod))
-                 for run, log in entries if log["records"].get(mod)]  # fmt: skip
-        if parts and (columns := _module_files(mod, parts)):
-            out.append(columns)
+        parts = [(i, run, log["records"][mod], log["name_records"], _nulled(log, mod))
+                 for i, (run, log) in enumerate(entries) if log["records"].get(mod)]  # fmt: skip
+        if parts and (found := _module_files(mod, parts)):
+            built.append(found)
+    if not built:
+        return []
+    nprocs = np.array([int(log["job"]["nprocs"]) for _, log in entries], np.int64)
+    index = sharing.classes(
+        np.concatenate([of_log for _, of_log in built]),
+        np.concatenate([c.data["record_id"] for c, _ in built]),
+        np.concatenate([c.data["rank"] for c, _ in built]),
+        nprocs,
+    )
+    out, start = [], 0
+    for columns, _ in built:
+        mine = index[start : start + columns.n]
+        start += columns.n
+        columns.data["shared"] = mine != 0
+        columns.data["sharing"] = Strings(*sharing.as_bytes(mine))
+        out.append(columns)
     return out
 
 
@@ -288,15 +292,16 @@ def _nulled(log: dict, mod: str) -> set:
     return {c for q in log.get("quirks") or () for c in q.file_columns.get(mod, ())}
 
 
-def _module_files(mod: str, parts) -> Columns | None:
-    """Files columns of one module's records of several logs: parts [(run, stored records,
-    names, columns stored as null)]; None when none of the records has a name."""
+def _module_files(mod: str, parts) -> tuple[Columns, np.ndarray] | None:
+    """Files columns of one module's records of several logs, and each row's log (its index in
+    the batch): parts [(index, run, stored records, names, columns stored as null)]; None when
+    none of the records has a name. The file classes are left to :func:`files_columns`."""
     lay = record_layout(mod)
-    records = np.frombuffer(b"".join(stored for _, stored, _, _ in parts), lay.dtype)
-    counts = [len(stored) // lay.size for _, stored, _, _ in parts]
+    records = np.frombuffer(b"".join(stored for _, _, stored, _, _ in parts), lay.dtype)
+    counts = [len(stored) // lay.size for _, _, stored, _, _ in parts]
     ids = records["id"].tolist()
     paths, start = [], 0
-    for (_, _, names, _), n in zip(parts, counts, strict=True):
+    for (_, _, _, names, _), n in zip(parts, counts, strict=True):
         paths += map(names.get, ids[start : start + n])
         start += n
     logs = np.repeat(np.arange(len(parts)), counts)
@@ -308,18 +313,14 @@ def _module_files(mod: str, parts) -> Columns | None:
     counts = np.bincount(logs, minlength=len(parts))
     ids, ranks = records["id"], records["rank"]
     counters, fcounters = plausibility.summed(mod, records["counters"]), records["fcounters"]
-    # A file is shared when the runtime reduced it to one rank -1 record, or when records of
-    # several ranks remain (some ranks only, or a log without the reduction).
-    several = _several_ranks(logs, ids, ranks)
     summed, floats, max_byte = _module_plan(mod)
     columns = {
-        "run_id": Repeated([run["run_id"] for run, *_ in parts], counts),
-        "log_sha256": Repeated([run["log_sha256"] for run, *_ in parts], counts),
+        "run_id": Repeated([run["run_id"] for _, run, *_ in parts], counts),
+        "log_sha256": Repeated([run["log_sha256"] for _, run, *_ in parts], counts),
         "module": Repeated([modules.TOKENS[mod]], np.array([len(paths)])),
         "record_id": ids,
         "rank": ranks,
         "path": Strings.of(paths),
-        "shared": (ranks == -1) | several,
         **{col: _column_sum(counters, idx) for col, idx in summed.items()},
         **{col: fcounters[:, i] for col, i in floats.items()},
     }
@@ -328,7 +329,7 @@ def _module_files(mod: str, parts) -> Columns | None:
     for col in set().union(*(nulled for *_, nulled in parts)):  # logs with quirks: rare
         of_logs = [i for i, (*_, nulled) in enumerate(parts) if col in nulled]
         columns[col] = _with_nulls(columns[col], np.isin(logs, of_logs))
-    return Columns(len(paths), columns)
+    return Columns(len(paths), columns), np.array([i for i, *_ in parts])[logs]
 
 
 def _with_nulls(values: np.ndarray, null: np.ndarray) -> list:

@@ -2,6 +2,8 @@
 
 from datetime import datetime, timezone
 
+from iostudy.logs import sharing
+
 # Counters summed into each figure, per module (PyDarshan module names and counter names).
 MODULE_COUNTERS = {
     "POSIX": {
@@ -56,7 +58,16 @@ def _timestamp(sec, nsec):
     return datetime.fromtimestamp(sec + nsec / 1e9, timezone.utc).isoformat(timespec="seconds")
 
 
-def _module_summary(log, mod, top):
+def _file_ranks(log) -> dict:
+    """Each record id's ranks over every module of the log (a file's class is over all)."""
+    ranks = {}
+    for mod in MODULE_COUNTERS:
+        for rec in log["records"].get(mod, ()):
+            ranks.setdefault(rec["id"], set()).add(rec["rank"])
+    return ranks
+
+
+def _module_summary(log, mod, top, file_ranks):
     records = log["records"][mod]
     totals = dict.fromkeys(MODULE_COUNTERS[mod], 0)
     # Records are per (file, rank); a file seen by several ranks is one row of the top list.
@@ -77,8 +88,7 @@ def _module_summary(log, mod, top):
         top_files.append(
             {
                 "name": log["name_records"].get(rec_id, rec_id),
-                # Rank -1 marks a record shared by all ranks (reduced at shutdown).
-                "shared": -1 in ranks,
+                "sharing": sharing.of_ranks(file_ranks.get(rec_id, ranks), log["job"]["nprocs"]),
                 "nranks": len(ranks - {-1}),
                 **f,
             }
@@ -96,6 +106,7 @@ def _module_summary(log, mod, top):
 def summarize(log, top=5):
     """Job facts, per-module totals and the ``top`` files by bytes moved."""
     job = log["job"]
+    file_ranks = _file_ranks(log)
     return {
         "path": log["path"],
         "jobid": job["jobid"],
@@ -108,7 +119,9 @@ def summarize(log, top=5):
         "metadata": job["metadata"],
         "exe": log["exe"],
         "modules": [
-            _module_summary(log, mod, top) for mod in MODULE_COUNTERS if mod in log["records"]
+            _module_summary(log, mod, top, file_ranks)
+            for mod in MODULE_COUNTERS
+            if mod in log["records"]
         ],
         # Modules iostudy does not summarise (LUSTRE, HEATMAP, DXT_*, ...): presence only.
         "other_modules": {

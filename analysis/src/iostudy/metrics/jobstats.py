@@ -24,10 +24,9 @@ they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF
 - files, files_per_proc, creates_per_proc (POSIX files opened with a mode, i.e. with O_CREAT),
   seq_pct (POSIX sequential accesses), aligned_pct (POSIX accesses aligned to the file system
   block), mib_per_proc.
-- Each file is N:N (one process), N:1 (all processes: a rank -1 record, or every rank) or N:M (a
-  subset); unique/shared/partial_bytes and _files count them. strategy: the class that moved the
+- Each file is N:N, N:1 or N:M (:mod:`iostudy.logs.sharing`, the one definition, stored by
+  ingest); unique/shared/partial_bytes and _files count them. strategy: the class that moved the
   most bytes, "rank-0" when only rank 0 of a parallel job moved data, "none" when no byte moved.
-  A one-process job's files are N:N.
 - io_procs (processes that moved bytes; all of them when a shared file moved bytes) and
   procs_per_file (processes per file, weighted by bytes): seed 003's model coordinates.
 - interfaces: POSIX, STDIO, MPI-IO, HDF5, PnetCDF, from the log's modules (whatever the scope).
@@ -50,7 +49,7 @@ from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB, integral
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
-from iostudy.logs import logrows, modules
+from iostudy.logs import logrows, modules, sharing
 from iostudy.store import store as store_mod
 
 DEFAULT_SCOPE = modules.DEFAULT_SCOPE
@@ -90,6 +89,7 @@ unique_time AS (
 ),
 per_file AS (
     SELECT f.log_sha256, record_id,
+           any_value(sharing) AS stored_class,
            bool_or(rank = -1) AS reduced,
            COUNT(DISTINCT rank) FILTER (WHERE rank >= 0) AS ranks,
            MIN(rank) AS min_rank,
@@ -102,9 +102,8 @@ per_file AS (
 ),
 classed AS (
     SELECT p.*, j.nprocs,
-           CASE WHEN j.nprocs <= 1 OR (NOT reduced AND ranks = 1) THEN 'unique'
-                WHEN reduced OR ranks >= j.nprocs THEN 'shared'
-                ELSE 'partial' END AS class,
+           -- the class ingest stored (iostudy.logs.sharing); the same rule in stores before it
+           COALESCE(stored_class, {sharing_sql}) AS class,
            CASE WHEN reduced THEN j.nprocs ELSE ranks END AS procs
     FROM per_file p JOIN j USING (log_sha256)
 ),
@@ -112,12 +111,12 @@ by_file AS (
     SELECT log_sha256,
            COUNT(*) AS files,
            COUNT(*) FILTER (WHERE created) AS created_files,
-           SUM(bytes) FILTER (WHERE class = 'unique') AS unique_bytes,
-           SUM(bytes) FILTER (WHERE class = 'shared') AS shared_bytes,
-           SUM(bytes) FILTER (WHERE class = 'partial') AS partial_bytes,
-           COUNT(*) FILTER (WHERE class = 'unique') AS unique_files,
-           COUNT(*) FILTER (WHERE class = 'shared') AS shared_files,
-           COUNT(*) FILTER (WHERE class = 'partial') AS partial_files,
+           SUM(bytes) FILTER (WHERE class = 'N:N') AS unique_bytes,
+           SUM(bytes) FILTER (WHERE class = 'N:1') AS shared_bytes,
+           SUM(bytes) FILTER (WHERE class = 'N:M') AS partial_bytes,
+           COUNT(*) FILTER (WHERE class = 'N:N') AS unique_files,
+           COUNT(*) FILTER (WHERE class = 'N:1') AS shared_files,
+           COUNT(*) FILTER (WHERE class = 'N:M') AS partial_files,
            -- rank 0 alone moved every byte (no shared file, no other rank)
            bool_and(bytes = 0 OR (NOT reduced AND ranks = 1 AND min_rank = 0)) AS rank0_only,
            SUM(bytes * procs) / NULLIF(SUM(bytes), 0) AS procs_per_file
@@ -127,12 +126,12 @@ unique_rank_time AS (  -- seed 000's unique form: each rank's time on its N:N fi
     SELECT f.log_sha256, f.rank,
            SUM(COALESCE(meta_time, 0) + COALESCE(read_time, 0) + COALESCE(write_time, 0)) AS t
     FROM f JOIN classed c USING (log_sha256, record_id)
-    WHERE c.class = 'unique' AND f.rank >= 0 GROUP BY ALL
+    WHERE c.class = 'N:N' AND f.rank >= 0 GROUP BY ALL
 ),
 unique_span_time AS (SELECT log_sha256, MAX(t) AS t FROM unique_rank_time GROUP BY ALL),
 shared_span_time AS (
     SELECT log_sha256, MAX(GREATEST(last_io - first_open, 0)) AS t
-    FROM classed WHERE class <> 'unique' AND first_open IS NOT NULL GROUP BY ALL
+    FROM classed WHERE class <> 'N:N' AND first_open IS NOT NULL GROUP BY ALL
 ),
 movers AS (  -- processes that moved bytes
     SELECT log_sha256, bool_or(rank = -1) AS all_ranks,
@@ -231,6 +230,7 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     query = _QUERY.format(
         modules=", ".join(f"'{m}'" for m in scope),
         sched=_sched_sql(con),
+        sharing_sql=sharing.SQL,
         size_sums=", ".join(f"SUM({c}) AS {c}" for c in SIZE_COLUMNS),
         size_cols=", ".join(f"COALESCE(b.{c}, 0) AS {c}" for c in SIZE_COLUMNS),
     )

@@ -2,11 +2,10 @@
 
 - :func:`io_time`: seed 000's aggregate I/O time of a group of records (section II-D) in its
   own form: the larger of the unique-file form, the slowest rank's total (metadata + read +
-  write) time over the files only it accessed, and the shared-file form, the longest elapsed
-  time of a shared file from its first open to the end of its last I/O. A file is shared when
-  it is a rank -1 record (the runtime reduced it) or when records of more than one rank remain
-  for it. A job's MiB/s/CN is defined once, in :mod:`iostudy.metrics.jobstats`, which gives
-  this form too (io_time_span_s).
+  write) time over its N:N files, and the shared-file form, the longest elapsed time of an N:1
+  or N:M file from its first open to the end of its last I/O (the classes:
+  :mod:`iostudy.logs.sharing`, stored by ingest). A job's MiB/s/CN is defined once, in
+  :mod:`iostudy.metrics.jobstats`, which gives this form too (io_time_span_s).
 - :func:`model_throughput` and :func:`table1_crosscheck`: the same computation per I/O model of
   the seed-003 benchmark (its files live in a directory ``n<n>-p<p>-f<f>-m<m>/``), for write
   only, against the benchmark's own write_mib_s: seed 000's Table I check (within 3%).
@@ -32,6 +31,7 @@ import pandas as pd
 
 from iostudy.core.numfmt import MIB, integral
 from iostudy.core.paths import add_store_option
+from iostudy.logs import sharing
 from iostudy.metrics import jobstats
 
 SECONDS_PER_HOUR = 3600.0
@@ -60,24 +60,37 @@ MODEL_KEYS = ["n", "p", "f", "m"]
 # below 2^62, iostudy.logs.plausibility, but many of them add up past 2^63).
 
 
-def _shared_mask(files: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Shared file: the ``shared`` column when the table has it, else rank -1 or >1 rank."""
-    if "shared" in files.columns:
-        return files["shared"].fillna(False).astype(bool)
-    group = [*keys, "module", "record_id"] if "module" in files.columns else [*keys, "record_id"]
-    nranks = files.groupby(group, dropna=False)["rank"].transform("nunique")
-    return (files["rank"] == -1) | (nranks > 1)
+def with_sharing(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    """``files`` with each row's ``sharing`` class (:mod:`iostudy.logs.sharing`): as ingest
+    stored it, or by the same rule over the rows given for rows of stores made before it."""
+    missing = files["sharing"].isna() if "sharing" in files.columns else None
+    if missing is not None and not missing.any():
+        return files
+    logs = files["log_sha256"].astype("category")
+    nprocs = jobs.drop_duplicates("log_sha256").set_index("log_sha256")["nprocs"]
+    of_log = nprocs.reindex(logs.cat.categories).fillna(0).to_numpy(np.int64)
+    index = sharing.classes(
+        logs.cat.codes.to_numpy(np.int64),
+        files["record_id"].to_numpy(np.uint64),
+        files["rank"].to_numpy(np.int64),
+        of_log,
+    )
+    computed = pd.Series(np.array(sharing.CLASSES)[index], index=files.index)
+    out = files.copy()
+    out["sharing"] = computed if missing is None else files["sharing"].where(~missing, computed)
+    return out
 
 
 def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
     """Bytes and aggregate I/O time per group of ``keys`` (seed 000, section II-D).
 
-    files: rows of the store's files table (at least the keys, rank, record_id, the byte, time
-    and end columns of ``kind``, and ``shared`` or enough ranks to tell). kind: "both" (read +
-    write), "write" or "read". Returns keys + bytes, unique_bytes, shared_bytes, unique_files,
-    shared_files, unique_time (slowest rank over its unique files), shared_time (longest
-    first-open-to-last-I/O-end of a shared file), io_time (the larger), form ("unique",
-    "shared" or "mixed": which forms the group has), mib_s (NaN when io_time is 0).
+    files: rows of the store's files table (at least the keys, rank, record_id, sharing
+    (:func:`with_sharing`), the byte, time and end columns of ``kind``). kind: "both" (read +
+    write), "write" or "read". Returns keys + bytes, unique_bytes (N:N files), shared_bytes
+    (N:1 and N:M), unique_files, shared_files, unique_time (slowest rank over its N:N files),
+    shared_time (longest first-open-to-last-I/O-end of an N:1 or N:M file), io_time (the
+    larger), strategy (the class that moved the most bytes, as :mod:`iostudy.metrics.jobstats`
+    says it; "none" when no byte moved), mib_s (NaN when io_time is 0).
     """
     keys = list(keys)
     byte_cols, time_cols = _KINDS[kind]
@@ -88,7 +101,7 @@ def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
     # A start of 0 means "not opened" (the job's clock starts before any open): such records
     # (e.g. of ranks that only stat'ed the file) do not move the first open.
     f["_open"] = f["open_start"].where(f["open_start"] > 0)
-    f["_shared"] = _shared_mask(f, keys)
+    f["_shared"] = f["sharing"] != sharing.UNIQUE
 
     groups = f.groupby(keys, dropna=False)
     out = integral(groups["_bytes"].sum()).rename("bytes").to_frame()
@@ -118,12 +131,17 @@ def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
     for col in ("unique_time", "shared_time"):
         out[col] = out[col].fillna(0.0).astype(float)
     out["io_time"] = out[["unique_time", "shared_time"]].max(axis=1)
-    has_u, has_s = out["unique_files"] > 0, out["shared_files"] > 0
-    out["form"] = np.select(
-        [has_u & has_s, has_s, has_u], ["mixed", "shared", "unique"], default=None
-    )
+    out["strategy"] = _strategy(f, keys).reindex(out.index) if len(f) else None
     out["mib_s"] = (out["bytes"] / MIB / out["io_time"].where(out["io_time"] > 0)).astype(float)
     return out.reset_index()
+
+
+def _strategy(f: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per group, the file class that moved the most bytes ("none": no byte moved)."""
+    by_class = f.groupby([*keys, "sharing"], dropna=False)["_bytes"].sum().unstack("sharing")
+    by_class = by_class.reindex(columns=list(sharing.CLASSES)).fillna(0)
+    moved = by_class.sum(axis=1) > 0
+    return by_class.idxmax(axis=1).where(moved, "none")
 
 
 def model_of_path(paths: pd.Series) -> pd.DataFrame:
@@ -139,13 +157,13 @@ def model_throughput(
     of each model directory (kind "write" by default, the benchmark's timed phase).
 
     Returns run_id, log_sha256, n, p, f, m, the job's system, repetition, environ, nodes when
-    present, and bytes, unique_time, shared_time, io_time, form, mib_s.
+    present, and bytes, unique_time, shared_time, io_time, strategy, mib_s.
     """
     sel = files[files["module"] == module] if "module" in files.columns else files
     sel = pd.concat(
         [sel.reset_index(drop=True), model_of_path(sel["path"]).reset_index(drop=True)], axis=1
     )
-    sel = sel.dropna(subset=MODEL_KEYS)
+    sel = with_sharing(sel.dropna(subset=MODEL_KEYS), jobs)
     agg = io_time(sel, JOB_KEYS + MODEL_KEYS, kind)
     job_cols = [c for c in ("system", "repetition", "environ", "nodes") if c in jobs.columns]
     out = agg.merge(jobs[JOB_KEYS + job_cols], on=JOB_KEYS, how="left")

@@ -1,0 +1,65 @@
+"""How many processes share a file: the one definition every table, figure and summary uses.
+
+A file of a job log is
+- ``N:N`` when one process accessed it (and every file of a one-process job),
+- ``N:1`` when all the job's processes did: the runtime reduced it to one rank -1 record, or
+  records of every rank remain,
+- ``N:M`` when some processes did (records of several ranks, not all).
+The class is the file's, over all the log's records of its name whatever the module (POSIX,
+STDIO, MPI-IO, HDF5 and PnetCDF records of one path share its record id): an MPI-IO file opened
+by every rank whose POSIX bytes only the aggregators moved is N:1. Ingest stores it in the files
+table's ``sharing`` column (:mod:`iostudy.logs.logrows`); :data:`SQL` is the same rule for the
+rows of stores made before that column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+CLASSES = ("N:N", "N:1", "N:M")
+UNIQUE, SHARED, PARTIAL = CLASSES
+_BYTES = np.array([c.encode() for c in CLASSES], dtype="S3")
+
+
+def classes(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray, nprocs: np.ndarray) -> np.ndarray:
+    """Each record's file class as an index into :data:`CLASSES`: records (log index, record
+    id, rank), ``nprocs`` the process count of each log index."""
+    if not len(ids):
+        return np.zeros(0, np.int8)
+    order = np.lexsort((ranks, ids, logs))
+    slog, sid, srank = logs[order], ids[order], ranks[order]
+    new_file = np.r_[True, (sid[1:] != sid[:-1]) | (slog[1:] != slog[:-1])]
+    new_rank = new_file | np.r_[True, srank[1:] != srank[:-1]]
+    group = np.cumsum(new_file) - 1
+    reduced = np.bincount(group, weights=srank == -1) > 0
+    nranks = np.bincount(group, weights=new_rank & (srank >= 0))
+    procs = nprocs[slog[new_file]]
+    of_file = np.where(reduced | (nranks >= procs), 1, np.where(nranks <= 1, 0, 2))
+    of_file = np.where(procs <= 1, 0, of_file).astype(np.int8)
+    out = np.empty(len(ids), np.int8)
+    out[order] = of_file[group]
+    return out
+
+
+def as_bytes(index: np.ndarray) -> tuple[np.ndarray, bytes]:
+    """Classes as a string column's int32 offsets and UTF-8 bytes (every name is 3 bytes)."""
+    offsets = np.arange(0, 3 * len(index) + 1, 3, dtype=np.int32)
+    return offsets, _BYTES[index].tobytes()
+
+
+def of_ranks(ranks: set[int], nprocs: int) -> str:
+    """One file's class from the ranks of its records (-1: reduced), as :func:`classes`."""
+    nranks = len(ranks - {-1})
+    if nprocs <= 1:
+        return UNIQUE
+    if -1 in ranks or nranks >= nprocs:
+        return SHARED
+    return UNIQUE if nranks <= 1 else PARTIAL
+
+
+# The rule over a (log, record id) group of the files table, for rows stored without a class:
+# ``reduced`` (any rank -1 record), ``ranks`` (distinct ranks >= 0) and ``nprocs`` in scope.
+SQL = (
+    "CASE WHEN nprocs <= 1 THEN 'N:N' WHEN reduced OR ranks >= nprocs THEN 'N:1' "
+    "WHEN ranks <= 1 THEN 'N:N' ELSE 'N:M' END"
+)
