@@ -17,7 +17,6 @@ MODULES_TO_SPLIT = {
     "collect/iostatmon.py": 1204,
     "logs/darshanlog_worker.py": 663,
     "metrics/workload.py": 874,
-    "run/testbed.py": 611,
     "store/bundle.py": 640,
     "store/store.py": 1539,
 }
@@ -44,7 +43,6 @@ FUNCTIONS_TO_SPLIT = {
     "report/report.py:build": 77,
     "report/sections.py:add_scaling": 65,
     "run/campaign.py:run": 103,
-    "run/testbed.py:_slurm_conf": 80,
     "store/bundle.py:export": 113,
     "store/store.py:ingest_run": 88,
     "store/store.py:ingest_tree": 81,

@@ -41,9 +41,9 @@ render_config() {
     local args=(--system "${CLUSTER_SYSTEM:-testcluster}" --state "$STATE" --mode "$mode"
         --tools "$TOOLS")
     [ -z "${CLUSTER_NODES:-}" ] || args+=(--nodes "$CLUSTER_NODES")
-    [ -x .venv/bin/iostudy ] || die ".venv/bin/iostudy is missing: run make venv"
+    [ -x .venv/bin/python ] || die ".venv/bin/python is missing: run make venv"
     before=$(config_digest)
-    .venv/bin/iostudy testbed render "${args[@]}" | sed "s/^/$SCRIPT: /"
+    .venv/bin/python ci/cluster/testbed.py render "${args[@]}" | sed "s/^/$SCRIPT: /"
     [ "$before" = "$(config_digest)" ] || CONFIG_CHANGED=1
 }
 

@@ -1,22 +1,29 @@
-"""`iostudy testbed render`: the test cluster's configuration, checked against the system file.
+"""`ci/cluster/testbed.py render`: the test cluster's configuration, checked against the system
+file, without a cluster (run by `make test-python`; pytest puts this folder on sys.path, so the
+renderer's modules beside it import by name).
 
 Expected values come from configs/systems/testcluster/system.json through iostudy.core.config, never
 from the renderer, so a renderer that drifts from the system description fails here.
 """
 
+import resource
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+import testbed
+import testbed_layout
+from testbed_files import render as render_files
 
-from iostudy.cli.cli import main
 from iostudy.core import config
-from iostudy.run import testbed
 
 SYSTEM = "testcluster"
+SCRIPT = Path(__file__).with_name("testbed.py")
+MEMORY_LIMIT = 2 << 30  # bytes of address space: far more than rendering needs
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +42,8 @@ def state_dir():
 
 def render(system, state, mode, **kw):
     args = {"controller_host": "ctl", "tools_dir": state / "tools", "db_password": "pw"}
-    files = testbed.render(system, state, mode, **(args | kw))
-    testbed.write(state, files, testbed.directories(system, state))
+    files = render_files(system, state, mode, **(args | kw))
+    testbed.write(state, files, testbed_layout.directories(system, state))
     return files
 
 
@@ -58,7 +65,7 @@ def lines_with(path, key):
     return [d for d in conf_lines(path) if key in d]
 
 
-@pytest.fixture(params=testbed.MODES)
+@pytest.fixture(params=testbed_layout.MODES)
 def rendered(request, system, state_dir):
     render(system, state_dir, request.param)
     return request.param, state_dir
@@ -189,7 +196,7 @@ def test_task_prolog_exports_every_mpi_env(system, rendered):
         assert exported["OMPI_MCA_btl"] == "self,tcp"
         assert exported["OMPI_MCA_btl_tcp_if_include"] == "lo"
     else:
-        assert exported["HYDRA_IFACE"] == testbed.NODE_IFACE
+        assert exported["HYDRA_IFACE"] == testbed_layout.NODE_IFACE
 
 
 def test_facts_for_the_scripts(system, rendered):
@@ -209,7 +216,7 @@ def test_facts_for_the_scripts(system, rendered):
 
 
 def test_node_count_override(system, state_dir):
-    bigger = testbed.with_node_count(system, 5)
+    bigger = testbed_layout.with_node_count(system, 5)
     render(bigger, state_dir, "netns")
     nodes = lines_with(state_dir / "etc/slurm.conf", "NodeName")
     assert [n["NodeName"] for n in nodes] == config.node_names(bigger)
@@ -218,7 +225,7 @@ def test_node_count_override(system, state_dir):
 
 def test_second_write_changes_nothing(system, state_dir):
     files = render(system, state_dir, "netns")
-    again = testbed.write(state_dir, files, testbed.directories(system, state_dir))
+    again = testbed.write(state_dir, files, testbed_layout.directories(system, state_dir))
     assert again == []
 
 
@@ -233,23 +240,47 @@ def test_clashing_ports_are_refused(system):
     clash = {**system, "testbed": {**system["testbed"], "ports": {**ports}}}
     clash["testbed"]["ports"]["slurmdbd"] = ports["slurmctld"]
     with pytest.raises(config.ConfigError, match="would both listen on port"):
-        testbed.host_ports(clash, "netns")
+        testbed_layout.host_ports(clash, "netns")
 
 
 def test_cli_keeps_password_and_reports_unchanged(state_dir, capsys):
-    argv = ["testbed", "render", "--system", SYSTEM, "--state", str(state_dir), "--mode", "netns"]
-    assert main([*argv, "--controller-host", "ctl"]) == 0
+    argv = ["render", "--system", SYSTEM, "--state", str(state_dir), "--mode", "netns"]
+    assert testbed.main([*argv, "--controller-host", "ctl"]) == 0
     first = settings(state_dir / "etc/slurmdbd.conf")["StoragePass"]
-    assert main([*argv, "--controller-host", "ctl"]) == 0
+    assert testbed.main([*argv, "--controller-host", "ctl"]) == 0
     assert settings(state_dir / "etc/slurmdbd.conf")["StoragePass"] == first
     out = capsys.readouterr().out.splitlines()
     assert "unchanged" in out[-2] and out[-1].endswith(str(state_dir / "env.sh"))
 
 
 def test_cli_node_override_and_bad_count(system, state_dir, capsys):
-    argv = ["testbed", "render", "--system", SYSTEM, "--state", str(state_dir), "--mode"]
-    assert main([*argv, "localhost", "--nodes", "3"]) == 0
+    argv = ["render", "--system", SYSTEM, "--state", str(state_dir), "--mode"]
+    assert testbed.main([*argv, "localhost", "--nodes", "3"]) == 0
     nodes = lines_with(state_dir / "etc/slurm.conf", "NodeName")
     assert len(nodes) == 3
-    assert main([*argv, "localhost", "--nodes", "0"]) == 2
+    assert testbed.main([*argv, "localhost", "--nodes", "0"]) == 2
     assert "node count" in capsys.readouterr().err
+
+
+def _limited():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def test_a_billion_nodes_is_refused_at_once(tmp_path):
+    """A count the schema allows per mode is checked before any list of nodes is made: the
+    --nodes override of a billion nodes is an error, not gigabytes of node names (the script
+    runs as cluster-up.sh runs it, with a time and memory limit)."""
+    state = tmp_path / "state"
+    for mode, problem in (("localhost", "need ports"), ("netns", "do not fit a /24")):
+        argv = ["render", "--system", SYSTEM, "--state", str(state), "--mode", mode]
+        proc = subprocess.run(
+            [sys.executable, SCRIPT, *argv, "--nodes", str(10**9)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=_limited,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert "1000000000 nodes" in proc.stderr and problem in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not state.exists()
