@@ -1,4 +1,5 @@
-"""iostudy.benchmarks.benchparse on real IOR 4.0.0 and mdtest output (reframe-checks/tests/data/).
+"""iostudy.benchmarks.benchparse and iostudy.benchmarks.iortext on real IOR 4.0.0 and mdtest output
+(reframe-checks/tests/data/).
 
 The expected values come from the commands that produced the files (table IOR_RUNS, the
 commands of data/README.md), from the raw text of the files read with simple regular
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from iostudy.benchmarks import benchparse
+from iostudy.benchmarks import benchparse, iortext
 
 DATA = Path(__file__).resolve().parents[2] / "reframe-checks" / "tests" / "data"
 IOR = DATA / "ior"
@@ -89,7 +90,7 @@ def raw(name, kind):
 
 def parse(name, kind):
     text = raw(name, kind)
-    return benchparse.ior_json(text) if kind == "json" else benchparse.ior_text(text)
+    return benchparse.ior_json(text) if kind == "json" else iortext.ior_text(text)
 
 
 def half_unit(token):
@@ -327,12 +328,12 @@ def test_summaryfile_run_prints_no_results():
     stdout = (IOR / "posix-fpp.json.stdout").read_text()
     assert stdout.splitlines() == ["Writing output to posix-fpp.json"] * TASKS
     with pytest.raises(ValueError, match=r"Writing output to posix-fpp\.json.*summaryFile"):
-        benchparse.ior_text(stdout)
+        iortext.ior_text(stdout)
 
 
 def test_ior_text_with_verbose():
     text = raw("posix-fpp-verbose", "txt")
-    got = benchparse.ior_text(text)
+    got = iortext.ior_text(text)
     removes = re.findall(r"^remove\s+(?:-\s+){8}([\d.]+)\s+(\d+)", text, re.MULTILINE)
     assert [(r["total_s"], r["iteration"]) for r in got["removes"]] == [
         (float(t), int(i)) for t, i in removes
@@ -349,7 +350,7 @@ def test_ior_json_with_verbose_is_rejected_clearly():
 def test_ior_warnings_inside_results_are_skipped_and_kept():
     text = raw("ncmpi", "txt")
     assert text.count("WARNING: File write only not implemented in NCMPI") == 6
-    got = benchparse.ior_text(text)
+    got = iortext.ior_text(text)
     assert len(got["results"]) == 6
     assert got["warnings"] == ["File write only not implemented in NCMPI"] * 6
 
@@ -444,7 +445,7 @@ NO_ITER = FIRST_ROW.rsplit(None, 1)[0]  # the row without its last field
 )
 def test_ior_text_malformed(text, message):
     with pytest.raises(ValueError, match=message):
-        benchparse.ior_text(text)
+        iortext.ior_text(text)
 
 
 # -------------------------------------------------------------------------------- mdtest
@@ -577,8 +578,8 @@ def test_mdtest_malformed(text, message):
     "path,parser",
     [
         (IOR / "posix-fpp.json", benchparse.ior_json),
-        (IOR / "multi-test.txt", benchparse.ior_text),
-        (IOR / "posix-fpp-verbose.txt", benchparse.ior_text),
+        (IOR / "multi-test.txt", iortext.ior_text),
+        (IOR / "posix-fpp-verbose.txt", iortext.ior_text),
         (MDTEST / "mdtest-ranks.txt", benchparse.mdtest_text),
         (MDTEST / "mdtest-taskrange.txt", benchparse.mdtest_text),
     ],

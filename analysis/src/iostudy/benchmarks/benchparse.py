@@ -5,8 +5,8 @@ functions here turn that output into plain dicts; they do no I/O (the caller rea
 raise :class:`ValueError` naming what is missing when the text is not what they expect.
 
 - :func:`ior_json`: IOR's ``-O summaryFormat=JSON`` output (stdout, or the ``-O summaryFile``).
-- :func:`ior_text`: IOR's default text output (the ``Results:`` table of every test and the
-  ``Summary of all tests`` table).
+- :func:`iostudy.benchmarks.iortext.ior_text`: IOR's default text output (the ``Results:``
+  table of every test and the ``Summary of all tests`` table), a module of its own.
 - :func:`mdtest_text`: mdtest's text output (``SUMMARY rate`` / ``SUMMARY time`` tables, the
   optional per-rank columns of ``--showRankStatistics``, the per-process values of
   ``--print-all-procs`` and rank 0's per-iteration lines of ``-v``).
@@ -39,8 +39,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-
-KIB = 2**10
 
 # The keys of every dict in "results" (both IOR formats).
 RESULT_KEYS = (
@@ -134,11 +132,12 @@ MDTEST_UNITS = {"rate": "ops/sec", "time": "sec"}
 # --------------------------------------------------------------------------------------- IOR
 
 
-def _aggregate(test: dict) -> int:
+def aggregate_bytes(test: dict) -> int:
+    """The bytes one iteration of a test moves: block size x segments x tasks."""
     return test["block_size"] * test["segments"] * test["tasks"]
 
 
-def _result(test: dict, operation: str, iteration: int, values: dict) -> dict:
+def result_row(test: dict, operation: str, iteration: int, values: dict) -> dict:
     """A results row: the iteration's measurements plus the test's sizes."""
     row = {"test_id": test["test_id"], "operation": operation, "api": test["api"]}
     row["iteration"] = iteration
@@ -147,6 +146,18 @@ def _result(test: dict, operation: str, iteration: int, values: dict) -> dict:
         row[key] = test[key]
     row["aggregate_bytes"] = test["aggregate_bytes"]
     return row
+
+
+# IOR's "key: value" lines (mdtest's too): the key is printed with "%-20s: ".
+KEY_VALUE = re.compile(r"^(?P<key>[^:\n]{20,}?):(?: (?P<value>.*))?$")
+# IOR's warnings (its WARN macro) go to its result stream: on stdout they land inside the JSON
+# document, a line each (e.g. "WARNING: File write only not implemented in NCMPI").
+IOR_WARNING = re.compile(r"^(?:ior )?WARNING: (.*)$", re.MULTILINE)
+
+
+def ior_warnings(text: str) -> list[str]:
+    """IOR's warning messages in its output, in order, without the "WARNING:" prefix."""
+    return [message.strip() for message in IOR_WARNING.findall(text)]
 
 
 def _json_error_hint(text: str) -> str:
@@ -251,29 +262,13 @@ def _json_test(raw: dict, index: int) -> dict:
     test["tasks_per_node"] = _as_int(
         options.get("clients per node", params.get("tasksPerNode")), f"{where} clients per node"
     )
-    test["aggregate_bytes"] = _aggregate(test)
+    test["aggregate_bytes"] = aggregate_bytes(test)
     test["options"] = dict(options)
     return test
 
 
-# IOR's warnings (its WARN macro) go to its result stream: on stdout they land inside the JSON
-# document, a line each (e.g. "WARNING: File write only not implemented in NCMPI").
-IOR_WARNING = re.compile(r"^(?:ior )?WARNING: (.*)$", re.MULTILINE)
-
-
-def _ior_warnings(text: str) -> list[str]:
-    """IOR's warning messages in its output, in order, without the "WARNING:" prefix."""
-    return [message.strip() for message in IOR_WARNING.findall(text)]
-
-
-def ior_json(text: str) -> dict:  # noqa: C901
-    """Parse IOR's JSON output (``-O summaryFormat=JSON``) into the structure of this module.
-
-    ``text`` is the JSON document: IOR's stdout, or the file named by ``-O summaryFile``. IOR's
-    warning lines inside it are taken out and kept, in order, under "warnings".
-    """
-    warnings = _ior_warnings(text)
-    text = IOR_WARNING.sub("", text)
+def _json_document(text: str) -> dict:
+    """The JSON document (IOR's warning lines taken out), checked to hold tests and a summary."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
@@ -289,49 +284,63 @@ def ior_json(text: str) -> dict:  # noqa: C901
     raw_summary = _require(doc, "summary", "the document")
     if not isinstance(raw_summary, list):
         raise ValueError("IOR JSON: 'summary' is not a list")
+    return doc
 
+
+def _json_results(raw: dict, test: dict, results: list, removes: list) -> None:
+    """A test's Results entries appended to results (write, read) and removes (remove)."""
+    where = f"test {test['test_id']}"
+    entries = _require(raw, "Results", where)
+    if not isinstance(entries, list):
+        raise ValueError(f"IOR JSON: {where} 'Results' is not a list")
+    seen: dict[str, int] = {}
+    for k, entry in enumerate(entries):
+        at = f"{where} result {k}"
+        operation = _require(entry, "access", at)
+        iteration = seen.get(operation, 0)
+        seen[operation] = iteration + 1
+        if operation == "remove":
+            total = _as_float(_require(entry, "totalTime", at), f"{at} totalTime")
+            removes.append({"test_id": test["test_id"], "iteration": iteration, "total_s": total})
+            continue
+        if operation not in ("write", "read"):
+            raise ValueError(f"IOR JSON: {at} has unknown access {operation!r}")
+        values = {
+            out: _as_float(_require(entry, key, at), f"{at} {key}")
+            for key, out in _JSON_RESULT.items()
+        }
+        results.append(result_row(test, operation, iteration, values))
+
+
+def _json_summary(entry: dict, k: int) -> dict:
+    """A summary row of the k-th summary entry."""
+    at = f"summary entry {k}"
+    row = {"test_id": None, "operation": _require(entry, "operation", at)}
+    row["api"] = str(_require(entry, "API", at))
+    for key, out in _JSON_SUMMARY_INT.items():
+        row[out] = _as_int(_require(entry, key, at), f"{at} {key}")
+    for key, out in _JSON_SUMMARY_FLOAT.items():
+        row[out] = _as_float(_require(entry, key, at), f"{at} {key}")
+    for key, out in _JSON_SUMMARY_OPTIONAL.items():
+        row[out] = _as_float(entry[key], f"{at} {key}") if key in entry else None
+    row["file_per_proc"] = bool(row["file_per_proc"])
+    return {key: row[key] for key in SUMMARY_KEYS}
+
+
+def ior_json(text: str) -> dict:
+    """Parse IOR's JSON output (``-O summaryFormat=JSON``) into the structure of this module.
+
+    ``text`` is the JSON document: IOR's stdout, or the file named by ``-O summaryFile``. IOR's
+    warning lines inside it are taken out and kept, in order, under "warnings".
+    """
+    warnings = ior_warnings(text)
+    doc = _json_document(IOR_WARNING.sub("", text))
     tests, results, removes = [], [], []
-    for index, raw in enumerate(raw_tests):
+    for index, raw in enumerate(doc["tests"]):
         test = _json_test(raw, index)
         tests.append(test)
-        where = f"test {test['test_id']}"
-        entries = _require(raw, "Results", where)
-        if not isinstance(entries, list):
-            raise ValueError(f"IOR JSON: {where} 'Results' is not a list")
-        seen: dict[str, int] = {}
-        for k, entry in enumerate(entries):
-            at = f"{where} result {k}"
-            operation = _require(entry, "access", at)
-            iteration = seen.get(operation, 0)
-            seen[operation] = iteration + 1
-            if operation == "remove":
-                total = _as_float(_require(entry, "totalTime", at), f"{at} totalTime")
-                removes.append(
-                    {"test_id": test["test_id"], "iteration": iteration, "total_s": total}
-                )
-                continue
-            if operation not in ("write", "read"):
-                raise ValueError(f"IOR JSON: {at} has unknown access {operation!r}")
-            values = {
-                out: _as_float(_require(entry, key, at), f"{at} {key}")
-                for key, out in _JSON_RESULT.items()
-            }
-            results.append(_result(test, operation, iteration, values))
-
-    summary = []
-    for k, entry in enumerate(raw_summary):
-        at = f"summary entry {k}"
-        row = {"test_id": None, "operation": _require(entry, "operation", at)}
-        row["api"] = str(_require(entry, "API", at))
-        for key, out in _JSON_SUMMARY_INT.items():
-            row[out] = _as_int(_require(entry, key, at), f"{at} {key}")
-        for key, out in _JSON_SUMMARY_FLOAT.items():
-            row[out] = _as_float(_require(entry, key, at), f"{at} {key}")
-        for key, out in _JSON_SUMMARY_OPTIONAL.items():
-            row[out] = _as_float(entry[key], f"{at} {key}") if key in entry else None
-        row["file_per_proc"] = bool(row["file_per_proc"])
-        summary.append({key: row[key] for key in SUMMARY_KEYS})
-
+        _json_results(raw, test, results, removes)
+    summary = [_json_summary(entry, k) for k, entry in enumerate(doc["summary"])]
     return {
         "format": "json",
         "version": doc.get("Version"),
@@ -344,263 +353,6 @@ def ior_json(text: str) -> dict:  # noqa: C901
         "removes": removes,
         "summary": summary,
         "warnings": warnings,
-    }
-
-
-# IOR's "key: value" lines: the key is printed with "%-20s: ".
-_KEYVAL = re.compile(r"^(?P<key>[^:\n]{20,}?):(?: (?P<value>.*))?$")
-_VERSION = re.compile(r"^IOR-(?P<version>\S+): MPI Coordinated Test of Parallel I/O")
-_ROW = re.compile(r"^(?P<op>write|read|remove)\s+(?P<rest>\S.*?)\s*$")
-_SUMMARY_HEADER = "Summary of all tests:"
-# Column of the text summary table -> summary key (StdDev appears twice: bandwidth, then OPs).
-_TEXT_SUMMARY_COLUMNS = {
-    "Operation": "operation",
-    "Max(MiB)": "bw_max_mib_s",
-    "Min(MiB)": "bw_min_mib_s",
-    "Mean(MiB)": "bw_mean_mib_s",
-    "StdDev": "bw_std_mib_s",
-    "Max(OPs)": "ops_max",
-    "Min(OPs)": "ops_min",
-    "Mean(OPs)": "ops_mean",
-    "StdDev#2": "ops_std",
-    "Mean(s)": "mean_time_s",
-    "Stonewall(s)": "stonewall_s",
-    "Stonewall(MiB)": "stonewall_bw_mib_s",
-    "Test#": "test_id",
-    "#Tasks": "tasks",
-    "tPN": "tasks_per_node",
-    "reps": "repetitions",
-    "fPP": "file_per_proc",
-    "reord": "reorder_tasks",
-    "reordoff": "task_per_node_offset",
-    "reordrand": "reorder_tasks_random",
-    "seed": "reorder_tasks_random_seed",
-    "segcnt": "segments",
-    "blksiz": "block_size",
-    "xsize": "transfer_size",
-    "aggs(MiB)": "aggregate_mib",
-    "API": "api",
-    "RefNum": "reference_number",
-}
-_TEXT_SUMMARY_INTS = {
-    "test_id",
-    "tasks",
-    "tasks_per_node",
-    "repetitions",
-    "file_per_proc",
-    "reorder_tasks",
-    "task_per_node_offset",
-    "reorder_tasks_random",
-    "reorder_tasks_random_seed",
-    "segments",
-    "block_size",
-    "transfer_size",
-    "reference_number",
-}
-# The fields of a Results row after the operation, in IOR's order.
-_TEXT_ROW_FIELDS = (
-    "bw_mib_s",
-    "iops",
-    "latency_s",
-    "block_kib",
-    "xfer_kib",
-    "open_s",
-    "wrrd_s",
-    "close_s",
-    "total_s",
-    "iteration",
-)
-
-
-def _text_number(token: str, where: str) -> float | None:
-    if token in ("-", "NA"):
-        return None
-    try:
-        return float(token)
-    except ValueError:
-        raise ValueError(f"IOR text: {where}: {token!r} is not a number") from None
-
-
-def _text_int(token: str, where: str) -> int:
-    try:
-        return int(token)
-    except ValueError:
-        raise ValueError(f"IOR text: {where}: {token!r} is not an integer") from None
-
-
-def _text_summary(lines: list[str], start: int) -> list[dict]:
-    """The rows of the 'Summary of all tests' table whose title is lines[start]."""
-    if start + 1 >= len(lines):
-        raise ValueError("IOR text: the 'Summary of all tests' table has no header line")
-    header = []
-    for name in lines[start + 1].split():
-        header.append(f"{name}#2" if name in header else name)
-    missing = [name for name in _TEXT_SUMMARY_COLUMNS if name not in header]
-    if missing:
-        raise ValueError(f"IOR text: the 'Summary of all tests' header lacks the columns {missing}")
-    rows = []
-    for number, line in enumerate(lines[start + 2 :], start + 3):
-        tokens = line.split()
-        if not tokens or tokens[0] not in ("write", "read"):
-            break
-        where = f"summary line {number}"
-        if len(tokens) != len(header):
-            raise ValueError(
-                f"IOR text: {where} has {len(tokens)} fields, the header {len(header)}"
-            )
-        raw = dict(zip(header, tokens, strict=True))
-        row = {}
-        for name, key in _TEXT_SUMMARY_COLUMNS.items():
-            if key in ("operation", "api"):
-                row[key] = raw[name]
-            elif key in _TEXT_SUMMARY_INTS:
-                row[key] = _text_int(raw[name], f"{where} {name}")
-            else:
-                row[key] = _text_number(raw[name], f"{where} {name}")
-        row["file_per_proc"] = bool(row["file_per_proc"])
-        rows.append({key: row[key] for key in SUMMARY_KEYS})
-    if not rows:
-        raise ValueError("IOR text: the 'Summary of all tests' table has no rows")
-    return rows
-
-
-def _text_test(test_id: int, info: dict, options: dict, summary: list[dict]) -> dict:
-    """A test's parameters from its header and Options block, sizes from the summary table."""
-    where = f"test {test_id}"
-    rows = [row for row in summary if row["test_id"] == test_id]
-    if not rows:
-        raise ValueError(f"IOR text: {where} has no row in the 'Summary of all tests' table")
-    first = rows[0]
-    for key in ("api", "tasks"):
-        if key not in options:
-            raise ValueError(f"IOR text: {where} has no {key!r} in its Options")
-    test = {
-        "test_id": test_id,
-        "api": options["api"],
-        "api_version": options.get("apiVersion", ""),
-        "test_file": options.get("test filename"),
-        "path": info.get("Path"),
-        "start_time": info.get("StartTime"),
-        "access": options.get("access"),
-        "file_per_proc": first["file_per_proc"],
-        "collective": options.get("type") == "collective",
-        "segments": first["segments"],
-        "block_size": first["block_size"],
-        "transfer_size": first["transfer_size"],
-        "tasks": _text_int(options["tasks"], f"{where} tasks"),
-        "nodes": _text_int(options.get("nodes", "0"), f"{where} nodes"),
-        "tasks_per_node": _text_int(options.get("clients per node", "0"), f"{where} clients"),
-        "repetitions": first["repetitions"],
-    }
-    test["aggregate_bytes"] = _aggregate(test)
-    test["options"] = dict(options)
-    return {key: test[key] for key in TEST_KEYS}
-
-
-def ior_text(text: str) -> dict:  # noqa: C901
-    """Parse IOR's default text output (its stdout) into the structure of this module.
-
-    Lines IOR mixes into the output (WARNINGs, ``-v`` progress lines) are skipped.
-    """
-    lines = text.splitlines()
-    header: dict[str, str] = {}
-    version = None
-    # One entry per "TestID" block: its header fields, Options and Results rows.
-    blocks: list[dict] = []
-    summary_at = None
-    section = None
-    for number, line in enumerate(lines, 1):
-        if version is None and (match := _VERSION.match(line)):
-            version = match["version"]
-            continue
-        if line.startswith(_SUMMARY_HEADER):
-            summary_at = number - 1
-            break
-        if line.startswith("Options:"):
-            section = "options"
-            continue
-        if line.startswith("Results:"):
-            section = "results"
-            if blocks:
-                blocks[-1]["has_results"] = True
-            continue
-        if section == "results" and blocks and (match := _ROW.match(line)):
-            blocks[-1]["rows"].append((number, match["op"], match["rest"].split()))
-            continue
-        if match := _KEYVAL.match(line):
-            key, value = match["key"].strip(), (match["value"] or "").strip()
-            if section == "results" and key != "TestID":
-                continue  # e.g. "Commencing write performance test: <date>" with -v
-            if key == "TestID":
-                blocks.append(
-                    {"id": _text_int(value, f"line {number} TestID"), "info": {}, "options": {}}
-                )
-                blocks[-1].update(rows=[], has_results=False)
-                section = "info"
-            elif section == "options" and blocks:
-                blocks[-1]["options"][key] = value
-            elif blocks:
-                blocks[-1]["info"][key] = value
-            else:
-                header[key] = value
-
-    written = re.search(r"^Writing output to (.+)$", text, re.MULTILINE)
-    hint = (
-        f"; the output says 'Writing output to {written[1]}': IOR wrote its results to that"
-        " -O summaryFile instead of stdout"
-        if written
-        else ""
-    )
-    if version is None:
-        raise ValueError("IOR text: no 'IOR-<version>: MPI Coordinated Test' header line" + hint)
-    if not any(block["has_results"] for block in blocks):
-        raise ValueError("IOR text: no 'Results:' table" + hint)
-    if summary_at is None:
-        raise ValueError("IOR text: no 'Summary of all tests' table (the run did not finish?)")
-    summary = _text_summary(lines, summary_at)
-    finished = None
-    for line in lines[summary_at:]:
-        if (match := _KEYVAL.match(line)) and match["key"].strip() == "Finished":
-            finished = (match["value"] or "").strip()
-
-    tests, results, removes = [], [], []
-    for block in blocks:
-        test = _text_test(block["id"], block["info"], block["options"], summary)
-        tests.append(test)
-        for number, operation, fields in block["rows"]:
-            where = f"line {number}"
-            if len(fields) != len(_TEXT_ROW_FIELDS):
-                raise ValueError(
-                    f"IOR text: {where}: a {operation} row has {len(fields)} fields after the"
-                    f" operation, expected {len(_TEXT_ROW_FIELDS)}"
-                )
-            raw = dict(zip(_TEXT_ROW_FIELDS, fields, strict=True))
-            iteration = _text_int(raw.pop("iteration"), f"{where} iter")
-            values = {key: _text_number(value, f"{where} {key}") for key, value in raw.items()}
-            if operation == "remove":
-                removes.append(
-                    {
-                        "test_id": test["test_id"],
-                        "iteration": iteration,
-                        "total_s": values["total_s"],
-                    }
-                )
-                continue
-            del values["block_kib"], values["xfer_kib"]  # exact sizes come from the summary
-            results.append(_result(test, operation, iteration, values))
-
-    return {
-        "format": "text",
-        "version": version,
-        "command_line": header.get("Command line"),
-        "began": header.get("Began"),
-        "finished": finished,
-        "machine": header.get("Machine"),
-        "tests": tests,
-        "results": results,
-        "removes": removes,
-        "summary": summary,
-        "warnings": _ior_warnings(text),
     }
 
 
@@ -676,7 +428,103 @@ def _md_new_run(tasks: int, items: int) -> dict:
     }
 
 
-def mdtest_text(text: str) -> dict:  # noqa: C901
+class _MdScan:
+    """What a pass over mdtest's lines finds: the header's fields (out), the runs and, inside a
+    run's per-process block, which table ("rate" or "time") its lines belong to."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self.out = {
+            "version": None,
+            "command_line": None,
+            "argv": None,
+            "launched_tasks": None,
+            "nodes": None,
+            "path": None,
+            "started": None,
+            "finished": None,
+            "warnings": [],
+        }
+        self.runs: list[dict] = []
+        self.per_process_kind = None
+
+    def header_line(self, line: str) -> bool:
+        """Whether the line is one of the header's (then taken into out)."""
+        out = self.out
+        if match := _MD_VERSION.match(line):
+            out["version"] = match["version"]
+            out["launched_tasks"] = int(match["tasks"])
+            out["nodes"] = int(match["nodes"])
+        elif line.startswith("Command line used: "):
+            out["command_line"] = line[len("Command line used: ") :].strip()
+            try:
+                out["argv"] = shlex.split(out["command_line"])
+            except ValueError:
+                out["argv"] = None
+        elif match := _MD_STARTED.match(line):
+            out["started"] = match["when"]
+        elif match := _MD_FINISHED.match(line):
+            out["finished"] = match["when"]
+        elif line.startswith("WARNING:"):
+            out["warnings"].append(line[len("WARNING:") :].strip())
+        elif line.startswith("Path") and (match := KEY_VALUE.match(line)):
+            out["path"] = (match["value"] or "").strip()
+        else:
+            return False
+        return True
+
+    def run_line(self, number: int, line: str) -> None:
+        """A line of a run: its first line, a SUMMARY table, the per-process values."""
+        runs = self.runs
+        if match := _MD_RUN.match(line):
+            runs.append(_md_new_run(int(match["tasks"]), int(match["items"])))
+            self.per_process_kind = None
+        elif match := _MD_SUMMARY.match(line):
+            if not runs:
+                raise ValueError(
+                    f"mdtest: line {number}: a SUMMARY table before the"
+                    " '<N> tasks, <M> files/directories' line"
+                )
+            runs[-1]["iterations"] = int(match["iterations"])
+            runs[-1][match["kind"]] = _md_table(self.lines, number - 1, match["kind"])
+            self.per_process_kind = None
+        elif runs and (match := _MD_PER_PROCESS.match(line)):
+            self.per_process_kind = match["kind"]
+            runs[-1]["per_process"][self.per_process_kind] = []
+        elif not self._per_process_line(number, line):
+            self._verbose_line(number, line)
+
+    def _per_process_line(self, number: int, line: str) -> bool:
+        """Whether the line is one of --print-all-procs' (then taken)."""
+        kind = self.per_process_kind
+        if kind and _MD_ITERATION.match(line):
+            self.runs[-1]["per_process"][kind].append({})
+        elif kind and line.startswith("Test "):
+            found = _md_operation(line[len("Test ") :])
+            iterations = self.runs[-1]["per_process"][kind]
+            if found is None or not iterations:
+                raise ValueError(f"mdtest: line {number}: unexpected per-process line {line!r}")
+            name, rest = found
+            iterations[-1][name] = [
+                _md_float(tok, f"line {number} {name}") for tok in rest.strip().split(",")
+            ]
+        else:
+            return False
+        return True
+
+    def _verbose_line(self, number: int, line: str) -> None:
+        """Rank 0's per-iteration lines of -v."""
+        runs = self.runs
+        if runs and _MD_VERBOSE_ITERATION.match(line):
+            runs[-1]["rank0_iterations"].append({})
+        elif runs and runs[-1]["rank0_iterations"] and (match := _MD_VERBOSE_OP.match(line)):
+            runs[-1]["rank0_iterations"][-1][match["op"]] = {
+                "seconds": _md_float(match["seconds"], f"line {number} seconds"),
+                "rate": _md_float(match["rate"], f"line {number} rate"),
+            }
+
+
+def mdtest_text(text: str) -> dict:
     """Parse mdtest's text output (its stdout) into a dict.
 
     Returns::
@@ -704,72 +552,12 @@ def mdtest_text(text: str) -> dict:  # noqa: C901
     rank 0 alone) the iteration's rate, for the other operations rank 0's own rate.
     """
     lines = text.splitlines()
-    out = {
-        "version": None,
-        "command_line": None,
-        "argv": None,
-        "launched_tasks": None,
-        "nodes": None,
-        "path": None,
-        "started": None,
-        "finished": None,
-        "warnings": [],
-    }
-    runs: list[dict] = []
-    per_process_kind = None
+    lines = text.splitlines()
+    scan = _MdScan(lines)
     for number, line in enumerate(lines, 1):
-        if match := _MD_VERSION.match(line):
-            out["version"] = match["version"]
-            out["launched_tasks"] = int(match["tasks"])
-            out["nodes"] = int(match["nodes"])
-        elif line.startswith("Command line used: "):
-            out["command_line"] = line[len("Command line used: ") :].strip()
-            try:
-                out["argv"] = shlex.split(out["command_line"])
-            except ValueError:
-                out["argv"] = None
-        elif match := _MD_STARTED.match(line):
-            out["started"] = match["when"]
-        elif match := _MD_FINISHED.match(line):
-            out["finished"] = match["when"]
-        elif line.startswith("WARNING:"):
-            out["warnings"].append(line[len("WARNING:") :].strip())
-        elif line.startswith("Path") and (match := _KEYVAL.match(line)):
-            out["path"] = (match["value"] or "").strip()
-        elif match := _MD_RUN.match(line):
-            runs.append(_md_new_run(int(match["tasks"]), int(match["items"])))
-            per_process_kind = None
-        elif match := _MD_SUMMARY.match(line):
-            if not runs:
-                raise ValueError(
-                    f"mdtest: line {number}: a SUMMARY table before the"
-                    " '<N> tasks, <M> files/directories' line"
-                )
-            runs[-1]["iterations"] = int(match["iterations"])
-            runs[-1][match["kind"]] = _md_table(lines, number - 1, match["kind"])
-            per_process_kind = None
-        elif runs and (match := _MD_PER_PROCESS.match(line)):
-            per_process_kind = match["kind"]
-            runs[-1]["per_process"][per_process_kind] = []
-        elif per_process_kind and (match := _MD_ITERATION.match(line)):
-            runs[-1]["per_process"][per_process_kind].append({})
-        elif per_process_kind and line.startswith("Test "):
-            found = _md_operation(line[len("Test ") :])
-            iterations = runs[-1]["per_process"][per_process_kind]
-            if found is None or not iterations:
-                raise ValueError(f"mdtest: line {number}: unexpected per-process line {line!r}")
-            name, rest = found
-            iterations[-1][name] = [
-                _md_float(tok, f"line {number} {name}") for tok in rest.strip().split(",")
-            ]
-        elif runs and (match := _MD_VERBOSE_ITERATION.match(line)):
-            runs[-1]["rank0_iterations"].append({})
-        elif runs and runs[-1]["rank0_iterations"] and (match := _MD_VERBOSE_OP.match(line)):
-            runs[-1]["rank0_iterations"][-1][match["op"]] = {
-                "seconds": _md_float(match["seconds"], f"line {number} seconds"),
-                "rate": _md_float(match["rate"], f"line {number} rate"),
-            }
-
+        if not scan.header_line(line):
+            scan.run_line(number, line)
+    out, runs = scan.out, scan.runs
     if out["version"] is None:
         raise ValueError("mdtest: no 'mdtest-<version> was launched with' header line")
     if not runs:
