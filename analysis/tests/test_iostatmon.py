@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from iostudy.cli.cli import main
-from iostudy.collect import iostatmon
+from iostudy.collect import iostatanalysis, iostatdays, iostatimport, iostatjson, iostatmonitor
 from iostudy.report import devices
 from iostudy.store import store
 
@@ -58,7 +58,7 @@ class Mon:
 
     def state(self) -> dict:
         try:
-            return json.loads((self.out / iostatmon.STATE).read_text())
+            return json.loads((self.out / iostatmonitor.STATE).read_text())
         except (OSError, ValueError):
             return {}
 
@@ -84,11 +84,11 @@ class Mon:
     def records(self, kind=None) -> list[dict]:
         if not self.out.is_dir():  # not started yet
             return []
-        recs, _ = iostatmon.read_records(self.out)
+        recs, _ = iostatimport.read_records(self.out)
         return [r for r in recs if kind is None or r["type"] == kind]
 
     def io_times(self) -> list[datetime]:
-        return sorted({iostatmon.parse_time(r["time"]) for r in self.records("io")})
+        return sorted({iostatjson.parse_time(r["time"]) for r in self.records("io")})
 
     def wait_intervals(self, n, after=None, timeout=20.0):
         after = after or datetime.min.replace(tzinfo=timezone.utc)
@@ -152,13 +152,13 @@ def now() -> datetime:
 
 
 def t(text) -> datetime:
-    return iostatmon.parse_time(text)
+    return iostatjson.parse_time(text)
 
 
 def real_devices(iostat) -> list[str]:
     """The devices iostat reports here (its since-boot report, at once)."""
     out = subprocess.run([iostat, "-d", "-o", "JSON"], capture_output=True, text=True,
-                         env=iostatmon.iostat_env(), check=True).stdout  # fmt: skip
+                         env=iostatmonitor.iostat_env(), check=True).stdout  # fmt: skip
     stats = json.loads(out)["sysstat"]["hosts"][0]["statistics"]
     return [d["disk_device"] for d in stats[0]["disk"]]
 
@@ -167,13 +167,15 @@ def real_devices(iostat) -> list[str]:
 
 
 def test_stream_parser_on_real_output_in_any_chunks(iostat):
-    cmd = iostatmon.iostat_command(iostat, 1)[:-1] + ["1", "3"]  # 3 reports, then iostat ends
-    raw = subprocess.run(cmd, capture_output=True, env=iostatmon.iostat_env(), check=True).stdout
+    cmd = iostatmonitor.iostat_command(iostat, 1)[:-1] + ["1", "3"]  # 3 reports, then the end
+    raw = subprocess.run(
+        cmd, capture_output=True, env=iostatmonitor.iostat_env(), check=True
+    ).stdout
     doc = json.loads(raw)  # the oracle: the whole document, parsed at once
     expected = doc["sysstat"]["hosts"][0]["statistics"]
     assert len(expected) == 3 and all("timestamp" in e for e in expected)
     for size in (1, 7, 4096, len(raw)):
-        stream = iostatmon.StatsStream()
+        stream = iostatjson.StatsStream()
         got = []
         for i in range(0, len(raw), size):
             got += stream.feed(raw[i : i + size])
@@ -189,7 +191,7 @@ def test_stream_parser_on_real_output_in_any_chunks(iostat):
         [1, 2],
         [2, 1],
     )
-    when, recs, seen = iostatmon.entry_records(expected[0], "h1", 1.0)
+    when, recs, seen = iostatjson.entry_records(expected[0], "h1", 1.0)
     assert when == times[0] and seen and [r["device"] for r in recs] == seen
     d0 = expected[0]["disk"][0]
     assert recs[0]["write_bytes"] == round(d0["wkB/s"] * 1024)
@@ -197,18 +199,18 @@ def test_stream_parser_on_real_output_in_any_chunks(iostat):
 
 
 def test_stream_parser_rejects_what_is_not_iostat_json():
-    stream = iostatmon.StatsStream()
+    stream = iostatjson.StatsStream()
     assert stream.feed(b'{"sysstat": {"hosts": [{"nodename": "n", "statistics": [') == []
     assert stream.feed(b'{"disk": []}') == [{"disk": []}]
-    with pytest.raises(iostatmon.StreamError, match="unexpected"):
+    with pytest.raises(iostatjson.StreamError, match="unexpected"):
         stream.feed(b", Segmentation fault}")
 
 
 def test_selected_patterns():
-    assert iostatmon.selected("sdb", ["sd*"], ["sda"])
-    assert not iostatmon.selected("sda", ["sd*"], ["sda"])
-    assert not iostatmon.selected("nvme0n1", ["sd*"], [])
-    assert iostatmon.selected("dm-3", [], ["sd?"])
+    assert iostatjson.selected("sdb", ["sd*"], ["sda"])
+    assert not iostatjson.selected("sda", ["sd*"], ["sda"])
+    assert not iostatjson.selected("nvme0n1", ["sd*"], [])
+    assert iostatjson.selected("dm-3", [], ["sd?"])
 
 
 # -- the monitor against the real iostat ---------------------------------------------------------
@@ -234,7 +236,7 @@ def test_killed_iostat_restarted_with_backoff_gaps_recorded_sigterm(iostat, moni
     stopped = now()
 
     assert not any(alive(p) for p in (pid1, pid2, pid3))
-    recs, problems = iostatmon.read_records(mon.out)
+    recs, problems = iostatimport.read_records(mon.out)
     assert problems == []
     gap1, gap2 = mon.records("gap")
     assert f"iostat (pid {pid1}) killed by SIGKILL; restarted after 1 s" == gap1["reason"]
@@ -258,7 +260,7 @@ def test_killed_iostat_restarted_with_backoff_gaps_recorded_sigterm(iostat, moni
     (stop,) = mon.records("stop")
     assert stop["reason"] == "SIGTERM"
     last = mon.io_times()[-1]
-    assert stop["since"] == iostatmon.iso(last)
+    assert stop["since"] == iostatjson.iso(last)
     assert last >= stopping - timedelta(seconds=2 + 1.5)
     assert t(stop["time"]) <= stopped
     assert recs[0]["type"] == "start" and recs[-1]["type"] == "stop"
@@ -275,7 +277,7 @@ def test_killed_iostat_restarted_with_backoff_gaps_recorded_sigterm(iostat, moni
     n_io = con.execute("SELECT count(*) FROM iostat WHERE kind = 'io'").fetchone()[0]
     assert n_io == len(io)
     table = store.read_table(st, "iostat")
-    g = iostatmon.gaps(table)
+    g = iostatanalysis.gaps(table)
     assert g["recorded"].all() and len(g) >= 1
     assert all(f"pid {p})" in " ".join(g["reason"]) for p in (pid1, pid2))
     # Importing again replaces the part; --host names another part.
@@ -323,7 +325,7 @@ def test_monitor_killed_iostat_dies_too_and_a_new_monitor_appends(iostat, monito
     first.stop(signal.SIGKILL)
     # iostat does not outlive its monitor (PR_SET_PDEATHSIG); every line written is whole.
     wait_for(lambda: not alive(pid), 5, f"iostat {pid} to die with its monitor")
-    recs, problems = iostatmon.read_records(out)
+    recs, problems = iostatimport.read_records(out)
     assert problems == [] and recs[-1]["type"] == "io"
     time.sleep(4)
     second = monitors(out)
@@ -333,10 +335,10 @@ def test_monitor_killed_iostat_dies_too_and_a_new_monitor_appends(iostat, monito
     assert third.proc.wait(15) == 2
     assert f"another iostat-mon (pid {second.proc.pid}) writes here" in third.text()
     assert second.stop(signal.SIGINT) == 0
-    assert [r["type"] for r in iostatmon.read_records(out)[0]].count("start") == 2
+    assert [r["type"] for r in iostatimport.read_records(out)[0]].count("start") == 2
     st = tmp_path / "store"
     assert main(["iostat-mon", "import", str(out), "--store", str(st)]) == 0
-    g = iostatmon.gaps(store.read_table(st, "iostat"))
+    g = iostatanalysis.gaps(store.read_table(st, "iostat"))
     assert list(g["reason"]) == ["no record (monitor not running)"]
     assert g["seconds"].iloc[0] >= 3
 
@@ -423,7 +425,7 @@ def test_past_days_compressed_on_start(iostat, monitors, tmp_path):
     assert not (out / "2020-01-01.jsonl").exists()
     with gzip.open(out / "2020-01-01.jsonl.gz", "rt") as f:
         assert f.read() == text + "\n"
-    recs, problems = iostatmon.read_records(out)
+    recs, problems = iostatimport.read_records(out)
     assert recs[:2] == old
     assert len(problems) == 1 and "2020-01-01.jsonl.gz:3: not a JSON record" in problems[0]
     today = now().date().isoformat()
@@ -446,7 +448,7 @@ def test_cli_errors_name_the_problem(iostat, tmp_path, capsys):
 
 
 def test_day_log_rolls_over_and_reopens_a_compressed_day(tmp_path):
-    log = iostatmon.DayLog(tmp_path)
+    log = iostatdays.DayLog(tmp_path)
     d1 = datetime(2026, 1, 23, 23, 59, 30, tzinfo=timezone.utc)
     d2 = d1 + timedelta(minutes=1)
     log.write([{"n": 1}], d1)
@@ -501,8 +503,8 @@ def table() -> pd.DataFrame:
 
 
 def test_throughput_sums_hosts_per_minute():
-    s = throughput = iostatmon.throughput(table())
-    assert list(throughput.columns) == iostatmon.THROUGHPUT_COLUMNS
+    s = throughput = iostatanalysis.throughput(table())
+    assert list(throughput.columns) == iostatanalysis.THROUGHPUT_COLUMNS
     at = s.set_index("time")
     t5 = pd.Timestamp("2026-01-23 10:04")  # the interval ending 10:05
     assert at.loc[t5, "read_mib_s"] == pytest.approx(10.0)
@@ -519,7 +521,7 @@ def test_throughput_sums_hosts_per_minute():
         (pd.Timestamp("2026-01-23 10:16"), pd.Timestamp("2026-01-24 00:00")),
     ]
     # 5-minute buckets: each host's rate over the seconds its intervals cover, hosts added.
-    five = iostatmon.throughput(table(), bucket_s=300).set_index("time")
+    five = iostatanalysis.throughput(table(), bucket_s=300).set_index("time")
     # 10:00-10:05: a reads 4 x 60 + 600 MiB over 300 s; b writes 3 x 120 MiB over 180 s
     assert five.loc[t1, "read_mib_s"] == pytest.approx(840 / 300)
     assert five.loc[t1, "write_mib_s"] == pytest.approx(0.5 + 2.5)
@@ -527,7 +529,7 @@ def test_throughput_sums_hosts_per_minute():
 
 def test_daily_totals_peaks_and_burstiness():
     tab = table()
-    days = iostatmon.daily_totals(tab)
+    days = iostatanalysis.daily_totals(tab)
     assert list(days["day"]) == ["2026-01-23", "2026-01-24"]
     mib = 1 << 20
     d1 = days.iloc[0]
@@ -535,28 +537,28 @@ def test_daily_totals_peaks_and_burstiness():
     assert d1["write_bytes"] == (8 * 30 + 7 * 150) * mib
     # host-seconds covered: a 9 min, b 7 min, of 2 hosts x a day
     assert d1["recorded_pct"] == pytest.approx(100 * 16 * 60 / (2 * 86400))
-    series = iostatmon.throughput(tab)
-    p = iostatmon.peaks(series).set_index("direction")
+    series = iostatanalysis.throughput(tab)
+    p = iostatanalysis.peaks(series).set_index("direction")
     assert p.loc["read", "peak_mib_s"] == pytest.approx(10.0)
     assert p.loc["read", "at"] == pd.Timestamp("2026-01-23 10:04")
     assert p.loc["write", "peak_mib_s"] == pytest.approx(3.0)
     assert p.loc["total", "peak_mib_s"] == pytest.approx(10.5)
     # below a third of 10.5 MiB/s (3.5): 10:03 and 10:05 (a: 1.5), 10:08 and 10:09 (b: 2.5),
     # 10:15 and the next day (1.0); not 10:00-10:02, 10:06, 10:07 (4.0) and 10:04 (10.5)
-    assert iostatmon.share_below(series) == pytest.approx(6 / 12)
-    cdf = iostatmon.burstiness(series)
+    assert iostatanalysis.share_below(series) == pytest.approx(6 / 12)
+    cdf = iostatanalysis.burstiness(series)
     assert cdf["fraction"].iloc[0] == 0 and cdf["fraction"].iloc[-1] == 1
     assert cdf["total_mib_s"].is_monotonic_increasing
     assert cdf["total_mib_s"].iloc[-1] == pytest.approx(10.5)
     assert cdf["pct_of_peak"].iloc[-1] == pytest.approx(100)
-    s = iostatmon.summary(tab, series).set_index("metric")
+    s = iostatanalysis.summary(tab, series).set_index("metric")
     assert s.loc["time below a third of the peak total", "value"] == pytest.approx(50.0)
     assert s.loc["peak read over 60 s", "value"] == pytest.approx(10.0)
     assert s.loc["days with records", "value"] == 2
 
 
 def test_gaps_explained_by_the_monitors_records():
-    g = iostatmon.gaps(table())
+    g = iostatanalysis.gaps(table())
     assert list(g["host"]) == ["b", "a", "b"]
     b_gap, a_stop, b_night = g.to_dict("records")
     assert (b_gap["start"], b_gap["end"]) == (pd.Timestamp("2026-01-23 10:03"),

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iostudy.collect.iostatmon import (
-    TABLE,
+from iostudy.collect.iostatanalysis import (
     burstiness,
     daily_totals,
     gaps,
@@ -16,6 +15,7 @@ from iostudy.collect.iostatmon import (
     summary,
     throughput,
 )
+from iostudy.collect.iostatimport import TABLE
 
 #: the page's section of this module's figures and tables
 SECTION = "iostat"

@@ -1,0 +1,181 @@
+"""``iostudy iostat-mon import DIR... --store STORE``: an iostat-mon DIR's records into the
+store's ``iostat`` table as ``STORE/iostat/iostat-<name>.parquet`` (name: --name, else the host
+the records name; importing a DIR again replaces its part). See :func:`rows` for the columns.
+
+Apart from the monitor: it runs where the store is, on records the monitor wrote elsewhere,
+and reads them whatever a crash left (a line cut short, a record written twice)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sys
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from iostudy.collect.iostatdays import day_files
+from iostudy.collect.iostatjson import parse_time
+from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.store import store as store_mod
+
+TABLE = "iostat"
+
+
+def read_records(folder: Path) -> tuple[list[dict], list[str]]:
+    """Every record of a DIR's day files and the problems (file:line: why) of the lines that
+    could not be read; a damaged .gz keeps the lines before the damage."""
+    records, problems = [], []
+    for path in day_files(folder):
+        opener = gzip.open if path.name.endswith(".gz") else open
+        number = 0
+        try:
+            with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+                for number, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        problems.append(f"{path}:{number}: not a JSON record (cut short?)")
+                        continue
+                    if not isinstance(rec, dict) or rec.get("type") not in (
+                        "io",
+                        "gap",
+                        "start",
+                        "stop",
+                    ):
+                        problems.append(f"{path}:{number}: not an iostat-mon record")
+                        continue
+                    records.append(rec)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            problems.append(f"{path}: unreadable after line {number}: {exc}")
+    return records, problems
+
+
+def _ts(text) -> datetime | None:
+    ts = parse_time(text)
+    return ts.replace(tzinfo=None) if ts else None
+
+
+def rows(records: list[dict], source: str, host: str | None = None) -> list[dict]:
+    """The ``iostat`` table's rows of records (host overrides theirs). Columns: host, device,
+    kind (io, gap, start, stop), start and end (UTC; io: the interval, end - seconds to end;
+    gap: the span; start: both the monitor's start; stop: since the last recorded interval's
+    end to the stop), seconds (end - start), read_bytes, write_bytes, read_iops, write_iops,
+    util_pct, read_await_ms, write_await_ms, queue (io rows), reason (gap, stop; start: the
+    interval and iostat version), source (the DIR's name). A record repeated (a crash between
+    compressing a day and removing its .jsonl) is kept once."""
+    out, keys = [], set()
+    for r in records:
+        kind = r["type"]
+        h = host or r.get("host")
+        if kind == "io":
+            end, seconds = _ts(r.get("time")), r.get("seconds")
+            if end is None or not isinstance(seconds, int | float):
+                continue
+            start = end - timedelta(seconds=seconds)
+            extra = {
+                k: r.get(k)
+                for k in (
+                    "device",
+                    "read_bytes",
+                    "write_bytes",
+                    "read_iops",
+                    "write_iops",
+                    "util_pct",
+                    "read_await_ms",
+                    "write_await_ms",
+                    "queue",
+                )
+            }
+        elif kind == "gap":
+            start, end = _ts(r.get("start")), _ts(r.get("end"))
+            extra = {"reason": r.get("reason")}
+        elif kind == "start":
+            start = end = _ts(r.get("time"))
+            extra = {"reason": f"interval {r.get('interval_s')} s, {r.get('iostat')}"}
+        else:  # stop
+            end = _ts(r.get("time"))
+            start = _ts(r.get("since")) or end
+            extra = {"reason": r.get("reason")}
+        if start is None or end is None:
+            continue
+        key = (h, kind, extra.get("device"), end)
+        if key in keys:
+            continue
+        keys.add(key)
+        out.append(
+            {
+                "host": h,
+                "kind": kind,
+                "start": start,
+                "end": end,
+                "seconds": (end - start).total_seconds(),
+                "source": source,
+                **extra,
+            }
+        )
+    return out
+
+
+def part_name(name: str) -> str:
+    """The Parquet part (without .parquet) of an import named name: ``iostat-`` and the name
+    with anything but [A-Za-z0-9._-] made "_" (the prefix keeps it apart from ingest's empty
+    per-run parts)."""
+    return "iostat-" + re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def import_dirs(dirs, store_root, host=None, name=None, console=None) -> int:
+    """``iostudy iostat-mon import``; returns the exit status."""
+    console = console or Console(stderr=True)
+    if name and len(dirs) > 1:
+        print(
+            "iostudy: error: --name names one DIR's part; give one DIR to use it", file=sys.stderr
+        )
+        return EXIT_BAD_INPUT
+    for d in dirs:
+        if not Path(d).is_dir():
+            print(f"iostudy: error: {d}: no such directory", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    inputs = []  # (part, rows, problems, folder)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("reading iostat-mon records", total=len(dirs))
+        for d in dirs:
+            records, problems = read_records(Path(d))
+            hosts = Counter(r.get("host") for r in records if r.get("host"))
+            label = name or host or (hosts.most_common(1)[0][0] if len(hosts) == 1 else None)
+            label = label or Path(d).resolve().name
+            inputs.append((part_name(label), rows(records, Path(d).name, host), problems, d))
+            progress.advance(task)
+    names = [p for p, *_ in inputs]
+    if len(set(names)) < len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        print(
+            f"iostudy: error: DIRs with the same host would replace each other's part: "
+            f"{', '.join(dup)} (import them one at a time with --name)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    where = store_mod.import_parts(store_root, TABLE, [(p, r) for p, r, *_ in inputs], console)
+    for *_, problems, _d in inputs:
+        for p in problems:
+            console.print(f"skipped: {p}", highlight=False, markup=False, soft_wrap=True)
+    kinds = Counter(r["kind"] for _, rs, *_ in inputs for r in rs)
+    n_bad = sum(len(p) for *_, p, _d in inputs)
+    print(
+        f"iostat-mon import: {kinds['io']} device intervals, {kinds['gap']} gaps into {where}; "
+        f"{n_bad} lines skipped"
+    )
+    return 0
