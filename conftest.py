@@ -18,9 +18,21 @@ def configs_copy(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def spack_build(monkeypatch):
-    """An empty stand-in for build/spack/ (IOSTUDY_SPACK_BUILD): no system has a Spack build
-    until a test adds one. Inside the checkout, since manifests name builds relative to it."""
+def spack_build(tmp_path_factory, monkeypatch):
+    """An empty stand-in for build/spack/ (IOSTUDY_SPACK_BUILD, where the checks look for
+    Spack's programs): no system has a Spack build until a test adds one. A temporary folder,
+    never inside the checkout."""
+    root = tmp_path_factory.mktemp("spack-build")
+    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))
+    return root
+
+
+@pytest.fixture
+def spack_build_in_checkout(monkeypatch):
+    """The same stand-in inside the checkout (build/test-spack-build, removed afterwards), for
+    the tests of what a run manifest records of a build: the manifest names the build record
+    and the binaries by their path relative to the checkout (spackenv.manifest_entry, the
+    campaign's binaries_sha256), which a build elsewhere does not have."""
     root = REPO_ROOT / "build" / "test-spack-build"
     shutil.rmtree(root, ignore_errors=True)
     monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))

@@ -2,8 +2,8 @@
 
 A Spack build is stood in for by a folder laid out as `iostudy spack build` leaves it
 (<system>/view and <system>/build-record.json): the spack_build fixture of the root
-conftest.py. CI has no Spack. The real
-build is exercised by spack-env/tests/test_view_programs.py where Spack exists.
+conftest.py (spack_build_in_checkout where a manifest records the build). CI has no Spack.
+The real build is exercised by spack-env/tests/test_view_programs.py where Spack exists.
 """
 
 import hashlib
@@ -61,8 +61,8 @@ def test_the_view_wins_for_what_it_has(spack_build):
     assert checks.runtime_library("testcluster", "openmpi") == checks.RUNTIME_BUILD
 
 
-def test_manifest_entry_and_mpi_come_from_the_record(spack_build):
-    path = write_record(spack_build, "local", lock_sha="cd" * 32)
+def test_manifest_entry_and_mpi_come_from_the_record(spack_build_in_checkout):
+    path = write_record(spack_build_in_checkout, "local", lock_sha="cd" * 32)
     entry = spackenv.manifest_entry("local")
     assert entry["record_sha256"] == sha256(path)
     assert entry["spack_lock_sha256"] == "cd" * 32
@@ -70,7 +70,8 @@ def test_manifest_entry_and_mpi_come_from_the_record(spack_build):
     assert spackenv.view_mpi("local") == ("openmpi", Path("/usr/bin/mpirun"))
 
 
-def test_dry_run_manifest_references_the_build(spack_build, tmp_path, capsys):
+def test_dry_run_manifest_references_the_build(spack_build_in_checkout, tmp_path, capsys):
+    spack_build = spack_build_in_checkout
     record = write_record(spack_build, "local")
     fake_view(spack_build, "local", ["lib/libiostudy.so", "lib/libiostudy-mpi-openmpi.so"])
     results = tmp_path / "results"
