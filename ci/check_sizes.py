@@ -19,7 +19,6 @@ MODULES_TO_SPLIT = {
     "store/store.py": 1539,
 }
 FUNCTIONS_TO_SPLIT = {
-    "benchmarks/flashio.py:parse": 64,
     "collect/fsstats.py:_run_walker": 100,
     "collect/fsstats.py:scan": 172,
     "collect/fsstats.py:cmd_diff": 65,

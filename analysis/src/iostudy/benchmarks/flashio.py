@@ -99,7 +99,7 @@ def file_names(prefix: str = PREFIX) -> dict[str, str]:
     return {name: prefix + suffix for name, (_, suffix) in FILES.items()}
 
 
-def parse(text: str) -> dict:  # noqa: C901
+def parse(text: str) -> dict:
     """FLASH-IO's printed results:
 
     {"requests": "nonblocking", "access": "collective", "guards": 4, "blocks": 80 (each rank's
@@ -115,32 +115,67 @@ def parse(text: str) -> dict:  # noqa: C901
     labels = {label: name for name, (label, _) in FILES.items()}
     current = None
     for line in text.splitlines():
-        if m := _MODE.match(line):
-            if m.group(2):
-                parsed["requests"] = m.group(2)
-            else:
-                parsed["access"] = m.group(3)
-        elif m := _COUNT.match(line):
-            parsed[m.group(1)] = int(m.group(2))
-        elif m := _TIME.match(line):
-            current = labels[m.group(1)]
-            parsed["files"][current] = {"seconds": float(m.group(2))}
-        elif (m := _PART.match(line)) and current:
-            parsed["files"][current][f"{m.group(1)}_seconds"] = float(m.group(2))
-        elif (m := _AMOUNT.match(line)) and current:
-            parsed["files"][current]["mib"] = float(m.group(1))
-            current = None
-        elif m := _TOTAL.match(line):
-            parsed["total_mib"] = float(m.group(1))
-        elif m := _BASE.match(line):
-            parsed["prefix"] = m.group(1).strip()
-        elif m := _ROW.match(line):
-            parsed["procs"] = int(m.group(1))
-            parsed["block_cells"] = tuple(int(m.group(i)) for i in (2, 3, 4))
-            parsed["total_seconds"] = float(m.group(5))
-            parsed["total_mib_s"] = float(m.group(6))
-        elif m := _HINT.match(line):
-            parsed["hints"][m.group(1)] = m.group(2).strip()
+        if _setting_line(line, parsed):
+            continue
+        current, taken = _file_line(line, parsed["files"], labels, current)
+        if not taken:
+            _total_line(line, parsed)
+    missing = _missing(parsed)
+    if missing:
+        raise ValueError(
+            "not FLASH-IO's results (quiet mode, usage, or cut short): no " + ", ".join(missing)
+        )
+    return parsed
+
+
+def _setting_line(line: str, parsed: dict) -> bool:
+    """Whether the line is one of the run's settings (then taken into parsed): the MPI-IO
+    access, PnetCDF's requests, the numbers of guards, blocks and variables."""
+    if m := _MODE.match(line):
+        if m.group(2):
+            parsed["requests"] = m.group(2)
+        else:
+            parsed["access"] = m.group(3)
+    elif m := _COUNT.match(line):
+        parsed[m.group(1)] = int(m.group(2))
+    else:
+        return False
+    return True
+
+
+def _file_line(line: str, files: dict, labels: dict, current: str | None):
+    """(the file whose lines follow, whether the line was taken): a file's time, its parts'
+    maximum times and its I/O amount (its last line) into files."""
+    if m := _TIME.match(line):
+        current = labels[m.group(1)]
+        files[current] = {"seconds": float(m.group(2))}
+    elif (m := _PART.match(line)) and current:
+        files[current][f"{m.group(1)}_seconds"] = float(m.group(2))
+    elif (m := _AMOUNT.match(line)) and current:
+        files[current]["mib"] = float(m.group(1))
+        current = None
+    else:
+        return current, False
+    return current, True
+
+
+def _total_line(line: str, parsed: dict) -> None:
+    """The run's totals, file base name, summary row and MPI-IO hints, into parsed."""
+    if m := _TOTAL.match(line):
+        parsed["total_mib"] = float(m.group(1))
+    elif m := _BASE.match(line):
+        parsed["prefix"] = m.group(1).strip()
+    elif m := _ROW.match(line):
+        parsed["procs"] = int(m.group(1))
+        parsed["block_cells"] = tuple(int(m.group(i)) for i in (2, 3, 4))
+        parsed["total_seconds"] = float(m.group(5))
+        parsed["total_mib_s"] = float(m.group(6))
+    elif m := _HINT.match(line):
+        parsed["hints"][m.group(1)] = m.group(2).strip()
+
+
+def _missing(parsed: dict) -> list[str]:
+    """What parse found no line for, as the error names it."""
     missing = [f"'{label}'" for name, (label, _) in FILES.items() if name not in parsed["files"]]
     missing += [
         f"'{label}' of {name}"
@@ -158,11 +193,7 @@ def parse(text: str) -> dict:  # noqa: C901
     ):
         if key not in parsed:
             missing.append(f"'{label}'")
-    if missing:
-        raise ValueError(
-            "not FLASH-IO's results (quiet mode, usage, or cut short): no " + ", ".join(missing)
-        )
-    return parsed
+    return missing
 
 
 def blocks_of_run(blocks: int, procs: int) -> int:
