@@ -24,8 +24,6 @@ FUNCTIONS_TO_SPLIT = {
     "collect/fsstats.py:cmd_diff": 65,
     "collect/fsstats.py:register": 121,
     "collect/fsstats.py:add": 62,
-    "collect/sacct.py:parse": 83,
-    "collect/sacct.py:coverage": 76,
     "metrics/metrics.py:table1_crosscheck": 71,
     "metrics/metrics.py:ior_log_bandwidth": 72,
     "metrics/workload.py:add_figures": 134,

@@ -153,7 +153,7 @@ def _header(line: str, name: str) -> dict[str, int]:
     return columns
 
 
-def parse(text: str, source: str, *, tz=None, name: str | None = None):  # noqa: C901
+def parse(text: str, source: str, *, tz=None, name: str | None = None):
     """The ``sched`` rows of ``sacct --parsable2`` output (with its header line) and the
     problems of the lines that could not be used: ``(rows, problems, steps)``.
 
@@ -172,13 +172,6 @@ def parse(text: str, source: str, *, tz=None, name: str | None = None):  # noqa:
         raise SacctError(f"{name}: empty: no sacct header line")
     cols = _header(lines[first], name)
     width = len(lines[first].split("|"))
-
-    def get(fields, *alternatives):
-        for a in alternatives:
-            if a in cols:
-                return fields[cols[a]].strip()
-        return None
-
     rows: dict[tuple, tuple[int, dict]] = {}
     problems: list[str] = []
     steps = 0
@@ -189,41 +182,11 @@ def parse(text: str, source: str, *, tz=None, name: str | None = None):  # noqa:
         if len(fields) != width:
             problems.append(f"{name}:{number}: {len(fields)} fields, the header has {width}")
             continue
-        jobid_text, raw = get(fields, "jobid"), get(fields, "jobidraw")
-        if "." in (jobid_text or "") or "." in (raw or ""):
+        if _is_step(cols, fields):
             steps += 1
             continue
         try:
-            ident = raw if raw is not None else jobid_text
-            if not _DIGITS.match(ident):
-                if raw is None and _JOB_ID_LIKE.match(ident):
-                    raise ValueError(
-                        f"JobID {ident!r} (an array task or a heterogeneous job component) and "
-                        "no JobIDRaw column: its own job id is unknown"
-                    )
-                raise ValueError(f"not a job id: {ident!r}")
-            cores_col = "ncpus" if "ncpus" in cols else "alloccpus"
-            cores_name = "NCPUS" if cores_col == "ncpus" else "AllocCPUS"
-            if "elapsedraw" in cols:
-                elapsed = _count(get(fields, "elapsedraw"), "ElapsedRaw")
-            else:
-                elapsed = _elapsed(get(fields, "elapsed"))
-            state = get(fields, "state")
-            row = {
-                "cluster": get(fields, "cluster") or None,
-                "jobid": int(ident),
-                "account": get(fields, "account") or None,
-                "user": get(fields, "user") or None,
-                "partition": get(fields, "partition") or None,
-                "nodes": _count(get(fields, "nnodes"), "NNodes"),
-                "cores": _count(get(fields, cores_col), cores_name),
-                "elapsed_s": elapsed,
-                "start": _timestamp(get(fields, "start"), tz),
-                "end": _timestamp(get(fields, "end") or "", tz),
-                # "CANCELLED by 0" -> CANCELLED: the uid says nothing about the job's I/O.
-                "state": state.split()[0] if state else None,
-                "source": source,
-            }
+            row = _row(cols, fields, source, tz)
         except ValueError as exc:
             problems.append(f"{name}:{number}: {exc}")
             continue
@@ -236,6 +199,68 @@ def parse(text: str, source: str, *, tz=None, name: str | None = None):  # noqa:
             )
         rows[key] = (number, row)
     return [row for _, row in rows.values()], problems, steps
+
+
+def _get(cols: dict[str, int], fields: list[str], *alternatives: str) -> str | None:
+    """A line's field of the first of the columns (lower case) the header has; None when it has
+    none of them."""
+    for a in alternatives:
+        if a in cols:
+            return fields[cols[a]].strip()
+    return None
+
+
+def _is_step(cols: dict[str, int], fields: list[str]) -> bool:
+    """Whether a line is a job step's (123.batch, 123.0), not an allocation's."""
+    return "." in (_get(cols, fields, "jobid") or "") or "." in (
+        _get(cols, fields, "jobidraw") or ""
+    )
+
+
+def _job_id(cols: dict[str, int], fields: list[str]) -> int:
+    """The line's own job id: JobIDRaw, else JobID when it is a plain number."""
+    raw = _get(cols, fields, "jobidraw")
+    ident = raw if raw is not None else _get(cols, fields, "jobid")
+    if not _DIGITS.match(ident):
+        if raw is None and _JOB_ID_LIKE.match(ident):
+            raise ValueError(
+                f"JobID {ident!r} (an array task or a heterogeneous job component) and "
+                "no JobIDRaw column: its own job id is unknown"
+            )
+        raise ValueError(f"not a job id: {ident!r}")
+    return int(ident)
+
+
+def _row(cols: dict[str, int], fields: list[str], source: str, tz) -> dict:
+    """The ``sched`` row of a job's line; ValueError naming the first field that is not what
+    sacct writes there."""
+
+    def get(*alternatives):
+        return _get(cols, fields, *alternatives)
+
+    jobid = _job_id(cols, fields)
+    cores_col = "ncpus" if "ncpus" in cols else "alloccpus"
+    cores_name = "NCPUS" if cores_col == "ncpus" else "AllocCPUS"
+    if "elapsedraw" in cols:
+        elapsed = _count(get("elapsedraw"), "ElapsedRaw")
+    else:
+        elapsed = _elapsed(get("elapsed"))
+    state = get("state")
+    return {
+        "cluster": get("cluster") or None,
+        "jobid": jobid,
+        "account": get("account") or None,
+        "user": get("user") or None,
+        "partition": get("partition") or None,
+        "nodes": _count(get("nnodes"), "NNodes"),
+        "cores": _count(get(cores_col), cores_name),
+        "elapsed_s": elapsed,
+        "start": _timestamp(get("start"), tz),
+        "end": _timestamp(get("end") or "", tz),
+        # "CANCELLED by 0" -> CANCELLED: the uid says nothing about the job's I/O.
+        "state": state.split()[0] if state else None,
+        "source": source,
+    }
 
 
 # -- the store -----------------------------------------------------------------------------------
@@ -288,7 +313,19 @@ def coverage(con, cluster: str | None = None) -> pd.DataFrame:
     if cluster is not None:
         where += " AND cluster = ?"
         params.append(cluster)
-    sql = f"""
+    per_account = con.execute(_per_account_sql(where), params).fetchall()
+    unaccounted, unaccounted_modules = con.execute(_unaccounted_sql(where), params).fetchone()
+    records = _coverage_records(per_account, unaccounted, unaccounted_modules)
+    frame = pd.DataFrame.from_records(records, columns=COVERAGE_COLUMNS)
+    dtypes = dict.fromkeys(COVERAGE_COLUMNS[1:3], "Int64")
+    dtypes |= dict.fromkeys(COVERAGE_COLUMNS[3:7], "Float64")
+    return frame.astype(dtypes)
+
+
+def _per_account_sql(where: str) -> str:
+    """Per account of the allocations that match where: jobs and core-hours instrumented and
+    all, and the modules of the instrumented jobs' logs (largest core-hours first)."""
+    return f"""
     WITH alloc AS (
         SELECT coalesce(account, '{NO_ACCOUNT}') AS account, jobid,
                cores * elapsed_s / 3600.0 AS core_hours
@@ -313,15 +350,21 @@ def coverage(con, cluster: str | None = None) -> pd.DataFrame:
     FROM per_job p GROUP BY p.account
     ORDER BY core_hours_total DESC, p.account
     """
-    per_account = con.execute(sql, params).fetchall()
-    unaccounted_sql = f"""
+
+
+def _unaccounted_sql(where: str) -> str:
+    """The jobs of logs that no allocation matching where accounts for, and their modules."""
+    return f"""
     WITH alloc AS (SELECT jobid FROM ({sched_view_sql()}) WHERE {where}),
     logged AS ({LOGGED})
     SELECT count(DISTINCT job), list(DISTINCT module) FILTER (WHERE module <> '')
     FROM logged l WHERE NOT EXISTS (SELECT 1 FROM alloc a WHERE a.jobid = l.jobid)
     """
-    unaccounted, unaccounted_modules = con.execute(unaccounted_sql, params).fetchone()
 
+
+def _coverage_records(per_account, unaccounted: int, unaccounted_modules) -> list[tuple]:
+    """Table II's rows (COVERAGE_COLUMNS) from the two queries' answers: the accounts, then
+    "(no accounting)" when there are such jobs, then the total "all" of the accounted ones."""
     records = []
     all_modules: set[str] = set()
     for account, n_in, n_all, ch_in, ch_all, names in per_account:
@@ -341,10 +384,7 @@ def coverage(con, cluster: str | None = None) -> pd.DataFrame:
         (ALL, n_in, n_all, _pct(n_in, n_all), float(ch_in), float(ch_all), _pct(ch_in, ch_all),
          modules.letters(all_modules))
     )  # fmt: skip
-    frame = pd.DataFrame.from_records(records, columns=COVERAGE_COLUMNS)
-    dtypes = dict.fromkeys(COVERAGE_COLUMNS[1:3], "Int64")
-    dtypes |= dict.fromkeys(COVERAGE_COLUMNS[3:7], "Float64")
-    return frame.astype(dtypes)
+    return records
 
 
 # -- command -------------------------------------------------------------------------------------
