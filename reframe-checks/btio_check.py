@@ -26,10 +26,11 @@ from pathlib import Path
 import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy.benchmarks import btio, checks
+from iostudy.benchmarks import btio, checks, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "btio_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 WRITE_OUTPUT = "btio-write.out"
 INPUTS = {phase: f"btio-{phase}.data" for phase in btio.PHASES}
 
@@ -41,7 +42,7 @@ class btio_check(BenchmarkCheck):
     tags = {"btio", "application"}
     keep_files = [WRITE_OUTPUT, *INPUTS.values()]
 
-    problem_class = variable(str, value="S")
+    problem_class = variable(str, value=DEFAULTS["problem_class"])
 
     @run_after("setup")
     def set_job(self):

@@ -38,10 +38,11 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy.benchmarks import checks, flashio
+from iostudy.benchmarks import checks, flashio, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "flashio_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 
 
 @rfm.simple_test
@@ -50,8 +51,8 @@ class flashio_check(BenchmarkCheck):
     time_limit = "30m"
     tags = {"flashio", "application", "pnetcdf"}
 
-    access = variable(str, value="collective")  # or independent (-i)
-    requests = variable(str, value="nonblocking")  # or blocking (-b)
+    access = variable(str, value=DEFAULTS["access"])  # or independent (-i)
+    requests = variable(str, value=DEFAULTS["requests"])  # or blocking (-b)
 
     @run_after("setup")
     def set_job(self):

@@ -40,11 +40,12 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy.benchmarks import checks, haccio
+from iostudy.benchmarks import checks, haccio, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 from iostudy.core.reframe_names import param_text
 
 CHECK = "haccio_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 WRITE_OUTPUT = "haccio-write.out"
 
 
@@ -55,12 +56,12 @@ class haccio_check(BenchmarkCheck):
     tags = {"haccio", "application"}
     keep_files = [WRITE_OUTPUT]
 
-    particles = variable(int, value=1_000_000)  # per rank: 38 MB, and the 24 MiB header
-    layout = variable(str, value="fpp")  # fpp (N-N) or shared (N-1)
-    verify = variable(typ.Bool, value=False)  # one launch of hacc_io: write, read back, compare
-    drop_cache = variable(typ.Bool, value=True)  # between the phases, on the scratch target
-    interface = variable(str, value="mpiio")  # or posix (upstream's), see iostudy.benchmarks.haccio
-    osync = variable(typ.Bool, value=False)  # the POSIX checkpoint opened O_SYNC
+    particles = variable(int, value=DEFAULTS["particles"])  # per rank, and a 24 MiB header
+    layout = variable(str, value=DEFAULTS["layout"])  # fpp (N-N) or shared (N-1)
+    verify = variable(typ.Bool, value=DEFAULTS["verify"])  # one launch: write, read, compare
+    drop_cache = variable(typ.Bool, value=DEFAULTS["drop_cache"])  # between the phases
+    interface = variable(str, value=DEFAULTS["interface"])  # or posix: iostudy.benchmarks.haccio
+    osync = variable(typ.Bool, value=DEFAULTS["osync"])  # the POSIX checkpoint opened O_SYNC
 
     @run_after("setup")
     def set_job(self):

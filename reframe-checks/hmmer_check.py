@@ -26,10 +26,11 @@ from pathlib import Path
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy.benchmarks import checks, hmmer
+from iostudy.benchmarks import checks, hmmer, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "hmmer_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 
 
 @rfm.simple_test
@@ -38,13 +39,13 @@ class hmmer_check(BenchmarkCheck):
     time_limit = "30m"
     tags = {"hmmer", "application", "stdio"}
 
-    config = variable(str, value="A")
-    families = variable(int, value=4)
-    sequences = variable(int, value=2000)
-    length = variable(int, value=300)
+    config = variable(str, value=DEFAULTS["config"])
+    families = variable(int, value=DEFAULTS["families"])
+    sequences = variable(int, value=DEFAULTS["sequences"])
+    length = variable(int, value=DEFAULTS["length"])
     #: a facility's own inputs instead of generated ones (both or neither)
-    hmm_file = variable(str, value="")
-    fasta_file = variable(str, value="")
+    hmm_file = variable(str, value=DEFAULTS["hmm_file"])
+    fasta_file = variable(str, value=DEFAULTS["fasta_file"])
 
     @run_after("setup")
     def set_job(self):

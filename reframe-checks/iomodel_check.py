@@ -8,14 +8,14 @@ leaves one Darshan-format log in <run_dir>/darshan tagged with campaign, check, 
 parameters. The benchmark's JSON lines are kept as iomodel.jsonl in the test's output folder.
 
 Parameters are variables, set by `iostudy campaign run` from the campaign (-S, or -P for a
-scan); references come from configs/references/<system>.json. The logic lives in
-iostudy.benchmarks.checks. By hand:
+scan), their defaults the check registry's (iostudy.benchmarks.registry); references come from
+configs/references/<system>.json. The job's setup is iostudy.benchmarks.benchcheck.RuntimeCheck's,
+the logic iostudy.benchmarks.checks'. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/iomodel_check.py \\
         -S size=16M -S max_procs=4 -r
 """
 
-import shlex
 from pathlib import Path
 
 import reframe as rfm
@@ -23,93 +23,56 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
-from iostudy.benchmarks import checks
+from iostudy.benchmarks import checks, registry
+from iostudy.benchmarks.benchcheck import RuntimeCheck
 from iostudy.core import numfmt
 
 CHECK = "iomodel_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 
 
 @rfm.simple_test
-class iomodel_check(rfm.RunOnlyRegressionTest):
+class iomodel_check(RuntimeCheck):
     descr = "I/O models of seed 003: S bytes per model, file per process to single shared file"
-    valid_systems = ["*"]
-    valid_prog_environs = ["+mpi"]
     time_limit = "20m"
     tags = {"iomodel"}
     keep_files = ["iomodel.jsonl"]
-    # Nothing to copy into the stage folder (src/ beside this file is the benchmark's source).
-    sourcesdir = None
 
-    # The campaign's parameters (no defaults here: those are the campaign schema's).
+    # The campaign's parameters (size and max_procs have no default: a campaign gives them).
     size = variable(str)
     max_procs = variable(int)
     #: 0: the partition's cores per node, at most max_procs
-    procs_per_node = variable(int, value=0)
-    read_back = variable(typ.Bool, value=False)
-    repetition = variable(int, value=0)
-
-    # Where things go. An empty run_dir: the stage folder (a run outside a campaign).
-    run_dir = variable(str, value="")
-    #: the benchmark's files; empty: <run_dir>/scratch
-    scratch_dir = variable(str, value="")
-    campaign = variable(str, value="none")
-    run_id = variable(str, value="")
+    procs_per_node = variable(int, value=DEFAULTS["procs_per_node"])
+    read_back = variable(typ.Bool, value=DEFAULTS["read_back"])
 
     @run_after("setup")
     def set_job(self):
         procs = self.max_procs
-        per_node = self.procs_per_node or min(self.current_partition.processor.num_cpus, procs)
+        per_node = self.place(procs, self.procs_per_node)
         problem = checks.iomodel_problem(checks.parse_size(self.size), procs, per_node)
         if problem:
             raise ValueError(f"{CHECK}: {problem}")
-        # The value used, so that the report shows it rather than 0.
-        self.procs_per_node = per_node
-        self.num_tasks = procs
-        self.num_tasks_per_node = per_node
-
         environ = self.current_environ.name
         system = self.current_system.name
-        self.executable = str(checks.benchmark_program(system, "iomodel", environ))
-        runtime = checks.runtime_library(system, environ)
-        for built in (Path(self.executable), runtime):
+        program = checks.benchmark_program(system, "iomodel", environ)
+        for built in (program, checks.runtime_library(system, environ)):
             if not built.is_file() and not self.is_dry_run():
                 raise FileNotFoundError(f"{built} is missing: run `make setup` or `make spack`")
-
-        run_dir = Path(self.run_dir or self.stagedir)
-        part = self.current_partition
-        workdir = Path(self.scratch_dir or run_dir / "scratch")
-        workdir = workdir / part.fullname.replace(":", "/") / environ / self.unique_name
-        logs = run_dir / "darshan"
+        workdir = self.job_folder(self.scratch_folder())
+        tags = {
+            "size": self.size,
+            "max_procs": procs,
+            "procs_per_node": per_node,
+            "read_back": str(bool(self.read_back)).lower(),
+            "nodes": self.node_count(procs, per_node),
+        }
+        self.preload(CHECK, program, workdir, tags)
         self.executable_opts = [
             "--size", self.size,
             "--max-procs", str(procs),
             "--procs-per-node", str(per_node),
             "--dir", str(workdir),
         ] + (["--read-back"] if self.read_back else [])  # fmt: skip
-        self.prerun_cmds = [f"mkdir -p {shlex.quote(str(workdir))} {shlex.quote(str(logs))}"]
-        # One machine without a scheduler is one node, whatever procs_per_node says.
-        nodes = 1 if part.scheduler.registered_name == "local" else procs // per_node
-        tags = {
-            "campaign": self.campaign,
-            "check": CHECK,
-            "system": self.current_system.name,
-            "partition": part.name,
-            "environ": environ,
-            "size": self.size,
-            "max_procs": procs,
-            "procs_per_node": per_node,
-            "read_back": str(bool(self.read_back)).lower(),
-            "repetition": self.repetition,
-            "nodes": nodes,
-            "run_id": self.run_id,
-        }
-        # ReFrame writes `export NAME=VALUE` unquoted: quote what the shell would split.
-        self.env_vars = {
-            "LD_PRELOAD": shlex.quote(str(runtime)),
-            "DARSHAN_LOGPATH": shlex.quote(str(logs)),
-            "IOSTUDY_LOG_TAGS": shlex.quote(checks.log_tags(tags)),
-        }
-        self.reference = checks.reframe_references(CHECK, self.current_system.name, part.fullname)
 
     def _lines(self):
         return checks.iomodel_lines(Path(self.stagedir, "iomodel.jsonl").read_text())

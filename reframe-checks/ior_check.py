@@ -29,11 +29,12 @@ from pathlib import Path
 import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy.benchmarks import checks
+from iostudy.benchmarks import checks, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 from iostudy.core import numfmt
 
 CHECK = "ior_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 WRITE_OUTPUT = "ior-write.out"
 
 
@@ -48,11 +49,11 @@ class ior_check(BenchmarkCheck):
     # reduced.
     env_vars = {"DARSHAN_DISABLE_SHARED_REDUCTION": "1"}
 
-    api = variable(str, value="POSIX")
-    layout = variable(str, value="shared")  # shared (N-1) or fpp (N-N)
-    transfer = variable(str, value="4M")
-    transfers = variable(int, value=16)  # per process and iteration
-    iterations = variable(int, value=1)
+    api = variable(str, value=DEFAULTS["api"])
+    layout = variable(str, value=DEFAULTS["layout"])  # shared (N-1) or fpp (N-N)
+    transfer = variable(str, value=DEFAULTS["transfer"])
+    transfers = variable(int, value=DEFAULTS["transfers"])  # per process and iteration
+    iterations = variable(int, value=DEFAULTS["iterations"])
 
     @run_after("setup")
     def set_job(self):

@@ -27,10 +27,11 @@ import shlex
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy.benchmarks import checks, madbench
+from iostudy.benchmarks import checks, madbench, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "madbench_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 
 
 @rfm.simple_test
@@ -39,15 +40,15 @@ class madbench_check(BenchmarkCheck):
     time_limit = "30m"
     tags = {"madbench2", "application"}
 
-    npix = variable(int, value=4096)  # 128 MiB per matrix
-    nbin = variable(int, value=4)
-    sblocksize = variable(int, value=32)
-    fblocksize = variable(int, value=4096)
-    rmod = variable(int, value=1)
-    wmod = variable(int, value=1)
-    iomethod = variable(str, value="POSIX")  # POSIX or MPI
-    filetype = variable(str, value="SHARED")  # SHARED or UNIQUE
-    bwexp = variable(float, value=1.0)
+    npix = variable(int, value=DEFAULTS["npix"])  # 4096: 128 MiB per matrix
+    nbin = variable(int, value=DEFAULTS["nbin"])
+    sblocksize = variable(int, value=DEFAULTS["sblocksize"])
+    fblocksize = variable(int, value=DEFAULTS["fblocksize"])
+    rmod = variable(int, value=DEFAULTS["rmod"])
+    wmod = variable(int, value=DEFAULTS["wmod"])
+    iomethod = variable(str, value=DEFAULTS["iomethod"])  # POSIX or MPI
+    filetype = variable(str, value=DEFAULTS["filetype"])  # SHARED or UNIQUE
+    bwexp = variable(float, value=DEFAULTS["bwexp"])
 
     @run_after("setup")
     def set_job(self):

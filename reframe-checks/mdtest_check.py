@@ -13,10 +13,11 @@ variables: the mean create, stat and remove rates of files and the directory cre
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy.benchmarks import benchparse, checks
+from iostudy.benchmarks import benchparse, checks, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "mdtest_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 
 
 @rfm.simple_test
@@ -25,8 +26,8 @@ class mdtest_check(BenchmarkCheck):
     time_limit = "30m"
     tags = {"mdtest", "metadata", "scaling"}
 
-    files_per_proc = variable(int, value=1000)
-    iterations = variable(int, value=3)
+    files_per_proc = variable(int, value=DEFAULTS["files_per_proc"])
+    iterations = variable(int, value=DEFAULTS["iterations"])
 
     @run_after("setup")
     def set_job(self):

@@ -12,10 +12,11 @@ variables: each phase's aggregate rate (ops/s). Under iostudy's runtime, its log
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy.benchmarks import checks
+from iostudy.benchmarks import checks, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "metarates_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 
 
 @rfm.simple_test
@@ -24,7 +25,7 @@ class metarates_check(BenchmarkCheck):
     time_limit = "30m"
     tags = {"metarates", "metadata", "scaling"}
 
-    files_per_proc = variable(int, value=1000)
+    files_per_proc = variable(int, value=DEFAULTS["files_per_proc"])
 
     @run_after("setup")
     def set_job(self):

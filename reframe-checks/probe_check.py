@@ -17,11 +17,12 @@ internal-interference sweep is the same check over writers_per_target and size
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 
-from iostudy.benchmarks import checks, probe
+from iostudy.benchmarks import checks, probe, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 from iostudy.core import config
 
 CHECK = "probe_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
 
 
 @rfm.simple_test
@@ -30,9 +31,9 @@ class probe_check(BenchmarkCheck):
     time_limit = "30m"
     tags = {"probe", "interference"}
 
-    writers_per_target = variable(int, value=1)
-    size = variable(str, value="64M")
-    transfer = variable(str, value="1M")
+    writers_per_target = variable(int, value=DEFAULTS["writers_per_target"])
+    size = variable(str, value=DEFAULTS["size"])
+    transfer = variable(str, value=DEFAULTS["transfer"])
 
     @run_after("setup")
     def set_job(self):

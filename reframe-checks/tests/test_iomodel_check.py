@@ -67,11 +67,28 @@ def test_iomodel_problem(size, procs, per_node, problem):
     assert checks.iomodel_problem(size, procs, per_node) == problem
 
 
+#: seed 003's models (n, p, f, m) written out by hand, in the benchmark's order: (max_procs,
+#: procs_per_node) -> models. 2 ranks on 1 node: n = m = 1, p in 1, 2, f up to p; 4 ranks as 2
+#: nodes of 2: the same for n = 1, and for n = 2 each of those with m = 1 and m = 2.
+MODELS = {
+    (2, 2): [(1, 1, 1, 1), (1, 2, 1, 1), (1, 2, 2, 1)],
+    (4, 2): [
+        (1, 1, 1, 1), (1, 2, 1, 1), (1, 2, 2, 1),
+        (2, 1, 1, 1), (2, 1, 1, 2), (2, 2, 1, 1), (2, 2, 1, 2), (2, 2, 2, 1), (2, 2, 2, 2),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("procs", "per_node"), sorted(MODELS))
+def test_models_in_order(procs, per_node):
+    assert checks.iomodel_models(procs, per_node) == MODELS[procs, per_node]
+
+
 def fake_lines(procs, per_node, size, mib_s=lambda n, p, f, m: 100.0 * n * p):
     return [
         {"benchmark": "iomodel", "n": n, "p": p, "f": f, "m": m, "bytes": size,
          "write_mib_s": mib_s(n, p, f, m), "read_mib_s": None}
-        for n, p, f, m in checks.iomodel_models(procs, per_node)
+        for n, p, f, m in MODELS[procs, per_node]
     ]  # fmt: skip
 
 
@@ -117,12 +134,14 @@ def test_log_tags():
             checks.log_tags(bad)
 
 
-def test_reframe_references_from_configs():
-    refs = checks.reframe_references("iomodel_check", "local", "local:default")
-    stored = config.load_references("local")["checks"]["iomodel_check"]["fpp_write_mib_s"]
-    assert refs["local:default"]["fpp_write_mib_s"] == (
-        stored["value"], stored["lower"], stored["upper"], "MiB/s"
-    )  # fmt: skip
+def test_reframe_references_from_configs(configs_copy):
+    refs = {"value": 1500.0, "lower": -0.25, "upper": None, "unit": "MiB/s"}
+    (configs_copy / "references" / "local.json").write_text(json.dumps({
+        "system": "local", "description": "a test's", "checks": {
+            "iomodel_check": {"fpp_write_mib_s": refs}}}))  # fmt: skip
+    assert checks.reframe_references("iomodel_check", "local", "local:default") == {
+        "local:default": {"fpp_write_mib_s": (1500.0, -0.25, None, "MiB/s")}
+    }
     assert checks.reframe_references("iomodel_check", "nosuch", "nosuch:p") == {"nosuch:p": {}}
 
 
@@ -143,7 +162,8 @@ def scripts_by_environ(run_dir: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
-def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
+def test_dry_run_writes_job_scripts(system, configs_copy, spack_build, tmp_path, capsys):
+    """Without a Spack build (spack_build: an empty stand-in) the programs are `make setup`'s."""
     status, _, run_dir = runs.dry_run(capsys, "quick", system, tmp_path / "results")
     assert status == 0
     manifest = runs.manifest(run_dir)
@@ -155,8 +175,7 @@ def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
         mpi = sysdesc["mpi"][environ]
         lines = script.splitlines()
         (launch,) = [line for line in lines if f"iomodel-{environ} " in line]
-        # The programs come from the system's Spack view when `make spack` made one.
-        binary = checks.benchmark_program(system, "iomodel", environ)
+        binary = REPO_ROOT / "build" / "reframe-checks" / f"iomodel-{environ}"
         # quick's max_procs "system": every core, 2 on local, 2 nodes x 2 on testcluster.
         procs = sysdesc["nodes"]["count"] * sysdesc["nodes"]["cores_per_node"]
         assert f"{binary} --size 256M --max-procs {procs} --procs-per-node 2 --dir" in launch
@@ -173,7 +192,8 @@ def test_dry_run_writes_job_scripts(system, configs_copy, tmp_path, capsys):
             assert "#SBATCH -p debug" in lines
         for name, value in mpi.get("env", {}).items():
             assert runs.exported(script, name) == value
-        assert runs.exported(script, "LD_PRELOAD") == str(checks.runtime_library(system, environ))
+        runtime = REPO_ROOT / "build" / "runtime" / "libiostudy.so"
+        assert runs.exported(script, "LD_PRELOAD") == str(runtime)
         assert runs.exported(script, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
         tags = runs.log_tags(script)
         assert tags == {

@@ -8,6 +8,10 @@ its own log tags (it returns the folder the benchmark works in), and says how it
 parse() (text to results; ValueError when it is not the benchmark's), problems() (what is wrong
 with the results) and figures() (the performance values: a number in perf_unit, or a pair (value,
 unit) when a check's values differ in unit). The base judges and reports.
+
+RuntimeCheck, below it, is the part every check's job shares (the ranks' placement, the job's
+folder, the runtime and the log's tags, the references): the I/O-model check builds on it
+directly. The parameters' defaults are the check registry's (iostudy.benchmarks.registry).
 """
 
 import shlex
@@ -18,50 +22,63 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 
-from iostudy.benchmarks import checks
+from iostudy.benchmarks import checks, registry
 
 
-class BenchmarkCheck(rfm.RunOnlyRegressionTest):
+class RuntimeCheck(rfm.RunOnlyRegressionTest):
+    """A job of one benchmark under iostudy's runtime, its log tagged: what BenchmarkCheck and
+    the I/O-model check (reframe-checks/iomodel_check.py, whose parameters differ) share."""
+
     valid_systems = ["*"]
     valid_prog_environs = ["+mpi"]
     sourcesdir = None
 
-    procs = variable(int, value=1)
-    #: 0: the partition's cores per node, at most procs
-    procs_per_node = variable(int, value=0)
-    target = variable(str, value="scratch")  # scratch, or memory (/dev/shm): the client ceiling
     repetition = variable(int, value=0)
+    #: where things go; empty: the stage folder (a run outside a campaign)
     run_dir = variable(str, value="")
+    #: the benchmark's files; empty: <run_dir>/scratch
     scratch_dir = variable(str, value="")
     campaign = variable(str, value="none")
     run_id = variable(str, value="")
-    #: combinations the campaign leaves out, "name=value&name=value" each (checks.excluded_by)
-    excluded = variable(typ.List[str], value=[])
 
-    def prepare(self, check: str, program: Path | None, why: str, tags: dict) -> Path:
-        """Skips (with why) without program or when the campaign excluded this combination;
-        else sets the job up and returns its folder."""
-        exclusion = checks.excluded_by(self.excluded, lambda name: getattr(self, name, None))
-        self.skip_if(exclusion is not None, f"{checks.EXCLUDED}: {exclusion}")
-        self.skip_if(program is None, why)
+    def place(self, procs: int, per_node: int) -> int:
+        """Sets the job's tasks, procs ranks, per_node per node (0: the partition's cores per
+        node, at most procs); returns per_node, also kept in procs_per_node, so that the report
+        shows the value used rather than 0."""
+        part = self.current_partition
+        per_node = per_node or min(part.processor.num_cpus or 1, procs)
+        self.procs_per_node = per_node
+        self.num_tasks = procs
+        self.num_tasks_per_node = per_node
+        return per_node
+
+    def node_count(self, procs: int, per_node: int) -> int:
+        """The job's nodes: one machine without a scheduler is one node, whatever per_node."""
+        local = self.current_partition.scheduler.registered_name == "local"
+        return 1 if local else -(-procs // per_node)
+
+    def run_folder(self) -> Path:
+        return Path(self.run_dir or self.stagedir)
+
+    def scratch_folder(self) -> Path:
+        return Path(self.scratch_dir or self.run_folder() / "scratch")
+
+    def job_folder(self, base: Path) -> Path:
+        """This test case's own folder under base: base/<system>/<partition>/<environ>/<name>,
+        so that no two cases (flavours, runs by hand) share one."""
+        part = self.current_partition.fullname.replace(":", "/")
+        return Path(base) / part / self.current_environ.name / self.unique_name
+
+    def preload(self, check: str, program: Path, workdir: Path, tags: dict) -> None:
+        """Runs program under iostudy's runtime: makes workdir and the run's log folder first,
+        tags the job's log (campaign, check, system, partition, environ, then tags, the
+        repetition and the run), and takes the check's references on this partition."""
         environ = self.current_environ.name
         system = self.current_system.name
         part = self.current_partition
-        per_node = self.procs_per_node or min(part.processor.num_cpus or 1, self.procs)
-        self.procs_per_node = per_node
-        self.num_tasks = self.procs
-        self.num_tasks_per_node = per_node
-        run_dir = Path(self.run_dir or self.stagedir)
-        if self.target == "memory":
-            base = checks.memory_target_root(self.run_id)
-        else:
-            base = Path(self.scratch_dir or run_dir / "scratch")
-        workdir = self.job_folder(base)
-        logs = run_dir / "darshan"
+        logs = self.run_folder() / "darshan"
         self.executable = str(program)
         self.prerun_cmds = [f"mkdir -p {shlex.quote(str(workdir))} {shlex.quote(str(logs))}"]
-        self.postrun_cmds = [f"rm -rf {shlex.quote(str(workdir))}"]
-        nodes = 1 if part.scheduler.registered_name == "local" else -(-self.procs // per_node)
         self.log_tags = {
             "campaign": self.campaign,
             "check": check,
@@ -69,10 +86,6 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
             "partition": part.name,
             "environ": environ,
             **tags,
-            "procs": self.procs,
-            "procs_per_node": per_node,
-            "nodes": nodes,
-            "target": self.target,
             "repetition": self.repetition,
             "run_id": self.run_id,
         }
@@ -83,16 +96,41 @@ class BenchmarkCheck(rfm.RunOnlyRegressionTest):
             "DARSHAN_LOGPATH": shlex.quote(str(logs)),
             "IOSTUDY_LOG_TAGS": shlex.quote(checks.log_tags(self.log_tags)),
         }
+        self.reference = checks.reframe_references(check, system, part.fullname)
+
+
+class BenchmarkCheck(RuntimeCheck):
+    procs = variable(int, value=registry.PROCS.reframe_default())
+    #: 0: the partition's cores per node, at most procs
+    procs_per_node = variable(int, value=registry.PROCS_PER_NODE.reframe_default())
+    #: scratch, or memory (/dev/shm): the client-side ceiling
+    target = variable(str, value=registry.TARGET.reframe_default())
+    #: combinations the campaign leaves out, "name=value&name=value" each (checks.excluded_by)
+    excluded = variable(typ.List[str], value=[])
+
+    def prepare(self, check: str, program: Path | None, why: str, tags: dict) -> Path:
+        """Skips (with why) without program or when the campaign excluded this combination;
+        else sets the job up and returns its folder."""
+        exclusion = checks.excluded_by(self.excluded, lambda name: getattr(self, name, None))
+        self.skip_if(exclusion is not None, f"{checks.EXCLUDED}: {exclusion}")
+        self.skip_if(program is None, why)
+        per_node = self.place(self.procs, self.procs_per_node)
+        if self.target == "memory":
+            base = checks.memory_target_root(self.run_id)
+        else:
+            base = self.scratch_folder()
+        workdir = self.job_folder(base)
+        point = {
+            "procs": self.procs,
+            "procs_per_node": per_node,
+            "nodes": self.node_count(self.procs, per_node),
+            "target": self.target,
+        }
+        self.preload(check, program, workdir, {**tags, **point})
+        self.postrun_cmds = [f"rm -rf {shlex.quote(str(workdir))}"]
         if self.target == "memory":
             self.env_vars["DARSHAN_EXCLUDE_DIRS"] = ",".join(checks.RUNTIME_EXCLUDES_BUT_DEV)
-        self.reference = checks.reframe_references(check, system, part.fullname)
         return workdir
-
-    def job_folder(self, base: Path) -> Path:
-        """This test case's own folder under base: base/<system>/<partition>/<environ>/<name>,
-        so that no two cases (flavours, runs by hand) share one."""
-        part = self.current_partition.fullname.replace(":", "/")
-        return Path(base) / part / self.current_environ.name / self.unique_name
 
     def launch_write_phase_first(self, command: list, output: str, drop_pages: str | None):
         """For a check whose job launches twice, a write phase then a read phase (the job's own

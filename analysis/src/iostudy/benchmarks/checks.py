@@ -23,16 +23,6 @@ SIZE = re.compile(r"^([1-9][0-9]*)([KMG]?)$")
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
-#: the application checks (seeds 001 and 002) and the benchmark each runs
-APP_CHECKS = {
-    "btio_check": "BTIO",
-    "madbench_check": "MADbench2",
-    "flashio_check": "FLASH-IO",
-    "haccio_check": "HACC-IO",
-    "hmmer_check": "HMMER hmmsearch",
-}
-
-
 def runtime_library(system: str, environ: str) -> Path:
     """The runtime the jobs of an MPI flavour preload: the system's Spack view (`make spack`)
     when its runtime has that flavour's plugin (it is built for the view's one MPI), else the

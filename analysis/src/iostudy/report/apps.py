@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from iostudy.benchmarks import checks
+from iostudy.benchmarks import registry
 from iostudy.benchmarks.hmmer import RESULTS as HMMER_RESULTS
 from iostudy.core.numfmt import integral, short
 from iostudy.metrics import scaling
@@ -311,7 +311,7 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     of them not aligned to the file system's block (unaligned_pct) and below 1 MiB (small_pct),
     MPI-IO collective and independent reads + writes and the collective share, and the bytes
     read + written through each module. Shares are empty when there is no operation."""
-    apps = jobs[jobs["check"].isin(list(checks.APP_CHECKS))]
+    apps = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
     # Every sum once: per log (its sha256 is its identity) and module.
     counted = ["reads", "writes", "unaligned", "small_reads", "small_writes", "coll_ops",
                "indep_ops", "bytes_read", "bytes_written"]  # fmt: skip
@@ -368,10 +368,10 @@ def add_section(add, tables: dict[str, pd.DataFrame]) -> None:
     nothing when the study has no application-check data (the section then says so)."""
     perf, jobs, files, runs = (tables[t] for t in ("perf", "jobs", "files", "runs"))
     present = [
-        c for c in checks.APP_CHECKS if (perf["check"] == c).any() or (jobs["check"] == c).any()
+        c for c in registry.APP_CHECKS if (perf["check"] == c).any() or (jobs["check"] == c).any()
     ]
     for check in present:
-        name = checks.APP_CHECKS[check]
+        name = registry.APP_CHECKS[check]
         table = perf_table(perf, check)
         if table.empty:
             continue
@@ -410,7 +410,7 @@ def add_section(add, tables: dict[str, pd.DataFrame]) -> None:
             table=True,
             hide=["run_id", "path"],
         )
-    app_jobs = jobs[jobs["check"].isin(list(checks.APP_CHECKS))]
+    app_jobs = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
     ordered = runs[runs["run_id"].isin(set(app_jobs["run_id"]))]
     ordered = ordered.assign(_t=pd.to_datetime(ordered["started"], utc=True, errors="coerce"))
     for run in ordered.sort_values(["_t", "run_id"]).itertuples():

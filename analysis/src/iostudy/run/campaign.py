@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from iostudy import __version__
-from iostudy.benchmarks import checks, probe, spackenv
+from iostudy.benchmarks import checks, probe, registry, spackenv
 from iostudy.core import config, paths, provenance
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
 from iostudy.core.reframe_names import display_parameters, param_text
@@ -44,35 +44,6 @@ from iostudy.core.reframe_names import display_parameters, param_text
 REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
 REFRAME_SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"
-# Each check's own benchmark (one program per MPI flavour: checks.benchmark_program).
-CHECK_BENCHMARKS = {
-    "iomodel_check": "iomodel",
-    "metarates_check": "metarates",
-    "probe_check": "ioprobe",
-}
-# The Spack package of each check's benchmark: a run records its version (the fingerprint of
-# its results, iostudy.metrics.compare, holds it), from the system's Spack build.
-BENCHMARK_PACKAGES = {
-    "iomodel_check": "iostudy-iomodel",
-    "probe_check": "iostudy-ioprobe",
-    "metarates_check": "metarates",
-    "ior_check": "ior",
-    "mdtest_check": "ior",  # IOR ships mdtest
-    "btio_check": "btio",
-    "madbench_check": "madbench2",
-    "flashio_check": "flash-io",
-    "haccio_check": "hacc-io",
-    "hmmer_check": "hmmer",
-}
-# Checks whose programs come from the system's Spack view, built with one MPI: they run with
-# that flavour only (without a view they run, and skip naming what is missing).
-# hmmer_check takes Debian's hmmsearch (no MPI) when the view has none.
-SPACK_CHECKS = {"ior_check", "mdtest_check", *checks.APP_CHECKS}
-# Checks built on iostudy.benchmarks.benchcheck.BenchmarkCheck: they take a campaign's exclusions.
-EXCLUDABLE = {"ior_check", "mdtest_check", "metarates_check", "probe_check", *checks.APP_CHECKS}
-# "procs_per_node": "system" reaches the check as 0: the partition's cores per node (the
-# system's cores_per_node), at most max_procs, resolved per test case.
-PER_NODE_OF_SYSTEM = 0
 
 
 class CampaignError(Exception):
@@ -127,10 +98,11 @@ def validate(campaign: dict, system: dict) -> None:
     """Refuses parameter combinations that cannot run on system, before anything starts."""
     cores = system["nodes"]["cores_per_node"]
     for i, entry in enumerate(campaign["checks"]):
-        if entry.get("exclude") and entry["check"] not in EXCLUDABLE:
+        if entry.get("exclude") and not registry.CHECKS[entry["check"]].excludable:
+            excludable = sorted(name for name, c in registry.CHECKS.items() if c.excludable)
             raise CampaignError(
                 f"campaign {campaign['name']}: checks[{i}].exclude: {entry['check']} has no "
-                f"exclusions (checks that have: {', '.join(sorted(EXCLUDABLE))})"
+                f"exclusions (checks that have: {', '.join(excludable)})"
             )
         if "procs" in entry["parameters"]:
             validate_procs(campaign, system, i, entry["parameters"])
@@ -203,7 +175,7 @@ def needed_binaries(campaign: dict, system: str, flavours: list[str]) -> list[Pa
     """The runtime and every check's programs, where the checks will take them from."""
     needed = list(dict.fromkeys(checks.runtime_library(system, e) for e in flavours))
     for entry in campaign["checks"]:
-        benchmark = CHECK_BENCHMARKS.get(entry["check"])
+        benchmark = registry.CHECKS[entry["check"]].benchmark
         if benchmark:
             needed += [checks.benchmark_program(system, benchmark, e) for e in flavours]
     return needed
@@ -250,12 +222,13 @@ def reframe_command(
     for entry in campaign["checks"]:
         check = entry["check"]
         cmd += ["-c", str(check_file(check))]
-        view_mpi = spackenv.view_mpi(system["name"]) if check in SPACK_CHECKS else None
+        spack_view = registry.CHECKS[check].spack_view
+        view_mpi = spackenv.view_mpi(system["name"]) if spack_view else None
         if view_mpi and view_mpi[0] in flavours:
             cmd += ["-S", f"{check}.valid_prog_environs={view_mpi[0]}"]
         for name, value in entry["parameters"].items():
             if name == "procs_per_node" and value == "system":
-                value = PER_NODE_OF_SYSTEM
+                value = registry.PER_NODE_OF_SYSTEM
             elif name in ("max_procs", "procs"):
                 value = resolve_max_procs(value, system)
             if isinstance(value, list):
@@ -294,10 +267,10 @@ def benchmark_versions(campaign: dict, system: str) -> dict[str, str | None]:
     versions = {}
     for entry in campaign["checks"]:
         check = entry["check"]
-        package = BENCHMARK_PACKAGES.get(check)
+        package = registry.CHECKS[check].package
         if package in built:
             versions[check] = f"{package}@{built[package]}"
-        elif check in CHECK_BENCHMARKS:
+        elif registry.CHECKS[check].benchmark:
             versions[check] = f"iostudy@{__version__}"
         else:
             versions[check] = None
@@ -372,14 +345,8 @@ def report_summary(
     return counts
 
 
-def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]):
-    """Runs the campaign; returns (exit status, run directory)."""
-    system = config.load_system(system_name)
-    campaign = config.load_campaign(campaign_name)
-    references = config.load_references(system_name)
-    flavours = environs(campaign, system)
-    validate(campaign, system)
-    binaries = needed_binaries(campaign, system_name, flavours)
+def require_built(binaries: list[Path], dry_run: bool) -> None:
+    """Stops a run whose programs are not built; a dry run only warns."""
     missing = [p for p in binaries if not p.is_file()]
     if missing and not dry_run:
         raise CampaignError(
@@ -389,17 +356,18 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     for path in missing:
         print(f"campaign: warning: {path.relative_to(REPO_ROOT)} is not built (dry run)")
 
-    rid, run_dir = new_run_dir(Path(results).resolve(), campaign["name"], system["name"])
-    (run_dir / "darshan").mkdir()
-    (run_dir / "reframe").mkdir()
-    cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
+
+def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[str]) -> dict:
+    """The manifest written as the run starts. run: the run's id, campaign, system, references,
+    flavours and dry_run."""
+    campaign, system = run["campaign"], run["system"]
     commit, dirty = provenance.git_state()
-    manifest = {
-        "run_id": rid,
+    return {
+        "run_id": run["rid"],
         "campaign": campaign["name"],
         "study": campaign["study"],
         "system": system["name"],
-        "dry_run": dry_run,
+        "dry_run": run["dry_run"],
         "started": _now(),
         "finished": None,
         "status": "running",
@@ -412,24 +380,26 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
             for p in binaries
         },
         # The Spack build (record, lock) the binaries come from; None: `make setup`'s build.
-        "spack_build": spackenv.manifest_entry(system_name),
-        "benchmark_versions": benchmark_versions(campaign, system_name),
+        "spack_build": spackenv.manifest_entry(system["name"]),
+        "benchmark_versions": benchmark_versions(campaign, system["name"]),
         "command_line": ["iostudy", *argv],
         "reframe_command_line": cmd,
-        "environs": flavours,
-        "effective_config": {"system": system, "campaign": campaign, "references": references},
+        "environs": run["flavours"],
+        "effective_config": {
+            "system": system, "campaign": campaign, "references": run["references"]
+        },
         "layout": {
             "reframe": "reframe",
             "report": "reframe/report.json",
             "darshan": "darshan",
             "scratch": str(scratch_dir(system, Path("."))),
         },
-    }
-    write_manifest(run_dir, manifest)
-    print(f"campaign {campaign['name']} on {system['name']}: run {rid}")
-    print("+ " + shlex.join(cmd), flush=True)
+    }  # fmt: skip
 
-    # ReFrame's progress goes to our output as it comes, and to reframe/reframe.out.
+
+def run_reframe(cmd: list[str], run_dir: Path, manifest: dict) -> int:
+    """Runs ReFrame, its progress to our output as it comes and to reframe/reframe.out; returns
+    its exit status. Interrupted, the manifest says so."""
     with open(run_dir / "reframe" / "reframe.out", "w") as log:
         proc = subprocess.Popen(
             cmd,
@@ -444,7 +414,7 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
                 sys.stdout.write(line)
                 sys.stdout.flush()
                 log.write(line)
-            rc = proc.wait()
+            return proc.wait()
         except KeyboardInterrupt:
             # ReFrame got the signal too (same process group) and cancels its jobs.
             rc = proc.wait()
@@ -452,10 +422,9 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
             write_manifest(run_dir, manifest)
             raise
 
-    keep_debug_logs(run_dir / "reframe" / "reframe.out", run_dir / "reframe")
-    # Each job removes its own memory-target folder; the run's empty tree above them goes here,
-    # once no job can be making a folder in it (this machine's /dev/shm: local, the test cluster).
-    checks.remove_empty_dirs(checks.memory_target_root(rid))
+
+def run_status(campaign: dict, run_dir: Path, rc: int, dry_run: bool) -> tuple[str, dict | None]:
+    """The run's status and its test cases by result, from ReFrame's report."""
     optional = tuple(e["check"] for e in campaign["checks"] if e["optional"])
     excluded = {
         e["check"]: [checks.exclusion_text(x["parameters"]) for x in e.get("exclude") or []]
@@ -463,13 +432,41 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     }
     counts = report_summary(run_dir / "reframe" / "report.json", optional, excluded)
     if counts is None:
-        status = "error"
-    elif rc != 0:
-        status = "failed"
-    elif counts.get("skip"):
-        status = "incomplete"  # a check could not run: a skip never counts as a pass
-    else:
-        status = "dry-run" if dry_run else "passed"
+        return "error", counts
+    if rc != 0:
+        return "failed", counts
+    if counts.get("skip"):
+        return "incomplete", counts  # a check could not run: a skip never counts as a pass
+    return ("dry-run" if dry_run else "passed"), counts
+
+
+def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]):
+    """Runs the campaign; returns (exit status, run directory)."""
+    system = config.load_system(system_name)
+    campaign = config.load_campaign(campaign_name)
+    references = config.load_references(system_name)
+    flavours = environs(campaign, system)
+    validate(campaign, system)
+    binaries = needed_binaries(campaign, system_name, flavours)
+    require_built(binaries, dry_run)
+
+    rid, run_dir = new_run_dir(Path(results).resolve(), campaign["name"], system["name"])
+    (run_dir / "darshan").mkdir()
+    (run_dir / "reframe").mkdir()
+    cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
+    this_run = {"rid": rid, "campaign": campaign, "system": system, "dry_run": dry_run,
+                     "references": references, "flavours": flavours}  # fmt: skip
+    manifest = start_manifest(this_run, binaries, cmd, argv)
+    write_manifest(run_dir, manifest)
+    print(f"campaign {campaign['name']} on {system['name']}: run {rid}")
+    print("+ " + shlex.join(cmd), flush=True)
+
+    rc = run_reframe(cmd, run_dir, manifest)
+    keep_debug_logs(run_dir / "reframe" / "reframe.out", run_dir / "reframe")
+    # Each job removes its own memory-target folder; the run's empty tree above them goes here,
+    # once no job can be making a folder in it (this machine's /dev/shm: local, the test cluster).
+    checks.remove_empty_dirs(checks.memory_target_root(rid))
+    status, counts = run_status(campaign, run_dir, rc, dry_run)
     manifest.update(finished=_now(), status=status, exit_code=rc, results=counts)
     write_manifest(run_dir, manifest)
     described = ", ".join(f"{n} {r}" for r, n in sorted((counts or {}).items())) or "no results"
