@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from iostudy import __version__
 from iostudy.benchmarks import checks
 from iostudy.cli.cli import main
 from iostudy.core import config
@@ -206,6 +207,35 @@ def test_excluded_combinations_must_be_of_the_scan(
     status = main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)])
     assert status == 2
     assert f"campaign quick: checks[1].exclude[0]: {message}" in capsys.readouterr().err
+
+
+def test_a_check_without_exclusions_refuses_them(configs_copy, tmp_path, capsys):
+    bad_campaign(configs_copy, lambda c: c["checks"][0].update(
+        exclude=[{"parameters": {"max_procs": 2}, "why": "test"}]))  # fmt: skip
+    status = main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)])
+    assert status == 2
+    assert (
+        "campaign quick: checks[0].exclude: iomodel_check has no exclusions (checks that have: "
+        "btio_check, flashio_check, haccio_check, hmmer_check, ior_check, madbench_check, "
+        "mdtest_check, metarates_check, probe_check)"
+    ) in capsys.readouterr().err
+
+
+def test_programs_and_versions_of_the_checks(spack_build):
+    """Without a Spack build: iostudy's own benchmarks from `make setup`'s build, at iostudy's
+    version; the view's programs unknown."""
+    entries = [{"check": c} for c in ("iomodel_check", "probe_check", "ior_check", "hmmer_check")]
+    build = REPO_ROOT / "build"
+    assert campaign.needed_binaries({"checks": entries}, "local", ["mpich"]) == [
+        build / "runtime" / "libiostudy.so",
+        build / "reframe-checks" / "iomodel-mpich",
+        build / "reframe-checks" / "ioprobe-mpich",
+    ]
+    versions = campaign.benchmark_versions({"checks": entries}, "local")
+    own = f"iostudy@{__version__}"
+    assert versions == {
+        "iomodel_check": own, "probe_check": own, "ior_check": None, "hmmer_check": None
+    }  # fmt: skip
 
 
 def test_excluded_by_needs_every_value():

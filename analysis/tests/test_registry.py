@@ -12,7 +12,7 @@ import pytest
 import reframe.utility.typecheck as typ
 import yaml
 
-from iostudy.benchmarks import checks, hmmer, probe, registry
+from iostudy.benchmarks import btio, checks, flashio, haccio, hmmer, madbench, probe, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck, RuntimeCheck
 from iostudy.core import config
 
@@ -119,6 +119,15 @@ def perf_names(check: str) -> set[str]:
     return {s.name for s in registry.CHECKS[check].perf}
 
 
+def stored(check: str) -> dict[str, str]:
+    return {s.name: s.unit for s in registry.CHECKS[check].perf}
+
+
+def unit_of(values: dict) -> dict[str, str]:
+    """{name: unit} of a performance function's {name: (value, unit)}."""
+    return {name: unit for name, (_, unit) in values.items()}
+
+
 def test_stored_performance_variables_are_the_checks():
     """The names the checks' performance functions give, on hand-made results."""
     assert set(checks.MDTEST_PERF.values()) == perf_names("mdtest_check")
@@ -132,7 +141,23 @@ def test_stored_performance_variables_are_the_checks():
         "iomodel_check"
     )
     figures = {"aggregate_mib_s": 1.0, "mean_writer_mib_s": 1.0, "imbalance": 1.0}
-    assert {
-        k: unit for k, (_, unit) in probe.performance(figures).items()
-    } == {s.name: s.unit for s in registry.CHECKS["probe_check"].perf}  # fmt: skip
+    assert unit_of(probe.performance(figures)) == stored("probe_check")
     assert set(hmmer.performance({"queries": [{"elapsed_s": 1.0}]})) == perf_names("hmmer_check")
+
+
+def test_stored_performance_variables_of_the_applications():
+    """Names and units of the application checks' performance functions, on hand-made results."""
+    phase = {"grid": [12, 12, 12], "iterations": 12, "bandwidth_mib_s": 100.0}
+    assert unit_of(btio.performance({"write": phase, "read": phase})) == stored("btio_check")
+    timing = {"max": 1.0}
+    parsed = {"npix": 64, "nbin": 2, "phases": {
+        "S": {"w": timing, "total": {"mean": 2.0}},
+        "W": {"r": timing, "w": timing, "total": {"mean": 2.0}},
+        "C": {"r": timing, "total": {"mean": 2.0}},
+    }}  # fmt: skip
+    assert unit_of(madbench.performance(parsed)) == stored("madbench_check")
+    files = {name: {"seconds": 1.0, "mib": 1.0} for name in flashio.FILES}
+    parsed = {"files": files, "total_seconds": 3.0, "total_mib_s": 1.0}
+    assert unit_of(flashio.performance(parsed)) == stored("flashio_check")
+    phases = {p: {"seconds": 1.0, "bytes": 1 << 20} for p in ("write", "read")}
+    assert unit_of(haccio.performance({"phases": phases})) == stored("haccio_check")
