@@ -51,9 +51,10 @@ BOOLEAN = {"type": "boolean"}
 SYSTEM = {"const": "system"}
 
 
-def scanned(value: dict) -> dict:
-    """A value, or a list of distinct values to scan."""
-    return {"oneOf": [value, {"type": "array", "minItems": 1, "uniqueItems": True, "items": value}]}
+def scanned(value: dict, item: dict | None = None) -> dict:
+    """A value, or a list of distinct values to scan (each of item's form; by default value's)."""
+    items = value if item is None else item
+    return {"oneOf": [value, {"type": "array", "minItems": 1, "uniqueItems": True, "items": items}]}
 
 
 def enum(*values) -> dict:
@@ -66,7 +67,8 @@ SHARED_DEFS["positive_counts"] = {
     "description": "a count, or a list of counts to scan",
     **scanned(COUNT),
 }
-SHARED_FORMS = {json.dumps(SIZE): "sizes", json.dumps(COUNT): "positive_counts"}
+#: a scanned value of these forms refers to its $defs entry
+SHARED_FORMS = ((SIZE, "sizes"), (COUNT, "positive_counts"))
 
 
 @dataclass(frozen=True)
@@ -85,15 +87,13 @@ class Param:
 
     def schema(self) -> dict:
         """The parameter's property in the campaign schema."""
+        shared = next((name for form, name in SHARED_FORMS if form == self.value), None)
         if not self.scan:
             prop = {"description": self.description, **self.value}
-        elif self.item is None and json.dumps(self.value) in SHARED_FORMS:
-            prop = {"$ref": f"#/$defs/{SHARED_FORMS[json.dumps(self.value)]}"}
-            prop["description"] = self.description
+        elif self.item is None and shared:
+            prop = {"$ref": f"#/$defs/{shared}", "description": self.description}
         else:
-            item = self.value if self.item is None else self.item
-            array = {"type": "array", "minItems": 1, "uniqueItems": True, "items": item}
-            prop = {"description": self.description, "oneOf": [self.value, array]}
+            prop = {"description": self.description, **scanned(self.value, self.item)}
         if self.filled and not self.required and self.default is not NO_DEFAULT:
             prop["default"] = self.default
         return prop
@@ -115,6 +115,8 @@ class Stored:
 
 @dataclass(frozen=True)
 class Check:
+    """A ReFrame check of reframe-checks/ (the file <name>.py, the class <name>)."""
+
     name: str
     title: str
     description: str  # of its parameters, in the campaign schema
@@ -135,9 +137,6 @@ class Check:
     #: the store's tables its output adds rows to, beyond the perf table and the log's
     rows: tuple[str, ...] = ()
     schema_extra: dict = field(default_factory=dict)
-
-    def param(self, name: str) -> Param:
-        return next(p for p in self.parameters if p.name == name)
 
 
 # ---- parameters several checks share ----------------------------------------------------------
