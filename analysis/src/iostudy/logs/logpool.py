@@ -55,7 +55,8 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from typing import NamedTuple
 
-from iostudy.logs.darshanlog_worker import DEFAULT_LIMITS, LogRefused, open_log, warm_up
+from iostudy.logs.darshanlog_worker import open_log, warm_up
+from iostudy.logs.logregions import DEFAULT_LIMITS, LogRefused
 
 # Signals with which libdarshan-util is known to die on damaged logs.
 CRASHES = {signal.SIGABRT: "aborted (SIGABRT)", signal.SIGSEGV: "crashed (segfault)"}
@@ -451,7 +452,7 @@ class ReaderPool:
     def __exit__(self, *exc):
         self.close()
 
-    def map(self, items, context=None):  # noqa: C901
+    def map(self, items, context=None):
         """Yield Batches until every item = (path, arg) is done or failed.
         ``context``: what rows needs besides the items (sent once per batch, not per log)."""
         items = iter(items)  # taken as needed: a facility's logs are not listed twice
@@ -467,31 +468,11 @@ class ReaderPool:
             self.start()
         try:
             while True:
-                for i, slot in enumerate(self.slots):
-                    if pending is None:
-                        break
-                    if slot.batch is None:
-                        if slot.stopped:
-                            slot = self.slots[i] = self._slot()
-                        slot.give(context, pending)
-                        pending = next_batch()
+                pending = self._hand_out(context, pending, next_batch)
                 busy = [s for s in self.slots if s.batch is not None]
                 if not busy:
                     return
-                deadline = min(s.started + self.timeout * len(s.batch) for s in busy)
-                ready = wait(
-                    [s.conn for s in busy] + [self.zygote.conn],
-                    max(0.0, deadline - time.monotonic()),
-                )
-                if self.zygote.conn in ready:
-                    self.zygote.drain()
-                for slot in busy:
-                    if slot.conn in ready:
-                        answer = slot.answer()
-                    elif time.monotonic() - slot.started > self.timeout * len(slot.batch):
-                        answer = slot.kill()
-                    else:
-                        continue
+                for slot, answer in self._answers(busy):
                     batch, slot.batch = slot.batch, None
                     if answer is False:
                         yield from self._died(slot, batch, again)
@@ -502,6 +483,36 @@ class ReaderPool:
         except BaseException:
             self.close()  # workers may hold half a batch: never reuse them
             raise
+
+    def _hand_out(self, context, pending, next_batch):
+        """Give each idle slot a batch (a stopped one is replaced first); returns the batch
+        that found no slot (None when the items ran out)."""
+        for i, slot in enumerate(self.slots):
+            if pending is None:
+                break
+            if slot.batch is None:
+                if slot.stopped:
+                    slot = self.slots[i] = self._slot()
+                slot.give(context, pending)
+                pending = next_batch()
+        return pending
+
+    def _answers(self, busy) -> list:
+        """Wait for the busy slots until the first one's deadline: (slot, answer) of those that
+        answered, and of those past their deadline, killed (answer False: it died)."""
+        deadline = min(s.started + self.timeout * len(s.batch) for s in busy)
+        ready = wait(
+            [s.conn for s in busy] + [self.zygote.conn], max(0.0, deadline - time.monotonic())
+        )
+        if self.zygote.conn in ready:
+            self.zygote.drain()
+        out = []
+        for slot in busy:
+            if slot.conn in ready:
+                out.append((slot, slot.answer()))
+            elif time.monotonic() - slot.started > self.timeout * len(slot.batch):
+                out.append((slot, slot.kill()))
+        return out
 
     def _answered(self, slot, batch, answer, again):
         handled, parts, failed = answer

@@ -175,6 +175,36 @@ def model_throughput(
     ]
 
 
+_TABLE1_KEYS = ["run_id", *MODEL_KEYS, "bytes", "repetition"]
+_TABLE1_COLUMNS = ["run_id", "system", "environ", "repetition", "model", *MODEL_KEYS, "io_procs",
+                   "procs_per_file", "nodes", "bytes", "write_seconds", "write_mib_s",
+                   "derived_seconds", "derived_mib_s", "rel_diff", "within_tolerance",
+                   "log_sha256"]  # fmt: skip
+
+
+def _match_keys(bench: pd.DataFrame, models: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The benchmark rows and the derived ones with their match keys of one type (nullable
+    ints) and the derived side's own columns renamed."""
+    derived = models.rename(
+        columns={
+            "mib_s": "derived_mib_s",
+            "io_time": "derived_seconds",
+            "environ": "job_environ",
+            "system": "job_system",
+            "nodes": "job_nodes",
+        }
+    ).copy()
+    for col in _TABLE1_KEYS[1:]:
+        bench[col] = bench[col].astype("Int64")
+        if col in derived.columns:
+            derived[col] = derived[col].astype("Int64")
+        else:
+            derived[col] = pd.array([pd.NA] * len(derived), dtype="Int64")
+    if "job_environ" not in derived.columns:
+        derived["job_environ"] = None
+    return bench, derived
+
+
 def table1_crosscheck(
     models: pd.DataFrame,
     iomodel: pd.DataFrame,
@@ -192,29 +222,11 @@ def table1_crosscheck(
     derived values and within_tolerance False.
     """
     bench = iomodel if names is None else iomodel[iomodel["model"].isin(list(names))]
-    bench = bench.copy()
-    derived = models.rename(
-        columns={
-            "mib_s": "derived_mib_s",
-            "io_time": "derived_seconds",
-            "environ": "job_environ",
-            "system": "job_system",
-            "nodes": "job_nodes",
-        }
-    ).copy()
-    keys = ["run_id", *MODEL_KEYS, "bytes", "repetition"]
-    for col in [*MODEL_KEYS, "bytes", "repetition"]:
-        bench[col] = bench[col].astype("Int64")
-        if col in derived.columns:
-            derived[col] = derived[col].astype("Int64")
-        else:
-            derived[col] = pd.array([pd.NA] * len(derived), dtype="Int64")
-    if "job_environ" not in derived.columns:
-        derived["job_environ"] = None
+    bench, derived = _match_keys(bench.copy(), models)
     bench["_row"] = range(len(bench))
     found = ["derived_seconds", "derived_mib_s", "log_sha256"]
-    cand = bench[["_row", "environ", *keys]].merge(
-        derived[[*keys, "job_environ", *found]], on=keys, how="inner"
+    cand = bench[["_row", "environ", *_TABLE1_KEYS]].merge(
+        derived[[*_TABLE1_KEYS, "job_environ", *found]], on=_TABLE1_KEYS, how="inner"
     )
     # Jobs of another MPI flavour (when both sides say which) are not candidates.
     clash = (
@@ -226,26 +238,7 @@ def table1_crosscheck(
     out = bench.merge(cand[["_row", *found]], on="_row", how="left").drop(columns="_row")
     out["rel_diff"] = (out["derived_mib_s"] - out["write_mib_s"]) / out["write_mib_s"]
     out["within_tolerance"] = (out["rel_diff"].abs() <= tolerance).fillna(False).astype(bool)
-    cols = [
-        "run_id",
-        "system",
-        "environ",
-        "repetition",
-        "model",
-        *MODEL_KEYS,
-        "io_procs",
-        "procs_per_file",
-        "nodes",
-        "bytes",
-        "write_seconds",
-        "write_mib_s",
-        "derived_seconds",
-        "derived_mib_s",
-        "rel_diff",
-        "within_tolerance",
-        "log_sha256",
-    ]
-    return out[[c for c in cols if c in out.columns]].reset_index(drop=True)
+    return out[[c for c in _TABLE1_COLUMNS if c in out.columns]].reset_index(drop=True)
 
 
 # ior_check's test files: -o <dir>/testfile; with a file per process IOR appends .<8-digit rank>.
@@ -297,41 +290,43 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
         of_log = by_log.get(job.log_sha256, test_files.iloc[:0])
         mine = of_log[of_log["module"] == module]
         library = of_log[of_log["module"] == IOR_FILE_MODULE.get(api)]
-        reduced = bool((mine["rank"] == -1).any())
         phase = tags.get("phase")
-        for op, (byte_col, time_col) in IOR_OPERATIONS.items():
+        for op in IOR_OPERATIONS:
             if phase not in (None, op):
                 continue
-            nbytes = int(mine[byte_col].astype(float).sum())
-            per_rank = mine[time_col].fillna(0).groupby(mine["rank"]).sum()
-            busy = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
-            moved = mine[mine[byte_col].fillna(0) > 0]
-            if phase == op and len(library) and library["close_end"].notna().all():
-                span = float(library["close_end"].max() - library["open_start"].min())
-            else:  # seed 000's form from the phase's first open; in a log of both, its first I/O
-                starts = mine["open_start"] if phase == op else moved.get(f"{op}_start")
-                span = (
-                    float(moved[f"{op}_end"].max() - starts.min())
-                    if len(moved) and starts is not None and starts.notna().all()
-                    else np.nan
-                )
-            seconds = np.nan if np.isnan(busy) else float(np.nanmax([busy, span]))
-            rows.append(
-                {
-                    "run_id": job.run_id,
-                    "log_sha256": job.log_sha256,
-                    "tags": job.tags,
-                    "api": api,
-                    "module": module,
-                    "operation": op,
-                    "log_bytes": nbytes,
-                    "busy_seconds": busy,
-                    "span_seconds": span,
-                    "log_seconds": seconds,
-                    "log_mib_s": nbytes / MIB / seconds if nbytes and seconds > 0 else np.nan,
-                }
-            )
+            base = {"run_id": job.run_id, "log_sha256": job.log_sha256, "tags": job.tags,
+                    "api": api, "module": module, "operation": op}  # fmt: skip
+            rows.append(base | _ior_phase_bandwidth(mine, library, op, phase == op))
     return pd.DataFrame(rows, columns=cols)
+
+
+def _ior_phase_bandwidth(mine, library, op: str, own_log: bool) -> dict:
+    """One operation's log_bytes, busy_seconds, span_seconds, log_seconds and log_mib_s from
+    the test files' records of the API's module (``mine``) and of its library (``library``);
+    own_log: the log is of that phase only (it holds the phase's opens)."""
+    byte_col, time_col = IOR_OPERATIONS[op]
+    nbytes = int(mine[byte_col].astype(float).sum())
+    per_rank = mine[time_col].fillna(0).groupby(mine["rank"]).sum()
+    reduced = bool((mine["rank"] == -1).any())
+    busy = float(per_rank.max()) if len(per_rank) and not reduced else np.nan
+    moved = mine[mine[byte_col].fillna(0) > 0]
+    if own_log and len(library) and library["close_end"].notna().all():
+        span = float(library["close_end"].max() - library["open_start"].min())
+    else:  # seed 000's form from the phase's first open; in a log of both, its first I/O
+        starts = mine["open_start"] if own_log else moved.get(f"{op}_start")
+        span = (
+            float(moved[f"{op}_end"].max() - starts.min())
+            if len(moved) and starts is not None and starts.notna().all()
+            else np.nan
+        )
+    seconds = np.nan if np.isnan(busy) else float(np.nanmax([busy, span]))
+    return {
+        "log_bytes": nbytes,
+        "busy_seconds": busy,
+        "span_seconds": span,
+        "log_seconds": seconds,
+        "log_mib_s": nbytes / MIB / seconds if nbytes and seconds > 0 else np.nan,
+    }
 
 
 def _log_of_run(log_tags: str, jobs: pd.DataFrame):
