@@ -24,7 +24,8 @@ import pandas as pd
 import pytest
 
 from iostudy.cli.cli import main
-from iostudy.collect import fsstats
+from iostudy.collect import fsstats_diff, fsstats_scan, fsstats_tally, fsstats_walker
+from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_STOPPED
 from iostudy.report import filesystems
 from iostudy.store import store
 
@@ -36,8 +37,8 @@ NOBODY = ("nobody", "nogroup")
 
 @pytest.fixture(scope="session", autouse=True)
 def walker():
-    found = fsstats.find_walker()
-    assert found, f"{fsstats.TOOL} is not built: run `make setup` (or `make build-fswalk`)"
+    found = fsstats_walker.find_walker()
+    assert found, f"{fsstats_walker.TOOL} is not built: run `make setup` (or `make build-fswalk`)"
     return found
 
 
@@ -90,14 +91,14 @@ def test_bit_length_is_exact_at_every_edge():
     values = [0, 1, 2, 3, 4, 1023, 1024, 1025, (1 << 53) - 1, 1 << 53, (1 << 53) + 1]
     values += [(1 << k) - 1 for k in range(54, 65)] + [1 << k for k in range(54, 64)]
     values += [(1 << 64) - 1, (1 << 63) + 12345]
-    got = fsstats.bit_length(np.array(values, dtype=np.uint64)).tolist()
+    got = fsstats_tally.bit_length(np.array(values, dtype=np.uint64)).tolist()
     assert got == [v.bit_length() for v in values]
 
 
 def test_byte_sums_are_exact_beyond_float_precision():
     values = [(1 << 53) + 1, (1 << 53) + 3, 1, (1 << 40) + 7, 12345]
     keys = np.array([0, 0, 0, 1, 1])
-    got = fsstats._split_sums(keys, np.array(values, dtype=np.uint64), 3).tolist()
+    got = fsstats_tally._split_sums(keys, np.array(values, dtype=np.uint64), 3).tolist()
     assert got == [(1 << 54) + 5, (1 << 40) + 12352, 0]
 
 
@@ -215,7 +216,7 @@ def test_scan_known_tree(capsys, known_tree, tmp_path):
 
 def test_root_errors_name_the_path(capsys, tmp_path):
     status, _, err = run(capsys, "scan", tmp_path / "missing", "--out", tmp_path / "x.json")
-    assert status == fsstats.EXIT_BAD_INPUT
+    assert status == EXIT_BAD_INPUT
     assert f"{tmp_path / 'missing'}: No such file or directory" in err
     make_file(tmp_path / "plain", 3)
     status, _, err = run(capsys, "scan", tmp_path / "plain", "--out", tmp_path / "x.json")
@@ -411,7 +412,7 @@ def test_directories_vanished_between_checkpoint_and_resume(capsys, tmp_path):
     status, lines, err = run(
         capsys, "scan", root, "--out", out, "--checkpoint", ck, "--max-dirs", 3, "--quiet"
     )
-    assert status == fsstats.EXIT_STOPPED, err
+    assert status == EXIT_STOPPED, err
     assert lines[-1].startswith("fsstats scan: stopped after --max-dirs 3 directories")
     assert f"checkpoint {ck} (go on with --resume)" in lines[-1]
     assert not out.exists()
@@ -448,13 +449,13 @@ def test_periodic_checkpoints_add_up_to_one_scan(capsys, tmp_path, monkeypatch):
     root = tmp_path / "tree"
     random_tree(root, 3000, seed=5)
     saved = []
-    original = fsstats._Checkpoint.save
+    original = fsstats_scan._Checkpoint.save
 
     def save(self, state):  # a spy: the real save, counted
         saved.append(state["generation"])
         return original(self, state)
 
-    monkeypatch.setattr(fsstats._Checkpoint, "save", save)
+    monkeypatch.setattr(fsstats_scan._Checkpoint, "save", save)
     ck = tmp_path / "ck"
     every = ("--checkpoint-every", "0.001", "--threads", "1")
     rounds = scan_snapshot(capsys, root, tmp_path / "rounds.json", "--checkpoint", ck, *every)
@@ -484,7 +485,7 @@ def test_checkpoint_of_another_tree_is_refused(capsys, tmp_path):
         1,
         "-q",
     )
-    assert status == fsstats.EXIT_STOPPED
+    assert status == EXIT_STOPPED
     status, _, err = run(
         capsys,
         "scan",
@@ -496,13 +497,13 @@ def test_checkpoint_of_another_tree_is_refused(capsys, tmp_path):
         "--resume",
         "-q",
     )
-    assert status == fsstats.EXIT_BAD_INPUT
+    assert status == EXIT_BAD_INPUT
     assert f"{ck}: a checkpoint of {tmp_path / 'a'}" in err
     # nor is a checkpoint started afresh over by mistake
     status, _, err = run(
         capsys, "scan", tmp_path / "a", "--out", tmp_path / "a.json", "--checkpoint", ck, "-q"
     )
-    assert status == fsstats.EXIT_BAD_INPUT
+    assert status == EXIT_BAD_INPUT
     assert f"{ck} exists: give --resume to go on from it" in err
 
 
@@ -512,13 +513,13 @@ def test_concurrent_deleter(tmp_path, monkeypatch):
     listing and a look is up to the scheduler: the scan is repeated (at most 12 times, on a new
     tree) until at least one vanished entry was seen."""
     started = threading.Event()
-    original = fsstats._run_walker
+    original = fsstats_scan.run_walker
 
     def run_walker(*args, **kwargs):
         started.set()  # the deleter starts with the walker (a hook, not a stand-in)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(fsstats, "_run_walker", run_walker)
+    monkeypatch.setattr(fsstats_scan, "run_walker", run_walker)
     seen = []
     for attempt in range(12):
         root = tmp_path / f"tree{attempt}"
@@ -538,7 +539,7 @@ def test_concurrent_deleter(tmp_path, monkeypatch):
         thread = threading.Thread(target=deleter)
         thread.start()
         try:
-            result = fsstats.scan(root, tmp_path / f"s{attempt}.json", threads=2, quiet=True)
+            result = fsstats_scan.scan(root, tmp_path / f"s{attempt}.json", threads=2, quiet=True)
         finally:
             started.set()
             thread.join()
@@ -608,7 +609,7 @@ def test_sigint_keeps_a_checkpoint_to_resume_from(capsys, tmp_path, walker):
     status, _, err = run(
         capsys, "scan", root, "--out", out, "--checkpoint", ck, "--max-dirs", 20, "-q"
     )
-    assert status == fsstats.EXIT_STOPPED, err
+    assert status == EXIT_STOPPED, err
     before = json.loads(ck.read_text())
     pending_before = pending_dirs(ck.with_name(f"ck.pending.{before['generation']}"))
 
@@ -636,7 +637,7 @@ def test_sigint_keeps_a_checkpoint_to_resume_from(capsys, tmp_path, walker):
     time.sleep(0.3)  # the scan forwards it (SIGTERM) to the held walker
     os.kill(held, signal.SIGCONT)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == fsstats.EXIT_INTERRUPTED, stderr
+    assert proc.returncode == EXIT_INTERRUPTED, stderr
     assert stdout.strip().splitlines()[-1].startswith("fsstats scan: interrupted: ")
     assert f"checkpoint {ck} (go on with --resume)" in stdout
     assert not out.exists()
@@ -679,7 +680,7 @@ def two_snapshots(capsys, tmp_path):
 
 def test_growth_table(two_snapshots):
     _, _, a, b = two_snapshots
-    g = fsstats.growth_table(a, b).set_index("project")
+    g = fsstats_diff.growth_table(a, b).set_index("project")
     assert list(g.index) == ["(all)", "big", "small", "."]  # by usage in March
     assert g.loc["(all)", ["files_a", "files_b"]].tolist() == [14, 105]
     assert g.loc["(all)", "usage_a"] == 10 * (1 << 20) + 4 * 1024
@@ -696,13 +697,13 @@ def test_growth_table(two_snapshots):
 
 def test_size_cdf_with_and_without_the_largest_project(two_snapshots):
     _, _, _, b = two_snapshots
-    whole = fsstats.size_cdf(b)
+    whole = fsstats_diff.size_cdf(b)
     assert whole[["lo", "hi", "files"]].values.tolist() == [
         [1024, 2048, 94],
         [1 << 20, 1 << 21, 11],
     ]
     assert whole["cdf"].tolist() == pytest.approx([94 / 105, 1.0])
-    without = fsstats.size_cdf(b, exclude_largest_project=True)
+    without = fsstats_diff.size_cdf(b, exclude_largest_project=True)
     assert without.attrs["excluded"] == "big"  # 100 files
     assert without[["lo", "files"]].values.tolist() == [[1024, 4], [1 << 20, 1]]
     assert without["cdf"].tolist() == pytest.approx([0.8, 1.0])
@@ -710,16 +711,16 @@ def test_size_cdf_with_and_without_the_largest_project(two_snapshots):
 
 def test_unmodified_shares(two_snapshots):
     _, _, a, b = two_snapshots
-    shares = fsstats.unmodified_shares(b).set_index("days")
+    shares = fsstats_diff.unmodified_shares(b).set_index("days")
     total = 11 * (1 << 20) + 94 * 1024
     # >= 64 days: the 10 old MiB files (200 days) and the 4 small ones (100 days)
     assert shares.loc[64, "bytes_unmodified"] == 10 * (1 << 20) + 4096
     assert shares.loc[64, "bytes_share_pct"] == pytest.approx(100 * (10 * (1 << 20) + 4096) / total)
     assert shares.loc[128, "bytes_unmodified"] == 10 * (1 << 20)
     assert shares.loc[128, ["files_unmodified", "files_total"]].tolist() == [10, 105]
-    assert fsstats.unmodified_shares(a, days=(0,))["bytes_share_pct"].tolist() == [100.0]
+    assert fsstats_diff.unmodified_shares(a, days=(0,))["bytes_share_pct"].tolist() == [100.0]
     with pytest.raises(ValueError, match="100 days is not an edge"):
-        fsstats.unmodified_shares(b, days=(100,))
+        fsstats_diff.unmodified_shares(b, days=(100,))
 
 
 def test_diff_command(capsys, two_snapshots, tmp_path):
@@ -750,6 +751,66 @@ def test_diff_command(capsys, two_snapshots, tmp_path):
     status, _, err = run(capsys, "diff", first, tmp_path / "bad.json")
     assert status == 2
     assert f"{tmp_path / 'bad.json'}: not an fsstats snapshot" in err
+
+
+def test_diff_json(capsys, two_snapshots, tmp_path):
+    """--json prints the diff's three tables as one JSON object, the CSVs' rows (NaN as null),
+    and nothing else on stdout; the numbers are those of the text tables."""
+    first, second, _, _ = two_snapshots
+    csv = tmp_path / "tables"
+    status, lines, err = run(capsys, "diff", first, second, "--json", "--csv", csv)
+    assert status == 0, err
+    tables = json.loads("\n".join(lines))
+    assert list(tables) == ["growth", "size_cdf", "unmodified"]
+    assert err.strip().splitlines()[-1] == (
+        f"fsstats diff: {first} -> {second}: growth.csv, size_cdf.csv, unmodified.csv in {csv}"
+    )
+    for name, rows in tables.items():
+        frame = pd.read_csv(csv / f"{name}.csv")
+        assert all(list(row) == list(frame.columns) for row in rows), name
+        pd.testing.assert_frame_equal(pd.DataFrame(rows), frame, check_dtype=False)
+
+    # by hand, from the two trees (see two_snapshots)
+    growth = {row["project"]: row for row in tables["growth"]}
+    assert list(growth) == ["(all)", "big", "small", "."]
+    assert (growth["(all)"]["files_a"], growth["(all)"]["files_b"]) == (14, 105)
+    assert growth["(all)"]["usage_a"] == 10 * (1 << 20) + 4 * 1024
+    assert growth["(all)"]["usage_b"] == 11 * (1 << 20) + 94 * 1024
+    assert growth["big"]["files_change_pct"] == pytest.approx(900.0)
+    assert growth["big"]["files_growth_share_pct"] == pytest.approx(100 * 90 / 91)
+    assert growth["."]["files_change_pct"] is None  # NaN: no files at the root either time
+    cdf = [(r["series"], r["lo"], r["hi"], r["files"]) for r in tables["size_cdf"]]
+    assert cdf == [
+        ("all files", 1024, 2048, 94),
+        ("all files", 1 << 20, 1 << 21, 11),
+        ("without big", 1024, 2048, 4),
+        ("without big", 1 << 20, 1 << 21, 1),
+    ]
+    assert [r["cdf"] for r in tables["size_cdf"]] == pytest.approx([94 / 105, 1.0, 0.8, 1.0])
+    unmodified = [(r["snapshot"], r["days"], r["files_unmodified"]) for r in tables["unmodified"]]
+    assert unmodified == [
+        ("january", 64, 14),
+        ("january", 128, 10),
+        ("march", 64, 14),
+        ("march", 128, 10),
+    ]
+
+    # without --csv: the same JSON, the last line on stderr
+    status, lines, err = run(capsys, "diff", first, second, "--json", "--days", "64", "128")
+    assert status == 0, err
+    assert json.loads("\n".join(lines)) == tables
+    done = "growth, size_cdf and unmodified printed as JSON"
+    assert err.strip() == f"fsstats diff: {first} -> {second}: {done}"
+    # the text tables show the same numbers
+    status, lines, _ = run(capsys, "diff", first, second)
+    text = "\n".join(lines)
+    for row in tables["growth"]:
+        if row["files_change_pct"] is not None:
+            assert f"{row['files_change_pct']:+.1f}%" in text
+        assert f"{row['files_b']:,}" in text
+    for row in tables["size_cdf"]:
+        assert f"{row['cdf']:.4f}" in text
+    assert lines[-1].endswith("tables printed above (--csv DIR writes them)")
 
 
 # -- the store and the report section ----------------------------------------------------------
@@ -800,8 +861,12 @@ def test_import_into_the_store_and_the_report_section(capsys, two_snapshots, kno
     table = store.read_table(st, "fsstats")
     march = table[table["snapshot"] == "march"]
     january = table[table["snapshot"] == "january"]
-    pd.testing.assert_frame_equal(fsstats.growth_table(january, march), fsstats.growth_table(a, b))
-    pd.testing.assert_frame_equal(fsstats.size_cdf(march, True), fsstats.size_cdf(b, True))
+    pd.testing.assert_frame_equal(
+        fsstats_diff.growth_table(january, march), fsstats_diff.growth_table(a, b)
+    )
+    pd.testing.assert_frame_equal(
+        fsstats_diff.size_cdf(march, True), fsstats_diff.size_cdf(b, True)
+    )
 
     items = []
 
@@ -823,7 +888,7 @@ def test_import_into_the_store_and_the_report_section(capsys, two_snapshots, kno
     growth = by_id[f"fsstats-growth-{slug}"]
     assert growth[0] == "fsstats" and "Table III" in growth[3] and growth[6]
     assert "from snapshot january" in growth[3] and "to march" in growth[3]
-    pd.testing.assert_frame_equal(growth[4], fsstats.growth_table(a, b))
+    pd.testing.assert_frame_equal(growth[4], fsstats_diff.growth_table(a, b))
     cdf = by_id[f"fsstats-size-cdf-{slug}"]
     assert cdf[5] is not None and "Fig. 8" in cdf[3]
     assert sorted(cdf[4]["series"].unique()) == ["all files", "without big"]

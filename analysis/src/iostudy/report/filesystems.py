@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from iostudy.collect.fsstats import growth_table, size_cdf, size_label, unmodified_shares
+from iostudy.collect.fsstats_diff import growth_table, size_cdf, size_label, unmodified_shares
 
 
 def size_cdf_figure(whole, without, title: str):
