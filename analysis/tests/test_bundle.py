@@ -14,7 +14,7 @@ import pytest
 
 from iostudy.cli import cli
 from iostudy.core.provenance import sha256_file
-from iostudy.store import bundle, siteid, store
+from iostudy.store import bundlecheck, siteid, store
 
 from . import reportdata
 from .filestate import snapshot
@@ -52,8 +52,8 @@ def test_export_holds_manifests_systems_and_checksums(site_a):
     store_dir, out = site_a
     with tarfile.open(out) as tar:
         names = tar.getnames()
-        meta = json.load(tar.extractfile(bundle.META))
-        sums = tar.extractfile(bundle.SUMS).read().decode().splitlines()
+        meta = json.load(tar.extractfile(bundlecheck.META))
+        sums = tar.extractfile(bundlecheck.SUMS).read().decode().splitlines()
     runs = store.read_table(store_dir, "runs")
     assert {r["run_id"] for r in meta["runs"]} == set(runs["run_id"])
     assert meta["site"] == "site-a" and meta["missing_manifests"] == {}
@@ -61,7 +61,7 @@ def test_export_holds_manifests_systems_and_checksums(site_a):
     assert {f"systems/{s}.json" for s in runs["system"]} <= set(names)
     # every member but SHA256SUMS and its SIGNATURE is listed once in it
     listed = sorted(line.split("  ", 1)[1] for line in sums)
-    assert listed == sorted(set(names) - {bundle.SUMS, bundle.SIGNATURE})
+    assert listed == sorted(set(names) - {bundlecheck.SUMS, bundlecheck.SIGNATURE})
     # the store remembers its site; another name is refused
     assert json.loads((store_dir / siteid.SITE_FILE).read_text()) == {"site": "site-a"}
     again = store_dir.parent / "other.tar"
@@ -97,7 +97,7 @@ def test_a_changed_byte_is_rejected(site_a, tmp_path, where, capsys):
     data = bytearray(out.read_bytes())
     with tarfile.open(out) as tar:
         members = {m.name: m for m in tar.getmembers()}
-    meta, sums = members[bundle.META], members[bundle.SUMS]
+    meta, sums = members[bundlecheck.META], members[bundlecheck.SUMS]
     table = next(m for n, m in members.items() if n.startswith("tables/perf/"))
     offset = {
         "header": meta.offset + 10,  # a name byte of the first header
@@ -168,7 +168,7 @@ def test_export_of_a_log_tree_without_system(tmp_path, darshan_logs):
     out = tmp_path / "tree.tar"
     assert cli.main(["export", "--store", str(store_dir), "--out", str(out), "--site", "s1"]) == 0
     with tarfile.open(out) as tar:
-        meta = json.load(tar.extractfile(bundle.META))
+        meta = json.load(tar.extractfile(bundlecheck.META))
         names = tar.getnames()
     assert [r["system"] for r in meta["runs"]] == [None]
     assert meta["missing_manifests"] == {}  # a tree has no manifest to miss
@@ -219,7 +219,7 @@ def test_anonymized_export_of_a_store_holding_every_kind_of_data(site_a, tmp_pat
     argv = ["export", "--store", str(mixed), "--out", str(out), "--site", "site-m", "--anonymize"]
     assert cli.main(argv) == 0
     with tarfile.open(out) as tar:
-        meta = json.load(tar.extractfile(bundle.META))
+        meta = json.load(tar.extractfile(bundlecheck.META))
     assert [r["run_id"] for r in meta["runs"]] == list(store.read_table(mixed, "runs").query(
         "site.isna()")["run_id"])  # fmt: skip
     target = ["--store", str(tmp_path / "fourth"), "--trust-on-first-use"]

@@ -22,7 +22,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from iostudy.cli import cli
-from iostudy.store import bundle, siteid, store
+from iostudy.store import bundlecheck, siteid, store
 
 from .test_bundle import make_site, trust
 
@@ -43,11 +43,12 @@ def write_bundle(out: Path, content: dict[str, bytes], key=None, site="site-a") 
     ``key``), laid out as export writes it."""
     content = dict(content)
     if key is not None:
-        body = {n: d for n, d in content.items() if n not in (bundle.SUMS, bundle.SIGNATURE)}
+        closing = (bundlecheck.SUMS, bundlecheck.SIGNATURE)
+        body = {n: d for n, d in content.items() if n not in closing}
         sums = "".join(f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, d in sorted(body.items()))
-        content[bundle.SUMS] = sums.encode()
+        content[bundlecheck.SUMS] = sums.encode()
         raw = siteid.raw_public(key.public_key())
-        content[bundle.SIGNATURE] = json.dumps({
+        content[bundlecheck.SIGNATURE] = json.dumps({
             "site": site, "key": base64.b64encode(raw).decode(),
             "signature": base64.b64encode(key.sign(sums.encode())).decode()}).encode()  # fmt: skip
     with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as tar:
@@ -92,11 +93,11 @@ def refused(bundle_path: Path, target: Path, capsys, *extra) -> str:
 
 
 def meta_of(content: dict) -> dict:
-    return json.loads(content[bundle.META])
+    return json.loads(content[bundlecheck.META])
 
 
 def set_meta(content: dict, meta: dict) -> None:
-    content[bundle.META] = json.dumps(meta).encode()
+    content[bundlecheck.META] = json.dumps(meta).encode()
 
 
 def first_table(content: dict, table: str) -> str:
@@ -253,8 +254,8 @@ def test_a_signature_over_other_sums_is_refused(site, tmp_path, capsys):
     content[name] = content[name][:-1] + bytes([content[name][-1] ^ 1])
     # the SUMS made anew for the changed table, the original SIGNATURE kept: it signs old SUMS
     sums = "".join(f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, d in sorted(content.items())
-                   if n not in (bundle.SUMS, bundle.SIGNATURE)).encode()  # fmt: skip
-    content[bundle.SUMS] = sums
+                   if n not in (bundlecheck.SUMS, bundlecheck.SIGNATURE)).encode()  # fmt: skip
+    content[bundlecheck.SUMS] = sums
     hostile = write_bundle(tmp_path / "hostile.tar", content)
     target = tmp_path / "stores" / "third"
     trust(target, store_dir, "site-a")
@@ -265,7 +266,7 @@ def test_a_signature_over_other_sums_is_refused(site, tmp_path, capsys):
 def test_an_unsigned_bundle_is_refused(site, tmp_path, capsys):
     _, out = site
     content = members(out)
-    del content[bundle.SIGNATURE]
+    del content[bundlecheck.SIGNATURE]
     unsigned = write_bundle(tmp_path / "unsigned.tar", content)
     target = tmp_path / "stores" / "third"
     target.parent.mkdir()

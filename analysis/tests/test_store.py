@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from iostudy.cli.cli import main
+from iostudy.core.provenance import sha256_file
 from iostudy.logs import logrows
 from iostudy.logs.darshanlog_worker import DEFAULT_LIMITS, open_log
 from iostudy.store import catalog, store
@@ -68,7 +69,7 @@ def test_ingest_real_logs_and_quarantine(run_dir, tmp_path, capsys):
     )  # fmt: skip
     assert mpi["check"] is None or mpi["check"] != mpi["check"]  # NULL
     assert str(mpi["start"]) == "2025-11-08 02:44:45.209444"
-    assert mpi["log_sha256"] == store.sha256_file(run_dir / mpi["log_path"].split("/", 1)[1])
+    assert mpi["log_sha256"] == sha256_file(run_dir / mpi["log_path"].split("/", 1)[1])
 
     files = con.execute(
         "SELECT f.* FROM files f JOIN jobs j USING (log_sha256) WHERE f.module = 'posix'"
@@ -88,7 +89,7 @@ def test_ingest_real_logs_and_quarantine(run_dir, tmp_path, capsys):
     (q,) = con.execute("SELECT * FROM quarantine").df().to_dict("records")
     assert q["run_id"] == RUN
     assert q["path"] == f"{RUN}/darshan/2026/3/2/truncated_id2.darshan"
-    assert q["sha256"] == store.sha256_file(run_dir / "darshan/2026/3/2/truncated_id2.darshan")
+    assert q["sha256"] == sha256_file(run_dir / "darshan/2026/3/2/truncated_id2.darshan")
     assert "header" in q["reason"], q["reason"]
     assert "truncated_id2.darshan" in err  # the reason is shown too
 

@@ -29,7 +29,7 @@ from iostudy.store.catalog import CatalogError
 # without the report's matplotlib or the campaign's ReFrame code (a second saved per call).
 GROUP_MODULES = {
     "campaign": "run.campaign",
-    "ingest": "store.store",
+    "ingest": "store.ingest",
     "jobs": "metrics.jobstats",
     "metrics": "metrics.metrics",
     "report": "report.report",
