@@ -29,7 +29,7 @@ SYSTEM ?= local
 CLUSTER_NODES ?=
 
 # Only trees and files that exist: the lists grow as the project does.
-PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests ci/check_sizes.py configs reframe-checks spack-env conftest.py)
+PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests ci/cluster ci/check_sizes.py configs reframe-checks spack-env conftest.py)
 C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
 	analysis/src/fswalk/*.c \
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
@@ -80,7 +80,7 @@ test-runtime: setup ## run the runtime's CTest suite
 	ctest --test-dir $(RUNTIME_BUILD) --output-on-failure --no-tests=error
 
 # Test paths and options come from pytest.ini; exit status 5 (no tests collected) fails too.
-test-python: setup ## run pytest (runtime/tests, analysis/tests, reframe-checks/tests)
+test-python: setup ## run pytest (runtime/tests, analysis/tests, reframe-checks/tests, ci/cluster)
 	$(VENV)/bin/python -m pytest
 
 # ci/tests is named here, not in pytest.ini's testpaths, so that test-python needs no cluster.
