@@ -238,6 +238,8 @@ class _TreeIngest:
         self.writer: PartWriter | None = None
 
     def run(self, pool: ReaderPool, commit_every: int) -> bool:
+        """Reads the new logs with the pool, committing a part every commit_every logs and at
+        the end; returns False when there was nothing new (nothing is committed then)."""
         read_before = _tree_index(self.store, self.run_id)
         known = self.store.known_hashes()
         progress = self.progress
