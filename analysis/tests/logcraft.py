@@ -22,7 +22,8 @@ import sys
 import zlib
 from pathlib import Path
 
-from iostudy.logs.darshanlog_worker import CURRENT_VERSIONS, record_layout
+from iostudy.logs.modules import CURRENT_VERSIONS
+from iostudy.logs.recordlayout import record_layout
 
 _CORPUS = Path(__file__).resolve().parents[1] / "bench" / "corpus.py"
 

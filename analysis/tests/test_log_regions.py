@@ -9,13 +9,10 @@ import pytest
 from darshan.backend import cffi_backend as backend
 
 from iostudy.logs.darshanlog import DarshanLogError, read_log
-from iostudy.logs.darshanlog_worker import (
-    CURRENT_VERSIONS,
-    DEFAULT_LIMITS,
-    LogRefused,
-    open_log,
-    record_layout,
-)
+from iostudy.logs.darshanlog_worker import open_log
+from iostudy.logs.logregions import DEFAULT_LIMITS, LogRefused
+from iostudy.logs.modules import CURRENT_VERSIONS
+from iostudy.logs.recordlayout import record_layout
 
 from . import logcraft
 from .testdata import DARSHAN_LOGS, RELEASE_350

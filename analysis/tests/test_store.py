@@ -15,7 +15,8 @@ import pytest
 from iostudy.cli.cli import main
 from iostudy.core.provenance import sha256_file
 from iostudy.logs import logrows
-from iostudy.logs.darshanlog_worker import DEFAULT_LIMITS, open_log
+from iostudy.logs.darshanlog_worker import open_log
+from iostudy.logs.logregions import DEFAULT_LIMITS
 from iostudy.store import catalog, store
 
 from . import filestate

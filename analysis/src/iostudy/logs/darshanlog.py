@@ -41,8 +41,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from iostudy.logs.darshanlog_worker import DEFAULT_LIMITS, Limits
 from iostudy.logs.logpool import CRASHES, scratch_dir
+from iostudy.logs.logregions import DEFAULT_LIMITS, Limits
 
 
 class DarshanLogError(Exception):

@@ -15,9 +15,10 @@ raw counts include the others.
 
 Before libdarshan-util sees a log, :func:`open_log` opens it without blocking and without
 following a symbolic link, refuses anything but a regular file (a FIFO or a device would hang or
-never end), and inflates the regions that will be read, counting and discarding the bytes, within
-the :class:`Limits`: a 5 MB log can inflate to gigabytes of records (a decompression bomb), which
-libdarshan-util would materialize whole. The log is then read through ``/proc/self/fd/N``: the
+never end), and has :func:`iostudy.logs.logregions.check_inflation` inflate the regions that will
+be read, counting and discarding the bytes, within the :class:`~iostudy.logs.logregions.Limits`:
+a 5 MB log can inflate to gigabytes of records (a decompression bomb), which libdarshan-util
+would materialize whole. The log is then read through ``/proc/self/fd/N``: the
 very file checked, and a name whose unlink by libdarshan-util's cleanup after a failed read (it
 can use a path from freed memory) cannot remove the log.
 """
@@ -26,85 +27,22 @@ import contextlib
 import errno
 import functools
 import json
-import os
-import re
-import struct
 import sys
-import zlib
 from typing import NamedTuple
 
 import numpy as np
 from darshan.backend import cffi_backend as backend
 
 from iostudy.core import safeio
-from iostudy.logs.modules import CURRENT_VERSIONS, READ_MODULES, RECORD_MODULES
-
-# The modules read (iostudy.logs.modules): the record modules, LUSTRE and HEATMAP. Other
-# modules (DXT traces...) are never inflated. Records stored at CURRENT_VERSIONS are laid out as
-# record_layout says: the bytes check_inflation inflates are then the records, and
-# libdarshan-util need not read them again (it up-converts older versions).
-# The smallest record of the variable-size modules (base record and fixed part).
-MIN_RECORD = {"LUSTRE": 32, "HEATMAP": 48}
-# A region that inflates to less than this is harmless whatever its ratio: one compressed
-# record of zeros inflates 30 to 40 times (the real test logs' regions: up to 39x).
-RATIO_FLOOR = 1 << 20
-_CHUNK = 1 << 20  # bytes read, and inflated, at a time by the bound check
-_PIECE = 1 << 14  # bytes handed to zlib at a time
-SMALL_LOG = 1 << 20  # a log up to this size is checked from one read of the whole file
-# A region kept (parsed) is inflated once, kept as it comes, when its compressed size is up to
-# this: whatever it inflates to within the ratio bound is a few MiB. A larger one is measured
-# first (inflated, counted, dropped), so that a bomb costs a few chunks of memory, not its bound.
-KEEP_UNMEASURED = 1 << 16
-
-
-class Limits(NamedTuple):
-    """What one log may inflate to before libdarshan-util reads it. The real test logs inflate
-    2 to 21 times as a whole and at most 39 times per region; zlib can reach about 1000."""
-
-    max_bytes: int = 256 << 20  # all the regions read, together
-    max_records: int = 1 << 20  # per module
-    max_ratio: float = 100.0  # per region past RATIO_FLOOR: inflated / compressed (declared)
-    # modules the read leaves alone (ingest's: HEATMAP): not inflated, only checked to lie
-    # inside the file
-    unread: tuple = ()
-
-
-DEFAULT_LIMITS = Limits()
-
-
-class LogRefused(Exception):
-    """The log was not handed to libdarshan-util (not a regular file, over the Limits); the
-    message is the reason."""
-
-
-class _Layout(NamedTuple):
-    """A generic-record module's record as libdarshan-util hands it over: the counter names,
-    the record's size and its numpy dtype."""
-
-    cnames: list
-    fnames: list
-    size: int
-    dtype: np.dtype
-
-
-@functools.cache
-def record_layout(mod) -> _Layout:
-    """The layout of a module's records (base record, int64 counters, double fcounters), checked
-    against cffi's struct size; once per process."""
-    cnames, fnames = backend.counter_names(mod), backend.fcounter_names(mod)
-    struct = backend._structdefs[mod].rstrip(" *")
-    size = backend.ffi.sizeof(struct)
-    if size != 16 + 8 * (len(cnames) + len(fnames)):
-        raise RuntimeError(f"{mod}: unexpected record layout ({struct}: {size} bytes)")
-    dtype = np.dtype(
-        [
-            ("id", np.uint64),
-            ("rank", np.int64),
-            ("counters", np.int64, len(cnames)),
-            ("fcounters", np.float64, len(fnames)),
-        ]
-    )
-    return _Layout(list(cnames), list(fnames), size, dtype)
+from iostudy.logs.logregions import (
+    DEFAULT_LIMITS,
+    Limits,
+    LogRefused,
+    check_inflation,
+    decoded_names,
+)
+from iostudy.logs.modules import RECORD_MODULES
+from iostudy.logs.recordlayout import record_layout
 
 
 class _Buffers:
@@ -212,7 +150,7 @@ def _names(handle) -> dict:
     """{record id: name} of the log's name table, read by libdarshan-util: for the logs whose
     name region :func:`check_inflation` does not parse itself (format 3.00). Like PyDarshan's
     log_get_name_records, but a name that is not UTF-8 keeps its bytes as \\xNN escapes (see
-    :func:`_decoded`)."""
+    :func:`iostudy.logs.logregions.decoded_names`)."""
     ffi, lib, bufs = backend.ffi, backend.libdutil, _buffers()
     bufs.count[0] = 0  # not set when libdarshan-util fails to read the table
     lib.darshan_log_get_name_records(handle, bufs.table, bufs.count)
@@ -229,48 +167,7 @@ def _names(handle) -> dict:
         raw.append(string(name))
         free(name)
     free(entries)
-    return dict(zip(ids, _decoded(b"\0".join(raw), raw), strict=True))
-
-
-def _decoded(joined: bytes, raw) -> list[str]:
-    """The names ``raw`` (``joined``: them joined by NULs) as str: any bytes are a valid Linux
-    path, so a name that is not UTF-8 keeps its bytes as \\xNN escapes instead of failing the
-    whole log."""
-    try:  # a name holds no NUL: one decode for the whole table
-        return joined.decode().split("\0") if raw else []
-    except UnicodeDecodeError:
-        return [name.decode("utf-8", "backslashreplace") for name in raw]
-
-
-# An entry of the name region of formats 3.10 on: a u64 record id, then the name up to its NUL
-# (the log-format reference, section 4). Matches follow each other from the region's start:
-# one fails only where no NUL is left, so what they leave is a tail.
-_NAME_ENTRY = re.compile(rb"(.{8})([^\0]*)\0", re.DOTALL)
-
-
-def parse_names(raw: bytes, order: str) -> dict:
-    """{record id: name} of an inflated name region of format 3.10 on, in byte order ``order``
-    ("<" or ">"), as libdarshan-util builds it: the first entry of an id wins, unless its name is
-    empty and a later one's is not. LogRefused when the region does not end with a whole entry
-    (libdarshan-util aborts on that)."""
-    entries = _NAME_ENTRY.findall(raw)
-    rids, raw_names = zip(*entries, strict=True) if entries else ((), ())
-    joined = b"\0".join(raw_names)
-    tail = len(raw) - (8 * len(rids) + len(joined) + bool(rids))
-    if tail:
-        raise LogRefused(
-            f"name region: {tail} bytes after its last whole entry (a record id and a "
-            "NUL-terminated name)"
-        )
-    names = _decoded(joined, raw_names)
-    ids = np.frombuffer(b"".join(rids), order + "u8").tolist()
-    if "" not in names:
-        return dict(zip(reversed(ids), reversed(names), strict=True))  # the first one wins
-    table = {}
-    for rid, name in zip(ids, names, strict=True):
-        if not table.get(rid):
-            table[rid] = name
-    return table
+    return dict(zip(ids, decoded_names(b"\0".join(raw), raw), strict=True))
 
 
 @functools.cache
@@ -419,8 +316,8 @@ def read(checked, full=True, stored=False):
 class CheckedLog(NamedTuple):
     """A log :func:`open_log` checked: the name to read it by, and what the check took from the
     bytes it inflated anyway: the name table (None: libdarshan-util reads it) and {module:
-    every record stored, in this machine's byte order} of the modules stored at their
-    CURRENT_VERSIONS (the others: libdarshan-util reads them)."""
+    every record stored, in this machine's byte order} of the modules stored at their current
+    versions (iostudy.logs.modules.CURRENT_VERSIONS; the others: libdarshan-util reads them)."""
 
     path: str
     names: dict | None
@@ -447,198 +344,6 @@ def _refusal(exc: OSError) -> str:
     if exc.errno == errno.EINVAL:
         return exc.strerror
     return f"cannot open: {exc.strerror}"
-
-
-class _Region(NamedTuple):
-    name: str  # "job", "name" or the module's
-    offset: int
-    length: int  # compressed, as the header declares it
-    version: int = 0  # a module's record version
-
-
-class _Header(NamedTuple):
-    compression: int  # 0 zlib, 2 none (1, bzip2, is refused by the wheel's libdarshan-util)
-    order: str  # "<" or ">"
-    version: bytes
-    regions: list  # [_Region] of the job and name regions and of the modules read, not empty
-
-
-def _header(head: bytes) -> _Header | None:
-    """The header of the log whose first bytes are head, or None when it is not one
-    libdarshan-util reads (then it says why itself)."""
-    version = head[:8].split(b"\0")[0]
-    if version not in (b"3.00", b"3.10", b"3.20", b"3.21", b"3.41"):
-        return None
-    legacy = version != b"3.41"
-    names_at, mods_at, slots = (24, 40, 16) if legacy else (32, 48, 64)
-    if len(head) < mods_at + 20 * slots or head[16] not in (0, 2):
-        return None
-    magic = int.from_bytes(head[8:16], "little")
-    order = "<" if magic == 6567223 else ">" if magic == 0x3735640000000000 else None
-    if order is None:
-        return None
-    names = _Region("name", *struct.unpack_from(order + "QQ", head, names_at))
-    # the job region: from the header's end (the module map, then a version per slot) to the
-    # name region (the log-format reference, section 2.4)
-    job_at = mods_at + 20 * slots
-    regions = [_Region("job", job_at, max(0, names.offset - job_at)), names]
-    maps = struct.unpack_from(f"{order}{2 * slots}Q", head, mods_at)  # (offset, length) per slot
-    versions = struct.unpack_from(f"{order}{slots}I", head, mods_at + 16 * slots)
-    for slot in [slot for slot, length in enumerate(maps[1::2]) if length]:
-        if name := READ_MODULES.get(_module_id(slot, version)):
-            regions.append(_Region(name, maps[2 * slot], maps[2 * slot + 1], versions[slot]))
-    return _Header(head[16], order, version, [r for r in regions if r.length])
-
-
-def _module_id(slot, version: bytes) -> int:
-    """The 3.41 id of module slot ``slot`` of a log of format ``version``: the reader inserts
-    H5D at 4 below 3.20 and PNETCDF_VAR at 6 below 3.41 (the reference, section 2.1)."""
-    if version < b"3.20" and slot >= 4:
-        slot += 1
-    if version < b"3.41" and slot >= 6:
-        slot += 1
-    return slot
-
-
-def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict]:
-    """Raise LogRefused if the regions read of the log at ``fd`` inflate past ``limits``, or
-    are damaged: cut off by the end of the file, or compressed data that zlib refuses (its
-    Adler-32 check included: libdarshan-util stops inflating once it has the bytes it wants,
-    so a flipped bit would otherwise pass as other counter values). Returns what
-    :class:`CheckedLog` holds beside its path: the name table and the records taken from the
-    inflated bytes (nothing for a header libdarshan-util refuses, and says why itself). Memory
-    is a few chunks plus the bytes kept, within the limits whatever the log."""
-    file_size, total, kept = os.fstat(fd).st_size, 0, {}
-    # a small log (nearly all) is read at once; a large one in pieces, region by region
-    whole = os.pread(fd, file_size, 0) if file_size <= SMALL_LOG else None
-    header = _header(whole[:1328] if whole is not None else os.pread(fd, 1328, 0))
-    if header is None:
-        return None, {}
-    for region in header.regions:
-        if region.offset + region.length > file_size:
-            raise LogRefused(
-                f"truncated: the header puts the {region.name} region at bytes {region.offset} "
-                f"to {region.offset + region.length}, the file has {file_size}"
-            )
-        if region.name in limits.unread:
-            continue
-        bounds = _bounds(region, limits, limits.max_bytes - total)
-        stop = min(bounds)
-        keep = kept.setdefault(region.name, []) if _parsed(region, header) else None
-        if header.compression == 0:
-            size = _inflated_region(fd, whole, region, stop, keep)
-        else:  # stored as is: what the file holds
-            size = region.length
-            if keep is not None and size <= stop:
-                keep.append(os.pread(fd, size, region.offset))
-        if size > stop:
-            raise LogRefused(_bound_reason(region, limits, bounds, stop))
-        total += size
-    kept = {name: b"".join(pieces) for name, pieces in kept.items()}
-    names = None if header.version == b"3.00" else parse_names(kept.pop("name", b""), header.order)
-    return names, {mod: native_records(mod, raw, header.order) for mod, raw in kept.items()}
-
-
-def _inflated_region(fd, whole: bytes | None, region: _Region, stop: int, keep) -> int:
-    """:func:`_inflated` of a region of the log at ``fd`` (``whole``: its bytes, when read at
-    once). A region to keep that is larger than KEEP_UNMEASURED is measured first: a bomb is
-    refused before any of it is kept."""
-
-    def pieces():
-        if whole is None:
-            return _pieces(fd, region)
-        return [whole[region.offset : region.offset + region.length]]
-
-    if keep is not None and region.length > KEEP_UNMEASURED:
-        if (size := _inflated(pieces(), region, stop)) > stop:
-            return size
-    return _inflated(pieces(), region, stop, keep)
-
-
-def _parsed(region: _Region, header: _Header) -> bool:
-    """Whether check_inflation keeps the region's bytes: the name region (but of format
-    3.00, whose entries differ) and the record modules stored at their current version."""
-    if region.name == "name":
-        return header.version != b"3.00"
-    return region.version == CURRENT_VERSIONS.get(region.name)
-
-
-def native_records(mod: str, raw: bytes, order: str) -> bytes:
-    """A module's inflated region of a log in byte order ``order``, stored at its current
-    version, as _stored_records has it: the records side by side in this machine's byte
-    order. LogRefused when it does not hold a whole number of records."""
-    lay = record_layout(mod)
-    if len(raw) % lay.size:
-        raise LogRefused(
-            f"{mod} region: {len(raw)} bytes, not a whole number of {lay.size}-byte records"
-        )
-    if order == ("<" if sys.byteorder == "little" else ">"):
-        return raw
-    return np.frombuffer(raw, lay.dtype.newbyteorder(order)).astype(lay.dtype).tobytes()
-
-
-def _bounds(region: _Region, limits: Limits, left: int) -> tuple[int, int, int | None]:
-    """The bytes the region may inflate to by each limit: the log's total left, the ratio to
-    its compressed length, its module's record count (the job and name regions: the total)."""
-    ratio = max(RATIO_FLOOR, int(limits.max_ratio * region.length))
-    if region.name in ("job", "name"):
-        return left, ratio, left
-    return left, ratio, limits.max_records * _record_size(region.name)
-
-
-@functools.cache
-def _record_size(module: str) -> int:
-    return MIN_RECORD.get(module) or record_layout(module).size
-
-
-def _bound_reason(region: _Region, limits: Limits, bounds: tuple, stop: int) -> str:
-    """Why the region is refused: the first limit of bounds that is stop, in words."""
-    what = f"decompression bound: {region.name} region inflates past {stop} bytes"
-    left, ratio, _ = bounds
-    if stop == left:
-        return f"{what}, the rest of the log's limit of {limits.max_bytes} bytes"
-    if stop == ratio:
-        return (f"{what}, more than {limits.max_ratio:g}x the {region.length} compressed bytes "
-                "the header declares")  # fmt: skip
-    size = _record_size(region.name)
-    return f"{what}, more than {limits.max_records} records of {size} bytes"
-
-
-def _inflated(pieces, region: _Region, stop: int, keep: list | None = None) -> int:
-    """What the region's back-to-back zlib streams (its bytes: pieces) inflate to, counted up
-    to past ``stop`` (the bytes appended to ``keep`` when it is a list); LogRefused when they
-    are not whole, valid zlib streams."""
-    total, inflater, inside = 0, zlib.decompressobj(), False
-    for data in pieces:
-        while data:
-            inside = True
-            try:
-                out = inflater.decompress(data, _CHUNK)
-            except zlib.error as exc:
-                raise LogRefused(f"{region.name} region: damaged compressed data ({exc})") from None
-            total += len(out)
-            if keep is not None:
-                keep.append(out)
-            if total > stop:
-                return total
-            if inflater.eof:  # the next stream, if any (one per MPI rank)
-                data, inflater, inside = inflater.unused_data, zlib.decompressobj(), False
-            else:
-                data = inflater.unconsumed_tail
-    if inside:
-        raise LogRefused(f"{region.name} region: compressed data ends before its stream does")
-    return total
-
-
-def _pieces(fd, region: _Region):
-    """The region's bytes in pieces of _PIECE: zlib copies the input left after a stream ends,
-    and a region can hold thousands of streams (one per rank)."""
-    pos, end = region.offset, region.offset + region.length
-    while pos < end and (block := os.pread(fd, min(_CHUNK, end - pos), pos)):
-        pos += len(block)
-        view = memoryview(block)
-        for at in range(0, len(block), _PIECE):
-            yield view[at : at + _PIECE]
 
 
 def main():

@@ -57,7 +57,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from iostudy.logs.darshanlog_worker import record_layout
+from iostudy.logs.recordlayout import record_layout
 
 MAX_COUNT = 2**62  # counts and bytes are below it
 MAX_SECONDS = 2.0**32  # times since the job started are below it
