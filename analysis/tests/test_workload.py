@@ -12,13 +12,15 @@ import pytest
 from matplotlib.figure import Figure
 
 from iostudy.cli import cli
-from iostudy.metrics import workload
+from iostudy.logs import modules
+from iostudy.metrics import jobstats, workload, workload_figures, workload_tables
 from iostudy.report import figures
+from iostudy.store import store
 from tests import logcraft
 from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
 MIB = 2**20
-SIZES = list(workload.SIZE_BINS)
+SIZES = list(workload_tables.SIZE_BINS)
 
 
 def job(log, account, nprocs, read_mib, written_mib, interfaces, strategy, **extra):
@@ -168,7 +170,7 @@ def pick(frame, **where):
 
 
 def test_size_bins_are_powers_of_two():
-    bins = workload.size_bins(pd.Series([1, 2, 3, 4, 1023, 1024, 2047, 2048, 0, None]))
+    bins = workload_tables.size_bins(pd.Series([1, 2, 3, 4, 1023, 1024, 2047, 2048, 0, None]))
     assert bins["procs_min"].tolist() == [1, 2, 2, 4, 512, 1024, 1024, 2048, 1, 1]
     assert bins["procs_range"].tolist() == [
         "1",
@@ -185,8 +187,8 @@ def test_size_bins_are_powers_of_two():
 
 
 def test_interfaces_by_size(jobs):
-    t = workload.interfaces_by_size(jobs, module_bytes())
-    assert list(t.columns) == workload.SHARE_COLUMNS
+    t = workload_tables.interfaces_by_size(jobs, module_bytes())
+    assert list(t.columns) == workload_tables.SHARE_COLUMNS
     # Bins: 1 (a), 2-3 (b), 1024-2047 (e, f), 2048-4095 (c, g), 4096-8191 (d).
     assert sorted(t["procs_range"].unique()) == ["1", "1024-2047", "2-3", "2048-4095", "4096-8191"]
     # 1024: e used STDIO, f nothing -> STDIO 1 of 2 jobs, POSIX none.
@@ -210,11 +212,11 @@ def test_interfaces_by_size(jobs):
     # Interfaces the module table does not have (STDIO, HDF5, PnetCDF here) have no byte rows.
     assert set(t.loc[t["measure"] != "jobs", "category"]) == {"POSIX", "MPI-IO"}
     # Without per-module bytes: the job shares alone.
-    assert set(workload.interfaces_by_size(jobs)["measure"]) == {"jobs"}
+    assert set(workload_tables.interfaces_by_size(jobs)["measure"]) == {"jobs"}
 
 
 def test_strategy_by_size(jobs):
-    t = workload.strategy_by_size(jobs)
+    t = workload_tables.strategy_by_size(jobs)
     assert pick(t, procs_min=1024, measure="jobs", category="N:N")["pct"] == 50
     assert pick(t, procs_min=1024, measure="jobs", category="none")["pct"] == 50
     assert pick(t, procs_min=2, measure="jobs", category="rank-0")["value"] == 1
@@ -230,20 +232,20 @@ def test_strategy_by_size(jobs):
 
 
 def test_top_projects(jobs):
-    top = workload.top_projects(jobs)
+    top = workload_tables.top_projects(jobs)
     # physics 1536 + 600 + 0 + 1024 MiB, (unknown) 400 (e has no account), climate 150.
     assert top["project"].tolist() == ["physics", "(unknown)", "climate"]
     assert top["bytes_moved"].tolist() == [3160 * MIB, 400 * MIB, 150 * MIB]
     assert top["bytes_read"].tolist() == [1624 * MIB, 400 * MIB, 100 * MIB]
     assert top["jobs"].tolist() == [4, 1, 2]
-    assert workload.top_projects(jobs, n=2)["project"].tolist() == ["physics", "(unknown)"]
+    assert workload_tables.top_projects(jobs, n=2)["project"].tolist() == ["physics", "(unknown)"]
     # An empty account is no account either.
     blank = jobs.assign(account=jobs["account"].replace({"climate": "  "}))
-    assert set(workload.top_projects(blank)["project"]) == {"physics", "(unknown)"}
+    assert set(workload_tables.top_projects(blank)["project"]) == {"physics", "(unknown)"}
 
 
 def test_files_vs_procs(jobs):
-    points = workload.files_vs_procs(jobs, ["physics", "(unknown)"])
+    points = workload_tables.files_vs_procs(jobs, ["physics", "(unknown)"])
     assert points["project"].tolist() == ["physics"] * 4 + ["(unknown)"] + ["(other projects)"] * 2
     assert points[points["project"] == "physics"]["nprocs"].tolist() == [1024, 2048, 2048, 4096]
     e = pick(points, project="(unknown)")
@@ -251,15 +253,16 @@ def test_files_vs_procs(jobs):
 
 
 def test_large_jobs_filter(jobs):
-    assert sorted(workload.large_jobs(jobs)["log_sha256"].str[0]) == ["c", "d", "g"]
+    assert sorted(workload_tables.large_jobs(jobs)["log_sha256"].str[0]) == ["c", "d", "g"]
     # At least, not more than: e's 1,024 processes and 400 MiB pass a 400 MiB filter.
-    assert sorted(workload.large_jobs(jobs, 1024, 400)["log_sha256"].str[0]) == ["c", "d", "e", "g"]
-    assert sorted(workload.large_jobs(jobs, 4096, 500)["log_sha256"].str[0]) == ["d"]
+    passed = workload_tables.large_jobs(jobs, 1024, 400)
+    assert sorted(passed["log_sha256"].str[0]) == ["c", "d", "e", "g"]
+    assert sorted(workload_tables.large_jobs(jobs, 4096, 500)["log_sha256"].str[0]) == ["d"]
 
 
 def test_box_stats(jobs):
-    large = workload.large_jobs(jobs)
-    stats = workload.box_stats(large, ["physics", "(unknown)"])
+    large = workload_tables.large_jobs(jobs)
+    stats = workload_tables.box_stats(large, ["physics", "(unknown)"])
     # physics: 2.0, 4.0, 1.0 MiB/s/CN -> min 1, Q1 1.5, median 2, Q3 3, max 4 (linear).
     assert stats.to_dict("records") == [
         {
@@ -272,11 +275,11 @@ def test_box_stats(jobs):
             "max": 4.0,
         }
     ]
-    assert workload.box_stats(large.iloc[0:0], ["physics"]).empty
+    assert workload_tables.box_stats(large.iloc[0:0], ["physics"]).empty
 
 
 def test_project_averages(jobs):
-    t = workload.project_averages(workload.large_jobs(jobs), ["climate", "physics"])
+    t = workload_tables.project_averages(workload_tables.large_jobs(jobs), ["climate", "physics"])
     assert t["project"].tolist() == ["physics"]
     row = t.iloc[0]
     assert row["jobs"] == 3
@@ -291,7 +294,7 @@ def test_project_averages(jobs):
 
 
 def test_access_sizes(jobs):
-    t = workload.access_sizes(workload.large_jobs(jobs), ["physics"])
+    t = workload_tables.access_sizes(workload_tables.large_jobs(jobs), ["physics"])
     assert len(t) == 2 * len(SIZES)
     # 50 reads 0-100, 100 reads 1M-4M, 150 reads 4M-10M, 50 + 250 writes 1M-4M: 600 accesses.
     assert pick(t, operation="read", size="0-100")["pct"] == pytest.approx(100 * 50 / 600)
@@ -310,33 +313,45 @@ def test_coverage_table():
             "apis": ["S,P", "M,P", "S", "M,S,P"],
         }
     )
-    t = workload.coverage_table(coverage, ["physics", "(unknown)", "bio"])
+    t = workload_tables.coverage_table(coverage, ["physics", "(unknown)", "bio"])
     assert t["project"].tolist() == ["physics", "(no accounting)", "all"]
     assert t["apis"].tolist() == ["M,P", "S", "M,S,P"]
 
 
 def test_empty_job_table_gives_empty_frames(jobs):
     empty = jobs.iloc[0:0]
-    assert workload.interfaces_by_size(empty).empty
-    assert workload.strategy_by_size(empty).empty
-    assert workload.top_projects(empty).empty
-    assert workload.files_vs_procs(empty, []).empty
-    assert workload.project_averages(empty, ["physics"]).empty
-    assert workload.access_sizes(empty, ["physics"]).empty
+    assert workload_tables.interfaces_by_size(empty).empty
+    assert workload_tables.strategy_by_size(empty).empty
+    assert workload_tables.top_projects(empty).empty
+    assert workload_tables.files_vs_procs(empty, []).empty
+    assert workload_tables.project_averages(empty, ["physics"]).empty
+    assert workload_tables.access_sizes(empty, ["physics"]).empty
 
 
-def test_module_bytes_asks_each_module(jobs):
-    asked = []
-
-    def job_table(con, module=None):
-        asked.append(module)
-        if module == "MPI-IO":
-            raise ValueError("no such module")
-        return jobs
-
-    t = workload.module_bytes(None, job_table)
-    assert asked == ["POSIX", "STDIO", "MPI-IO"]
-    assert set(t["interface"]) == {"POSIX", "STDIO"} and len(t) == 2 * len(jobs)
+def test_module_bytes_is_the_job_table_of_each_module(tmp_path):
+    """module_bytes' one query gives every job, per interface, the bytes
+    jobstats.job_table(con, module=...) counts through its module: on the real test logs (some
+    without STDIO or MPI-IO records) and two logs near the store's bound (sums past 2^53: float64,
+    as numfmt.integral makes them)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for job in (1, 2):
+        (tree / f"job{job}.darshan").write_bytes(_near_bound_log(job, 4, NEAR))
+    st = tmp_path / "store"
+    assert cli.main(["ingest", str(DARSHAN_LOGS), str(tree), "--store", str(st)]) == 0
+    con = store.connect(st)
+    got = workload.module_bytes(con)
+    assert list(got.columns) == ["log_sha256", "bytes_read", "bytes_written", "interface"]
+    for name in workload.BYTES_MODULES:
+        mine = got[got["interface"] == modules.BY_NAME[name].interface]
+        want = jobstats.job_table(con, module=name)[["log_sha256", "bytes_read", "bytes_written"]]
+        pd.testing.assert_frame_equal(
+            mine.drop(columns="interface").reset_index(drop=True),
+            want.reset_index(drop=True),
+            check_dtype=False,
+        )
+        assert (mine["bytes_read"] == 0).any() or name == "POSIX"
+    assert got["bytes_read"].max() > 2**53 and got["bytes_read"].dtype == float
 
 
 class Collect:
@@ -447,26 +462,28 @@ def test_names_from_logs_are_text_in_the_figures(jobs, name):
             assert tag not in ("script", "foreignObject", "img", "a", "iframe"), tag
             assert not [a for a in element.attrib if a.lower().startswith("on")], element.attrib
     top = add.by_id()["top-projects"]["svg"]
-    shown = workload._text(name).replace("\\$", "$").strip()
+    shown = workload_figures._text(name).replace("\\$", "$").strip()
     escaped = shown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     assert escaped in top
 
 
 def test_text_escapes_dollars_and_shortens():
-    assert workload._text("a$b$") == r"a\$b\$"
-    assert workload._text("x" * 40, 10) == "x" * 9 + "…"
-    assert workload._text("_x") == " _x"
+    assert workload_figures._text("a$b$") == r"a\$b\$"
+    assert workload_figures._text("x" * 40, 10) == "x" * 9 + "…"
+    assert workload_figures._text("_x") == " _x"
 
 
 def test_figures_on_one_bin_and_one_project(jobs):
     one = jobs[jobs["log_sha256"] == "cccccccc"]
     figures = [
-        workload.interfaces_figure(workload.interfaces_by_size(one, module_bytes())),
-        workload.strategy_figure(workload.strategy_by_size(one)),
-        workload.projects_figure(workload.top_projects(one)),
-        workload.files_figure(workload.files_vs_procs(one, ["physics"]), ["physics"]),
-        workload.box_figure(workload.box_stats(one, ["physics"])),
-        workload.access_sizes_figure(workload.access_sizes(one, ["physics"])),
+        workload_figures.interfaces_figure(workload_tables.interfaces_by_size(one, module_bytes())),
+        workload_figures.strategy_figure(workload_tables.strategy_by_size(one)),
+        workload_figures.projects_figure(workload_tables.top_projects(one)),
+        workload_figures.files_figure(
+            workload_tables.files_vs_procs(one, ["physics"]), ["physics"]
+        ),
+        workload_figures.box_figure(workload_tables.box_stats(one, ["physics"])),
+        workload_figures.access_sizes_figure(workload_tables.access_sizes(one, ["physics"])),
     ]
     for fig in figures:
         assert isinstance(fig, Figure)
@@ -474,10 +491,10 @@ def test_figures_on_one_bin_and_one_project(jobs):
 
 
 def test_binary_bytes():
-    assert workload.binary_bytes(0) == "0 B"
-    assert workload.binary_bytes(512) == "512 B"
-    assert workload.binary_bytes(1536) == "1.5 KiB"
-    assert workload.binary_bytes(3 * 2**40) == "3 TiB"
+    assert workload_figures.binary_bytes(0) == "0 B"
+    assert workload_figures.binary_bytes(512) == "512 B"
+    assert workload_figures.binary_bytes(1536) == "1.5 KiB"
+    assert workload_figures.binary_bytes(3 * 2**40) == "3 TiB"
 
 
 # Near the store's bound (iostudy.logs.plausibility: values below 2^62) and multiples of 2^14, so
