@@ -15,6 +15,7 @@ import pytest
 
 from iostudy.cli.cli import main
 from iostudy.report import apps
+from iostudy.report.studydata import StudyData
 from iostudy.store import store
 from tests import logcraft
 from tests.rundirs import RUNTIME
@@ -24,7 +25,7 @@ SCRATCH = "/scratch/hmmer_check_0"
 
 
 def frame(table: str, rows: list[dict]) -> pd.DataFrame:
-    """Rows in a store table's columns (missing columns null), as report.load_tables gives."""
+    """Rows in a store table's columns (missing columns null), as the store holds them."""
     names = store.TABLES[table].names
     return pd.DataFrame([{c: r.get(c) for c in names} for r in rows], columns=names)
 
@@ -226,7 +227,11 @@ def collect(tables):
         items.append({"section": section, "kind": kind, "id": ident, "caption": caption,
                       "df": df, "fig": fig, "table": table, "hide": list(hide)})  # fmt: skip
 
-    apps.add_section(add, tables)
+    data = StudyData.of_frames(tables)
+    try:
+        apps.add_section(add, data)
+    finally:
+        data.close()
     return items
 
 

@@ -363,10 +363,19 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
 # The section
 
 
-def add_section(add, tables: dict[str, pd.DataFrame]) -> None:
+def add_section(add, data) -> None:
     """The report's applications section (seeds 001 and 002) through report.render's add();
     nothing when the study has no application-check data (the section then says so)."""
-    perf, jobs, files, runs = (tables[t] for t in ("perf", "jobs", "files", "runs"))
+    perf, jobs, runs = (data[t] for t in ("perf", "jobs", "runs"))
+    app_jobs = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
+    files = data.files_of_logs(app_jobs["log_sha256"])
+    _add_perf(add, perf, jobs)
+    _add_hmmer_files(add, jobs, files, runs)
+    _add_access(add, app_jobs, files, runs)
+
+
+def _add_perf(add, perf: pd.DataFrame, jobs: pd.DataFrame) -> None:
+    """Per application check, its performance values (table) and their bars (figure)."""
     present = [
         c for c in registry.APP_CHECKS if (perf["check"] == c).any() or (jobs["check"] == c).any()
     ]
@@ -394,6 +403,10 @@ def add_section(add, tables: dict[str, pd.DataFrame]) -> None:
             bars,
             fig=perf_figure(bars, name) if len(bars) else None,
         )
+
+
+def _add_hmmer_files(add, jobs: pd.DataFrame, files: pd.DataFrame, runs: pd.DataFrame) -> None:
+    """Per system, HMMER's per-file table of its latest run (seed 002, Table I)."""
     hmmer_jobs = jobs[jobs["check"] == "hmmer_check"]
     for system, run_id in scaling.latest_with(hmmer_jobs, runs).itertuples(index=False):
         table = hmmer_files(hmmer_jobs[hmmer_jobs["run_id"] == run_id], files)
@@ -410,7 +423,10 @@ def add_section(add, tables: dict[str, pd.DataFrame]) -> None:
             table=True,
             hide=["run_id", "path"],
         )
-    app_jobs = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
+
+
+def _add_access(add, app_jobs: pd.DataFrame, files: pd.DataFrame, runs: pd.DataFrame) -> None:
+    """Per run with application logs, each log's access patterns."""
     ordered = runs[runs["run_id"].isin(set(app_jobs["run_id"]))]
     ordered = ordered.assign(_t=pd.to_datetime(ordered["started"], utc=True, errors="coerce"))
     for run in ordered.sort_values(["_t", "run_id"]).itertuples():

@@ -1,6 +1,7 @@
 """The report's storage-device section (seed 000, IV): the storage servers' block-device
 throughput over time, its burstiness, peaks and gaps, from the store's iostat table
-(:mod:`iostudy.collect.iostatmon` collects it and computes the series)."""
+(:mod:`iostudy.collect.iostatmon` collects it, :mod:`iostudy.collect.iostatanalysis` computes
+the series)."""
 
 from __future__ import annotations
 

@@ -93,15 +93,16 @@ def ost_figure(records: pd.DataFrame, title: str):
     return fig
 
 
-def add_section(add, tables: dict, runs: list[dict]) -> None:
+def add_section(add, data, runs: list[dict]) -> None:
     """The report's Lustre section through report.render's add(): per system with Lustre
     records in the study, the per-OST table and figure of its latest such run, and the
     per-server table when the system maps its OSTs to servers; nothing without Lustre records."""
-    records = ost_records(tables["lustre"], tables["files"])
+    lustre = data.query("SELECT * FROM lustre")
+    records = ost_records(lustre, data.files_of_logs(lustre["log_sha256"]))
     if records.empty:
         return
     by_run = {r["run_id"]: r for r in runs}
-    for system, run_id in scaling.latest_with(records, tables["runs"]).itertuples(index=False):
+    for system, run_id in scaling.latest_with(records, data["runs"]).itertuples(index=False):
         run = {**by_run.get(run_id, {}), "run_id": run_id}
         mine = records[records["run_id"] == run["run_id"]]
         osts = per_ost(mine)

@@ -128,61 +128,9 @@ def build_manifest(
     argv,
     options: ReportOptions | None = None,
 ):
+    """A version's MANIFEST.json content: what it was made of (the store's parts and the runs'
+    manifests, with sha256), how (git, tools, command line, options) and what it holds."""
     options = options or ReportOptions()
-    inputs = []
-    # The store's committed files of the study's runs, and those that belong to no known run
-    # (Slurm accounting, the collectors); the other studies' runs have no part in this report.
-    ids = {r["run_id"] for r in runs}
-    committed = catalog.load(store)
-    for path, run in sorted((p, part.run_id) for table in sorted(committed.tables)
-                            for p, part in _parts(committed, table)):  # fmt: skip
-        if run not in ids and run in all_run_ids:
-            continue
-        inputs.append(
-            {
-                "kind": "store-parquet",
-                "path": shown_path(path),
-                "sha256": provenance.sha256_file(path),
-                "bytes": path.stat().st_size,
-            }
-        )
-    run_entries = []
-    for run in runs:
-        m = run["_manifest"] or {}
-        path = run["_manifest_file"]
-        entry = {
-            "kind": "log-tree" if sections.is_tree(run) else "run-manifest",
-            "run_id": run["run_id"],
-            "path": shown_path(path) if path else None,
-        }
-        if run["_manifest"] is not None:
-            entry |= {"sha256": provenance.sha256_file(path), "bytes": path.stat().st_size}
-        elif not sections.is_tree(
-            run
-        ):  # a tree's logs are inputs by their sha256 in the store's parts
-            entry["missing"] = True
-        inputs.append(entry)
-        run_entries.append(
-            {
-                "run_id": run["run_id"],
-                "campaign": run.get("campaign"),
-                "system": run.get("system"),
-                "started": str(run.get("started")),
-                "finished": str(run.get("finished")),
-                "status": run.get("status"),
-                "git_commit": m.get("git_commit") or run.get("git_commit"),
-                "git_dirty": m.get("git_dirty"),
-                "tool_versions": m.get("tool_versions"),
-                "command_line": m.get("command_line"),
-                "spack_build": m.get("spack_build"),
-                "effective_config": m.get("effective_config"),
-            }
-        )
-    files = [
-        {"path": p.name, "sha256": provenance.sha256_file(p), "bytes": p.stat().st_size}
-        for p in sorted(out.iterdir())
-        if p.is_file()
-    ]
     commit, dirty = provenance.git_state()
     return {
         "report": {
@@ -201,13 +149,65 @@ def build_manifest(
         },
         "tool_versions": provenance.package_versions({p.lower(): p for p in PACKAGES}),
         "store": shown_path(Path(store)),
-        "inputs": inputs,
-        "runs": run_entries,
+        "inputs": _store_inputs(store, {r["run_id"] for r in runs}, all_run_ids)
+        + [_manifest_input(run) for run in runs],
+        "runs": [_run_entry(run) for run in runs],
         "contents": [
             {"id": s["id"], "kind": s["kind"], "caption": s["caption"], "csv": s["csv"]}
             for s in contents
         ],
-        "files": files,
+        "files": [_file_entry(p, p.name) for p in sorted(out.iterdir()) if p.is_file()],
+    }
+
+
+def _file_entry(path: Path, shown: str) -> dict:
+    return {"path": shown, "sha256": provenance.sha256_file(path), "bytes": path.stat().st_size}
+
+
+def _store_inputs(store: Path, ids: set, all_run_ids) -> list[dict]:
+    """The store's committed files of the study's runs, and those that belong to no known run
+    (Slurm accounting, the collectors); the other studies' runs have no part in this report."""
+    committed = catalog.load(store)
+    found = sorted((p, part.run_id) for table in sorted(committed.tables)
+                   for p, part in _parts(committed, table))  # fmt: skip
+    return [
+        {"kind": "store-parquet", **_file_entry(path, shown_path(path))}
+        for path, run in found
+        if run in ids or run not in all_run_ids
+    ]
+
+
+def _manifest_input(run: dict) -> dict:
+    """A run's manifest as an input (a log tree has none: its logs are inputs by their sha256
+    in the store's parts); a campaign run's missing manifest is said so."""
+    path = run["_manifest_file"]
+    entry = {
+        "kind": "log-tree" if sections.is_tree(run) else "run-manifest",
+        "run_id": run["run_id"],
+        "path": shown_path(path) if path else None,
+    }
+    if run["_manifest"] is not None:
+        entry |= {"sha256": provenance.sha256_file(path), "bytes": path.stat().st_size}
+    elif not sections.is_tree(run):
+        entry["missing"] = True
+    return entry
+
+
+def _run_entry(run: dict) -> dict:
+    m = run["_manifest"] or {}
+    return {
+        "run_id": run["run_id"],
+        "campaign": run.get("campaign"),
+        "system": run.get("system"),
+        "started": str(run.get("started")),
+        "finished": str(run.get("finished")),
+        "status": run.get("status"),
+        "git_commit": m.get("git_commit") or run.get("git_commit"),
+        "git_dirty": m.get("git_dirty"),
+        "tool_versions": m.get("tool_versions"),
+        "command_line": m.get("command_line"),
+        "spack_build": m.get("spack_build"),
+        "effective_config": m.get("effective_config"),
     }
 
 

@@ -29,9 +29,9 @@ import re
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -52,15 +52,12 @@ from iostudy.report.publish import (
     templates_env,
 )
 from iostudy.report.sections import ReportOptions
-from iostudy.store import store as store_mod
-
-if TYPE_CHECKING:
-    pass
+from iostudy.report.studydata import StudyData
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
-# The status of a log tree's run (iostudy.store.store.ingest_tree): its manifest_path is the tree's
-# folder, it has no manifest, and its time span is its logs'.
+# The status of a log tree's run (iostudy.store.ingest_logs.ingest_tree): its manifest_path is
+# the tree's folder, it has no manifest, and its time span is its logs'.
 
 
 class ReportError(Exception):
@@ -73,32 +70,6 @@ class VersionExistsError(ReportError):
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
-
-
-def load_tables(store: Path) -> dict[str, pd.DataFrame]:
-    """Every table of the store as a DataFrame (a table with no rows yet is empty)."""
-    if not Path(store).is_dir():
-        raise ReportError(f"store {store}: no such directory (run `iostudy ingest` first)")
-    con = store_mod.connect(store)
-    try:
-        tables = {name: con.execute(f'SELECT * FROM "{name}"').df() for name in store_mod.TABLES}
-    finally:
-        con.close()
-    runs = tables["runs"]
-    if "site" not in runs:  # no import yet: every run is this site's own
-        runs["site"] = None
-    # Another site's systems are "site/system" everywhere in the report, so that its runs never
-    # fall into a series of this site's system of the same name.
-    imported = runs[runs["site"].notna()]
-    labels = {
-        r: compare.system_label(s, y)
-        for r, s, y in zip(imported["run_id"], imported["site"], imported["system"], strict=True)
-    }
-    for df in tables.values():
-        if labels and "run_id" in df and "system" in df:
-            mask = df["run_id"].isin(labels.keys())
-            df.loc[mask, "system"] = df.loc[mask, "run_id"].map(labels)
-    return tables
 
 
 def _manifest_file(path, results: Path) -> Path | None:
@@ -126,10 +97,11 @@ def study_of(run: dict, manifest: dict | None) -> str:
     return campaign.get("study") or run.get("campaign") or ""
 
 
-def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path, store: Path):
-    """The study's rows of every table, and its runs with their manifests (file and content)."""
+def select_study(all_runs: pd.DataFrame, study: str, results: Path, store: Path) -> list[dict]:
+    """The study's runs (of :func:`iostudy.report.studydata.all_runs`) with their manifests
+    (file and content)."""
     runs, known = [], set()
-    for record in tables["runs"].to_dict("records"):
+    for record in all_runs.to_dict("records"):
         # pandas gives a missing string as NaN: None, as JSON and every "or" expect
         run = {k: None if is_missing(v) else v for k, v in record.items()}
         # an imported run's manifest is in the store (STORE/sites/<site>/manifests/)
@@ -147,27 +119,25 @@ def select_study(tables: dict[str, pd.DataFrame], study: str, results: Path, sto
             f"no run of study {study!r} in the store "
             f"(studies there: {', '.join(sorted(known)) if known else 'none'})"
         )
-    _tree_spans(runs, tables["jobs"])
     runs.sort(key=lambda r: (str(r.get("started")), r["run_id"]))
-    ids = {r["run_id"] for r in runs}
-    # A table of no run (sched: Slurm accounting, imported apart) is everyone's: the coverage
-    # of the study's jobs is computed against all of it.
-    selected = {
-        name: df[df["run_id"].isin(ids)].reset_index(drop=True) if "run_id" in df else df
-        for name, df in tables.items()
-    }
-    return selected, runs
+    return runs
 
 
-def _tree_spans(runs: list[dict], jobs: pd.DataFrame) -> None:
+def _tree_spans(runs: list[dict], data: StudyData) -> None:
     """A log tree's run has no start or end of its own: its logs' first start and last end."""
-    for run in runs:
-        if not sections.is_tree(run) or not pd.isna(run.get("started")):
-            continue
-        mine = jobs[jobs["run_id"] == run["run_id"]]
-        if len(mine):
-            run["started"] = pd.to_datetime(mine["start"]).min()
-            run["finished"] = pd.to_datetime(mine["end"]).max()
+    trees = [r for r in runs if sections.is_tree(r) and pd.isna(r.get("started"))]
+    if not trees:
+        return
+    spans = data.query(
+        'SELECT run_id, MIN(start) AS started, MAX("end") AS finished FROM jobs '
+        "WHERE run_id IN (SELECT unnest(?)) GROUP BY run_id",
+        [[r["run_id"] for r in trees]],
+    ).set_index("run_id")
+    for run in trees:
+        if run["run_id"] in spans.index:
+            run["started"] = pd.to_datetime(spans.at[run["run_id"], "started"])
+            run["finished"] = pd.to_datetime(spans.at[run["run_id"], "finished"])
+    runs.sort(key=lambda r: (str(r.get("started")), r["run_id"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,10 +243,23 @@ def build(
     seed 000's large jobs (at least that many processes and MiB moved). anonymize: names
     (users, projects, paths, command lines) replaced by pseudonyms keyed by the store's
     anonymize.key (iostudy.core.anonymize)."""
+    store, study_dir = Path(store), Path(reports) / study
+    _check_request(store, study, study_dir, as_version, large_procs, large_mib)
+    data = StudyData(store)
+    try:
+        runs = select_study(data.all_runs, study, results or store.parent, store)
+        data.restrict([r["run_id"] for r in runs])
+        _tree_spans(runs, data)
+        options = _options(store, data.all_runs, large_procs, large_mib, anonymize)
+        version = Version(study, study_dir, title or f"iostudy report: {study}", as_version)
+        return _publish_new_version(data, runs, store, version, argv, options)
+    finally:
+        data.close()
+
+
+def _check_request(store, study, study_dir, as_version, large_procs, large_mib) -> None:
     if not NAME_RE.match(study):
         raise ReportError(f"study {study!r}: use letters, digits, '.', '_' and '-' only")
-    store, reports = Path(store), Path(reports)
-    study_dir = reports / study
     if as_version is not None and as_version in taken_versions(study_dir):
         raise VersionExistsError(
             f"{study_dir / f'v{as_version}'} exists: a published version is never overwritten "
@@ -287,23 +270,42 @@ def build(
             f"large jobs: --large-procs {large_procs} must be at least 1 and --large-mib "
             f"{large_mib:g} at least 0"
         )
-    tables = load_tables(store)
-    selected, runs = select_study(tables, study, results or store.parent, store)
+    if not store.is_dir():
+        raise ReportError(f"store {store}: no such directory (run `iostudy ingest` first)")
+
+
+def _options(store, all_runs, large_procs, large_mib, anonymize) -> ReportOptions:
     try:
         anonymizer = Anonymizer.for_store(store) if anonymize else None
     except AnonymizeError as exc:
         raise ReportError(str(exc)) from None
-    systems = compare.system_descriptions(store, tables["runs"])
-    options = ReportOptions(large_procs, large_mib, anonymizer, systems)
-    all_ids = set(tables["runs"]["run_id"])
+    systems = compare.system_descriptions(store, all_runs)
+    return ReportOptions(large_procs, large_mib, anonymizer, systems)
+
+
+@dataclass(frozen=True)
+class Version:
+    """The version to publish: its study, the study's folder, title and the number asked for
+    (None: the next free one)."""
+
+    study: str
+    study_dir: Path
+    title: str
+    asked: int | None
+
+
+def _publish_new_version(data, runs, store, version: Version, argv, options) -> Path:
+    """Render into a temporary folder beside the versions and rename it onto the next free
+    v<N> (rendered again under a higher number when another build took it meanwhile)."""
+    study_dir, study, title = version.study_dir, version.study, version.title
+    all_ids = set(data.all_runs["run_id"])
     study_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=study_dir, prefix=".build-"))
     try:
         now = datetime.now(timezone.utc).replace(microsecond=0)
-        n = as_version or (max(taken_versions(study_dir), default=0) + 1)
-        title = title or f"iostudy report: {study}"
-        contents = render(selected, runs, study, n, title, tmp, now, options=options)
+        n = version.asked or (max(taken_versions(study_dir), default=0) + 1)
         while True:
+            contents = render(data, runs, study, n, title, tmp, now, options=options)
             manifest = build_manifest(
                 runs, all_ids, store, study, n, title, now, contents, tmp, argv, options
             )
@@ -315,9 +317,9 @@ def build(
                 os.chmod(p, 0o644)
             try:
                 publish(tmp, study_dir, study, n, json.loads(text))
-                break
+                return study_dir / f"v{n}" / "index.html"
             except FileExistsError:
-                if as_version is not None:
+                if version.asked is not None:
                     raise VersionExistsError(
                         f"{study_dir / f'v{n}'} exists: a published version is never overwritten"
                     ) from None
@@ -326,11 +328,9 @@ def build(
                 n = max(taken_versions(study_dir), default=n) + 1
                 for p in tmp.iterdir():
                     p.unlink()
-                contents = render(selected, runs, study, n, title, tmp, now, options=options)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return study_dir / f"v{n}" / "index.html"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from iostudy.core.numfmt import short
 from iostudy.metrics import compare, jobstats, metrics, scaling, workload
 from iostudy.report import apps, compare_report, devices, figures, filesystems, lustre, probe_report
 from iostudy.report.figures import TOLERANCE_PCT, safe, to_time
+from iostudy.report.studydata import StudyData
 from iostudy.store import store as store_mod
 
 
@@ -40,11 +41,12 @@ TREE_STATUS = store_mod.TREE_STATUS
 @dataclass
 class Report:
     """A report being made: add(section, kind, ident, caption, frame, fig=None, table=False,
-    hide=()) puts a figure, table or note on the page; the study's tables and runs (as read, and
-    as a frame); the build's options (iostudy.report.report.ReportOptions)."""
+    hide=()) puts a figure, table or note on the page; the study's data (views of its runs'
+    rows, iostudy.report.studydata) and runs (as read, and as a frame); the build's options
+    (iostudy.report.report.ReportOptions)."""
 
     add: Callable[..., None]
-    tables: dict[str, pd.DataFrame]
+    data: StudyData
     runs: list[dict]
     runs_df: pd.DataFrame
     options: Any
@@ -89,26 +91,24 @@ JOB_COLUMNS = [
 ]  # fmt: skip
 
 
-def job_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def job_table(data: StudyData) -> pd.DataFrame:
     """MiB/s/CN per job as :mod:`iostudy.metrics.jobstats` defines it (the one definition: the
     slowest rank's form, POSIX and STDIO; seed 000's shared-file span form beside it), with the
     columns a reader needs."""
-    con = workload.connection(tables)
-    try:
-        t = jobstats.job_table(con)
-    finally:
-        con.close()
+    t = jobstats.job_table(data.con)
     t = t.rename(columns={"log": "log_path"})
     t["bytes"] = t["bytes_read"] + t["bytes_written"]
-    runs = tables["jobs"][["log_sha256", "environ", "repetition"]].drop_duplicates("log_sha256")
+    runs = data["jobs"][["log_sha256", "environ", "repetition"]].drop_duplicates("log_sha256")
     t = t.merge(runs, on="log_sha256", how="left")
     return t[JOB_COLUMNS]
 
 
-def crosscheck_table(iomodel, files, jobs) -> pd.DataFrame:
-    """Seed 000's Table I check (metrics.table1_crosscheck on metrics.model_throughput):
-    model, benchmark MiB/s, MiB/s derived from the logs, difference %, within tolerance."""
-    t = metrics.table1_crosscheck(metrics.model_throughput(files, jobs), iomodel)
+def crosscheck_table(data: StudyData) -> pd.DataFrame:
+    """Seed 000's Table I check (metrics.table1_crosscheck on metrics.model_throughput of the
+    files in the benchmark's model directories): model, benchmark MiB/s, MiB/s derived from the
+    logs, difference %, within tolerance."""
+    files = data.files_matching(metrics.MODEL_DIR)
+    t = metrics.table1_crosscheck(metrics.model_throughput(files, data["jobs"]), data["iomodel"])
     t = t.rename(
         columns={
             "write_mib_s": "benchmark_mib_s",
@@ -245,27 +245,27 @@ def side_by_side(metric_table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows, columns=columns)
 
 
-def counts_table(runs: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def counts_table(runs: pd.DataFrame, data: StudyData) -> pd.DataFrame:
+    counted = {
+        "jobs (logs ingested)": data.count_by_run("jobs"),
+        "file records": data.count_by_run("files"),
+        "I/O models measured": data.count_by_run("iomodel"),
+        "ReFrame performance values": data.count_by_run("perf"),
+        "quarantined inputs": data.count_by_run("quarantine"),
+        # a flagged log is in the figures without the values it is known to hold wrongly
+        "flagged logs (values known wrong, stored as null)": data.count_by_run(
+            "jobs", "flags IS NOT NULL"
+        ),
+    }
     rows = []
     # A log tree ingested without --system has none: its runs are counted under "?".
     systems = runs["system"].fillna("?")
     for system in sorted(systems.unique()):
         ids = set(runs.loc[systems == system, "run_id"])
-        rows.append(
-            {
-                "system": system,
-                "runs": len(ids),
-                "jobs (logs ingested)": int(tables["jobs"]["run_id"].isin(ids).sum()),
-                "file records": int(tables["files"]["run_id"].isin(ids).sum()),
-                "I/O models measured": int(tables["iomodel"]["run_id"].isin(ids).sum()),
-                "ReFrame performance values": int(tables["perf"]["run_id"].isin(ids).sum()),
-                "quarantined inputs": int(tables["quarantine"]["run_id"].isin(ids).sum()),
-                # a flagged log is in the figures without the values it is known to hold wrongly
-                "flagged logs (values known wrong, stored as null)": int(
-                    tables["jobs"].loc[tables["jobs"]["run_id"].isin(ids), "flags"].notna().sum()
-                ),
-            }
-        )
+        row = {"system": system, "runs": len(ids)}
+        row |= {what: sum(n for r, n in per_run.items() if r in ids)
+                for what, per_run in counted.items()}  # fmt: skip
+        rows.append(row)
     total = {"system": "all"}
     for key in rows[0] if rows else []:
         if key != "system":
@@ -297,49 +297,13 @@ def provenance_table(runs: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.DataFrame:
+def add_scaling(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame) -> pd.DataFrame:
     """The scaling campaign's section (seed 001; iostudy.metrics.scaling): per system, its latest
     run's IOR and metadata curves with the ceilings; the Table I check of every IOR run; pass/fail
     per scaling point. Returns the IOR cross-check table."""
-    peaks = {
-        r["run_id"]: (
-            ((r["_manifest"] or {}).get("effective_config") or {}).get("system") or {}
-        ).get("peaks")
-        for r in runs
-    }
-    figures = (
-        (
-            "ior-scaling",
-            scaling.ior_curves(tables["ior"]),
-            scaling.ior_scaling_figure,
-            "IOR bandwidth against processes (mean of the iterations and repetitions, bars min "
-            "to max) on the scratch target, shared file (N-1) and file per process (N-N), "
-            "aligned (a multiple of 1 MiB) and unaligned transfers; dotted: the best bandwidth "
-            "to the memory target (the client-side ceiling); grey: the peaks the system "
-            "declares (none drawn when it declares none).",
-        ),
-        (
-            "metadata-scaling",
-            scaling.metadata_curves(tables["perf"]),
-            scaling.metadata_figure,
-            "metadata rates against processes, mdtest (one directory per process) and iostudy's "
-            "metarates (create+close, stat, utime, remove between barriers), on scratch and in "
-            "memory (mean over repetitions, bars min to max; log scale); grey: the declared "
-            "metadata peak.",
-        ),
-    )
-    for ident, curves, draw, what in figures:
-        for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
-            data = scaling.with_peaks(curves[curves["run_id"] == run_id], peaks.get(run_id))
-            add(
-                "scaling",
-                "figure",
-                f"{ident}-{safe(system)}",
-                f"{system}, latest run {run_id}: {what}",
-                data,
-                fig=draw(data, peaks.get(run_id), f"{system}: {run_id}"),
-            )
-    cross = scaling.ior_crosscheck_table(tables["ior"], tables["files"], tables["jobs"])
+    _scaling_figures(add, data, runs, runs_df)
+    test_files = data.files_matching(metrics.IOR_TEST_FILE)
+    cross = scaling.ior_crosscheck_table(data["ior"], test_files, data["jobs"])
     add(
         "scaling",
         "table",
@@ -358,10 +322,52 @@ def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.Data
         "scaling-pass-fail",
         "Every scaling point of every run (each repetition) against the references of "
         "configs/references/: values passed, the variables that failed.",
-        scaling.pass_fail_table(tables["perf"]),
+        scaling.pass_fail_table(data["perf"]),
         table=True,
     )
     return cross
+
+
+def _scaling_figures(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame) -> None:
+    """Per system, its latest run's IOR and metadata curves with the peaks it declares."""
+    peaks = {
+        r["run_id"]: (
+            ((r["_manifest"] or {}).get("effective_config") or {}).get("system") or {}
+        ).get("peaks")
+        for r in runs
+    }
+    figures = (
+        (
+            "ior-scaling",
+            scaling.ior_curves(data["ior"]),
+            scaling.ior_scaling_figure,
+            "IOR bandwidth against processes (mean of the iterations and repetitions, bars min "
+            "to max) on the scratch target, shared file (N-1) and file per process (N-N), "
+            "aligned (a multiple of 1 MiB) and unaligned transfers; dotted: the best bandwidth "
+            "to the memory target (the client-side ceiling); grey: the peaks the system "
+            "declares (none drawn when it declares none).",
+        ),
+        (
+            "metadata-scaling",
+            scaling.metadata_curves(data["perf"]),
+            scaling.metadata_figure,
+            "metadata rates against processes, mdtest (one directory per process) and iostudy's "
+            "metarates (create+close, stat, utime, remove between barriers), on scratch and in "
+            "memory (mean over repetitions, bars min to max; log scale); grey: the declared "
+            "metadata peak.",
+        ),
+    )
+    for ident, curves, draw, what in figures:
+        for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
+            drawn = scaling.with_peaks(curves[curves["run_id"] == run_id], peaks.get(run_id))
+            add(
+                "scaling",
+                "figure",
+                f"{ident}-{safe(system)}",
+                f"{system}, latest run {run_id}: {what}",
+                drawn,
+                fig=draw(drawn, peaks.get(run_id), f"{system}: {run_id}"),
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,7 +376,7 @@ def add_scaling(add, tables, runs: list[dict], runs_df: pd.DataFrame) -> pd.Data
 
 def histograms_section(r: Report) -> None:
     """Seed 003: the 2D histograms of the latest run of each system."""
-    iomodel = r.tables["iomodel"]
+    iomodel = r.data["iomodel"]
     for run in latest_runs(r.runs_df).itertuples():
         hist = histograms(iomodel[iomodel["run_id"] == run.run_id])
         if hist.empty:
@@ -396,20 +402,20 @@ def histograms_section(r: Report) -> None:
 
 
 def scaling_section(r: Report) -> None:
-    r.found["ior_cross"] = add_scaling(r.add, r.tables, r.runs, r.runs_df)
+    r.found["ior_cross"] = add_scaling(r.add, r.data, r.runs, r.runs_df)
 
 
 def jobs_section(r: Report) -> None:
     """MiB/s/CN of every job (iostudy.metrics.jobstats), the metrics over runs, the systems side
     by side: the page's series and colours are those of the runs and jobs together."""
-    tables, runs_df, iomodel = r.tables, r.runs_df, r.tables["iomodel"]
-    by_environ = any(t["environ"].nunique() > 1 for t in (tables["jobs"], iomodel) if len(t))
-    jobs_t = job_table(tables)
+    runs_df, iomodel = r.runs_df, r.data["iomodel"]
+    by_environ = any(t["environ"].nunique() > 1 for t in (r.data["jobs"], iomodel) if len(t))
+    jobs_t = job_table(r.data)
     jobs_t = jobs_t.merge(runs_df[["run_id", "started"]], on="run_id", how="left")
     jobs_t = jobs_t.sort_values(["started", "system", "jobid"]).drop(columns="started")
     jobs_t.insert(2, "series", _series(jobs_t, by_environ).values)
-    cross = crosscheck_table(iomodel, tables["files"], tables["jobs"])
-    metric_table = run_metrics(runs_df, iomodel, jobs_t, cross, tables["perf"])
+    cross = crosscheck_table(r.data)
+    metric_table = run_metrics(runs_df, iomodel, jobs_t, cross, r.data["perf"])
     colours = figures.colours(set(metric_table["series"]) | set(jobs_t["series"]))
     r.found["crosscheck"] = cross
     if len(jobs_t) <= JOBS_SHOWN:
@@ -480,16 +486,16 @@ def perf_section(r: Report) -> None:
         "ReFrame performance variables of every run and ReFrame's verdict against the "
         "references of configs/references/ (accepted range: reference x (1 + lower) to "
         "reference x (1 + upper)).",
-        r.tables["perf"][PERF_COLUMNS],
+        r.data["perf"][PERF_COLUMNS],
         table=True,
     )
 
 
 def counts_section(r: Report) -> None:
-    counts = counts_table(r.runs_df, r.tables)
+    counts = counts_table(r.runs_df, r.data)
     r.add("counts", "table", "counts", "What this report is made of, per system.", counts,
           table=True)  # fmt: skip
-    quarantine = r.tables["quarantine"][["run_id", "path", "sha256", "reason"]]
+    quarantine = r.data["quarantine"][["run_id", "path", "sha256", "reason"]]
     r.add(
         "counts",
         "table",
@@ -517,17 +523,15 @@ def provenance_section(r: Report) -> None:
 SECTIONS: tuple[Callable[[Report], None], ...] = (
     histograms_section,
     scaling_section,
-    lambda r: probe_report.add_section(r.add, r.tables["probes"]),
-    lambda r: compare_report.add_section(
-        r.add, r.tables["perf"], r.runs_df, r.options.systems or {}
-    ),
-    lambda r: apps.add_section(r.add, r.tables),
-    lambda r: lustre.add_section(r.add, r.tables, r.runs),
+    lambda r: probe_report.add_section(r.add, r.data["probes"]),
+    lambda r: compare_report.add_section(r.add, r.data["perf"], r.runs_df, r.options.systems or {}),
+    lambda r: apps.add_section(r.add, r.data),
+    lambda r: lustre.add_section(r.add, r.data, r.runs),
     lambda r: workload.add_section(
-        r.add, r.tables, r.options.large_procs, r.options.large_mib, r.options.anonymizer
+        r.add, r.data.con, r.options.large_procs, r.options.large_mib, r.options.anonymizer
     ),
-    lambda r: devices.add_section(r.add, r.tables),
-    lambda r: filesystems.add_section(r.add, r.tables),
+    lambda r: devices.add_section(r.add, r.data),
+    lambda r: filesystems.add_section(r.add, r.data),
     jobs_section,
     crosscheck_section,
     perf_section,
@@ -538,7 +542,7 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
 
 def summary(r: Report) -> dict:
     """The page's summary at its top, from the sections' findings."""
-    runs_df, tables, cross = r.runs_df, r.tables, r.found["crosscheck"]
+    runs_df, tables, cross = r.runs_df, r.data, r.found["crosscheck"]
     ior_cross = r.found["ior_cross"]
     verdicts = tables["perf"]["result"].astype(str).str.lower()
     # The runs' span: first start to last start, or to a log tree's last log's end.
