@@ -11,7 +11,7 @@ from darshan.backend.cffi_backend import accumulate_records
 
 from iostudy.cli import cli
 from iostudy.metrics import jobstats
-from iostudy.store import store
+from iostudy.store import ingest, store
 from tests import logcraft
 from tests.testdata import DARSHAN_LOGS
 
@@ -23,7 +23,7 @@ DLIO = "dlio_logs/snyder_python3_id3116902-2110365_12-19-66957-18895843268346582
 def test_log_store(tmp_path_factory):
     """Every test log ingested as one log tree."""
     root = tmp_path_factory.mktemp("jobstats")
-    counts = store.ingest([DARSHAN_LOGS], root / "store")
+    counts = ingest.ingest([DARSHAN_LOGS], root / "store")
     assert (counts.logs_ingested, counts.quarantined) == (len(ALL_LOGS), 0)
     return root / "store"
 

@@ -28,7 +28,8 @@ they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF
   ingest); unique/shared/partial_bytes and _files count them. strategy: the class that moved the
   most bytes, "rank-0" when only rank 0 of a parallel job moved data, "none" when no byte moved.
 - io_procs (processes that moved bytes; all of them when a shared file moved bytes) and
-  procs_per_file (processes per file, weighted by bytes): seed 003's model coordinates.
+  procs_per_file (processes per file, weighted by bytes; all of them for an N:1 file): seed
+  003's model coordinates.
 - interfaces: POSIX, STDIO, MPI-IO, HDF5, PnetCDF, from the log's modules (whatever the scope).
 - read_* / write_*: accesses per size bin (POSIX, and MPI-IO's aggregate sizes).
 - flags: why some of the log's values are stored as null (:mod:`iostudy.logs.plausibility`; JSON).
@@ -104,7 +105,8 @@ classed AS (
     SELECT p.*, j.nprocs,
            -- the class ingest stored (iostudy.logs.sharing); the same rule in stores before it
            COALESCE(stored_class, {sharing_sql}) AS class,
-           CASE WHEN reduced THEN j.nprocs ELSE ranks END AS procs
+           -- an N:1 file is every process's, whatever module's records show fewer ranks
+           CASE WHEN class = 'N:1' OR reduced THEN j.nprocs ELSE ranks END AS procs
     FROM per_file p JOIN j USING (log_sha256)
 ),
 by_file AS (
