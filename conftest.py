@@ -27,19 +27,6 @@ def spack_build(tmp_path_factory, monkeypatch):
     return root
 
 
-@pytest.fixture
-def spack_build_in_checkout(monkeypatch):
-    """The same stand-in inside the checkout (build/test-spack-build, removed afterwards), for
-    the tests of what a run manifest records of a build: the manifest names the build record
-    and the binaries by their path relative to the checkout (spackenv.manifest_entry, the
-    campaign's binaries_sha256), which a build elsewhere does not have."""
-    root = REPO_ROOT / "build" / "test-spack-build"
-    shutil.rmtree(root, ignore_errors=True)
-    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(root))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def lustre_stand_ins(tmp_path_factory):
     """(statfs shim, directory holding liblustreapi.so.1): a directory on Lustre as far as a

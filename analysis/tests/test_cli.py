@@ -22,7 +22,8 @@ def test_summary_figures(release_log):
     assert (posix["records"], posix["bytes_read"], posix["bytes_written"]) == (1, 2**26, 2**26)
     assert (posix["reads"], posix["writes"], posix["opens"]) == (4, 4, 16)
     (top,) = posix["top_files"]
-    assert top["name"] == "/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat" and top["sharing"] == "N:1"
+    assert top["name"] == "/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat"
+    assert top["sharing"] == "N:1"
     assert (stdio["bytes_written"], stdio["top_files"][0]["nranks"]) == (322, 1)
     assert mpiio["opens"] == 8
     assert set(s["other_modules"]) == {"LUSTRE", "HEATMAP"}

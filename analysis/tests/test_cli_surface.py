@@ -44,9 +44,11 @@ def test_list_systems_campaigns_studies_checks(capsys):
     studies = {s["study"]: s["campaigns"] for s in json.loads(capsys.readouterr().out)}
     assert "quick" in studies[quick["study"]]
     assert main(["list", "checks"]) == 0
-    checks = capsys.readouterr().out.split()
-    assert "ior_check" in checks and "probe_check" in checks
-    assert checks == sorted(p.stem for p in (REPO_ROOT / "reframe-checks").glob("*_check.py"))
+    checks_out = capsys.readouterr().out
+    assert "ior_check" in checks_out and "probe_check" in checks_out
+    names = [line.split()[0] for line in checks_out.splitlines()]
+    assert names == sorted(p.stem for p in (REPO_ROOT / "reframe-checks").glob("*_check.py"))
+    assert "ior_check  title=IOR  package=ior  seed=001" in checks_out
 
 
 def test_list_runs_of_a_store(tmp_path, capsys):

@@ -137,6 +137,8 @@ class Check:
     #: the store's tables its output adds rows to, beyond the perf table and the log's
     rows: tuple[str, ...] = ()
     schema_extra: dict = field(default_factory=dict)
+    #: the Spack variants of its package the check needs (spack-env/spack.yaml must have them)
+    variants: tuple[str, ...] = ()
 
 
 # ---- parameters several checks share ----------------------------------------------------------
@@ -217,6 +219,7 @@ IOR = Check(
     ),
     _perf(MIB_S, "write_mib_s", "read_mib_s"),
     spack_view=True, rows=("ior",),
+    variants=("+hdf5", "+ncmpi"),  # its HDF5 and NCMPI APIs
 )  # fmt: skip
 
 MDTEST = Check(
@@ -384,6 +387,7 @@ HMMER = Check(
     (Stored("elapsed_s", SECONDS),),
     spack_view=True, application=True,
     schema_extra={"dependentRequired": {"hmm_file": ["fasta_file"], "fasta_file": ["hmm_file"]}},
+    variants=("+mpi",),
 )  # fmt: skip
 
 #: every check, by name, in the report's order

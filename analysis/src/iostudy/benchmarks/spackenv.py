@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from iostudy.benchmarks import registry
 from iostudy.core import config, provenance
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
 
@@ -29,19 +30,18 @@ RECIPES = SPACK_ENV / "repos" / "spack_repo" / "iostudy" / "packages"
 # IOSTUDY_SPACK_BUILD: another folder of Spack builds (tests point it at a stand-in).
 BUILD_ROOT = REPO_ROOT / "build" / "spack"
 
-#: Every package of the mission, with the variants the studies need.
-MISSION_SPECS = {
-    "iostudy-runtime": ["+mpi"],
-    "iostudy-iomodel": [],
-    "iostudy-ioprobe": [],
-    "metarates": [],
-    "ior": ["+hdf5", "+ncmpi"],
-    "btio": [],
-    "madbench2": [],
-    "flash-io": [],
-    "hacc-io": [],
-    "hmmer": ["+mpi"],
-}
+
+#: Every package of the mission, with the variants the studies need: the runtime's, and each
+#: check's program's (iostudy.benchmarks.registry).
+def _mission_specs() -> dict[str, list[str]]:
+    specs = {"iostudy-runtime": ["+mpi"]}
+    for check in registry.CHECKS.values():
+        wanted = specs.setdefault(check.package, [])
+        wanted += [v for v in check.variants if v not in wanted]
+    return specs
+
+
+MISSION_SPECS = _mission_specs()
 #: The packages Spack's builtin repo provides; every other spec needs a recipe in RECIPES.
 BUILTIN_PACKAGES = {"ior", "hmmer"}
 SITE_SCOPE_FILES = {"packages.yaml": "spack-packages", "include.yaml": "spack-include"}
@@ -114,7 +114,7 @@ def manifest_entry(system: str) -> dict | None:
         return None
     path = record_path(system)
     return {
-        "record": str(path.relative_to(REPO_ROOT)),
+        "record": config.in_checkout(path),
         "record_sha256": provenance.sha256_file(path),
         "spack_lock_sha256": record["spack_lock_sha256"],
         "spack_version": record["spack"]["version"],
@@ -287,8 +287,8 @@ def build(system: str, spack: Path, jobs: int, fresh: bool) -> Path:
         "system": system,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "spack": {"executable": str(spack), "version": version},
-        "environment": str(directory.relative_to(REPO_ROOT)),
-        "view": str(view_dir(system).relative_to(REPO_ROOT)),
+        "environment": config.in_checkout(directory),
+        "view": config.in_checkout(view_dir(system)),
         "spack_lock": str(committed.relative_to(REPO_ROOT)),
         "spack_lock_sha256": provenance.sha256_file(lock),
         "git_commit": commit,
@@ -310,7 +310,7 @@ def cmd_build(args):
     except config.ConfigError as exc:
         print(f"iostudy spack: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(f"built; record: {path.relative_to(REPO_ROOT)}; view: {view_dir(args.system)}")
+    print(f"built; record: {config.in_checkout(path)}; view: {view_dir(args.system)}")
     return 0
 
 

@@ -41,9 +41,14 @@ def studies() -> list[dict]:
 
 
 def checks() -> list[dict]:
-    """Every ReFrame check of reframe-checks/ (a <name>_check.py file)."""
-    folder = config.REPO_ROOT / "reframe-checks"
-    return [{"check": p.stem} for p in sorted(folder.glob("*_check.py"))]
+    """Every ReFrame check (iostudy.benchmarks.registry) with what it runs and for whom."""
+    from iostudy.benchmarks import registry
+
+    return [
+        {"check": c.name, "title": c.title, "package": c.package, "seed": c.seed,
+         "studies": list(c.studies)}
+        for c in sorted(registry.CHECKS.values(), key=lambda c: c.name)
+    ]  # fmt: skip
 
 
 def runs(store) -> list[dict]:

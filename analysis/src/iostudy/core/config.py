@@ -29,6 +29,15 @@ class ConfigError(ValueError):
     """A configuration file that cannot be used; the message names file, key and problem."""
 
 
+def in_checkout(path: Path) -> str:
+    """A path as a manifest records it: relative to the checkout when inside it, else as it is
+    (a Spack build or a program a site keeps elsewhere, IOSTUDY_SPACK_BUILD)."""
+    try:
+        return str(Path(path).relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def configs_dir() -> Path:
     # An empty IOSTUDY_CONFIGS is unset, not the working directory.
     return Path(os.environ.get("IOSTUDY_CONFIGS") or DEFAULT_CONFIGS)

@@ -7,7 +7,7 @@ read in a child process (:mod:`iostudy.logs.darshanlog_worker`), and a non-zero 
 timeout or any stderr line is an error naming the file.
 
 The child reads only a regular file (a symbolic link is followed: the path is the caller's), and
-only within the decompression bounds ``limits`` (:class:`iostudy.logs.darshanlog_worker.Limits`): a
+only within the decompression bounds ``limits`` (:class:`iostudy.logs.logregions.Limits`): a
 small log can inflate to gigabytes. It reads the log through ``/proc/self/fd/N``, from inside a
 scratch directory: after a failed read, libdarshan-util's cleanup can unlink its log file using a
 path from freed memory, and raw inputs must never be modified.

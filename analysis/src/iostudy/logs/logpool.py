@@ -5,7 +5,7 @@ be corrupt (see the log-format reference, section 11.3). Starting a process per 
 slow (a Python start per log); here a few workers read batches of logs, one log after another:
 
 - each log is opened by :func:`iostudy.logs.darshanlog_worker.open_log` first: only a regular file,
-  within the decompression :class:`~iostudy.logs.darshanlog_worker.Limits`, reaches libdarshan-util;
+  within the decompression :class:`~iostudy.logs.logregions.Limits`, reaches libdarshan-util;
   a log refused there fails alone and the worker goes on (the library never saw it);
 - anything libdarshan-util prints on stderr while it reads a log (fd 2 goes to a file the worker
   empties after each log that printed) makes that log fail, as a clean read prints nothing;

@@ -19,7 +19,8 @@ from typing import NamedTuple
 import numpy as np
 
 from iostudy.logs import modules, plausibility, proberows, sharing
-from iostudy.logs.darshanlog_worker import CheckedLog, read, record_layout
+from iostudy.logs.darshanlog_worker import CheckedLog, read
+from iostudy.logs.recordlayout import record_layout
 from iostudy.logs.summary import MODULE_COUNTERS
 
 # Darshan's access-size histogram bins (the counters' suffixes), smallest first.
@@ -362,7 +363,7 @@ def lustre_rows(log: dict, run: dict) -> list[dict]:
 LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
 
 
-# The modules read_for_ingest leaves unread (darshanlog_worker.Limits.unread).
+# The modules read_for_ingest leaves unread (logregions.Limits.unread).
 INGEST_UNREAD = ("HEATMAP",)
 
 

@@ -350,11 +350,10 @@ def require_built(binaries: list[Path], dry_run: bool) -> None:
     missing = [p for p in binaries if not p.is_file()]
     if missing and not dry_run:
         raise CampaignError(
-            f"not built: {', '.join(str(p.relative_to(REPO_ROOT)) for p in missing)}; "
-            "run `make setup`"
+            f"not built: {', '.join(config.in_checkout(p) for p in missing)}; run `make setup`"
         )
     for path in missing:
-        print(f"campaign: warning: {path.relative_to(REPO_ROOT)} is not built (dry run)")
+        print(f"campaign: warning: {config.in_checkout(path)} is not built (dry run)")
 
 
 def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[str]) -> dict:
@@ -376,7 +375,7 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
         "git_dirty": dirty,
         "tool_versions": tool_versions(system),
         "binaries_sha256": {
-            str(p.relative_to(REPO_ROOT)): provenance.sha256_file(p) if p.is_file() else None
+            config.in_checkout(p): provenance.sha256_file(p) if p.is_file() else None
             for p in binaries
         },
         # The Spack build (record, lock) the binaries come from; None: `make setup`'s build.
@@ -485,10 +484,10 @@ def cmd_run(args):
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.ingest and not args.dry_run:
-        from iostudy.store import store  # here: the store's imports are not needed for a run alone
+        from iostudy.store import ingest  # here: the store's imports are not needed for a run alone
 
         # A failed check's run is ingested too: its logs and verdicts belong in the store.
-        ingested = store.ingest_and_report([run_dir], args.ingest)
+        ingested = ingest.ingest_and_report([run_dir], args.ingest)
         status = status or (EXIT_FAILED if ingested else 0)
     print(run_dir)
     return status

@@ -24,8 +24,8 @@ from iostudy.core import config, safeio
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.logs.darshanlog import add_limit_options, limits_from
-from iostudy.logs.darshanlog_worker import DEFAULT_LIMITS
 from iostudy.logs.logpool import ReaderPool
+from iostudy.logs.logregions import DEFAULT_LIMITS
 from iostudy.logs.logrows import INGEST_UNREAD, batch_rows, read_for_ingest
 from iostudy.store.ingest_logs import DEFAULT_COMMIT_EVERY, ingest_tree, scan_logs
 from iostudy.store.ingest_run import ingest_run, load_manifest, manifest_run_id
@@ -79,7 +79,7 @@ def ingest(
 ) -> Counts:  # fmt: skip
     """Ingest run directories and log trees (see :func:`source_kind`) into the store; returns
     the counts. tree_options: keyword arguments of :func:`ingest_tree` (name, study, system,
-    commit_every); limits: each log's decompression bounds (darshanlog_worker.Limits)."""
+    commit_every); limits: each log's decompression bounds (logregions.Limits)."""
     store = Store(store_root)
     counts = Counts()
     console = console or Console(stderr=True)
