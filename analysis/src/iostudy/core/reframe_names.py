@@ -1,5 +1,7 @@
 """How ReFrame writes a test case's parameters: in its display name and on its command line.
-The checks write them so, the campaign and the store's ingest of ReFrame results read them."""
+The checks and the campaign write them so. ReFrame's report keeps every variable's typed value
+as a key of the case but does not say which are parameters: a campaign's run names them (its
+effective config), and only a check run outside a campaign is known by its display name."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ from iostudy import __version__
 from iostudy.benchmarks import checks, probe, registry, spackenv
 from iostudy.core import config, paths, provenance
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
-from iostudy.core.reframe_names import display_parameters, param_text
+from iostudy.core.reframe_names import param_text
 
 REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
@@ -310,13 +310,6 @@ def keep_debug_logs(console: Path, dest: Path) -> None:
                     shutil.move(src, dest / (f"debug-{i}.log" if i else "debug.log"))
 
 
-def _case_value(case: dict, name: str):
-    """A variable's value in a test case of ReFrame's report: a -P value shows in the display
-    name, a -S value as a key of the case."""
-    shown = display_parameters(case.get("display_name") or "")
-    return shown[name] if name in shown else case.get(name)
-
-
 def report_summary(
     report: Path, optional: tuple[str, ...] = (), excluded: dict | None = None
 ) -> dict | None:
@@ -336,7 +329,9 @@ def report_summary(
             name = case.get("name") or ""
             entries = next((e for c, e in (excluded or {}).items() if name.startswith(c)), [])
             if result == "skip" and checks.excluded_by(
-                entries, lambda n, c=case: _case_value(c, n)
+                # a variable's value, set with -S or scanned with -P: a key of the case
+                entries,
+                lambda n, c=case: c.get(n),
             ):
                 result = "excluded"
             elif result == "skip" and any(name.startswith(check) for check in optional):
