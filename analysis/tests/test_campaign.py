@@ -12,6 +12,7 @@ from iostudy.benchmarks import checks
 from iostudy.cli.cli import main
 from iostudy.core import config
 from iostudy.run import campaign
+from iostudy.store import store
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -358,4 +359,11 @@ def test_dry_run_manifest(tmp_path, capsys):
     assert (run_dir / "reframe" / "reframe.out").read_text().count("iomodel_check") >= 2
     assert "iomodel_check" in (run_dir / "reframe" / "debug.log").read_text()
     assert len(list((run_dir / "reframe" / "stage").rglob("iomodel_check/rfm_job.sh"))) == 2
+    # nothing ran: ingest leaves it out, says so, and the store has no run
+    store_dir = tmp_path / "store"
+    assert main(["ingest", str(run_dir), "--store", str(store_dir)]) == 0
+    captured = capsys.readouterr()
+    assert f"not ingested: {run_dir}: a dry run (nothing ran)" in captured.err
+    assert "runs 0 ingested, 0 skipped, 1 dry runs left out" in captured.out
+    assert store.connect(store_dir).execute("SELECT count(*) FROM runs").fetchone() == (0,)
     assert (run_dir / "darshan").is_dir()

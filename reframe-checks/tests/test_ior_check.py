@@ -112,6 +112,11 @@ def test_missing_ior_is_skipped_named_and_never_passed(
     assert all(f"no {spack_build / system / 'view' / 'bin' / 'ior'}" in line for line in skips)
     manifest = runs.manifest(run_dir)
     assert manifest["status"] == "incomplete" and manifest["results"] == {"skip": 4}
+    # what did not run, and why, for the report's verdict: ReFrame's own skip reason
+    not_run = manifest["not_run"]
+    assert [(c["check"], c["result"]) for c in not_run] == [("ior_check", "skip")] * 4
+    assert {c["environ"] for c in not_run} == {"openmpi", "mpich"}
+    assert all(c["reason"].endswith(f"(run `make spack SYSTEM={system}`)") for c in not_run)
     assert f"campaign iorpoints on {system}: incomplete (4 skip)" in out
 
 
@@ -120,9 +125,15 @@ def test_excluded_combinations_are_not_run(configs_copy, spack_build, tmp_path, 
     before the missing IOR), and counts apart from the skips that make a run incomplete."""
     point = dict(IOR_POINT, exclude=[{"parameters": {"layout": "fpp"}, "why": "test"}])
     runs.write_campaign(configs_copy, "iorpoints", [point])
-    status, out, _ = runs.dry_run(capsys, "iorpoints", "local", tmp_path / "results")
+    status, out, run_dir = runs.dry_run(capsys, "iorpoints", "local", tmp_path / "results")
     skips = runs.skip_lines(out, "ior_check")
     excluded = [line for line in skips if "excluded by the campaign: layout=fpp" in line]
+    reasons = {(c["name"], c["result"], c["reason"].split(":")[0])
+               for c in runs.manifest(run_dir)["not_run"]}  # fmt: skip
+    assert reasons == {
+        ("ior_check %.layout=fpp", "excluded", "excluded by the campaign"),
+        ("ior_check %.layout=shared", "skip", "ior is not built"),
+    }
     assert len(skips) == 4 and len(excluded) == 2, out
     assert all("layout=fpp" in line for line in excluded)
     assert status == campaign_mod.EXIT_FAILED

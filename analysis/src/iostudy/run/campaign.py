@@ -310,33 +310,62 @@ def keep_debug_logs(console: Path, dest: Path) -> None:
                     shutil.move(src, dest / (f"debug-{i}.log" if i else "debug.log"))
 
 
-def report_summary(
-    report: Path, optional: tuple[str, ...] = (), excluded: dict | None = None
-) -> dict | None:
-    """Test cases of ReFrame's report by result ({"pass": 2, "fail": 1}), None without one. A
-    skipped case of an optional check (its program is not built here) counts as
-    "skip-optional", one of a combination the campaign excluded (excluded: check -> its
-    entries, checks.exclusion_text) as "excluded", apart from the skips that leave the
-    campaign incomplete."""
+# ReFrame's console line of a skipped case (its JSON report keeps no reason):
+# "[     SKIP ] (1/4) ior_check %.layout=shared /3eeae412 @local:default+openmpi [reason]"
+SKIP_LINE = re.compile(
+    r"^\[\s*SKIP\s*\] \(\d+/\d+\) .*? /(?P<hash>[0-9a-f]+) @\S*?\+(?P<environ>\S+) "
+    r"\[(?P<reason>.*)\]$"
+)
+
+
+def skip_reasons(console: Path) -> dict[tuple[str, str], str]:
+    """(test hash, environ) -> the reason ReFrame printed for a case it skipped."""
+    try:
+        lines = console.read_text(errors="replace").splitlines()
+    except OSError:
+        return {}
+    found = (SKIP_LINE.match(line) for line in lines)
+    return {(m["hash"], m["environ"]): m["reason"] for m in found if m}
+
+
+def case_results(
+    report: Path, optional: tuple[str, ...] = (), excluded: dict | None = None, reasons=None
+) -> list[dict] | None:
+    """Every test case of ReFrame's report (None without one): check, name, environ, result
+    and, for a case that did not run, why (``reasons``: :func:`skip_reasons`). A skipped case
+    of an optional check (its program is not built here) is "skip-optional", one of a
+    combination the campaign excluded (excluded: check -> its entries, checks.exclusion_text)
+    "excluded", apart from the skips that leave the campaign incomplete."""
     try:
         data = json.loads(report.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    counts = {}
+    out = []
     for run in data.get("runs", []):
         for case in run.get("testcases", []):
-            result = case.get("result")
             name = case.get("name") or ""
-            entries = next((e for c, e in (excluded or {}).items() if name.startswith(c)), [])
-            if result == "skip" and checks.excluded_by(
+            check = name.split(" ")[0]
+            result = case.get("result")
+            if result == "skip":
                 # a variable's value, set with -S or scanned with -P: a key of the case
-                entries,
-                lambda n, c=case: c.get(n),
-            ):
-                result = "excluded"
-            elif result == "skip" and any(name.startswith(check) for check in optional):
-                result = "skip-optional"
-            counts[result] = counts.get(result, 0) + 1
+                if checks.excluded_by((excluded or {}).get(check, []), case.get):
+                    result = "excluded"
+                elif check in optional:
+                    result = "skip-optional"
+            why = (reasons or {}).get((case.get("hashcode"), case.get("environ")))
+            out.append({"check": check, "name": case.get("display_name") or name,
+                        "environ": case.get("environ"), "result": result,
+                        "reason": why or case.get("fail_reason")})  # fmt: skip
+    return out
+
+
+def report_summary(cases: list[dict] | None) -> dict | None:
+    """Test cases by result ({"pass": 2, "fail": 1}), None without a report."""
+    if cases is None:
+        return None
+    counts = {}
+    for case in cases:
+        counts[case["result"]] = counts.get(case["result"], 0) + 1
     return counts
 
 
@@ -417,21 +446,23 @@ def run_reframe(cmd: list[str], run_dir: Path, manifest: dict) -> int:
             raise
 
 
-def run_status(campaign: dict, run_dir: Path, rc: int, dry_run: bool) -> tuple[str, dict | None]:
-    """The run's status and its test cases by result, from ReFrame's report."""
+def run_status(campaign: dict, run_dir: Path, rc: int, dry_run: bool) -> tuple[str, list | None]:
+    """The run's status and its test cases (:func:`case_results`), from ReFrame's report and
+    console."""
     optional = tuple(e["check"] for e in campaign["checks"] if e["optional"])
     excluded = {
         e["check"]: [checks.exclusion_text(x["parameters"]) for x in e.get("exclude") or []]
         for e in campaign["checks"]
     }
-    counts = report_summary(run_dir / "reframe" / "report.json", optional, excluded)
-    if counts is None:
-        return "error", counts
+    reasons = skip_reasons(run_dir / "reframe" / "reframe.out")
+    cases = case_results(run_dir / "reframe" / "report.json", optional, excluded, reasons)
+    if cases is None:
+        return "error", cases
     if rc != 0:
-        return "failed", counts
-    if counts.get("skip"):
-        return "incomplete", counts  # a check could not run: a skip never counts as a pass
-    return ("dry-run" if dry_run else "passed"), counts
+        return "failed", cases
+    if any(c["result"] == "skip" for c in cases):
+        return "incomplete", cases  # a check could not run: a skip never counts as a pass
+    return ("dry-run" if dry_run else "passed"), cases
 
 
 def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]):
@@ -460,8 +491,12 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     # Each job removes its own memory-target folder; the run's empty tree above them goes here,
     # once no job can be making a folder in it (this machine's /dev/shm: local, the test cluster).
     checks.remove_empty_dirs(checks.memory_target_root(rid))
-    status, counts = run_status(campaign, run_dir, rc, dry_run)
-    manifest.update(finished=_now(), status=status, exit_code=rc, results=counts)
+    status, cases = run_status(campaign, run_dir, rc, dry_run)
+    counts = report_summary(cases)
+    # what did not run and why, for the report's verdict
+    not_run = None if cases is None else [c for c in cases if c["result"] not in ("pass", "fail")]
+    manifest.update(finished=_now(), status=status, exit_code=rc, results=counts,
+                    not_run=not_run)  # fmt: skip
     write_manifest(run_dir, manifest)
     described = ", ".join(f"{n} {r}" for r, n in sorted((counts or {}).items())) or "no results"
     print(f"campaign {campaign['name']} on {system['name']}: {status} ({described})")

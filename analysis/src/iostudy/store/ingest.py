@@ -129,9 +129,13 @@ def ingest_and_report(
         return EXIT_BAD_INPUT
     for problem in counts.problems:
         console.print(f"quarantined: {problem}", highlight=False, markup=False, soft_wrap=True)
+    for run_dir in counts.dry_runs:
+        console.print(f"not ingested: {run_dir}: a dry run (nothing ran)", highlight=False,
+                      markup=False, soft_wrap=True)  # fmt: skip
+    dry = f", {len(counts.dry_runs)} dry runs left out" if counts.dry_runs else ""
     print(
         f"ingest: store {store_root} ({DATABASE}): runs {counts.runs_ingested} ingested, "
-        f"{counts.runs_skipped} skipped; logs {counts.logs_ingested} ingested, "
+        f"{counts.runs_skipped} skipped{dry}; logs {counts.logs_ingested} ingested, "
         f"{counts.logs_skipped} skipped, {counts.quarantined} quarantined"
     )
     return 0

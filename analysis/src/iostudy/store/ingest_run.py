@@ -45,6 +45,11 @@ def load_manifest(run_dir: Path) -> dict:
     return manifest
 
 
+def is_dry_run(manifest: dict) -> bool:
+    """A campaign's dry run (`campaign run --dry-run`): its manifest says so."""
+    return manifest.get("dry_run") is True or manifest.get("status") == "dry-run"
+
+
 def manifest_run_id(run_dir: Path, manifest: dict) -> str:
     run_id = str(manifest.get("run_id") or run_dir.name)
     try:
@@ -129,6 +134,9 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
     run_id = manifest_run_id(run_dir, manifest)
+    if is_dry_run(manifest):  # nothing ran: its skips would pass for a run's results
+        counts.dry_runs.append(str(run_dir))
+        return False
     base = run_dir.resolve().parent
     manifest_sha = sha256_file(run_dir / "manifest.json")
     old = store.run_row(run_id)

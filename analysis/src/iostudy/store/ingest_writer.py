@@ -27,6 +27,7 @@ class Counts:
 
     runs_ingested: int = 0
     runs_skipped: int = 0
+    dry_runs: list[str] = field(default_factory=list)  # run directories of dry runs, left out
     logs_ingested: int = 0
     logs_skipped: int = 0
     quarantined: int = 0
