@@ -123,13 +123,14 @@ def build_manifest(
     version,
     title,
     now,
-    contents,
+    rendered,
     out: Path,
     argv,
     options: ReportOptions | None = None,
 ):
     """A version's MANIFEST.json content: what it was made of (the store's parts and the runs'
-    manifests, with sha256), how (git, tools, command line, options) and what it holds."""
+    manifests, with sha256), how (git, tools, command line, options), its verdict and what it
+    holds (``rendered``: iostudy.report.report.Rendered)."""
     options = options or ReportOptions()
     commit, dirty = provenance.git_state()
     return {
@@ -142,6 +143,7 @@ def build_manifest(
             "large_jobs": {"min_procs": options.large_procs, "min_mib": options.large_mib},
             # Which key made the pseudonyms (an HMAC of a constant: the key stays secret).
             "anonymized": {"key_id": options.anonymizer.key_id()} if options.anonymizer else None,
+            **rendered.verdict.as_dict(),
         },
         "git": {
             "commit": commit,
@@ -154,7 +156,7 @@ def build_manifest(
         "runs": [_run_entry(run) for run in runs],
         "contents": [
             {"id": s["id"], "kind": s["kind"], "caption": s["caption"], "csv": s["csv"]}
-            for s in contents
+            for s in rendered.items
         ],
         "files": [_file_entry(p, p.name) for p in sorted(out.iterdir()) if p.is_file()],
     }
@@ -262,6 +264,9 @@ def _index_entry(n: int, m) -> dict:
         "systems": ", ".join(sorted({_text(r.get("system"), "?") for r in runs})),
         "last_run": max((_text(r.get("run_id"), "") for r in runs), default=""),
         "commit": _text(git.get("commit"), "")[:12],
+        # a version of before verdicts has none
+        "verdict": _text(report.get("verdict"), ""),
+        "reasons": [r for r in report.get("reasons") or [] if isinstance(r, str)][:3],
     }
 
 

@@ -32,6 +32,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -53,6 +54,7 @@ from iostudy.report.publish import (
 )
 from iostudy.report.sections import ReportOptions
 from iostudy.report.studydata import StudyData
+from iostudy.report.verdict import Verdict
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -152,8 +154,16 @@ def _tree_spans(runs: list[dict], data: StudyData) -> None:
 # Publishing
 
 
-def _page(report: sections.Report, items: list[dict], study, version, title, now) -> str:
-    """The report's index.html: the summary at the top, then every section's items."""
+class Rendered(NamedTuple):
+    """A rendered version: its items (figures, tables, notes) and its verdict."""
+
+    items: list[dict]
+    verdict: Verdict
+
+
+def _page(report: sections.Report, items: list[dict], verdict, study, version, title, now) -> str:
+    """The report's index.html: the verdict and the summary at the top, then every section's
+    items."""
     return (
         templates_env()
         .get_template("report.html.j2")
@@ -162,6 +172,7 @@ def _page(report: sections.Report, items: list[dict], study, version, title, now
             study=study,
             version=version,
             created=now.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            verdict=verdict,
             summary=sections.summary(report),
             tolerance=f"{figures.TOLERANCE_PCT:g}",
             sections=items,
@@ -220,8 +231,9 @@ def render(
     report = sections.Report(add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:
         section(report)
-    (out / "index.html").write_text(_page(report, items, study, version, title, now))
-    return items
+    verdict = sections.study_verdict(report)
+    (out / "index.html").write_text(_page(report, items, verdict, study, version, title, now))
+    return Rendered(items, verdict)
 
 
 def build(
@@ -305,9 +317,9 @@ def _publish_new_version(data, runs, store, version: Version, argv, options) -> 
         now = datetime.now(timezone.utc).replace(microsecond=0)
         n = version.asked or (max(taken_versions(study_dir), default=0) + 1)
         while True:
-            contents = render(data, runs, study, n, title, tmp, now, options=options)
+            rendered = render(data, runs, study, n, title, tmp, now, options=options)
             manifest = build_manifest(
-                runs, all_ids, store, study, n, title, now, contents, tmp, argv, options
+                runs, all_ids, store, study, n, title, now, rendered, tmp, argv, options
             )
             text = manifest_text(manifest)
             (tmp / "MANIFEST.json").write_text(text)

@@ -17,6 +17,7 @@ from iostudy.core.anonymize import Anonymizer
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, jobstats, metrics, scaling, workload
 from iostudy.report import apps, compare_report, devices, figures, filesystems, lustre, probe_report
+from iostudy.report import verdict as verdict_mod
 from iostudy.report.figures import TOLERANCE_PCT, safe, to_time
 from iostudy.report.studydata import StudyData
 from iostudy.store import store as store_mod
@@ -538,6 +539,14 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
     counts_section,
     provenance_section,
 )
+
+
+def study_verdict(r: Report) -> verdict_mod.Verdict:
+    """The study's verdict (iostudy.report.verdict) from its runs, values and their history."""
+    perf = r.data["perf"]
+    results = compare.results_of(perf, r.runs_df) if len(perf) else pd.DataFrame()
+    judged = compare.judge(results) if len(results) else pd.DataFrame()
+    return verdict_mod.verdict(r.runs, perf, judged)
 
 
 def summary(r: Report) -> dict:
