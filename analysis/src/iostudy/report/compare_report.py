@@ -12,7 +12,7 @@ import pandas as pd
 from iostudy.core.numfmt import panels, short
 from iostudy.metrics import compare
 
-PANELS = 12  # per figure: more series are in the CSV
+PANELS = 6  # per figure: more series are in the CSV
 
 
 def cross_site_figure(side: pd.DataFrame):
@@ -104,7 +104,14 @@ def add_section(add, perf: pd.DataFrame, runs: pd.DataFrame, descriptions: dict)
     )
     judged = compare.judge(table)
     series = judged.groupby(["label", "fingerprint"])["run_id"].transform("count")
-    shown = judged[series > 1]
+    # the series drawn: of two runs or more, those with a regression first
+    regressed = (
+        (judged["verdict"] == "regression")
+        .groupby([judged["label"], judged["fingerprint"]])
+        .transform("any")
+    )
+    shown = judged[series > 1].assign(_first=~regressed[series > 1])
+    shown = shown.sort_values("_first", kind="stable").drop(columns="_first")
     columns = ["label", "run_id", "started", "metric", "unit", "value", "history_median",
                "history_low", "history_high", "band_low", "band_high", "change_pct",
                "verdict"]  # fmt: skip
@@ -112,7 +119,8 @@ def add_section(add, perf: pd.DataFrame, runs: pd.DataFrame, descriptions: dict)
         "regressions",
         "figure",
         "regressions",
-        "Each result over time per system (series of two runs or more): the value, the history "
+        f"Each result over time per system (series of two runs or more, up to {PANELS}, "
+        "those with a regression first; every series in the CSV): the value, the history "
         "band of iostudy compare (median of the previous 10 runs +/- max(3 x 1.4826 x MAD, 10% "
         "of the median), from 3 runs on), the reference floor when the system has one, and "
         "red x: a regression (worse than the band or the floor).",

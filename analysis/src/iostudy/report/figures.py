@@ -342,6 +342,24 @@ PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs", "
 VERDICTS = {f"within_{TOLERANCE_PCT:g}pct", "result"}
 
 
+#: a table's rows on the page; the CSV beside it has them all
+ROWS_SHOWN = 12
+FAILING = {"fail", "no", "false", "regression"}
+
+
+def page_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a table the page shows: all of a short one; of a long one the first
+    :data:`ROWS_SHOWN`, those a verdict column marks failing first."""
+    if len(df) <= ROWS_SHOWN:
+        return df
+    marks = [c for c in df.columns if c in VERDICTS or c == "verdict"]
+    if marks:
+        failing = df[marks].astype(str).apply(lambda col: col.str.lower().isin(FAILING))
+        bad = failing.any(axis=1)
+        df = pd.concat([df[bad], df[~bad]])
+    return df.head(ROWS_SHOWN)
+
+
 def rows(df: pd.DataFrame) -> dict:
     """A DataFrame as header + rows of (text, CSS class) cells for the template."""
     rows = []

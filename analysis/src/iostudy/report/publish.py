@@ -143,6 +143,7 @@ def build_manifest(
             "large_jobs": {"min_procs": options.large_procs, "min_mib": options.large_mib},
             # Which key made the pseudonyms (an HMAC of a constant: the key stays secret).
             "anonymized": {"key_id": options.anonymizer.key_id()} if options.anonymizer else None,
+            "kind": rendered.kind,  # of study: its layout (iostudy.report.layout)
             **rendered.verdict.as_dict(),
         },
         "git": {

@@ -42,7 +42,7 @@ from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.metrics import compare, workload
-from iostudy.report import figures, sections
+from iostudy.report import figures, layout, sections
 from iostudy.report import publish as publish_mod
 from iostudy.report.publish import (
     build_manifest,
@@ -159,11 +159,12 @@ class Rendered(NamedTuple):
 
     items: list[dict]
     verdict: Verdict
+    kind: str  # the kind of study (iostudy.report.layout)
 
 
-def _page(report: sections.Report, items: list[dict], verdict, study, version, title, now) -> str:
-    """The report's index.html: the verdict and the summary at the top, then every section's
-    items."""
+def _page(report: sections.Report, rendered: Rendered, page, study, version, title, now) -> str:
+    """The report's index.html: the verdict and the summary at the top, then the sections of
+    its kind's layout (``page``: iostudy.report.layout.sections)."""
     return (
         templates_env()
         .get_template("report.html.j2")
@@ -172,11 +173,11 @@ def _page(report: sections.Report, items: list[dict], verdict, study, version, t
             study=study,
             version=version,
             created=now.strftime("%Y-%m-%d %H:%M:%S UTC"),
-            verdict=verdict,
+            verdict=rendered.verdict,
+            kind=rendered.kind,
             summary=sections.summary(report),
             tolerance=f"{figures.TOLERANCE_PCT:g}",
-            sections=items,
-            present={s["section"] for s in items},
+            page=page,
             anonymized=report.options.anonymizer is not None,
             missing_manifests=[
                 r["run_id"]
@@ -216,6 +217,7 @@ def render(
         if anonymizer is not None:
             df = anonymizer.frame(df)
         df.to_csv(out / csv, index=False, lineterminator="\n")
+        shown = figures.page_rows(df.drop(columns=list(hide))) if table and len(df) else None
         items.append(
             {
                 "section": section,
@@ -224,16 +226,24 @@ def render(
                 "caption": caption,
                 "csv": csv,
                 "svg": figures.svg(fig, ident) if fig is not None else None,
-                "table": figures.rows(df.drop(columns=list(hide))) if table and len(df) else None,
+                "table": figures.rows(shown) if shown is not None else None,
+                "rows": (len(shown), len(df)) if shown is not None else None,
             }
         )
 
     report = sections.Report(add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:
         section(report)
-    verdict = sections.study_verdict(report)
-    (out / "index.html").write_text(_page(report, items, verdict, study, version, title, now))
-    return Rendered(items, verdict)
+    kind = sections.study_kind(report)
+    systems = sorted(runs_df["system"].dropna().astype(str).unique()) if len(runs_df) else []
+    page = layout.sections(kind, items, systems)
+    shown = [item for sec in page for item in sec["entries"]]
+    for item in items:  # a section without data is not on the page: nor is its empty CSV
+        if item not in shown:
+            (out / item["csv"]).unlink()
+    rendered = Rendered(shown, sections.study_verdict(report), kind)
+    (out / "index.html").write_text(_page(report, rendered, page, study, version, title, now))
+    return rendered
 
 
 def build(

@@ -16,7 +16,16 @@ import pandas as pd
 from iostudy.core.anonymize import Anonymizer
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, jobstats, metrics, scaling, workload
-from iostudy.report import apps, compare_report, devices, figures, filesystems, lustre, probe_report
+from iostudy.report import (
+    apps,
+    compare_report,
+    devices,
+    figures,
+    filesystems,
+    layout,
+    lustre,
+    probe_report,
+)
 from iostudy.report import verdict as verdict_mod
 from iostudy.report.figures import TOLERANCE_PCT, safe, to_time
 from iostudy.report.studydata import StudyData
@@ -486,10 +495,23 @@ def perf_section(r: Report) -> None:
         "reframe-performance",
         "ReFrame performance variables of every run and ReFrame's verdict against the "
         "references of configs/references/ (accepted range: reference x (1 + lower) to "
-        "reference x (1 + upper)).",
-        r.data["perf"][PERF_COLUMNS],
+        "reference x (1 + upper)); the test case's parameters one per column.",
+        parameter_columns(r.data["perf"][PERF_COLUMNS]),
         table=True,
     )
+
+
+def parameter_columns(perf: pd.DataFrame) -> pd.DataFrame:
+    """The perf rows with their parameters (JSON) as columns, in place of the JSON."""
+    params = pd.DataFrame(
+        [json.loads(p) if isinstance(p, str) and p else {} for p in perf["parameters"]],
+        index=perf.index,
+    )
+    at = perf.columns.get_loc("parameters")
+    out = perf.drop(columns="parameters")
+    for i, name in enumerate(params.columns):
+        out.insert(at + i, name if name not in out.columns else f"parameter {name}", params[name])
+    return out
 
 
 def counts_section(r: Report) -> None:
@@ -547,6 +569,15 @@ def study_verdict(r: Report) -> verdict_mod.Verdict:
     results = compare.results_of(perf, r.runs_df) if len(perf) else pd.DataFrame()
     judged = compare.judge(results) if len(results) else pd.DataFrame()
     return verdict_mod.verdict(r.runs, perf, judged)
+
+
+def study_kind(r: Report) -> str:
+    """The kind of study (iostudy.report.layout.kind_of): from its runs and the checks that
+    ran or that its campaigns asked for."""
+    checks = set(r.data["perf"]["check"].dropna()) | set(r.data["jobs"]["check"].dropna())
+    for run in r.runs:
+        checks |= {c.get("check") for c in (run.get("_manifest") or {}).get("not_run") or []}
+    return layout.kind_of(r.runs, checks)
 
 
 def summary(r: Report) -> dict:
