@@ -66,6 +66,29 @@ def test_reference_floor_without_history():
     assert verdicts(series([3000], band=(105.0, math.inf))) == ["ok"]
 
 
+def test_a_history_too_noisy_to_judge_says_so():
+    # median 1000, MAD 900 -> 3 x 1.4826 x 900 = 4003 > 1000: the band would reach below 0
+    noisy = series([100, 1000, 1900, 50, 3000, 40])
+    last = compare.judge(noisy).sort_values("started").iloc[-1]
+    assert last["verdict"] == "noisy history"
+    # CoV of the 5 runs before: population std 1122.7 / mean 1210 = 0.93
+    assert last["basis"] == "history too noisy to judge (CoV 0.93, 5 runs)"
+    # the reference band still judges: a value under the floor is a regression
+    floored = series([100, 1000, 1900, 50, 3000, 40], band=(50.0, math.inf))
+    assert verdicts(floored)[-1] == "regression"
+
+
+def test_change_is_against_the_history_median_only():
+    judged = compare.judge(series([100, 104, 97, 101, 99, 50], band=(10.0, math.inf)))
+    rows = judged.sort_values("started")
+    # the first points have only the floor: no change printed against it
+    assert rows["change_pct"].iloc[:3].isna().all()
+    # the last: median of 100, 104, 97, 101, 99 = 100 -> -50 %; the band's width stated:
+    # MAD 1 -> 3 x 1.4826 = 4.45 < 10 % of 100 -> ± 10
+    assert rows["change_pct"].iloc[-1] == pytest.approx(-50.0)
+    assert rows["basis"].iloc[-1] == "band 10..inf; history median 100 ± 10 (5 runs)"
+
+
 def test_tolerance_keeps_equal_history_from_flagging_noise():
     assert verdicts(series([100, 100, 100, 100, 95]))[-1] == "ok"  # within 10%
     assert verdicts(series([100, 100, 100, 100, 85]))[-1] == "regression"

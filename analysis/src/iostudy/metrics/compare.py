@@ -20,7 +20,10 @@ A **series** is one fingerprint on one system of one site. Each point of a serie
   ``min_history`` of them) ± max(k x 1.4826 x MAD, tolerance x median); MAD is the median
   absolute deviation, x 1.4826 the standard deviation it estimates for normal noise, and the
   tolerance keeps a history of near-equal values from flagging ordinary noise. Beyond the
-  worse edge is a regression, beyond the better edge an improvement.
+  worse edge is a regression, beyond the better edge an improvement. A band that reaches zero
+  (half-width at least the median) could never see a drop: the history is too noisy to judge,
+  which the verdict says with the history's coefficient of variation, instead of a band.
+  The change shown is against the history's median (none without a history).
 
 Both are applied: the references of configs/references are acceptance floors, set far below
 the usual value, which a run twice as slow never crosses; the history is what sees it. Which
@@ -182,52 +185,66 @@ def metric_name(row) -> str:
 
 def judge(table: pd.DataFrame, k=3.0, window=10, min_history=3, tolerance=0.1) -> pd.DataFrame:
     """Every point of ``results`` with its verdict: basis, history_median, history_low,
-    history_high, change_pct (against the history's median, else the band's reference edge),
-    verdict: regression, improvement, ok, or no baseline. See the module docstring."""
+    history_high, change_pct (against the history's median; none without a history),
+    verdict: regression, improvement, ok, noisy history, or no baseline. See the module
+    docstring."""
     out = []
     for _, series in table.groupby(["label", "fingerprint"], sort=False):
         series = series.sort_values(["started", "run_id"])
         values = series["value"].to_numpy(float)
         for i, row in enumerate(series.to_dict("records")):
-            way = direction(row["unit"])
-            lo, hi = row["band_low"], row["band_high"]
-            has_band = not (pd.isna(lo) and pd.isna(hi))
-            worse_band = has_band and (
-                (way != "lower" and value_below(row["value"], lo))
-                or (way != "higher" and value_above(row["value"], hi))
-            )
             history = values[max(0, i - window) : i]
-            med = h_lo = h_hi = math.nan
-            worse_hist = better_hist = False
-            if len(history) >= min_history:
-                med = float(np.median(history))
-                mad = float(np.median(np.abs(history - med))) * MAD_TO_SIGMA
-                half = max(k * mad, tolerance * abs(med))
-                h_lo, h_hi = med - half, med + half
-                below, above = row["value"] < h_lo, row["value"] > h_hi
-                worse_hist = (way != "lower" and below) or (way != "higher" and above)
-                better_hist = (way == "higher" and above) or (way == "lower" and below)
-            basis = []
-            if has_band:
-                basis.append(f"band {_num(lo)}..{_num(hi)}")
-            if not math.isnan(med):
-                basis.append(f"history median {_num(med)} ({_num(h_lo)}..{_num(h_hi)}, "
-                             f"{len(history)} runs)")  # fmt: skip
-            if worse_band or worse_hist:
-                verdict = "regression"
-            elif better_hist:
-                verdict = "improvement"
-            elif basis:
-                verdict = "ok"
-            else:
-                verdict = "no baseline"
-            ref = med if not math.isnan(med) else (lo if way == "higher" else hi)
-            change = 100 * (row["value"] - ref) / abs(ref) if ref and np.isfinite(ref) else math.nan
-            out.append({**row, "metric": metric_name(row), "direction": way,
-                        "history_median": med, "history_low": h_lo, "history_high": h_hi,
-                        "change_pct": change, "basis": "; ".join(basis) or "-",
-                        "verdict": verdict, "latest": i == len(series) - 1})  # fmt: skip
+            hist = _history(history, min_history, k, tolerance)
+            out.append({**row, "metric": metric_name(row), "direction": direction(row["unit"]),
+                        **_verdict(row, hist), "latest": i == len(series) - 1})  # fmt: skip
     return pd.DataFrame(out)
+
+
+def _history(history: np.ndarray, min_history: int, k: float, tolerance: float) -> dict:
+    """A series' history band: median ± max(k x 1.4826 x MAD, tolerance x |median|); a band
+    that reaches zero cannot see a drop to nothing: too noisy to judge (its CoV said)."""
+    if len(history) < min_history:
+        return {"median": math.nan, "low": math.nan, "high": math.nan, "noisy": None}
+    med = float(np.median(history))
+    mad = float(np.median(np.abs(history - med))) * MAD_TO_SIGMA
+    half = max(k * mad, tolerance * abs(med))
+    mean = float(np.mean(history))
+    cov = float(np.std(history)) / abs(mean) if mean else math.inf
+    noisy = f"history too noisy to judge (CoV {cov:.2f}, {len(history)} runs)"
+    return {"median": med, "low": med - half, "high": med + half, "half": half,
+            "n": len(history), "noisy": noisy if half >= abs(med) else None}  # fmt: skip
+
+
+def _verdict(row: dict, hist: dict) -> dict:
+    way = direction(row["unit"])
+    lo, hi, value = row["band_low"], row["band_high"], row["value"]
+    has_band = not (pd.isna(lo) and pd.isna(hi))
+    worse_band = has_band and (
+        (way != "lower" and value_below(value, lo)) or (way != "higher" and value_above(value, hi))
+    )
+    basis, worse_hist, better_hist = [], False, False
+    if has_band:
+        basis.append(f"band {_num(lo)}..{_num(hi)}")
+    if hist["noisy"]:
+        basis.append(hist["noisy"])
+    elif not math.isnan(hist["median"]):
+        basis.append(f"history median {_num(hist['median'])} ± {_num(hist['half'])} "
+                     f"({hist['n']} runs)")  # fmt: skip
+        below, above = value < hist["low"], value > hist["high"]
+        worse_hist = (way != "lower" and below) or (way != "higher" and above)
+        better_hist = (way == "higher" and above) or (way == "lower" and below)
+    if worse_band or worse_hist:
+        verdict = "regression"
+    elif better_hist:
+        verdict = "improvement"
+    elif hist["noisy"]:
+        verdict = "noisy history"
+    else:
+        verdict = "ok" if basis else "no baseline"
+    med = hist["median"]
+    change = 100 * (value - med) / abs(med) if med and np.isfinite(med) else math.nan
+    return {"history_median": med, "history_low": hist["low"], "history_high": hist["high"],
+            "change_pct": change, "basis": "; ".join(basis) or "-", "verdict": verdict}  # fmt: skip
 
 
 def value_below(value, edge) -> bool:
@@ -376,12 +393,14 @@ def cmd_compare(args) -> int:
     regressions = shown[shown["verdict"] == "regression"]
     counts = shown["verdict"].value_counts()
     summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in
-                        ("regression", "improvement", "ok", "no baseline"))  # fmt: skip
+                        ("regression", "improvement", "ok", "noisy history",
+                         "no baseline"))  # fmt: skip
     print(f"compare: {len(shown)} results of {shown['label'].nunique()} systems judged: {summary}",
           file=sys.stderr)  # fmt: skip
     for row in regressions.itertuples():
+        change = "" if pd.isna(row.change_pct) else f"{row.change_pct:+.0f}% against the median; "
         print(f"REGRESSION: {row.label} {row.metric}: {row.value:.4g} {row.unit} in run "
-              f"{row.run_id} ({row.change_pct:+.0f}%; {row.basis})", file=sys.stderr)  # fmt: skip
+              f"{row.run_id} ({change}{row.basis})", file=sys.stderr)  # fmt: skip
     return EXIT_REGRESSION if len(regressions) else 0
 
 
