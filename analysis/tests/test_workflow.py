@@ -6,6 +6,7 @@ metrics' CSV files are not the report's input). Without a report build available
 stops at compute_metrics (the dry run still checks the whole DAG)."""
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,26 @@ def test_bad_config_is_rejected(workdir):
     out = proc.stdout + proc.stderr
     assert "Error validating config file" in out
     assert "'no good' does not match" in out
+
+
+def test_a_report_per_study_of_the_runs_and_no_dry_run(workdir, release_log, tmp_path):
+    """No study in the config: each run's manifest names its study (its campaign's), and each
+    study gets its report; a dry run is left out (nothing ran), its study too."""
+    other = "20260304T090000Z-probe-local"
+    make_run_dir(workdir / "results", other, release_log, tmp_path / "s2", corrupt=False)
+    dry = "20260305T090000Z-acceptance-local"
+    make_run_dir(workdir / "results", dry, release_log, tmp_path / "s3", corrupt=False)
+    for run, study, extra in ((other, "interference", {}), (dry, "acceptance", {"dry_run": True})):
+        path = workdir / "results" / run / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["effective_config"]["campaign"]["study"] = study
+        path.write_text(json.dumps(manifest | extra))
+    proc = snakemake(workdir, "--dry-run")
+    assert job_stats(proc) == {"all": 1, "ingest_run": 2, "compute_metrics": 1,
+                               "render_report": 2}  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert "reports/quick/index.html" in out and "reports/interference/index.html" in out
+    assert "acceptance" not in out
 
 
 def test_no_runs_says_what_to_do(tmp_path):

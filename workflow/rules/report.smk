@@ -1,16 +1,17 @@
 rule render_report:
-    """A new version of the study's report, reports/<study>/v<N+1>/, and its index page."""
+    """A new version of a study's report, reports/<study>/v<N+1>/, and its index page (one per
+    study: config's, else each the runs' manifests name)."""
     input:
-        runs=get_ingested_runs,
+        runs=get_study_runs,
         imported=get_imported,
     output:
         REPORT_INDEX,
     log:
-        f"{LOGS}/render_report.log",
+        f"{LOGS}/render_report/{{study}}.log",
     params:
         iostudy=iostudy(),
         store=STORE,
-        study=STUDY,
+        study=lambda wildcards: wildcards.study,
         reports=lambda wildcards, output: Path(output[0]).parent.parent,
     shell:
         "{params.iostudy} report build --store {params.store:q} --study {params.study:q} "
