@@ -35,7 +35,7 @@ C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/t
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
 .PHONY: help setup apt-packages build-runtime build-checks build-fswalk venv test test-runtime test-python \
-	test-cluster lint demo bench bench-runtime bench-analysis bench-fsstats format clean lock cluster-up \
+	test-cluster lint demo bench bench-runtime bench-analysis bench-fsstats bench-report format clean lock cluster-up \
 	cluster-down spack spack-check
 
 help: ## list the targets
@@ -127,6 +127,11 @@ BENCH_LOGS ?= 10000
 bench-analysis: setup ## ingest throughput, peak memory and the ratio to job_stats on BENCH_LOGS logs
 	$(VENV)/bin/python analysis/bench/bench_ingest.py --logs $(BENCH_LOGS)
 
+# The synthetic store of bench-report (job logs written straight into the tables).
+BENCH_JOBS ?= 100000
+bench-report: setup ## report build time, peak memory and page size on a store of BENCH_JOBS jobs
+	$(VENV)/bin/python analysis/bench/bench_report.py --jobs $(BENCH_JOBS)
+
 spack: venv ## build the runtime and every benchmark with Spack for SYSTEM (FRESH=1: ignore the lock)
 	@if [ -f configs/systems/$(SYSTEM)/spack/apt-packages.txt ]; then \
 		ci/install-apt-packages.sh configs/systems/$(SYSTEM)/spack/apt-packages.txt; fi
@@ -143,7 +148,7 @@ bench-fsstats: setup ## fsstats scan rate and peak memory beside find (and the P
 	$(VENV)/bin/python analysis/bench/bench_fsstats.py --files $(BENCH_FILES) \
 		$(if $(PERL_FSSTATS),--perl-fsstats $(PERL_FSSTATS))
 
-bench: bench-runtime bench-analysis bench-fsstats ## run every benchmark
+bench: bench-runtime bench-analysis bench-fsstats bench-report ## run every benchmark
 
 format: venv ## rewrite Python (ruff) and C (clang-format) sources in place
 	$(VENV)/bin/ruff check --select I --fix $(PY_DIRS)

@@ -37,6 +37,24 @@ FLAGS = [
 ]
 
 
+# A report page's budget (issue: reports that are verdicts): at 1,400 px wide, at most
+# 15,000 px tall and 2 MB.
+PAGE_WIDTH, PAGE_HEIGHT, PAGE_BYTES = 1400, 15_000, 2_000_000
+
+
+def assert_within_budget(page, chromium: str | None = None) -> int:
+    """The page, loaded whole at PAGE_WIDTH, is at most PAGE_HEIGHT tall and PAGE_BYTES big,
+    without a console error; returns its height."""
+    from PIL import Image
+
+    load_ = load(page.resolve().as_uri(), width=PAGE_WIDTH, full_page=True, chromium=chromium)
+    assert load_.errors() == [], page
+    height = Image.open(io.BytesIO(load_.screenshot)).size[1]
+    assert height <= PAGE_HEIGHT, f"{page}: {height} px tall"
+    assert page.stat().st_size <= PAGE_BYTES, f"{page}: {page.stat().st_size} bytes"
+    return height
+
+
 def assert_not_blank(png: bytes):
     """The screenshot shows a page with content: many colours, not mostly white."""
     import numpy as np  # the browser driving above needs no package; this check does

@@ -17,7 +17,7 @@ from iostudy.cli.cli import main
 from iostudy.report import apps
 from iostudy.report.studydata import StudyData
 from iostudy.store import store
-from tests import logcraft
+from tests import chromium, logcraft
 from tests.rundirs import RUNTIME
 
 RUN1, RUN2 = "20260302T090000Z-apps-local", "20260303T090000Z-apps-local"
@@ -319,6 +319,9 @@ def test_report_of_a_real_hmmer_campaign(configs_copy, tmp_path, capsys):
                  "--reports", str(reports), "--results", str(results)]) == 0  # fmt: skip
     v1 = reports / "tests" / "v1"
     html = (v1 / "index.html").read_text()
+    # an applications study: its layout within the page budget, no console error
+    assert json.loads((v1 / "MANIFEST.json").read_text())["report"]["kind"] == "applications"
+    chromium.assert_within_budget(v1 / "index.html")
     parser = Tables("hmmer-files-local")
     parser.feed(html)
     header, *rows = parser.rows

@@ -146,6 +146,11 @@ def test_interference_shows_in_the_samples_and_the_report(configs_copy, tmp_path
     assert csv["imbalance"].round(6).tolist() == samples["imbalance"].round(6).tolist()
     load = chromium.load(page.as_uri())
     assert not load.errors(), load.errors()
+    # an interference study: its layout within the page budget
+    assert json.loads((page.parent / "MANIFEST.json").read_text())["report"]["kind"] == (
+        "interference"
+    )
+    chromium.assert_within_budget(page)
 
 
 def test_a_probe_larger_than_the_system_is_refused(configs_copy, tmp_path, capsys):

@@ -379,6 +379,20 @@ def test_report_loads_in_chromium_without_errors(study, browser, tmp_path):
         (tmp_path / f"{page.parent.name}.png").write_bytes(load.screenshot)
 
 
+def test_pages_of_each_kind_within_budget(study, tree_study, browser):
+    """An acceptance study of three runs and a characterization of every test log: at most
+    15,000 px tall at 1,400 px wide and 2 MB (the kind's layout, long tables cut, no empty
+    section)."""
+    acceptance = json.loads((study["v2"].parent / "MANIFEST.json").read_text())
+    assert acceptance["report"]["kind"] == "acceptance"
+    chromium.assert_within_budget(study["v2"], browser)
+    plain = tree_study["plain"]
+    assert json.loads((plain.parent / "MANIFEST.json").read_text())["report"]["kind"] == (
+        "characterization"
+    )
+    chromium.assert_within_budget(plain, browser)
+
+
 def test_chromium_check_catches_errors(browser, tmp_path):
     """The check above could pass by seeing nothing: a broken page must fail it."""
     page = tmp_path / "broken.html"

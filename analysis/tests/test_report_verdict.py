@@ -78,3 +78,4 @@ def test_the_incomplete_report_loads_in_chromium(built, tmp_path):
         load = chromium.load(page.resolve().as_uri(), chromium=binary)
         assert load.errors() == [], page
         chromium.assert_not_blank(load.screenshot)
+    chromium.assert_within_budget(built["study"] / "v1" / "index.html", binary)

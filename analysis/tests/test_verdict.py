@@ -91,7 +91,10 @@ def test_a_regression_of_the_latest_run_only():
 
 
 def test_a_study_without_checks_is_data():
-    assert verdict([run(results={})], perf(), judged()).word == "DATA"
+    v = verdict([run(results={})], perf(), judged(), jobs=3)
+    assert v.word == "DATA"
+    assert v.reasons == ("a characterization of 3 job logs: no checks in this study to pass or "
+                         "fail",)  # fmt: skip
 
 
 def test_long_lists_are_cut_and_counted():

@@ -208,6 +208,45 @@ def job_rates_figure(rates: pd.DataFrame, colours: dict[str, str]) -> Figure:
     return fig
 
 
+def size_bins(nprocs: pd.Series) -> pd.Series:
+    """A job's size bin: its processes rounded down to a power of two (1, 2, 4, ...)."""
+    return (2 ** np.floor(np.log2(nprocs.clip(lower=1).astype(float)))).astype("int64")
+
+
+def rates_by_size(jobs: pd.DataFrame) -> pd.DataFrame:
+    """MiB/s/CN per job-size bin (processes, powers of two), of the jobs that moved data:
+    procs_bin, jobs, p10, median, p90."""
+    moved = jobs[jobs["mib_s_per_cn"].notna()]
+    rates = moved["mib_s_per_cn"].groupby(size_bins(moved["nprocs"]).values)
+    out = rates.agg(jobs="size", p10=lambda v: v.quantile(0.1), median="median",
+                    p90=lambda v: v.quantile(0.9))  # fmt: skip
+    return out.rename_axis("procs_bin").reset_index()
+
+
+def rates_by_size_figure(jobs: pd.DataFrame) -> Figure:
+    """Seed 000's MiB/s/CN against job size at a facility's scale: a box per bin of processes
+    (whiskers 10th to 90th percentile), the jobs of each bin above it."""
+    from matplotlib.figure import Figure
+
+    moved = jobs[jobs["mib_s_per_cn"].notna() & (jobs["mib_s_per_cn"] > 0)]
+    bins = size_bins(moved["nprocs"])
+    order = sorted(bins.unique())
+    groups = [moved.loc[bins.values == b, "mib_s_per_cn"].to_numpy() for b in order]
+    fig = Figure(figsize=(9, 3.8), layout="constrained")
+    ax = fig.subplots()
+    ax.boxplot(groups, whis=(10, 90), showfliers=False, medianprops={"color": "#c03000"})
+    ax.set_xticks(range(1, len(order) + 1), [short(b) for b in order], fontsize=7)
+    ax.set_yscale("log")
+    for x, g in enumerate(groups, 1):
+        ax.annotate(f"{len(g):,}", (x, 1), xycoords=("data", "axes fraction"), ha="center",
+                    va="bottom", fontsize=6, color="#555555")  # fmt: skip
+    ax.set_xlabel("processes per job (bins of powers of two)", fontsize=8)
+    ax.set_ylabel("MiB/s per compute node", fontsize=8)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
 def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Figure:
     from matplotlib import dates as mdates
     from matplotlib import ticker
@@ -342,15 +381,16 @@ PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs", "
 VERDICTS = {f"within_{TOLERANCE_PCT:g}pct", "result"}
 
 
-#: a table's rows on the page; the CSV beside it has them all
-ROWS_SHOWN = 12
+#: a long table's rows on the page (one of up to ROWS_WHOLE rows is shown whole); the CSV
+#: beside it has them all
+ROWS_SHOWN, ROWS_WHOLE = 12, 16
 FAILING = {"fail", "no", "false", "regression"}
 
 
 def page_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a table the page shows: all of a short one; of a long one the first
-    :data:`ROWS_SHOWN`, those a verdict column marks failing first."""
-    if len(df) <= ROWS_SHOWN:
+    """The rows of a table the page shows: all of a short one (up to :data:`ROWS_WHOLE`); of a
+    long one the first :data:`ROWS_SHOWN`, those a verdict column marks failing first."""
+    if len(df) <= ROWS_WHOLE:
         return df
     marks = [c for c in df.columns if c in VERDICTS or c == "verdict"]
     if marks:

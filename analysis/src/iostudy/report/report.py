@@ -42,7 +42,7 @@ from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.metrics import compare, workload
-from iostudy.report import figures, layout, sections
+from iostudy.report import figures, headline, layout, sections
 from iostudy.report import publish as publish_mod
 from iostudy.report.publish import (
     build_manifest,
@@ -175,7 +175,7 @@ def _page(report: sections.Report, rendered: Rendered, page, study, version, tit
             created=now.strftime("%Y-%m-%d %H:%M:%S UTC"),
             verdict=rendered.verdict,
             kind=rendered.kind,
-            summary=sections.summary(report),
+            summary=headline.summary(report),
             tolerance=f"{figures.TOLERANCE_PCT:g}",
             page=page,
             anonymized=report.options.anonymizer is not None,
@@ -234,14 +234,14 @@ def render(
     report = sections.Report(add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:
         section(report)
-    kind = sections.study_kind(report)
+    kind = headline.study_kind(report)
     systems = sorted(runs_df["system"].dropna().astype(str).unique()) if len(runs_df) else []
     page = layout.sections(kind, items, systems)
     shown = [item for sec in page for item in sec["entries"]]
     for item in items:  # a section without data is not on the page: nor is its empty CSV
         if item not in shown:
             (out / item["csv"]).unlink()
-    rendered = Rendered(shown, sections.study_verdict(report), kind)
+    rendered = Rendered(shown, headline.study_verdict(report), kind)
     (out / "index.html").write_text(_page(report, rendered, page, study, version, title, now))
     return rendered
 

@@ -22,11 +22,9 @@ from iostudy.report import (
     devices,
     figures,
     filesystems,
-    layout,
     lustre,
     probe_report,
 )
-from iostudy.report import verdict as verdict_mod
 from iostudy.report.figures import TOLERANCE_PCT, safe, to_time
 from iostudy.report.studydata import StudyData
 from iostudy.store import store as store_mod
@@ -434,8 +432,13 @@ def jobs_section(r: Report) -> None:
               hide=JOBS_HIDDEN + ([] if by_environ else ["series", "environ"]))  # fmt: skip
     else:  # a bar per job is unreadable at a facility's scale: the distributions show them
         r.add("jobs", "note", "job-mib-s-per-cn", f"{JOBS_CAPTION} {len(jobs_t):,} jobs: too "
-              "many to draw one by one; their distribution per project is in the large-jobs "
-              "section (Fig. 10 and Table IV), and every job is in the CSV.", jobs_t)  # fmt: skip
+              "many to draw one by one; their distribution by job size below, per project in "
+              "the large-jobs section (Fig. 10 and Table IV), and every job in the CSV.",
+              jobs_t)  # fmt: skip
+        r.add("jobs", "figure", "job-mib-s-per-cn-by-size", SIZE_CAPTION,
+              figures.rates_by_size(jobs_t), fig=figures.rates_by_size_figure(jobs_t),
+              table=True)  # fmt: skip
+    several_runs = len(runs_df) and runs_df.groupby("system").size().max() > 1
     r.add(
         "over-runs",
         "figure",
@@ -444,9 +447,13 @@ def jobs_section(r: Report) -> None:
         "= nodes, processes per node doing I/O, files per node, nodes sharing a file; shaded: "
         "the system's ReFrame reference range, red x: a value ReFrame failed.",
         metric_table,
-        fig=figures.over_runs_figure(metric_table, colours) if len(metric_table) else None,
+        # a line needs two runs of a system: one run's dots say nothing over time
+        fig=figures.over_runs_figure(metric_table, colours)
+        if len(metric_table) and several_runs
+        else None,
     )
     sbs = side_by_side(metric_table, runs_df)
+    several_systems = runs_df["system"].nunique() > 1 if len(runs_df) else False
     r.add(
         "systems",
         "figure",
@@ -454,10 +461,15 @@ def jobs_section(r: Report) -> None:
         "Each metric per system side by side: bar and label = the system's latest run, "
         "whisker = range over all its runs.",
         sbs,
-        fig=figures.side_by_side_figure(sbs, colours) if len(sbs) else None,
+        fig=figures.side_by_side_figure(sbs, colours) if len(sbs) and several_systems else None,
     )
 
 
+SIZE_CAPTION = (
+    "MiB/s per compute node by job size (seed 000's rate against processes, at a facility's "
+    "scale): per bin of processes (powers of two) a box of the jobs that moved data (median, "
+    "quartiles, whiskers 10th to 90th percentile; log scale), their number above it."
+)
 # The job table's columns left out of the page (in the CSV): the page's table fits its width.
 JOBS_HIDDEN = ["log_path", "repetition", "io_time_span_s"]
 JOBS_CAPTION = (
@@ -561,49 +573,3 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
     counts_section,
     provenance_section,
 )
-
-
-def study_verdict(r: Report) -> verdict_mod.Verdict:
-    """The study's verdict (iostudy.report.verdict) from its runs, values and their history."""
-    perf = r.data["perf"]
-    results = compare.results_of(perf, r.runs_df) if len(perf) else pd.DataFrame()
-    judged = compare.judge(results) if len(results) else pd.DataFrame()
-    return verdict_mod.verdict(r.runs, perf, judged)
-
-
-def study_kind(r: Report) -> str:
-    """The kind of study (iostudy.report.layout.kind_of): from its runs and the checks that
-    ran or that its campaigns asked for."""
-    checks = set(r.data["perf"]["check"].dropna()) | set(r.data["jobs"]["check"].dropna())
-    for run in r.runs:
-        checks |= {c.get("check") for c in (run.get("_manifest") or {}).get("not_run") or []}
-    return layout.kind_of(r.runs, checks)
-
-
-def summary(r: Report) -> dict:
-    """The page's summary at its top, from the sections' findings."""
-    runs_df, tables, cross = r.runs_df, r.data, r.found["crosscheck"]
-    ior_cross = r.found["ior_cross"]
-    verdicts = tables["perf"]["result"].astype(str).str.lower()
-    # The runs' span: first start to last start, or to a log tree's last log's end.
-    ends = [runs_df["started"]]
-    if "status" in runs_df and "finished" in runs_df:
-        ends.append(runs_df.loc[runs_df["status"] == TREE_STATUS, "finished"])
-    last_time = pd.concat(ends).max()
-    within = cross[f"within_{TOLERANCE_PCT:g}pct"] if len(cross) else []
-    n_perf = len(tables["perf"])
-    return {
-        "runs": f"{len(runs_df)} ({runs_df['started'].min()} to {last_time})",
-        "systems": ", ".join(sorted(runs_df["system"].fillna("?").unique())),
-        "jobs": len(tables["jobs"]),
-        "quarantined": len(tables["quarantine"]),
-        "flagged": int(tables["jobs"]["flags"].notna().sum()) if "flags" in tables["jobs"] else 0,
-        "perf": f"{int((verdicts == 'pass').sum())} of {n_perf} values pass"
-        if n_perf
-        else "no values",
-        "crosscheck": f"{int(sum(within))} of {len(within)} models" if len(cross) else "no data",
-        "ior_crosscheck": f"{int(ior_cross[scaling.WITHIN].sum())} of {len(ior_cross)} IOR "
-        "runs and operations"
-        if len(ior_cross)
-        else "no data",
-    }

@@ -38,9 +38,9 @@ class Verdict:
         return {"verdict": self.word, "reasons": list(self.reasons)}
 
 
-def verdict(runs: list[dict], perf: pd.DataFrame, judged: pd.DataFrame) -> Verdict:
+def verdict(runs: list[dict], perf: pd.DataFrame, judged: pd.DataFrame, jobs: int = 0) -> Verdict:
     """The study's verdict: ``runs`` with their manifests (``_manifest``), the study's perf
-    rows, ``judged``: compare.judge of its results (may be empty)."""
+    rows, ``judged``: compare.judge of its results (may be empty), ``jobs``: its job logs."""
     found = {
         "FAIL": _failed_runs(runs) + _failed_values(perf),
         "REGRESSED": _regressions(judged),
@@ -59,7 +59,8 @@ def verdict(runs: list[dict], perf: pd.DataFrame, judged: pd.DataFrame) -> Verdi
                 "within the references",
             ),
         )
-    return Verdict("DATA", ("no checks in this study: a characterization of its job logs",))
+    return Verdict("DATA", (f"a characterization of {_n(jobs, 'job log')}: no checks in this "
+                            "study to pass or fail",))  # fmt: skip
 
 
 def _n(count: int, thing: str) -> str:

@@ -1,0 +1,164 @@
+"""A facility-scale report, measured: `make bench-report`.
+
+1. A store of ``--jobs`` synthetic job logs (100,000 by default) is written straight into the
+   store's tables (one log tree's run, study "facility": jobs of 1 to 4,096 processes over a
+   year, a POSIX and a STDIO record each, bytes and times spread over decades), so that the
+   report, not ingest, is what is measured.
+2. ``iostudy report build --store STORE --study facility`` runs in a child process: wall time,
+   and peak resident memory (the child's getrusage maximum), the page's size.
+3. With ``--baseline-src DIR`` (analysis/src of a git worktree of an older commit), the same
+   build by that iostudy (this Python, PYTHONPATH=DIR) right after, into its own reports
+   folder, and the ratios.
+4. The figures against the targets: at most 30 s and 2 GiB, the page at most 2 MB.
+
+Exits non-zero only when a step failed; a missed target is printed, not an error. Benchmarks are
+never timed assertions in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from iostudy.store.ingest_writer import PartWriter
+from iostudy.store.store import TABLES, TREE_STATUS, Store
+
+TARGET_S, TARGET_GIB, TARGET_PAGE_MB = 30.0, 2.0, 2.0
+RUN = "facility-tree"
+# A child that runs the command and reports its own children's peak RSS (KiB) on stderr last.
+MEASURE = (
+    "import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "sys.exit(p.returncode)"
+)
+
+
+def synthetic_jobs(n: int, rng) -> pa.Table:
+    nprocs = 2 ** rng.integers(0, 13, n)
+    start = np.datetime64("2026-01-01T00:00:00", "s") + rng.integers(0, 365 * 86400, n)
+    run_time = rng.lognormal(6, 1.5, n)
+    columns = {
+        "run_id": [RUN] * n,
+        "log_path": [
+            f"2026/{i % 12 + 1}/{i % 28 + 1}/user{i % 300}_app_id{i}.darshan" for i in range(n)
+        ],  # fmt: skip
+        "log_sha256": [f"{i:064x}" for i in range(n)],
+        "jobid": np.arange(n) + 1_000_000,
+        "nprocs": nprocs,
+        "nodes": np.maximum(1, nprocs // 64),
+        "start": start,
+        "end": start + run_time.astype("timedelta64[s]"),
+        "run_time": run_time,
+        "exe": [f"/apps/app{i % 40}/bin/app{i % 40}" for i in range(n)],
+        "system": ["facility"] * n,
+        "uid": 1000 + np.arange(n) % 300,
+        "modules": ["POSIX+STDIO"] * n,
+        "nodes_source": ["system"] * n,
+    }
+    return _table("jobs", n, columns)
+
+
+def synthetic_files(jobs: pa.Table, rng) -> pa.Table:
+    n = jobs.num_rows
+    logs = np.repeat(np.arange(n), 2)
+    nprocs = np.asarray(jobs["nprocs"])[logs]
+    shared = (rng.random(2 * n) < 0.3) & (nprocs > 1)
+    written = rng.lognormal(20, 3, 2 * n).astype(np.int64)
+    columns = {
+        "run_id": [RUN] * (2 * n),
+        "log_sha256": np.asarray(jobs["log_sha256"])[logs],
+        "module": ["posix", "stdio"] * n,
+        "record_id": rng.integers(1, 2**63, 2 * n).astype(np.uint64),
+        "rank": np.where(shared, -1, 0),
+        "path": [f"/scratch/p{i % 500}/out{i}.dat" for i in range(2 * n)],
+        "bytes_read": (written * rng.random(2 * n)).astype(np.int64),
+        "bytes_written": written,
+        "reads": rng.integers(1, 10_000, 2 * n),
+        "writes": rng.integers(1, 10_000, 2 * n),
+        "read_time": rng.lognormal(0, 2, 2 * n),
+        "write_time": rng.lognormal(1, 2, 2 * n),
+        "meta_time": rng.lognormal(-2, 2, 2 * n),
+        "open_start": rng.uniform(0.1, 10, 2 * n),
+        "write_end": rng.uniform(10, 100, 2 * n),
+        "slowest_rank_time": rng.lognormal(1, 2, 2 * n),
+        "shared": shared,
+        "sharing": np.where(shared, "N:1", "N:N"),
+        "opens": rng.integers(1, 100, 2 * n),
+    }
+    return _table("files", 2 * n, columns)
+
+
+def _table(name: str, n: int, columns: dict) -> pa.Table:
+    """The table with the store's schema: the columns given, the others null."""
+    schema = TABLES[name]
+    arrays = [
+        pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def make_store(root: Path, n: int) -> Path:
+    rng = np.random.default_rng(2026)
+    store = Store(root)
+    writer = PartWriter(store, RUN)
+    jobs = synthetic_jobs(n, rng)
+    writer.write("jobs", jobs)
+    writer.write("files", synthetic_files(jobs, rng))
+    writer.write("runs", [{"run_id": RUN, "system": "facility", "status": TREE_STATUS,
+                           "study": "facility", "manifest_path": "facility-logs"}])  # fmt: skip
+    writer.commit()
+    store.refresh_views(None)
+    return root
+
+
+def build(store: Path, reports: Path, src: str | None) -> dict:
+    """One report build in a child process: seconds, peak GiB, the page's MB."""
+    env = dict(os.environ, PYTHONPATH=src) if src else dict(os.environ)
+    cmd = [sys.executable, "-c", MEASURE, sys.executable, "-m", "iostudy.cli.cli", "report",
+           "build", "--store", str(store), "--study", "facility",
+           "--reports", str(reports)]  # fmt: skip
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"bench-report: the build failed ({src or 'this tree'}):\n{proc.stderr}")
+    peak_kib = int(proc.stderr.strip().splitlines()[-1])
+    page = Path(proc.stdout.strip().splitlines()[-1])
+    return {"s": seconds, "gib": peak_kib / 2**20, "mb": page.stat().st_size / 1e6}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=100_000, help="synthetic job logs (100,000)")
+    ap.add_argument("--baseline-src", help="analysis/src of an older iostudy, built beside")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+        t0 = time.monotonic()
+        store = make_store(Path(tmp) / "store", args.jobs)
+        print(f"bench-report: a store of {args.jobs:,} job logs in {time.monotonic() - t0:.1f} s")
+        this = build(store, Path(tmp) / "reports", None)
+        base = build(store, Path(tmp) / "reports-base", args.baseline_src) if (
+            args.baseline_src) else None  # fmt: skip
+    print(f"{'':28}{'this tree':>12}" + (f"{'baseline':>12}{'ratio':>8}" if base else ""))
+    for key, what, target in (("s", "report build, s", TARGET_S),
+                              ("gib", "peak memory, GiB", TARGET_GIB),
+                              ("mb", "page, MB", TARGET_PAGE_MB)):  # fmt: skip
+        line = f"{what:28}{this[key]:12.2f}"
+        if base:
+            line += f"{base[key]:12.2f}{this[key] / base[key]:8.2f}"
+        verdict = "met" if this[key] <= target else "MISSED"
+        print(f"{line}   target <= {target:g}: {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
