@@ -58,3 +58,32 @@ def test_a_needed_section_keeps_its_notes():
     assert (
         workload["missing"] == "iostudy ingest LOGROOT --system SYSTEM (a facility's Darshan logs)"
     )
+
+
+def test_headline_figures_against_the_declared_peak():
+    import pandas as pd
+
+    from iostudy.report import headline
+
+    perf = pd.DataFrame(
+        [["r1", "ior_check", "write_mib_s", "MiB/s", 900.0, "local"],
+         ["r2", "ior_check", "write_mib_s", "MiB/s", 1200.0, "local"],
+         ["r2", "ior_check", "read_mib_s", "MiB/s", 3000.0, "other"],
+         ["r2", "mdtest_check", "file_create_ops_s", "ops/s", 500.0, "local"]],
+        columns=["run_id", "check", "variable", "unit", "value", "system"],
+    )  # fmt: skip
+    systems = {"local": {"peaks": {"aggregate_mib_s": 4800, "metadata_ops_s": None}}}
+    assert headline.best_lines(perf, systems) == [
+        # 1200 / 4800 = 25 %
+        "best write: 1200 MiB/s (ior_check write_mib_s on local, run r2; 25% of its declared "
+        "4800 MiB/s)",
+        "best read: 3000 MiB/s (ior_check read_mib_s on other, run r2; no peak declared)",
+        "best metadata rate: 500 ops/s (mdtest_check file_create_ops_s on local, run r2; no "
+        "peak declared)",
+    ]
+    jobs = pd.DataFrame({"mib_s_per_cn": [1.0, 2.0, 3.0, 4.0, None]})
+    # of 1..4: median 2.5, 10th percentile 1.3, 90th 3.7 (linear interpolation)
+    assert headline.job_lines(jobs) == [
+        "5 jobs; MiB/s per compute node of the 4 that moved data: median 2.5 (10th to 90th "
+        "percentile 1.3 to 3.7; iostudy jobs)"
+    ]

@@ -66,6 +66,8 @@ def test_skipped_checks_make_the_report_incomplete_and_say_what_builds_them(buil
     top = page[: page.index('<nav class="toc">')]
     assert '<p class="word">INCOMPLETE</p>' in top
     assert "make spack SYSTEM=local" in top
+    # the acceptance headline: the best write of the I/O models that ran, local declares no peak
+    assert '<ul class="headline"><li>best write: ' in top and "no peak declared" in top
     index = (built["study"] / "index.html").read_text()
     assert ">INCOMPLETE</td>" in index
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from iostudy.core.numfmt import short
 from iostudy.metrics import compare, scaling
-from iostudy.report import layout
+from iostudy.report import layout, probe_report
 from iostudy.report import verdict as verdict_mod
 from iostudy.report.figures import TOLERANCE_PCT
 from iostudy.report.sections import TREE_STATUS, Report
@@ -56,3 +57,66 @@ def summary(r: Report) -> dict:
         if len(ior_cross)
         else "no data",
     }
+
+
+# The headline's measures of a check study: (what, unit, a variable name's word, the system
+# peak it is a fraction of).
+BEST = (
+    ("best write", "MiB/s", "write", "aggregate_mib_s"),
+    ("best read", "MiB/s", "read", "aggregate_mib_s"),
+    ("best metadata rate", "ops/s", "", "metadata_ops_s"),
+)
+
+
+def headline(r: Report, kind: str) -> list[str]:
+    """The kind's headline figures, a line each, with where each comes from: acceptance and
+    regression the best bandwidths and metadata rate against the system's declared peak;
+    interference the probes' variability; characterization the jobs' MiB/s/CN."""
+    if kind == "interference":
+        return probe_lines(r.data["probes"])
+    if kind == "characterization":
+        return job_lines(r.found.get("jobs"))
+    if kind in ("acceptance", "regression", "cross-site"):
+        return best_lines(r.data["perf"], r.options.systems or {})
+    return []
+
+
+def best_lines(perf: pd.DataFrame, systems: dict) -> list[str]:
+    out = []
+    for what, unit, word, peak in BEST:
+        rows = perf[(perf["unit"] == unit) & perf["variable"].str.contains(word)]
+        rows = rows[rows["value"].notna()]
+        if rows.empty:
+            continue
+        best = rows.loc[rows["value"].idxmax()]
+        declared = ((systems.get(best["system"]) or {}).get("peaks") or {}).get(peak)
+        share = (f"{100 * best['value'] / declared:.0f}% of its declared {short(declared)} "
+                 f"{unit}" if declared else "no peak declared")  # fmt: skip
+        where = f"{best['check']} {best['variable']} on {best['system']}, run {best['run_id']}"
+        out.append(f"{what}: {short(best['value'])} {unit} ({where}; {share})")
+    return out
+
+
+def probe_lines(probes: pd.DataFrame) -> list[str]:
+    table = probe_report.variability(probe_report.samples(probes)) if len(probes) else None
+    if table is None or table.empty:
+        return []
+    return [
+        f"interference on {t.system} ({t.writers} writers): bandwidth CoV {t.cov_pct:.1f}% "
+        f"over {t.samples} probes (mean {short(t.mean_mib_s)} MiB/s), imbalance mean "
+        f"{t.mean_imbalance:.2f}, worst {t.max_imbalance:.2f}"
+        for t in table.itertuples()
+    ]
+
+
+def job_lines(jobs: pd.DataFrame | None) -> list[str]:
+    if jobs is None or jobs.empty:
+        return []
+    rates = jobs["mib_s_per_cn"].dropna()
+    if rates.empty:
+        return [f"{len(jobs):,} jobs, none moved data"]
+    return [
+        f"{len(jobs):,} jobs; MiB/s per compute node of the {len(rates):,} that moved data: "
+        f"median {short(rates.median())} (10th to 90th percentile {short(rates.quantile(0.1))}"
+        f" to {short(rates.quantile(0.9))}; iostudy jobs)"
+    ]

@@ -175,6 +175,7 @@ def _page(report: sections.Report, rendered: Rendered, page, study, version, tit
             created=now.strftime("%Y-%m-%d %H:%M:%S UTC"),
             verdict=rendered.verdict,
             kind=rendered.kind,
+            headline=headline.headline(report, rendered.kind),
             summary=headline.summary(report),
             tolerance=f"{figures.TOLERANCE_PCT:g}",
             page=page,

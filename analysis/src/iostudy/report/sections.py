@@ -426,6 +426,7 @@ def jobs_section(r: Report) -> None:
     metric_table = run_metrics(runs_df, iomodel, jobs_t, cross, r.data["perf"])
     colours = figures.colours(set(metric_table["series"]) | set(jobs_t["series"]))
     r.found["crosscheck"] = cross
+    r.found["jobs"] = jobs_t
     if len(jobs_t) <= JOBS_SHOWN:
         r.add("jobs", "figure", "job-mib-s-per-cn", JOBS_CAPTION, jobs_t,
               fig=figures.job_rates_figure(jobs_t, colours) if len(jobs_t) else None, table=True,
