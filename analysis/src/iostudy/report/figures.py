@@ -121,8 +121,30 @@ def fmt(value, digits=3) -> str:
     return f"{v:,.{decimals}f}"
 
 
-def histogram_figure(hist: pd.DataFrame, title: str) -> Figure:
+HISTOGRAM_PANELS = (
+    ("max_write_mib_s", "max write throughput", "MiB/s"),
+    ("max_mib_s_per_node_hour", "max throughput per node-hour", "MiB/s per node-hour"),
+)
+
+
+def histogram_scales(hist: pd.DataFrame) -> dict:
+    """One colour scale per quantity for every histogram of a page (all systems, MPI flavours
+    and sizes in ``hist``), so that one colour is one value in every panel: logarithmic when
+    the values span more than 30x."""
     from matplotlib import colors as mcolors
+
+    scales = {}
+    for column, *_ in HISTOGRAM_PANELS:
+        values = hist[column].to_numpy(float) if column in hist else np.array([])
+        finite = values[np.isfinite(values) & (values > 0)]
+        if len(finite) and finite.max() / finite.min() > 30:
+            scales[column] = mcolors.LogNorm(finite.min(), finite.max())
+        else:
+            scales[column] = mcolors.Normalize(0, finite.max() if len(finite) else 1)
+    return scales
+
+
+def histogram_figure(hist: pd.DataFrame, title: str, scales: dict | None = None) -> Figure:
     from matplotlib import ticker
     from matplotlib.figure import Figure
 
@@ -130,19 +152,12 @@ def histogram_figure(hist: pd.DataFrame, title: str) -> Figure:
     ys = np.arange(0, int(hist["y_log2_procs_per_file"].max()) + 1)
     fig = Figure(figsize=(4.3 + 0.55 * len(xs) * 2, 1.9 + 0.55 * len(ys)), layout="constrained")
     axes = fig.subplots(1, 2)
-    panels = [
-        ("max_write_mib_s", "max write throughput", "MiB/s"),
-        ("max_mib_s_per_node_hour", "max throughput per node-hour", "MiB/s per node-hour"),
-    ]
-    for ax, (column, label, unit) in zip(axes, panels, strict=True):
+    scales = scales or histogram_scales(hist)
+    for ax, (column, label, unit) in zip(axes, HISTOGRAM_PANELS, strict=True):
         grid = np.full((len(ys), len(xs)), np.nan)
         for row in hist.itertuples():
             grid[int(row.y_log2_procs_per_file), int(row.x_log2_io_procs)] = getattr(row, column)
-        finite = grid[np.isfinite(grid) & (grid > 0)]
-        if len(finite) and finite.max() / finite.min() > 30:
-            norm = mcolors.LogNorm(finite.min(), finite.max())
-        else:
-            norm = mcolors.Normalize(0, finite.max() if len(finite) else 1)
+        norm = scales[column]
         mesh = ax.pcolormesh(
             np.append(xs, xs[-1] + 1) - 0.5,
             np.append(ys, ys[-1] + 1) - 0.5,

@@ -385,7 +385,10 @@ def _scaling_figures(add, data: StudyData, runs: list[dict], runs_df: pd.DataFra
 def histograms_section(r: Report) -> None:
     """Seed 003: the 2D histograms of the latest run of each system."""
     iomodel = r.data["iomodel"]
-    for run in latest_runs(r.runs_df).itertuples():
+    latest = list(latest_runs(r.runs_df).itertuples())
+    shown = iomodel[iomodel["run_id"].isin({run.run_id for run in latest})]
+    scales = figures.histogram_scales(histograms(shown)) if len(shown) else None
+    for run in latest:
         hist = histograms(iomodel[iomodel["run_id"] == run.run_id])
         if hist.empty:
             none = f"{run.system}, latest run {run.run_id}: no I/O-model results."
@@ -403,9 +406,10 @@ def histograms_section(r: Report) -> None:
                 ident,
                 f"{what}, latest run {run.run_id}: maximum write throughput (left) and maximum "
                 "throughput per node-hour (right) of the I/O models in each bin of processes "
-                "doing I/O x processes per file, both on log2 bins (seed 003, Fig. 3).",
+                "doing I/O x processes per file, both on log2 bins (seed 003, Fig. 3); one "
+                "colour scale per quantity for every system's panels.",
                 h,
-                fig=figures.histogram_figure(h, f"{what}: {run.run_id}"),
+                fig=figures.histogram_figure(h, f"{what}: {run.run_id}", scales),
             )
 
 

@@ -1,0 +1,38 @@
+"""The report's figures compare across panels: one colour scale per quantity for every
+system's seed-003 histogram (values worked out by hand), and long tables cut with failing rows
+first."""
+
+import pandas as pd
+import pytest
+
+from iostudy.report import figures
+
+
+def hist(write, per_node_hour):
+    return pd.DataFrame({"x_log2_io_procs": [0, 1], "y_log2_procs_per_file": [0, 0],
+                         "max_write_mib_s": write,
+                         "max_mib_s_per_node_hour": per_node_hour})  # fmt: skip
+
+
+def test_one_colour_scale_for_every_systems_histogram():
+    local, cluster = hist([198.0, 600.0], [5e5, 2.5e6]), hist([288.0, 873.0], [1e6, 4e7])
+    scales = figures.histogram_scales(pd.concat([local, cluster]))
+    write = scales["max_write_mib_s"]
+    # 873 / 198 < 30: linear from 0 to the largest of both systems
+    assert (type(write).__name__, write.vmin, write.vmax) == ("Normalize", 0, 873.0)
+    # 4e7 / 5e5 = 80 > 30: logarithmic over both
+    rate = scales["max_mib_s_per_node_hour"]
+    assert (type(rate).__name__, rate.vmin, rate.vmax) == ("LogNorm", 5e5, 4e7)
+    for h in (local, cluster):  # each system's colour bars span the same range
+        fig = figures.histogram_figure(h, "t", scales)
+        bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+        assert [b.get_ylim() for b in bars] == [(0.0, 873.0), pytest.approx((5e5, 4e7))]
+
+
+def test_a_long_table_shows_its_failing_rows_first():
+    table = pd.DataFrame({"value": range(30), "result": ["pass"] * 25 + ["fail"] * 5})
+    shown = figures.page_rows(table)
+    assert len(shown) == figures.ROWS_SHOWN == 12
+    assert list(shown["value"][:5]) == [25, 26, 27, 28, 29] and list(shown["value"][5:]) == [
+        0, 1, 2, 3, 4, 5, 6]  # fmt: skip
+    assert figures.page_rows(table.head(16)).equals(table.head(16))  # a short one whole
