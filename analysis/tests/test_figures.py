@@ -36,3 +36,13 @@ def test_a_long_table_shows_its_failing_rows_first():
     assert list(shown["value"][:5]) == [25, 26, 27, 28, 29] and list(shown["value"][5:]) == [
         0, 1, 2, 3, 4, 5, 6]  # fmt: skip
     assert figures.page_rows(table.head(16)).equals(table.head(16))  # a short one whole
+
+
+def test_time_axes_fit_the_data():
+    t0 = pd.Timestamp("2026-03-02 09:00:00")
+    # runs 10 s apart: 10 s and half a second either side, not a 20-minute axis
+    assert figures.time_span(pd.Series([t0, t0 + pd.Timedelta(seconds=10)])) == (
+        t0 - pd.Timedelta(seconds=0.5), t0 + pd.Timedelta(seconds=10.5))  # fmt: skip
+    # one run: a minute either side, not a span of years
+    assert figures.time_span(pd.Series([t0])) == (
+        t0 - pd.Timedelta(minutes=1), t0 + pd.Timedelta(minutes=1))  # fmt: skip

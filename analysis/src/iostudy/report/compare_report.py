@@ -11,6 +11,7 @@ import pandas as pd
 
 from iostudy.core.numfmt import panels, short
 from iostudy.metrics import compare
+from iostudy.report.figures import time_span
 
 PANELS = 6  # per figure: more series are in the CSV
 
@@ -43,9 +44,7 @@ def over_time_figure(judged: pd.DataFrame):
 
     keys = list(dict.fromkeys(zip(judged["label"], judged["metric"], strict=True)))[:PANELS]
     fig, axes = panels(len(keys), 5.4, 2.6)
-    # at least 10 minutes either side: runs minutes apart still get a readable time axis
-    times = pd.to_datetime(judged["started"])
-    pad = max((times.max() - times.min()) * 0.05, pd.Timedelta(minutes=10))
+    span = time_span(pd.to_datetime(judged["started"]))
     for ax, (label, metric) in zip(axes, keys, strict=True):
         s = judged[(judged["label"] == label) & (judged["metric"] == metric)]
         s = s.sort_values("started")
@@ -63,7 +62,7 @@ def over_time_figure(judged: pd.DataFrame):
         ax.set_title(textwrap.fill(f"{label}: {metric}", 70), fontsize=7)
         ax.set_ylabel(s["unit"].iloc[0], fontsize=7)
         ax.set_ylim(bottom=0)
-        ax.set_xlim(times.min() - pad, times.max() + pad)
+        ax.set_xlim(*span)
         locator = mdates.AutoDateLocator(maxticks=5)
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))

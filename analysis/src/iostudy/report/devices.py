@@ -17,6 +17,7 @@ from iostudy.collect.iostatanalysis import (
     throughput,
 )
 from iostudy.collect.iostatimport import TABLE
+from iostudy.report.figures import time_span
 
 #: the page's section of this module's figures and tables
 SECTION = "iostat"
@@ -52,6 +53,7 @@ def throughput_figure(series: pd.DataFrame):
     for n, (a, b) in enumerate(missing_spans(series)):
         ax.axvspan(a, b, color="grey", alpha=0.25, linewidth=0,
                    label="no record" if n == 0 else None)  # fmt: skip
+    ax.set_xlim(*time_span(series["time"]))  # a capture of seconds on an axis of seconds
     ax.set_ylabel(f"aggregate {unit} ({bucket} s)", fontsize=8)
     ax.set_xlabel("time (UTC)", fontsize=8)
     ax.grid(alpha=0.3)

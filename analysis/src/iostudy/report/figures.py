@@ -223,6 +223,15 @@ def job_rates_figure(rates: pd.DataFrame, colours: dict[str, str]) -> Figure:
     return fig
 
 
+def time_span(times: pd.Series) -> tuple:
+    """A time axis fitted to the data: its span and 5% either side (a minute either side of a
+    single time), so that runs seconds apart are apart, and one run is a point on a readable
+    axis rather than in matplotlib's default span of years."""
+    lo, hi = times.min(), times.max()
+    pad = (hi - lo) * 0.05 if hi > lo else pd.Timedelta(minutes=1)
+    return lo - pad, hi + pad
+
+
 def size_bins(nprocs: pd.Series) -> pd.Series:
     """A job's size bin: its processes rounded down to a power of two (1, 2, 4, ...)."""
     return (2 ** np.floor(np.log2(nprocs.clip(lower=1).astype(float)))).astype("int64")
@@ -270,10 +279,7 @@ def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Fig
     fig, axes = panels(len(names), 5.4, 2.9)
     times = to_time(metric_table["started"]).dt.tz_convert(None)
     table = metric_table.assign(_t=times.to_numpy())
-    # The runs' time span with a margin of at least 10 minutes, so that a single run is a point
-    # on a readable axis rather than in a span of years.
-    pad = max((times.max() - times.min()) * 0.05, pd.Timedelta(minutes=10))
-    span = (times.min() - pad, times.max() + pad)
+    span = time_span(times)
     for ax, name in zip(axes, names, strict=True):
         g = table[table["metric"] == name]
         # Room above the values and the reference range's finite edges, so that a threshold

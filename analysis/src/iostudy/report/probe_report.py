@@ -137,6 +137,7 @@ def histogram_samples(samples_df: pd.DataFrame) -> pd.DataFrame:
 def histogram_figure(chosen: pd.DataFrame):
     """Seed 004's Fig. 2: the histogram of the probe's aggregate bandwidth, per system."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     systems = sorted(chosen["system"].unique())
     fig = Figure(figsize=(4.2 * max(len(systems), 1), 3), layout="constrained")
@@ -150,6 +151,7 @@ def histogram_figure(chosen: pd.DataFrame):
                      f"{shape['bytes_per_writer'] / MIB:g} MiB", fontsize=9)  # fmt: skip
         ax.set_xlabel("aggregate MiB/s", fontsize=8)
         ax.set_ylabel("samples", fontsize=8)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 2.5 samples
         ax.tick_params(labelsize=7)
     return fig
 
