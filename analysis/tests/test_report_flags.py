@@ -10,6 +10,8 @@ module's docstring names the first two quirks: two logs flagged, one clean, one 
 
 import csv
 import io
+import json
+from pathlib import Path
 
 from iostudy.cli.cli import main
 from tests import logcraft
@@ -46,3 +48,9 @@ def test_counts_show_flagged_and_quarantined_logs(tmp_path):
     # and the summary above every section
     summary = (v / "index.html").read_text().split('<dl class="summary">')[1].split("</dl>")[0]
     assert f"<dt>{FLAGGED}</dt><dd>2</dd>" in summary
+    # and each flagged log is listed with its reasons (the ppc64 log of 3.00 and the killed one)
+    rows = csv.DictReader(io.StringIO((v / "flagged-logs.csv").read_text()))
+    listed = {Path(r["log_path"]).name: json.loads(r["flags"]) for r in rows}
+    assert set(listed) == {"ppc64-300.darshan", "killed.darshan"}
+    assert all(reasons and all(isinstance(x, str) for x in reasons) for reasons in listed.values())
+    assert 'id="flagged-logs"' in (v / "index.html").read_text()

@@ -545,6 +545,13 @@ def counts_section(r: Report) -> None:
         quarantine,
         table=True,
     )
+    jobs = r.data["jobs"]
+    flagged = jobs.loc[jobs["flags"].notna(), ["run_id", "log_path", "flags"]]
+    if len(flagged):  # listed where they are counted: what was stored as null, and why
+        r.add("counts", "table", "flagged-logs", f"Flagged logs ({len(flagged)}): values a log "
+              "holds that cannot be right (iostudy.logs.plausibility), stored as null and left "
+              "out of every figure and mean; the rest of the log is in.", flagged,
+              table=True)  # fmt: skip
 
 
 def provenance_section(r: Report) -> None:
