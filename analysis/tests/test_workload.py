@@ -12,6 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from iostudy.cli import cli
+from iostudy.core import numfmt
 from iostudy.logs import modules
 from iostudy.metrics import jobstats, workload, workload_figures, workload_tables
 from iostudy.report import figures
@@ -491,10 +492,10 @@ def test_figures_on_one_bin_and_one_project(jobs):
 
 
 def test_binary_bytes():
-    assert workload_figures.binary_bytes(0) == "0 B"
-    assert workload_figures.binary_bytes(512) == "512 B"
-    assert workload_figures.binary_bytes(1536) == "1.5 KiB"
-    assert workload_figures.binary_bytes(3 * 2**40) == "3 TiB"
+    assert numfmt.binary_bytes(0) == "0 B"
+    assert numfmt.binary_bytes(512) == "512 B"
+    assert numfmt.binary_bytes(1536) == "1.5 KiB"
+    assert numfmt.binary_bytes(3 * 2**40) == "3 TiB"
 
 
 # Near the store's bound (iostudy.logs.plausibility: values below 2^62) and multiples of 2^14, so

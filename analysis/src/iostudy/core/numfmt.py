@@ -42,3 +42,13 @@ def panels(n: int, width: float, height: float, ncols: int = 2, extra_height: fl
     for ax in axes[n:]:
         ax.set_visible(False)
     return fig, axes[:n]
+
+
+def binary_bytes(value: float) -> str:
+    """Bytes with a binary prefix: 0 B, 512 B, 1.5 KiB, 3.2 TiB."""
+    v = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(v) < 1024 or unit == "PiB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.3g} {unit}"
+        v /= 1024
+    return f"{v:.3g} EiB"  # pragma: no cover

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from iostudy.core.numfmt import panels, short
+from iostudy.core.numfmt import binary_bytes, panels, short
 from iostudy.metrics.workload_tables import BYTE_CLASSES, INTERFACES, OTHER, SIZE_BINS, STRATEGIES
 
 if TYPE_CHECKING:
@@ -45,16 +45,6 @@ def _text(value, width: int = 28) -> str:
         text = text[: width - 1] + "…"
     text = text.replace("$", r"\$")
     return " " + text if text.startswith("_") else text
-
-
-def binary_bytes(value: float) -> str:
-    """Bytes with a binary prefix: 0 B, 512 B, 1.5 KiB, 3.2 TiB."""
-    v = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(v) < 1024 or unit == "PiB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.3g} {unit}"
-        v /= 1024
-    return f"{v:.3g} EiB"  # pragma: no cover
 
 
 def _share_bars(ax, frame, measure, categories, stacked, ylabel, annotate_jobs=False):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from iostudy.core.numfmt import panels, short
+from iostudy.core.numfmt import binary_bytes, panels, short
 from iostudy.metrics import metrics
 
 if TYPE_CHECKING:
@@ -421,6 +421,12 @@ def page_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.head(ROWS_SHOWN)
 
 
+def is_bytes(column: str) -> bool:
+    """A column of byte counts (bytes, bytes_read, io_volume_bytes ...): shown with a binary
+    prefix on the page."""
+    return column == "bytes" or column.startswith("bytes_") or column.endswith("_bytes")
+
+
 def rows(df: pd.DataFrame) -> dict:
     """A DataFrame as header + rows of (text, CSS class) cells for the template."""
     rows = []
@@ -432,6 +438,8 @@ def rows(df: pd.DataFrame) -> dict:
             elif isinstance(v, bool | np.bool_):
                 text = "yes" if v else "no"
                 row.append((text, text if c in VERDICTS else ""))
+            elif isinstance(v, int | float | np.integer | np.floating) and is_bytes(c):
+                row.append((binary_bytes(v), "num"))  # 2.25 GiB; the CSV has the bytes
             elif isinstance(v, int | float | np.integer | np.floating):
                 plain = c in PLAIN and float(v).is_integer()
                 row.append((str(int(v)) if plain else fmt(v), "num"))
