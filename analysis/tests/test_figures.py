@@ -40,9 +40,12 @@ def test_a_long_table_shows_its_failing_rows_first():
 
 def test_time_axes_fit_the_data():
     t0 = pd.Timestamp("2026-03-02 09:00:00")
-    # runs 10 s apart: 10 s and half a second either side, not a 20-minute axis
-    assert figures.time_span(pd.Series([t0, t0 + pd.Timedelta(seconds=10)])) == (
-        t0 - pd.Timedelta(seconds=0.5), t0 + pd.Timedelta(seconds=10.5))  # fmt: skip
+    # runs 100 s apart: 100 s and 5 s either side, not a 20-minute axis
+    assert figures.time_span(pd.Series([t0, t0 + pd.Timedelta(seconds=100)])) == (
+        t0 - pd.Timedelta(seconds=5), t0 + pd.Timedelta(seconds=105))  # fmt: skip
+    # runs milliseconds apart: a second either side, where a date axis still has ticks
+    assert figures.time_span(pd.Series([t0, t0 + pd.Timedelta(milliseconds=3)])) == (
+        t0 - pd.Timedelta(seconds=1), t0 + pd.Timedelta(milliseconds=1003))  # fmt: skip
     # one run: a minute either side, not a span of years
     assert figures.time_span(pd.Series([t0])) == (
         t0 - pd.Timedelta(minutes=1), t0 + pd.Timedelta(minutes=1))  # fmt: skip

@@ -224,11 +224,12 @@ def job_rates_figure(rates: pd.DataFrame, colours: dict[str, str]) -> Figure:
 
 
 def time_span(times: pd.Series) -> tuple:
-    """A time axis fitted to the data: its span and 5% either side (a minute either side of a
-    single time), so that runs seconds apart are apart, and one run is a point on a readable
-    axis rather than in matplotlib's default span of years."""
+    """A time axis fitted to the data: its span and 5% either side (at least a second; a minute
+    either side of a single time), so that runs seconds apart are apart, and one run is a point
+    on a readable axis rather than in matplotlib's default span of years."""
     lo, hi = times.min(), times.max()
-    pad = (hi - lo) * 0.05 if hi > lo else pd.Timedelta(minutes=1)
+    # at least a second either side: a date axis has no ticks finer than that
+    pad = max((hi - lo) * 0.05, pd.Timedelta(seconds=1)) if hi > lo else pd.Timedelta(minutes=1)
     return lo - pad, hi + pad
 
 
