@@ -145,25 +145,43 @@ IOMODEL_FIELDS = (
 )
 
 
-def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, campaign_params=None):
-    """Rows of one iomodel.jsonl and the problems of the lines that are not benchmark output.
-    case: the ReFrame test case that wrote it (system, environ, parameters), when known."""
-    case = case or {}
-    params = _case_parameters(case, campaign_params)
-    rows, problems = [], []
+def _checked_records(lines, check) -> tuple[list[dict], list[str]]:
+    """The JSON records of a benchmark's output lines that ``check`` accepts (it raises
+    ValueError saying why not), and the problems of the other lines ("line N: why")."""
+    records, problems = [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-            if not isinstance(rec, dict) or rec.get("benchmark") != "iomodel":
-                raise ValueError("not an iomodel record")
-            for key in ("n", "p", "f", "m", "bytes", "write_seconds", "write_mib_s"):
-                if rec.get(key) is None:
-                    raise ValueError(f"no {key}")
+            check(rec)
         except ValueError as exc:
             problems.append(f"line {number}: {exc}")
             continue
+        records.append(rec)
+    return records, problems
+
+
+def _require(rec: dict, keys) -> None:
+    for key in keys:
+        if rec.get(key) is None:
+            raise ValueError(f"no {key}")
+
+
+def _iomodel_record(rec) -> None:
+    if not isinstance(rec, dict) or rec.get("benchmark") != "iomodel":
+        raise ValueError("not an iomodel record")
+    _require(rec, ("n", "p", "f", "m", "bytes", "write_seconds", "write_mib_s"))
+
+
+def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, campaign_params=None):
+    """Rows of one iomodel.jsonl and the problems of the lines that are not benchmark output.
+    case: the ReFrame test case that wrote it (system, environ, parameters), when known."""
+    case = case or {}
+    params = _case_parameters(case, campaign_params)
+    records, problems = _checked_records(lines, _iomodel_record)
+    rows = []
+    for rec in records:
         row = {k: rec.get(k) for k in IOMODEL_FIELDS}
         row.update(
             run_id=run_id,
@@ -190,24 +208,20 @@ def log_tags_json(tags: dict) -> str:
     return json.dumps({str(k): str(v) for k, v in tags.items()}, sort_keys=True)
 
 
+def _ior_record(rec) -> None:
+    tags = rec.get("log_tags") if isinstance(rec, dict) else None
+    if not isinstance(tags, dict) or tags.get("check") != "ior_check":
+        raise ValueError("not an ior_check record")
+    _require(rec, ("operation", "iteration", "bw_mib_s", "aggregate_bytes"))
+
+
 def ior_rows(lines, run_id: str, system: str | None):
     """Rows of one ior.jsonl (ior_check: one IOR result per line, with the job's log tags under
     "log_tags") and the problems of the lines that are not."""
-    rows, problems = [], []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            tags = rec.get("log_tags") if isinstance(rec, dict) else None
-            if not isinstance(tags, dict) or tags.get("check") != "ior_check":
-                raise ValueError("not an ior_check record")
-            for key in ("operation", "iteration", "bw_mib_s", "aggregate_bytes"):
-                if rec.get(key) is None:
-                    raise ValueError(f"no {key}")
-        except ValueError as exc:
-            problems.append(f"line {number}: {exc}")
-            continue
+    records, problems = _checked_records(lines, _ior_record)
+    rows = []
+    for rec in records:
+        tags = rec["log_tags"]
         fields = {**rec, **tags}
         row = {k: fields.get(k) for k in IOR_FIELDS}
         row.update(
