@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 CLASSES = ("N:N", "N:1", "N:M")
-UNIQUE, SHARED, PARTIAL = CLASSES
+UNIQUE = CLASSES[0]
 _BYTES = np.array([c.encode() for c in CLASSES], dtype="S3")
 
 
@@ -45,16 +45,6 @@ def as_bytes(index: np.ndarray) -> tuple[np.ndarray, bytes]:
     """Classes as a string column's int32 offsets and UTF-8 bytes (every name is 3 bytes)."""
     offsets = np.arange(0, 3 * len(index) + 1, 3, dtype=np.int32)
     return offsets, _BYTES[index].tobytes()
-
-
-def of_ranks(ranks: set[int], nprocs: int) -> str:
-    """One file's class from the ranks of its records (-1: reduced), as :func:`classes`."""
-    nranks = len(ranks - {-1})
-    if nprocs <= 1:
-        return UNIQUE
-    if -1 in ranks or nranks >= nprocs:
-        return SHARED
-    return UNIQUE if nranks <= 1 else PARTIAL
 
 
 # The rule over a (log, record id) group of the files table, for rows stored without a class:

@@ -2,6 +2,8 @@
 
 from datetime import datetime, timezone
 
+import numpy as np
+
 from iostudy.logs import sharing
 
 # Counters summed into each figure, per module (PyDarshan module names and counter names).
@@ -58,16 +60,20 @@ def _timestamp(sec, nsec):
     return datetime.fromtimestamp(sec + nsec / 1e9, timezone.utc).isoformat(timespec="seconds")
 
 
-def _file_ranks(log) -> dict:
-    """Each record id's ranks over every module of the log (a file's class is over all)."""
-    ranks = {}
-    for mod in MODULE_COUNTERS:
-        for rec in log["records"].get(mod, ()):
-            ranks.setdefault(rec["id"], set()).add(rec["rank"])
-    return ranks
+def _file_classes(log) -> dict:
+    """Each record id's sharing class (iostudy.logs.sharing), over every module of the log."""
+    recs = [(rec["id"], rec["rank"]) for mod in MODULE_COUNTERS
+            for rec in log["records"].get(mod, ())]  # fmt: skip
+    if not recs:
+        return {}
+    ids = np.array([i for i, _ in recs], np.uint64)
+    index = sharing.classes(np.zeros(len(recs), np.int64), ids,
+                            np.array([r for _, r in recs], np.int64),
+                            np.array([int(log["job"]["nprocs"])]))  # fmt: skip
+    return {int(i): sharing.CLASSES[c] for i, c in zip(ids.tolist(), index.tolist(), strict=True)}
 
 
-def _module_summary(log, mod, top, file_ranks):
+def _module_summary(log, mod, top, file_classes):
     records = log["records"][mod]
     totals = dict.fromkeys(MODULE_COUNTERS[mod], 0)
     # Records are per (file, rank); a file seen by several ranks is one row of the top list.
@@ -88,7 +94,7 @@ def _module_summary(log, mod, top, file_ranks):
         top_files.append(
             {
                 "name": log["name_records"].get(rec_id, rec_id),
-                "sharing": sharing.of_ranks(file_ranks.get(rec_id, ranks), log["job"]["nprocs"]),
+                "sharing": file_classes[rec_id],
                 "nranks": len(ranks - {-1}),
                 **f,
             }
@@ -106,7 +112,7 @@ def _module_summary(log, mod, top, file_ranks):
 def summarize(log, top=5):
     """Job facts, per-module totals and the ``top`` files by bytes moved."""
     job = log["job"]
-    file_ranks = _file_ranks(log)
+    file_classes = _file_classes(log)
     return {
         "path": log["path"],
         "jobid": job["jobid"],
@@ -119,7 +125,7 @@ def summarize(log, top=5):
         "metadata": job["metadata"],
         "exe": log["exe"],
         "modules": [
-            _module_summary(log, mod, top, file_ranks)
+            _module_summary(log, mod, top, file_classes)
             for mod in MODULE_COUNTERS
             if mod in log["records"]
         ],
