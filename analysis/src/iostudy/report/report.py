@@ -211,13 +211,13 @@ def render(
     options = options or ReportOptions()
     anonymizer = options.anonymizer
     runs_df = pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in runs])
-    items = []
+    items, frames = [], {}
 
     def add(section, kind, ident, caption, df, fig=None, table=False, hide=()):
         csv = f"{ident}.csv"
         if anonymizer is not None:
             df = anonymizer.frame(df)
-        df.to_csv(out / csv, index=False, lineterminator="\n")
+        frames[ident] = df  # written once the page's layout says the item is on it
         shown = figures.page_rows(df.drop(columns=list(hide))) if table and len(df) else None
         items.append(
             {
@@ -239,9 +239,8 @@ def render(
     systems = sorted(runs_df["system"].dropna().astype(str).unique()) if len(runs_df) else []
     page = layout.sections(kind, items, systems)
     shown = [item for sec in page for item in sec["entries"]]
-    for item in items:  # a section without data is not on the page: nor is its empty CSV
-        if item not in shown:
-            (out / item["csv"]).unlink()
+    for item in shown:  # a section without data is not on the page: nor is its empty CSV
+        frames[item["id"]].to_csv(out / item["csv"], index=False, lineterminator="\n")
     rendered = Rendered(shown, headline.study_verdict(report), kind)
     (out / "index.html").write_text(_page(report, rendered, page, study, version, title, now))
     return rendered
