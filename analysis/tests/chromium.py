@@ -156,10 +156,13 @@ def load(  # noqa: C901
     ev_r, ev_w = os.pipe()  # the browser's fd 4 -> its replies
 
     def child_fds():
-        # dup first: dup2 onto the same number would keep the close-on-exec flag.
+        # dup first, so that neither dup2 closes the other's source; then clear close-on-exec
+        # (a dup that lands on 3 or 4 itself makes its dup2 a no-op that keeps the flag).
         a, b = os.dup(cmd_r), os.dup(ev_w)
         os.dup2(a, 3)
         os.dup2(b, 4)
+        os.set_inheritable(3, True)
+        os.set_inheritable(4, True)
 
     # stderr to a file: a pipe nobody reads while the page loads could fill and stall the browser.
     with (
@@ -207,7 +210,7 @@ def load(  # noqa: C901
                 pipe.call("Browser.close", timeout=10)
             except (EOFError, TimeoutError):
                 pass
-        except (EOFError, TimeoutError) as exc:
+        except (EOFError, TimeoutError, BrokenPipeError) as exc:  # the browser is gone
             proc.kill()
             proc.wait()
             stderr_file.seek(0)
