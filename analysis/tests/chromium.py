@@ -13,12 +13,14 @@ import base64
 import io
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 PACKAGE = "chromium"
 # As root Chromium needs --no-sandbox; the network flags keep it from calling out (the machine
@@ -40,19 +42,50 @@ FLAGS = [
 # A report page's budget (issue: reports that are verdicts): at 1,400 px wide, at most
 # 15,000 px tall and 2 MB.
 PAGE_WIDTH, PAGE_HEIGHT, PAGE_BYTES = 1400, 15_000, 2_000_000
+#: a folder to keep each budget-checked page's full screenshot in (study-version-height.png)
+SCREENSHOTS = "IOSTUDY_SCREENSHOTS"
 
 
 def assert_within_budget(page, chromium: str | None = None) -> int:
     """The page, loaded whole at PAGE_WIDTH, is at most PAGE_HEIGHT tall and PAGE_BYTES big,
-    without a console error; returns its height."""
+    without a console error, and none of its sections is empty; returns its height."""
     from PIL import Image
 
     load_ = load(page.resolve().as_uri(), width=PAGE_WIDTH, full_page=True, chromium=chromium)
     assert load_.errors() == [], page
     height = Image.open(io.BytesIO(load_.screenshot)).size[1]
+    if shots := os.environ.get(SCREENSHOTS):  # to look at every page the tests check
+        name = f"{page.parent.parent.name}-{page.parent.name}-{height}px.png"
+        (Path(shots) / name).write_bytes(load_.screenshot)
     assert height <= PAGE_HEIGHT, f"{page}: {height} px tall"
     assert page.stat().st_size <= PAGE_BYTES, f"{page}: {page.stat().st_size} bytes"
+    assert_no_empty_section(page)
     return height
+
+
+def assert_no_empty_section(page) -> list[str]:
+    """Every section of a report page shows something: a figure, a table, or the one line that
+    names the command bringing its data. Returns the sections' ids in page order."""
+    html = page.read_text()
+    found = re.findall(r'<section id="([^"]+)">(.*?)</section>', html, flags=re.S)
+    assert found, f"{page}: no section"
+    for ident, body in found:
+        assert "<svg" in body or "<table" in body or 'class="missing"' in body, (page, ident)
+    return [ident for ident, _ in found]
+
+
+def verdict_at_top(page) -> dict:
+    """The report's verdict as MANIFEST.json records it (``report``: kind, verdict, reasons),
+    after checking that the page states the same word, and each reason, above its contents."""
+    import html as html_mod
+
+    report = json.loads((page.parent / "MANIFEST.json").read_text())["report"]
+    text = page.read_text()
+    top = html_mod.unescape(text[: text.index('<nav class="toc">')])
+    assert f'<p class="word">{report["verdict"]}</p>' in top, page
+    for reason in report["reasons"]:
+        assert reason in top, (page, reason)
+    return report
 
 
 def assert_not_blank(png: bytes):

@@ -15,7 +15,7 @@ import pytest
 from iostudy.cli import cli
 from iostudy.metrics import compare
 
-from . import cpuquota
+from . import chromium, cpuquota
 from .testdata import REPO_ROOT
 
 
@@ -183,3 +183,25 @@ def test_throttled_run_is_flagged_and_unchanged_rerun_is_not(tmp_path, capsys):
     judged = compare.judge(compare.results(store), tolerance=float(TOLERANCE))
     fpp = judged[(judged["run_id"] == slow) & (judged["variable"] == "fpp_write_mib_s")]
     assert fpp["change_pct"].iloc[0] < -100 * float(TOLERANCE), fpp
+    report_of_the_series(store, results, slow)
+
+
+def report_of_the_series(store: Path, results: Path, slow: str) -> None:
+    """The study's report is of the regression kind (six runs of one campaign on one system):
+    at its top the throttled run fails (its values under the reference floor: FAIL comes
+    first) and its fall against the history's median is among the reasons; the page keeps
+    its budget and loads in Chromium."""
+    reports = store.parent / "reports"
+    assert cli.main(["report", "build", "--store", str(store), "--results", str(results),
+                     "--study", "regression", "--reports", str(reports)]) == 0  # fmt: skip
+    page = reports / "regression" / "v1" / "index.html"
+    report = chromium.verdict_at_top(page)
+    assert report["kind"] == "regression" and report["verdict"] == "FAIL", report
+    assert any(line.startswith(f"run {slow} on local: ReFrame failed") for line in
+               report["reasons"]), report  # fmt: skip
+    fell = [line for line in report["reasons"] if "fpp_write_mib_s" in line and slow in line
+            and "% against the median (" in line]  # fmt: skip
+    assert fell, report["reasons"]
+    sections = chromium.assert_no_empty_section(page)
+    assert sections[:3] == ["counts", "regressions", "over-runs"], sections
+    chromium.assert_within_budget(page)

@@ -49,3 +49,39 @@ def test_time_axes_fit_the_data():
     # one run: a minute either side, not a span of years
     assert figures.time_span(pd.Series([t0])) == (
         t0 - pd.Timedelta(minutes=1), t0 + pd.Timedelta(minutes=1))  # fmt: skip
+
+
+def test_a_table_shows_its_verdict_second_and_states_shared_values_once():
+    table = pd.DataFrame({"run_id": ["r1", "r2", "r3"], "api": ["POSIX"] * 3,
+                          "transfer_size": [4 << 20] * 3, "value": [1.0, 2.0, 3.0],
+                          "result": ["pass", "fail", "pass"]})  # fmt: skip
+    shown = figures.rows(table)
+    assert shown["header"] == ["run_id", "result", "value"]
+    assert shown["rows"][1] == [("r2", ""), ("fail", "fail"), ("2", "num")]
+    # stated once under the table, in the page's units (a size in MiB, not 4,194,304)
+    assert shown["same"] == [("api", "POSIX"), ("transfer_size", "4 MiB")]
+    # two rows alike are not yet a pattern: every column stays
+    assert figures.rows(table.head(2))["header"] == ["run_id", "result", "api", "transfer_size",
+                                                     "value"]  # fmt: skip
+
+
+def test_a_cross_check_without_its_log_reads_no_log_not_no():
+    table = pd.DataFrame({"run_id": ["r1"], figures.WITHIN: pd.array([pd.NA], "boolean")})
+    assert figures.rows(table)["rows"] == [[("r1", ""), ("no log", "")]]
+
+
+def test_legends_go_below_the_panels_and_axes_of_zeros_still_read():
+    from iostudy.core.plotting import headroom, legend_below, panels
+
+    fig, axes = panels(2, 3.0, 2.0)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="local")
+        ax.plot([0, 1], [1, 0], label="a label long enough to need its own column of the legend")
+        ax.legend()
+    legend_below(fig)
+    assert all(ax.get_legend() is None for ax in axes)  # nothing drawn over the data
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "local", "a label long enough to need its own column of the legend"]  # fmt: skip
+    assert legend._ncols == 1  # a 6-inch figure holds one column of that label
+    assert headroom([0.0, 0.0]) == 1.0 and headroom([2.0, float("inf")], [5.0]) == 6.0

@@ -48,11 +48,12 @@ def test_sections_in_the_kinds_order_and_only_with_data():
     }
 
 
-def test_a_needed_section_keeps_its_notes():
+def test_a_needed_section_of_notes_alone_and_no_command_is_not_shown():
+    """A kind's section without data says which command brings it; when no command does (the
+    jobs of a characterization come with its logs), it is not on the page at all."""
     note = item("jobs", "job-mib-s-per-cn", kind="note")
     page = layout.sections("characterization", [note], ["a", "b"])
-    jobs = next(s for s in page if s["key"] == "jobs")
-    assert jobs["entries"] == [note] and jobs["missing"] is None
+    assert "jobs" not in [s["key"] for s in page]
     workload = next(s for s in page if s["key"] == "workload")
     # two systems: the command names none of them
     assert (

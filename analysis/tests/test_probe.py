@@ -146,10 +146,11 @@ def test_interference_shows_in_the_samples_and_the_report(configs_copy, tmp_path
     assert csv["imbalance"].round(6).tolist() == samples["imbalance"].round(6).tolist()
     load = chromium.load(page.as_uri())
     assert not load.errors(), load.errors()
-    # an interference study: its layout within the page budget
-    assert json.loads((page.parent / "MANIFEST.json").read_text())["report"]["kind"] == (
-        "interference"
-    )
+    # an interference study: its layout within the page budget; two campaigns of four
+    # repetitions ran and passed
+    report = chromium.verdict_at_top(page)
+    assert report["kind"] == "interference" and report["verdict"] == "PASS", report
+    assert report["reasons"][0].startswith("8 test cases ran and passed, "), report
     chromium.assert_within_budget(page)
 
 

@@ -8,11 +8,13 @@ index of versions shows the verdict. The page loads in headless Chromium without
 """
 
 import json
+import shutil
 
 import pytest
 
 from iostudy.cli.cli import main
 from tests import chromium
+from tests.sites import trust
 
 CAMPAIGN = {
     "name": "smallquick",
@@ -48,7 +50,7 @@ def built(tmp_path_factory):
         assert main(["ingest", str(run_dir), "--store", str(store)]) == 0
         assert main(["report", "build", "--store", str(store), "--results", str(results),
                      "--study", "smallquick", "--reports", str(reports)]) == 0  # fmt: skip
-    return {"run_dir": run_dir, "study": reports / "smallquick", "spack": spack}
+    return {"run_dir": run_dir, "study": reports / "smallquick", "spack": spack, "store": store}
 
 
 def test_skipped_checks_make_the_report_incomplete_and_say_what_builds_them(built):
@@ -81,3 +83,30 @@ def test_the_incomplete_report_loads_in_chromium(built, tmp_path):
         assert load.errors() == [], page
         chromium.assert_not_blank(load.screenshot)
     chromium.assert_within_budget(built["study"] / "v1" / "index.html", binary)
+
+
+def test_the_same_campaign_at_another_site_makes_a_cross_site_report(built, tmp_path):
+    """The real run ingested again into a second store, exported as site-b's bundle and
+    imported beside this site's: a cross-site report of real runs, whose verdict names each
+    site's skipped checks, within the page budget, no section empty."""
+    store_a, store_b, bundle = tmp_path / "store-a", tmp_path / "store-b", tmp_path / "b.tar"
+    shutil.copytree(built["store"], store_a)  # the module's store stays as it was
+    assert main(["ingest", str(built["run_dir"]), "--store", str(store_b)]) == 0
+    results = str(built["run_dir"].parent)  # where the runs' manifests are
+    assert main(["export", "--store", str(store_b), "--out", str(bundle), "--site", "site-b",
+                 "--results", results]) == 0  # fmt: skip
+    trust(store_a, store_b, "site-b")
+    assert main(["import", str(bundle), "--store", str(store_a)]) == 0
+    reports = tmp_path / "reports"
+    assert main(["report", "build", "--store", str(store_a), "--study", "smallquick",
+                 "--reports", str(reports), "--results", results]) == 0  # fmt: skip
+    page = reports / "smallquick" / "v1" / "index.html"
+    report = chromium.verdict_at_top(page)
+    assert report["kind"] == "cross-site" and report["verdict"] == "INCOMPLETE", report
+    # one line per check and reason: the two sites' runs skipped IOR for the same reason
+    assert [r.split(":")[0] for r in report["reasons"]] == ["ior_check", "mdtest_check"]
+    assert report["reasons"][0].startswith("ior_check: 4 cases did not run: ior is not built")
+    chromium.assert_within_budget(page)
+    sections = chromium.assert_no_empty_section(page)
+    # the I/O models' values of both sites side by side
+    assert sections[:3] == ["counts", "cross-site", "systems"], sections

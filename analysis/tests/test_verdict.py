@@ -87,7 +87,9 @@ def test_a_regression_of_the_latest_run_only():
     )  # fmt: skip
     v = verdict([run()], PASSING, history)
     assert v.word == "REGRESSED"  # f1's regression is history: its latest run is ok
-    assert v.reasons == (f"mdtest create on local: 500 ops/s, -50.0% against the {HIST} (run r1)",)
+    assert v.reasons == (
+        f"mdtest create on local: 500 ops/s, -50.0% against the median ({HIST}; run r1)",
+    )
 
 
 def test_a_study_without_checks_is_data():

@@ -1,6 +1,4 @@
-"""Units, how figures write numbers, and the grid of panels of a many-panel figure."""
-
-import math
+"""Units, and how figures and tables write numbers."""
 
 #: bytes in a MiB, the unit of every size and bandwidth iostudy reports
 MIB = 1 << 20
@@ -27,21 +25,6 @@ def short(value) -> str:
             v /= factor
             return (f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}") + suffix
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
-
-
-def panels(n: int, width: float, height: float, ncols: int = 2, extra_height: float = 0.0, **kw):
-    """A constrained-layout figure of n panels of width x height inches, ncols to a row (fewer
-    when n is smaller), and its n axes in reading order (the grid's spare cells hidden). kw:
-    for Figure.subplots (sharey...)."""
-    from matplotlib.figure import Figure
-
-    ncols = max(1, min(ncols, n))
-    nrows = math.ceil(n / ncols)
-    fig = Figure(figsize=(width * ncols, height * nrows + extra_height), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False, **kw).ravel()
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    return fig, axes[:n]
 
 
 def binary_bytes(value: float) -> str:

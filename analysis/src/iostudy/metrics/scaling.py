@@ -26,7 +26,8 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-from iostudy.core.numfmt import MIB, panels, short
+from iostudy.core.numfmt import MIB, short
+from iostudy.core.plotting import fitted_title, legend_below, panels
 from iostudy.metrics import metrics
 
 #: The checks of the scaling campaign: their points are drawn here, not as metrics over runs.
@@ -158,10 +159,12 @@ def pass_fail_table(perf: pd.DataFrame) -> pd.DataFrame:
 
 
 def ior_crosscheck_table(ior, files, jobs) -> pd.DataFrame:
-    """metrics.ior_crosscheck with the columns a reader needs and the difference in %."""
+    """metrics.ior_crosscheck with the columns a reader needs and the difference in %; a run
+    without a log is not judged (its verdict is missing, not "no")."""
     t = metrics.ior_crosscheck(ior, files, jobs)
     t.insert(t.columns.get_loc("rel_diff"), "difference_pct", 100 * t["rel_diff"])
     t = t.rename(columns={"within_tolerance": WITHIN})
+    t[WITHIN] = t[WITHIN].astype("boolean").mask(t["log_mib_s"].isna())
     cols = ["run_id", "system", "environ", "repetition", "api", "layout", "target",
             "transfer_size", "procs", "nodes", "operation", "iterations", "ior_mib_s",
             "log_mib_s", "ior_seconds", "log_seconds", "difference_pct", WITHIN]  # fmt: skip
@@ -275,15 +278,8 @@ def ior_scaling_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> 
             ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-    handles, labels = {}, []
-    for ax in axes.ravel():
-        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            if lab not in handles:
-                handles[lab] = h
-                labels.append(lab)
-    fig.legend([handles[lab] for lab in labels], labels, loc="outside lower center", ncols=3,
-               fontsize=7)  # fmt: skip
-    fig.suptitle(title, fontsize=10)
+    legend_below(fig)
+    fitted_title(fig, title)
     return fig
 
 
@@ -320,6 +316,6 @@ def metadata_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> Fig
         ax.set_ylabel("ops/s", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6, loc="lower right")
-    fig.suptitle(title, fontsize=10)
+    legend_below(fig)
+    fitted_title(fig, title)
     return fig

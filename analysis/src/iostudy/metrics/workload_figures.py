@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from iostudy.core.numfmt import binary_bytes, panels, short
+from iostudy.core.numfmt import binary_bytes, short
+from iostudy.core.plotting import legend_below, panels
 from iostudy.metrics.workload_tables import BYTE_CLASSES, INTERFACES, OTHER, SIZE_BINS, STRATEGIES
 
 if TYPE_CHECKING:
@@ -194,7 +195,7 @@ def projects_figure(top: pd.DataFrame) -> Figure:
     ax.set_xlabel("bytes (the jobs' POSIX and STDIO records)", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    legend_below(fig)
     return fig
 
 
@@ -275,7 +276,7 @@ def access_sizes_figure(sizes: pd.DataFrame) -> Figure:
         ax.tick_params(axis="y", labelsize=7)
         ax.set_ylabel("% of accesses", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=6, loc="upper right")
+    legend_below(fig)
     fig.supxlabel("access size (bytes)", fontsize=8)
     return fig
 

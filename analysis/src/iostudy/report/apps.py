@@ -37,6 +37,7 @@ import pandas as pd
 from iostudy.benchmarks import registry
 from iostudy.benchmarks.hmmer import RESULTS as HMMER_RESULTS
 from iostudy.core.numfmt import integral, short
+from iostudy.core.plotting import headroom
 from iostudy.metrics import scaling
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def perf_figure(bars: pd.DataFrame, title: str) -> Figure:
                                     fontsize=6)  # fmt: skip
         ax.set_xticks(x, [textwrap.fill(g, 22) for g in groups], fontsize=7)
         ax.set_ylabel(unit, fontsize=8)
-        ax.set_ylim(0, max(float(np.nanmax(of_unit["max"].to_numpy(dtype=float))) * 1.2, 1e-9))
+        ax.set_ylim(0, headroom(of_unit["max"]))
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
         ax.tick_params(axis="y", labelsize=7)
         ax.grid(axis="y", alpha=0.3)

@@ -9,7 +9,8 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from iostudy.core.numfmt import panels, short
+from iostudy.core.numfmt import short
+from iostudy.core.plotting import legend_below, panels
 from iostudy.metrics import compare
 from iostudy.report.figures import time_span
 
@@ -35,7 +36,7 @@ def cross_site_figure(side: pd.DataFrame):
         ax.tick_params(labelsize=7)
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
         ax.grid(axis="x", alpha=0.3)
-        ax.legend(fontsize=6, loc="lower right")
+    legend_below(fig)
     return fig
 
 
@@ -68,7 +69,7 @@ def over_time_figure(judged: pd.DataFrame):
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="lower left")
+    legend_below(fig)
     return fig
 
 
@@ -77,6 +78,12 @@ def add_section(add, perf: pd.DataFrame, runs: pd.DataFrame, descriptions: dict)
     table = compare.results_of(perf, runs)
     if table.empty:
         return
+    if table["label"].nunique() > 1:  # one system has nothing to be compared with
+        _add_cross_site(add, table, descriptions)
+    _add_regressions(add, table)
+
+
+def _add_cross_site(add, table: pd.DataFrame, descriptions: dict) -> None:
     side, apart = compare.cross_site(table, descriptions)
     add(
         "cross-site",
@@ -101,6 +108,9 @@ def add_section(add, perf: pd.DataFrame, runs: pd.DataFrame, descriptions: dict)
         apart,
         table=True,
     )
+
+
+def _add_regressions(add, table: pd.DataFrame) -> None:
     judged = compare.judge(table)
     series = judged.groupby(["label", "fingerprint"])["run_id"].transform("count")
     # the series drawn: of two runs or more, those with a regression first

@@ -17,6 +17,7 @@ from iostudy.collect.iostatanalysis import (
     throughput,
 )
 from iostudy.collect.iostatimport import TABLE
+from iostudy.core.plotting import legend_below
 from iostudy.report.figures import time_span
 
 #: the page's section of this module's figures and tables
@@ -58,7 +59,7 @@ def throughput_figure(series: pd.DataFrame):
     ax.set_xlabel("time (UTC)", fontsize=8)
     ax.grid(alpha=0.3)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7)
+    legend_below(fig)
     return fig
 
 
@@ -86,7 +87,7 @@ def burstiness_figure(cdf: pd.DataFrame, series: pd.DataFrame):
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7, loc="lower right")
+    legend_below(fig)
     return fig
 
 

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from iostudy.core.numfmt import binary_bytes, panels, short
+from iostudy.core.numfmt import binary_bytes, short
+from iostudy.core.plotting import headroom, legend_below, panels
 from iostudy.metrics import metrics
+from iostudy.metrics.scaling import WITHIN  # a cross-check's verdict column
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -286,7 +288,7 @@ def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Fig
         # Room above the values and the reference range's finite edges, so that a threshold
         # is in sight.
         edges = g[["band_low", "band_high"]].astype(float).to_numpy().ravel()
-        top = max(g["value"].max(), *edges[np.isfinite(edges)], 1e-9) * 1.25
+        top = headroom(g["value"], edges, room=1.25)
         for series, s in g.groupby("series"):
             s = s.sort_values("_t")
             colour = colours[series]
@@ -304,7 +306,7 @@ def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Fig
                     marker="x",
                     markersize=9,
                     color="#c00000",
-                    label=f"{series}: fail",
+                    label="outside the reference range (ReFrame failed)",
                 )
         ax.set_title(textwrap.fill(name, 70), fontsize=8)
         ax.set_ylabel(g["unit"].iloc[0], fontsize=8)
@@ -316,7 +318,7 @@ def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Fig
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="lower right")
+    legend_below(fig)
     return fig
 
 
@@ -353,7 +355,7 @@ def side_by_side_figure(table: pd.DataFrame, colours: dict[str, str]) -> Figure:
         ax.set_xticks(x, g["series"], fontsize=7)
         ax.set_title(textwrap.fill(name, 45), fontsize=8)
         ax.set_ylabel(g["unit"].iloc[0], fontsize=8)
-        ax.set_ylim(0, max(g["max"].max() * 1.2, 1e-9))
+        ax.set_ylim(0, headroom(g["max"]))
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
         ax.tick_params(labelsize=7)
         ax.grid(axis="y", alpha=0.3)
@@ -365,7 +367,7 @@ HEADERS = {
     "benchmark_mib_s": "benchmark MiB/s",
     "derived_mib_s": "derived from logs MiB/s",
     "difference_pct": "difference %",
-    f"within_{TOLERANCE_PCT:g}pct": f"within {TOLERANCE_PCT:g}%?",
+    WITHIN: f"within {TOLERANCE_PCT:g}%?",
     "mib_s": "MiB/s",
     "ior_mib_s": "IOR MiB/s",
     "log_mib_s": "derived from log MiB/s",
@@ -400,7 +402,7 @@ PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs", "
 
 
 # Columns whose yes/no or pass/fail is a verdict (coloured).
-VERDICTS = {f"within_{TOLERANCE_PCT:g}pct", "result"}
+VERDICTS = {WITHIN, "result"}
 
 
 #: a long table's rows on the page (one of up to ROWS_WHOLE rows is shown whole); the CSV
@@ -423,32 +425,52 @@ def page_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def is_bytes(column: str) -> bool:
-    """A column of byte counts (bytes, bytes_read, io_volume_bytes ...): shown with a binary
-    prefix on the page."""
-    return column == "bytes" or column.startswith("bytes_") or column.endswith("_bytes")
+    """A column of byte counts (bytes, bytes_read, io_volume_bytes, transfer_size ...): shown
+    with a binary prefix on the page."""
+    return (column == "bytes" or column.startswith("bytes_") or column.endswith("_bytes")
+            or column.endswith("_size"))  # fmt: skip
+
+
+def _cell(column: str, v) -> tuple[str, str]:
+    """One value as the page shows it: (text, CSS class)."""
+    if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
+        return ("no log" if column == WITHIN else ""), ""  # a cross-check without its log
+    if isinstance(v, bool | np.bool_):
+        text = "yes" if v else "no"
+        return text, text if column in VERDICTS else ""
+    if isinstance(v, int | float | np.integer | np.floating) and is_bytes(column):
+        return binary_bytes(v), "num"  # 2.25 GiB; the CSV has the bytes
+    if isinstance(v, int | float | np.integer | np.floating):
+        plain = column in PLAIN and float(v).is_integer()
+        return (str(int(v)) if plain else fmt(v)), "num"
+    text = str(v)
+    return text, text.lower() if column in VERDICTS else ""
+
+
+def _page_columns(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The columns a page table shows, and those it states once instead: the first column
+    (what a row is), then the verdicts (so that pass/fail is never scrolled off the page),
+    then the rest; a column with one value in every shown row is said once under the table."""
+    columns = list(df.columns)
+    verdicts = [c for c in columns[1:] if c in VERDICTS or c == "verdict"]
+    rest = [c for c in columns[1:] if c not in verdicts]
+    same = []
+    if len(df) >= 3:  # two rows alike in a column are a coincidence, not yet a pattern
+        same = [c for c in rest if df[c].astype(str).nunique(dropna=False) == 1]
+    shown = [*columns[:1], *verdicts, *[c for c in rest if c not in same]]
+    return shown, same
 
 
 def rows(df: pd.DataFrame) -> dict:
-    """A DataFrame as header + rows of (text, CSS class) cells for the template."""
-    rows = []
-    for record in df.to_dict("records"):
-        row = []
-        for c, v in record.items():
-            if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
-                row.append(("", ""))
-            elif isinstance(v, bool | np.bool_):
-                text = "yes" if v else "no"
-                row.append((text, text if c in VERDICTS else ""))
-            elif isinstance(v, int | float | np.integer | np.floating) and is_bytes(c):
-                row.append((binary_bytes(v), "num"))  # 2.25 GiB; the CSV has the bytes
-            elif isinstance(v, int | float | np.integer | np.floating):
-                plain = c in PLAIN and float(v).is_integer()
-                row.append((str(int(v)) if plain else fmt(v), "num"))
-            else:
-                text = str(v)
-                row.append((text, text.lower() if c in VERDICTS else ""))
-        rows.append(row)
-    return {"header": [HEADERS.get(c, c) for c in df.columns], "rows": rows}
+    """A DataFrame as header + rows of (text, CSS class) cells for the template, and the values
+    shared by every row ("same": header and text)."""
+    shown, same = _page_columns(df)
+    first = df.iloc[0] if len(df) else {}
+    return {
+        "header": [HEADERS.get(c, c) for c in shown],
+        "rows": [[_cell(c, r[c]) for c in shown] for r in df.to_dict("records")],
+        "same": [(HEADERS.get(c, c), _cell(c, first[c])[0] or "none") for c in same],
+    }
 
 
 def safe(name: str) -> str:

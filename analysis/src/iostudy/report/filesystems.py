@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from iostudy.collect.fsstats_diff import growth_table, size_cdf, size_label, unmodified_shares
+from iostudy.core.plotting import legend_below
 
 
 def size_cdf_figure(whole, without, title: str):
@@ -31,7 +32,7 @@ def size_cdf_figure(whole, without, title: str):
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7)
+    legend_below(fig)
     return fig
 
 

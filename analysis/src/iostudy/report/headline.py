@@ -9,7 +9,6 @@ from iostudy.core.numfmt import short
 from iostudy.metrics import compare, scaling
 from iostudy.report import layout, probe_report
 from iostudy.report import verdict as verdict_mod
-from iostudy.report.figures import TOLERANCE_PCT
 from iostudy.report.sections import TREE_STATUS, Report
 
 
@@ -40,7 +39,6 @@ def summary(r: Report) -> dict:
     if "status" in runs_df and "finished" in runs_df:
         ends.append(runs_df.loc[runs_df["status"] == TREE_STATUS, "finished"])
     last_time = pd.concat(ends).max()
-    within = cross[f"within_{TOLERANCE_PCT:g}pct"] if len(cross) else []
     n_perf = len(tables["perf"])
     return {
         "runs": f"{len(runs_df)} ({runs_df['started'].min()} to {last_time})",
@@ -51,12 +49,19 @@ def summary(r: Report) -> dict:
         "perf": f"{int((verdicts == 'pass').sum())} of {n_perf} values pass"
         if n_perf
         else "no values",
-        "crosscheck": f"{int(sum(within))} of {len(within)} models" if len(cross) else "no data",
-        "ior_crosscheck": f"{int(ior_cross[scaling.WITHIN].sum())} of {len(ior_cross)} IOR "
-        "runs and operations"
-        if len(ior_cross)
-        else "no data",
+        "crosscheck": _judged(cross, scaling.WITHIN, "models"),
+        "ior_crosscheck": _judged(ior_cross, scaling.WITHIN, "IOR runs and operations"),
     }
+
+
+def _judged(table: pd.DataFrame, column: str, what: str) -> str:
+    """How many of a cross-check's rows passed, of those judged (the others had no log)."""
+    if table.empty:
+        return "no data"
+    verdicts = table[column]
+    text = f"{int(verdicts.fillna(False).sum())} of {int(verdicts.notna().sum())} {what}"
+    missing = int(verdicts.isna().sum())
+    return f"{text} ({missing} without a log)" if missing else text
 
 
 # The headline's measures of a check study: (what, unit, a variable name's word, the system

@@ -9,9 +9,10 @@ A study is of one kind, told from its runs (:func:`kind_of`):
 - acceptance: the rest (the scaling campaign, the I/O models; ``quick`` is a small one).
 
 A kind's sections come first, in its order, with what they say (a note where a figure could
-not be drawn); one that has nothing says, in one line, which command brings its data. Every
-other section appears only where it has data (a figure drawn, a table with rows): no section
-of notes alone, no "no data" page after page.
+not be drawn); one that has no data says, in one line, which command brings it, or is left
+out when no command would (one system has nothing to be set beside). Every other section
+appears only where it has data (a figure drawn, a table with rows): no section of notes
+alone, no "no data" page after page.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ KINDS: dict[str, dict[str, str | None]] = {
     "characterization": {
         "jobs": None,
         "workload": f"iostudy ingest LOGROOT --system {SYSTEM} (a facility's Darshan logs)",
-        "large-jobs": None,
+        "large-jobs": "iostudy report build --large-procs N --large-mib M (a size filter some "
+        "jobs pass)",
         "iostat": "iostudy iostat-mon on the storage servers, then iostudy iostat-mon import",
         "fsstats": "iostudy fsstats scan ROOT, then iostudy fsstats import",
     },
@@ -122,9 +124,26 @@ def sections(kind: str, items: list[dict], systems: list[str]) -> list[dict]:
         mine = by_key.get(key, [])
         data = any(has_data(i) for i in mine)
         command = needed.get(key) if not data else None
-        if command:
+        if command:  # the command's line and the notes saying why; no empty table or figure
             command = command.replace(SYSTEM, systems[0] if len(systems) == 1 else "SYSTEM")
-        if key in ALWAYS or data or (key in needed and (mine or command)):
+            mine = [i for i in mine if i.get("kind") == "note"]
+        if key in ALWAYS or data or (key in needed and command):
             out.append({"key": key, "heading": HEADINGS[key], "entries": mine,
-                        "missing": command})  # fmt: skip
+                        "blocks": blocks(mine), "missing": command})  # fmt: skip
+    return out
+
+
+def blocks(entries: list[dict]) -> list[dict]:
+    """A section's entries as the page lays them out: {item} alone, or {gallery, about} for
+    consecutive labelled figures of one caption (a figure per system: side by side, the
+    caption once)."""
+    out: list[dict] = []
+    for item in entries:
+        last = out[-1] if out else {}
+        if item.get("label") and item.get("svg") and last.get("about") == item["about"]:
+            last["gallery"].append(item)
+        elif item.get("label") and item.get("svg"):
+            out.append({"gallery": [item], "about": item["about"]})
+        else:
+            out.append({"item": item})
     return out

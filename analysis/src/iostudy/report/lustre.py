@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from iostudy.core.numfmt import MIB
+from iostudy.core.plotting import count_ticks
 from iostudy.metrics import scaling
 
 
@@ -81,6 +82,7 @@ def ost_figure(records: pd.DataFrame, title: str):
     counts = records.groupby("ost").size().reindex(osts)
     top.bar(range(len(osts)), counts.values, color="C0")
     top.set_ylabel("occupancy (records)", fontsize=8)
+    count_ticks(top.yaxis)
     bottom.boxplot([records.loc[records["ost"] == o, "io_time"] for o in osts],
                    positions=range(len(osts)), widths=0.6)  # fmt: skip
     bottom.set_ylabel("I/O time per record (s)", fontsize=8)

@@ -213,7 +213,9 @@ def render(
     runs_df = pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in runs])
     items, frames = [], {}
 
-    def add(section, kind, ident, caption, df, fig=None, table=False, hide=()):
+    def add(section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None):
+        """label: what tells this figure from its siblings (one per system): the page draws
+        the siblings side by side, each under its label, with their common caption once."""
         csv = f"{ident}.csv"
         if anonymizer is not None:
             df = anonymizer.frame(df)
@@ -224,7 +226,9 @@ def render(
                 "section": section,
                 "kind": kind,
                 "id": ident,
-                "caption": caption,
+                "caption": f"{label}: {caption}" if label else caption,
+                "label": label,
+                "about": caption,
                 "csv": csv,
                 "svg": figures.svg(fig, ident) if fig is not None else None,
                 "table": figures.rows(shown) if shown is not None else None,

@@ -16,6 +16,7 @@ import pandas as pd
 from iostudy.core.anonymize import Anonymizer
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, jobstats, metrics, scaling, workload
+from iostudy.metrics.scaling import WITHIN
 from iostudy.report import (
     apps,
     compare_report,
@@ -120,10 +121,12 @@ def crosscheck_table(data: StudyData) -> pd.DataFrame:
     t = t.rename(
         columns={
             "write_mib_s": "benchmark_mib_s",
-            "within_tolerance": f"within_{TOLERANCE_PCT:g}pct",
+            "within_tolerance": WITHIN,
         }
     )
     t.insert(t.columns.get_loc("rel_diff"), "difference_pct", 100 * t["rel_diff"])
+    # a model without a log is not judged
+    t[WITHIN] = t[WITHIN].astype("boolean").mask(t["derived_mib_s"].isna())
     columns = [
         "run_id",
         "system",
@@ -138,7 +141,7 @@ def crosscheck_table(data: StudyData) -> pd.DataFrame:
         "benchmark_mib_s",
         "derived_mib_s",
         "difference_pct",
-        f"within_{TOLERANCE_PCT:g}pct",
+        WITHIN,
     ]
     return t[[c for c in columns if c in t.columns]]
 
@@ -359,7 +362,7 @@ def _scaling_figures(add, data: StudyData, runs: list[dict], runs_df: pd.DataFra
             "metadata-scaling",
             scaling.metadata_curves(data["perf"]),
             scaling.metadata_figure,
-            "metadata rates against processes, mdtest (one directory per process) and iostudy's "
+            "Metadata rates against processes, mdtest (one directory per process) and iostudy's "
             "metarates (create+close, stat, utime, remove between barriers), on scratch and in "
             "memory (mean over repetitions, bars min to max; log scale); grey: the declared "
             "metadata peak.",
@@ -372,9 +375,10 @@ def _scaling_figures(add, data: StudyData, runs: list[dict], runs_df: pd.DataFra
                 "scaling",
                 "figure",
                 f"{ident}-{safe(system)}",
-                f"{system}, latest run {run_id}: {what}",
+                what,
                 drawn,
                 fig=draw(drawn, peaks.get(run_id), f"{system}: {run_id}"),
+                label=f"{system}, latest run {run_id}",
             )
 
 
@@ -404,12 +408,13 @@ def histograms_section(r: Report) -> None:
                 "histograms",
                 "figure",
                 ident,
-                f"{what}, latest run {run.run_id}: maximum write throughput (left) and maximum "
-                "throughput per node-hour (right) of the I/O models in each bin of processes "
-                "doing I/O x processes per file, both on log2 bins (seed 003, Fig. 3); one "
-                "colour scale per quantity for every system's panels.",
+                "Maximum write throughput (left) and maximum throughput per node-hour (right) "
+                "of the I/O models in each bin of processes doing I/O x processes per file, "
+                "both on log2 bins (seed 003, Fig. 3); one colour scale per quantity for every "
+                "system's panels.",
                 h,
                 fig=figures.histogram_figure(h, f"{what}: {run.run_id}", scales),
+                label=f"{what}, latest run {run.run_id}",
             )
 
 

@@ -118,15 +118,16 @@ def _regressions(judged: pd.DataFrame) -> list[str]:
     )  # fmt: skip
     bad = latest[(latest["verdict"] == "regression") & worse]
     out = [
-        f"{r.metric} on {r.label}: {short(r.value)} {r.unit or ''}, "
-        f"{_signed(r.change_pct)} against the {r.basis} (run {r.run_id})"
+        f"{r.metric} on {r.label}: {short(r.value)} {r.unit or ''}, {_change(r.change_pct)} "
+        f"({r.basis}; run {r.run_id})"
         for r in bad.itertuples()
     ]
     return _counted(out, "regressions")
 
 
-def _signed(pct) -> str:
-    return "change unknown" if pd.isna(pct) else f"{pct:+.1f}%"
+def _change(pct) -> str:
+    """The change as `iostudy compare` states it: against the history's median."""
+    return "no history to compare with" if pd.isna(pct) else f"{pct:+.1f}% against the median"
 
 
 def _not_run(runs: list[dict]) -> list[str]:
