@@ -85,3 +85,12 @@ def test_legends_go_below_the_panels_and_axes_of_zeros_still_read():
         "local", "a label long enough to need its own column of the legend"]  # fmt: skip
     assert legend._ncols == 1  # a 6-inch figure holds one column of that label
     assert headroom([0.0, 0.0]) == 1.0 and headroom([2.0, float("inf")], [5.0]) == 6.0
+
+
+def test_a_figures_provenance_names_its_runs_and_systems():
+    one = pd.DataFrame({"run_id": ["r1", "r1"], "system": ["local", "local"]})
+    assert figures.provenance(one) == "from run r1 of local"
+    many = pd.DataFrame({"run_id": ["r2", "r1", "r3", "r4", "r5"],
+                         "system": ["a", "b", "c", "d", "a"]})  # fmt: skip
+    assert figures.provenance(many) == "from 5 runs of a, b, c and 1 more (r1 to r5)"
+    assert figures.provenance(pd.DataFrame({"bytes": [1]})) is None  # no run named

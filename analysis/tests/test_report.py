@@ -286,6 +286,12 @@ def test_every_figure_and_table_has_a_caption_and_its_csv(study):
         assert f'href="{c["csv"]}"' in html
         assert c["caption"].split(":")[0].replace("'", "&#39;") in html
     assert html.count("<svg") == sum(c["kind"] == "figure" for c in m["contents"])
+    # each one's provenance in one line, beside its CSV: the latest run of local drawn alone,
+    # the comparison across runs from all three
+    of = {c["id"]: c["provenance"] for c in m["contents"]}
+    assert of["histogram-local"] == "from run 20260303T090000Z-quick-local of local"
+    assert of["metrics-over-runs"].startswith("from 3 runs of local, testcluster (")
+    assert f"{of['histogram-local']} · <a href" in html
 
 
 def _csv(path: Path) -> list[dict]:

@@ -473,5 +473,22 @@ def rows(df: pd.DataFrame) -> dict:
     }
 
 
+def provenance(df: pd.DataFrame) -> str | None:
+    """Where a figure's or table's values come from, in one line: the runs and systems of its
+    rows (their manifests are in MANIFEST.json); None when its rows name no run."""
+    if "run_id" not in df.columns or df.empty:
+        return None
+    runs = df["run_id"].dropna().astype(str).unique()
+    if not len(runs):
+        return None
+    text = f"from run {runs[0]}" if len(runs) == 1 else f"from {len(runs):,} runs"
+    if "system" in df.columns:
+        systems = sorted(df["system"].dropna().astype(str).unique())
+        more = f" and {len(systems) - 3} more" if len(systems) > 3 else ""
+        text += f" of {', '.join(systems[:3])}{more}" if systems else ""
+    first, last = sorted(runs)[0], sorted(runs)[-1]
+    return text if len(runs) == 1 else f"{text} ({first} to {last})"
+
+
 def safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", str(name)).strip("-") or "x"

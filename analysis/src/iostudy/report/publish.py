@@ -156,7 +156,13 @@ def build_manifest(
         + [_manifest_input(run) for run in runs],
         "runs": [_run_entry(run) for run in runs],
         "contents": [
-            {"id": s["id"], "kind": s["kind"], "caption": s["caption"], "csv": s["csv"]}
+            {
+                "id": s["id"],
+                "kind": s["kind"],
+                "caption": s["caption"],
+                "csv": s["csv"],
+                "provenance": s["provenance"],
+            }  # fmt: skip
             for s in rendered.items
         ],
         "files": [_file_entry(p, p.name) for p in sorted(out.iterdir()) if p.is_file()],

@@ -230,6 +230,7 @@ def render(
                 "label": label,
                 "about": caption,
                 "csv": csv,
+                "provenance": figures.provenance(df),
                 "svg": figures.svg(fig, ident) if fig is not None else None,
                 "table": figures.rows(shown) if shown is not None else None,
                 "rows": (len(shown), len(df)) if shown is not None else None,
