@@ -103,3 +103,15 @@ def test_long_lists_are_cut_and_counted():
     values = perf(*[[f"c{i}", "v", "local", 1.0, 2.0, "s", "fail"] for i in range(12)])
     v = verdict([run()], values, judged())
     assert len(v.reasons) == 9 and v.reasons[-1].startswith("... and 4 more failing variables")
+
+
+def test_a_run_without_its_manifest_cannot_pass():
+    """Its values may all pass, but what the run left out is unknown: INCOMPLETE, saying why."""
+    lost = {"run_id": "r9", "system": "site-b/local", "status": "passed", "_manifest": None}
+    v = verdict([run(), lost], PASSING, judged())
+    assert v.word == "INCOMPLETE"
+    assert v.reasons == ("run r9: its manifest is missing (not found under --results, or left "
+                         "out of its site's bundle): what it ran and what it did not is "
+                         "unknown",)  # fmt: skip
+    tree = {"run_id": "t1", "system": "facility", "status": "log tree", "_manifest": None}
+    assert verdict([tree], perf(), judged(), jobs=3).word == "DATA"  # a log tree has none

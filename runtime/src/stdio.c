@@ -295,6 +295,48 @@ IOS_EXPORT int getc(FILE *stream) {
     WRAP(getc, int, ios_real.getc(stream), stream, ret != EOF, OP_READ(1));
 }
 
+/* The _unlocked forms (glibc, and what coreutils call: seq, sort, cut): the same operations
+ * without the stream's lock. Called through the PLT they are wrapped like the locked ones; the
+ * header's inline bodies of getc_unlocked and putc_unlocked (when a program is optimized)
+ * reach libc only when the buffer is empty or full, and are not seen. (The parentheses keep
+ * the header's macros of fwrite_unlocked and fread_unlocked out.) */
+IOS_EXPORT size_t(fwrite_unlocked)(const void *ptr, size_t size, size_t n, FILE *stream) {
+    WRAP(fwrite_unlocked, size_t, (ios_real.fwrite_unlocked)(ptr, size, n, stream), stream, ret > 0,
+         OP_WRITE((int64_t)(size * ret)));
+}
+IOS_EXPORT size_t(fread_unlocked)(void *ptr, size_t size, size_t n, FILE *stream) {
+    WRAP(fread_unlocked, size_t, (ios_real.fread_unlocked)(ptr, size, n, stream), stream, ret > 0,
+         OP_READ((int64_t)(size * ret)));
+}
+IOS_EXPORT size_t __fread_unlocked_chk(void *ptr, size_t buflen, size_t size, size_t n,
+                                       FILE *stream) {
+    WRAP(__fread_unlocked_chk, size_t, ios_real.__fread_unlocked_chk(ptr, buflen, size, n, stream),
+         stream, ret > 0, OP_READ((int64_t)(size * ret)));
+}
+IOS_EXPORT int fputs_unlocked(const char *s, FILE *stream) {
+    WRAP(fputs_unlocked, int, ios_real.fputs_unlocked(s, stream), stream, ret >= 0,
+         OP_WRITE((int64_t)strlen(s)));
+}
+IOS_EXPORT int fputc_unlocked(int ch, FILE *stream) {
+    WRAP(fputc_unlocked, int, ios_real.fputc_unlocked(ch, stream), stream, ret != EOF, OP_WRITE(1));
+}
+IOS_EXPORT int putc_unlocked(int ch, FILE *stream) {
+    WRAP(putc_unlocked, int, ios_real.putc_unlocked(ch, stream), stream, ret != EOF, OP_WRITE(1));
+}
+IOS_EXPORT int putchar_unlocked(int ch) {
+    WRAP(putchar_unlocked, int, ios_real.putchar_unlocked(ch), stdout, ret != EOF, OP_WRITE(1));
+}
+IOS_EXPORT char *fgets_unlocked(char *s, int size, FILE *stream) {
+    WRAP(fgets_unlocked, char *, ios_real.fgets_unlocked(s, size, stream), stream, ret != NULL,
+         OP_READ((int64_t)strlen(ret)));
+}
+IOS_EXPORT int fgetc_unlocked(FILE *stream) {
+    WRAP(fgetc_unlocked, int, ios_real.fgetc_unlocked(stream), stream, ret != EOF, OP_READ(1));
+}
+IOS_EXPORT int getc_unlocked(FILE *stream) {
+    WRAP(getc_unlocked, int, ios_real.getc_unlocked(stream), stream, ret != EOF, OP_READ(1));
+}
+
 /* fscanf's byte count is how far it moved the stream. */
 static int scan(int (*real)(FILE *, const char *, va_list), FILE *stream, const char *fmt,
                 va_list ap) {

@@ -96,6 +96,11 @@ def stdio_run(runner, tmp_path_factory) -> Scenario:
     return _scenario(runner, tmp_path_factory, "stdio_ops", "stdio_ops", setup=_make_stdin)
 
 
+@pytest.fixture(scope="session")
+def unlocked_run(runner, tmp_path_factory) -> Scenario:
+    return _scenario(runner, tmp_path_factory, "stdio_unlocked", "stdio_unlocked")
+
+
 def _make_fortify_inputs(d):
     for n in ("fort.dat", "fort_p.dat"):
         with open(os.path.join(d, n), "wb") as f:

@@ -155,3 +155,16 @@ def test_fortified_fread_fgets_chk(fortify_run: Scenario):
     # __fread_chk 100 @0, __fgets_chk 50 @100
     exp = stdio_expected(OPENS=1, READS=2, BYTES_READ=150, MAX_BYTE_READ=149)
     compare_counters(record(s.log, "STDIO", name), exp, what=name)
+
+
+def test_unlocked_forms(unlocked_run: Scenario):
+    """glibc's _unlocked forms, which coreutils call (seq writes its output with
+    fwrite_unlocked): counted like the locked ones (derivation in stdio_unlocked.c)."""
+    s = unlocked_run
+    assert s.result.stdout == "u\n"
+    name = os.path.join(s.dir, "u.txt")
+    exp = stdio_expected(OPENS=1, WRITES=4, BYTES_WRITTEN=17, MAX_BYTE_WRITTEN=16, READS=5,
+                         BYTES_READ=14, MAX_BYTE_READ=13, SEEKS=1)  # fmt: skip
+    compare_counters(record(s.log, "STDIO", name), exp, what=name)
+    exp = stdio_expected(WRITES=2, BYTES_WRITTEN=2, MAX_BYTE_WRITTEN=1)
+    compare_counters(record(s.log, "STDIO", "<STDOUT>"), exp, skip={"STDIO_OPENS"}, what="<STDOUT>")

@@ -31,6 +31,7 @@ GROUP_MODULES = {
     "campaign": "run.campaign",
     "ingest": "store.ingest",
     "jobs": "metrics.jobstats",
+    "diagnose": "metrics.diagnose",
     "metrics": "metrics.metrics",
     "report": "report.report",
     "schedule": "run.schedule",

@@ -7,7 +7,8 @@ One word and the reasons behind it, most severe first:
   (:func:`iostudy.metrics.compare.judge`), by how much;
 - INCOMPLETE: something the campaign asked for did not run: each check with its cases and why
   (ReFrame's skip reason, e.g. a program not built, with the command that builds it); cases a
-  campaign excludes on purpose are not missing;
+  campaign excludes on purpose are not missing; a run whose manifest is missing cannot say
+  what it ran, so it cannot pass;
 - PASS: every case ran and passed;
 - DATA: a study without checks (a characterization of a facility's job logs): nothing to pass
   or fail, its headline says what is there.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from iostudy.core.numfmt import short
+from iostudy.store.store import TREE_STATUS
 
 SEVERITY = ("FAIL", "REGRESSED", "INCOMPLETE", "PASS", "DATA")
 #: run statuses (the campaign's manifest) that fail a report
@@ -136,6 +138,11 @@ def _not_run(runs: list[dict]) -> list[str]:
     unexplained = []
     for run in runs:
         manifest = run.get("_manifest") or {}
+        if not manifest and run.get("status") != TREE_STATUS:  # a log tree has none
+            unexplained.append(f"run {run['run_id']}: its manifest is missing (not found under "
+                               "--results, or left out of its site's bundle): what it ran and "
+                               "what it did not is unknown")  # fmt: skip
+            continue
         cases = manifest.get("not_run")
         if cases is None:  # a manifest of before the reasons were kept: its counts only
             results = manifest.get("results") or {}
