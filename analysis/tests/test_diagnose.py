@@ -69,15 +69,17 @@ def test_each_rule_fires_on_its_own_job_only(rule):
 
 
 def test_thresholds_are_where_they_fire():
-    """Just under a threshold nothing fires; at it, the rule does (values by hand)."""
+    """Drishti's triggers fire above their thresholds (as Drishti compares), the others from
+    them; just short of either, nothing fires (values by hand)."""
     limits = diagnose.thresholds()
-    under = facts({"posix_writes": 1000, "small_writes": 999},  # count under 1,000
-                  {"posix_writes": 20000, "small_writes": 1999},  # share under 10%
+    short = facts({"posix_writes": 1000, "small_writes": 1000},  # count not above 1,000
+                  {"posix_writes": 20000, "small_writes": 2000},  # share not above 10%
                   {"strategy": "rank-0", "nprocs": 1},  # one process is not a parallel job
                   {"md_cost_pct": 90.0, "meta_s": 0.05})  # share, but 0.05 s in all  # fmt: skip
-    assert diagnose.diagnose(under, limits).empty
-    at = facts({"posix_writes": 10000, "small_writes": 1000})
-    assert diagnose.diagnose(at, limits)["rule"].tolist() == ["small-writes"]
+    assert diagnose.diagnose(short, limits).empty
+    above = facts({"posix_writes": 10000, "small_writes": 1001},
+                  {"files": 256, "files_per_proc": 64.0})  # from 64 per process  # fmt: skip
+    assert diagnose.diagnose(above, limits)["rule"].tolist() == ["small-writes", "many-files"]
 
 
 def test_a_bad_threshold_is_refused_naming_file_and_key(tmp_path):

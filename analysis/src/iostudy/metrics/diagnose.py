@@ -7,26 +7,28 @@ thresholds of ``configs/diagnoses.json`` (defaults from seed 000 and from Drisht
 ``thresholds``; a site edits the file). A finding says which rule, the numbers that fired it in
 one line, and one line of advice.
 
-Rules (the POSIX records see what reaches the file system; STDIO and MPI-IO as named):
-- small-writes, small-reads: accesses under 1 MiB (the runtime's size bins) are at least
-  ``share`` of a direction's POSIX accesses and ``min_count`` of them (Drishti P06, P05);
-- misaligned: POSIX accesses not aligned to the file system's block are at least ``share`` of
+Rules (the POSIX records see what reaches the file system; STDIO and MPI-IO as named). Where a
+rule is Drishti's, it compares as Drishti does: more than the threshold.
+- small-writes, small-reads: accesses under 1 MiB (the runtime's size bins) are more than
+  ``share`` of a direction's POSIX accesses and more than ``min_count`` (Drishti P06, P05);
+- misaligned: POSIX accesses not aligned to the file system's block are more than ``share`` of
   all (Drishti P08);
 - metadata-dominated: metadata time is at least ``share`` of all I/O time, summed over the
   processes (seed 000's metadata cost), and at least ``min_seconds``;
 - rank0-only: a parallel job (``min_procs`` processes or more) whose bytes rank 0 alone moved,
   at least ``min_mib`` of them (seed 000's rank-0 strategy);
 - shared-file-independent: MPI-IO files shared by all ranks accessed with independent
-  operations, at least ``share`` of their MPI-IO operations and ``min_count`` of them (Drishti
-  M03, M02: a shared file without collective I/O);
+  operations, more than ``share`` of their MPI-IO operations and more than ``min_count``
+  (Drishti M03, M02: a shared file without collective I/O);
 - many-files: at least ``per_process`` files per process (seed 000: a file per process at
   scale, and worse);
-- stdio-heavy: STDIO moved at least ``share`` of the POSIX and STDIO bytes, at least
-  ``min_mib`` (Drishti S01);
-- rank-imbalance: of the ranks that moved bytes in their own files, the busiest moved at least
-  ``share`` more than the least busy (Drishti P18's size imbalance over ranks);
+- stdio-heavy: STDIO moved more than ``share`` of the POSIX and STDIO bytes, and at least
+  ``min_mib`` (Drishti S01, which has no minimum);
+- rank-imbalance: of the ranks that moved bytes in their own files, the least busy moved more
+  than ``share`` less than the busiest (Drishti P21 and P22 compare the ranks of each file);
 - repeated-reads: POSIX reads moved at least ``factor`` times the bytes of the files they read
-  (their highest offset), at least ``min_mib`` (Drishti P09, redundant reads).
+  (their highest offset), at least ``min_mib`` (what Drishti P09 says; test_diagnose_drishti.py
+  shows what it computes).
 """
 
 from __future__ import annotations
@@ -120,8 +122,8 @@ RULES = (
         "write in larger requests (buffer, aggregate in MPI-IO collective writes, or HDF5 "
         "chunking): each small write pays a file-system round trip",
         lambda f, t: (
-            (_share(f.small_writes, f.posix_writes) >= t["share"])
-            & (f.small_writes >= t["min_count"])
+            (_share(f.small_writes, f.posix_writes) > t["share"])
+            & (f.small_writes > t["min_count"])
         ),
         lambda r: (
             f"{r.small_writes:,.0f} of {r.posix_writes:,.0f} POSIX writes "
@@ -133,7 +135,7 @@ RULES = (
         "read in larger requests, or read once and scatter in memory (MPI-IO collective "
         "reads, a read-ahead buffer)",
         lambda f, t: (
-            (_share(f.small_reads, f.posix_reads) >= t["share"]) & (f.small_reads >= t["min_count"])
+            (_share(f.small_reads, f.posix_reads) > t["share"]) & (f.small_reads > t["min_count"])
         ),
         lambda r: (
             f"{r.small_reads:,.0f} of {r.posix_reads:,.0f} POSIX reads "
@@ -144,7 +146,7 @@ RULES = (
         "misaligned",
         "align offsets and request sizes to the file system's block or stripe (MPI-IO hints "
         "striping_unit, HDF5 H5Pset_alignment)",
-        lambda f, t: _share(f.unaligned, f.posix_reads + f.posix_writes) >= t["share"],
+        lambda f, t: _share(f.unaligned, f.posix_reads + f.posix_writes) > t["share"],
         lambda r: (
             f"{r.unaligned:,.0f} of {r.posix_reads + r.posix_writes:,.0f} POSIX "
             f"accesses ({_pct(r.unaligned / (r.posix_reads + r.posix_writes))}) not aligned"
@@ -178,8 +180,8 @@ RULES = (
         "use collective MPI-IO calls (MPI_File_write_all, _at_all) on the shared file, so "
         "that aggregators make large contiguous requests",
         lambda f, t: (
-            (_share(f.shared_indep_ops, f.shared_indep_ops + f.shared_coll_ops) >= t["share"])
-            & (f.shared_indep_ops >= t["min_count"])
+            (_share(f.shared_indep_ops, f.shared_indep_ops + f.shared_coll_ops) > t["share"])
+            & (f.shared_indep_ops > t["min_count"])
         ),
         lambda r: (
             f"{r.shared_indep_ops:,.0f} of "
@@ -201,7 +203,7 @@ RULES = (
         "move bulk data through POSIX, MPI-IO or HDF5 rather than STDIO (fprintf, fwrite): "
         "STDIO's buffering is small and per process",
         lambda f, t: (
-            (_share(f.stdio_bytes, f.stdio_bytes + f.posix_bytes) >= t["share"])
+            (_share(f.stdio_bytes, f.stdio_bytes + f.posix_bytes) > t["share"])
             & (f.stdio_bytes >= t["min_mib"] * MIB)
         ),
         lambda r: (
@@ -215,7 +217,7 @@ RULES = (
         "waits for its busiest rank",
         lambda f, t: (
             (f.ranks_moving >= 2)
-            & (_share(f.busiest_bytes - f.idlest_bytes, f.busiest_bytes) >= t["share"])
+            & (_share(f.busiest_bytes - f.idlest_bytes, f.busiest_bytes) > t["share"])
         ),
         lambda r: (
             f"the busiest of {r.ranks_moving:,.0f} ranks moved "
