@@ -5,6 +5,7 @@
  *   indep     every rank: DIR/indep.dat opened with MPI-IO, 600 independent MPI_File_write_at
  *             of 64 KiB at rank-interleaved offsets
  *   imbalance rank r: DIR/imb<r>.dat, (1 + 7r) writes of 1 MiB (rank 0: 1 MiB, rank 1: 8 MiB)
+ *   meta      rank r: DIR/meta<r>.dat, one write of 1 KiB, then 50000 times open, fstat, close
  *   good      every rank: DIR/good.dat opened with MPI-IO, one MPI_File_write_at_all of 8 MiB
  *             at 8 MiB x rank (large, aligned, collective, one shared file)
  * Rank 0 prints "done MODE" at the end.
@@ -12,6 +13,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <mpi.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -30,6 +32,17 @@ static void posix_writes(const char *path, const char *buf, size_t size, int cou
     for (int k = 0; k < count; k++)
         EXPECT_RET(write(fd, buf, size), size);
     EXPECT_RET(close(fd), 0);
+}
+
+static void metadata_loop(const char *path, const char *buf) {
+    posix_writes(path, buf, 1024, 1);
+    struct stat st;
+    for (int k = 0; k < 50000; k++) {
+        int fd = open(path, O_RDONLY);
+        CHECK(fd >= 0, "open");
+        EXPECT_RET(fstat(fd, &st), 0);
+        EXPECT_RET(close(fd), 0);
+    }
 }
 
 static void mpiio_writes(const char *path, const char *buf, int rank, int np, int collective) {
@@ -71,10 +84,12 @@ int main(int argc, char **argv) {
         mpiio_writes(path_in(dir, "indep.dat"), buf, rank, np, 0);
     else if (strcmp(mode, "imbalance") == 0)
         posix_writes(rank_file(dir, "imb", rank), buf, MIB, 1 + 7 * rank);
+    else if (strcmp(mode, "meta") == 0)
+        metadata_loop(rank_file(dir, "meta", rank), buf);
     else if (strcmp(mode, "good") == 0)
         mpiio_writes(path_in(dir, "good.dat"), buf, rank, np, 1);
     else
-        CHECK(0, "MODE: small, rank0, indep, imbalance or good");
+        CHECK(0, "MODE: small, rank0, indep, imbalance, meta or good");
 
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
