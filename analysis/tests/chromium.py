@@ -65,9 +65,13 @@ def assert_within_budget(page, chromium: str | None = None) -> int:
 
 def assert_no_empty_section(page) -> list[str]:
     """Every section of a report page shows something: a figure, a table, or the one line that
-    names the command bringing its data. Returns the sections' ids in page order."""
+    names the command bringing its data; and no two elements share an id (a link to one would
+    land on the other). Returns the sections' keys in page order."""
     html = page.read_text()
-    found = re.findall(r'<section id="([^"]+)">(.*?)</section>', html, flags=re.S)
+    outside_figures = re.sub(r"<svg.*?</svg>", "", html, flags=re.S)  # their ids are salted
+    ids = re.findall(r'<[a-z]+ [^>]*?\bid="([^"]+)"', outside_figures)
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+    found = re.findall(r'<section id="section-([^"]+)">(.*?)</section>', html, flags=re.S)
     assert found, f"{page}: no section"
     for ident, body in found:
         assert "<svg" in body or "<table" in body or 'class="missing"' in body, (page, ident)

@@ -119,7 +119,7 @@ def test_cross_site_report_from_two_sites(site_a, tmp_path):
     assert {"site-a/local", "site-b/local", "site-a/testcluster", "site-b/testcluster"} <= systems
     page = reports / "quick" / "v1" / "index.html"
     html = page.read_text()
-    assert '<section id="cross-site">' in html
+    assert '<section id="section-cross-site">' in html
     # The cross-site kind: its sections first; the verdict of both sites' runs at the top.
     # reportdata's mdtest points fail their reference at 4 processes on every system.
     report = chromium.verdict_at_top(page)

@@ -91,3 +91,25 @@ def test_a_bad_threshold_is_refused_naming_file_and_key(tmp_path):
     limits = diagnose.thresholds(path)  # what is left out takes its default
     assert limits["small-writes"] == {"share": 0.5, "min_count": 1000}
     assert limits["many-files"] == {"per_process": 64}
+
+
+def test_the_reports_tables_count_jobs_per_rule_and_project():
+    from iostudy.report import diagnoses
+
+    jobs = facts(GOOD, SICK["small-writes"], {**SICK["small-writes"], **SICK["many-files"]},
+                 {**SICK["misaligned"], "account": None})  # fmt: skip
+    jobs["log_sha256"] = ["a", "b", "c", "d"]
+    found = diagnose.diagnose(jobs, diagnose.thresholds())
+    rules = diagnoses.by_rule(found, len(jobs))
+    # two jobs of small writes (of 4: 50%), one of misaligned (its project unknown), one of
+    # many files; the rules that did not fire are not listed
+    assert rules[["rule", "jobs", "jobs_pct", "projects"]].values.tolist() == [
+        ["small-writes", 2, 50.0, 1],
+        ["misaligned", 1, 25.0, 1],
+        ["many-files", 1, 25.0, 1],
+    ]
+    projects = diagnoses.by_project(found, jobs)
+    assert projects.values.tolist() == [
+        ["p", 3, 2, "small-writes (2), many-files (1)"],
+        ["(unknown)", 1, 1, "misaligned (1)"],
+    ]

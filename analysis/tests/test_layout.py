@@ -88,3 +88,14 @@ def test_headline_figures_against_the_declared_peak():
         "5 jobs; MiB/s per compute node of the 4 that moved data: median 2.5 (10th to 90th "
         "percentile 1.3 to 3.7; iostudy jobs)"
     ]
+
+
+def test_the_jobs_own_io_is_on_the_pages_of_the_kinds_that_study_it():
+    items = [item("counts", "counts", table={"rows": [1]}, kind="table"),
+             item("workload", "interfaces-by-size", svg="<svg/>"),
+             item("diagnoses", "diagnoses-by-rule", table={"rows": [1]}, kind="table")]  # fmt: skip
+    keys = {kind: [s["key"] for s in layout.sections(kind, items, ["local"])]
+            for kind in ("acceptance", "characterization", "applications")}  # fmt: skip
+    assert "workload" not in keys["acceptance"] and "diagnoses" not in keys["acceptance"]
+    assert {"workload", "diagnoses"} <= set(keys["characterization"])
+    assert {"workload", "diagnoses"} <= set(keys["applications"])

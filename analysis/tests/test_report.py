@@ -5,6 +5,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from iostudy.report import publish, report, sections
 from iostudy.store import store as store_mod
 
 from . import chromium, reportdata
+from .testdata import RELEASE_350
 
 
 def sha256(path: Path) -> str:
@@ -590,7 +592,7 @@ def test_workload_sections_from_a_log_tree(tree_study):
     assert [Path(r["path"]).name for r in quarantine] == [HOSTILE_LOG]
 
 
-def test_default_filter_and_no_accounting_say_so(tree_study, tmp_path):
+def test_default_filter_and_no_accounting_say_so(tree_study, tmp_path, darshan_logs):
     # The seed's filter (1,024 processes, 500 MiB): no test job is that large.
     m = json.loads((tree_study["again"].parent / "MANIFEST.json").read_text())
     notes = {c["id"]: c["caption"] for c in m["contents"] if c["kind"] == "note"}
@@ -601,9 +603,12 @@ def test_default_filter_and_no_accounting_say_so(tree_study, tmp_path):
     }
     for caption in notes.values():
         assert "at least 1,024 processes that moved at least 500 MiB" in caption
-    # A store without Slurm accounting: coverage says what it needs.
-    results, store = reportdata.make_study(tmp_path)
-    index = report.build(store, "quick", tmp_path / "reports")
+    # A store of logs without Slurm accounting: coverage says what it needs.
+    tree, store = tmp_path / "tree", tmp_path / "store"
+    tree.mkdir()
+    shutil.copy(darshan_logs / RELEASE_350, tree)
+    assert main(["ingest", str(tree), "--store", str(store)]) == 0
+    index = report.build(store, "characterization", tmp_path / "reports")
     m = json.loads((index.parent / "MANIFEST.json").read_text())
     coverage = next(c for c in m["contents"] if c["id"] == "coverage")
     assert coverage["kind"] == "note" and "iostudy sacct import" in coverage["caption"]
@@ -627,7 +632,8 @@ def test_workload_section_only_with_job_logs(tmp_path):
     index = report.build(store, "quick", tmp_path / "reports")
     m = json.loads((index.parent / "MANIFEST.json").read_text())
     assert not {c["id"] for c in m["contents"]} & set(WORKLOAD_IDS)
-    assert 'id="workload"' not in index.read_text() and "#large-jobs" not in index.read_text()
+    assert 'id="section-workload"' not in index.read_text()
+    assert "#section-large-jobs" not in index.read_text()
 
 
 def test_cli_large_job_options(tree_study, capsys):
@@ -780,7 +786,7 @@ def test_storage_device_section_from_a_real_monitor(tmp_path, browser):
     for ident in ("iostat-throughput", "iostat-summary", "iostat-daily", "iostat-burstiness"):
         assert ident in ids, ident
     html = index.read_text()
-    assert 'href="#iostat"' in html
+    assert 'href="#section-iostat"' in html
     load = chromium.load(index.resolve().as_uri(), chromium=browser)
     assert load.errors() == []
     chromium.assert_not_blank(load.screenshot)
@@ -813,7 +819,7 @@ def test_file_system_section_from_two_real_scans(tmp_path, browser):
     growth = {r["project"]: r for r in _csv(growth_csv)}
     assert (growth["physics"]["files_a"], growth["physics"]["files_b"]) == ("3", "23")
     assert (growth["climate"]["files_a"], growth["climate"]["files_b"]) == ("12", "12")
-    assert 'href="#fsstats"' in index.read_text()
+    assert 'href="#section-fsstats"' in index.read_text()
     load = chromium.load(index.resolve().as_uri(), chromium=browser)
     assert load.errors() == []
     chromium.assert_not_blank(load.screenshot)

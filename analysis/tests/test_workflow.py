@@ -209,6 +209,6 @@ def test_imports_of_accounting_and_collectors(workdir, tmp_path):
         assert filestate.part(store, *part.split("/")).is_file(), part
     if not target:
         html = (workdir / "reports" / "quick" / "v1" / "index.html").read_text()
-        assert 'href="#iostat"' in html and 'href="#fsstats"' in html
+        assert 'href="#section-iostat"' in html and 'href="#section-fsstats"' in html
     # Nothing changed: nothing imported again; a new snapshot: only it.
     assert job_stats(snakemake(workdir, "--configfile", extra, *target)) == {}

@@ -337,6 +337,20 @@ IOS_EXPORT int getc_unlocked(FILE *stream) {
     WRAP(getc_unlocked, int, ios_real.getc_unlocked(stream), stream, ret != EOF, OP_READ(1));
 }
 
+/* getline and getdelim (sed, awk and most line readers; Darshan 3.5.0 wraps neither): one read
+ * of the bytes of the line, its delimiter included. */
+IOS_EXPORT ssize_t getline(char **line, size_t *n, FILE *stream) {
+    WRAP(getline, ssize_t, ios_real.getline(line, n, stream), stream, ret > 0, OP_READ(ret));
+}
+IOS_EXPORT ssize_t getdelim(char **line, size_t *n, int delim, FILE *stream) {
+    WRAP(getdelim, ssize_t, ios_real.getdelim(line, n, delim, stream), stream, ret > 0,
+         OP_READ(ret));
+}
+IOS_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *stream) {
+    WRAP(__getdelim, ssize_t, ios_real.__getdelim(line, n, delim, stream), stream, ret > 0,
+         OP_READ(ret));
+}
+
 /* fscanf's byte count is how far it moved the stream. */
 static int scan(int (*real)(FILE *, const char *, va_list), FILE *stream, const char *fmt,
                 va_list ap) {

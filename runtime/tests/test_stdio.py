@@ -159,7 +159,8 @@ def test_fortified_fread_fgets_chk(fortify_run: Scenario):
 
 def test_unlocked_forms(unlocked_run: Scenario):
     """glibc's _unlocked forms, which coreutils call (seq writes its output with
-    fwrite_unlocked): counted like the locked ones (derivation in stdio_unlocked.c)."""
+    fwrite_unlocked), and getline/getdelim (sed reads with them): counted like the other reads
+    and writes (derivation in stdio_unlocked.c)."""
     s = unlocked_run
     assert s.result.stdout == "u\n"
     name = os.path.join(s.dir, "u.txt")
@@ -168,3 +169,8 @@ def test_unlocked_forms(unlocked_run: Scenario):
     compare_counters(record(s.log, "STDIO", name), exp, what=name)
     exp = stdio_expected(WRITES=2, BYTES_WRITTEN=2, MAX_BYTE_WRITTEN=1)
     compare_counters(record(s.log, "STDIO", "<STDOUT>"), exp, skip={"STDIO_OPENS"}, what="<STDOUT>")
+    # getline "ab\n", getdelim "cd", __getdelim "\n", and getline at the end (not a read)
+    name = os.path.join(s.dir, "l.txt")
+    exp = stdio_expected(OPENS=1, WRITES=1, BYTES_WRITTEN=6, MAX_BYTE_WRITTEN=5, READS=3,
+                         BYTES_READ=6, MAX_BYTE_READ=5, SEEKS=1)  # fmt: skip
+    compare_counters(record(s.log, "STDIO", name), exp, what=name)

@@ -6,11 +6,16 @@
  *              '9', getc_unlocked 'a', __fread_unlocked_chk 3 "bcd" (5 reads, 14 bytes, last
  *              byte @13); fclose.
  *   stdout:    putchar_unlocked 'u', putchar_unlocked '\n' (2 writes, 2 bytes).
+ *   DIR/l.txt: fopen("w+"); fputs "ab\ncd\n" (1 write, 6 bytes); rewind; getline "ab\n" 3,
+ *              getdelim('d') "cd" 2, __getdelim('\n') "\n" 1, getline at the end -1 (3 reads,
+ *              6 bytes, last byte @5); fclose.
+ * (The _unlocked forms and getline/getdelim: glibc's, which coreutils call.)
  */
 #define _GNU_SOURCE
 #include "common.h"
 
 size_t __fread_unlocked_chk(void *, size_t, size_t, size_t, FILE *);
+ssize_t __getdelim(char **, size_t *, int, FILE *);
 
 int main(int argc, char **argv) {
     size_t (*volatile fwrite_u)(const void *, size_t, size_t, FILE *) = fwrite_unlocked;
@@ -41,5 +46,19 @@ int main(int argc, char **argv) {
     EXPECT_RET(fclose(f), 0);
     EXPECT_RET(putchar_u('u'), 'u');
     EXPECT_RET(putchar_u('\n'), '\n');
+
+    ssize_t (*volatile getdelim_i)(char **, size_t *, int, FILE *) = __getdelim;
+    FILE *g = fopen(path_in(dir_arg(argc, argv), "l.txt"), "w+");
+    CHECK(g != NULL, "fopen l.txt");
+    CHECK(fputs("ab\ncd\n", g) >= 0, "fputs");
+    rewind(g);
+    char *line = NULL;
+    size_t cap = 0;
+    EXPECT_RET(getline(&line, &cap, g), 3);
+    EXPECT_RET(getdelim(&line, &cap, 'd', g), 2);
+    EXPECT_RET(getdelim_i(&line, &cap, '\n', g), 1);
+    EXPECT_RET(getline(&line, &cap, g), -1);
+    free(line);
+    EXPECT_RET(fclose(g), 0);
     return 0;
 }

@@ -89,6 +89,8 @@ GROUP BY ALL
 def job_facts(con) -> pd.DataFrame:
     """One row per job log: jobstats.job_table's columns and the counters the rules read."""
     jobs = jobstats.job_table(con)
+    if jobs.empty:
+        return jobs
     counters = con.execute(_COUNTERS).df()
     facts = jobs.merge(counters, on="log_sha256", how="left")
     numeric = counters.columns.drop("log_sha256")
@@ -253,12 +255,14 @@ def diagnose(facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
     numbers that fired it and the advice."""
     found = []
     for rule in RULES:
-        mask = rule.fires(facts, limits[rule.name]).fillna(False).astype(bool)
-        for _, row in facts[mask].iterrows():
-            found.append({**{c: row.get(c) for c in COLUMNS if c in row},
-                          "rule": rule.name, "found": rule.says(row),
-                          "advice": rule.advice})  # fmt: skip
-    return pd.DataFrame(found, columns=COLUMNS)
+        fired = facts[rule.fires(facts, limits[rule.name]).fillna(False).astype(bool)]
+        if fired.empty:
+            continue
+        found.append(fired.assign(rule=rule.name, advice=rule.advice,
+                                  found=[rule.says(r) for r in fired.itertuples()]))  # fmt: skip
+    if not found:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(found, ignore_index=True).reindex(columns=COLUMNS)
 
 
 def cmd_diagnose(args) -> int:

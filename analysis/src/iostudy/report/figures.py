@@ -394,6 +394,11 @@ HEADERS = {
     "seq_pct": "sequential %",
     "aligned_pct": "aligned %",
     "mib_per_proc": "MiB per process",
+    # the diagnoses (iostudy.report.diagnoses)
+    "jobs_pct": "% of jobs",
+    "jobs_with_a_finding": "jobs with a finding",
+    "most_frequent": "most frequent rules (jobs)",
+    "found": "what fired it",
 }
 
 

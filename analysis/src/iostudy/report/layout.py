@@ -12,7 +12,8 @@ A kind's sections come first, in its order, with what they say (a note where a f
 not be drawn); one that has no data says, in one line, which command brings it, or is left
 out when no command would (one system has nothing to be set beside). Every other section
 appears only where it has data (a figure drawn, a table with rows): no section of notes
-alone, no "no data" page after page.
+alone, no "no data" page after page. The sections about the jobs' own I/O (workload, large jobs,
+diagnoses) are on the pages of the kinds that study it (:data:`ONLY_IN`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ HEADINGS = {
     "jobs": "MiB/s per compute node of each job (seed 000)",
     "workload": "Workload: interfaces, strategies and projects (seed 000)",
     "large-jobs": "Large jobs by project (seed 000)",
+    "diagnoses": "Diagnoses: what slows the jobs (seed 000, Drishti's triggers)",
     "over-runs": "Metrics across runs",
     "systems": "Systems side by side",
     "cross-site": "Comparable results across systems and sites",
@@ -64,6 +66,7 @@ KINDS: dict[str, dict[str, str | None]] = {
         "applications": f"make spack SYSTEM={SYSTEM}, then iostudy campaign run applications "
         f"--system {SYSTEM}",
         "jobs": None,
+        "diagnoses": None,
         "perf": CAMPAIGN,
     },
     "interference": {
@@ -75,6 +78,7 @@ KINDS: dict[str, dict[str, str | None]] = {
         "workload": f"iostudy ingest LOGROOT --system {SYSTEM} (a facility's Darshan logs)",
         "large-jobs": "iostudy report build --large-procs N --large-mib M (a size filter some "
         "jobs pass)",
+        "diagnoses": None,
         "iostat": "iostudy iostat-mon on the storage servers, then iostudy iostat-mon import",
         "fsstats": "iostudy fsstats scan ROOT, then iostudy fsstats import",
     },
@@ -85,6 +89,13 @@ KINDS: dict[str, dict[str, str | None]] = {
     },
 }
 ALWAYS = ("counts", "provenance")  # first and last on every page
+#: sections about the jobs' own I/O, on the pages of the kinds that study it: a benchmark's
+#: jobs are measured by their checks, not characterized (their CSVs are not written elsewhere)
+ONLY_IN = {
+    "workload": ("characterization", "applications"),
+    "large-jobs": ("characterization",),
+    "diagnoses": ("characterization", "applications"),
+}
 
 
 def kind_of(runs: list[dict], checks: set[str]) -> str:
@@ -118,7 +129,8 @@ def sections(kind: str, items: list[dict], systems: list[str]) -> list[dict]:
         by_key.setdefault(item["section"], []).append(item)
     needed = KINDS[kind]
     first, last = ALWAYS
-    rest = [k for k in HEADINGS if k not in needed and k not in ALWAYS]
+    rest = [k for k in HEADINGS if k not in needed and k not in ALWAYS
+            and kind in ONLY_IN.get(k, (kind,))]  # fmt: skip
     out = []
     for key in [first, *needed, *rest, last]:
         mine = by_key.get(key, [])

@@ -21,6 +21,7 @@ from iostudy.report import (
     apps,
     compare_report,
     devices,
+    diagnoses,
     figures,
     filesystems,
     lustre,
@@ -582,6 +583,7 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
     lambda r: workload.add_section(
         r.add, r.data.con, r.options.large_procs, r.options.large_mib, r.options.anonymizer
     ),
+    lambda r: diagnoses.add_section(r.add, r.data.con, r.options.anonymizer),
     lambda r: devices.add_section(r.add, r.data),
     lambda r: filesystems.add_section(r.add, r.data),
     jobs_section,

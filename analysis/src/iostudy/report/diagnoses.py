@@ -1,0 +1,66 @@
+"""The report's diagnoses section: what slows the study's jobs (iostudy.metrics.diagnose), per
+rule, per project, and the findings themselves (the page shows the first; the CSV has all)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from iostudy.metrics import diagnose
+
+SECTION = "diagnoses"
+TOP_RULES = 3  # rules named per project on the page
+
+
+def by_rule(found: pd.DataFrame, jobs: int) -> pd.DataFrame:
+    """Each rule that fired: jobs, their share, projects, and the advice."""
+    rows = []
+    for rule in diagnose.RULES:
+        mine = found[found["rule"] == rule.name]
+        if len(mine):
+            rows.append({"rule": rule.name, "jobs": mine["log_sha256"].nunique(),
+                         "jobs_pct": 100 * mine["log_sha256"].nunique() / jobs,
+                         "projects": mine["account"].fillna("(unknown)").nunique(),
+                         "advice": rule.advice})  # fmt: skip
+    return pd.DataFrame(rows, columns=["rule", "jobs", "jobs_pct", "projects", "advice"])
+
+
+def by_project(found: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+    """Per project (Slurm account): its jobs, those with a finding, its most frequent rules;
+    most affected first."""
+    projects = facts["account"].fillna("(unknown)")
+    total = projects.value_counts().rename("jobs")
+    found = found.assign(project=found["account"].fillna("(unknown)"))
+    with_finding = found.groupby("project")["log_sha256"].nunique().rename("jobs_with_a_finding")
+    rules = found.groupby("project")["rule"].agg(
+        lambda r: ", ".join(f"{name} ({n})" for name, n in r.value_counts().head(TOP_RULES).items())
+    )
+    table = pd.concat([total, with_finding, rules.rename("most_frequent")], axis=1)
+    table = table.dropna(subset=["jobs_with_a_finding"]).rename_axis("project").reset_index()
+    table["jobs_with_a_finding"] = table["jobs_with_a_finding"].astype("int64")
+    return table.sort_values(["jobs_with_a_finding", "project"], ascending=[False, True])
+
+
+def add_section(add, con, anonymizer=None) -> None:
+    """The section through report.render's add(); nothing when the study has no job log."""
+    facts = diagnose.job_facts(con)
+    if facts.empty:
+        return
+    found = diagnose.diagnose(facts, diagnose.thresholds())
+    if anonymizer is not None:
+        facts, found = anonymizer.frame(facts), anonymizer.frame(found)
+    jobs = len(facts)
+    add(SECTION, "table", "diagnoses-by-rule",
+        f"What slows the {jobs:,} jobs: each diagnosis rule that fired (iostudy diagnose; "
+        "thresholds in configs/diagnoses.json, from seed 000 and Drishti's triggers), the jobs "
+        "it fired on and their share, the projects, and its advice.",
+        by_rule(found, jobs), table=True)  # fmt: skip
+    if found.empty:
+        return
+    add(SECTION, "table", "diagnoses-by-project",
+        "Per project (Slurm account; (unknown) without accounting): its jobs, those with a "
+        f"finding, and its {TOP_RULES} most frequent rules with their jobs; most affected first.",
+        by_project(found, facts), table=True)  # fmt: skip
+    add(SECTION, "table", "diagnoses-findings",
+        "Every finding: the job, the rule and the numbers that fired it (the advice per rule is "
+        "in the table above; all findings in the CSV).",
+        found, table=True, hide=["log_sha256", "advice", "run_id"])  # fmt: skip
