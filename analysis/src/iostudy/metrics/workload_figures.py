@@ -247,6 +247,7 @@ def files_figure(points: pd.DataFrame, projects: list[str]) -> Figure:
         ticker.FuncFormatter(lambda v, _: "0" if v < 0.75 else short(v) if v >= 1 else "")
     )
     ax.set_yticks([zero_row, *[t for t in (1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7) if t <= top * 2]])
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())  # a short log axis labels its minor ticks
     ax.set_xlabel("processes", fontsize=8)
     ax.set_ylabel("files accessed", fontsize=8)
     ax.tick_params(labelsize=7)
