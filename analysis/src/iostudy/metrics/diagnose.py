@@ -86,9 +86,10 @@ GROUP BY ALL
 """
 
 
-def job_facts(con) -> pd.DataFrame:
-    """One row per job log: jobstats.job_table's columns and the counters the rules read."""
-    jobs = jobstats.job_table(con)
+def job_facts(con, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per job log: jobstats.job_table's columns (``jobs`` when the caller has them)
+    and the counters the rules read."""
+    jobs = jobstats.job_table(con) if jobs is None else jobs
     if jobs.empty:
         return jobs
     counters = con.execute(_COUNTERS).df()

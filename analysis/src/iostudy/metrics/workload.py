@@ -119,15 +119,16 @@ def add_section(
     large_procs: int = LARGE_PROCS,
     large_mib: float = LARGE_MIB,
     anonymizer=None,
+    jobs: pd.DataFrame | None = None,
 ) -> None:
     """The report's workload sections (seed 000, sections III and V) through report.render's
     add(), from ``con``'s relations jobs, files and, when the study has Slurm accounting, sched
     (the study's views: iostudy.report.studydata): nothing when the study has no job log.
     anonymizer (iostudy.core.anonymize.Anonymizer): names in the job table are replaced before
-    anything is drawn."""
+    anything is drawn. jobs: the job table when the caller has it already."""
     if not _rows(con, "jobs"):
         return
-    jobs = jobstats.job_table(con)
+    jobs = jobstats.job_table(con) if jobs is None else jobs
     by_module = module_bytes(con)
     coverage = _coverage(con)
     if anonymizer is not None:

@@ -40,9 +40,10 @@ def by_project(found: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["jobs_with_a_finding", "project"], ascending=[False, True])
 
 
-def add_section(add, con, anonymizer=None) -> None:
-    """The section through report.render's add(); nothing when the study has no job log."""
-    facts = diagnose.job_facts(con)
+def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None) -> None:
+    """The section through report.render's add(); nothing when the study has no job log.
+    jobs: the study's job table when the caller has it already."""
+    facts = diagnose.job_facts(con, jobs)
     if facts.empty:
         return
     found = diagnose.diagnose(facts, diagnose.thresholds())

@@ -15,7 +15,7 @@ import pandas as pd
 
 from iostudy.core.anonymize import Anonymizer
 from iostudy.core.numfmt import short
-from iostudy.metrics import compare, jobstats, metrics, scaling, workload
+from iostudy.metrics import compare, metrics, scaling, workload
 from iostudy.metrics.scaling import WITHIN
 from iostudy.report import (
     apps,
@@ -105,8 +105,7 @@ def job_table(data: StudyData) -> pd.DataFrame:
     """MiB/s/CN per job as :mod:`iostudy.metrics.jobstats` defines it (the one definition: the
     slowest rank's form, POSIX and STDIO; seed 000's shared-file span form beside it), with the
     columns a reader needs."""
-    t = jobstats.job_table(data.con)
-    t = t.rename(columns={"log": "log_path"})
+    t = data.job_table().rename(columns={"log": "log_path"})
     t["bytes"] = t["bytes_read"] + t["bytes_written"]
     runs = data["jobs"][["log_sha256", "environ", "repetition"]].drop_duplicates("log_sha256")
     t = t.merge(runs, on="log_sha256", how="left")
@@ -581,9 +580,16 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
     lambda r: apps.add_section(r.add, r.data),
     lambda r: lustre.add_section(r.add, r.data, r.runs),
     lambda r: workload.add_section(
-        r.add, r.data.con, r.options.large_procs, r.options.large_mib, r.options.anonymizer
+        r.add,
+        r.data.con,
+        r.options.large_procs,
+        r.options.large_mib,
+        r.options.anonymizer,
+        jobs=r.data.job_table(),
     ),
-    lambda r: diagnoses.add_section(r.add, r.data.con, r.options.anonymizer),
+    lambda r: diagnoses.add_section(
+        r.add, r.data.con, r.options.anonymizer, jobs=r.data.job_table()
+    ),  # fmt: skip
     lambda r: devices.add_section(r.add, r.data),
     lambda r: filesystems.add_section(r.add, r.data),
     jobs_section,

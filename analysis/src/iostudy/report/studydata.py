@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from iostudy.metrics import compare
+from iostudy.metrics import compare, jobstats
 from iostudy.store import store as store_mod
 
 # Tables with a row per file record, per OST of a file, or per Slurm job: queried only.
@@ -34,6 +34,14 @@ class StudyData(Mapping):
         self.con = con if con is not None else store_mod.connect(store)
         self.all_runs = _all_runs(self.con)
         self._frames: dict[str, pd.DataFrame] = {}
+        self._job_table: pd.DataFrame | None = None
+
+    def job_table(self) -> pd.DataFrame:
+        """The study's jobstats.job_table (one row per job log), made once per build: three
+        sections read it, and at a facility's scale it is the build's largest query."""
+        if self._job_table is None:
+            self._job_table = jobstats.job_table(self.con)
+        return self._job_table
 
     @classmethod
     def of_frames(cls, frames: dict[str, pd.DataFrame]) -> StudyData:
@@ -68,6 +76,7 @@ class StudyData(Mapping):
                 system = labels if "system" in schema.names else None
                 self.con.execute(_study_view(name, run_ids, system))
         self._frames.clear()
+        self._job_table = None
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name in QUERY_ONLY:
