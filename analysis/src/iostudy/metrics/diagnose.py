@@ -267,9 +267,7 @@ def diagnose(facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
 
 
 def cmd_diagnose(args) -> int:
-    if not (Path(args.store) / "jobs").is_dir():
-        print(f"iostudy: error: {args.store}: no store here (no jobs table); run "
-              "`iostudy ingest SOURCE --store STORE` first", file=sys.stderr)  # fmt: skip
+    if not jobstats.has_jobs(args.store):
         return EXIT_BAD_INPUT
     try:
         limits = thresholds(args.config)

@@ -263,15 +263,22 @@ def _text(table: pd.DataFrame) -> str:
         return table[COLUMNS[:18]].to_string(index=False)
 
 
+def has_jobs(store) -> bool:
+    """Whether ``store`` is a store with a jobs table; if not, says so on stderr."""
+    if (Path(store) / "jobs").is_dir():
+        return True
+    print(f"iostudy: error: {store}: no store here (no jobs table); run "
+          "`iostudy ingest SOURCE --store STORE` first", file=sys.stderr)  # fmt: skip
+    return False
+
+
 def cmd_jobs(args) -> int:
     try:
         scope_modules(args.module)
     except ValueError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if not (Path(args.store) / "jobs").is_dir():
-        print(f"iostudy: error: {args.store}: no store here (no jobs table); run "
-              "`iostudy ingest SOURCE --store STORE` first", file=sys.stderr)  # fmt: skip
+    if not has_jobs(args.store):
         return EXIT_BAD_INPUT
     table = job_table(store_mod.connect(args.store), args.module)
     out = open(args.out, "w", newline="") if args.out else sys.stdout  # noqa: SIM115
