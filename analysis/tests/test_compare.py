@@ -176,13 +176,14 @@ def test_throttled_run_is_flagged_and_unchanged_rerun_is_not(tmp_path, capsys):
     assert status == compare.EXIT_REGRESSION, out
     flagged = [line for line in out.splitlines() if line.startswith("REGRESSION: ")]
     assert flagged and all(f"in run {slow}" in line for line in flagged), out
-    # The file-per-process rate (each rank its own file) is steady run to run, and flagged.
-    # The shared file's two writers take turns at its lock, which makes its rate vary by a
-    # factor of four between unchanged runs: its history band may be too wide to flag it.
-    assert any(" fpp_write_mib_s " in line for line in flagged), out
+    # Which of the three rates is flagged depends on its history: page-cache writes on this
+    # shared 2-core VM vary between unchanged runs (the shared file's by up to 4.5x, and a CI
+    # run saw the file-per-process rate's CoV at 0.38), and a history whose band reaches zero
+    # says "too noisy to judge" rather than flag. Every rate fell far past the tolerance.
     judged = compare.judge(compare.results(store), tolerance=float(TOLERANCE))
-    fpp = judged[(judged["run_id"] == slow) & (judged["variable"] == "fpp_write_mib_s")]
-    assert fpp["change_pct"].iloc[0] < -100 * float(TOLERANCE), fpp
+    slow_rows = judged[judged["run_id"] == slow]
+    assert len(slow_rows) == 3 and (slow_rows["change_pct"] < -100 * float(TOLERANCE)).all()
+    assert set(slow_rows["verdict"]) <= {"regression", "noisy history"}, slow_rows
     report_of_the_series(store, results, slow)
 
 
@@ -199,7 +200,7 @@ def report_of_the_series(store: Path, results: Path, slow: str) -> None:
     assert report["kind"] == "regression" and report["verdict"] == "FAIL", report
     assert any(line.startswith(f"run {slow} on local: ReFrame failed") for line in
                report["reasons"]), report  # fmt: skip
-    fell = [line for line in report["reasons"] if "fpp_write_mib_s" in line and slow in line
+    fell = [line for line in report["reasons"] if "_write_mib_s" in line and slow in line
             and "% against the median (" in line]  # fmt: skip
     assert fell, report["reasons"]
     sections = chromium.assert_no_empty_section(page)
