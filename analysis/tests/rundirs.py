@@ -22,6 +22,23 @@ RUNTIME_MIB = 4
 TAGS = "campaign=quick;check=iomodel_check;system=local;environ=openmpi;repetition=0;nodes=1"
 
 
+def runtime_env(log: Path, tags: str | None = None, mpi: bool = False) -> dict:
+    """The environment of a program run under iostudy's runtime, writing its log to ``log``
+    (tagged like a campaign job when ``tags`` is given); none of the caller's runtime settings
+    leak in. ``mpi``: an MPI program, whose ranks write one log at MPI_Finalize."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DARSHAN_", "IOSTUDY_")) and k not in ("LD_PRELOAD", "SLURM_JOB_ID")
+    }
+    env |= {"LD_PRELOAD": str(RUNTIME), "DARSHAN_LOGFILE": str(log)}
+    if not mpi:
+        env["DARSHAN_ENABLE_NONMPI"] = "1"
+    if tags is not None:
+        env["IOSTUDY_LOG_TAGS"] = tags
+    return env
+
+
 def runtime_log(dest: Path, workdir: Path, mib: int = RUNTIME_MIB, tags: str = TAGS) -> Path:
     """A log of `dd` writing mib MiB to workdir/n1-p1-f1-m1/file0.dat under the runtime."""
     if not RUNTIME.is_file():
@@ -29,17 +46,7 @@ def runtime_log(dest: Path, workdir: Path, mib: int = RUNTIME_MIB, tags: str = T
     model_dir = workdir / "n1-p1-f1-m1"
     model_dir.mkdir(parents=True, exist_ok=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DARSHAN_", "IOSTUDY_")) and k not in ("LD_PRELOAD", "SLURM_JOB_ID")
-    }
-    env.update(
-        LD_PRELOAD=str(RUNTIME),
-        DARSHAN_ENABLE_NONMPI="1",
-        DARSHAN_LOGFILE=str(dest),
-        IOSTUDY_LOG_TAGS=tags,
-    )
+    env = runtime_env(dest, tags)
     cmd = ["dd", "if=/dev/zero", f"of={model_dir / 'file0.dat'}", "bs=1M", f"count={mib}"]
     subprocess.run(cmd + ["status=none"], env=env, check=True, timeout=60)
     assert dest.is_file(), f"the runtime wrote no log {dest}"

@@ -5,7 +5,6 @@ hmmsearch) whose per-file table must hold the store's numbers."""
 import csv
 import io
 import json
-import os
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,7 +17,7 @@ from iostudy.report import apps
 from iostudy.report.studydata import StudyData
 from iostudy.store import store
 from tests import chromium, logcraft
-from tests.rundirs import RUNTIME
+from tests.rundirs import RUNTIME, runtime_env
 
 RUN1, RUN2 = "20260302T090000Z-apps-local", "20260303T090000Z-apps-local"
 SCRATCH = "/scratch/hmmer_check_0"
@@ -370,13 +369,7 @@ def runtime_log(log: Path, cwd: Path, tags: str, *command: str) -> bytes:
     """The log of a command run non-MPI under iostudy's runtime, tagged like a campaign job."""
     if not RUNTIME.is_file():
         pytest.fail(f"{RUNTIME} not found: run `make setup` (it builds the runtime)")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DARSHAN_", "IOSTUDY_")) and k not in ("LD_PRELOAD", "SLURM_JOB_ID")
-    }
-    env |= {"LD_PRELOAD": str(RUNTIME), "DARSHAN_ENABLE_NONMPI": "1",
-            "DARSHAN_LOGFILE": str(log), "IOSTUDY_LOG_TAGS": tags}  # fmt: skip
+    env = runtime_env(log, tags)
     with open(cwd / "input.txt", "rb") as stdin:
         subprocess.run(command, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.DEVNULL,
                        check=True, timeout=60)  # fmt: skip

@@ -19,26 +19,18 @@ import pytest
 
 from iostudy.cli.cli import main
 
-from .rundirs import RUNTIME
+from .rundirs import RUNTIME, runtime_env
 from .testdata import REPO_ROOT
 
 PROGRAMS = REPO_ROOT / "build" / "runtime" / "tests"
 MIB = 1 << 20
 
 
-def _env(log: Path, mpi: bool = False) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DARSHAN_", "IOSTUDY_")) and k not in ("LD_PRELOAD",)}  # fmt: skip
-    env.update(LD_PRELOAD=str(RUNTIME), DARSHAN_LOGFILE=str(log))
-    if not mpi:
-        env["DARSHAN_ENABLE_NONMPI"] = "1"
-    return env
-
-
 def run_plain(name: str, cmd: list, tree: Path, stdout=subprocess.DEVNULL) -> None:
     """cmd under the runtime, its log tree/<name>.darshan."""
     log = tree / f"{name}.darshan"
-    subprocess.run([str(c) for c in cmd], env=_env(log), stdout=stdout, check=True, timeout=120)
+    subprocess.run([str(c) for c in cmd], env=runtime_env(log), stdout=stdout, check=True,
+                   timeout=120)  # fmt: skip
     assert log.is_file(), f"{name}: the runtime wrote no log"
 
 
@@ -50,9 +42,8 @@ def run_mpi(mode: str, tree: Path, work: Path) -> None:
         pytest.skip(f"needs mpirun.openmpi and {prog} (make setup builds it with Open MPI)")
     log = tree / f"{mode}.darshan"
     cmd = [launcher, "--oversubscribe", "--allow-run-as-root", "-np", "2"]
-    for key, value in _env(log, mpi=True).items():
-        if key in ("LD_PRELOAD", "DARSHAN_LOGFILE"):
-            cmd += ["-x", f"{key}={value}"]
+    for key in ("LD_PRELOAD", "DARSHAN_LOGFILE"):  # to the ranks, not to mpirun
+        cmd += ["-x", f"{key}={runtime_env(log, mpi=True)[key]}"]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")  # fmt: skip
     env.pop("LD_PRELOAD", None)

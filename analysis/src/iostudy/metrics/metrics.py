@@ -205,6 +205,12 @@ def _match_keys(bench: pd.DataFrame, models: pd.DataFrame) -> tuple[pd.DataFrame
     return bench, derived
 
 
+def judged(within: pd.Series, derived: pd.Series) -> pd.Series:
+    """A cross-check's verdict as a reader takes it: within_tolerance where the log gave a
+    derived value, missing (not judged) where no log did."""
+    return within.astype("boolean").mask(derived.isna())
+
+
 def table1_crosscheck(
     models: pd.DataFrame,
     iomodel: pd.DataFrame,

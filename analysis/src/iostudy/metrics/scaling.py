@@ -164,7 +164,7 @@ def ior_crosscheck_table(ior, files, jobs) -> pd.DataFrame:
     t = metrics.ior_crosscheck(ior, files, jobs)
     t.insert(t.columns.get_loc("rel_diff"), "difference_pct", 100 * t["rel_diff"])
     t = t.rename(columns={"within_tolerance": WITHIN})
-    t[WITHIN] = t[WITHIN].astype("boolean").mask(t["log_mib_s"].isna())
+    t[WITHIN] = metrics.judged(t[WITHIN], t["log_mib_s"])
     cols = ["run_id", "system", "environ", "repetition", "api", "layout", "target",
             "transfer_size", "procs", "nodes", "operation", "iterations", "ior_mib_s",
             "log_mib_s", "ior_seconds", "log_seconds", "difference_pct", WITHIN]  # fmt: skip

@@ -408,6 +408,8 @@ PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs", "
 
 # Columns whose yes/no or pass/fail is a verdict (coloured).
 VERDICTS = {WITHIN, "result"}
+# How a missing value reads where it means something: a cross-check without its log.
+MISSING = {WITHIN: "no log"}
 
 
 #: a long table's rows on the page (one of up to ROWS_WHOLE rows is shown whole); the CSV
@@ -439,7 +441,7 @@ def is_bytes(column: str) -> bool:
 def _cell(column: str, v) -> tuple[str, str]:
     """One value as the page shows it: (text, CSS class)."""
     if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
-        return ("no log" if column == WITHIN else ""), ""  # a cross-check without its log
+        return MISSING.get(column, ""), ""
     if isinstance(v, bool | np.bool_):
         text = "yes" if v else "no"
         return text, text if column in VERDICTS else ""
@@ -491,8 +493,7 @@ def provenance(df: pd.DataFrame) -> str | None:
         systems = sorted(df["system"].dropna().astype(str).unique())
         more = f" and {len(systems) - 3} more" if len(systems) > 3 else ""
         text += f" of {', '.join(systems[:3])}{more}" if systems else ""
-    first, last = sorted(runs)[0], sorted(runs)[-1]
-    return text if len(runs) == 1 else f"{text} ({first} to {last})"
+    return text if len(runs) == 1 else f"{text} ({min(runs)} to {max(runs)})"
 
 
 def safe(name: str) -> str:

@@ -19,7 +19,7 @@ diagnoses) are on the pages of the kinds that study it (:data:`ONLY_IN`).
 from __future__ import annotations
 
 from iostudy.benchmarks import registry
-from iostudy.store.store import TREE_STATUS
+from iostudy.store.store import is_tree
 
 #: every section of the page: key -> heading, in the order of the sections outside a layout
 HEADINGS = {
@@ -103,7 +103,7 @@ def kind_of(runs: list[dict], checks: set[str]) -> str:
     ran or were asked for."""
     if any(isinstance(r.get("site"), str) and r.get("site") for r in runs):
         return "cross-site"
-    if runs and all(r.get("status") == TREE_STATUS for r in runs):
+    if runs and all(is_tree(r) for r in runs):
         return "characterization"
     if "probe_check" in checks:
         return "interference"

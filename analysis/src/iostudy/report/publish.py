@@ -20,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 from iostudy.core import config, provenance
-from iostudy.report import figures, sections
+from iostudy.report import figures
 from iostudy.report.sections import ReportOptions
 from iostudy.store import catalog
+from iostudy.store import store as store_mod
 
 TEMPLATES = config.REPO_ROOT / "reports" / "templates"
 
@@ -191,13 +192,13 @@ def _manifest_input(run: dict) -> dict:
     in the store's parts); a campaign run's missing manifest is said so."""
     path = run["_manifest_file"]
     entry = {
-        "kind": "log-tree" if sections.is_tree(run) else "run-manifest",
+        "kind": "log-tree" if store_mod.is_tree(run) else "run-manifest",
         "run_id": run["run_id"],
         "path": shown_path(path) if path else None,
     }
     if run["_manifest"] is not None:
         entry |= {"sha256": provenance.sha256_file(path), "bytes": path.stat().st_size}
-    elif not sections.is_tree(run):
+    elif not store_mod.is_tree(run):
         entry["missing"] = True
     return entry
 

@@ -55,6 +55,7 @@ from iostudy.report.publish import (
 from iostudy.report.sections import ReportOptions
 from iostudy.report.studydata import StudyData
 from iostudy.report.verdict import Verdict
+from iostudy.store import store as store_mod
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -127,7 +128,7 @@ def select_study(all_runs: pd.DataFrame, study: str, results: Path, store: Path)
 
 def _tree_spans(runs: list[dict], data: StudyData) -> None:
     """A log tree's run has no start or end of its own: its logs' first start and last end."""
-    trees = [r for r in runs if sections.is_tree(r) and pd.isna(r.get("started"))]
+    trees = [r for r in runs if store_mod.is_tree(r) and pd.isna(r.get("started"))]
     if not trees:
         return
     spans = data.query(
@@ -183,7 +184,7 @@ def _page(report: sections.Report, rendered: Rendered, page, study, version, tit
             missing_manifests=[
                 r["run_id"]
                 for r in report.runs
-                if r["_manifest"] is None and not sections.is_tree(r)
+                if r["_manifest"] is None and not store_mod.is_tree(r)
             ],
             git_commit=provenance.git_state()[0],
             iostudy_version=__version__,

@@ -63,10 +63,6 @@ class Report:
     found: dict[str, Any] = field(default_factory=dict)
 
 
-def is_tree(run: dict) -> bool:
-    return run.get("status") == TREE_STATUS
-
-
 # Up to this many jobs, the report draws each job's MiB/s/CN (a bar and a row per job).
 JOBS_SHOWN = 60
 
@@ -125,8 +121,7 @@ def crosscheck_table(data: StudyData) -> pd.DataFrame:
         }
     )
     t.insert(t.columns.get_loc("rel_diff"), "difference_pct", 100 * t["rel_diff"])
-    # a model without a log is not judged
-    t[WITHIN] = t[WITHIN].astype("boolean").mask(t["derived_mib_s"].isna())
+    t[WITHIN] = metrics.judged(t[WITHIN], t["derived_mib_s"])
     columns = [
         "run_id",
         "system",
@@ -302,7 +297,7 @@ def provenance_table(runs: list[dict]) -> pd.DataFrame:
                 "tool_versions": "; ".join(f"{k} {v}" for k, v in sorted(tools.items()) if v),
                 "manifest": "found"
                 if run["_manifest"] is not None
-                else (TREE_STATUS if is_tree(run) else "MISSING"),
+                else (TREE_STATUS if store_mod.is_tree(run) else "MISSING"),
             }
         )
     return pd.DataFrame(rows)

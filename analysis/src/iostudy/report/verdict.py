@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from iostudy.core.numfmt import short
-from iostudy.store.store import TREE_STATUS
+from iostudy.store.store import is_tree
 
 SEVERITY = ("FAIL", "REGRESSED", "INCOMPLETE", "PASS", "DATA")
 #: run statuses (the campaign's manifest) that fail a report
@@ -138,7 +138,7 @@ def _not_run(runs: list[dict]) -> list[str]:
     unexplained = []
     for run in runs:
         manifest = run.get("_manifest") or {}
-        if not manifest and run.get("status") != TREE_STATUS:  # a log tree has none
+        if not manifest and not is_tree(run):  # a log tree has none
             unexplained.append(f"run {run['run_id']}: its manifest is missing (not found under "
                                "--results, or left out of its site's bundle): what it ran and "
                                "what it did not is unknown")  # fmt: skip

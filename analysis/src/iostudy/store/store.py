@@ -345,6 +345,13 @@ RUN_TABLES = tuple(t for t in TABLES if t not in IMPORTED_TABLES)
 # A facility's log tree (iostudy.store.ingest_logs) is in the store as a run whose runs row has
 # this status and, unless told otherwise, this study; readers tell trees from runs by it.
 TREE_STATUS = "log tree"
+
+
+def is_tree(run: dict) -> bool:
+    """Whether a runs row is a log tree (``iostudy ingest LOGROOT``): it has no manifest."""
+    return run.get("status") == TREE_STATUS
+
+
 DEFAULT_STUDY = "characterization"
 
 
