@@ -32,6 +32,8 @@ they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF
   003's model coordinates.
 - interfaces: POSIX, STDIO, MPI-IO, HDF5, PnetCDF, from the log's modules (whatever the scope).
 - read_* / write_*: accesses per size bin (POSIX, and MPI-IO's aggregate sizes).
+- key_access_size (seed 000's Table V): the size bin with the most accesses of the scope, with
+  their direction: (r), (w) or (r+w); empty when the job made no access.
 - flags: why some of the log's values are stored as null (:mod:`iostudy.logs.plausibility`; JSON).
 
 Totals are summed as HUGEINT (int64 when every one fits below 2^53, else float64): many
@@ -56,6 +58,10 @@ from iostudy.store import store as store_mod
 DEFAULT_SCOPE = modules.DEFAULT_SCOPE
 STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
 SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in logrows.SIZE_BINS]
+#: a size bin as a reader knows it (Darshan's bins, 1K = 1,024 bytes)
+SIZE_LABELS = dict(zip(logrows.SIZE_BINS, ("0-100 B", "100 B-1 KiB", "1-10 KiB", "10-100 KiB",
+                   "100 KiB-1 MiB", "1-4 MiB", "4-10 MiB", "10-100 MiB", "100 MiB-1 GiB",
+                   ">= 1 GiB"), strict=True))  # fmt: skip
 # Totals the query sums: HUGEINT there (SUM of BIGINT), never cast back to BIGINT, where they could
 # overflow; int64 here when they are exact (numfmt.integral).
 SUMMED = ["bytes_read", "bytes_written", "unique_bytes", "shared_bytes", "partial_bytes",
@@ -67,7 +73,7 @@ COLUMNS = [
     "mib_per_proc", "interfaces", "strategy", "io_procs", "procs_per_file",
     "module", "run_id", "log_sha256", "system", "uid", "user", "account", "exe", "start",
     "cores", "elapsed_s", "files", "creates_per_proc", "nodes_source", "io_time_span_s",
-    "mib_s_span", "mib_s_per_cn_span",
+    "mib_s_span", "mib_s_per_cn_span", "key_access_size",
     "unique_bytes", "shared_bytes", "partial_bytes", "unique_files", "shared_files",
     "partial_files", *SIZE_COLUMNS, "flags",
 ]  # fmt: skip
@@ -253,8 +259,22 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     df["procs_per_file"] = df["procs_per_file"].round()
     df["interfaces"] = df["log_modules"].map(_interfaces)
     df["strategy"] = [_strategy(r) for r in df.itertuples()] if len(df) else []
+    df["key_access_size"] = _key_access_sizes(df)
     df["module"] = "+".join(modules.display(m) for m in scope)
     return df[COLUMNS]
+
+
+def _key_access_sizes(df: pd.DataFrame) -> list[str]:
+    bins = [b.lower() for b in logrows.SIZE_BINS]
+    reads = df[[f"read_{b}" for b in bins]].to_numpy(float)
+    writes = df[[f"write_{b}" for b in bins]].to_numpy(float)
+    best = (reads + writes).argmax(axis=1) if len(df) else []
+    labels = list(SIZE_LABELS.values())
+    out = []
+    for i, b in enumerate(best):
+        r, w = reads[i, b], writes[i, b]
+        out.append(f"{labels[b]} ({'r+w' if r and w else 'r' if r else 'w'})" if r or w else "")
+    return out
 
 
 def _text(table: pd.DataFrame) -> str:

@@ -40,12 +40,13 @@ def by_project(found: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["jobs_with_a_finding", "project"], ascending=[False, True])
 
 
-def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None) -> None:
+def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None):
     """The section through report.render's add(); nothing when the study has no job log.
-    jobs: the study's job table when the caller has it already."""
+    jobs: the study's job table when the caller has it already. Returns the findings (names
+    anonymized when asked; None: no job log)."""
     facts = diagnose.job_facts(con, jobs)
     if facts.empty:
-        return
+        return None
     found = diagnose.diagnose(facts, diagnose.thresholds())
     if anonymizer is not None:
         facts, found = anonymizer.frame(facts), anonymizer.frame(found)
@@ -56,7 +57,7 @@ def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None) -> 
         "it fired on and their share, the projects, and its advice.",
         by_rule(found, jobs), table=True)  # fmt: skip
     if found.empty:
-        return
+        return found
     add(SECTION, "table", "diagnoses-by-project",
         "Per project (Slurm account; (unknown) without accounting): its jobs, those with a "
         f"finding, and its {TOP_RULES} most frequent rules with their jobs; most affected first.",
@@ -65,3 +66,4 @@ def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None) -> 
         "Every finding: the job, the rule and the numbers that fired it (the advice per rule is "
         "in the table above; all findings in the CSV).",
         found, table=True, hide=["log_sha256", "advice", "run_id"])  # fmt: skip
+    return found

@@ -372,6 +372,8 @@ HEADERS = {
     "ior_mib_s": "IOR MiB/s",
     "log_mib_s": "derived from log MiB/s",
     "mib_s_per_cn": "MiB/s/CN",
+    "median_mib_s_per_cn": "median MiB/s/CN",
+    "key_access_size": "key access size",
     "mib_s_per_cn_span": "MiB/s/CN, seed 000's span form",
     "io_time_slowest_s": "slowest rank's I/O time (s)",
     "nodes_source": "nodes from",
@@ -468,16 +470,44 @@ def _page_columns(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     return shown, same
 
 
-def rows(df: pd.DataFrame) -> dict:
-    """A DataFrame as header + rows of (text, CSS class) cells for the template, and the values
-    shared by every row ("same": header and text)."""
+#: the cell of a row that links to its page (links): the first of these shown, else the first
+LINKED = ("jobid", "log", "log_path")
+
+
+def rows(df: pd.DataFrame, links: list | None = None) -> dict:
+    """A DataFrame as header + rows of (text, CSS class, link) cells for the template, and the
+    values shared by every row ("same": header and text). links: per row, the page its row
+    links to (None: no link), from its :data:`LINKED` cell."""
     shown, same = _page_columns(df)
     first = df.iloc[0] if len(df) else {}
+    links = links or [None] * len(df)
+    at = next((c for c in LINKED if c in shown), shown[0] if shown else None)
     return {
         "header": [HEADERS.get(c, c) for c in shown],
-        "rows": [[_cell(c, r[c]) for c in shown] for r in df.to_dict("records")],
+        "rows": [[(*_cell(c, r[c]), link if c == at else None) for c in shown]
+                 for r, link in zip(df.to_dict("records"), links, strict=True)],  # fmt: skip
         "same": [(HEADERS.get(c, c), _cell(c, first[c])[0] or "none") for c in same],
     }
+
+
+def item(section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None,
+         links=None, whole=False) -> dict:
+    """A page's figure, table or note (the templates' ``item``): fig drawn as inline SVG, the
+    rows the page shows of df (a table; every row when ``whole``), its CSV's name. links(shown
+    rows) -> per row, the page its row links to. label: what tells a figure from its siblings
+    (one per system): the page draws them side by side, each under its label, the caption
+    once."""
+    shown = (df if whole else page_rows(df)) if table and len(df) else None
+    hrefs = links(shown) if links is not None and shown is not None else None
+    if shown is not None:
+        shown = shown.drop(columns=list(hide))
+    return {"section": section, "kind": kind, "id": ident, "csv": f"{ident}.csv",
+            "caption": f"{label}: {caption}" if label else caption, "label": label,
+            "about": caption, "provenance": provenance(df),
+            "svg": svg(fig, ident) if fig is not None else None,
+            "table": rows(shown, hrefs) if shown is not None else None,
+            "rows": (len(shown), len(df)) if shown is not None else None,
+            "links": [h for h in hrefs or () if h]}  # fmt: skip
 
 
 def provenance(df: pd.DataFrame) -> str | None:

@@ -42,7 +42,7 @@ from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.metrics import compare, workload
-from iostudy.report import figures, headline, layout, sections
+from iostudy.report import figures, headline, layout, pages, sections
 from iostudy.report import publish as publish_mod
 from iostudy.report.publish import (
     build_manifest,
@@ -213,30 +213,15 @@ def render(
     anonymizer = options.anonymizer
     runs_df = pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in runs])
     items, frames = [], {}
+    linked = pages.Pages(tables, anonymizer, options.results)
 
     def add(section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None):
-        """label: what tells this figure from its siblings (one per system): the page draws
-        the siblings side by side, each under its label, with their common caption once."""
-        csv = f"{ident}.csv"
+        """figures.item's arguments; a job's row links to its page, a project's to its."""
         if anonymizer is not None:
             df = anonymizer.frame(df)
         frames[ident] = df  # written once the page's layout says the item is on it
-        shown = figures.page_rows(df.drop(columns=list(hide))) if table and len(df) else None
-        items.append(
-            {
-                "section": section,
-                "kind": kind,
-                "id": ident,
-                "caption": f"{label}: {caption}" if label else caption,
-                "label": label,
-                "about": caption,
-                "csv": csv,
-                "provenance": figures.provenance(df),
-                "svg": figures.svg(fig, ident) if fig is not None else None,
-                "table": figures.rows(shown) if shown is not None else None,
-                "rows": (len(shown), len(df)) if shown is not None else None,
-            }
-        )
+        items.append(figures.item(section, kind, ident, caption, df, fig, table, hide, label,
+                                  links=linked.links))  # fmt: skip
 
     report = sections.Report(add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:
@@ -249,6 +234,10 @@ def render(
         frames[item["id"]].to_csv(out / item["csv"], index=False, lineterminator="\n")
     rendered = Rendered(shown, headline.study_verdict(report), kind)
     (out / "index.html").write_text(_page(report, rendered, page, study, version, title, now))
+    linked.write(out, shown, report.found.get("diagnoses"), {
+        "report_title": title, "study": study, "version": version,
+        "created": now.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "style": (publish_mod.TEMPLATES / "style.css").read_text()})  # fmt: skip
     return rendered
 
 
@@ -278,7 +267,8 @@ def build(
         runs = select_study(data.all_runs, study, results or store.parent, store)
         data.restrict([r["run_id"] for r in runs])
         _tree_spans(runs, data)
-        options = _options(store, data.all_runs, large_procs, large_mib, anonymize)
+        results = results or store.parent
+        options = _options(store, data.all_runs, large_procs, large_mib, anonymize, results)
         version = Version(study, study_dir, title or f"iostudy report: {study}", as_version)
         return _publish_new_version(data, runs, store, version, argv, options)
     finally:
@@ -302,13 +292,13 @@ def _check_request(store, study, study_dir, as_version, large_procs, large_mib) 
         raise ReportError(f"store {store}: no such directory (run `iostudy ingest` first)")
 
 
-def _options(store, all_runs, large_procs, large_mib, anonymize) -> ReportOptions:
+def _options(store, all_runs, large_procs, large_mib, anonymize, results) -> ReportOptions:
     try:
         anonymizer = Anonymizer.for_store(store) if anonymize else None
     except AnonymizeError as exc:
         raise ReportError(str(exc)) from None
     systems = compare.system_descriptions(store, all_runs)
-    return ReportOptions(large_procs, large_mib, anonymizer, systems)
+    return ReportOptions(large_procs, large_mib, anonymizer, systems, results)
 
 
 @dataclass(frozen=True)

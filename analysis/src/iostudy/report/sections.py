@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ class ReportOptions:
     large_mib: float = workload.LARGE_MIB
     anonymizer: Anonymizer | None = None
     systems: dict | None = None  # system label -> description (compare.system_descriptions)
+    results: Path | None = None  # the folder the store's paths are relative to (its logs')
 
 
 #: a log tree's run (ingested as a tree of logs, not by a campaign)
@@ -93,7 +95,7 @@ def histograms(iomodel: pd.DataFrame) -> pd.DataFrame:
 JOB_COLUMNS = [
     "run_id", "system", "environ", "repetition", "jobid", "nprocs", "nodes", "nodes_source",
     "bytes", "io_time_slowest_s", "io_time_span_s", "strategy", "mib_s_per_cn",
-    "mib_s_per_cn_span", "log_path",
+    "mib_s_per_cn_span", "log_path", "log_sha256",
 ]  # fmt: skip
 
 
@@ -476,7 +478,7 @@ SIZE_CAPTION = (
     "quartiles, whiskers 10th to 90th percentile; log scale), their number above it."
 )
 # The job table's columns left out of the page (in the CSV): the page's table fits its width.
-JOBS_HIDDEN = ["log_path", "repetition", "io_time_span_s"]
+JOBS_HIDDEN = ["log_path", "repetition", "io_time_span_s", "log_sha256"]
 JOBS_CAPTION = (
     "MiB/s per compute node (MiB/s/CN) of every job, from its log (seed 000, II-D): the bytes "
     "moved through POSIX and STDIO over the slowest rank's I/O time (its time on its own "
@@ -566,6 +568,11 @@ def provenance_section(r: Report) -> None:
     )
 
 
+def diagnoses_section(r: Report) -> None:
+    r.found["diagnoses"] = diagnoses.add_section(r.add, r.data.con, r.options.anonymizer,
+                                                 jobs=r.data.job_table())  # fmt: skip
+
+
 #: every section, in page order; each takes the report being made
 SECTIONS: tuple[Callable[[Report], None], ...] = (
     histograms_section,
@@ -582,9 +589,7 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
         r.options.anonymizer,
         jobs=r.data.job_table(),
     ),
-    lambda r: diagnoses.add_section(
-        r.add, r.data.con, r.options.anonymizer, jobs=r.data.job_table()
-    ),  # fmt: skip
+    diagnoses_section,
     lambda r: devices.add_section(r.add, r.data),
     lambda r: filesystems.add_section(r.add, r.data),
     jobs_section,

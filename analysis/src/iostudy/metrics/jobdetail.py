@@ -1,0 +1,163 @@
+"""One job in detail, as a job page and ``iostudy compare-jobs`` show it (PyDarshan's ``darshan
+summary`` of one log, from the store).
+
+From the store's files rows of a log (every module, each record as stored; :func:`files_of`
+reads those of many logs in one query):
+- :func:`per_module`: per module (POSIX, STDIO, MPI-IO, HDF5, PnetCDF), bytes, operations and
+  the I/O time split into read, write and metadata, each summed over the processes (the sums
+  seed 000's metadata cost divides; a job's slowest-rank time is jobstats' io_time_slowest_s);
+- :func:`size_bins`: accesses per size bin and direction, POSIX and MPI-IO (MPI-IO's are the
+  sizes the application asked for; POSIX's what reached the file system);
+- :func:`file_table`: per file (a module's records of one path): bytes, time, ranks, class;
+- :func:`rank_balance`: per rank, its bytes and time in its own (non-shared) POSIX records; the
+  fastest, the slowest, their mean and variance.
+
+From the log itself, when it is still where ingest read it and unchanged (its sha256): what the
+store does not keep.
+- :func:`common_sizes`: the four most common access sizes per module (Darshan's ACCESS1..4
+  counters of every record, counts summed per size);
+- :func:`heatmap`: bytes per time bin and rank per API, from the HEATMAP records.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from iostudy.logs import logrows, modules
+from iostudy.metrics import jobstats
+
+SIZE_BINS, SIZE_LABELS = logrows.SIZE_BINS, jobstats.SIZE_LABELS
+#: the files table's modules in the order a page shows them: the file system's first
+MODULE_ORDER = ("posix", "stdio", "mpiio", "h5f", "pnetcdf")
+_TIMES = ["read_time", "write_time", "meta_time"]
+_COUNTS = ["bytes_read", "bytes_written", "reads", "writes", "opens", "seeks"]
+
+
+def files_of(con, shas) -> pd.DataFrame:
+    """The files rows of the logs ``shas`` (their sha256), every module, in one query."""
+    return con.execute(
+        "SELECT * FROM files WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
+        [sorted(set(shas))],
+    ).df()
+
+
+def _ordered(df: pd.DataFrame) -> pd.DataFrame:
+    order = {m: i for i, m in enumerate(MODULE_ORDER)}
+    df = df.assign(_o=df["module"].map(order).fillna(len(order)))
+    df = df.sort_values(["_o", "module"]).drop(columns="_o")
+    return df.assign(module=df["module"].map(modules.display))
+
+
+def per_module(files: pd.DataFrame) -> pd.DataFrame:
+    """Per module: records, bytes, operations, and read, write and metadata time summed over
+    the processes (seconds), with each one's share of the module's I/O time."""
+    cols = ["module", "records", *_COUNTS, *_TIMES, "io_time", "meta_pct"]
+    if files.empty:
+        return pd.DataFrame(columns=cols)
+    sums = files.groupby("module")[_COUNTS + _TIMES].sum(min_count=1)
+    sums.insert(0, "records", files.groupby("module").size())
+    sums["io_time"] = sums[_TIMES].sum(axis=1)
+    sums["meta_pct"] = 100 * sums["meta_time"] / sums["io_time"].where(sums["io_time"] > 0)
+    return _ordered(sums.reset_index())[cols]
+
+
+def size_bins(files: pd.DataFrame) -> pd.DataFrame:
+    """Accesses per module (POSIX, MPI-IO), direction and size bin: module, operation, size,
+    accesses (every bin, zeros too, so that two jobs line up)."""
+    rows = []
+    for module in ("posix", "mpiio"):
+        mine = files[files["module"] == module]
+        if mine.empty:
+            continue
+        for op in ("read", "write"):
+            for b in SIZE_BINS:
+                count = mine[f"{op}_{b.lower()}"].sum()
+                rows.append({"module": modules.display(module), "operation": op,
+                             "size": SIZE_LABELS[b], "accesses": int(count)})  # fmt: skip
+    return pd.DataFrame(rows, columns=["module", "operation", "size", "accesses"])
+
+
+def file_table(files: pd.DataFrame) -> pd.DataFrame:
+    """Per file and module: its path, class (N:N, N:1, N:M), ranks with a record (all: a
+    shared record), bytes read and written, and its I/O time summed over the processes."""
+    cols = ["path", "module", "sharing", "ranks", "bytes_read", "bytes_written", "bytes",
+            "io_time", "read_time", "write_time", "meta_time", "opens", "reads", "writes"]  # fmt: skip
+    if files.empty:
+        return pd.DataFrame(columns=cols)
+    f = files.assign(all_ranks=files["rank"] < 0)
+    g = f.groupby(["path", "module"], dropna=False)
+    table = g[["bytes_read", "bytes_written", *_TIMES, "opens", "reads", "writes"]].sum()
+    table["sharing"] = g["sharing"].first()
+    table["ranks"] = g["rank"].nunique().where(~g["all_ranks"].any(), other=-1)
+    table["bytes"] = table["bytes_read"] + table["bytes_written"]
+    table["io_time"] = table[_TIMES].sum(axis=1)
+    table = table.reset_index()
+    table["ranks"] = table["ranks"].astype("int64").astype(object).where(
+        table["ranks"] >= 0, "all")  # fmt: skip
+    table["module"] = table["module"].map(modules.display)
+    return table[cols]
+
+
+def rank_balance(files: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Per rank (POSIX records of one rank: a shared record is not any one rank's): bytes and
+    I/O time; and {ranks, fastest, slowest (rank and seconds), mean_s, variance_s2,
+    shared_slowest_s: the slowest rank's time over the shared records, as the log kept it}."""
+    posix = files[files["module"] == "posix"]
+    own = posix[posix["rank"] >= 0]
+    per_rank = own.groupby("rank").agg(bytes_read=("bytes_read", "sum"),
+                                       bytes_written=("bytes_written", "sum"),
+                                       read_time=("read_time", "sum"),
+                                       write_time=("write_time", "sum"),
+                                       meta_time=("meta_time", "sum"))  # fmt: skip
+    per_rank["io_time"] = per_rank[_TIMES].sum(axis=1)
+    per_rank = per_rank.reset_index()
+    shared = posix.loc[posix["rank"] < 0, "slowest_rank_time"].sum()
+    if per_rank.empty:
+        return per_rank, {"ranks": 0, "shared_slowest_s": shared}
+    t = per_rank.set_index("rank")["io_time"]
+    summary = {"ranks": len(t), "fastest_rank": int(t.idxmin()), "fastest_s": t.min(),
+               "slowest_rank": int(t.idxmax()), "slowest_s": t.max(), "mean_s": t.mean(),
+               "variance_s2": t.var(ddof=0), "shared_slowest_s": shared}  # fmt: skip
+    return per_rank, summary
+
+
+# ------------------------------------------------------------------------------------------
+# From the log (iostudy.logs.darshanlog.read_log's dict)
+
+_ACCESS_PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO"}
+
+
+def common_sizes(log: dict, top: int = 4) -> pd.DataFrame:
+    """The ``top`` most common access sizes per module (POSIX, MPI-IO): module, size (bytes),
+    accesses, summed over every record's ACCESS1..4 counters (Darshan's own figure)."""
+    rows = []
+    for module, prefix in _ACCESS_PREFIX.items():
+        counts: dict[int, int] = {}
+        for record in log.get("records", {}).get(module, []):
+            c = record["counters"]
+            for i in range(1, 5):
+                size, n = c.get(f"{prefix}_ACCESS{i}_ACCESS", 0), c.get(f"{prefix}_ACCESS{i}_COUNT", 0)
+                if n > 0 and size >= 0:
+                    counts[size] = counts.get(size, 0) + n
+        best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        rows += [{"module": module, "size": s, "accesses": n} for s, n in best]
+    return pd.DataFrame(rows, columns=["module", "size", "accesses"])
+
+
+def heatmap(log: dict) -> pd.DataFrame:
+    """The log's heatmaps, long: api, rank, bin, start_s (the bin's start since the job
+    started), read_bytes, write_bytes; only the bins where a rank moved bytes."""
+    rows = []
+    for api, hm in log.get("heatmaps", {}).items():
+        width = hm["bin_width"]
+        for rank in hm["ranks"]:
+            reads = hm["read"].get(rank, [])
+            writes = hm["write"].get(rank, [])
+            for b in range(hm["nbins"]):
+                r = reads[b] if b < len(reads) else 0
+                w = writes[b] if b < len(writes) else 0
+                if r or w:
+                    rows.append({"api": api, "rank": rank, "bin": b, "start_s": b * width,
+                                 "bin_width_s": width, "read_bytes": r, "write_bytes": w})  # fmt: skip
+    cols = ["api", "rank", "bin", "start_s", "bin_width_s", "read_bytes", "write_bytes"]
+    return pd.DataFrame(rows, columns=cols)

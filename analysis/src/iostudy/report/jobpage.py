@@ -1,0 +1,157 @@
+"""One job's page of a report (PyDarshan's ``darshan summary`` of its log, from the store): the
+job and its provenance, its diagnoses first, then the I/O time per module, operations, access
+sizes, files, rank balance and the heatmap. What the store does not keep (the common access
+sizes, the heatmap) is read from the log when it is where ingest read it and unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from iostudy.core import provenance
+from iostudy.core.numfmt import binary_bytes
+from iostudy.logs import darshanlog
+from iostudy.metrics import jobdetail
+from iostudy.report import figures, jobfigures
+
+#: the job's figures the record table shows, in order (jobstats.job_table's columns)
+RECORD = ["log", "jobid", "system", "run_id", "user", "account", "exe", "start", "elapsed_s",
+          "nprocs", "nodes", "nodes_source", "interfaces", "strategy", "bytes_read",
+          "bytes_written", "io_time_slowest_s", "agg_perf_mib_s", "mib_s_per_cn", "md_cost_pct",
+          "key_access_size", "files", "flags", "log_sha256"]  # fmt: skip
+
+
+def read_own_log(path: Path, sha256: str) -> tuple[dict | None, str]:
+    """The job's log, read (iostudy.logs.darshanlog) when it is at ``path`` and its sha256 is
+    the one ingest stored; else None, and why."""
+    if not path.is_file():
+        return None, f"its log is no longer at {path}"
+    if provenance.sha256_file(path) != sha256:
+        return None, f"its log at {path} has changed since it was ingested (sha256 differs)"
+    try:
+        return darshanlog.read_log(path), ""
+    except darshanlog.DarshanLogError as exc:
+        return None, f"its log could not be read again: {exc.reason}"
+
+
+def record_table(job: pd.Series) -> pd.DataFrame:
+    """The job as field/value rows, as the page shows them."""
+    rows = []
+    for field in RECORD:
+        value = job.get(field)
+        if field in ("bytes_read", "bytes_written") and pd.notna(value):
+            value = f"{binary_bytes(value)} ({int(value):,} bytes)"
+        rows.append({"field": figures.HEADERS.get(field, field), "value": _text(value)})
+    return pd.DataFrame(rows)
+
+
+def _text(value) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat(sep=" ", timespec="seconds")
+    return value if isinstance(value, str) else figures.fmt(value)
+
+
+def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: dict | None,
+             why_no_log: str, prefix: str):  # fmt: skip
+    """The page's sections as [(heading, [(item, frame)])]; ``files``: the job's files rows
+    (every module), ``findings``: its diagnoses, ``prefix``: of the page's CSV names."""
+
+    def item(kind, name, caption, df, **kw):
+        return figures.item("job", kind, f"{prefix}-{name}", caption, df, **kw), df
+
+    out = [("Job", [item("table", "record", "The job as the store holds it (iostudy jobs); "
+                         "MiB/s/CN and metadata % are seed 000's, as on every page.",
+                         record_table(job), table=True, whole=True)])]  # fmt: skip
+    out.append(("Diagnoses", _diagnoses(item, findings)))
+    out.append(("I/O time and operations per module", _modules(item, files)))
+    out.append(("Access sizes", _sizes(item, files, log, why_no_log)))
+    out.append(("Files", _files(item, files)))
+    out.append(("Rank balance", _ranks(item, files)))
+    out.append(("Heatmap: bytes over time", _heatmap(item, log, why_no_log)))
+    return out
+
+
+def _diagnoses(item, findings):
+    caption = ("The diagnosis rules that fired on this job (iostudy diagnose; thresholds in "
+               "configs/diagnoses.json), with the numbers that fired them and their advice.")  # fmt: skip
+    if findings.empty:
+        return [item("note", "diagnoses", f"{caption} None fired.", findings)]
+    return [item("table", "diagnoses", caption, findings[["rule", "found", "advice"]],
+                 table=True)]  # fmt: skip
+
+
+def _modules(item, files):
+    per_module = jobdetail.per_module(files)
+    if per_module.empty:
+        return [item("note", "modules", "The job's log has no file record.", per_module)]
+    return [item("figure", "modules",
+                 "I/O time per module, split into read, write and metadata (seconds summed over "
+                 "the processes; MPI-IO's, HDF5's and PnetCDF's time includes the POSIX calls "
+                 "they made), with bytes and operations; metadata % of the module's I/O time.",
+                 per_module, fig=jobfigures.time_split_figure(per_module), table=True)]  # fmt: skip
+
+
+def _sizes(item, files, log, why_no_log):
+    bins = jobdetail.size_bins(files)
+    out = []
+    if bins["accesses"].sum() > 0:
+        out.append(item("figure", "sizes",
+                        "Accesses per size bin: POSIX's are what reached the file system, "
+                        "MPI-IO's the sizes the application asked for.", bins,
+                        fig=jobfigures.sizes_figure(bins)))  # fmt: skip
+    common_caption = "The most common access sizes per module (Darshan's ACCESS1..4 counters)"
+    if log is None:
+        out.append(item("note", "common-sizes", f"{common_caption}: not shown, {why_no_log}.",
+                        pd.DataFrame()))  # fmt: skip
+    else:
+        common = jobdetail.common_sizes(log)
+        out.append(item("table", "common-sizes", f"{common_caption}, read from the log.",
+                        common, table=True))  # fmt: skip
+    return out
+
+
+def _files(item, files):
+    table = jobdetail.file_table(files)
+    if table.empty:
+        return [item("note", "files", "No file record.", table)]
+    by_bytes = table.sort_values(["bytes", "path"], ascending=[False, True])
+    by_time = table.sort_values(["io_time", "path"], ascending=[False, True])
+    top = len(figures.page_rows(table))
+    return [
+        item("table", "files-by-bytes", f"The {top} of {len(table):,} files (per module) that "
+             "moved the most bytes; every file in the CSV.", by_bytes,
+             table=True, hide=["read_time", "write_time", "meta_time"]),
+        item("table", "files-by-time", f"The {top} files that took the most I/O time (summed "
+             "over the processes); every file in the CSV.", by_time,
+             table=True, hide=["bytes_read", "bytes_written", "opens"]),
+    ]  # fmt: skip
+
+
+def _ranks(item, files):
+    per_rank, s = jobdetail.rank_balance(files)
+    if per_rank.empty:
+        return [item("note", "ranks", "No rank has POSIX records of its own (only shared "
+                     f"records: their slowest rank took {s['shared_slowest_s']:.3g} s).",
+                     per_rank)]  # fmt: skip
+    caption = (f"Each rank's I/O time in its own POSIX records: {s['ranks']:,} ranks, the "
+               f"fastest rank {s['fastest_rank']} ({s['fastest_s']:.3g} s), the slowest rank "
+               f"{s['slowest_rank']} ({s['slowest_s']:.3g} s), mean {s['mean_s']:.3g} s, "
+               f"variance {s['variance_s2']:.3g} s²; records shared by all ranks add their "
+               f"slowest rank's {s['shared_slowest_s']:.3g} s.")  # fmt: skip
+    if len(per_rank) < 2:  # one bar says no more than the caption
+        return [item("note", "ranks", caption, per_rank)]
+    return [item("figure", "ranks", caption, per_rank, fig=jobfigures.ranks_figure(per_rank))]
+
+
+def _heatmap(item, log, why_no_log):
+    caption = ("Bytes each rank moved in each time bin, per API, from the log's HEATMAP "
+               "records (as PyDarshan's job summary draws them)")  # fmt: skip
+    if log is None:
+        return [item("note", "heatmap", f"{caption}: not shown, {why_no_log}.", pd.DataFrame())]
+    hm = jobdetail.heatmap(log)
+    if hm.empty:
+        return [item("note", "heatmap", f"{caption}: the log has none.", hm)]
+    return [item("figure", "heatmap", f"{caption}.", hm, fig=jobfigures.heatmap_figure(hm))]

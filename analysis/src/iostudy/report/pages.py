@@ -1,0 +1,166 @@
+"""The job and project pages of a report version, beside its index.html:
+``job-<first 16 hex of the log's sha256>.html`` (iostudy.report.jobpage) and
+``project-<first 12 hex of the name's sha256>.html`` (iostudy.report.projectpage), each with
+the CSVs of its tables and figures.
+
+Which pages: a page for every job a table of the report lists on the page (its first cell
+links to it), for every project one lists, and for the jobs each project page lists (its
+Table V: the jobs that moved the most bytes, as many as a page table shows). So every link
+leads to a page, and their number is bounded by the tables' rows on the page, not by the
+study's jobs: a facility's 100,000 jobs make at most a few hundred pages (the CSVs behind the
+tables list every job, each with its log's sha256).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+
+from iostudy.metrics import jobdetail
+from iostudy.report import jobpage, projectpage
+from iostudy.report.publish import templates_env
+from iostudy.report.studydata import StudyData
+
+JOB_KEY, PROJECT_KEY = "log_sha256", ("project", "account")
+
+
+def job_href(sha256: str) -> str:
+    return f"job-{sha256[:16]}.html"
+
+
+def project_href(name: str) -> str:
+    return f"project-{hashlib.sha256(name.encode()).hexdigest()[:12]}.html"
+
+
+class Pages:
+    """The pages a version links to (:meth:`links`, as its tables are made) and their writing
+    (:meth:`write`, once the page's layout is known). ``results``: the folder the store's log
+    paths are relative to (a job page reads its log for what the store does not keep)."""
+
+    def __init__(self, data: StudyData, anonymizer=None, results: Path | None = None):
+        self.data, self.anonymizer, self.results = data, anonymizer, results
+        self.jobs: dict[str, str] = {}  # href -> log sha256
+        self.projects: dict[str, str] = {}  # href -> project name
+        self._table: pd.DataFrame | None = None
+
+    def job_table(self) -> pd.DataFrame:
+        """The study's job table as the pages show it (names anonymized when asked)."""
+        if self._table is None:
+            table = self.data.job_table()
+            self._table = self.anonymizer.frame(table) if self.anonymizer else table
+        return self._table
+
+    def links(self, shown: pd.DataFrame) -> list[str | None] | None:
+        """Per row of a table's rows on the page, the page its first cell links to: a job's
+        (a row with a log's sha256), a project's (a first column that names projects the
+        study's jobs have); None: the table links nowhere."""
+        if JOB_KEY in shown.columns:
+            hrefs = [job_href(s) if isinstance(s, str) else None for s in shown[JOB_KEY]]
+            self.jobs.update((h, s) for h, s in zip(hrefs, shown[JOB_KEY], strict=True) if h)
+            return hrefs
+        if not len(shown.columns) or shown.columns[0] not in PROJECT_KEY:
+            return None
+        known = set(projectpage.project_of(self.job_table())) if len(self.job_table()) else set()
+        hrefs = [project_href(p) if p in known else None for p in shown.iloc[:, 0]]
+        self.projects.update((h, p) for h, p in zip(hrefs, shown.iloc[:, 0], strict=True) if h)
+        return hrefs
+
+    def write(self, out: Path, items: list[dict], found: pd.DataFrame | None, page: dict):
+        """Writes the pages the page's ``items`` link to (and those their pages link to) into
+        ``out``; ``found``: the study's diagnoses; ``page``: the template's common values."""
+        wanted = {h for item in items for h in item.get("links", ())}
+        found = found if found is not None else pd.DataFrame(columns=["log_sha256", "rule"])
+        jobs = self.job_table()
+        projects = projectpage.project_of(jobs) if len(jobs) else pd.Series(dtype=str)
+        for href in sorted(h for h in wanted if h in self.projects):
+            name = self.projects[href]
+            mine = jobs[projects == name]
+            theirs = found[found[JOB_KEY].isin(mine[JOB_KEY])]
+            secs = projectpage.sections(name, mine, theirs, href.removesuffix(".html"),
+                                        self.links)  # fmt: skip
+            wanted |= {h for _, entries in secs for item, _ in entries for h in item["links"]}
+            _write(out, href, f"Project {name}", _project_top(mine, theirs), secs, page)
+        shas = sorted({self.jobs[h] for h in wanted if h in self.jobs})
+        self._write_jobs(out, shas, found, page)
+
+    def _write_jobs(self, out: Path, shas: list[str], found: pd.DataFrame, page: dict):
+        if not shas:
+            return
+        jobs = self.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY)
+        files = jobdetail.files_of(self.data.con, shas)
+        files = self.anonymizer.frame(files) if self.anonymizer else files
+        by_log = dict(iter(files.groupby(JOB_KEY)))
+        logs = self._read_logs(shas)
+        for sha in shas:
+            job = jobs.loc[sha].copy()
+            job[JOB_KEY] = sha
+            mine = by_log.get(sha, files.iloc[:0])
+            mine = mine[mine["run_id"] == job["run_id"]]  # a log ingested by several runs
+            secs = jobpage.sections(job, mine, found[found[JOB_KEY] == sha], *logs[sha],
+                                    job_href(sha).removesuffix(".html"))  # fmt: skip
+            project = projectpage.project_of(job.to_frame().T).iloc[0]
+            up = project_href(project) if project_href(project) in self.projects else None
+            _write(out, job_href(sha), f"Job {_job_name(job)}", _job_top(job, found, sha),
+                   secs, page, up=(up, f"project {project}"))  # fmt: skip
+
+    def _read_logs(self, shas: list[str]) -> dict[str, tuple[dict | None, str]]:
+        """Each job's log (jobpage.read_own_log), read in parallel: a child process each."""
+        raw = self.data.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY)["log"]
+        base = self.results or Path(".")
+
+        def one(sha):
+            path = Path(str(raw.get(sha, "")))
+            return sha, jobpage.read_own_log(path if path.is_absolute() else base / path, sha)
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            return dict(pool.map(one, shas))
+
+
+def _job_name(job: pd.Series) -> str:
+    jobid = job.get("jobid")
+    return f"{int(jobid)}" if pd.notna(jobid) else Path(str(job.get("log"))).name
+
+
+def _job_top(job: pd.Series, found: pd.DataFrame, sha: str) -> tuple[str, list[str]]:
+    """The job page's verdict: DIAGNOSED or NO FINDING, and its first lines: what is wrong
+    with its I/O, then its key figures."""
+    mine = found[found[JOB_KEY] == sha]
+    lines = [f"{r.rule}: {r.found}" for r in mine.itertuples()] or [
+        "No diagnosis rule fired on this job."
+    ]
+    rate = job.get("mib_s_per_cn")
+    rate = f"{rate:.3g} MiB/s/CN" if pd.notna(rate) else "no MiB/s/CN (no I/O time)"
+    lines.append(f"{rate}; {int(job['nprocs']):,} processes on {int(job['nodes']):,} nodes; "
+                 f"strategy {job['strategy']}; metadata {_pct(job.get('md_cost_pct'))} of the "
+                 "I/O time.")  # fmt: skip
+    return ("DIAGNOSED" if len(mine) else "NO FINDING"), lines
+
+
+def _pct(value) -> str:
+    return f"{value:.0f}%" if pd.notna(value) else "(no I/O time)"
+
+
+def _project_top(jobs: pd.DataFrame, found: pd.DataFrame) -> tuple[str, list[str]]:
+    """The project page's first lines: its jobs, how many a rule fired on, their MiB/s/CN."""
+    rates = jobs["mib_s_per_cn"].dropna()
+    median = f"median {rates.median():.3g} MiB/s/CN" if len(rates) else "no MiB/s/CN"
+    diagnosed = found[JOB_KEY].nunique()
+    return f"{len(jobs):,} JOBS", [f"{len(jobs):,} jobs with a log, {median}; a diagnosis rule "
+                                  f"fired on {diagnosed:,} of them."]  # fmt: skip
+
+
+def _write(out: Path, href: str, title: str, top: tuple[str, list[str]], secs, page: dict,
+           up=(None, "")):  # fmt: skip
+    """One page and its CSVs."""
+    for _, entries in secs:
+        for item, frame in entries:
+            frame.to_csv(out / item["csv"], index=False, lineterminator="\n")
+    html = templates_env().get_template("detail.html.j2").render(
+        title=title, word=top[0], top=top[1], up=up, sections=[
+            {"heading": h, "entries": [i for i, _ in entries]} for h, entries in secs],
+        **page)  # fmt: skip
+    (out / href).write_text(html)

@@ -1,0 +1,83 @@
+"""One project's page of a report (a Slurm account; "(unknown)": jobs without accounting):
+seed 000's Table V (its jobs: MiB/s/CN, metadata %, key access size, strategy) and Table VI
+(MiB/s/CN by job size), the distribution of its jobs' MiB/s/CN, and its diagnoses per rule."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from iostudy.metrics import diagnose
+from iostudy.report import figures
+
+UNKNOWN = "(unknown)"
+TABLE_V = ["log", "jobid", "user", "nprocs", "nodes", "mib_s_per_cn", "md_cost_pct",
+           "key_access_size", "strategy", "bytes_moved", "start", "log_sha256"]  # fmt: skip
+
+
+def project_of(jobs: pd.DataFrame) -> pd.Series:
+    """Each job's project: its account, UNKNOWN without one."""
+    return jobs["account"].fillna(UNKNOWN).astype(str)
+
+
+def table_v(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The project's jobs, those that moved the most bytes first (Table V's columns)."""
+    t = jobs.assign(bytes_moved=jobs["bytes_read"] + jobs["bytes_written"])
+    return t.sort_values(["bytes_moved", "log_sha256"], ascending=[False, True])[TABLE_V]
+
+
+def table_vi(jobs: pd.DataFrame) -> pd.DataFrame:
+    """MiB/s/CN by job size (compute nodes): jobs, median, and the slowest and fastest job."""
+    rated = jobs[jobs["mib_s_per_cn"].notna()]
+    g = rated.groupby("nodes")["mib_s_per_cn"]
+    out = g.agg(jobs="size", median_mib_s_per_cn="median", slowest_mib_s_per_cn="min",
+                fastest_mib_s_per_cn="max")  # fmt: skip
+    return out.reset_index()
+
+
+def rules(found: pd.DataFrame, jobs: int) -> pd.DataFrame:
+    """Per diagnosis rule that fired on the project's jobs: jobs, their share, the advice."""
+    rows = []
+    for rule in diagnose.RULES:
+        n = found.loc[found["rule"] == rule.name, "log_sha256"].nunique()
+        if n:
+            rows.append({"rule": rule.name, "jobs": n, "jobs_pct": 100 * n / jobs,
+                         "advice": rule.advice})  # fmt: skip
+    return pd.DataFrame(rows, columns=["rule", "jobs", "jobs_pct", "advice"])
+
+
+def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, links):
+    """The page's sections as [(heading, [(item, frame)])]; ``jobs``: the project's rows of
+    jobstats.job_table, ``found``: their diagnoses, links: figures.item's (to job pages)."""
+
+    def item(kind, ident, caption, df, **kw):
+        return figures.item("project", kind, f"{prefix}-{ident}", caption, df, **kw), df
+
+    moved = jobs["bytes_read"] + jobs["bytes_written"]
+    summary = pd.DataFrame([{"project": name, "jobs": len(jobs),
+                             "users": jobs["user"].nunique(), "bytes_moved": moved.sum(),
+                             "median_mib_s_per_cn": jobs["mib_s_per_cn"].median(),
+                             "jobs_with_a_finding": found["log_sha256"].nunique()}])  # fmt: skip
+    v = table_v(jobs)
+    shown = len(figures.page_rows(v))
+    out = [("Project", [item("table", "summary", "The project's jobs with a log, their bytes "
+                             "and median MiB/s/CN (seed 000's metric, as on every page).",
+                             summary, table=True)])]  # fmt: skip
+    out.append(("Its jobs (seed 000, Table V)", [item(
+        "table", "jobs", f"The {shown} of its {len(jobs):,} jobs that moved the most bytes "
+        "(each links to its page; every job in the CSV): MiB/s/CN, metadata share of the I/O "
+        "time, key access size (the size bin of most accesses; r: reads, w: writes) and "
+        "strategy.", v, table=True, hide=["log_sha256"], links=links)]))  # fmt: skip
+    vi = table_vi(jobs)
+    by_size = [item("table", "by-size", "MiB/s/CN by job size: the jobs of each node count, "
+                    "their median, slowest and fastest.", vi, table=True)]  # fmt: skip
+    if vi["jobs"].sum() >= 2:
+        by_size.append(item("figure", "distribution", "The distribution of its jobs' MiB/s/CN "
+                            "by job size (a box per bin of processes: 10th to 90th percentile).",
+                            figures.rates_by_size(jobs),
+                            fig=figures.rates_by_size_figure(jobs)))  # fmt: skip
+    out.append(("Performance by job size (seed 000, Table VI)", by_size))
+    r = rules(found, len(jobs))
+    caption = "The diagnosis rules that fired on its jobs, how often, and their advice."
+    out.append(("Diagnoses", [item("table", "diagnoses", caption, r, table=True) if len(r)
+                              else item("note", "diagnoses", f"{caption} None fired.", r)]))  # fmt: skip
+    return out
