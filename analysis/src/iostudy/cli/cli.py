@@ -32,6 +32,7 @@ GROUP_MODULES = {
     "ingest": "store.ingest",
     "jobs": "metrics.jobstats",
     "diagnose": "metrics.diagnose",
+    "compare-jobs": "metrics.comparejobs",
     "metrics": "metrics.metrics",
     "report": "report.report",
     "schedule": "run.schedule",

@@ -401,6 +401,10 @@ HEADERS = {
     "jobs_with_a_finding": "jobs with a finding",
     "most_frequent": "most frequent rules (jobs)",
     "found": "what fired it",
+    # a before/after pair (iostudy.report.beforeafter)
+    "a": "A (before)",
+    "b": "B (after)",
+    "b_over_a": "B / A",
 }
 
 
@@ -410,6 +414,8 @@ PLAIN = {"jobid", "repetition", "n", "p", "f", "m", "nprocs", "nodes", "runs", "
 
 # Columns whose yes/no or pass/fail is a verdict (coloured).
 VERDICTS = {WITHIN, "result"}
+#: columns set side by side to be compared: never stated once, even when alike in every row
+COMPARED = {"a", "b", "b_over_a"}
 # How a missing value reads where it means something: a cross-check without its log.
 MISSING = {WITHIN: "no log"}
 
@@ -465,7 +471,8 @@ def _page_columns(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     rest = [c for c in columns[1:] if c not in verdicts]
     same = []
     if len(df) >= 3:  # two rows alike in a column are a coincidence, not yet a pattern
-        same = [c for c in rest if df[c].astype(str).nunique(dropna=False) == 1]
+        same = [c for c in rest if c not in COMPARED
+                and df[c].astype(str).nunique(dropna=False) == 1]  # fmt: skip
     shown = [*columns[:1], *verdicts, *[c for c in rest if c not in same]]
     return shown, same
 

@@ -29,6 +29,7 @@ HEADINGS = {
     "workload": "Workload: interfaces, strategies and projects (seed 000)",
     "large-jobs": "Large jobs by project (seed 000)",
     "diagnoses": "Diagnoses: what slows the jobs (seed 000, Drishti's triggers)",
+    "before-after": "Before and after: two jobs compared (seed 000, Fig. 11)",
     "over-runs": "Metrics across runs",
     "systems": "Systems side by side",
     "cross-site": "Comparable results across systems and sites",

@@ -142,6 +142,7 @@ def build_manifest(
             "created": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
             "command_line": argv,
             "large_jobs": {"min_procs": options.large_procs, "min_mib": options.large_mib},
+            "before_after": [list(pair) for pair in options.pairs],
             # Which key made the pseudonyms (an HMAC of a constant: the key stays secret).
             "anonymized": {"key_id": options.anonymizer.key_id()} if options.anonymizer else None,
             "kind": rendered.kind,  # of study: its layout (iostudy.report.layout)

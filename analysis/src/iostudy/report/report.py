@@ -22,6 +22,7 @@ publishing a version (manifest, index) is :mod:`iostudy.report.publish`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -41,7 +42,7 @@ from iostudy.core import paths, provenance
 from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
-from iostudy.metrics import compare, workload
+from iostudy.metrics import compare, comparejobs, workload
 from iostudy.report import figures, headline, layout, pages, sections
 from iostudy.report import publish as publish_mod
 from iostudy.report.publish import (
@@ -215,13 +216,14 @@ def render(
     items, frames = [], {}
     linked = pages.Pages(tables, anonymizer, options.results)
 
-    def add(section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None):
+    def add(section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None,
+            whole=False):  # fmt: skip
         """figures.item's arguments; a job's row links to its page, a project's to its."""
         if anonymizer is not None:
             df = anonymizer.frame(df)
         frames[ident] = df  # written once the page's layout says the item is on it
         items.append(figures.item(section, kind, ident, caption, df, fig, table, hide, label,
-                                  links=linked.links))  # fmt: skip
+                                  links=linked.links, whole=whole))  # fmt: skip
 
     report = sections.Report(add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:
@@ -252,6 +254,7 @@ def build(
     large_procs: int = workload.LARGE_PROCS,
     large_mib: float = workload.LARGE_MIB,
     anonymize: bool = False,
+    before_after: tuple = (),
 ) -> Path:
     """Publish a new version of the study's report; returns the path of its index.html.
 
@@ -259,7 +262,8 @@ def build(
     it); default the store's parent folder (results/store -> results/). large_procs, large_mib:
     seed 000's large jobs (at least that many processes and MiB moved). anonymize: names
     (users, projects, paths, command lines) replaced by pseudonyms keyed by the store's
-    anonymize.key (iostudy.core.anonymize)."""
+    anonymize.key (iostudy.core.anonymize). before_after: pairs (A, B) of the study's jobs to
+    compare (iostudy.metrics.comparejobs names)."""
     store, study_dir = Path(store), Path(reports) / study
     _check_request(store, study, study_dir, as_version, large_procs, large_mib)
     data = StudyData(store)
@@ -267,8 +271,10 @@ def build(
         runs = select_study(data.all_runs, study, results or store.parent, store)
         data.restrict([r["run_id"] for r in runs])
         _tree_spans(runs, data)
+        _check_pairs(data, before_after)
         results = results or store.parent
         options = _options(store, data.all_runs, large_procs, large_mib, anonymize, results)
+        options = dataclasses.replace(options, pairs=tuple(map(tuple, before_after)))
         version = Version(study, study_dir, title or f"iostudy report: {study}", as_version)
         return _publish_new_version(data, runs, store, version, argv, options)
     finally:
@@ -290,6 +296,15 @@ def _check_request(store, study, study_dir, as_version, large_procs, large_mib) 
         )
     if not store.is_dir():
         raise ReportError(f"store {store}: no such directory (run `iostudy ingest` first)")
+
+
+def _check_pairs(data: StudyData, pairs) -> None:
+    """Each name of a before/after pair is one job of the study."""
+    for name in (n for pair in pairs for n in pair):
+        try:
+            comparejobs.resolve(data.job_table(), name)
+        except comparejobs.JobNotFound as exc:
+            raise ReportError(f"--before-after: {exc}") from None
 
 
 def _options(store, all_runs, large_procs, large_mib, anonymize, results) -> ReportOptions:
@@ -368,6 +383,7 @@ def cmd_build(args) -> int:
             large_procs=args.large_procs,
             large_mib=args.large_mib,
             anonymize=args.anonymize,
+            before_after=args.before_after or (),
         )
     except ReportError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
@@ -451,6 +467,15 @@ def register(groups) -> None:
         help="replace user names, projects, command lines and paths with pseudonyms (keyed "
         "HMAC; the same name, the same pseudonym, in every table, figure, CSV and version; the "
         "key is STORE/anonymize.key, made on first use and never published)",
+    )
+    b.add_argument(
+        "--before-after",
+        nargs=2,
+        action="append",
+        metavar=("A", "B"),
+        help="compare job B with job A, before and after (seed 000, Fig. 11): a log's sha256 "
+        "(or its first 8+ hex digits), a Slurm job id, or a log's path or file name; repeat "
+        "for more pairs",
     )
     b.add_argument(
         "--as-version",

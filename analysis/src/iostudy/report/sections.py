@@ -19,6 +19,7 @@ from iostudy.core.numfmt import short
 from iostudy.metrics import compare, metrics, scaling, workload
 from iostudy.metrics.scaling import WITHIN
 from iostudy.report import (
+    beforeafter,
     apps,
     compare_report,
     devices,
@@ -44,6 +45,7 @@ class ReportOptions:
     anonymizer: Anonymizer | None = None
     systems: dict | None = None  # system label -> description (compare.system_descriptions)
     results: Path | None = None  # the folder the store's paths are relative to (its logs')
+    pairs: tuple = ()  # (A, B) jobs to compare before and after (iostudy.report.beforeafter)
 
 
 #: a log tree's run (ingested as a tree of logs, not by a campaign)
@@ -590,6 +592,7 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
         jobs=r.data.job_table(),
     ),
     diagnoses_section,
+    lambda r: beforeafter.add_section(r.add, r.data.con, r.options.pairs, r.options.anonymizer),
     lambda r: devices.add_section(r.add, r.data),
     lambda r: filesystems.add_section(r.add, r.data),
     jobs_section,

@@ -1,0 +1,159 @@
+"""Two jobs side by side, before and after (seed 000, Fig. 11: the same application before and
+after tuning): ``iostudy compare-jobs A B`` and the report's before/after section.
+
+A and B name a job of the store: its log's sha256 or a prefix of it (8 hex digits or more), its
+Slurm job id, or its log's path (as the store has it, or its file name). One that names no job,
+or several, is an error that lists them.
+
+What is compared (every figure from :mod:`iostudy.metrics.jobstats` and
+:mod:`iostudy.metrics.jobdetail`, the definitions every page uses):
+- :func:`summary`: MiB/s/CN, the aggregate MiB/s, the slowest rank's I/O time, bytes moved,
+  metadata %, files, processes and nodes, with B's change against A (B / A);
+- :func:`levels`: per module, operations and bytes and the I/O time split: the file system's
+  level (POSIX) against the application's (MPI-IO, HDF5, PnetCDF), where seed 000 saw MPI-IO
+  turn 16,388 writes into 4,096;
+- :func:`sizes`: the accesses per size bin each level saw (the bins either job used).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pandas as pd
+
+from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.paths import add_store_option
+from iostudy.core.tableout import add_format_options, write_table
+from iostudy.metrics import jobdetail, jobstats
+from iostudy.store import store as store_mod
+
+_HEX = re.compile(r"^[0-9a-f]{8,64}$")
+#: the summary's figures: (job table column, what it is, unit)
+SUMMARY = (
+    ("mib_s_per_cn", "MiB/s/CN", "MiB/s per node"),
+    ("agg_perf_mib_s", "aggregate bandwidth", "MiB/s"),
+    ("io_time_slowest_s", "I/O time, slowest rank", "s"),
+    ("mib_moved", "data moved", "MiB"),
+    ("md_cost_pct", "metadata share of I/O time", "%"),
+    ("files", "files", "files"),
+    ("nprocs", "processes", "processes"),
+    ("nodes", "nodes", "nodes"),
+)
+
+
+class JobNotFound(ValueError):
+    """A name that is no job of the store, or several; the message says which."""
+
+
+def resolve(jobs: pd.DataFrame, name: str) -> pd.Series:
+    """The job table's row ``name`` names (see the module docstring)."""
+    key = name.strip().lower()
+    if _HEX.match(key):
+        hit = jobs[jobs["log_sha256"].str.startswith(key)]
+    elif key.isdigit():
+        hit = jobs[jobs["jobid"] == int(key)]
+    else:
+        logs = jobs["log"].astype(str)
+        hit = jobs[(logs == name) | (logs.str.rsplit("/", n=1).str[-1] == name)]
+    hit = hit.drop_duplicates("log_sha256")  # one log ingested by several runs is one job
+    if hit.empty:
+        raise JobNotFound(f"{name!r}: no job has this log sha256, job id or log")
+    if len(hit) > 1:
+        logs = ", ".join(f"{r.log} ({r.log_sha256[:12]})" for r in hit.head(5).itertuples())
+        raise JobNotFound(f"{name!r} names {len(hit)} jobs: {logs}; give a log's sha256")
+    return hit.iloc[0]
+
+
+def summary(a: pd.Series, b: pd.Series) -> pd.DataFrame:
+    """metric, unit, a, b, b_over_a (null where A's value is 0 or missing)."""
+    rows = []
+    for column, metric, unit in SUMMARY:
+        va, vb = (_value(j, column) for j in (a, b))
+        ratio = vb / va if pd.notna(va) and pd.notna(vb) and va else None
+        rows.append({"metric": metric, "unit": unit, "a": va, "b": vb, "b_over_a": ratio})
+    return pd.DataFrame(rows)
+
+
+def _value(job: pd.Series, column: str) -> float:
+    if column == "mib_moved":
+        return (job["bytes_read"] + job["bytes_written"]) / 2**20
+    value = job.get(column)
+    return float(value) if pd.notna(value) else float("nan")
+
+
+def levels(files_a: pd.DataFrame, files_b: pd.DataFrame) -> pd.DataFrame:
+    """Per module, each figure of jobdetail.per_module for A and B: module, figure, a, b."""
+    per = [jobdetail.per_module(f).set_index("module") for f in (files_a, files_b)]
+    modules = list(dict.fromkeys([*per[0].index, *per[1].index]))
+    figures = ["reads", "writes", "bytes_read", "bytes_written", "opens", "read_time",
+               "write_time", "meta_time"]  # fmt: skip
+    rows = [{"module": m, "figure": f,
+             "a": p0.at[m, f] if m in p0.index else 0, "b": p1.at[m, f] if m in p1.index else 0}
+            for m in modules for f in figures for p0, p1 in [per]]  # fmt: skip
+    return pd.DataFrame(rows, columns=["module", "figure", "a", "b"])
+
+
+def sizes(files_a: pd.DataFrame, files_b: pd.DataFrame) -> pd.DataFrame:
+    """Accesses per level, direction and size bin of A and B: module, operation, size, a, b;
+    the bins neither job used left out."""
+    keys = ["module", "operation", "size"]
+    a, b = (jobdetail.size_bins(f).set_index(keys)["accesses"] for f in (files_a, files_b))
+    both = pd.concat([a.rename("a"), b.rename("b")], axis=1).fillna(0).astype("int64")
+    return both[(both["a"] > 0) | (both["b"] > 0)].reset_index()
+
+
+def compare(con, name_a: str, name_b: str) -> dict[str, pd.DataFrame | pd.Series]:
+    """The pair's tables: a, b (their job table rows), summary, levels, sizes. Raises
+    JobNotFound."""
+    jobs = jobstats.job_table(con)
+    a, b = resolve(jobs, name_a), resolve(jobs, name_b)
+    files = jobdetail.files_of(con, [a["log_sha256"], b["log_sha256"]])
+    fa, fb = (files[(files["log_sha256"] == j["log_sha256"]) & (files["run_id"] == j["run_id"])]
+              for j in (a, b))  # fmt: skip
+    return {"a": a, "b": b, "summary": summary(a, b), "levels": levels(fa, fb),
+            "sizes": sizes(fa, fb)}  # fmt: skip
+
+
+def _text(pair: dict) -> str:
+    a, b = pair["a"], pair["b"]
+    head = f"A: {a['log']} (job {a['jobid']})\nB: {b['log']} (job {b['jobid']})\n"
+    parts = [head]
+    for name in ("summary", "levels", "sizes"):
+        parts.append(f"\n{name}:\n{pair[name].to_string(index=False)}\n")
+    return "".join(parts)
+
+
+def cmd_compare_jobs(args) -> int:
+    if not jobstats.has_jobs(args.store):
+        return EXIT_BAD_INPUT
+    try:
+        pair = compare(store_mod.connect(args.store), args.a, args.b)
+    except JobNotFound as exc:
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.csv or args.json:  # one table for a program: every row says which it is
+        long = pd.concat([pair[n].assign(table=n) for n in ("summary", "levels", "sizes")])
+        write_table(long, args, sys.stdout)
+    else:
+        sys.stdout.write(_text(pair))
+    return 0
+
+
+def register(groups) -> None:
+    p = groups.add_parser(
+        "compare-jobs",
+        help="two jobs side by side, before and after: MiB/s/CN, time split, operations and "
+        "access sizes per level",
+        description="Compare job B with job A (seed 000, Fig. 11: an application before and "
+        "after tuning): MiB/s/CN and the other per-job figures, the I/O time split and the "
+        "operations per module (the file system's POSIX level against the application's "
+        "MPI-IO and HDF5), and the access sizes each level saw. A and B: a log's sha256 (or "
+        "its first 8+ hex digits), a Slurm job id, or a log's path or file name. Definitions: "
+        "python -m pydoc iostudy.metrics.comparejobs.",
+    )
+    add_store_option(p)
+    add_format_options(p, "print every table as one CSV (its column table says which)")
+    p.add_argument("a", metavar="A", help="the job before")
+    p.add_argument("b", metavar="B", help="the job after")
+    p.set_defaults(func=cmd_compare_jobs)
