@@ -80,8 +80,22 @@ def size_bins(files: pd.DataFrame) -> pd.DataFrame:
 def file_table(files: pd.DataFrame) -> pd.DataFrame:
     """Per file and module: its path, class (N:N, N:1, N:M), ranks with a record (all: a
     shared record), bytes read and written, and its I/O time summed over the processes."""
-    cols = ["path", "module", "sharing", "ranks", "bytes_read", "bytes_written", "bytes",
-            "io_time", "read_time", "write_time", "meta_time", "opens", "reads", "writes"]  # fmt: skip
+    cols = [
+        "path",
+        "module",
+        "sharing",
+        "ranks",
+        "bytes_read",
+        "bytes_written",
+        "bytes",
+        "io_time",
+        "read_time",
+        "write_time",
+        "meta_time",
+        "opens",
+        "reads",
+        "writes",
+    ]
     if files.empty:
         return pd.DataFrame(columns=cols)
     f = files.assign(all_ranks=files["rank"] < 0)
@@ -136,7 +150,10 @@ def common_sizes(log: dict, top: int = 4) -> pd.DataFrame:
         for record in log.get("records", {}).get(module, []):
             c = record["counters"]
             for i in range(1, 5):
-                size, n = c.get(f"{prefix}_ACCESS{i}_ACCESS", 0), c.get(f"{prefix}_ACCESS{i}_COUNT", 0)
+                size, n = (
+                    c.get(f"{prefix}_ACCESS{i}_ACCESS", 0),
+                    c.get(f"{prefix}_ACCESS{i}_COUNT", 0),
+                )
                 if n > 0 and size >= 0:
                     counts[size] = counts.get(size, 0) + n
         best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
@@ -157,7 +174,16 @@ def heatmap(log: dict) -> pd.DataFrame:
                 r = reads[b] if b < len(reads) else 0
                 w = writes[b] if b < len(writes) else 0
                 if r or w:
-                    rows.append({"api": api, "rank": rank, "bin": b, "start_s": b * width,
-                                 "bin_width_s": width, "read_bytes": r, "write_bytes": w})  # fmt: skip
+                    rows.append(
+                        {
+                            "api": api,
+                            "rank": rank,
+                            "bin": b,
+                            "start_s": b * width,
+                            "bin_width_s": width,
+                            "read_bytes": r,
+                            "write_bytes": w,
+                        }
+                    )
     cols = ["api", "rank", "bin", "start_s", "bin_width_s", "read_bytes", "write_bytes"]
     return pd.DataFrame(rows, columns=cols)

@@ -29,7 +29,7 @@ def add_section(add, con, pairs, anonymizer=None) -> None:
         pair = comparejobs.compare(con, name_a, name_b)
         a, b = (anonymizer.frame(pair[k].to_frame().T).iloc[0] if anonymizer else pair[k]
                 for k in ("a", "b"))  # fmt: skip
-        what = (f"A = job {a['jobid']} ({a['log']}), B = job {b['jobid']} ({b['log']})")
+        what = f"A = job {a['jobid']} ({a['log']}), B = job {b['jobid']} ({b['log']})"
         summary = pair["summary"]
         drawn = summary[summary["metric"].isin(DRAWN)]
         add(SECTION, "figure", f"before-after-{n}",
@@ -43,3 +43,8 @@ def add_section(add, con, pairs, anonymizer=None) -> None:
         add(SECTION, "table", f"before-after-{n}-sizes",
             "Accesses per size bin at each level (the bins either job used).",
             pair["sizes"], table=True)  # fmt: skip
+
+
+def section(r) -> None:
+    """The section of a report being made (iostudy.report.sections.Report)."""
+    add_section(r.add, r.data.con, r.options.pairs, r.options.anonymizer)

@@ -67,3 +67,10 @@ def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None):
         "in the table above; all findings in the CSV).",
         found, table=True, hide=["log_sha256", "advice", "run_id"])  # fmt: skip
     return found
+
+
+def section(r) -> None:
+    """The section of a report being made (iostudy.report.sections.Report); its findings go
+    into r.found["diagnoses"] for the job and project pages."""
+    r.found["diagnoses"] = add_section(r.add, r.data.con, r.options.anonymizer,
+                                       jobs=r.data.job_table())  # fmt: skip

@@ -491,14 +491,27 @@ def rows(df: pd.DataFrame, links: list | None = None) -> dict:
     at = next((c for c in LINKED if c in shown), shown[0] if shown else None)
     return {
         "header": [HEADERS.get(c, c) for c in shown],
-        "rows": [[(*_cell(c, r[c]), link if c == at else None) for c in shown]
-                 for r, link in zip(df.to_dict("records"), links, strict=True)],  # fmt: skip
+        "rows": [
+            [(*_cell(c, r[c]), link if c == at else None) for c in shown]
+            for r, link in zip(df.to_dict("records"), links, strict=True)
+        ],  # fmt: skip
         "same": [(HEADERS.get(c, c), _cell(c, first[c])[0] or "none") for c in same],
     }
 
 
-def item(section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None,
-         links=None, whole=False) -> dict:
+def item(
+    section,
+    kind,
+    ident,
+    caption,
+    df,
+    fig=None,
+    table=False,
+    hide=(),
+    label=None,
+    links=None,
+    whole=False,
+) -> dict:
     """A page's figure, table or note (the templates' ``item``): fig drawn as inline SVG, the
     rows the page shows of df (a table; every row when ``whole``), its CSV's name. links(shown
     rows) -> per row, the page its row links to. label: what tells a figure from its siblings

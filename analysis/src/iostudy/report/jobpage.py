@@ -75,8 +75,10 @@ def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: d
 
 
 def _diagnoses(item, findings):
-    caption = ("The diagnosis rules that fired on this job (iostudy diagnose; thresholds in "
-               "configs/diagnoses.json), with the numbers that fired them and their advice.")  # fmt: skip
+    caption = (
+        "The diagnosis rules that fired on this job (iostudy diagnose; thresholds in "
+        "configs/diagnoses.json), with the numbers that fired them and their advice."
+    )
     if findings.empty:
         return [item("note", "diagnoses", f"{caption} None fired.", findings)]
     return [item("table", "diagnoses", caption, findings[["rule", "found", "advice"]],

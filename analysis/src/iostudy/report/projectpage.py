@@ -78,6 +78,14 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
     out.append(("Performance by job size (seed 000, Table VI)", by_size))
     r = rules(found, len(jobs))
     caption = "The diagnosis rules that fired on its jobs, how often, and their advice."
-    out.append(("Diagnoses", [item("table", "diagnoses", caption, r, table=True) if len(r)
-                              else item("note", "diagnoses", f"{caption} None fired.", r)]))  # fmt: skip
+    out.append(
+        (
+            "Diagnoses",
+            [
+                item("table", "diagnoses", caption, r, table=True)
+                if len(r)
+                else item("note", "diagnoses", f"{caption} None fired.", r)
+            ],
+        )
+    )
     return out

@@ -431,6 +431,12 @@ def register(groups) -> None:
         "run belongs to the study its campaign names). A published version is never "
         "overwritten. The last line of output is the path of the new index.html.",
     )
+    _add_build_options(b)
+    b.set_defaults(func=cmd_build)
+
+
+def _add_build_options(b) -> None:
+    """report build's options."""
     add_store_option(b)
     b.add_argument(
         "--results",
@@ -483,4 +489,3 @@ def register(groups) -> None:
         metavar="N",
         help="publish as v<N>; an error if v<N> exists (default: the next version)",
     )
-    b.set_defaults(func=cmd_build)

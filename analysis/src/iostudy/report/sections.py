@@ -19,8 +19,8 @@ from iostudy.core.numfmt import short
 from iostudy.metrics import compare, metrics, scaling, workload
 from iostudy.metrics.scaling import WITHIN
 from iostudy.report import (
-    beforeafter,
     apps,
+    beforeafter,
     compare_report,
     devices,
     diagnoses,
@@ -570,11 +570,6 @@ def provenance_section(r: Report) -> None:
     )
 
 
-def diagnoses_section(r: Report) -> None:
-    r.found["diagnoses"] = diagnoses.add_section(r.add, r.data.con, r.options.anonymizer,
-                                                 jobs=r.data.job_table())  # fmt: skip
-
-
 #: every section, in page order; each takes the report being made
 SECTIONS: tuple[Callable[[Report], None], ...] = (
     histograms_section,
@@ -591,8 +586,8 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
         r.options.anonymizer,
         jobs=r.data.job_table(),
     ),
-    diagnoses_section,
-    lambda r: beforeafter.add_section(r.add, r.data.con, r.options.pairs, r.options.anonymizer),
+    diagnoses.section,
+    beforeafter.section,
     lambda r: devices.add_section(r.add, r.data),
     lambda r: filesystems.add_section(r.add, r.data),
     jobs_section,
