@@ -34,8 +34,9 @@ def run_plain(name: str, cmd: list, tree: Path, stdout=subprocess.DEVNULL) -> No
     assert log.is_file(), f"{name}: the runtime wrote no log"
 
 
-def run_mpi(mode: str, tree: Path, work: Path) -> None:
-    """io_patterns MODE on 2 ranks of Open MPI under the runtime, its log tree/<mode>.darshan."""
+def run_mpi(mode: str, tree: Path, work: Path, jobid: int | None = None) -> None:
+    """io_patterns MODE on 2 ranks of Open MPI under the runtime, its log tree/<mode>.darshan
+    (with Slurm's job id ``jobid`` when given)."""
     prog = PROGRAMS / "io_patterns-openmpi"
     launcher = shutil.which("mpirun.openmpi")
     if launcher is None or not prog.is_file():
@@ -44,6 +45,8 @@ def run_mpi(mode: str, tree: Path, work: Path) -> None:
     cmd = [launcher, "--oversubscribe", "--allow-run-as-root", "-np", "2"]
     for key in ("LD_PRELOAD", "DARSHAN_LOGFILE"):  # to the ranks, not to mpirun
         cmd += ["-x", f"{key}={runtime_env(log, mpi=True)[key]}"]
+    if jobid is not None:
+        cmd += ["-x", f"SLURM_JOB_ID={jobid}"]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")  # fmt: skip
     env.pop("LD_PRELOAD", None)

@@ -57,7 +57,7 @@ def test_a_table_shows_its_verdict_second_and_states_shared_values_once():
                           "result": ["pass", "fail", "pass"]})  # fmt: skip
     shown = figures.rows(table)
     assert shown["header"] == ["run_id", "result", "value"]
-    assert shown["rows"][1] == [("r2", ""), ("fail", "fail"), ("2", "num")]
+    assert shown["rows"][1] == [("r2", "", None), ("fail", "fail", None), ("2", "num", None)]
     # stated once under the table, in the page's units (a size in MiB, not 4,194,304)
     assert shown["same"] == [("api", "POSIX"), ("transfer_size", "4 MiB")]
     # two rows alike are not yet a pattern: every column stays
@@ -67,7 +67,18 @@ def test_a_table_shows_its_verdict_second_and_states_shared_values_once():
 
 def test_a_cross_check_without_its_log_reads_no_log_not_no():
     table = pd.DataFrame({"run_id": ["r1"], figures.WITHIN: pd.array([pd.NA], "boolean")})
-    assert figures.rows(table)["rows"] == [[("r1", ""), ("no log", "")]]
+    assert figures.rows(table)["rows"] == [[("r1", "", None), ("no log", "", None)]]
+
+
+def test_a_row_links_from_its_job_id_else_its_first_cell():
+    table = pd.DataFrame({"log": ["a.darshan", "b.darshan"], "jobid": [7, 8], "value": [1, 2]})
+    shown = figures.rows(table, ["job-a.html", None])
+    assert shown["rows"] == [
+        [("a.darshan", "", None), ("7", "num", "job-a.html"), ("1", "num", None)],
+        [("b.darshan", "", None), ("8", "num", None), ("2", "num", None)],
+    ]
+    projects = figures.rows(pd.DataFrame({"project": ["climate"], "jobs": [3]}), ["p.html"])
+    assert projects["rows"] == [[("climate", "", "p.html"), ("3", "num", None)]]
 
 
 def test_legends_go_below_the_panels_and_axes_of_zeros_still_read():

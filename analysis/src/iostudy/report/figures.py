@@ -373,6 +373,8 @@ HEADERS = {
     "log_mib_s": "derived from log MiB/s",
     "mib_s_per_cn": "MiB/s/CN",
     "median_mib_s_per_cn": "median MiB/s/CN",
+    "slowest_mib_s_per_cn": "slowest MiB/s/CN",
+    "fastest_mib_s_per_cn": "fastest MiB/s/CN",
     "key_access_size": "key access size",
     "mib_s_per_cn_span": "MiB/s/CN, seed 000's span form",
     "io_time_slowest_s": "slowest rank's I/O time (s)",

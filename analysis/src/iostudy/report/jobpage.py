@@ -22,13 +22,14 @@ RECORD = ["log", "jobid", "system", "run_id", "user", "account", "exe", "start",
           "key_access_size", "files", "flags", "log_sha256"]  # fmt: skip
 
 
-def read_own_log(path: Path, sha256: str) -> tuple[dict | None, str]:
+def read_own_log(path: Path, sha256: str, shown_as: str) -> tuple[dict | None, str]:
     """The job's log, read (iostudy.logs.darshanlog) when it is at ``path`` and its sha256 is
-    the one ingest stored; else None, and why."""
+    the one ingest stored; else None, and why (naming the log as the page shows it:
+    ``shown_as``, a pseudonym in an anonymized report)."""
     if not path.is_file():
-        return None, f"its log is no longer at {path}"
+        return None, f"its log is no longer at {shown_as}"
     if provenance.sha256_file(path) != sha256:
-        return None, f"its log at {path} has changed since it was ingested (sha256 differs)"
+        return None, f"its log at {shown_as} has changed since it was ingested (sha256 differs)"
     try:
         return darshanlog.read_log(path), ""
     except darshanlog.DarshanLogError as exc:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from iostudy.metrics import jobdetail
 from iostudy.report import jobpage, projectpage
+from iostudy.report.figures import fmt
 from iostudy.report.publish import templates_env
 from iostudy.report.studydata import StudyData
 
@@ -110,11 +111,13 @@ class Pages:
     def _read_logs(self, shas: list[str]) -> dict[str, tuple[dict | None, str]]:
         """Each job's log (jobpage.read_own_log), read in parallel: a child process each."""
         raw = self.data.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY)["log"]
+        shown = self.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY)["log"]
         base = self.results or Path(".")
 
         def one(sha):
             path = Path(str(raw.get(sha, "")))
-            return sha, jobpage.read_own_log(path if path.is_absolute() else base / path, sha)
+            path = path if path.is_absolute() else base / path
+            return sha, jobpage.read_own_log(path, sha, str(shown.get(sha, "")))
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             return dict(pool.map(one, shas))
@@ -133,7 +136,7 @@ def _job_top(job: pd.Series, found: pd.DataFrame, sha: str) -> tuple[str, list[s
         "No diagnosis rule fired on this job."
     ]
     rate = job.get("mib_s_per_cn")
-    rate = f"{rate:.3g} MiB/s/CN" if pd.notna(rate) else "no MiB/s/CN (no I/O time)"
+    rate = f"{fmt(rate)} MiB/s/CN" if pd.notna(rate) else "no MiB/s/CN (no I/O time)"
     lines.append(f"{rate}; {int(job['nprocs']):,} processes on {int(job['nodes']):,} nodes; "
                  f"strategy {job['strategy']}; metadata {_pct(job.get('md_cost_pct'))} of the "
                  "I/O time.")  # fmt: skip
@@ -147,7 +150,7 @@ def _pct(value) -> str:
 def _project_top(jobs: pd.DataFrame, found: pd.DataFrame) -> tuple[str, list[str]]:
     """The project page's first lines: its jobs, how many a rule fired on, their MiB/s/CN."""
     rates = jobs["mib_s_per_cn"].dropna()
-    median = f"median {rates.median():.3g} MiB/s/CN" if len(rates) else "no MiB/s/CN"
+    median = f"median {fmt(rates.median())} MiB/s/CN" if len(rates) else "no MiB/s/CN"
     diagnosed = found[JOB_KEY].nunique()
     return f"{len(jobs):,} JOBS", [f"{len(jobs):,} jobs with a log, {median}; a diagnosis rule "
                                   f"fired on {diagnosed:,} of them."]  # fmt: skip

@@ -10,6 +10,9 @@ from iostudy.metrics import diagnose
 from iostudy.report import figures
 
 UNKNOWN = "(unknown)"
+#: the distribution is drawn from this many jobs with a MiB/s/CN (a box of fewer says no more
+#: than Table VI's rows)
+DRAWN_FROM = 5
 TABLE_V = ["log", "jobid", "user", "nprocs", "nodes", "mib_s_per_cn", "md_cost_pct",
            "key_access_size", "strategy", "bytes_moved", "start", "log_sha256"]  # fmt: skip
 
@@ -70,7 +73,7 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
     vi = table_vi(jobs)
     by_size = [item("table", "by-size", "MiB/s/CN by job size: the jobs of each node count, "
                     "their median, slowest and fastest.", vi, table=True)]  # fmt: skip
-    if vi["jobs"].sum() >= 2:
+    if vi["jobs"].sum() >= DRAWN_FROM:
         by_size.append(item("figure", "distribution", "The distribution of its jobs' MiB/s/CN "
                             "by job size (a box per bin of processes: 10th to 90th percentile).",
                             figures.rates_by_size(jobs),
