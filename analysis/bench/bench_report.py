@@ -20,6 +20,7 @@ never timed assertions in tests.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import os
 import subprocess
@@ -56,7 +57,7 @@ def synthetic_jobs(n: int, rng) -> pa.Table:
         "log_path": [
             f"2026/{i % 12 + 1}/{i % 28 + 1}/user{i % 300}_app_id{i}.darshan" for i in range(n)
         ],  # fmt: skip
-        "log_sha256": [f"{i:064x}" for i in range(n)],
+        "log_sha256": [hashlib.sha256(str(i).encode()).hexdigest() for i in range(n)],
         "jobid": np.arange(n) + 1_000_000,
         "nprocs": nprocs,
         "nodes": np.maximum(1, nprocs // 64),

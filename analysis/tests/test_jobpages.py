@@ -78,11 +78,11 @@ def _jobs(store: Path) -> list[tuple[int, str]]:
 
 
 def _page(built, jobid: int) -> Path:
-    return built["version"] / f"job-{built['shas'][jobid][:16]}.html"
+    return built["version"] / f"job-{built['shas'][jobid]}.html"
 
 
 def _csv(built, jobid: int, name: str) -> pd.DataFrame:
-    return pd.read_csv(built["version"] / f"job-{built['shas'][jobid][:16]}-{name}.csv")
+    return pd.read_csv(built["version"] / f"job-{built['shas'][jobid]}-{name}.csv")
 
 
 def _hrefs(page: Path) -> set[str]:
@@ -92,7 +92,7 @@ def _hrefs(page: Path) -> set[str]:
 def test_every_job_of_the_report_links_to_its_page_and_every_link_leads_to_a_page(built):
     version = built["version"]
     linked = _hrefs(built["index"])
-    assert {f"job-{sha[:16]}.html" for sha in built["shas"].values()} <= linked
+    assert {f"job-{sha}.html" for sha in built["shas"].values()} <= linked
     pages = {p.name for p in version.glob("job-*.html")} | {
         p.name for p in version.glob("project-*.html")
     }
@@ -162,7 +162,7 @@ def test_the_project_page_lists_its_jobs_and_its_performance_by_size(built):
     jobs = pd.read_csv(version / f"{stem}-jobs.csv")
     assert sorted(jobs["jobid"]) == [7003, 7004]
     assert set(jobs["key_access_size"]) == {"0-100 B (w)", "4-10 MiB (w)"}  # from the patterns
-    assert {f"job-{built['shas'][j][:16]}.html" for j in (7003, 7004)} <= _hrefs(climate)
+    assert {f"job-{built['shas'][j]}.html" for j in (7003, 7004)} <= _hrefs(climate)
     by_size = pd.read_csv(version / f"{stem}-by-size.csv").set_index("nodes")["jobs"]
     assert by_size.to_dict() == {1: 1, 2: 1}  # the accounting's node counts
     rules = pd.read_csv(version / f"{stem}-diagnoses.csv").set_index("rule")["jobs"]
@@ -226,7 +226,7 @@ def test_a_job_page_says_why_the_heatmap_is_missing_when_its_log_moved(built, tm
         index = report.build(built["store"], "jobs", tmp_path / "reports")
     finally:
         os.rename(moved, built["root"] / "tree")
-    page = (index.parent / f"job-{built['shas'][7001][:16]}.html").read_text()
+    page = (index.parent / f"job-{built['shas'][7001]}.html").read_text()
     assert "not shown, its log is no longer at" in page
     assert "16 MiB (16,777,216 bytes)" in page  # the store's figures are all there
 

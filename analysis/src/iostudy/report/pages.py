@@ -1,5 +1,5 @@
 """The job and project pages of a report version, beside its index.html:
-``job-<first 16 hex of the log's sha256>.html`` (iostudy.report.jobpage) and
+``job-<the log's sha256>.html`` (iostudy.report.jobpage) and
 ``project-<first 12 hex of the name's sha256>.html`` (iostudy.report.projectpage), each with
 the CSVs of its tables and figures.
 
@@ -30,7 +30,8 @@ JOB_KEY, PROJECT_KEY = "log_sha256", ("project", "account")
 
 
 def job_href(sha256: str) -> str:
-    return f"job-{sha256[:16]}.html"
+    """A job's page: named by its log's whole sha256 (no two logs can share a page)."""
+    return f"job-{sha256}.html"
 
 
 def project_href(name: str) -> str:
@@ -46,6 +47,7 @@ class Pages:
         self.data, self.anonymizer, self.results = data, anonymizer, results
         self.jobs: dict[str, str] = {}  # href -> log sha256
         self.projects: dict[str, str] = {}  # href -> project name
+        self.written: set[str] = set()  # the project pages written (a job page links up)
         self._table: pd.DataFrame | None = None
 
     def job_table(self) -> pd.DataFrame:
@@ -85,6 +87,7 @@ class Pages:
                                         self.links)  # fmt: skip
             wanted |= {h for _, entries in secs for item, _ in entries for h in item["links"]}
             _write(out, href, f"Project {name}", _project_top(mine, theirs), secs, page)
+            self.written.add(href)
         shas = sorted({self.jobs[h] for h in wanted if h in self.jobs})
         self._write_jobs(out, shas, found, page)
 
@@ -104,7 +107,7 @@ class Pages:
             secs = jobpage.sections(job, mine, found[found[JOB_KEY] == sha], *logs[sha],
                                     job_href(sha).removesuffix(".html"))  # fmt: skip
             project = projectpage.project_of(job.to_frame().T).iloc[0]
-            up = project_href(project) if project_href(project) in self.projects else None
+            up = project_href(project) if project_href(project) in self.written else None
             _write(out, job_href(sha), f"Job {_job_name(job)}", _job_top(job, found, sha),
                    secs, page, up=(up, f"project {project}"))  # fmt: skip
 
