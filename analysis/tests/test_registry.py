@@ -12,7 +12,17 @@ import pytest
 import reframe.utility.typecheck as typ
 import yaml
 
-from iostudy.benchmarks import btio, checks, flashio, haccio, hmmer, madbench, probe, registry
+from iostudy.benchmarks import (
+    btio,
+    checks,
+    components,
+    flashio,
+    haccio,
+    hmmer,
+    madbench,
+    probe,
+    registry,
+)
 from iostudy.benchmarks.benchcheck import BenchmarkCheck, RuntimeCheck
 from iostudy.core import config
 
@@ -55,7 +65,7 @@ def test_schema_check_says_when_the_file_differs(tmp_path, capsys):
 
 def test_every_check_file_is_registered():
     files = sorted(p.stem for p in CHECKS_DIR.glob("*_check.py"))
-    assert files == sorted(registry.CHECKS) and len(files) == 10
+    assert files == sorted(registry.CHECKS) and len(files) == 12
 
 
 @pytest.mark.parametrize("name", sorted(registry.CHECKS))
@@ -107,7 +117,8 @@ def test_what_campaign_run_takes_from_the_registry():
     }  # fmt: skip
     benchmarks = {n: c.benchmark for n, c in registry.CHECKS.items() if c.benchmark}
     assert benchmarks == {
-        "iomodel_check": "iomodel", "metarates_check": "metarates", "probe_check": "ioprobe"
+        "iomodel_check": "iomodel", "metarates_check": "metarates", "probe_check": "ioprobe",
+        "netbw_check": "netbw",
     }  # fmt: skip
     assert {n for n, c in registry.CHECKS.items() if not c.excludable} == {"iomodel_check"}
     assert {n for n, c in registry.CHECKS.items() if c.spack_view} == {
@@ -143,6 +154,13 @@ def test_stored_performance_variables_are_the_checks():
     figures = {"aggregate_mib_s": 1.0, "mean_writer_mib_s": 1.0, "imbalance": 1.0}
     assert unit_of(probe.performance(figures)) == stored("probe_check")
     assert set(hmmer.performance({"queries": [{"elapsed_s": 1.0}]})) == perf_names("hmmer_check")
+    fio = {"jobs": [{"write": {"bw_bytes": 1 << 20}, "read": {"bw_bytes": 1 << 20}}]}
+    fio_units = {}
+    for op in components.FIO_OPERATIONS:
+        fio_units |= unit_of(components.fio_performance(fio, op))
+    assert fio_units == stored("fio_check")
+    net = {"pair_mib_s": 1.0, "aggregate_mib_s": 2.0, "unaligned_mib_s": 0.5}
+    assert unit_of(components.netbw_performance(net)) == stored("netbw_check")
 
 
 def test_stored_performance_variables_of_the_applications():

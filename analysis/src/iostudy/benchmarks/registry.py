@@ -201,7 +201,7 @@ IOR = Check(
     "ior_check", "IOR",
     "IOR (seed 001's scaling campaign): write then read back, transfers calls of transfer "
     "bytes per process; a list scans the parameter",
-    "ior", "ior", "001", ("acceptance", "quick"),
+    "ior", "ior", "001", ("acceptance", "quick", "components"),
     (
         *SCALING_POINT,
         Param("api", str, "IOR's -a; MPIIO is collective (-c)",
@@ -390,10 +390,60 @@ HMMER = Check(
     variants=("+mpi",),
 )  # fmt: skip
 
+FIO = Check(
+    "fio_check", "fio",
+    "fio on the system's scratch storage (seed 001, Fig. 3): jobs processes on one node, a "
+    "file each; large direct sequential writes or reads, or small writes each followed by fsync",
+    "fio", "fio", "001", ("acceptance", "components"),
+    (
+        Param("operation", str, "write, read (large, direct, sequential) or syncwrite (small "
+              "writes each followed by fsync: seed 001's metadata updates)",
+              enum("write", "read", "syncwrite"), default="write", required=True),
+        Param("jobs", int, "fio processes on the target (seed 001: 1 to N threads per server)",
+              COUNT, default=1, required=True),
+        Param("size", str, "bytes per job", SIZE, default="256M", required=True),
+        Param("block", str, "bytes per request (4M as seed 001's sgp_dd; 4K to 256K for "
+              "syncwrite)", SIZE, default="4M", required=True),
+    ),
+    (Stored("write_mib_s", MIB_S), Stored("read_mib_s", MIB_S), Stored("syncwrite_mib_s", MIB_S)),
+    rows=("components",),
+)  # fmt: skip
+NETBW = Check(
+    "netbw_check", "netbw",
+    "iostudy's netbw (seed 001, Fig. 2b): ping-pong between rank pairs across message sizes "
+    "with NetPIPE's unaligned perturbations, one pair alone and all pairs at once",
+    "netbw-<flavour>", "iostudy-netbw", "001", ("acceptance", "components"),
+    (
+        replace(PROCS, default=2, required=True),
+        replace(PROCS_PER_NODE, filled=True),
+        Param("min_size", str, "smallest message", SIZE, default="1K", scan=False),
+        Param("max_size", str, "largest message", SIZE, default="4M", scan=False),
+        Param("perturb", int, "bytes added to and taken from each power of two (NetPIPE: 3)",
+              {"type": "integer", "minimum": 0, "maximum": 4096}, default=3, scan=False),
+        Param("seconds", float, "time per size and mode",
+              {"type": "number", "minimum": 0.001, "maximum": 60}, default=0.05, scan=False),
+    ),
+    _perf(MIB_S, "pair_mib_s", "aggregate_mib_s", "unaligned_mib_s"),
+    benchmark="netbw", rows=("components",),
+)  # fmt: skip
+
 #: every check, by name, in the report's order
 CHECKS: dict[str, Check] = {
     c.name: c
-    for c in (IOMODEL, IOR, MDTEST, METARATES, PROBE, BTIO, MADBENCH, FLASHIO, HACCIO, HMMER)
+    for c in (
+        IOMODEL,
+        IOR,
+        MDTEST,
+        METARATES,
+        FIO,
+        NETBW,
+        PROBE,
+        BTIO,
+        MADBENCH,
+        FLASHIO,
+        HACCIO,
+        HMMER,
+    )
 }
 
 

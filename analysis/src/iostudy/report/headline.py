@@ -7,7 +7,7 @@ import pandas as pd
 
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, scaling
-from iostudy.report import layout, probe_report
+from iostudy.report import components_report, layout, probe_report
 from iostudy.report import verdict as verdict_mod
 from iostudy.report.sections import TREE_STATUS, Report
 
@@ -17,7 +17,9 @@ def study_verdict(r: Report) -> verdict_mod.Verdict:
     perf = r.data["perf"]
     results = compare.results_of(perf, r.runs_df) if len(perf) else pd.DataFrame()
     judged = compare.judge(results) if len(results) else pd.DataFrame()
-    return verdict_mod.verdict(r.runs, perf, judged, jobs=len(r.data["jobs"]))
+    found = verdict_mod.verdict(r.runs, perf, judged, jobs=len(r.data["jobs"]))
+    ceiling = components_report.verdict_lines(r.found.get("ceiling") or {})
+    return verdict_mod.Verdict(found.word, (*found.reasons, *ceiling)) if ceiling else found
 
 
 def study_kind(r: Report) -> str:

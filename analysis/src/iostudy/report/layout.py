@@ -35,6 +35,7 @@ HEADINGS = {
     "cross-site": "Comparable results across systems and sites",
     "regressions": "Each result over time: bands and regressions",
     "crosscheck": "Table I cross-check: benchmark vs. logs",
+    "components": "Components and the ceiling they set (seed 001, Figs. 2-4)",
     "scaling": "Scaling: components to system (seed 001)",
     "applications": "Application benchmarks (seeds 001, 002)",
     "lustre": "Lustre storage targets: per OST and per server (seed 002)",
@@ -52,6 +53,7 @@ KINDS: dict[str, dict[str, str | None]] = {
     "acceptance": {
         "scaling": f"make spack SYSTEM={SYSTEM}, then iostudy campaign run acceptance "
         f"--system {SYSTEM} (IOR, mdtest and metarates)",
+        "components": CAMPAIGN.replace("CAMPAIGN", "components") + " (fio, netbw, IOR to memory)",
         "histograms": CAMPAIGN.replace("CAMPAIGN", "quick"),
         "crosscheck": CAMPAIGN.replace("CAMPAIGN", "quick"),
         "perf": CAMPAIGN,

@@ -22,6 +22,7 @@ from iostudy.report import (
     apps,
     beforeafter,
     compare_report,
+    components_report,
     devices,
     diagnoses,
     figures,
@@ -574,6 +575,7 @@ def provenance_section(r: Report) -> None:
 SECTIONS: tuple[Callable[[Report], None], ...] = (
     histograms_section,
     scaling_section,
+    components_report.section,
     lambda r: probe_report.add_section(r.add, r.data["probes"]),
     lambda r: compare_report.add_section(r.add, r.data["perf"], r.runs_df, r.options.systems or {}),
     lambda r: apps.add_section(r.add, r.data),

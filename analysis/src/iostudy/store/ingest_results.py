@@ -236,6 +236,53 @@ def ior_rows(lines, run_id: str, system: str | None):
     return rows, problems
 
 
+# The components table's columns of one line of components.jsonl (the check's record; the run's
+# and the tags' columns are set from the tags).
+COMPONENT_FIELDS = ("component", "operation", "block", "jobs", "bytes", "procs", "nodes", "mib_s",
+                    "aggregate_mib_s")  # fmt: skip
+
+
+def _components_record(rec) -> None:
+    tags = rec.get("log_tags") if isinstance(rec, dict) else None
+    if not isinstance(tags, dict) or tags.get("check") not in ("fio_check", "netbw_check"):
+        raise ValueError("not a fio_check or netbw_check record")
+    if rec.get("component") not in ("storage", "network"):
+        raise ValueError(f"component {rec.get('component')!r}: not storage or network")
+    _require(rec, ("operation", "mib_s", "aggregate_mib_s"))
+    for key in ("mib_s", "aggregate_mib_s"):
+        if not isinstance(rec[key], int | float) or not rec[key] >= 0:
+            raise ValueError(f"{key} {rec[key]!r}: not a rate")
+
+
+def components_rows(lines, run_id: str, system: str | None):
+    """Rows of one components.jsonl (iostudy.benchmarks.components: a measured point per line,
+    with the job's log tags) and the problems of the lines that are not."""
+    records, problems = _checked_records(lines, _components_record)
+    rows = []
+    for rec in records:
+        tags = rec["log_tags"]
+        row = {k: rec.get(k) for k in COMPONENT_FIELDS}
+        row.update(run_id=run_id, system=tags.get("system") or system,
+                   environ=tags.get("environ"), check=tags.get("check"),
+                   repetition=int_or_none(tags.get("repetition")),
+                   log_tags=log_tags_json(tags))  # fmt: skip
+        for key in ("block", "jobs", "bytes", "procs", "nodes"):
+            row[key] = int_or_none(row[key])
+        rows.append(row)
+    return rows, problems
+
+
+#: each benchmark output file a run's ReFrame output holds -> its table and its rows' reader
+#: (lines, run_id, case, system, campaign parameters)
+OUTPUTS = {
+    "iomodel.jsonl": ("iomodel", iomodel_rows),
+    "ior.jsonl": ("ior", lambda lines, run_id, case, system, params: ior_rows(
+        lines, run_id, system)),
+    "components.jsonl": ("components", lambda lines, run_id, case, system, params: (
+        components_rows(lines, run_id, system))),
+}  # fmt: skip
+
+
 def read_report(run_dir: Path, base: Path, writer: PartWriter, run_id: str, counts: Counts):
     """ReFrame's report.json, or None (missing: the run did not get that far; unreadable:
     quarantined)."""
@@ -263,8 +310,7 @@ def _quarantine_file(run_id, path, base, reason):
 def benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campaign_params):
     output = run_dir / "reframe" / "output"
     cases = _case_by_outputdir(report or {})
-    names = ("iomodel.jsonl", "ior.jsonl")
-    found = [p for n in names for p in sorted(output.rglob(n))] if output.is_dir() else []
+    found = [p for n in OUTPUTS for p in sorted(output.rglob(n))] if output.is_dir() else []
     for path in found:
         case = cases.get(path.parent.relative_to(output).as_posix())
         try:
@@ -272,11 +318,8 @@ def benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campai
         except OSError as exc:
             lines, problems = [], [str(exc)]
         else:
-            if path.name == "ior.jsonl":
-                table, (rows, problems) = "ior", ior_rows(lines, run_id, system)
-            else:
-                table = "iomodel"
-                rows, problems = iomodel_rows(lines, run_id, case, system, campaign_params)
+            table, reader = OUTPUTS[path.name]
+            rows, problems = reader(lines, run_id, case, system, campaign_params)
             for row in rows:
                 row["source_path"] = rel_path(path, base)
             writer.write(table, rows)

@@ -218,6 +218,28 @@ TABLES: dict[str, pa.Schema] = {
             ("log_tags", pa.string()),  # JSON object: the tags of the job's log (jobs.tags)
         ]
     ),
+    # One row per measured point of a component check (fio_check, netbw_check: their
+    # components.jsonl; iostudy.benchmarks.components): seed 001's component analysis.
+    "components": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("system", pa.string()),
+            ("environ", pa.string()),
+            ("repetition", pa.int64()),
+            ("check", pa.string()),
+            ("component", pa.string()),  # storage, network
+            ("operation", pa.string()),  # write, read, syncwrite; pingpong
+            ("block", pa.int64()),  # storage: bytes per request
+            ("jobs", pa.int64()),  # storage: processes on the target
+            ("bytes", pa.int64()),  # network: the message size
+            ("procs", pa.int64()),
+            ("nodes", pa.int64()),
+            ("mib_s", pa.float64()),  # one job's, or one pair's
+            ("aggregate_mib_s", pa.float64()),  # all jobs', or all pairs' at once
+            ("source_path", pa.string()),
+            ("log_tags", pa.string()),  # JSON object: the check's tags
+        ]
+    ),
     # One row per writer of an interference probe sample (probe_check's logs;
     # iostudy.benchmarks.probe).
     "probes": pa.schema(

@@ -1,0 +1,161 @@
+"""Seed 001's component analysis (section 4.2): what each component of a system can do, and the
+aggregate ceiling they set at each scale (Fig. 4), against which IOR is held ("roughly 85% of
+the peak rate for this hardware configuration").
+
+The limits of a system, per operation (write, read), from its runs' measurements (the store's
+components and ior tables; the latest run that has each), else from the peaks its description
+declares (system.json ``peaks``; null: no limit known):
+
+- storage: the best aggregate MiB/s fio reached on one target (any number of jobs) times the
+  system's storage targets (``peaks.storage_targets``, 1 when not declared); declared:
+  ``storage_target_mib_s`` times the targets. Small writes each followed by fsync (fio's
+  syncwrite, seed 001's metadata updates) are shown, not a limit of large transfers.
+- client: the best IOR MiB/s per node to memory (/dev/shm: seed 001's Fig. 2a, the client's
+  path without the file system) times the nodes; declared: ``client_network_mib_s`` times the
+  nodes.
+- node link: the best one-pair MiB/s of netbw between two nodes times the nodes; network: its
+  best all-pairs MiB/s (a floor of what the network carries, measured with the pairs of the
+  check's nodes); declared: ``aggregate_mib_s``. On one node, netbw's pairs talk through shared
+  memory: no network limit is measured.
+
+ceiling(operation, nodes) is the smallest limit at that node count, and the one that sets it
+is named. Each IOR point on scratch, and each I/O model of seed 003's benchmark, gets its
+fraction of the ceiling at its nodes; the verdict names IOR's best (the I/O model's where the
+study has no IOR).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+OPERATIONS = ("write", "read")
+LIMIT_COLUMNS = ["system", "limit", "operation", "scales", "measured_mib_s", "declared_mib_s",
+                 "used_mib_s", "source"]  # fmt: skip
+
+
+def _best(values: pd.Series) -> float | None:
+    values = values.dropna()
+    return float(values.max()) if len(values) else None
+
+
+def _row(system, limit, op, scales, measured, declared, source) -> dict:
+    used = measured if measured is not None else declared
+    return {"system": system, "limit": limit, "operation": op, "scales": scales,
+            "measured_mib_s": measured, "declared_mib_s": declared, "used_mib_s": used,
+            "source": source if measured is not None else "declared (system.json)"}  # fmt: skip
+
+
+def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict | None):
+    """The system's limits (LIMIT_COLUMNS), one row per limit and operation; ``scales``:
+    "per node" (times the nodes in use) or "system" (whatever the nodes)."""
+    peaks = peaks or {}
+    targets = peaks.get("storage_targets") or 1
+    storage = components[components["component"] == "storage"]
+    network = components[(components["component"] == "network") & (components["nodes"] >= 2)]
+    memory = ior[ior["target"] == "memory"]
+    rows = []
+    for op in OPERATIONS:
+        fio = _best(storage.loc[storage["operation"] == op, "aggregate_mib_s"])
+        declared = peaks.get("storage_target_mib_s")
+        rows.append(_row(system, "storage", op, "system", fio * targets if fio else None,
+                         declared * targets if declared else None,
+                         f"fio_check, best of a target x {targets} target(s)"))  # fmt: skip
+        per_node = memory[memory["operation"] == op]
+        client = _best(per_node["mib_s"] / per_node["nodes"].clip(lower=1))
+        rows.append(_row(system, "client", op, "per node", client,
+                         peaks.get("client_network_mib_s"),
+                         "ior_check to memory, best MiB/s per node"))  # fmt: skip
+        rows.append(_row(system, "node link", op, "per node", _best(network["mib_s"]), None,
+                         "netbw_check between two nodes, one pair"))  # fmt: skip
+        rows.append(
+            _row(
+                system,
+                "network",
+                op,
+                "system",
+                _best(network["aggregate_mib_s"]),
+                peaks.get("aggregate_mib_s"),
+                "netbw_check, all pairs at once",
+            )
+        )
+    return pd.DataFrame(rows, columns=LIMIT_COLUMNS)
+
+
+def ceiling(table: pd.DataFrame, operation: str, nodes: int) -> tuple[float | None, str | None]:
+    """The smallest limit of ``table`` (:func:`limits`) for operation at ``nodes`` nodes, and
+    its name; (None, None) when no limit is known."""
+    mine = table[(table["operation"] == operation) & table["used_mib_s"].notna()]
+    best, name = math.inf, None
+    for row in mine.itertuples():
+        value = row.used_mib_s * (nodes if row.scales == "per node" else 1)
+        if value < best:
+            best, name = value, row.limit
+    return (best, name) if name else (None, None)
+
+
+POINT_COLUMNS = ["run_id", "system", "benchmark", "layout", "transfer", "procs", "nodes",
+                 "operation", "mib_s"]  # fmt: skip
+
+
+def points(curves: pd.DataFrame, iomodel: pd.DataFrame) -> pd.DataFrame:
+    """What is held against the ceiling: IOR's points on scratch (iostudy.metrics.scaling's
+    ior_curves: the mean over iterations) and every I/O model of seed 003's benchmark (its
+    processes doing I/O and nodes), one row per operation: POINT_COLUMNS."""
+    ior = curves[curves["target"] != "memory"].assign(benchmark="IOR " + curves["api"])
+    rows = [ior.reindex(columns=POINT_COLUMNS)]
+    for op in OPERATIONS:
+        done = iomodel[iomodel[f"{op}_mib_s"].notna()] if len(iomodel) else iomodel
+        if len(done):
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "run_id": done["run_id"],
+                        "system": done["system"],
+                        "benchmark": "I/O model",
+                        "layout": done["model"],
+                        "transfer": None,
+                        "procs": done["io_procs"],
+                        "nodes": done["nodes"],
+                        "operation": op,
+                        "mib_s": done[f"{op}_mib_s"],
+                    }
+                )
+            )
+    rows = [r for r in rows if len(r)]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=POINT_COLUMNS)
+
+
+def fractions(held: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """Each point of :func:`points` with the ceiling at its nodes, the limit that sets it, and
+    its fraction of it in %."""
+    held = held.copy()
+    found = [ceiling(table, r.operation, int(r.nodes or 1)) for r in held.itertuples()]
+    held["ceiling_mib_s"] = [c for c, _ in found]
+    held["limited_by"] = [n for _, n in found]
+    held["ceiling_pct"] = 100 * held["mib_s"] / held["ceiling_mib_s"].astype(float)
+    cols = [*POINT_COLUMNS, "ceiling_mib_s", "ceiling_pct", "limited_by"]
+    return held[cols].sort_values(["system", "operation", "procs", "benchmark", "layout"])
+
+
+def best_fractions(table: pd.DataFrame, benchmark: str = "IOR") -> dict[str, dict]:
+    """Per operation, the point of :func:`fractions` of ``benchmark`` (a prefix: IOR, any API)
+    nearest its ceiling, its row as a dict."""
+    rated = table[table["ceiling_pct"].notna() & table["benchmark"].str.startswith(benchmark)]
+    return {op: rated[rated["operation"] == op].nlargest(1, "ceiling_pct").iloc[0].to_dict()
+            for op in OPERATIONS if (rated["operation"] == op).any()}  # fmt: skip
+
+
+def ceiling_curve(table: pd.DataFrame, procs: list[int], per_node: int) -> pd.DataFrame:
+    """The ceiling per operation at each process count (nodes: procs over per_node, rounded
+    up): operation, procs, nodes, ceiling_mib_s, limited_by."""
+    rows = []
+    for op in OPERATIONS:
+        for p in procs:
+            nodes = -(-p // max(per_node, 1))
+            value, name = ceiling(table, op, nodes)
+            rows.append({"operation": op, "procs": p, "nodes": nodes, "ceiling_mib_s": value,
+                         "limited_by": name})  # fmt: skip
+    return pd.DataFrame(rows, columns=["operation", "procs", "nodes", "ceiling_mib_s",
+                                       "limited_by"])  # fmt: skip

@@ -1,0 +1,181 @@
+"""The report's components section (seed 001, section 4.2; iostudy.metrics.ceiling): per system,
+what its components measured against what it declares, the network across message sizes
+(Fig. 2b), the storage target against jobs (Fig. 3), and the aggregate ceiling they set per
+process count with IOR's points and their fraction of it (Fig. 4)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from iostudy.core.numfmt import short
+from iostudy.core.plotting import count_ticks, legend_below, panels
+from iostudy.metrics import ceiling, scaling
+from iostudy.report.figures import safe
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+SECTION = "components"
+COLOURS = {"write": "#f58518", "read": "#4c78a8", "syncwrite": "#9d9d9d"}
+
+
+def _peaks(runs: list[dict]) -> dict:
+    """Each run's declared peaks, from its manifest's system description."""
+    return {r["run_id"]: (((r["_manifest"] or {}).get("effective_config") or {})
+                          .get("system") or {}).get("peaks") for r in runs}  # fmt: skip
+
+
+def network_figure(rows: pd.DataFrame) -> Figure:
+    """MiB/s against message size: one pair (a line through the powers of two, dots at the
+    perturbed sizes) and all pairs at once."""
+    fig, (ax,) = panels(1, 7, 3.0, extra_height=0.3)
+    rows = rows.sort_values("bytes")
+    aligned = (rows["bytes"] & (rows["bytes"] - 1)) == 0
+    ax.plot(rows.loc[aligned, "bytes"], rows.loc[aligned, "mib_s"], marker="o", markersize=3,
+            color="#4c78a8", label="one pair, powers of two")  # fmt: skip
+    ax.plot(
+        rows.loc[~aligned, "bytes"],
+        rows.loc[~aligned, "mib_s"],
+        linestyle="none",
+        marker="x",
+        markersize=4,
+        color="#d62728",
+        label="one pair, perturbed sizes",
+    )
+    if rows["procs"].max() > 2:
+        ax.plot(rows.loc[aligned, "bytes"], rows.loc[aligned, "aggregate_mib_s"], marker="s",
+                markersize=3, color="#54a24b", label="all pairs at once")  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)", fontsize=8)
+    ax.set_ylabel("MiB/s", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    legend_below(fig)
+    return fig
+
+
+def storage_figure(rows: pd.DataFrame) -> Figure:
+    """A target's aggregate MiB/s against the jobs on it, per operation."""
+    fig, (ax,) = panels(1, 5.5, 3.0, extra_height=0.3)
+    for op, mine in rows.groupby("operation"):
+        best = mine.groupby("jobs")["aggregate_mib_s"].max()
+        block = short(mine["block"].iloc[0] / 2**10)
+        ax.plot(best.index, best.values, marker="o", markersize=4, color=COLOURS.get(op),
+                label=f"{op} ({block} KiB requests)")  # fmt: skip
+    ax.set_xlabel("fio jobs on the target", fontsize=8)
+    ax.set_ylabel("MiB/s (all jobs)", fontsize=8)
+    ax.set_yscale("log")
+    count_ticks(ax.xaxis)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    legend_below(fig)
+    return fig
+
+
+def ceiling_figure(curve: pd.DataFrame, points: pd.DataFrame) -> Figure:
+    """Per operation, the modelled ceiling against processes and IOR's points on scratch, the
+    nearest to the ceiling labelled with its fraction."""
+    fig, axes = panels(2, 4.6, 3.0, extra_height=0.3)
+    for ax, op in zip(axes, ceiling.OPERATIONS, strict=True):
+        mine = curve[curve["operation"] == op].dropna(subset=["ceiling_mib_s"])
+        ax.step(mine["procs"], mine["ceiling_mib_s"], where="mid", color="black",
+                linestyle="--", label="modelled ceiling")  # fmt: skip
+        held = points[points["operation"] == op]
+        for benchmark, g in held.groupby("benchmark"):
+            g = g.groupby("procs")["mib_s"].max()
+            ax.plot(g.index, g.values, marker="o", markersize=3, label=f"{benchmark}, best")
+        rated = held[held["ceiling_pct"].notna()]
+        if len(rated):
+            top = rated.loc[rated["ceiling_pct"].idxmax()]
+            ax.annotate(f"{top['ceiling_pct']:.0f}%", (top["procs"], top["mib_s"]),
+                        textcoords="offset points", xytext=(4, 4), fontsize=8)  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{op}", fontsize=9)
+        ax.set_xlabel("processes", fontsize=8)
+        ax.set_ylabel("MiB/s", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    legend_below(fig)
+    return fig
+
+
+def _system_items(add, system, run_id, rows, curves, iomodel, peaks) -> dict:
+    """One system's figures and tables; returns its best fractions (ceiling.best_fractions)."""
+    label = f"{system}, latest run {run_id}"
+    limits = ceiling.limits(system, rows, curves, peaks)
+    add(SECTION, "table", f"component-limits-{safe(system)}",
+        f"{system}: each component's limit, measured in run {run_id} (the latest with "
+        "component checks) and as the system description declares it; the ceiling uses the "
+        "measured one (iostudy.metrics.ceiling).", limits, table=True, whole=True)  # fmt: skip
+    network = rows[rows["component"] == "network"]
+    if len(network):
+        add(SECTION, "figure", f"network-{safe(system)}",
+            "The network (seed 001, Fig. 2b: NetPIPE): netbw's ping-pong MiB/s against message "
+            "size, one pair, and all pairs at once; crosses: sizes 3 bytes off a power of two "
+            "(NetPIPE's perturbations), where irregular networks lose most.", network,
+            fig=network_figure(network), label=label)  # fmt: skip
+    storage = rows[rows["component"] == "storage"]
+    if len(storage):
+        add(SECTION, "figure", f"storage-{safe(system)}",
+            "The storage target (seed 001, Fig. 3: sgp_dd): fio's aggregate MiB/s against "
+            "its jobs on one target, large direct sequential writes and reads, and small writes "
+            "each followed by fsync (seed 001's metadata updates, 5-8 MiB/s there).", storage,
+            fig=storage_figure(storage), label=label)  # fmt: skip
+    points = ceiling.fractions(ceiling.points(curves, iomodel), limits)
+    if points.empty or points["ceiling_mib_s"].isna().all():
+        return {}
+    per_node = int(points["procs"].max() / max(points["nodes"].max(), 1))
+    procs = sorted({int(p) for p in points["procs"]})
+    curve = ceiling.ceiling_curve(limits, procs, max(per_node, 1))
+    add(SECTION, "figure", f"ceiling-{safe(system)}",
+        "The aggregate ceiling per process count (seed 001, Fig. 4): at each scale the "
+        "smallest of the components' limits (dashed), and the best of IOR's points on scratch "
+        "and of seed 003's I/O models; the point nearest the ceiling is labelled with its "
+        "fraction (seed 001: IOR at 85% for writes, 79% for reads).",
+        curve, fig=ceiling_figure(curve, points), label=label)  # fmt: skip
+    add(SECTION, "table", f"ceiling-fractions-{safe(system)}",
+        f"{system}: each IOR point on scratch and each I/O model with the ceiling at its "
+        "nodes, the limit that sets it and the point's fraction of it, %.", points,
+        table=True)  # fmt: skip
+    return ceiling.best_fractions(points) or ceiling.best_fractions(points, "I/O model")
+
+
+def add_section(add, data, runs: list[dict], runs_df: pd.DataFrame) -> dict:
+    """The section through report.render's add(); returns {system: {operation: the IOR point
+    nearest its ceiling}} for the verdict."""
+    rows = data["components"]
+    if rows.empty:
+        return {}
+    curves, iomodel = scaling.ior_curves(data["ior"]), data["iomodel"]
+    peaks = _peaks(runs)
+    best = {}
+    for system, run_id in scaling.latest_with(rows, runs_df).itertuples(index=False):
+        mine = rows[rows["run_id"] == run_id]
+        ior = curves[curves["system"] == system]
+        models = iomodel[iomodel["system"] == system]
+        best[system] = _system_items(add, system, run_id, mine, ior, models, peaks.get(run_id))
+    return best
+
+
+def verdict_lines(best: dict) -> list[str]:
+    """The verdict's lines: per system, the fraction of the ceiling IOR reached."""
+    lines = []
+    for system, ops in best.items():
+        parts = [f"{np.round(row['ceiling_pct']):.0f}% of the {op} ceiling ({short(row['mib_s'])} "
+                 f"of {short(row['ceiling_mib_s'])} MiB/s, {row['limited_by']} limit)"
+                 for op, row in ops.items()]  # fmt: skip
+        if parts:
+            who = next(iter(ops.values()))["benchmark"].split(" ")[0]
+            who = "IOR" if who == "IOR" else "the I/O-model benchmark (no IOR in the study)"
+            lines.append(f"{system}: {who} reached " + " and ".join(parts)
+                         + " (seed 001: 85%, 79%)")  # fmt: skip
+    return lines
+
+
+def section(r) -> None:
+    """The section of a report being made (iostudy.report.sections.Report)."""
+    r.found["ceiling"] = add_section(r.add, r.data, r.runs, r.runs_df)

@@ -1,0 +1,93 @@
+"""Seed 001's aggregate ceiling (iostudy.metrics.ceiling) on hand-made component rows; every
+expected value is worked out in the comments."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from iostudy.metrics import ceiling
+
+PEAKS = {"storage_targets": 2, "client_network_mib_s": 500.0, "aggregate_mib_s": None}
+
+
+def component(kind, op, rate, aggregate, jobs=None, nodes=1, procs=1, size=None):
+    return {"run_id": "r1", "system": "two", "component": kind, "operation": op,
+            "block": 4 << 20 if kind == "storage" else None, "jobs": jobs, "bytes": size,
+            "procs": procs, "nodes": nodes, "mib_s": rate,
+            "aggregate_mib_s": aggregate}  # fmt: skip
+
+
+# fio on one target: writes 100 (1 job) and 180 MiB/s (2 jobs), reads 250: x 2 targets
+# -> storage 360 (write), 500 (read). netbw across two nodes: one pair 300, all pairs 550;
+# on one node (shared memory) 9,000, which is no network.
+COMPONENTS = pd.DataFrame([
+    component("storage", "write", 100, 100, jobs=1), component("storage", "write", 90, 180, 2),
+    component("storage", "read", 250, 250, jobs=1),
+    component("storage", "syncwrite", 6, 6, jobs=1),
+    component("network", "pingpong", 300, 550, nodes=2, procs=4, size=1 << 20),
+    component("network", "pingpong", 9000, 9000, nodes=1, procs=2, size=1 << 20),
+])  # fmt: skip
+# IOR to memory: 800 MiB/s writing on 2 nodes (400 a node), 1,000 reading (500 a node)
+MEMORY = pd.DataFrame([
+    {"target": "memory", "operation": "write", "mib_s": 800.0, "nodes": 2, "procs": 4},
+    {"target": "memory", "operation": "read", "mib_s": 1000.0, "nodes": 2, "procs": 4},
+])  # fmt: skip
+
+
+@pytest.fixture
+def limits():
+    return ceiling.limits("two", COMPONENTS, MEMORY, PEAKS)
+
+
+def test_each_limit_is_measured_where_measured_and_declared_otherwise(limits):
+    used = limits.set_index(["limit", "operation"])
+    assert used.at[("storage", "write"), "used_mib_s"] == 360
+    assert used.at[("storage", "read"), "used_mib_s"] == 500
+    # the measured client (400 a node) wins over the declared 500
+    assert used.at[("client", "write"), "used_mib_s"] == 400
+    assert used.at[("client", "write"), "declared_mib_s"] == 500
+    assert used.at[("node link", "read"), "used_mib_s"] == 300  # not the one node's 9,000
+    assert used.at[("network", "write"), "used_mib_s"] == 550
+
+
+@pytest.mark.parametrize(
+    "op, nodes, value, name",
+    [
+        ("write", 1, 300, "node link"),  # min(360, 400, 300, 550)
+        ("write", 2, 360, "storage"),  # min(360, 800, 600, 550)
+        ("read", 1, 300, "node link"),  # min(500, 500, 300, 550)
+        ("read", 2, 500, "storage"),  # min(500, 1000, 600, 550)
+        ("read", 4, 500, "storage"),  # min(500, 2000, 1200, 550)
+    ],
+)
+def test_the_ceiling_is_the_smallest_limit_at_each_scale(limits, op, nodes, value, name):
+    assert ceiling.ceiling(limits, op, nodes) == (value, name)
+
+
+def test_a_point_gets_its_fraction_of_the_ceiling_at_its_nodes(limits):
+    curves = pd.DataFrame([
+        {"run_id": "r1", "system": "two", "api": "POSIX", "layout": "shared", "target": t,
+         "transfer": "4 MiB, aligned", "procs": p, "nodes": n, "operation": op, "mib_s": v}
+        for t, p, n, op, v in [("scratch", 4, 2, "write", 306.0), ("scratch", 2, 1, "read", 150.0),
+                               ("memory", 4, 2, "write", 800.0)]
+    ])  # fmt: skip
+    iomodel = pd.DataFrame([{"run_id": "r1", "system": "two", "model": "fpp", "io_procs": 4,
+                             "nodes": 2, "write_mib_s": 180.0, "read_mib_s": None}])  # fmt: skip
+    table = ceiling.fractions(ceiling.points(curves, iomodel), limits)
+    assert len(table) == 3  # two IOR points on scratch (memory is the client), one model
+    best = ceiling.best_fractions(table)
+    assert best["write"]["ceiling_pct"] == pytest.approx(85.0)  # 306 of 360
+    assert best["read"]["ceiling_pct"] == pytest.approx(50.0)  # 150 of 300 (node link)
+    assert best["read"]["limited_by"] == "node link"
+    model = ceiling.best_fractions(table, "I/O model")
+    assert model["write"]["ceiling_pct"] == pytest.approx(50.0) and "read" not in model
+
+
+def test_nothing_known_is_no_ceiling():
+    empty = pd.DataFrame(columns=COMPONENTS.columns)
+    table = ceiling.limits("bare", empty, MEMORY.iloc[:0], None)
+    assert table["used_mib_s"].isna().all()
+    assert ceiling.ceiling(table, "write", 1) == (None, None)
+    curve = ceiling.ceiling_curve(table, [1, 2], 2)
+    assert curve["ceiling_mib_s"].isna().all()

@@ -1,0 +1,76 @@
+"""A storage target's rates with fio as a site-free ReFrame check (seed 001, section 4.2, Fig. 3).
+
+One job on one node runs fio (the system's Spack view's, else the machine's: Debian's `fio`)
+with ``jobs`` processes on the system's scratch storage, each on a file of its own: large
+direct sequential writes or reads of ``block`` bytes (``operation`` write, read), or small
+writes each followed by fsync (``syncwrite``: seed 001's metadata updates). fio's group
+bandwidth is the performance variable; components.jsonl keeps it for the store's components
+table (iostudy.benchmarks.components), which the report's ceiling model reads. By hand:
+
+    reframe -C configs/reframe_settings.py --system local -c reframe-checks/fio_check.py \\
+        -S operation=write -S jobs=2 -S size=64M -r
+"""
+
+import shutil
+from pathlib import Path
+
+import reframe as rfm
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import run_after, run_before, variable
+
+from iostudy.benchmarks import checks, components, registry, spackenv
+from iostudy.benchmarks.benchcheck import BenchmarkCheck
+
+CHECK = "fio_check"
+DEFAULTS = registry.reframe_defaults(CHECK)
+
+
+def fio_program(system: str) -> Path | None:
+    """The Spack view's fio, else the machine's."""
+    found = spackenv.view_program(system, "fio") or shutil.which("fio")
+    return Path(found) if found else None
+
+
+@rfm.simple_test
+class fio_check(BenchmarkCheck):
+    descr = "fio: a storage target's large direct or small synced I/O rate, jobs per target"
+    time_limit = "20m"
+    tags = {"fio", "components"}
+
+    operation = variable(str, value=DEFAULTS["operation"])
+    jobs = variable(int, value=DEFAULTS["jobs"])
+    size = variable(str, value=DEFAULTS["size"])
+    block = variable(str, value=DEFAULTS["block"])
+
+    @run_after("setup")
+    def set_job(self):
+        self.procs, self.procs_per_node = 1, 1  # fio starts its jobs itself, on one node
+        program = fio_program(self.current_system.name)
+        why = "fio is not installed (Debian's fio package, or fio in the Spack view)"
+        tags = {"operation": self.operation, "jobs": self.jobs, "size": self.size,
+                "block": self.block}  # fmt: skip
+        workdir = self.prepare(CHECK, program, why, tags)
+        # fio is one process that forks its jobs: no MPI launcher, no runtime in its log
+        self.job.launcher = getlauncher("local")()
+        self.env_vars.pop("LD_PRELOAD", None)
+        self.executable_opts = components.fio_arguments(
+            workdir, self.operation, self.jobs, self.size, self.block
+        )
+
+    def parse(self, text):
+        return components.fio_parse(text)
+
+    def problems(self, parsed):
+        return components.fio_sanity(parsed, self.operation, self.jobs,
+                                     checks.parse_size(self.size))  # fmt: skip
+
+    def figures(self, parsed):
+        return components.fio_performance(parsed, self.operation)
+
+    @run_before("performance")
+    def save_records(self):
+        if self.is_dry_run():
+            return
+        records = components.fio_records(self.parsed(), self.operation, self.jobs,
+                                         checks.parse_size(self.block))  # fmt: skip
+        checks.save_json_lines(records, Path(self.stagedir, "components.jsonl"), self.log_tags)
