@@ -1,8 +1,9 @@
 """A storage target's rates with fio as a site-free ReFrame check (seed 001, section 4.2, Fig. 3).
 
 One job on one node runs fio (the system's Spack view's, else the machine's: Debian's `fio`)
-with ``jobs`` processes on the system's scratch storage, each on a file of its own: large
-direct sequential writes or reads of ``block`` bytes (``operation`` write, read), or small
+with ``jobs`` processes on the system's scratch storage, each on a file of its own, ``iodepth``
+requests in flight each: large direct sequential writes or reads of ``block`` bytes
+(``operation`` write, read), or small
 writes each followed by fsync (``syncwrite``: seed 001's metadata updates). fio's group
 bandwidth is the performance variable; components.jsonl keeps it for the store's components
 table (iostudy.benchmarks.components), which the report's ceiling model reads. By hand:
@@ -36,11 +37,13 @@ class fio_check(BenchmarkCheck):
     descr = "fio: a storage target's large direct or small synced I/O rate, jobs per target"
     time_limit = "20m"
     tags = {"fio", "components"}
+    keep_files = ["components.jsonl"]  # the store's components rows
 
     operation = variable(str, value=DEFAULTS["operation"])
     jobs = variable(int, value=DEFAULTS["jobs"])
     size = variable(str, value=DEFAULTS["size"])
     block = variable(str, value=DEFAULTS["block"])
+    iodepth = variable(int, value=DEFAULTS["iodepth"])
 
     @run_after("setup")
     def set_job(self):
@@ -48,13 +51,13 @@ class fio_check(BenchmarkCheck):
         program = fio_program(self.current_system.name)
         why = "fio is not installed (Debian's fio package, or fio in the Spack view)"
         tags = {"operation": self.operation, "jobs": self.jobs, "size": self.size,
-                "block": self.block}  # fmt: skip
+                "block": self.block, "iodepth": self.iodepth}  # fmt: skip
         workdir = self.prepare(CHECK, program, why, tags)
         # fio is one process that forks its jobs: no MPI launcher, no runtime in its log
         self.job.launcher = getlauncher("local")()
         self.env_vars.pop("LD_PRELOAD", None)
         self.executable_opts = components.fio_arguments(
-            workdir, self.operation, self.jobs, self.size, self.block
+            workdir, self.operation, self.jobs, self.size, self.block, self.iodepth
         )
 
     def parse(self, text):
@@ -72,5 +75,5 @@ class fio_check(BenchmarkCheck):
         if self.is_dry_run():
             return
         records = components.fio_records(self.parsed(), self.operation, self.jobs,
-                                         checks.parse_size(self.block))  # fmt: skip
+                                         checks.parse_size(self.block), self.iodepth)  # fmt: skip
         checks.save_json_lines(records, Path(self.stagedir, "components.jsonl"), self.log_tags)

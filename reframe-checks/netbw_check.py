@@ -28,7 +28,9 @@ class netbw_check(BenchmarkCheck):
     descr = "netbw: ping-pong bandwidth across message sizes, one pair and all pairs"
     time_limit = "20m"
     tags = {"netbw", "components"}
+    keep_files = ["components.jsonl"]  # the store's components rows
 
+    procs = DEFAULTS["procs"]  # a pair
     min_size = variable(str, value=DEFAULTS["min_size"])
     max_size = variable(str, value=DEFAULTS["max_size"])
     perturb = variable(int, value=DEFAULTS["perturb"])

@@ -76,12 +76,14 @@ def test_a_point_gets_its_fraction_of_the_ceiling_at_its_nodes(limits):
                              "nodes": 2, "write_mib_s": 180.0, "read_mib_s": None}])  # fmt: skip
     table = ceiling.fractions(ceiling.points(curves, iomodel), limits)
     assert len(table) == 3  # two IOR points on scratch (memory is the client), one model
+    cached = ceiling.fractions(ceiling.points(curves.assign(mib_s=3000.0), iomodel), limits)
+    assert set(cached.loc[cached["benchmark"] == "IOR POSIX", "note"]) == {ceiling.ABOVE}
     best = ceiling.best_fractions(table)
     assert best["write"]["ceiling_pct"] == pytest.approx(85.0)  # 306 of 360
     assert best["read"]["ceiling_pct"] == pytest.approx(50.0)  # 150 of 300 (node link)
     assert best["read"]["limited_by"] == "node link"
-    model = ceiling.best_fractions(table, "I/O model")
-    assert model["write"]["ceiling_pct"] == pytest.approx(50.0) and "read" not in model
+    model = table[table["benchmark"] == "I/O model"].iloc[0]
+    assert model["ceiling_pct"] == pytest.approx(50.0) and model["note"] == ""  # 180 of 360
 
 
 def test_nothing_known_is_no_ceiling():

@@ -35,14 +35,16 @@ def test_sections_in_the_kinds_order_and_only_with_data():
     ]
     page = layout.sections("acceptance", items, ["local"])
     keys = [s["key"] for s in page]
-    # counts first; the kind's scaling, histograms, Table I (missing: commands), perf and
-    # systems; then the others with data; provenance last
-    assert keys == ["counts", "scaling", "histograms", "crosscheck", "perf", "systems",
-                    "lustre", "provenance"]  # fmt: skip
+    # counts first; the kind's scaling, components, histograms, Table I (missing: commands),
+    # perf and systems; then the others with data; provenance last
+    assert keys == ["counts", "scaling", "components", "histograms", "crosscheck", "perf",
+                    "systems", "lustre", "provenance"]  # fmt: skip
     missing = {s["key"]: s["missing"] for s in page if s["missing"]}
     assert missing == {
         "scaling": "make spack SYSTEM=local, then iostudy campaign run acceptance --system "
         "local (IOR, mdtest and metarates)",
+        "components": "iostudy campaign run components --system local --ingest STORE (fio, "
+        "netbw, IOR to memory)",
         "histograms": "iostudy campaign run quick --system local --ingest STORE",
         "crosscheck": "iostudy campaign run quick --system local --ingest STORE",
     }

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import benchmark_runs as bench
 import campaign_runs as runs
+import pandas as pd
 import pytest
 
 from iostudy.benchmarks import components
 from iostudy.cli.cli import main
+from iostudy.metrics import ceiling
 from iostudy.store import store as store_mod
 
 MIB = 1 << 20
@@ -50,8 +52,11 @@ def test_fio_report_is_found_after_fio_notes_and_judged():
 def test_fio_arguments_ask_for_direct_io_and_a_sync_per_small_write(tmp_path):
     large = components.fio_arguments(tmp_path, "read", 2, "64M", "4M")
     assert {"--rw=read", "--bs=4M", "--direct=1", "--numjobs=2"} <= set(large)
+    assert "--ioengine=psync" in large and not any(a.startswith("--iodepth") for a in large)
     small = components.fio_arguments(tmp_path, "syncwrite", 1, "4M", "64K")
     assert {"--rw=write", "--fsync=1", "--bs=64K"} <= set(small)
+    queued = components.fio_arguments(tmp_path, "write", 1, "64M", "4M", iodepth=16)
+    assert {"--ioengine=libaio", "--iodepth=16", "--fallocate=none"} <= set(queued)
 
 
 @pytest.mark.parametrize("flavour", bench.FLAVOURS)
@@ -86,14 +91,19 @@ def test_netbw_refuses_bad_parameters(nprocs, args, message):
     bench.check_usage_error(bench.run("netbw", "openmpi", nprocs, *args), "netbw", message)
 
 
+def _dd_seconds(dest, mib: int, *flags: str) -> float:
+    out = subprocess.run(["dd", "if=/dev/zero", f"of={dest}", "bs=4M", f"count={mib // 4}",
+                          *flags], capture_output=True, text=True, check=True)  # fmt: skip
+    return float(re.search(r"copied, ([0-9.e+-]+) s", out.stderr).group(1))
+
+
 def _dd_direct_mib_s(target: Path, mib: int) -> float:
-    """dd's own rate writing mib MiB with O_DIRECT in 4 MiB blocks, then fsync."""
-    out = subprocess.run(["dd", "if=/dev/zero", f"of={target / 'dd.dat'}", "bs=4M",
-                          f"count={mib // 4}", "oflag=direct", "conv=fsync"],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    """The device's rate as dd shows it writing mib MiB with O_DIRECT in 4 MiB blocks, then
+    fsync: dd's own time, less the time it takes to read the zeros it writes (dd to
+    /dev/null), which fio does not spend."""
+    seconds = _dd_seconds(target / "dd.dat", mib, "oflag=direct", "conv=fsync")
     (target / "dd.dat").unlink()
-    copied, seconds = re.search(r"^(\d+) bytes .* copied, ([0-9.e-]+) s", out.stderr, re.M).groups()
-    return int(copied) / MIB / float(seconds)
+    return mib / (seconds - _dd_seconds("/dev/null", mib))
 
 
 def _fio_mib_s(target: Path, mib: int) -> float:
@@ -105,16 +115,23 @@ def _fio_mib_s(target: Path, mib: int) -> float:
 
 
 def test_fio_device_rate_agrees_with_dd_oflag_direct(tmp_path):
-    """The same 256 MiB written with O_DIRECT in 4 MiB requests to the same folder, fio and dd
-    taking turns five times: their medians within 15% (issue: component analysis)."""
+    """The same 1 GiB written with O_DIRECT in 4 MiB requests to the same folder by fio and by
+    dd, side by side seven times (in turn first): the median of the seven fio/dd ratios within
+    15% (issue: component analysis). Paired and large, because this machine's virtual disk
+    drifts within a second: with 256 MiB single pairs measured here from 0.79 to 1.45 and
+    medians of nine from 1.01 to 1.17; with 1 GiB, medians of five from 1.02 to 1.07."""
     if shutil.which("fio") is None:
         pytest.fail("fio not found: `make setup` installs Debian's fio (ci/apt-packages.txt)")
-    fio, dd = [], []
-    for _ in range(5):
-        fio.append(_fio_mib_s(tmp_path, 256))
-        dd.append(_dd_direct_mib_s(tmp_path, 256))
-    ratio = statistics.median(fio) / statistics.median(dd)
-    assert 0.85 <= ratio <= 1.15, (fio, dd)
+    ratios = []
+    for turn in range(7):
+        if turn % 2:  # dd first every other time: a drift favours neither
+            dd = _dd_direct_mib_s(tmp_path, 1024)
+            fio = _fio_mib_s(tmp_path, 1024)
+        else:
+            fio = _fio_mib_s(tmp_path, 1024)
+            dd = _dd_direct_mib_s(tmp_path, 1024)
+        ratios.append(fio / dd)
+    assert 0.85 <= statistics.median(ratios) <= 1.15, ratios
 
 
 COMPONENTS = [
@@ -136,7 +153,7 @@ COMPONENTS = [
 def test_components_campaign_runs_is_stored_and_sets_the_ceiling(configs_copy, tmp_path, capsys):
     """fio (write and read by 1 and 2 jobs, synced small writes), netbw and the I/O-model
     benchmark on local, for real; ingested; the report's components section and its verdict
-    line (the I/O model's fraction of the ceiling: the view's IOR is not here)."""
+    line (no IOR here: the view's; tests/test_ior_check.py runs it where there is one)."""
     if shutil.which("fio") is None:
         pytest.fail("fio not found: `make setup` installs Debian's fio (ci/apt-packages.txt)")
     bench.require("netbw", "openmpi")
@@ -163,5 +180,10 @@ def test_components_campaign_runs_is_stored_and_sets_the_ceiling(configs_copy, t
     for ident in ("network-local", "storage-local", "ceiling-local", "component-limits-local"):
         assert f'id="{ident}"' in page, ident
     verdict = json.loads((index.parent / "MANIFEST.json").read_text())["report"]["reasons"]
-    line = next(r for r in verdict if r.startswith("local: the I/O-model benchmark reached"))
-    assert re.search(r"\d+% of the write ceiling .* storage limit", line), line
+    # without the view's IOR there is no point to hold against the ceiling, and it says so;
+    # the I/O models are in the table, those above the ceiling marked as the page cache's
+    assert "local: not held against the ceiling: no IOR point on scratch" in " ".join(verdict)
+    points = pd.read_csv(index.parent / "ceiling-fractions-local.csv")
+    assert set(points["benchmark"]) == {"I/O model"} and (points["limited_by"] == "storage").all()
+    above = points["ceiling_pct"] > 100
+    assert (points.loc[above, "note"] == ceiling.ABOVE).all()

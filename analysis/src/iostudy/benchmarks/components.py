@@ -3,9 +3,10 @@ store keeps of each measurement. Pure functions, without pandas: ReFrame imports
 
 - Storage targets (Fig. 3): fio, large direct sequential writes or reads of ``block`` bytes
   (4 MiB, as seed 001's sgp_dd) by ``jobs`` processes on one target, each ``size`` bytes of a
-  file of its own; and ``syncwrite``: small writes each followed by fsync (seed 001's metadata
-  updates of 4 KiB to 256 KiB, 5-8 MiB/s on its device). The figure is fio's aggregate
-  bandwidth over the jobs (group reporting).
+  file of its own, ``iodepth`` requests in flight each (a device serves a queue faster than
+  one request at a time); and ``syncwrite``: small writes each followed by fsync (seed 001's
+  metadata updates of 4 KiB to 256 KiB, 5-8 MiB/s on its device). The figure is fio's
+  aggregate bandwidth over the jobs (group reporting).
 - Network (Fig. 2b): iostudy's netbw, ping-pong between pairs of ranks across message sizes with
   NetPIPE's perturbations (a few bytes more and less than each power of two): one pair alone
   and all pairs at once.
@@ -25,13 +26,20 @@ FIO_OPERATIONS = ("write", "read", "syncwrite")
 
 
 # ---- storage targets: fio --------------------------------------------------------------------
-def fio_arguments(workdir, operation: str, jobs: int, size: str, block: str) -> list[str]:
+def fio_arguments(workdir, operation: str, jobs: int, size: str, block: str,
+                  iodepth: int = 1) -> list[str]:  # fmt: skip
     """fio's command line: ``jobs`` processes, each on a file of its own in workdir, direct
-    I/O (the page cache would measure memory), one JSON report for the group."""
+    I/O (the page cache would measure memory), one JSON report for the group. No
+    preallocation (fio's default fallocates the files first): the blocks are allocated as they
+    are written, as an application's (and IOR's, and dd's) are."""
     rw = "write" if operation == "syncwrite" else operation
+    # one request at a time per job (psync: as dd and an application's write calls), or
+    # iodepth in flight (libaio: as a device's queue, seed 001's sgp_dd threads)
+    engine = ["--ioengine=psync"] if iodepth == 1 else ["--ioengine=libaio", f"--iodepth={iodepth}"]
     args = [f"--name={operation}", f"--directory={workdir}", f"--rw={rw}", f"--bs={block}",
-            f"--size={size}", f"--numjobs={jobs}", "--direct=1", "--ioengine=psync",
-            "--group_reporting", "--output-format=json", "--end_fsync=1"]  # fmt: skip
+            f"--size={size}", f"--numjobs={jobs}", "--direct=1", *engine,
+            "--group_reporting", "--output-format=json", "--end_fsync=1",
+            "--fallocate=none"]  # fmt: skip
     if operation == "syncwrite":
         args.append("--fsync=1")  # every write followed by fsync: seed 001's metadata updates
     return args
@@ -74,9 +82,10 @@ def fio_sanity(report: dict, operation: str, jobs: int, size: int) -> list[str]:
     return problems
 
 
-def fio_records(report: dict, operation: str, jobs: int, block: int) -> list[dict]:
+def fio_records(report: dict, operation: str, jobs: int, block: int, iodepth: int = 1):
     mib_s = fio_mib_s(report, operation)
     return [{"component": "storage", "operation": operation, "block": block, "jobs": jobs,
+             "iodepth": iodepth,
              "bytes": None, "procs": jobs, "nodes": 1, "mib_s": mib_s / jobs,
              "aggregate_mib_s": mib_s}]  # fmt: skip
 
@@ -117,6 +126,7 @@ def netbw_sanity(parsed: dict, procs: int) -> list[str]:
 
 def netbw_records(parsed: dict, procs: int, nodes: int) -> list[dict]:
     return [{"component": "network", "operation": "pingpong", "block": None, "jobs": None,
+             "iodepth": None,
              "bytes": p["bytes"], "procs": procs, "nodes": nodes, "mib_s": p["pair_mib_s"],
              "aggregate_mib_s": p["aggregate_mib_s"]} for p in parsed["points"]]  # fmt: skip
 

@@ -404,6 +404,9 @@ FIO = Check(
         Param("size", str, "bytes per job", SIZE, default="256M", required=True),
         Param("block", str, "bytes per request (4M as seed 001's sgp_dd; 4K to 256K for "
               "syncwrite)", SIZE, default="4M", required=True),
+        Param("iodepth", int, "requests in flight per job: 1 (one at a time, as dd) or more "
+              "(a device's queue)", {"type": "integer", "minimum": 1, "maximum": 256},
+              default=1),
     ),
     (Stored("write_mib_s", MIB_S), Stored("read_mib_s", MIB_S), Stored("syncwrite_mib_s", MIB_S)),
     rows=("components",),

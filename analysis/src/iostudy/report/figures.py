@@ -403,6 +403,13 @@ HEADERS = {
     "jobs_with_a_finding": "jobs with a finding",
     "most_frequent": "most frequent rules (jobs)",
     "found": "what fired it",
+    # the components and their ceiling (iostudy.metrics.ceiling)
+    "measured_mib_s": "measured MiB/s",
+    "declared_mib_s": "declared MiB/s",
+    "used_mib_s": "used MiB/s",
+    "ceiling_mib_s": "ceiling MiB/s",
+    "ceiling_pct": "% of the ceiling",
+    "limited_by": "limited by",
     # a before/after pair (iostudy.report.beforeafter)
     "a": "A (before)",
     "b": "B (after)",

@@ -238,8 +238,8 @@ def ior_rows(lines, run_id: str, system: str | None):
 
 # The components table's columns of one line of components.jsonl (the check's record; the run's
 # and the tags' columns are set from the tags).
-COMPONENT_FIELDS = ("component", "operation", "block", "jobs", "bytes", "procs", "nodes", "mib_s",
-                    "aggregate_mib_s")  # fmt: skip
+COMPONENT_FIELDS = ("component", "operation", "block", "jobs", "iodepth", "bytes", "procs",
+                    "nodes", "mib_s", "aggregate_mib_s")  # fmt: skip
 
 
 def _components_record(rec) -> None:
@@ -266,7 +266,7 @@ def components_rows(lines, run_id: str, system: str | None):
                    environ=tags.get("environ"), check=tags.get("check"),
                    repetition=int_or_none(tags.get("repetition")),
                    log_tags=log_tags_json(tags))  # fmt: skip
-        for key in ("block", "jobs", "bytes", "procs", "nodes"):
+        for key in ("block", "jobs", "iodepth", "bytes", "procs", "nodes"):
             row[key] = int_or_none(row[key])
         rows.append(row)
     return rows, problems

@@ -231,6 +231,7 @@ TABLES: dict[str, pa.Schema] = {
             ("operation", pa.string()),  # write, read, syncwrite; pingpong
             ("block", pa.int64()),  # storage: bytes per request
             ("jobs", pa.int64()),  # storage: processes on the target
+            ("iodepth", pa.int64()),  # storage: requests in flight per job
             ("bytes", pa.int64()),  # network: the message size
             ("procs", pa.int64()),
             ("nodes", pa.int64()),
