@@ -382,3 +382,37 @@ def test_ingest_as_a_command_says_nothing_after_its_summary(tmp_path, darshan_lo
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1].startswith("ingest: store ")
     assert "leaked" not in proc.stderr and "nanobind" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_component_records_from_the_checks(run_dir, tmp_path, capsys):
+    """components.jsonl as fio_check writes it (iostudy.benchmarks.components on a fio report)
+    becomes the components table; lines that are no component record, or carry no rate, are
+    left out and the file quarantined with each reason."""
+    from iostudy.benchmarks import checks, components
+
+    out = run_dir / "reframe" / "output" / "local" / "default" / "openmpi" / "fio_check_1"
+    out.mkdir(parents=True)
+    report = {"jobs": [{"write": {"io_bytes": 2 << 26, "bw_bytes": 300 << 20}}]}
+    records = components.fio_records(report, "write", 2, 4 << 20)
+    tags = {"check": "fio_check", "system": "local", "environ": "openmpi", "repetition": 0}
+    checks.save_json_lines(records, out / "components.jsonl", tags)
+    bad = [{"log_tags": {"check": "ior_check"}, "component": "storage"},
+           {"log_tags": tags, "component": "disk", "operation": "write"},
+           {"log_tags": tags, "component": "storage", "operation": "write", "mib_s": -1,
+            "aggregate_mib_s": 1}]  # fmt: skip
+    with open(out / "components.jsonl", "a") as f:
+        f.write("".join(json.dumps(b) + "\n" for b in bad) + "not json\n")
+    st = tmp_path / "store"
+    status, _, err = ingest(capsys, run_dir, "--store", st)
+    assert status == 0, err
+    con = store.connect(st)
+    (row,) = con.execute("SELECT * FROM components").df().to_dict("records")
+    assert (row["component"], row["operation"], row["jobs"], row["block"]) == (
+        "storage", "write", 2, 4 << 20)  # fmt: skip
+    assert (row["aggregate_mib_s"], row["mib_s"], row["check"]) == (300.0, 150.0, "fio_check")
+    (reason,) = con.execute(
+        "SELECT reason FROM quarantine WHERE path LIKE '%components.jsonl'").fetchone()  # fmt: skip
+    for said in ("line 2: not a fio_check or netbw_check record",
+                 "line 3: component 'disk': not storage or network",
+                 "line 4: mib_s -1: not a rate", "line 5: "):  # fmt: skip
+        assert said in reason, reason

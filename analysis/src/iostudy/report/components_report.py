@@ -131,8 +131,7 @@ def _system_items(add, system, run_id, rows, curves, iomodel, peaks) -> dict:
             fig=storage_figure(storage), label=label)  # fmt: skip
     points = ceiling.fractions(ceiling.points(curves, iomodel), limits)
     if points.empty or points["ceiling_mib_s"].isna().all():
-        return {"why": "no component limit and no point to hold against it" if points.empty
-                else "no component limit measured or declared"}  # fmt: skip
+        return {"why": NO_IOR if points.empty else "no component limit measured or declared"}
     per_node = int(points["procs"].max() / max(points["nodes"].max(), 1))
     procs = sorted({int(p) for p in points["procs"]})
     curve = ceiling.ceiling_curve(limits, procs, max(per_node, 1))
