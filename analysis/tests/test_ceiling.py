@@ -93,3 +93,12 @@ def test_nothing_known_is_no_ceiling():
     assert ceiling.ceiling(table, "write", 1) == (None, None)
     curve = ceiling.ceiling_curve(table, [1, 2], 2)
     assert curve["ceiling_mib_s"].isna().all()
+
+
+def test_the_scaling_figure_draws_the_modelled_ceiling_at_each_points_nodes(limits):
+    from iostudy.metrics import scaling
+
+    curves = pd.DataFrame({"operation": ["write", "write", "read"], "nodes": [1, 2, 4]})
+    drawn = scaling.with_ceiling(curves, limits)
+    assert list(drawn["modelled_ceiling_mib_s"]) == [300, 360, 500]  # as worked out above
+    assert scaling.with_ceiling(curves, None)["modelled_ceiling_mib_s"].isna().all()

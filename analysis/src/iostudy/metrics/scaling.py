@@ -9,7 +9,8 @@ objects, drawn per system from its latest run that has the data.
   (N-1 shared file, N-N file per process), transfer size (aligned: a multiple of 1 MiB, the
   usual stripe size; else unaligned), target (scratch, or memory: the client-side ceiling) and
   processes; min and max over the iterations and repetitions are the error bars.
-- Ceilings drawn: the best memory-target bandwidth at each process count (measured), and the
+- Ceilings drawn: the best memory-target bandwidth at each process count (measured), the
+  ceiling the measured components set (iostudy.metrics.ceiling, seed 001's Fig. 4), and the
   peaks the system declares (configs/systems/<system>/system.json "peaks"): aggregate, client
   network x nodes, storage target x targets; null peaks are not drawn.
 - Metadata: the ops/s performance values of mdtest_check and metarates_check per point.
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 from iostudy.core.numfmt import MIB, short
 from iostudy.core.plotting import fitted_title, legend_below, panels
-from iostudy.metrics import metrics
+from iostudy.metrics import ceiling, metrics
 
 #: The checks of the scaling campaign: their points are drawn here, not as metrics over runs.
 SCALING_CHECKS = ("ior_check", "mdtest_check", "metarates_check")
@@ -183,6 +184,16 @@ def with_peaks(curves: pd.DataFrame, peaks: dict | None) -> pd.DataFrame:
     return curves.assign(**{f"declared_{k}": (peaks or {}).get(k) for k in names})
 
 
+def with_ceiling(curves: pd.DataFrame, limits: pd.DataFrame | None) -> pd.DataFrame:
+    """The curves with the ceiling the measured components set at each point's nodes
+    (modelled_ceiling_mib_s: iostudy.metrics.ceiling; empty without component checks)."""
+    if limits is None or curves.empty:
+        return curves.assign(modelled_ceiling_mib_s=np.nan)
+    values = [ceiling.ceiling(limits, op, int(n or 1))[0]
+              for op, n in zip(curves["operation"], curves["nodes"], strict=True)]  # fmt: skip
+    return curves.assign(modelled_ceiling_mib_s=pd.Series(values, index=curves.index, dtype=float))
+
+
 def latest_with(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Per system, the latest run (by start) that has rows in frame: system, run_id."""
     have = runs[runs["run_id"].isin(set(frame["run_id"]))]
@@ -263,6 +274,11 @@ def ior_scaling_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> 
                 best = memory.groupby("procs").agg(mib_s=("mib_s", "max"), nodes=("nodes", "max"))
                 ax.plot(best.index, best["mib_s"], color="black", linestyle=":", marker="^",
                         markersize=3, label="client ceiling (memory target, best)")  # fmt: skip
+            modelled = g.groupby("procs")["modelled_ceiling_mib_s"].max().dropna() if (
+                "modelled_ceiling_mib_s" in g) else pd.Series(dtype=float)  # fmt: skip
+            if len(modelled):
+                ax.step(modelled.index, modelled.values, where="mid", color="black",
+                        linestyle="--", label="modelled ceiling (measured components)")  # fmt: skip
             points = g.groupby("procs")["nodes"].max().sort_index()
             for (name, values), style in zip(
                 declared_ceilings(peaks, points.values),

@@ -23,7 +23,7 @@ NO_IOR = "no IOR point on scratch (IOR comes from the Spack view: make spack)"
 COLOURS = {"write": "#f58518", "read": "#4c78a8", "syncwrite": "#9d9d9d"}
 
 
-def _peaks(runs: list[dict]) -> dict:
+def declared_peaks(runs: list[dict]) -> dict:
     """Each run's declared peaks, from its manifest's system description."""
     return {r["run_id"]: (((r["_manifest"] or {}).get("effective_config") or {})
                           .get("system") or {}).get("peaks") for r in runs}  # fmt: skip
@@ -107,10 +107,9 @@ def ceiling_figure(curve: pd.DataFrame, points: pd.DataFrame) -> Figure:
     return fig
 
 
-def _system_items(add, system, run_id, rows, curves, iomodel, peaks) -> dict:
+def _system_items(add, system, run_id, rows, curves, iomodel, limits) -> dict:
     """One system's figures and tables; returns its best fractions (ceiling.best_fractions)."""
     label = f"{system}, latest run {run_id}"
-    limits = ceiling.limits(system, rows, curves, peaks)
     add(SECTION, "table", f"component-limits-{safe(system)}",
         f"{system}: each component's limit, measured in run {run_id} (the latest with "
         "component checks) and as the system description declares it; the ceiling uses the "
@@ -150,20 +149,30 @@ def _system_items(add, system, run_id, rows, curves, iomodel, peaks) -> dict:
     return ceiling.best_fractions(points)
 
 
-def add_section(add, data, runs: list[dict], runs_df: pd.DataFrame) -> dict:
-    """The section through report.render's add(); returns {system: {operation: the IOR point
-    nearest its ceiling}} for the verdict."""
+def system_limits(data, runs: list[dict], runs_df: pd.DataFrame) -> dict[str, tuple]:
+    """Per system with component measurements: (the latest run that has them, its rows, its
+    limits: iostudy.metrics.ceiling.limits, with IOR's memory-target points of the study)."""
     rows = data["components"]
     if rows.empty:
         return {}
-    curves, iomodel = scaling.ior_curves(data["ior"]), data["iomodel"]
-    peaks = _peaks(runs)
-    best = {}
+    curves, peaks = scaling.ior_curves(data["ior"]), declared_peaks(runs)
+    out = {}
     for system, run_id in scaling.latest_with(rows, runs_df).itertuples(index=False):
         mine = rows[rows["run_id"] == run_id]
         ior = curves[curves["system"] == system]
+        out[system] = (run_id, mine, ceiling.limits(system, mine, ior, peaks.get(run_id)))
+    return out
+
+
+def add_section(add, data, runs: list[dict], runs_df: pd.DataFrame) -> dict:
+    """The section through report.render's add(); returns {system: {operation: the IOR point
+    nearest its ceiling}} for the verdict."""
+    curves, iomodel = scaling.ior_curves(data["ior"]), data["iomodel"]
+    best = {}
+    for system, (run_id, mine, limits) in system_limits(data, runs, runs_df).items():
+        ior = curves[curves["system"] == system]
         models = iomodel[iomodel["system"] == system]
-        best[system] = _system_items(add, system, run_id, mine, ior, models, peaks.get(run_id))
+        best[system] = _system_items(add, system, run_id, mine, ior, models, limits)
     return best
 
 

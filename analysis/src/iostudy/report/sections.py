@@ -29,6 +29,7 @@ from iostudy.report import (
     filesystems,
     lustre,
     probe_report,
+    scaling_report,
 )
 from iostudy.report.figures import TOLERANCE_PCT, safe, to_time
 from iostudy.report.studydata import StudyData
@@ -308,80 +309,6 @@ def provenance_table(runs: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def add_scaling(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame) -> pd.DataFrame:
-    """The scaling campaign's section (seed 001; iostudy.metrics.scaling): per system, its latest
-    run's IOR and metadata curves with the ceilings; the Table I check of every IOR run; pass/fail
-    per scaling point. Returns the IOR cross-check table."""
-    _scaling_figures(add, data, runs, runs_df)
-    test_files = data.files_matching(metrics.IOR_TEST_FILE)
-    cross = scaling.ior_crosscheck_table(data["ior"], test_files, data["jobs"])
-    add(
-        "scaling",
-        "table",
-        "ior-crosscheck",
-        "Seed 000's Table I check for every IOR run: IOR's own MiB/s (bytes of all iterations "
-        "over the sum of their times) against the MiB/s derived from the job's log (bytes of "
-        "IOR's test files, in the API's module, over the larger of the slowest rank's write or "
-        "read time and the span from the first to the end of the last); "
-        f"within {TOLERANCE_PCT:g}% passes.",
-        cross,
-        table=True,
-    )
-    add(
-        "scaling",
-        "table",
-        "scaling-pass-fail",
-        "Every scaling point of every run (each repetition) against the references of "
-        "configs/references/: values passed, the variables that failed.",
-        scaling.pass_fail_table(data["perf"]),
-        table=True,
-    )
-    return cross
-
-
-def _scaling_figures(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame) -> None:
-    """Per system, its latest run's IOR and metadata curves with the peaks it declares."""
-    peaks = {
-        r["run_id"]: (
-            ((r["_manifest"] or {}).get("effective_config") or {}).get("system") or {}
-        ).get("peaks")
-        for r in runs
-    }
-    figures = (
-        (
-            "ior-scaling",
-            scaling.ior_curves(data["ior"]),
-            scaling.ior_scaling_figure,
-            "IOR bandwidth against processes (mean of the iterations and repetitions, bars min "
-            "to max) on the scratch target, shared file (N-1) and file per process (N-N), "
-            "aligned (a multiple of 1 MiB) and unaligned transfers; dotted: the best bandwidth "
-            "to the memory target (the client-side ceiling); grey: the peaks the system "
-            "declares (none drawn when it declares none).",
-        ),
-        (
-            "metadata-scaling",
-            scaling.metadata_curves(data["perf"]),
-            scaling.metadata_figure,
-            "Metadata rates against processes, mdtest (one directory per process) and iostudy's "
-            "metarates (create+close, stat, utime, remove between barriers), on scratch and in "
-            "memory (mean over repetitions, bars min to max; log scale); grey: the declared "
-            "metadata peak.",
-        ),
-    )
-    for ident, curves, draw, what in figures:
-        for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
-            drawn = scaling.with_peaks(curves[curves["run_id"] == run_id], peaks.get(run_id))
-            add(
-                "scaling",
-                "figure",
-                f"{ident}-{safe(system)}",
-                what,
-                drawn,
-                fig=draw(drawn, peaks.get(run_id), f"{system}: {run_id}"),
-                label=f"{system}, latest run {run_id}",
-            )
-
-
 # ---------------------------------------------------------------------------------------------
 # The sections, in page order
 
@@ -416,10 +343,6 @@ def histograms_section(r: Report) -> None:
                 fig=figures.histogram_figure(h, f"{what}: {run.run_id}", scales),
                 label=f"{what}, latest run {run.run_id}",
             )
-
-
-def scaling_section(r: Report) -> None:
-    r.found["ior_cross"] = add_scaling(r.add, r.data, r.runs, r.runs_df)
 
 
 def jobs_section(r: Report) -> None:
@@ -574,7 +497,7 @@ def provenance_section(r: Report) -> None:
 #: every section, in page order; each takes the report being made
 SECTIONS: tuple[Callable[[Report], None], ...] = (
     histograms_section,
-    scaling_section,
+    scaling_report.section,
     components_report.section,
     lambda r: probe_report.add_section(r.add, r.data["probes"]),
     lambda r: compare_report.add_section(r.add, r.data["perf"], r.runs_df, r.options.systems or {}),
