@@ -7,6 +7,7 @@ raise :class:`ValueError` naming what is missing when the text is not what they 
 - :func:`ior_json`: IOR's ``-O summaryFormat=JSON`` output (stdout, or the ``-O summaryFile``).
 - :func:`iostudy.benchmarks.iortext.ior_text`: IOR's default text output (the ``Results:``
   table of every test and the ``Summary of all tests`` table), a module of its own.
+- :func:`json_line`: the one JSON line iostudy's own benchmarks (ioprobe, netbw) print.
 - :func:`mdtest_text`: mdtest's text output (``SUMMARY rate`` / ``SUMMARY time`` tables, the
   optional per-rank columns of ``--showRankStatistics``, the per-process values of
   ``--print-all-procs`` and rank 0's per-iteration lines of ``-v``).
@@ -573,3 +574,18 @@ def mdtest_text(text: str) -> dict:
         out[key] = runs[0][key]
     out["rank0_iterations"] = runs[0]["rank0_iterations"]
     return out
+
+
+def json_line(text: str, benchmark: str) -> dict:
+    """The JSON object line of ``benchmark`` (its "benchmark" key) in a job's output, which
+    may hold other lines (the launcher's, the runtime's); ValueError when there is none."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("benchmark") == benchmark:
+                return record
+    raise ValueError(f"no {benchmark} JSON line in the output")

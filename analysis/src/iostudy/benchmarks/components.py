@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 
+from iostudy.benchmarks import benchparse
 from iostudy.core.numfmt import MIB, MIB_S
 
 FIO_OPERATIONS = ("write", "read", "syncwrite")
@@ -102,16 +103,7 @@ def netbw_arguments(min_size: str, max_size: str, perturb: int, seconds: float) 
 
 def netbw_parse(text: str) -> dict:
     """netbw's JSON line in a job's output; ValueError when there is none."""
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and record.get("benchmark") == "netbw":
-                return record
-    raise ValueError("no netbw JSON line in the output")
+    return benchparse.json_line(text, "netbw")
 
 
 def netbw_sanity(parsed: dict, procs: int) -> list[str]:

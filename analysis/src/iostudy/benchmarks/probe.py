@@ -15,8 +15,7 @@ measures):
 
 from __future__ import annotations
 
-import json
-
+from iostudy.benchmarks import benchparse
 from iostudy.core.numfmt import MIB_S
 
 
@@ -37,16 +36,7 @@ def arguments(workdir, size: str, transfer: str, targets: int) -> list[str]:
 
 def parse(text: str) -> dict:
     """ioprobe's JSON line in a job's output; ValueError when there is none."""
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and record.get("benchmark") == "ioprobe":
-                return record
-    raise ValueError("no ioprobe JSON line in the output")
+    return benchparse.json_line(text, "ioprobe")
 
 
 def sanity(parsed: dict, writers_expected: int, size: int) -> list[str]:
