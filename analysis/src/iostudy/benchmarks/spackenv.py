@@ -43,7 +43,7 @@ def _mission_specs() -> dict[str, list[str]]:
 
 MISSION_SPECS = _mission_specs()
 #: The packages Spack's builtin repo provides; every other spec needs a recipe in RECIPES.
-BUILTIN_PACKAGES = {"ior", "hmmer"}
+BUILTIN_PACKAGES = {"ior", "hmmer", "fio"}
 SITE_SCOPE_FILES = {"packages.yaml": "spack-packages", "include.yaml": "spack-include"}
 
 HOW_TO_GET_SPACK = """\
