@@ -447,8 +447,10 @@ def test_a_run_with_nothing_readable_still_makes_a_report(tmp_path):
     html = index.read_text()
     # an acceptance study: the sections it needs say which command brings their data
     assert "Run manifests missing" in html
-    # histograms, Table I and ReFrame's values emptied; the IOR points are left (scaling)
-    assert html.count("No data yet. It comes from:") == 3
+    # histograms, Table I and ReFrame's values emptied, no component measured; the IOR points
+    # are left (scaling)
+    assert html.count("No data yet. It comes from:") == 4
+    assert "iostudy campaign run components --system SYSTEM --ingest STORE" in html
     assert "iostudy campaign run quick --system SYSTEM --ingest STORE" in html
     m = json.loads((index.parent / "MANIFEST.json").read_text())
     missing = [i for i in m["inputs"] if i.get("missing")]
