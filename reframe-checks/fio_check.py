@@ -12,24 +12,17 @@ table (iostudy.benchmarks.components), which the report's ceiling model reads. B
         -S operation=write -S jobs=2 -S size=64M -r
 """
 
-import shutil
 from pathlib import Path
 
 import reframe as rfm
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy.benchmarks import checks, components, registry, spackenv
+from iostudy.benchmarks import checks, components, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 
 CHECK = "fio_check"
 DEFAULTS = registry.reframe_defaults(CHECK)
-
-
-def fio_program(system: str) -> Path | None:
-    """The Spack view's fio, else the machine's."""
-    found = spackenv.view_program(system, "fio") or shutil.which("fio")
-    return Path(found) if found else None
 
 
 @rfm.simple_test
@@ -48,7 +41,7 @@ class fio_check(BenchmarkCheck):
     @run_after("setup")
     def set_job(self):
         self.procs, self.procs_per_node = 1, 1  # fio starts its jobs itself, on one node
-        program = fio_program(self.current_system.name)
+        program = components.fio_program(self.current_system.name)
         why = "fio is not installed (Debian's fio package, or fio in the Spack view)"
         tags = {"operation": self.operation, "jobs": self.jobs, "size": self.size,
                 "block": self.block, "iodepth": self.iodepth}  # fmt: skip

@@ -98,7 +98,8 @@ def test_nothing_known_is_no_ceiling():
 def test_the_scaling_figure_draws_the_modelled_ceiling_at_each_points_nodes(limits):
     from iostudy.metrics import scaling
 
-    curves = pd.DataFrame({"operation": ["write", "write", "read"], "nodes": [1, 2, 4]})
-    drawn = scaling.with_ceiling(curves, limits)
+    curves = pd.DataFrame({"system": "two", "operation": ["write", "write", "read"],
+                           "nodes": [1, 2, 4]})  # fmt: skip
+    drawn = scaling.with_ceiling(curves, {"two": limits})
     assert list(drawn["modelled_ceiling_mib_s"]) == [300, 360, 500]  # as worked out above
-    assert scaling.with_ceiling(curves, None)["modelled_ceiling_mib_s"].isna().all()
+    assert scaling.with_ceiling(curves, {})["modelled_ceiling_mib_s"].isna().all()

@@ -19,14 +19,22 @@ table), and its ReFrame performance variables are the peaks.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
-from iostudy.benchmarks import benchparse
+from iostudy.benchmarks import benchparse, spackenv
 from iostudy.core.numfmt import MIB, MIB_S
 
 FIO_OPERATIONS = ("write", "read", "syncwrite")
 
 
 # ---- storage targets: fio --------------------------------------------------------------------
+def fio_program(system: str) -> Path | None:
+    """The system's Spack view's fio, else the machine's (Debian's)."""
+    found = spackenv.view_program(system, "fio") or shutil.which("fio")
+    return Path(found) if found else None
+
+
 def fio_arguments(workdir, operation: str, jobs: int, size: str, block: str,
                   iodepth: int = 1) -> list[str]:  # fmt: skip
     """fio's command line: ``jobs`` processes, each on a file of its own in workdir, direct

@@ -30,7 +30,16 @@ import math
 
 import pandas as pd
 
+from iostudy.benchmarks import probe
+
 OPERATIONS = ("write", "read")
+#: each limit's peak in a system description (system.json ``peaks``), how it scales, and how a
+#: figure names it: the one reading of the declared peaks (iostudy.metrics.scaling draws them)
+DECLARED = (
+    ("network", "aggregate_mib_s", "system", "declared aggregate peak"),
+    ("client", "client_network_mib_s", "per node", "client network peak x nodes"),
+    ("storage", "storage_target_mib_s", "system", "storage target peak x targets"),
+)
 LIMIT_COLUMNS = ["system", "limit", "operation", "scales", "measured_mib_s", "declared_mib_s",
                  "used_mib_s", "source"]  # fmt: skip
 
@@ -47,25 +56,34 @@ def _row(system, limit, op, scales, measured, declared, source) -> dict:
             "source": source if measured is not None else "declared (system.json)"}  # fmt: skip
 
 
+def declared(peaks: dict | None) -> dict[str, float | None]:
+    """Each limit's declared MiB/s (None: not declared); storage's is a target's peak times the
+    system's targets (probe.storage_targets: 1 when it declares none)."""
+    peaks = peaks or {}
+    targets = probe.storage_targets({"peaks": peaks})
+    values = {limit: peaks.get(name) for limit, name, _, _ in DECLARED}
+    if values["storage"]:
+        values["storage"] *= targets
+    return values
+
+
 def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict | None):
     """The system's limits (LIMIT_COLUMNS), one row per limit and operation; ``scales``:
     "per node" (times the nodes in use) or "system" (whatever the nodes)."""
-    peaks = peaks or {}
-    targets = peaks.get("storage_targets") or 1
+    targets = probe.storage_targets({"peaks": peaks or {}})
+    claimed = declared(peaks)
     storage = components[components["component"] == "storage"]
     network = components[(components["component"] == "network") & (components["nodes"] >= 2)]
     memory = ior[ior["target"] == "memory"]
     rows = []
     for op in OPERATIONS:
         fio = _best(storage.loc[storage["operation"] == op, "aggregate_mib_s"])
-        declared = peaks.get("storage_target_mib_s")
         rows.append(_row(system, "storage", op, "system", fio * targets if fio else None,
-                         declared * targets if declared else None,
+                         claimed["storage"],
                          f"fio_check, best of a target x {targets} target(s)"))  # fmt: skip
         per_node = memory[memory["operation"] == op]
         client = _best(per_node["mib_s"] / per_node["nodes"].clip(lower=1))
-        rows.append(_row(system, "client", op, "per node", client,
-                         peaks.get("client_network_mib_s"),
+        rows.append(_row(system, "client", op, "per node", client, claimed["client"],
                          "ior_check to memory, best MiB/s per node"))  # fmt: skip
         rows.append(_row(system, "node link", op, "per node", _best(network["mib_s"]), None,
                          "netbw_check between two nodes, one pair"))  # fmt: skip
@@ -76,7 +94,7 @@ def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict
                 op,
                 "system",
                 _best(network["aggregate_mib_s"]),
-                peaks.get("aggregate_mib_s"),
+                claimed["network"],
                 "netbw_check, all pairs at once",
             )
         )

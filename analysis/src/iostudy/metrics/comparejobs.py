@@ -23,6 +23,7 @@ import sys
 import pandas as pd
 
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.numfmt import MIB
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
 from iostudy.metrics import jobdetail, jobstats
@@ -77,20 +78,20 @@ def summary(a: pd.Series, b: pd.Series) -> pd.DataFrame:
 
 def _value(job: pd.Series, column: str) -> float:
     if column == "mib_moved":
-        return (job["bytes_read"] + job["bytes_written"]) / 2**20
+        return (job["bytes_read"] + job["bytes_written"]) / MIB
     value = job.get(column)
     return float(value) if pd.notna(value) else float("nan")
 
 
 def levels(files_a: pd.DataFrame, files_b: pd.DataFrame) -> pd.DataFrame:
     """Per module, each figure of jobdetail.per_module for A and B: module, figure, a, b."""
-    per = [jobdetail.per_module(f).set_index("module") for f in (files_a, files_b)]
-    modules = list(dict.fromkeys([*per[0].index, *per[1].index]))
+    pa, pb = (jobdetail.per_module(f).set_index("module") for f in (files_a, files_b))
+    modules = list(dict.fromkeys([*pa.index, *pb.index]))
     figures = ["reads", "writes", "bytes_read", "bytes_written", "opens", "read_time",
                "write_time", "meta_time"]  # fmt: skip
-    rows = [{"module": m, "figure": f,
-             "a": p0.at[m, f] if m in p0.index else 0, "b": p1.at[m, f] if m in p1.index else 0}
-            for m in modules for f in figures for p0, p1 in [per]]  # fmt: skip
+    rows = [{"module": m, "figure": f, "a": pa.at[m, f] if m in pa.index else 0,
+             "b": pb.at[m, f] if m in pb.index else 0}
+            for m in modules for f in figures]  # fmt: skip
     return pd.DataFrame(rows, columns=["module", "figure", "a", "b"])
 
 
@@ -103,10 +104,10 @@ def sizes(files_a: pd.DataFrame, files_b: pd.DataFrame) -> pd.DataFrame:
     return both[(both["a"] > 0) | (both["b"] > 0)].reset_index()
 
 
-def compare(con, name_a: str, name_b: str) -> dict[str, pd.DataFrame | pd.Series]:
-    """The pair's tables: a, b (their job table rows), summary, levels, sizes. Raises
-    JobNotFound."""
-    jobs = jobstats.job_table(con)
+def compare(con, name_a: str, name_b: str, jobs: pd.DataFrame | None = None) -> dict:
+    """The pair's tables: a, b (their job table rows), summary, levels, sizes. ``jobs``: the
+    store's jobstats.job_table when the caller has it (a report does). Raises JobNotFound."""
+    jobs = jobstats.job_table(con) if jobs is None else jobs
     a, b = resolve(jobs, name_a), resolve(jobs, name_b)
     files = jobdetail.files_of(con, [a["log_sha256"], b["log_sha256"]])
     fa, fb = (files[(files["log_sha256"] == j["log_sha256"]) & (files["run_id"] == j["run_id"])]

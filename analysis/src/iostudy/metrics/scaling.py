@@ -184,13 +184,13 @@ def with_peaks(curves: pd.DataFrame, peaks: dict | None) -> pd.DataFrame:
     return curves.assign(**{f"declared_{k}": (peaks or {}).get(k) for k in names})
 
 
-def with_ceiling(curves: pd.DataFrame, limits: pd.DataFrame | None) -> pd.DataFrame:
+def with_ceiling(curves: pd.DataFrame, limits: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The curves with the ceiling the measured components set at each point's nodes
-    (modelled_ceiling_mib_s: iostudy.metrics.ceiling; empty without component checks)."""
-    if limits is None or curves.empty:
-        return curves.assign(modelled_ceiling_mib_s=np.nan)
-    values = [ceiling.ceiling(limits, op, int(n or 1))[0]
-              for op, n in zip(curves["operation"], curves["nodes"], strict=True)]  # fmt: skip
+    (modelled_ceiling_mib_s: iostudy.metrics.ceiling; ``limits``: per system, its
+    ceiling.limits; empty for a system without component checks)."""
+    values = [ceiling.ceiling(limits[s], op, int(n or 1))[0] if s in limits else None
+              for s, op, n in zip(curves["system"], curves["operation"], curves["nodes"],
+                                  strict=True)]  # fmt: skip
     return curves.assign(modelled_ceiling_mib_s=pd.Series(values, index=curves.index, dtype=float))
 
 
@@ -203,19 +203,13 @@ def latest_with(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def declared_ceilings(peaks: dict | None, nodes: pd.Series) -> list[tuple[str, np.ndarray]]:
-    """The system's declared peaks as ceilings over a curve's points (their node counts):
-    aggregate; client network x nodes; storage target x targets. None values are not drawn."""
-    peaks = peaks or {}
+    """The system's declared peaks as ceilings over a curve's points (their node counts), as
+    iostudy.metrics.ceiling reads them: aggregate; client network x nodes; storage target x
+    targets. None values are not drawn."""
     nodes = np.asarray(nodes, dtype=float)
-    out = []
-    if peaks.get("aggregate_mib_s"):
-        out.append(("declared aggregate peak", np.full(len(nodes), peaks["aggregate_mib_s"])))
-    if peaks.get("client_network_mib_s"):
-        out.append(("client network peak x nodes", peaks["client_network_mib_s"] * nodes))
-    if peaks.get("storage_target_mib_s") and peaks.get("storage_targets"):
-        total = peaks["storage_target_mib_s"] * peaks["storage_targets"]
-        out.append(("storage target peak x targets", np.full(len(nodes), total)))
-    return out
+    values = ceiling.declared(peaks)
+    return [(label, values[limit] * (nodes if scales == "per node" else np.ones(len(nodes))))
+            for limit, _, scales, label in ceiling.DECLARED if values[limit]]  # fmt: skip
 
 
 def _log2_axis(ax, values):

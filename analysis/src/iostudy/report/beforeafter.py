@@ -22,11 +22,11 @@ def wide_levels(levels: pd.DataFrame) -> pd.DataFrame:
     return t[order].reset_index()
 
 
-def add_section(add, con, pairs, anonymizer=None) -> None:
+def add_section(add, con, pairs, anonymizer=None, jobs: pd.DataFrame | None = None) -> None:
     """One summary figure and table, the operations per level and the access sizes per pair
-    (``pairs``: (A, B) names, checked by the build)."""
+    (``pairs``: (A, B) names, checked by the build; ``jobs``: the study's job table)."""
     for n, (name_a, name_b) in enumerate(pairs, 1):
-        pair = comparejobs.compare(con, name_a, name_b)
+        pair = comparejobs.compare(con, name_a, name_b, jobs)
         a, b = (anonymizer.frame(pair[k].to_frame().T).iloc[0] if anonymizer else pair[k]
                 for k in ("a", "b"))  # fmt: skip
         what = f"A = job {a['jobid']} ({a['log']}), B = job {b['jobid']} ({b['log']})"
@@ -47,4 +47,5 @@ def add_section(add, con, pairs, anonymizer=None) -> None:
 
 def section(r) -> None:
     """The section of a report being made (iostudy.report.sections.Report)."""
-    add_section(r.add, r.data.con, r.options.pairs, r.options.anonymizer)
+    if r.options.pairs:  # the job table only when a pair asks for it
+        add_section(r.add, r.data.con, r.options.pairs, r.options.anonymizer, r.data.job_table())

@@ -164,12 +164,12 @@ def system_limits(data, runs: list[dict], runs_df: pd.DataFrame) -> dict[str, tu
     return out
 
 
-def add_section(add, data, runs: list[dict], runs_df: pd.DataFrame) -> dict:
-    """The section through report.render's add(); returns {system: {operation: the IOR point
-    nearest its ceiling}} for the verdict."""
+def add_section(add, data, measured: dict) -> dict:
+    """The section through report.render's add() (``measured``: :func:`system_limits`); returns
+    {system: {operation: the IOR point nearest its ceiling}} for the verdict."""
     curves, iomodel = scaling.ior_curves(data["ior"]), data["iomodel"]
     best = {}
-    for system, (run_id, mine, limits) in system_limits(data, runs, runs_df).items():
+    for system, (run_id, mine, limits) in measured.items():
         ior = curves[curves["system"] == system]
         models = iomodel[iomodel["system"] == system]
         best[system] = _system_items(add, system, run_id, mine, ior, models, limits)
@@ -194,5 +194,7 @@ def verdict_lines(best: dict) -> list[str]:
 
 
 def section(r) -> None:
-    """The section of a report being made (iostudy.report.sections.Report)."""
-    r.found["ceiling"] = add_section(r.add, r.data, r.runs, r.runs_df)
+    """The section of a report being made (iostudy.report.sections.Report); its limits go
+    into r.found["limits"] for the scaling section's figure."""
+    r.found["limits"] = system_limits(r.data, r.runs, r.runs_df)
+    r.found["ceiling"] = add_section(r.add, r.data, r.found["limits"])

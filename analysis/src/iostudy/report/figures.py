@@ -471,6 +471,11 @@ def _cell(column: str, v) -> tuple[str, str]:
     return text, text.lower() if column in VERDICTS else ""
 
 
+def cell_text(column: str, value) -> str:
+    """One value as the page's tables show it in ``column`` (a job's record reads alike)."""
+    return _cell(column, value)[0]
+
+
 def _page_columns(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     """The columns a page table shows, and those it states once instead: the first column
     (what a row is), then the verdicts (so that pass/fail is never scrolled off the page),

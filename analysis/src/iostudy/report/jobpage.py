@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 
 from iostudy.core import provenance
-from iostudy.core.numfmt import binary_bytes
 from iostudy.logs import darshanlog
 from iostudy.metrics import jobdetail
 from iostudy.report import figures, jobfigures
@@ -41,18 +40,12 @@ def record_table(job: pd.Series) -> pd.DataFrame:
     rows = []
     for field in RECORD:
         value = job.get(field)
-        if field in ("bytes_read", "bytes_written") and pd.notna(value):
-            value = f"{binary_bytes(value)} ({int(value):,} bytes)"
-        rows.append({"field": figures.HEADERS.get(field, field), "value": _text(value)})
+        text = figures.cell_text(field, value)
+        if figures.is_bytes(field) and pd.api.types.is_number(value) and pd.notna(value):
+            # the exact count beside the binary prefix
+            text += f" ({int(value):,} bytes)"
+        rows.append({"field": figures.HEADERS.get(field, field), "value": text})
     return pd.DataFrame(rows)
-
-
-def _text(value) -> str:
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return ""
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat(sep=" ", timespec="seconds")
-    return value if isinstance(value, str) else figures.fmt(value)
 
 
 def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: dict | None,

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from iostudy.metrics import jobdetail
 from iostudy.report import jobpage, projectpage
 from iostudy.report.figures import fmt
 from iostudy.report.publish import templates_env
@@ -95,7 +94,7 @@ class Pages:
         if not shas:
             return
         jobs = self.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY)
-        files = jobdetail.files_of(self.data.con, shas)
+        files = self.data.files_of_logs(shas)
         files = self.anonymizer.frame(files) if self.anonymizer else files
         by_log = dict(iter(files.groupby(JOB_KEY)))
         logs = self._read_logs(shas)

@@ -22,7 +22,6 @@ publishing a version (manifest, index) is :mod:`iostudy.report.publish`.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -268,13 +267,13 @@ def build(
     _check_request(store, study, study_dir, as_version, large_procs, large_mib)
     data = StudyData(store)
     try:
-        runs = select_study(data.all_runs, study, results or store.parent, store)
+        results = results or store.parent
+        runs = select_study(data.all_runs, study, results, store)
         data.restrict([r["run_id"] for r in runs])
         _tree_spans(runs, data)
         _check_pairs(data, before_after)
-        results = results or store.parent
-        options = _options(store, data.all_runs, large_procs, large_mib, anonymize, results)
-        options = dataclasses.replace(options, pairs=tuple(map(tuple, before_after)))
+        options = _options(store, data.all_runs, large_procs, large_mib, anonymize, results,
+                           tuple(map(tuple, before_after)))  # fmt: skip
         version = Version(study, study_dir, title or f"iostudy report: {study}", as_version)
         return _publish_new_version(data, runs, store, version, argv, options)
     finally:
@@ -307,13 +306,13 @@ def _check_pairs(data: StudyData, pairs) -> None:
             raise ReportError(f"--before-after: {exc}") from None
 
 
-def _options(store, all_runs, large_procs, large_mib, anonymize, results) -> ReportOptions:
+def _options(store, all_runs, large_procs, large_mib, anonymize, results, pairs):
     try:
         anonymizer = Anonymizer.for_store(store) if anonymize else None
     except AnonymizeError as exc:
         raise ReportError(str(exc)) from None
     systems = compare.system_descriptions(store, all_runs)
-    return ReportOptions(large_procs, large_mib, anonymizer, systems, results)
+    return ReportOptions(large_procs, large_mib, anonymizer, systems, results, pairs)
 
 
 @dataclass(frozen=True)

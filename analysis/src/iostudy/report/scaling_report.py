@@ -13,11 +13,12 @@ from iostudy.report.figures import TOLERANCE_PCT, safe
 from iostudy.report.studydata import StudyData
 
 
-def add_scaling(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame) -> pd.DataFrame:
+def add_scaling(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame,
+                limits: dict | None = None) -> pd.DataFrame:  # fmt: skip
     """The scaling campaign's section (seed 001; iostudy.metrics.scaling): per system, its latest
     run's IOR and metadata curves with the ceilings; the Table I check of every IOR run; pass/fail
     per scaling point. Returns the IOR cross-check table."""
-    _scaling_figures(add, data, runs, runs_df)
+    _scaling_figures(add, data, runs, runs_df, limits or {})
     test_files = data.files_matching(metrics.IOR_TEST_FILE)
     cross = scaling.ior_crosscheck_table(data["ior"], test_files, data["jobs"])
     add(
@@ -44,15 +45,15 @@ def add_scaling(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame) -
     return cross
 
 
-def _scaling_figures(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame) -> None:
+def _scaling_figures(add, data: StudyData, runs, runs_df: pd.DataFrame, limits: dict) -> None:
     """Per system, its latest run's IOR and metadata curves with the peaks it declares and,
-    for IOR, the ceiling its measured components set."""
+    for IOR, the ceiling its measured components set (``limits``: per system, its
+    iostudy.metrics.ceiling.limits)."""
     peaks = components_report.declared_peaks(runs)
-    limits = {s: t for s, (_, _, t) in components_report.system_limits(data, runs, runs_df).items()}
     figures = (
         (
             "ior-scaling",
-            scaling.ior_curves(data["ior"]),
+            scaling.with_ceiling(scaling.ior_curves(data["ior"]), limits),
             scaling.ior_scaling_figure,
             "IOR bandwidth against processes (mean of the iterations and repetitions, bars min "
             "to max) on the scratch target, shared file (N-1) and file per process (N-N), "
@@ -74,8 +75,6 @@ def _scaling_figures(add, data: StudyData, runs: list[dict], runs_df: pd.DataFra
     for ident, curves, draw, what in figures:
         for system, run_id in scaling.latest_with(curves, runs_df).itertuples(index=False):
             drawn = scaling.with_peaks(curves[curves["run_id"] == run_id], peaks.get(run_id))
-            if ident == "ior-scaling":
-                drawn = scaling.with_ceiling(drawn, limits.get(system))
             add(
                 "scaling",
                 "figure",
@@ -88,5 +87,7 @@ def _scaling_figures(add, data: StudyData, runs: list[dict], runs_df: pd.DataFra
 
 
 def section(r) -> None:
-    """The section of a report being made (iostudy.report.sections.Report)."""
-    r.found["ior_cross"] = add_scaling(r.add, r.data, r.runs, r.runs_df)
+    """The section of a report being made (iostudy.report.sections.Report), after the
+    components section, whose limits it draws."""
+    limits = {system: table for system, (_, _, table) in r.found.get("limits", {}).items()}
+    r.found["ior_cross"] = add_scaling(r.add, r.data, r.runs, r.runs_df, limits)

@@ -494,11 +494,12 @@ def provenance_section(r: Report) -> None:
     )
 
 
-#: every section, in page order; each takes the report being made
+#: every section, in the order it is made (the page's order is iostudy.report.layout's); each
+#: takes the report being made, and may read what an earlier one found (report.found)
 SECTIONS: tuple[Callable[[Report], None], ...] = (
     histograms_section,
+    components_report.section,  # its limits: the scaling figure's modelled ceiling
     scaling_report.section,
-    components_report.section,
     lambda r: probe_report.add_section(r.add, r.data["probes"]),
     lambda r: compare_report.add_section(r.add, r.data["perf"], r.runs_df, r.options.systems or {}),
     lambda r: apps.add_section(r.add, r.data),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from iostudy.metrics import compare, jobstats
+from iostudy.metrics import compare, jobdetail, jobstats
 from iostudy.store import store as store_mod
 
 # Tables with a row per file record, per OST of a file, or per Slurm job: queried only.
@@ -98,10 +98,7 @@ class StudyData(Mapping):
 
     def files_of_logs(self, logs) -> pd.DataFrame:
         """The study's files rows of some logs (their sha256s)."""
-        return self.query(
-            "SELECT * FROM files WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
-            [sorted(set(logs))],
-        )
+        return jobdetail.files_of(self.con, logs)
 
     def files_matching(self, pattern: str) -> pd.DataFrame:
         """The study's files rows whose path matches ``pattern`` (a regular expression both
