@@ -1,17 +1,19 @@
 """A storage target's rates with fio as a site-free ReFrame check (seed 001, section 4.2, Fig. 3).
 
 One job on one node runs fio (the system's Spack view's, else the machine's: Debian's `fio`)
-with ``jobs`` processes on the system's scratch storage, each on a file of its own, ``iodepth``
-requests in flight each: large direct sequential writes or reads of ``block`` bytes
-(``operation`` write, read), or small
-writes each followed by fsync (``syncwrite``: seed 001's metadata updates). fio's group
-bandwidth is the performance variable; components.jsonl keeps it for the store's components
-table (iostudy.benchmarks.components), which the report's ceiling model reads. By hand:
+with ``jobs`` processes on the system's scratch storage, or on one of the storage targets its
+system description lists (``storage_target``; on the target's node), each on a file of its
+own, ``iodepth`` requests in flight each: large direct sequential writes or reads of ``block``
+bytes (``operation`` write, read), or small writes each followed by fsync (``syncwrite``: seed
+001's metadata updates). fio's group bandwidth is the performance variable; components.jsonl
+keeps it for the store's components table (iostudy.benchmarks.components), which the report's
+ceiling model reads. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/fio_check.py \\
         -S operation=write -S jobs=2 -S size=64M -r
 """
 
+import shlex
 from pathlib import Path
 
 import reframe as rfm
@@ -20,6 +22,7 @@ from reframe.core.builtins import run_after, run_before, variable
 
 from iostudy.benchmarks import checks, components, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
+from iostudy.core import config
 
 CHECK = "fio_check"
 DEFAULTS = registry.reframe_defaults(CHECK)
@@ -37,6 +40,7 @@ class fio_check(BenchmarkCheck):
     size = variable(str, value=DEFAULTS["size"])
     block = variable(str, value=DEFAULTS["block"])
     iodepth = variable(int, value=DEFAULTS["iodepth"])
+    storage_target = variable(str, value=DEFAULTS["storage_target"])
 
     @run_after("setup")
     def set_job(self):
@@ -44,14 +48,46 @@ class fio_check(BenchmarkCheck):
         program = components.fio_program(self.current_system.name)
         why = "fio is not installed (Debian's fio package, or fio in the Spack view)"
         tags = {"operation": self.operation, "jobs": self.jobs, "size": self.size,
-                "block": self.block, "iodepth": self.iodepth}  # fmt: skip
+                "block": self.block, "iodepth": self.iodepth,
+                "storage_target": self.storage_target}  # fmt: skip
+        target = self.listed_target()
         workdir = self.prepare(CHECK, program, why, tags)
+        if target:
+            self.run_on_target(target)
         # fio is one process that forks its jobs: no MPI launcher, no runtime in its log
         self.job.launcher = getlauncher("local")()
         self.env_vars.pop("LD_PRELOAD", None)
         self.executable_opts = components.fio_arguments(
             workdir, self.operation, self.jobs, self.size, self.block, self.iodepth
         )
+
+    def listed_target(self) -> dict | None:
+        """The storage target the case names (None: the scratch storage); its folder becomes
+        the case's scratch folder."""
+        if self.storage_target == "scratch":
+            return None
+        system = config.load_system(self.current_system.name)
+        targets = {t["name"]: t for t in config.storage_targets(system)}
+        if self.storage_target not in targets:
+            listed = ", ".join(targets) or "none"
+            raise ValueError(
+                f"storage_target {self.storage_target!r}: system "
+                f"{system['name']} lists no such target (its targets: {listed})"
+            )
+        target = targets[self.storage_target]
+        self.scratch_dir = str(config.storage_path(target["path"], self.run_folder()))
+        return target
+
+    def run_on_target(self, target: dict) -> None:
+        """On the target's node (its server), and only where its folder is: a missing mount
+        would have fio measure whatever disk holds the mount point."""
+        node = target.get("node")
+        if node and self.current_partition.scheduler.registered_name != "local":
+            self.job.options += [f"--nodelist={node}"]
+        folder = shlex.quote(self.scratch_dir)
+        self.prerun_cmds.insert(0, f'test -d {folder} || {{ echo "storage target '
+                                   f'{target["name"]}: no folder {folder} on $(hostname)" >&2; '
+                                   "exit 1; }")  # fmt: skip
 
     def parse(self, text):
         return components.fio_parse(text)
@@ -68,5 +104,6 @@ class fio_check(BenchmarkCheck):
         if self.is_dry_run():
             return
         records = components.fio_records(self.parsed(), self.operation, self.jobs,
-                                         checks.parse_size(self.block), self.iodepth)  # fmt: skip
+                                         checks.parse_size(self.block), self.iodepth,
+                                         self.storage_target)  # fmt: skip
         checks.save_json_lines(records, Path(self.stagedir, "components.jsonl"), self.log_tags)

@@ -367,3 +367,65 @@ def test_dry_run_manifest(tmp_path, capsys):
     assert "runs 0 ingested, 0 skipped, 1 dry runs left out" in captured.out
     assert store.connect(store_dir).execute("SELECT count(*) FROM runs").fetchone() == (0,)
     assert (run_dir / "darshan").is_dir()
+
+
+def test_each_storage_target_is_a_test_case_where_the_system_lists_targets(tmp_path):
+    local, cluster = config.load_system("local"), config.load_system("testcluster")
+    assert config.resolve_storage_target("each", cluster) == ["n1-disk", "n2-disk"]
+    assert config.resolve_storage_target("each", local) == "scratch"  # lists none
+    assert config.resolve_storage_target("n2-disk", cluster) == "n2-disk"
+    components = config.load_campaign("components")
+    cmd = campaign.reframe_command(components, cluster, tmp_path, "RID", ["openmpi"], False)
+    assert "fio_check.storage_target=n1-disk,n2-disk" in cmd
+
+
+def test_a_storage_target_the_system_does_not_list_is_refused(configs_copy, tmp_path, capsys):
+    edit(
+        configs_copy / "campaigns" / "components.json",
+        lambda c: c["checks"][0]["parameters"].update(storage_target=["n1-disk", "n9"]),
+    )
+    status = main(["campaign", "run", "components", "--system", "testcluster",
+                   "--results", str(tmp_path)])  # fmt: skip
+    assert status == 2
+    assert (
+        "campaign components: checks[0].parameters.storage_target: 'n9' is not a storage target "
+        "of system testcluster (its targets: n1-disk, n2-disk; or scratch, or each)"
+    ) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("$TARGETS/n1", "/srv/t/n1"),
+        ("${TARGETS}/n1", "/srv/t/n1"),
+        ("scratch", "RUN/scratch"),  # relative: from the run directory
+        ("/abs/$TARGETS", "/abs/$TARGETS"),  # only a leading variable is one
+    ],
+)
+def test_a_storage_path_may_begin_with_an_environment_variable(monkeypatch, path, expected):
+    monkeypatch.setenv("TARGETS", "/srv/t")
+    assert str(config.storage_path(path, Path("RUN"))) == expected
+
+
+def test_an_unset_variable_in_a_storage_path_is_named(monkeypatch):
+    monkeypatch.delenv("NO_SUCH_ROOT", raising=False)
+    with pytest.raises(config.ConfigError, match="the environment variable NO_SUCH_ROOT is not"):
+        config.storage_path("$NO_SUCH_ROOT/x", Path("run"))
+
+
+@pytest.mark.parametrize(
+    ("targets", "problem"),
+    [
+        ([{"name": "a", "path": "x"}, {"name": "a", "path": "y"}],
+         "storage[0].targets[1].name: 'a' names another target too"),
+        ([{"name": "a", "path": "x", "node": "n7"}],
+         "storage[0].targets[0].node: 'n7' is not one of the system's nodes (n1, n2)"),
+        ([{"name": "a b", "path": "x"}], "storage[0].targets[0].name: 'a b' does not match"),
+    ],
+)  # fmt: skip
+def test_bad_storage_targets_name_the_entry(configs_copy, targets, problem):
+    path = edit(configs_copy / "systems" / "testcluster" / "system.json",
+                lambda s: s["storage"][0].update(targets=targets))  # fmt: skip
+    with pytest.raises(config.ConfigError) as err:
+        config.load_system("testcluster")
+    assert str(err.value).startswith(f"{path}: {problem}")

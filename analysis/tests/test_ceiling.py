@@ -11,8 +11,9 @@ from iostudy.metrics import ceiling
 PEAKS = {"storage_targets": 2, "client_network_mib_s": 500.0, "aggregate_mib_s": None}
 
 
-def component(kind, op, rate, aggregate, jobs=None, nodes=1, procs=1, size=None):
-    return {"run_id": "r1", "system": "two", "component": kind, "operation": op,
+def component(kind, op, rate, aggregate, jobs=None, nodes=1, procs=1, size=None, target=None):
+    return {"run_id": "r1", "system": "two", "component": kind, "target": target,
+            "operation": op,
             "block": 4 << 20 if kind == "storage" else None, "jobs": jobs, "bytes": size,
             "procs": procs, "nodes": nodes, "mib_s": rate,
             "aggregate_mib_s": aggregate}  # fmt: skip
@@ -103,3 +104,43 @@ def test_the_scaling_figure_draws_the_modelled_ceiling_at_each_points_nodes(limi
     drawn = scaling.with_ceiling(curves, {"two": limits})
     assert list(drawn["modelled_ceiling_mib_s"]) == [300, 360, 500]  # as worked out above
     assert scaling.with_ceiling(curves, {})["modelled_ceiling_mib_s"].isna().all()
+
+
+def test_listed_targets_add_up_each_at_its_best():
+    # n1: writes 100 (1 job), 170 (2 jobs); n2: 120, 90; scratch (not a listed target) 999:
+    # the listed targets measured -> 170 + 120 = 290, whatever peaks.storage_targets says
+    rows = pd.DataFrame([
+        component("storage", "write", 100, 100, 1, target="n1"),
+        component("storage", "write", 85, 170, 2, target="n1"),
+        component("storage", "write", 120, 120, 1, target="n2"),
+        component("storage", "write", 45, 90, 2, target="n2"),
+        component("storage", "write", 999, 999, 1, target="scratch"),
+    ])  # fmt: skip
+    table = ceiling.limits("two", rows, MEMORY.iloc[:0], PEAKS).set_index(["limit", "operation"])
+    assert table.at[("storage", "write"), "used_mib_s"] == 290
+    assert "each of 2 target(s)" in table.at[("storage", "write"), "source"]
+    # none listed: the best on scratch x the declared 2 targets
+    scratch = ceiling.limits("two", rows.iloc[4:], MEMORY.iloc[:0], PEAKS)
+    assert scratch.set_index(["limit", "operation"]).at[("storage", "write"), "used_mib_s"] == 1998
+
+
+def test_applications_are_held_against_the_ceiling_at_their_nodes(limits):
+    def perf(check, variable, value, tasks, per_node, run="r1"):
+        return {"run_id": run, "system": "two", "check": check, "variable": variable,
+                "value": value, "num_tasks": tasks, "num_tasks_per_node": per_node}  # fmt: skip
+
+    rows = pd.DataFrame([
+        perf("btio_check", "write_mib_s", 306.0, 4, 2),  # 2 nodes: 306 of 360 (storage)
+        perf("btio_check", "write_time_s", 9.0, 4, 2),  # a time: not a point
+        perf("flashio_check", "checkpoint_mib_s", 150.0, 4, 2, run="local"),  # 1 node: of 300
+        perf("haccio_check", "read_mib_s", float("nan"), 4, 2),  # no value: no point
+        perf("ior_check", "write_mib_s", 1.0, 4, 2),  # IOR comes from its own table
+    ])  # fmt: skip
+    apps = ceiling.application_points(rows, one_node={"local"})
+    assert sorted(zip(apps["benchmark"], apps["operation"], apps["nodes"])) == [
+        ("BTIO", "write", 2), ("FLASH-IO", "write", 1)]  # fmt: skip
+    empty_ior = pd.DataFrame(columns=["target", "api", *ceiling.POINT_COLUMNS])
+    held = ceiling.fractions(ceiling.points(empty_ior, pd.DataFrame(), apps), limits)
+    pct = dict(zip(held["benchmark"], held["ceiling_pct"], strict=True))
+    assert pct["BTIO"] == pytest.approx(85.0) and pct["FLASH-IO"] == pytest.approx(50.0)
+    assert ceiling.best_fractions(held) == {}  # the verdict's fraction is IOR's alone

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stops the Slurm test cluster that cluster-up.sh started: cancels every job, stops each daemon
 # by its PID file (TERM, then KILL after a grace period) and removes what the ledger says
-# cluster-up created (namespaces, veths, bridge, the /etc/slurm/slurm.conf symlink, munged).
+# cluster-up created (namespaces, veths, bridge, the storage targets' mounts and loop devices,
+# the /etc/slurm/slurm.conf symlink, munged).
 # Keeps the state directory (accounting database, slurmctld state, logs) for the next start.
 # Safe to run when nothing is up.
 #
@@ -93,6 +94,15 @@ undo() {
         if ip link show dev "$what" >/dev/null 2>&1; then ip link delete "$what"; fi
         ;;
     munged) return 0 ;; # stopped with the daemons
+    mount)
+        if mountpoint -q "$what"; then umount "$what"; fi
+        ;;
+    loop)
+        # Only while it is still ours: a loop device whose image is gone is someone else's.
+        if losetup "$what" 2>/dev/null | grep -qF "${TESTBED_RUN%/run}/targets/"; then
+            losetup -d "$what"
+        fi
+        ;;
     *)
         warn "unknown ledger entry: $kind $what"
         return 0

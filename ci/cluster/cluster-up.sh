@@ -74,7 +74,7 @@ load_facts() {
 require_commands() {
     local c missing=()
     for c in munged mungekey mariadbd mariadb-install-db mariadb slurmdbd slurmctld slurmd \
-        sacctmgr sinfo ss ip nsenter unshare flock; do
+        sacctmgr sinfo ss ip nsenter unshare flock losetup mkfs.ext4 mountpoint; do
         command -v "$c" >/dev/null || missing+=("$c")
     done
     [ ${#missing[@]} -eq 0 ] ||
@@ -266,6 +266,31 @@ setup_network() {
     done
 }
 
+# A storage target the system lists: a sparse image in the state directory, ext4 on a loop
+# device, mounted at TESTBED_TARGETS[i] (fio_check measures each from its node). discard: what
+# fio deletes is punched out of the image again.
+ensure_target() {
+    local mount=$1 image=$1.img dev
+    mountpoint -q "$mount" && return 0
+    mkdir -p "$mount"
+    if [ ! -s "$image" ]; then
+        truncate -s "${TESTBED_TARGET_MIB}M" "$image"
+        mkfs.ext4 -q -F -E nodiscard "$image" || die "mkfs.ext4 $image failed"
+    fi
+    dev=$(losetup --find --show "$image") ||
+        die "no loop device for storage target $image (is the loop module loaded?)"
+    record "loop $dev"
+    mount -o discard "$dev" "$mount" || die "cannot mount $dev ($image) at $mount"
+    record "mount $mount"
+    say "storage target: $mount (ext4, ${TESTBED_TARGET_MIB} MiB on $dev)"
+    ACTIONS=$((ACTIONS + 1))
+}
+
+setup_targets() {
+    local mount
+    for mount in "${TESTBED_TARGETS[@]}"; do ensure_target "$mount"; done
+}
+
 # netns: nsenter, not `ip netns exec`, which remounts /sys and leaves slurmd an empty
 # /sys/fs/cgroup; a private UTS namespace gives each node its own host name.
 start_slurmd() {
@@ -364,6 +389,7 @@ main() {
     register_cluster
     start_slurmctld
     setup_network
+    setup_targets
     for i in "${!TESTBED_NODES[@]}"; do start_slurmd "$i"; done
     register_account
     resume_nodes

@@ -163,21 +163,23 @@ def test_slurmdbd_conf_is_private_and_beside_slurm_conf(rendered):
     assert stat.S_IMODE(dbd.stat().st_mode) == 0o600
 
 
-def test_env_file_exports_slurm_conf_and_path_only(rendered):
+def test_env_file_exports_slurm_conf_path_and_the_state(rendered):
     _, state = rendered
     env = state / "env.sh"
     code = [ln for ln in env.read_text().splitlines() if ln and not ln.startswith("#")]
     assert [
-        ln for ln in code if "export" in ln and "SLURM_CONF" not in ln and "PATH" not in ln
-    ] == []
+        ln for ln in code if "export" in ln and not any(
+            name in ln for name in ("SLURM_CONF", "PATH", "IOSTUDY_CLUSTER_STATE"))
+    ] == []  # fmt: skip
+    script = 'echo "$SLURM_CONF|$PATH|$IOSTUDY_CLUSTER_STATE"'
     out = subprocess.run(
-        ["bash", "-c", f'PATH=/usr/bin:/bin; source {env}; source {env}; echo "$SLURM_CONF|$PATH"'],
+        ["bash", "-c", f"PATH=/usr/bin:/bin; source {env}; source {env}; {script}"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    conf, path = out.split("|")
-    assert conf == str(state / "etc/slurm.conf")
+    conf, path, where = out.split("|")
+    assert conf == str(state / "etc/slurm.conf") and where == str(state)
     # The scrontab directory first, once, however often the file is sourced.
     assert path == f"{state / 'tools'}:/usr/bin:/bin"
 
@@ -213,6 +215,24 @@ def test_facts_for_the_scripts(system, rendered):
     if mode == "localhost":
         expected |= {bed["slurmd_first"] + i for i in range(system["nodes"]["count"])}
     assert set(map(int, ports.split())) == expected
+
+
+def test_each_storage_target_is_made_in_the_state_directory(system, rendered):
+    _, state = rendered
+    script = f'source {state / "testbed.sh"}; echo "${{TESTBED_TARGETS[*]}}"'
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    listed = config.storage_targets(system)
+    assert [t["node"] for t in listed] == config.node_names(system)  # one a node
+    expected = [str(state / "targets" / t["path"].rsplit("/", 1)[1]) for t in listed]
+    assert out.stdout.split() == expected
+
+
+def test_a_storage_target_outside_the_state_directory_is_refused(system, state_dir):
+    elsewhere = {**system, "storage": [{"name": "scratch", "path": "scratch",
+                                        "targets": [{"name": "t", "path": "/srv/t"}]}]}  # fmt: skip
+    with pytest.raises(config.ConfigError, match=r"storage target t: path '/srv/t' is not "
+                       r"\$IOSTUDY_CLUSTER_STATE/targets/<folder>"):  # fmt: skip
+        render(elsewhere, state_dir, "netns")
 
 
 def test_node_count_override(system, state_dir):

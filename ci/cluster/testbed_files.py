@@ -15,11 +15,14 @@ from pathlib import Path
 
 from testbed_layout import (
     NODE_IFACE,
+    STATE_VARIABLE,
+    TARGET_MIB,
     Layout,
     bridge_addr,
     check_socket_room,
     host_ports,
     nodes,
+    storage_targets,
     testbed_section,
 )
 
@@ -247,6 +250,8 @@ def _env_sh(layout, tools_dir, source) -> str:
         + "# Source it to use the test cluster: clients read SLURM_CONF; PATH adds the\n"
         + "# scrontab client that ci/cluster builds (Debian's slurm-client lacks it).\n"
         + f"export SLURM_CONF={shlex.quote(str(layout.slurm_conf))}\n"
+        + "# Where the system description's storage targets are ($IOSTUDY_CLUSTER_STATE/...).\n"
+        + f"export {STATE_VARIABLE}={shlex.quote(str(layout.state))}\n"
         + f'case ":$PATH:" in *:{tools}:*) ;; *) export PATH={tools}:"$PATH" ;; esac\n'
     )
 
@@ -276,6 +281,7 @@ def _facts(system, layout, mode, source) -> str:
         "TESTBED_BRIDGE": bed["network"]["bridge"] if mode == "netns" else "",
         "TESTBED_BRIDGE_CIDR": f"{bridge_addr(system)}/24" if mode == "netns" else "",
         "TESTBED_NODE_IFACE": NODE_IFACE if mode == "netns" else "",
+        "TESTBED_TARGET_MIB": TARGET_MIB,
     }
     arrays = {
         "TESTBED_NODES": [n.name for n in node_list],
@@ -285,6 +291,7 @@ def _facts(system, layout, mode, source) -> str:
         "TESTBED_VETHS": [n.veth for n in node_list if n.veth],
         "TESTBED_PORT_DAEMONS": list(ports),
         "TESTBED_PORTS": list(ports.values()),
+        "TESTBED_TARGETS": [path for _, path in storage_targets(system, layout)],
     }
     return (
         HEADER.format(source=source)

@@ -16,6 +16,8 @@ State directory layout (every path the daemons use lives under it)::
     etc/                slurm.conf, slurmdbd.conf (0600), mariadb.cnf, task-prolog.sh
     spool/slurmctld     StateSaveLocation;   spool/slurmd/<node>   SlurmdSpoolDir
     tmp/<node>          TmpFS (per node: PMIx steps fail when nodes share it)
+    targets/<name>      a storage target the system lists: ext4 on a loop device over
+                        targets/<name>.img (made and mounted by cluster-up)
     log/  run/          daemon logs; PID files and sockets
     mariadb/data        the private MariaDB's datadir
 """
@@ -118,6 +120,10 @@ class Layout:
         return self.state / "tmp"
 
     @property
+    def targets(self) -> Path:
+        return self.state / "targets"
+
+    @property
     def mariadb_data(self) -> Path:
         return self.state / "mariadb" / "data"
 
@@ -216,6 +222,31 @@ def check_socket_room(layout: Layout, system: dict) -> None:
                 f"state directory {layout.state}: too long for the Unix sockets made at "
                 f"{where} ({length} > {SUN_PATH_MAX} bytes); choose a shorter --state"
             )
+
+
+#: the variable a test cluster's storage target paths begin with: its state directory
+#: (env.sh exports it, so that a campaign finds the targets where cluster-up mounted them)
+STATE_VARIABLE = "IOSTUDY_CLUSTER_STATE"
+#: each target's size: a sparse file, so only what fio writes takes room
+TARGET_MIB = 1024
+
+
+def storage_targets(system: dict, layout: Layout) -> list[tuple[str, Path]]:
+    """The storage targets cluster-up makes (one ext4 file system on a loop device each),
+    (name, mount point), those on nodes the cluster has; each path must lie in the state
+    directory's targets/ (the test cluster makes nothing elsewhere)."""
+    prefix = f"${STATE_VARIABLE}/targets/"
+    made, names = [], config.node_names(system)
+    for target in config.storage_targets(system):
+        name, path = target["name"], target["path"]
+        if not path.startswith(prefix) or "/" in path[len(prefix) :] or path == prefix:
+            raise config.ConfigError(
+                f"{config.system_path(system['name'])}: storage target {name}: path {path!r} "
+                f"is not {prefix}<folder> (the test cluster makes its targets there)"
+            )
+        if target.get("node", names[0]) in names:
+            made.append((name, layout.targets / path[len(prefix) :]))
+    return made
 
 
 def directories(system: dict, state: Path) -> list[Path]:

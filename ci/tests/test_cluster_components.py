@@ -1,18 +1,44 @@
 """Seed 001's component analysis on the test cluster, run as a facility runs it (`iostudy
-campaign run components --ingest STORE`, ReFrame submitting to Slurm): fio on the cluster's
-scratch storage from one node, netbw with one rank on each node (its pairs cross the bridge),
-the rows stored and the report's components section drawn."""
+campaign run components --ingest STORE`, ReFrame submitting to Slurm): fio on each of the
+cluster's storage targets (an ext4 file system on a loop device per node, cluster-up's) from
+the target's node, netbw with one rank on each node (its pairs cross the bridge), the rows
+stored and the report's components section drawn. The kernel's own count of the sectors each
+loop device wrote is the independent check that fio wrote where the row says."""
 
 import json
 import shutil
+import subprocess
+from pathlib import Path
 
 from slurmtest import REPO_ROOT, VENV_BIN
 
+from iostudy.core import config
 from iostudy.report import report
 from iostudy.store import store
 
+MIB = 1 << 20
 
-def test_components_campaign_runs_on_testcluster(cluster, tmp_path):
+
+def target_devices(cluster, monkeypatch) -> dict[str, tuple[str, str]]:
+    """Each storage target of the cluster -> (its node, the block device mounted there)."""
+    monkeypatch.setenv("IOSTUDY_CLUSTER_STATE", cluster.env["IOSTUDY_CLUSTER_STATE"])
+    devices = {}
+    for target in config.storage_targets(cluster.system):
+        mount = config.storage_path(target["path"], Path("."))
+        found = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "--mountpoint", str(mount)],
+                               capture_output=True, text=True)  # fmt: skip
+        assert found.returncode == 0, f"storage target {target['name']}: nothing mounted at {mount}"
+        devices[target["name"]] = (target["node"], Path(found.stdout.strip()).name)
+    return devices
+
+
+def bytes_written(device: str) -> int:
+    """What the block device wrote since it was set up: the kernel's sectors written (field 7
+    of /sys/block/<dev>/stat; 512 bytes each whatever the device)."""
+    return int(Path(f"/sys/block/{device}/stat").read_text().split()[6]) * 512
+
+
+def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
     configs = tmp_path / "configs"
     shutil.copytree(REPO_ROOT / "configs", configs, ignore=shutil.ignore_patterns("__pycache__"))
     campaign = json.loads((configs / "campaigns" / "components.json").read_text())
@@ -21,6 +47,9 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path):
     netbw["parameters"] |= {"max_size": "1M", "seconds": 0.01}
     campaign |= {"name": "parts", "study": "tests", "checks": [fio, netbw]}
     (configs / "campaigns" / "parts.json").write_text(json.dumps(campaign))
+    devices = target_devices(cluster, monkeypatch)
+    assert len(devices) == 2 and len({d for _, d in devices.values()}) == 2
+    before = {name: bytes_written(device) for name, (_, device) in devices.items()}
     proc = cluster.run(
         VENV_BIN / "iostudy", "campaign", "run", "parts", "--system", "testcluster",
         "--results", tmp_path / "results", "--ingest", tmp_path / "store",
@@ -33,8 +62,21 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path):
     assert len(network) == 11 * 3 and set(network["nodes"]) == {2}
     assert (network["mib_s"] > 0).all()
     storage = rows[rows["component"] == "storage"]
-    assert set(storage["operation"]) == {"write", "read", "syncwrite"}
     assert (storage["aggregate_mib_s"] > 0).all()
+    for name, (_, device) in devices.items():
+        mine = storage[storage["target"] == name]
+        assert set(mine["operation"]) == {"write", "read", "syncwrite"}, name
+        # its direct writes at least (1 and 2 jobs, 1 and 16 in flight, then one synced job,
+        # 16 MiB a job) reached its device; the files fio lays out to read back may not
+        direct = 16 * MIB * (sum(mine.loc[mine["operation"] == "write", "jobs"]) + 1)
+        assert bytes_written(device) - before[name] >= direct, (name, device)
+    run_dir = Path(proc.stdout.splitlines()[-1])
+    cases = [c for run in json.loads((run_dir / "reframe" / "report.json").read_text())["runs"]
+             for c in run["testcases"] if c["name"] == "fio_check"]  # fmt: skip
+    assert len(cases) == 2 * 9  # a target's 4 writes, 4 reads, 1 synced write: each its node
+    for case in cases:
+        ran = cluster.run("sacct", "-X", "-n", "-j", str(case["jobid"]), "-o", "NodeList%20")
+        assert ran.stdout.split() == [devices[case["storage_target"]][0]], case["storage_target"]
     index = report.build(tmp_path / "store", "tests", tmp_path / "reports",
                          results=tmp_path / "results")  # fmt: skip
     page = index.read_text()

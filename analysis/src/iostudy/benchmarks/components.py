@@ -91,10 +91,13 @@ def fio_sanity(report: dict, operation: str, jobs: int, size: int) -> list[str]:
     return problems
 
 
-def fio_records(report: dict, operation: str, jobs: int, block: int, iodepth: int = 1):
+def fio_records(report: dict, operation: str, jobs: int, block: int, iodepth: int = 1,
+                target: str = "scratch"):  # fmt: skip
+    """fio's group as the store's one row: ``target`` the storage target's name (scratch: the
+    system's scratch storage)."""
     mib_s = fio_mib_s(report, operation)
-    return [{"component": "storage", "operation": operation, "block": block, "jobs": jobs,
-             "iodepth": iodepth,
+    return [{"component": "storage", "target": target, "operation": operation, "block": block,
+             "jobs": jobs, "iodepth": iodepth,
              "bytes": None, "procs": jobs, "nodes": 1, "mib_s": mib_s / jobs,
              "aggregate_mib_s": mib_s}]  # fmt: skip
 

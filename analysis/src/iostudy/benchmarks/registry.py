@@ -49,6 +49,7 @@ POWER_OF_TWO = {"$ref": "#/$defs/power_of_two"}
 COUNT = {"type": "integer", "minimum": 1}
 BOOLEAN = {"type": "boolean"}
 SYSTEM = {"const": "system"}
+TARGET_NAME = "^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # as a system description's storage targets
 
 
 def scanned(value: dict, item: dict | None = None) -> dict:
@@ -139,6 +140,9 @@ class Check:
     schema_extra: dict = field(default_factory=dict)
     #: the Spack variants of its package the check needs (spack-env/spack.yaml must have them)
     variants: tuple[str, ...] = ()
+    #: (operation, performance variable): an application's write or read MiB/s, held against
+    #: the modelled ceiling of seed 001's Fig. 4 (iostudy.metrics.ceiling)
+    bandwidth: tuple[tuple[str, str], ...] = ()
 
 
 # ---- parameters several checks share ----------------------------------------------------------
@@ -283,6 +287,7 @@ BTIO = Check(
     (*_perf(MIB_S, "write_mib_s", "read_mib_s"), *_perf(SECONDS, "write_time_s", "read_time_s"),
      Stored("io_mib_s", MIB_S), Stored("io_time_s", SECONDS), Stored("io_gib", "GiB")),
     spack_view=True, application=True,
+    bandwidth=(("write", "write_mib_s"), ("read", "read_mib_s")),
 )  # fmt: skip
 
 
@@ -315,6 +320,7 @@ MADBENCH = Check(
             "write_mib_s", "read_mib_s"),
      *_perf(SECONDS, "s_total_s", "w_total_s", "c_total_s")),
     spack_view=True, application=True,
+    bandwidth=(("write", "write_mib_s"), ("read", "read_mib_s")),
 )  # fmt: skip
 
 FLASHIO = Check(
@@ -331,7 +337,7 @@ FLASHIO = Check(
     (*_perf(SECONDS, "checkpoint_time_s", "plot_centered_time_s", "plot_corner_time_s"),
      *_perf(MIB_S, "checkpoint_mib_s", "plot_centered_mib_s", "plot_corner_mib_s"),
      Stored("total_time_s", SECONDS), Stored("total_mib_s", MIB_S)),
-    spack_view=True, application=True,
+    spack_view=True, application=True, bandwidth=(("write", "checkpoint_mib_s"),),
 )  # fmt: skip
 
 HACCIO = Check(
@@ -359,6 +365,7 @@ HACCIO = Check(
     ),
     (*_perf(MIB_S, "write_mib_s", "read_mib_s"), *_perf(SECONDS, "write_time_s", "read_time_s")),
     spack_view=True, application=True,
+    bandwidth=(("write", "write_mib_s"), ("read", "read_mib_s")),
 )  # fmt: skip
 
 HMMER = Check(
@@ -392,8 +399,9 @@ HMMER = Check(
 
 FIO = Check(
     "fio_check", "fio",
-    "fio on the system's scratch storage (seed 001, Fig. 3): jobs processes on one node, a "
-    "file each; large direct sequential writes or reads, or small writes each followed by fsync",
+    "fio on the system's scratch storage or each of its storage targets (seed 001, Fig. 3): "
+    "jobs processes on one node, a file each; large direct sequential writes or reads, or "
+    "small writes each followed by fsync",
     "fio", "fio", "001", ("acceptance", "components"),
     (
         Param("operation", str, "write, read (large, direct, sequential) or syncwrite (small "
@@ -407,6 +415,11 @@ FIO = Check(
         Param("iodepth", int, "requests in flight per job: 1 (one at a time, as dd) or more "
               "(a device's queue)", {"type": "integer", "minimum": 1, "maximum": 256},
               default=1),
+        Param("storage_target", str, 'where fio writes: "scratch" (the system\'s scratch '
+              "storage), the name of one of the targets its storage entries list (on its "
+              'node), or "each" (every listed target, one test case each; scratch when the '
+              "system lists none)", {"type": "string", "pattern": TARGET_NAME},
+              default="scratch"),
     ),
     (Stored("write_mib_s", MIB_S), Stored("read_mib_s", MIB_S), Stored("syncwrite_mib_s", MIB_S)),
     rows=("components",),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -166,7 +167,53 @@ def load_system(name: str) -> dict:
     system = load(path, "system")
     if system["name"] != name:
         raise ConfigError(f"{path}: name: '{system['name']}' differs from its folder '{name}'")
+    _check_targets(path, system)
     return system
+
+
+def _check_targets(path: Path, system: dict) -> None:
+    """Storage target names are unique across the system, each node one of its nodes."""
+    seen, nodes = set(), node_names(system)
+    for i, entry in enumerate(system.get("storage") or []):
+        for k, target in enumerate(entry.get("targets") or []):
+            where = f"{path}: storage[{i}].targets[{k}]"
+            if target["name"] in seen:
+                raise ConfigError(f"{where}.name: {target['name']!r} names another target too")
+            seen.add(target["name"])
+            if target.get("node", nodes[0]) not in nodes:
+                raise ConfigError(f"{where}.node: {target['node']!r} is not one of the "
+                                  f"system's nodes ({', '.join(nodes)})")  # fmt: skip
+
+
+def storage_targets(system: dict) -> list[dict]:
+    """The devices a system lists behind its storage (each storage entry's ``targets``), in
+    order: each {name, path, node?}."""
+    return [t for entry in system.get("storage") or [] for t in entry.get("targets") or []]
+
+
+def resolve_storage_target(value, system: dict):
+    """What fio_check's "storage_target": "each" means: every target the system lists (its
+    storage entries' targets), else its scratch storage alone."""
+    if value != "each":
+        return value
+    return [t["name"] for t in storage_targets(system)] or "scratch"
+
+
+_LEADING_VARIABLE = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def storage_path(text: str, run_dir: Path) -> Path:
+    """A storage path of a system description: absolute; beginning with $NAME or ${NAME}, an
+    environment variable (a facility's $SCRATCH; the test cluster's state directory), which
+    must be set; else relative to the run directory."""
+    found = _LEADING_VARIABLE.match(text)
+    if found:
+        name = found.group(1) or found.group(2)
+        value = os.environ.get(name)
+        if not value:
+            raise ConfigError(f"storage path {text!r}: the environment variable {name} is not set")
+        text = value + text[found.end() :]
+    return Path(run_dir) / text  # an absolute path stays as it is
 
 
 def node_names(system: dict) -> list[str]:

@@ -6,8 +6,10 @@ The limits of a system, per operation (write, read), from its runs' measurements
 components and ior tables; the latest run that has each), else from the peaks its description
 declares (system.json ``peaks``; null: no limit known):
 
-- storage: the best aggregate MiB/s fio reached on one target (any number of jobs) times the
-  system's storage targets (``peaks.storage_targets``, 1 when not declared); declared:
+- storage: with the storage targets a system lists measured (fio_check's storage_target), the
+  sum over them of the best aggregate MiB/s fio reached on each (any number of jobs: seed
+  001's devices, each from its server); else the best fio reached on the scratch storage times
+  the system's storage targets (``peaks.storage_targets``, 1 when not declared); declared:
   ``storage_target_mib_s`` times the targets. Small writes each followed by fsync (fio's
   syncwrite, seed 001's metadata updates) are shown, not a limit of large transfers.
 - client: the best IOR MiB/s per node to memory (/dev/shm: seed 001's Fig. 2a, the client's
@@ -19,7 +21,8 @@ declares (system.json ``peaks``; null: no limit known):
   memory: no network limit is measured.
 
 ceiling(operation, nodes) is the smallest limit at that node count, and the one that sets it
-is named. Each IOR point on scratch, and each I/O model of seed 003's benchmark, gets its
+is named. Each IOR point on scratch, each I/O model of seed 003's benchmark and each
+application's write and read bandwidth (BTIO, MADbench2, FLASH-IO, HACC-IO) gets its
 fraction of the ceiling at its nodes (a point above it was served by the page cache, and says
 so); the verdict names IOR's best, as seed 001 does.
 """
@@ -30,7 +33,7 @@ import math
 
 import pandas as pd
 
-from iostudy.benchmarks import probe
+from iostudy.benchmarks import probe, registry
 
 OPERATIONS = ("write", "read")
 #: each limit's peak in a system description (system.json ``peaks``), how it scales, and how a
@@ -67,6 +70,17 @@ def declared(peaks: dict | None) -> dict[str, float | None]:
     return values
 
 
+def storage_limit(fio: pd.DataFrame, targets: int) -> tuple[float | None, str]:
+    """The storage limit of one operation's fio rows, and how it was made (module docstring)."""
+    named = fio["target"].fillna("scratch")
+    listed = fio[named != "scratch"]
+    if len(listed):
+        best = listed.groupby("target")["aggregate_mib_s"].max()
+        return float(best.sum()), f"fio_check, sum of the best of each of {len(best)} target(s)"
+    best = _best(fio["aggregate_mib_s"])
+    return (best * targets if best else None), f"fio_check, best on scratch x {targets} target(s)"
+
+
 def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict | None):
     """The system's limits (LIMIT_COLUMNS), one row per limit and operation; ``scales``:
     "per node" (times the nodes in use) or "system" (whatever the nodes)."""
@@ -77,10 +91,8 @@ def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict
     memory = ior[ior["target"] == "memory"]
     rows = []
     for op in OPERATIONS:
-        fio = _best(storage.loc[storage["operation"] == op, "aggregate_mib_s"])
-        rows.append(_row(system, "storage", op, "system", fio * targets if fio else None,
-                         claimed["storage"],
-                         f"fio_check, best of a target x {targets} target(s)"))  # fmt: skip
+        fio, source = storage_limit(storage[storage["operation"] == op], targets)
+        rows.append(_row(system, "storage", op, "system", fio, claimed["storage"], source))
         per_node = memory[memory["operation"] == op]
         client = _best(per_node["mib_s"] / per_node["nodes"].clip(lower=1))
         rows.append(_row(system, "client", op, "per node", client, claimed["client"],
@@ -122,12 +134,15 @@ POINT_COLUMNS = ["run_id", "system", "benchmark", "layout", "transfer", "procs",
                  "operation", "mib_s"]  # fmt: skip
 
 
-def points(curves: pd.DataFrame, iomodel: pd.DataFrame) -> pd.DataFrame:
+def points(curves: pd.DataFrame, iomodel: pd.DataFrame, apps=None) -> pd.DataFrame:
     """What is held against the ceiling: IOR's points on scratch (iostudy.metrics.scaling's
-    ior_curves: the mean over iterations) and every I/O model of seed 003's benchmark (its
-    processes doing I/O and nodes), one row per operation: POINT_COLUMNS."""
+    ior_curves: the mean over iterations), every I/O model of seed 003's benchmark (its
+    processes doing I/O and nodes), one row per operation, and the applications' points
+    (:func:`application_points`, when given): POINT_COLUMNS."""
     ior = curves[curves["target"] != "memory"].assign(benchmark="IOR " + curves["api"])
     rows = [ior.reindex(columns=POINT_COLUMNS)]
+    if apps is not None:
+        rows.append(apps.reindex(columns=POINT_COLUMNS))
     for op in OPERATIONS:
         done = iomodel[iomodel[f"{op}_mib_s"].notna()] if len(iomodel) else iomodel
         if len(done):
@@ -147,6 +162,29 @@ def points(curves: pd.DataFrame, iomodel: pd.DataFrame) -> pd.DataFrame:
                 )
             )
     rows = [r for r in rows if len(r)]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=POINT_COLUMNS)
+
+
+def application_points(perf: pd.DataFrame, one_node=frozenset()) -> pd.DataFrame:
+    """The application checks' write and read MiB/s (each check's ``bandwidth`` variables in
+    iostudy.benchmarks.registry) as points (POINT_COLUMNS): its processes, and its nodes from
+    ReFrame's tasks per node, 1 in the runs of ``one_node`` (run ids of a system without a
+    scheduler, where tasks per node says nothing of nodes)."""
+    rows = []
+    for name, check in registry.CHECKS.items():
+        for op, variable in check.bandwidth:
+            done = perf[(perf["check"] == name) & (perf["variable"] == variable)]
+            done = done[pd.to_numeric(done["value"], errors="coerce").notna()]
+            if done.empty:
+                continue
+            procs = done["num_tasks"].astype(int)
+            per_node = done["num_tasks_per_node"].fillna(procs).clip(lower=1).astype(int)
+            nodes = (-(-procs // per_node)).where(~done["run_id"].isin(one_node), 1)
+            rows.append(pd.DataFrame({
+                "run_id": done["run_id"], "system": done["system"], "benchmark": check.title,
+                "layout": None, "transfer": None, "procs": procs, "nodes": nodes,
+                "operation": op, "mib_s": done["value"].astype(float),
+            }))  # fmt: skip
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=POINT_COLUMNS)
 
 

@@ -23,10 +23,19 @@ NO_IOR = "no IOR point on scratch (IOR comes from the Spack view: make spack)"
 COLOURS = {"write": "#f58518", "read": "#4c78a8", "syncwrite": "#9d9d9d"}
 
 
+def _run_system(run: dict) -> dict:
+    """The system description a run's manifest recorded."""
+    return ((run["_manifest"] or {}).get("effective_config") or {}).get("system") or {}
+
+
 def declared_peaks(runs: list[dict]) -> dict:
     """Each run's declared peaks, from its manifest's system description."""
-    return {r["run_id"]: (((r["_manifest"] or {}).get("effective_config") or {})
-                          .get("system") or {}).get("peaks") for r in runs}  # fmt: skip
+    return {r["run_id"]: _run_system(r).get("peaks") for r in runs}
+
+
+def one_node_runs(runs: list[dict]) -> set[str]:
+    """The runs on a system without a scheduler: one node, whatever the tasks per node."""
+    return {r["run_id"] for r in runs if _run_system(r).get("scheduler") == "local"}
 
 
 def network_figure(rows: pd.DataFrame) -> Figure:
@@ -58,17 +67,25 @@ def network_figure(rows: pd.DataFrame) -> Figure:
     return fig
 
 
+TARGET_MARKERS = "osD^v<>p*h"
+
+
 def storage_figure(rows: pd.DataFrame) -> Figure:
     """A target's aggregate MiB/s against the jobs on it, per operation and requests in flight
-    (solid: one at a time; dashed: a queue)."""
+    (solid: one at a time; dashed: a queue), and per target (a marker each) when there are
+    several."""
     fig, (ax,) = panels(1, 5.5, 3.0, extra_height=0.3)
-    depth = rows["iodepth"].fillna(1).astype(int)
-    for (op, qd), mine in rows.groupby(["operation", depth]):
+    rows = rows.assign(iodepth=rows["iodepth"].fillna(1).astype(int),
+                       target=rows["target"].fillna("scratch"))  # fmt: skip
+    targets = sorted(rows["target"].unique())
+    for (target, op, qd), mine in rows.groupby(["target", "operation", "iodepth"]):
         best = mine.groupby("jobs")["aggregate_mib_s"].max()
         block = short(mine["block"].iloc[0] / 2**10)
-        ax.plot(best.index, best.values, marker="o", markersize=4, color=COLOURS.get(op),
+        where = f"{target}: " if len(targets) > 1 else ""
+        marker = TARGET_MARKERS[targets.index(target) % len(TARGET_MARKERS)]
+        ax.plot(best.index, best.values, marker=marker, markersize=4, color=COLOURS.get(op),
                 linestyle="-" if qd == 1 else "--",
-                label=f"{op} ({block} KiB requests, {qd} in flight a job)")  # fmt: skip
+                label=f"{where}{op} ({block} KiB requests, {qd} in flight a job)")  # fmt: skip
     ax.set_xlabel("fio jobs on the target", fontsize=8)
     ax.set_ylabel("MiB/s (all jobs)", fontsize=8)
     ax.set_yscale("log")
@@ -107,8 +124,9 @@ def ceiling_figure(curve: pd.DataFrame, points: pd.DataFrame) -> Figure:
     return fig
 
 
-def _system_items(add, system, run_id, rows, curves, iomodel, limits) -> dict:
-    """One system's figures and tables; returns its best fractions (ceiling.best_fractions)."""
+def _system_items(add, system, run_id, rows, held, limits) -> dict:
+    """One system's figures and tables (``held``: its ceiling.points); returns its best
+    fractions (ceiling.best_fractions)."""
     label = f"{system}, latest run {run_id}"
     add(SECTION, "table", f"component-limits-{safe(system)}",
         f"{system}: each component's limit, measured in run {run_id} (the latest with "
@@ -124,11 +142,12 @@ def _system_items(add, system, run_id, rows, curves, iomodel, limits) -> dict:
     storage = rows[rows["component"] == "storage"]
     if len(storage):
         add(SECTION, "figure", f"storage-{safe(system)}",
-            "The storage target (seed 001, Fig. 3: sgp_dd): fio's aggregate MiB/s against "
-            "its jobs on one target, large direct sequential writes and reads, and small writes "
+            "The storage targets (seed 001, Fig. 3: sgp_dd): fio's aggregate MiB/s against "
+            "its jobs on one target (each target the system lists, from its node; else the "
+            "scratch storage), large direct sequential writes and reads, and small writes "
             "each followed by fsync (seed 001's metadata updates, 5-8 MiB/s there).", storage,
             fig=storage_figure(storage), label=label)  # fmt: skip
-    points = ceiling.fractions(ceiling.points(curves, iomodel), limits)
+    points = ceiling.fractions(held, limits)
     if points.empty or points["ceiling_mib_s"].isna().all():
         return {"why": NO_IOR if points.empty else "no component limit measured or declared"}
     per_node = int(points["procs"].max() / max(points["nodes"].max(), 1))
@@ -136,15 +155,17 @@ def _system_items(add, system, run_id, rows, curves, iomodel, limits) -> dict:
     curve = ceiling.ceiling_curve(limits, procs, max(per_node, 1))
     add(SECTION, "figure", f"ceiling-{safe(system)}",
         "The aggregate ceiling per process count (seed 001, Fig. 4): at each scale the "
-        "smallest of the components' limits (dashed), and the best of IOR's points on scratch "
-        "and of seed 003's I/O models; IOR's point nearest the ceiling is labelled with its "
+        "smallest of the components' limits (dashed), and the best of IOR's points on "
+        "scratch, of seed 003's I/O models and of each application's write and read "
+        "bandwidth (those the study ran); IOR's point nearest the ceiling is labelled with its "
         "fraction (seed 001: 85% for writes, 79% for reads). A point above the ceiling did "
         "more than a component measured: the page cache, or more requests in flight than "
         "fio_check made.",
         curve, fig=ceiling_figure(curve, points), label=label)  # fmt: skip
     add(SECTION, "table", f"ceiling-fractions-{safe(system)}",
-        f"{system}: each IOR point on scratch and each I/O model with the ceiling at its "
-        "nodes, the limit that sets it and the point's fraction of it, %.", points,
+        f"{system}: each IOR point on scratch, each I/O model and each application's "
+        "bandwidth with the ceiling at its nodes, the limit that sets it and the point's "
+        "fraction of it, %.", points,
         table=True)  # fmt: skip
     return ceiling.best_fractions(points)
 
@@ -164,15 +185,18 @@ def system_limits(data, runs: list[dict], runs_df: pd.DataFrame) -> dict[str, tu
     return out
 
 
-def add_section(add, data, measured: dict) -> dict:
-    """The section through report.render's add() (``measured``: :func:`system_limits`); returns
-    {system: {operation: the IOR point nearest its ceiling}} for the verdict."""
+def add_section(add, data, measured: dict, one_node=frozenset()) -> dict:
+    """The section through report.render's add() (``measured``: :func:`system_limits`;
+    ``one_node``: :func:`one_node_runs`); returns {system: {operation: the IOR point nearest
+    its ceiling}} for the verdict."""
     curves, iomodel = scaling.ior_curves(data["ior"]), data["iomodel"]
+    apps = ceiling.application_points(data["perf"], one_node)
     best = {}
     for system, (run_id, mine, limits) in measured.items():
-        ior = curves[curves["system"] == system]
-        models = iomodel[iomodel["system"] == system]
-        best[system] = _system_items(add, system, run_id, mine, ior, models, limits)
+        held = ceiling.points(curves[curves["system"] == system],
+                              iomodel[iomodel["system"] == system],
+                              apps[apps["system"] == system])  # fmt: skip
+        best[system] = _system_items(add, system, run_id, mine, held, limits)
     return best
 
 
@@ -197,4 +221,4 @@ def section(r) -> None:
     """The section of a report being made (iostudy.report.sections.Report); its limits go
     into r.found["limits"] for the scaling section's figure."""
     r.found["limits"] = system_limits(r.data, r.runs, r.runs_df)
-    r.found["ceiling"] = add_section(r.add, r.data, r.found["limits"])
+    r.found["ceiling"] = add_section(r.add, r.data, r.found["limits"], one_node_runs(r.runs))

@@ -113,6 +113,7 @@ def validate(campaign: dict, system: dict) -> None:
             procs = [probe.writers(targets, w) for w in per_target]
             validate_procs(campaign, system, i, {**params, "procs": procs})
         validate_excludes(campaign, i, entry)
+        validate_storage_target(campaign, system, i, entry["parameters"])
         if entry["check"] != "iomodel_check":
             continue
         params = entry["parameters"]
@@ -155,6 +156,18 @@ def validate_excludes(campaign: dict, i: int, entry: dict) -> None:
                 )
 
 
+def validate_storage_target(campaign: dict, system: dict, i: int, params: dict) -> None:
+    """A storage target a check names is one the system lists."""
+    listed = [t["name"] for t in config.storage_targets(system)]
+    for name in _values(params.get("storage_target", "scratch")):
+        if name not in ("scratch", "each", *listed):
+            raise CampaignError(
+                f"campaign {campaign['name']}: checks[{i}].parameters.storage_target: {name!r} "
+                f"is not a storage target of system {system['name']} (its targets: "
+                f"{', '.join(listed) or 'none'}; or scratch, or each)"
+            )
+
+
 def validate_procs(campaign: dict, system: dict, i: int, params: dict) -> None:
     """A check's process counts fit the system's nodes."""
     where = f"campaign {campaign['name']}: checks[{i}].parameters"
@@ -186,7 +199,7 @@ def scratch_dir(system: dict, run_dir: Path) -> Path:
     from the run directory; <run>/scratch when the system names none."""
     storage = system.get("storage") or [{"name": "scratch", "path": "scratch"}]
     entry = next((s for s in storage if s["name"] == "scratch"), storage[0])
-    return run_dir / entry["path"]  # an absolute path stays as it is
+    return config.storage_path(entry["path"], run_dir)
 
 
 def reframe_executable() -> list[str]:
@@ -231,6 +244,8 @@ def reframe_command(
                 value = registry.PER_NODE_OF_SYSTEM
             elif name in ("max_procs", "procs"):
                 value = resolve_max_procs(value, system)
+            elif name == "storage_target":
+                value = config.resolve_storage_target(value, system)
             if isinstance(value, list):
                 cmd += ["-P", f"{check}.{name}={','.join(map(param_text, value))}"]
             else:

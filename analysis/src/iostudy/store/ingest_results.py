@@ -238,8 +238,8 @@ def ior_rows(lines, run_id: str, system: str | None):
 
 # The components table's columns of one line of components.jsonl (the check's record; the run's
 # and the tags' columns are set from the tags).
-COMPONENT_FIELDS = ("component", "operation", "block", "jobs", "iodepth", "bytes", "procs",
-                    "nodes", "mib_s", "aggregate_mib_s")  # fmt: skip
+COMPONENT_FIELDS = ("component", "target", "operation", "block", "jobs", "iodepth", "bytes",
+                    "procs", "nodes", "mib_s", "aggregate_mib_s")  # fmt: skip
 
 
 def _components_record(rec) -> None:
@@ -249,6 +249,8 @@ def _components_record(rec) -> None:
     if rec.get("component") not in ("storage", "network"):
         raise ValueError(f"component {rec.get('component')!r}: not storage or network")
     _require(rec, ("operation", "mib_s", "aggregate_mib_s"))
+    if not isinstance(rec.get("target", ""), str | None):
+        raise ValueError(f"target {rec['target']!r}: not a storage target's name")
     for key in ("mib_s", "aggregate_mib_s"):
         if not isinstance(rec[key], int | float) or not rec[key] >= 0:
             raise ValueError(f"{key} {rec[key]!r}: not a rate")

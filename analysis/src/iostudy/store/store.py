@@ -228,6 +228,7 @@ TABLES: dict[str, pa.Schema] = {
             ("repetition", pa.int64()),
             ("check", pa.string()),
             ("component", pa.string()),  # storage, network
+            ("target", pa.string()),  # storage: scratch, or a listed target's name
             ("operation", pa.string()),  # write, read, syncwrite; pingpong
             ("block", pa.int64()),  # storage: bytes per request
             ("jobs", pa.int64()),  # storage: processes on the target
