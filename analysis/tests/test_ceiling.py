@@ -83,6 +83,11 @@ def test_a_point_gets_its_fraction_of_the_ceiling_at_its_nodes(limits):
     assert best["write"]["ceiling_pct"] == pytest.approx(85.0)  # 306 of 360
     assert best["read"]["ceiling_pct"] == pytest.approx(50.0)  # 150 of 300 (node link)
     assert best["read"]["limited_by"] == "node link"
+    # the verdict's point is the nearest from below: one above the ceiling measured a cache
+    doubled = pd.concat([curves, curves.assign(mib_s=3000.0)], ignore_index=True)
+    both = ceiling.fractions(ceiling.points(doubled, iomodel), limits)
+    assert ceiling.best_fractions(both)["write"]["ceiling_pct"] == pytest.approx(85.0)
+    assert ceiling.best_fractions(cached)["write"]["ceiling_pct"] > 100  # all above: that one
     model = table[table["benchmark"] == "I/O model"].iloc[0]
     assert model["ceiling_pct"] == pytest.approx(50.0) and model["note"] == ""  # 180 of 360
 
@@ -137,7 +142,7 @@ def test_applications_are_held_against_the_ceiling_at_their_nodes(limits):
         perf("ior_check", "write_mib_s", 1.0, 4, 2),  # IOR comes from its own table
     ])  # fmt: skip
     apps = ceiling.application_points(rows, one_node={"local"})
-    assert sorted(zip(apps["benchmark"], apps["operation"], apps["nodes"])) == [
+    assert sorted(zip(apps["benchmark"], apps["operation"], apps["nodes"], strict=True)) == [
         ("BTIO", "write", 2), ("FLASH-IO", "write", 1)]  # fmt: skip
     empty_ior = pd.DataFrame(columns=["target", "api", *ceiling.POINT_COLUMNS])
     held = ceiling.fractions(ceiling.points(empty_ior, pd.DataFrame(), apps), limits)

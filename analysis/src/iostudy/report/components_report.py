@@ -211,7 +211,8 @@ def verdict_lines(best: dict) -> list[str]:
             lines.append(f"{system}: not held against the ceiling: {why}")
             continue
         parts = [f"{np.round(row['ceiling_pct']):.0f}% of the {op} ceiling ({short(row['mib_s'])} "
-                 f"of {short(row['ceiling_mib_s'])} MiB/s, {row['limited_by']} limit)"
+                 f"of {short(row['ceiling_mib_s'])} MiB/s, {row['limited_by']} limit"
+                 f"{'; every point above it: a cache' if row['ceiling_pct'] > 100 else ''})"
                  for op, row in ops.items()]  # fmt: skip
         lines.append(f"{system}: IOR reached " + " and ".join(parts) + " (seed 001: 85%, 79%)")
     return lines
