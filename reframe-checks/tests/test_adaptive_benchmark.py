@@ -1,0 +1,138 @@
+"""iostudy's adaptive benchmark (seed 004, section III-B: adaptive I/O against MPI-IO and a file
+per process), run for real under both MPIs with 1 to 8 ranks (oversubscribed). The files are
+read back here, in Python, with the benchmark's global index: every writer's words
+((rank + 1) << 40 | word number) must be where the index says, each file tiled without a gap.
+A slowed target is the benchmark's documented test seam (--slow-target, --slow-ms: a sleep after
+every block written into that target's folder), since no target here is busy by itself."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import benchmark_runs as bench
+import pytest
+
+SIZE = 256 * 1024
+ENTRY = struct.Struct("<4q")  # writer, target, offset, bytes
+
+
+def words(rank: int, size: int) -> bytes:
+    """The data the benchmark writes for rank: 8-byte words ((rank + 1) << 40 | n)."""
+    return b"".join(struct.pack("<Q", ((rank + 1) << 40) | n) for n in range(size // 8))
+
+
+def global_index(folder: Path) -> list[tuple[int, int, int, int]]:
+    data = (folder / "adaptive.gidx").read_bytes()
+    assert len(data) % ENTRY.size == 0
+    return [ENTRY.unpack_from(data, i) for i in range(0, len(data), ENTRY.size)]
+
+
+def check_placed(folder: Path, nprocs: int, size: int) -> dict[int, int]:
+    """Every writer's data found through the global index, each file tiled from 0; returns the
+    writers per target."""
+    entries = global_index(folder)
+    assert sorted(e[0] for e in entries) == list(range(nprocs))
+    per_target: dict[int, int] = {}
+    for writer, target, offset, nbytes in entries:
+        assert (nbytes, offset % size) == (size, 0)
+        with open(folder / f"target.{target}" / "adaptive.dat", "rb") as f:
+            f.seek(offset)
+            assert f.read(size) == words(writer, size), (writer, target, offset)
+        per_target[target] = per_target.get(target, 0) + 1
+    for target, count in per_target.items():
+        file = folder / f"target.{target}" / "adaptive.dat"
+        offsets = sorted(e[2] for e in entries if e[1] == target)
+        assert offsets == [k * size for k in range(count)] and file.stat().st_size == count * size
+    return per_target
+
+
+@pytest.mark.parametrize("flavour", bench.FLAVOURS)
+@pytest.mark.parametrize("nprocs, targets", [(1, 1), (2, 2), (3, 2), (5, 3), (8, 4)])
+def test_every_byte_is_found_through_the_global_index(flavour, nprocs, targets, tmp_path):
+    bench.require("adaptive", flavour)
+    res = bench.run("adaptive", flavour, nprocs, "--dir", tmp_path, "--size", SIZE,
+                    "--block", "64K", "--targets", targets, "--verify", "--keep")  # fmt: skip
+    (line,) = bench.json_lines(res)
+    placed = check_placed(tmp_path, nprocs, SIZE)
+    assert line["writers_per_target"] == [placed.get(k, 0) for k in range(targets)]
+    assert (line["mode"], line["writers"], line["bytes"]) == ("adaptive", nprocs, nprocs * SIZE)
+    assert line["verified"] is True and line["index_bytes"] == nprocs * ENTRY.size
+    # each SC's own index: its file's entries, sorted by offset
+    for target in range(targets):
+        own = (tmp_path / f"target.{target}" / "adaptive.idx").read_bytes()
+        mine = [ENTRY.unpack_from(own, i) for i in range(0, len(own), ENTRY.size)]
+        assert mine == sorted(e for e in global_index(tmp_path) if e[1] == target)
+
+
+@pytest.mark.parametrize("flavour", bench.FLAVOURS)
+@pytest.mark.parametrize("mode", ["mpiio", "posix-fpp"])
+def test_the_baselines_write_where_they_say(flavour, mode, tmp_path):
+    bench.require("adaptive", flavour)
+    res = bench.run("adaptive", flavour, 4, "--dir", tmp_path, "--size", SIZE, "--targets", 2,
+                    "--mode", mode, "--verify", "--keep")  # fmt: skip
+    (line,) = bench.json_lines(res)
+    for rank in range(4):
+        if mode == "mpiio":  # one shared file, rank r's data at r * SIZE
+            file, offset = tmp_path / "target.0" / "shared.dat", rank * SIZE
+        else:  # a file per rank, in its group's target (ranks 0-1: 0, 2-3: 1)
+            file, offset = tmp_path / f"target.{rank * 2 // 4}" / f"fpp.{rank}", 0
+        assert file.read_bytes()[offset : offset + SIZE] == words(rank, SIZE), (file, rank)
+    assert line["moves"] == 0 and line["verified"] is True
+
+
+@pytest.mark.parametrize("flavour", bench.FLAVOURS)
+@pytest.mark.parametrize("slow", [0, 1])
+def test_adaptive_moves_writers_off_a_slowed_target_and_finishes_sooner(flavour, slow, tmp_path):
+    """8 writers in 2 groups, one target slowed (40 ms after each of a writer's 4 blocks): without
+    adapting, its group's 4 writers take their turns there (~640 ms); adaptive I/O moves waiting
+    writers to the fast target's file, which must end with more of them, sooner."""
+    bench.require("adaptive", flavour)
+    lines = {}
+    for adapt in (True, False):
+        folder = tmp_path / ("adapt" if adapt else "fixed")
+        args = ["--dir", folder, "--size", "1M", "--block", "256K", "--targets", 2,
+                "--slow-target", slow, "--slow-ms", 40, "--verify", "--keep"]  # fmt: skip
+        res = bench.run("adaptive", flavour, 8, *args, *([] if adapt else ["--no-adapt"]))
+        (lines[adapt],) = bench.json_lines(res)
+        placed = check_placed(folder, 8, 1 << 20)
+        assert lines[adapt]["writers_per_target"] == [placed.get(0, 0), placed.get(1, 0)]
+    fast = 1 - slow
+    assert lines[False]["moves"] == 0 and lines[False]["writers_per_target"] == [4, 4]
+    assert lines[True]["moves"] >= 1
+    assert lines[True]["writers_per_target"][fast] == 4 + lines[True]["moves"]
+    assert lines[True]["seconds"] < 0.8 * lines[False]["seconds"], lines
+
+
+@pytest.mark.parametrize("flavour", bench.FLAVOURS)
+@pytest.mark.parametrize("mode", ["adaptive", "mpiio", "posix-fpp"])
+def test_without_keep_nothing_is_left(flavour, mode, tmp_path):
+    bench.require("adaptive", flavour)
+    res = bench.run("adaptive", flavour, 3, "--dir", tmp_path, "--size", SIZE, "--targets", 2,
+                    "--mode", mode)  # fmt: skip
+    bench.json_lines(res)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "nprocs, args, message",
+    [
+        (2, ["--size", "1M", "--targets", "3"], "--targets 3 is more than the 2 ranks"),
+        (2, ["--size", "12"], "--size and --block must be multiples of 8"),
+        (2, ["--size", "1M", "--mode", "hdf5"], "--mode 'hdf5' is not adaptive, mpiio or"),
+        (2, ["--size", "1M", "--slow-target", "1"], "--slow-target and --slow-ms go together"),
+        (2, ["--size", "1M", "--slow-target", "2", "--slow-ms", "5"],
+         "--slow-target 2 is not a target (0 to 0)"),
+        (2, ["--size", "64K", "--block", "1M"], "--block 1048576 is larger than --size 65536"),
+    ],
+)  # fmt: skip
+def test_bad_parameters_exit_2(nprocs, args, message, tmp_path):
+    bench.require("adaptive", "openmpi")
+    res = bench.run("adaptive", "openmpi", nprocs, "--dir", tmp_path, *args)
+    bench.check_usage_error(res, "adaptive", message)
+
+
+def test_help_names_the_modes_and_the_test_seam():
+    bench.require("adaptive", "mpich")
+    res = bench.run("adaptive", "mpich", None, "--help")
+    assert res.returncode == 0 and "posix-fpp" in res.stdout and "test seam" in res.stdout
