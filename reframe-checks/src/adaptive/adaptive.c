@@ -51,6 +51,7 @@ static const char *const MODE_NAMES[NMODES] = {"adaptive", "mpiio", "posix-fpp"}
 #define DEFAULT_BLOCK ((uint64_t)1 << 20)
 #define MAX_TARGETS 65536L
 #define MAX_SLOW_MS 60000L
+#define MAX_TARGET_DIRS 1024
 #define MIB 1048576.0
 
 /* The messages of Algorithms 1-3, each six int64: kind and up to five fields. */
@@ -72,6 +73,8 @@ typedef struct {
     uint64_t size, block; /* block 0: the default, at most size */
     long targets, slow_target, slow_ms;
     bool no_adapt, verify, keep, help;
+    const char *target_dirs[MAX_TARGET_DIRS]; /* --target-dir: target k's folder */
+    int ntarget_dirs;
 } options_t;
 
 /* An index entry: where one writer's data is. */
@@ -92,8 +95,10 @@ typedef struct {
 } bench_t;
 
 #define USAGE_TEXT                                                                                 \
-    "usage: adaptive --dir DIR --size SIZE [--mode M] [--targets K] [--block B] [--no-adapt]\n"    \
-    "                [--verify] [--keep] [--slow-target K --slow-ms MS] [--help]\n"
+    "usage: adaptive --dir DIR --size SIZE [--mode M] [--targets K | --target-dir D ...]\n"        \
+    "                [--block B] [--no-adapt] [--verify] [--keep] [--slow-target K --slow-ms "     \
+    "MS]\n"                                                                                        \
+    "                [--help]\n"
 static const char USAGE_LINE[] = USAGE_TEXT;
 
 static const char USAGE[] = USAGE_TEXT
@@ -105,6 +110,8 @@ static const char USAGE[] = USAGE_TEXT
     "                       posix-fpp (a file per process in its group's target)\n"
     "  -s, --size SIZE      bytes per rank, a multiple of 8; suffix K, M or G: KiB, MiB, GiB\n"
     "  -T, --targets K      storage targets and groups, 1 to the ranks (default 1)\n"
+    "  -t, --target-dir D   a target's folder instead of DIR/target.<k> (repeat: one per\n"
+    "                       target, in order; the number of them is K); DIR keeps the index\n"
     "  -b, --block B        bytes per write call, a multiple of 8, at most SIZE (default 1M)\n"
     "  -n, --no-adapt       adaptive's groups and files without moving writers: the baseline\n"
     "  -V, --verify         read every rank's data back (adaptive: through the global index)\n"
@@ -132,6 +139,7 @@ static const struct option LONG_OPTIONS[] = {
     {"keep", no_argument, NULL, 'k'},
     {"slow-target", required_argument, NULL, 'S'},
     {"slow-ms", required_argument, NULL, 'M'},
+    {"target-dir", required_argument, NULL, 't'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -168,6 +176,13 @@ static int apply_option(void *opts, int c, const char *arg, char *err) {
         return 0;
     case 'M':
         return parse_count("--slow-ms", arg, MAX_SLOW_MS, &o->slow_ms, err);
+    case 't':
+        if (o->ntarget_dirs == MAX_TARGET_DIRS)
+            return fail(err, "more than %d --target-dir", MAX_TARGET_DIRS);
+        if (arg[0] == '\0' || strlen(arg) > PATH_LEN - NAME_ROOM)
+            return fail(err, "--target-dir '%s': empty or too long", arg);
+        o->target_dirs[o->ntarget_dirs++] = arg;
+        return 0;
     case 'n':
         o->no_adapt = true;
         return 0;
@@ -188,7 +203,7 @@ static int setup_local(bench_t *b, int argc, char **argv, char *err) {
     options_t *o = &b->opt;
     o->targets = 1;
     o->slow_target = -1;
-    if (parse_args(argc, argv, ":d:m:s:T:b:S:M:nVkh", LONG_OPTIONS, apply_option, o, err) != 0)
+    if (parse_args(argc, argv, ":d:m:s:T:t:b:S:M:nVkh", LONG_OPTIONS, apply_option, o, err) != 0)
         return -1;
     if (o->help)
         return 0;
@@ -196,6 +211,9 @@ static int setup_local(bench_t *b, int argc, char **argv, char *err) {
         return fail(err, "--dir is required");
     if (o->size == 0)
         return fail(err, "--size is required");
+    if (o->ntarget_dirs > 0 && o->targets != 1 && o->targets != o->ntarget_dirs)
+        return fail(err, "--targets %ld and %d --target-dir differ", o->targets, o->ntarget_dirs);
+    o->targets = o->ntarget_dirs > 0 ? o->ntarget_dirs : o->targets;
     if (o->block == 0)
         o->block = o->size < DEFAULT_BLOCK ? o->size : DEFAULT_BLOCK;
     if (o->size % 8 != 0 || o->block % 8 != 0)
@@ -239,8 +257,18 @@ static int sc_of(const bench_t *b, int group) {
 }
 static bool is_sc(const bench_t *b) { return sc_of(b, b->group) == b->rank; }
 
+/* Target k's folder: its --target-dir, else DIR/target.<k>. */
+static void target_folder(const bench_t *b, char *path, long target) {
+    if (b->opt.ntarget_dirs > 0)
+        snprintf(path, PATH_LEN, "%s", b->opt.target_dirs[target]);
+    else
+        snprintf(path, PATH_LEN, "%s/target.%ld", b->opt.dir, target);
+}
+
 static void target_path(const bench_t *b, char *path, int target, const char *name) {
-    snprintf(path, PATH_LEN, "%s/target.%d/%s", b->opt.dir, target, name);
+    target_folder(b, path, target); /* the folder has room for a name (NAME_ROOM) */
+    size_t n = strlen(path);
+    snprintf(path + n, PATH_LEN - n, "/%s", name);
 }
 
 /* ---- the data: 8-byte words, word p of rank r's data ((r + 1) << 40 | p), never zero ------- */
@@ -611,7 +639,7 @@ static int make_targets(bench_t *b) {
     if (b->rank == 0)
         for (long k = 0; k < b->opt.targets && status == 0; k++) {
             char path[PATH_LEN], failed[PATH_LEN];
-            snprintf(path, PATH_LEN, "%s/target.%ld", b->opt.dir, k);
+            target_folder(b, path, k);
             int e = make_dirs(path, failed);
             status = e ? io_error(b, "mkdir", failed, e) : 0;
         }
@@ -694,8 +722,9 @@ static void remove_files(const bench_t *b) {
             target_path(b, path, (int)k, names[i]);
             unlink(path);
         }
-        snprintf(path, PATH_LEN, "%s/target.%ld", b->opt.dir, k);
-        rmdir(path);
+        target_folder(b, path, k);
+        if (b->opt.ntarget_dirs == 0) /* a given folder is the caller's */
+            rmdir(path);
     }
     snprintf(path, PATH_LEN, "%s/adaptive.gidx", b->opt.dir);
     unlink(path);

@@ -275,6 +275,29 @@ PROBE = Check(
     benchmark="ioprobe", rows=("probes",),
 )  # fmt: skip
 
+ADAPTIVE = Check(
+    "adaptive_check", "Adaptive I/O",
+    "Seed 004's adaptive I/O (section III-B) against one shared file (MPI-IO, collective) and a "
+    "file per process: procs writers in one group per storage target, size bytes each, with "
+    "or without a competing writer on half the targets",
+    "adaptive-<flavour>", "iostudy-adaptive", "004", ("probe",),
+    (
+        replace(PROCS, required=True),
+        PROCS_PER_NODE,
+        Param("mode", str, "adaptive (writers moved from busy targets to idle ones), mpiio (one "
+              "shared file, collective writes) or posix-fpp (a file per process)",
+              enum("adaptive", "mpiio", "posix-fpp"), default="adaptive", required=True),
+        Param("size", str, "bytes per process (seed 004: 2M, 128M, 1024M)", SIZE,
+              default="16M", required=True),
+        Param("block", str, "bytes per write call, at most size", SIZE, default="1M",
+              scan=False),
+        Param("interference", bool, "a competing writer (dd, again and again) on the first "
+              "half of the targets while the benchmark runs (seed 004, Figs. 5-7)", BOOLEAN,
+              default=False),
+    ),
+    (Stored("mib_s", MIB_S), Stored("seconds", SECONDS), Stored("moves", "writes")),
+    benchmark="adaptive", rows=("adaptive",),
+)  # fmt: skip
 BTIO = Check(
     "btio_check", "BTIO",
     "BTIO, full subtype: collective MPI-IO (seed 001, 4.4); square process counts",
@@ -454,6 +477,7 @@ CHECKS: dict[str, Check] = {
         FIO,
         NETBW,
         PROBE,
+        ADAPTIVE,
         BTIO,
         MADBENCH,
         FLASHIO,

@@ -3,7 +3,7 @@
 A study is of one kind, told from its runs (:func:`kind_of`):
 - cross-site: runs of another site imported (``iostudy import``) beside this site's;
 - characterization: log trees only (a facility's Darshan logs, ``iostudy ingest LOGROOT``);
-- interference: the interference probe (seed 004) ran;
+- interference: the interference probe or the adaptive-I/O benchmark (seed 004) ran;
 - applications: the application checks (seeds 001, 002) ran;
 - regression: three runs or more of one campaign on one system (a scheduled series);
 - acceptance: the rest (the scaling campaign, the I/O models; ``quick`` is a small one).
@@ -40,6 +40,7 @@ HEADINGS = {
     "applications": "Application benchmarks (seeds 001, 002)",
     "lustre": "Lustre storage targets: per OST and per server (seed 002)",
     "probes": "Interference probes (seed 004)",
+    "adaptive": "Adaptive I/O against MPI-IO and file per process (seed 004)",
     "iostat": "Storage devices: throughput and burstiness (seed 000)",
     "fsstats": "File systems: growth and file sizes (seed 000)",
     "perf": "ReFrame performance checks",
@@ -74,6 +75,7 @@ KINDS: dict[str, dict[str, str | None]] = {
     },
     "interference": {
         "probes": f"iostudy campaign run probe --system {SYSTEM} (hourly: iostudy schedule)",
+        "adaptive": CAMPAIGN.replace("CAMPAIGN", "adaptive"),
         "perf": CAMPAIGN,
     },
     "characterization": {
@@ -108,7 +110,7 @@ def kind_of(runs: list[dict], checks: set[str]) -> str:
         return "cross-site"
     if runs and all(is_tree(r) for r in runs):
         return "characterization"
-    if "probe_check" in checks:
+    if checks & {"probe_check", "adaptive_check"}:
         return "interference"
     if checks & set(registry.APP_CHECKS):
         return "applications"

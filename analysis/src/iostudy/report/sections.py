@@ -19,6 +19,7 @@ from iostudy.core.numfmt import short
 from iostudy.metrics import compare, metrics, scaling, workload
 from iostudy.metrics.scaling import WITHIN
 from iostudy.report import (
+    adaptive_report,
     apps,
     beforeafter,
     compare_report,
@@ -501,6 +502,7 @@ SECTIONS: tuple[Callable[[Report], None], ...] = (
     components_report.section,  # its limits: the scaling figure's modelled ceiling
     scaling_report.section,
     lambda r: probe_report.add_section(r.add, r.data["probes"]),
+    lambda r: adaptive_report.add_section(r.add, r.data["adaptive"]),
     lambda r: compare_report.add_section(r.add, r.data["perf"], r.runs_df, r.options.systems or {}),
     lambda r: apps.add_section(r.add, r.data),
     lambda r: lustre.add_section(r.add, r.data, r.runs),

@@ -274,6 +274,40 @@ def components_rows(lines, run_id: str, system: str | None):
     return rows, problems
 
 
+ADAPTIVE_FIELDS = ("mode", "adapt", "interference", "writers", "targets", "nodes",
+                   "bytes_per_writer", "bytes", "seconds", "mib_s", "moves", "index_s",
+                   "target_s", "writers_per_target")  # fmt: skip
+
+
+def _adaptive_record(rec) -> None:
+    tags = rec.get("log_tags") if isinstance(rec, dict) else None
+    if not isinstance(tags, dict) or tags.get("check") != "adaptive_check":
+        raise ValueError("not an adaptive_check record")
+    _require(rec, ("mode", "writers", "seconds", "mib_s"))
+    if rec["mode"] not in ("adaptive", "mpiio", "posix-fpp"):
+        raise ValueError(f"mode {rec['mode']!r}: not adaptive, mpiio or posix-fpp")
+    for key in ("seconds", "mib_s"):
+        if not isinstance(rec[key], int | float) or not rec[key] > 0:
+            raise ValueError(f"{key} {rec[key]!r}: not a positive number")
+
+
+def adaptive_rows(lines, run_id: str, system: str | None):
+    """Rows of one adaptive.jsonl (iostudy.benchmarks.adaptive: one run per line, with the
+    job's log tags) and the problems of the lines that are not."""
+    records, problems = _checked_records(lines, _adaptive_record)
+    rows = []
+    for rec in records:
+        tags = rec["log_tags"]
+        row = {k: rec.get(k) for k in ADAPTIVE_FIELDS}
+        row.update(run_id=run_id, system=tags.get("system") or system,
+                   environ=tags.get("environ"), repetition=int_or_none(tags.get("repetition")),
+                   log_tags=log_tags_json(tags))  # fmt: skip
+        for key in ("writers", "targets", "nodes", "bytes_per_writer", "bytes", "moves"):
+            row[key] = int_or_none(row[key])
+        rows.append(row)
+    return rows, problems
+
+
 #: each benchmark output file a run's ReFrame output holds -> its table and its rows' reader
 #: (lines, run_id, case, system, campaign parameters)
 OUTPUTS = {
@@ -282,6 +316,8 @@ OUTPUTS = {
         lines, run_id, system)),
     "components.jsonl": ("components", lambda lines, run_id, case, system, params: (
         components_rows(lines, run_id, system))),
+    "adaptive.jsonl": ("adaptive", lambda lines, run_id, case, system, params: (
+        adaptive_rows(lines, run_id, system))),
 }  # fmt: skip
 
 

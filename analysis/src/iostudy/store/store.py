@@ -242,6 +242,32 @@ TABLES: dict[str, pa.Schema] = {
             ("log_tags", pa.string()),  # JSON object: the check's tags
         ]
     ),
+    # One row per run of seed 004's adaptive benchmark (adaptive_check's adaptive.jsonl;
+    # iostudy.benchmarks.adaptive).
+    "adaptive": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("system", pa.string()),
+            ("environ", pa.string()),
+            ("repetition", pa.int64()),
+            ("mode", pa.string()),  # adaptive, mpiio, posix-fpp
+            ("adapt", pa.bool_()),  # writers moved (adaptive mode)
+            ("interference", pa.bool_()),  # a competing writer on half the targets
+            ("writers", pa.int64()),
+            ("targets", pa.int64()),
+            ("nodes", pa.int64()),
+            ("bytes_per_writer", pa.int64()),
+            ("bytes", pa.int64()),
+            ("seconds", pa.float64()),  # a barrier to the last close
+            ("mib_s", pa.float64()),
+            ("moves", pa.int64()),  # adaptive writes
+            ("index_s", pa.float64()),
+            ("target_s", pa.string()),  # JSON list: per target, when its last write closed
+            ("writers_per_target", pa.string()),  # JSON list: where the data went
+            ("source_path", pa.string()),
+            ("log_tags", pa.string()),  # JSON object: the check's tags
+        ]
+    ),
     # One row per writer of an interference probe sample (probe_check's logs;
     # iostudy.benchmarks.probe).
     "probes": pa.schema(

@@ -1,0 +1,90 @@
+"""Seed 004's adaptive I/O (section III-B) as adaptive_check runs it: iostudy's adaptive benchmark
+(reframe-checks/src/adaptive) in one of three modes (adaptive, mpiio: one shared file written
+collectively, posix-fpp: a file per process), its ranks in one group per storage target, with or
+without induced interference (a competing writer on the first half of the targets, started by
+the check, as seed 004's Figs. 5-7 compare). Pure functions, without pandas: ReFrame imports
+this.
+
+Each run is one record of adaptive.jsonl (the store's adaptive table); its performance
+variables are the run's MiB/s and seconds, and the adaptive writes it made.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from iostudy.benchmarks import benchparse
+from iostudy.core.numfmt import MIB_S
+
+MODES = ("adaptive", "mpiio", "posix-fpp")
+#: the competing writer's file on an interfered target, and how much it writes at a time
+INTERFERER_FILE = "interference.dat"
+INTERFERER_MIB = 64
+
+
+def arguments(index_dir, target_dirs: list, mode: str, size: str, block: str) -> list[str]:
+    """The benchmark's command line: the global index in index_dir, one folder per target."""
+    args = ["--dir", str(index_dir), "--mode", mode, "--size", str(size), "--block", str(block)]
+    for folder in target_dirs:
+        args += ["--target-dir", str(folder)]
+    return args
+
+
+def interfered(targets: list) -> list:
+    """The targets a competing writer loads: the first half, at least one (seed 004: three
+    writers on each of 8 of the file system's targets)."""
+    return targets[: max(1, len(targets) // 2)]
+
+
+def interference_commands(targets: list) -> tuple[list[str], list[str]]:
+    """The job's shell lines that start one competing writer per interfered target before the
+    benchmark (dd of INTERFERER_MIB MiB with an fsync, again and again) and stop it and remove
+    its file after."""
+    start = []
+    stop = ["kill $IOSTUDY_INTERFERERS 2>/dev/null; wait $IOSTUDY_INTERFERERS 2>/dev/null"]
+    for folder in interfered(targets):
+        path = shlex.quote(f"{folder}/{INTERFERER_FILE}")
+        dd = f"dd if=/dev/zero of={path} bs=1M count={INTERFERER_MIB} conv=fsync status=none"
+        # the loop's TERM ends its dd too: nothing writes once the job has stopped it
+        loop = (f"trap 'kill $d 2>/dev/null; exit 0' TERM; "
+                f"while :; do {dd} & d=$!; wait $d || break; done")  # fmt: skip
+        start.append(f'( {loop} ) & IOSTUDY_INTERFERERS="$IOSTUDY_INTERFERERS $!"')
+        stop.append(f"rm -f {path}")
+    return start, stop
+
+
+def parse(text: str) -> dict:
+    """The benchmark's JSON line in a job's output; ValueError when there is none."""
+    return benchparse.json_line(text, "adaptive")
+
+
+def sanity(parsed: dict, mode: str, writers: int, targets: int, size: int) -> list[str]:
+    problems = []
+    for key, want in (("mode", mode), ("writers", writers), ("targets", targets),
+                      ("bytes_per_writer", size), ("verified", True)):  # fmt: skip
+        if parsed.get(key) != want:
+            problems.append(f"{key} {parsed.get(key)!r}, expected {want!r}")
+    if sum(parsed.get("writers_per_target") or []) != writers:
+        problems.append(f"writers per target {parsed.get('writers_per_target')}: not {writers}")
+    if not (parsed.get("seconds") or 0) > 0:
+        problems.append(f"seconds {parsed.get('seconds')!r}: not positive")
+    return problems
+
+
+def performance(parsed: dict) -> dict[str, tuple[float, str]]:
+    return {
+        "mib_s": (parsed["mib_s"], MIB_S),
+        "seconds": (parsed["seconds"], "s"),
+        "moves": (parsed["moves"], "writes"),
+    }
+
+
+def record(parsed: dict, interference: bool, nodes: int) -> dict:
+    """The store's row of one run (its lists as JSON text)."""
+    row = {k: parsed.get(k) for k in ("mode", "adapt", "writers", "targets", "bytes_per_writer",
+                                      "bytes", "seconds", "mib_s", "moves", "index_s")}  # fmt: skip
+    row.update(interference=interference, nodes=nodes,
+               target_s=json.dumps(parsed.get("target_s")),
+               writers_per_target=json.dumps(parsed.get("writers_per_target")))  # fmt: skip
+    return row
