@@ -105,7 +105,8 @@ def test_campaign_not_json(configs_copy):
 
 
 def test_unknown_campaign_lists_the_known(configs_copy):
-    known = r"\(known: acceptance, applications, components, interference, probe, quick\)"
+    names = "acceptance, adaptive, applications, components, interference, probe, quick"
+    known = rf"\(known: {names}\)"
     with pytest.raises(config.ConfigError, match=rf"no such campaign 'nosuch' {known}"):
         config.load_campaign("nosuch")
 
@@ -217,8 +218,8 @@ def test_a_check_without_exclusions_refuses_them(configs_copy, tmp_path, capsys)
     assert status == 2
     assert (
         "campaign quick: checks[0].exclude: iomodel_check has no exclusions (checks that have: "
-        "btio_check, fio_check, flashio_check, haccio_check, hmmer_check, ior_check, "
-        "madbench_check, mdtest_check, metarates_check, netbw_check, probe_check)"
+        "adaptive_check, btio_check, fio_check, flashio_check, haccio_check, hmmer_check, "
+        "ior_check, madbench_check, mdtest_check, metarates_check, netbw_check, probe_check)"
     ) in capsys.readouterr().err
 
 

@@ -65,7 +65,7 @@ def test_schema_check_says_when_the_file_differs(tmp_path, capsys):
 
 def test_every_check_file_is_registered():
     files = sorted(p.stem for p in CHECKS_DIR.glob("*_check.py"))
-    assert files == sorted(registry.CHECKS) and len(files) == 12
+    assert files == sorted(registry.CHECKS) and len(files) == 13
 
 
 @pytest.mark.parametrize("name", sorted(registry.CHECKS))
@@ -118,7 +118,7 @@ def test_what_campaign_run_takes_from_the_registry():
     benchmarks = {n: c.benchmark for n, c in registry.CHECKS.items() if c.benchmark}
     assert benchmarks == {
         "iomodel_check": "iomodel", "metarates_check": "metarates", "probe_check": "ioprobe",
-        "netbw_check": "netbw",
+        "netbw_check": "netbw", "adaptive_check": "adaptive",
     }  # fmt: skip
     assert {n for n, c in registry.CHECKS.items() if not c.excludable} == {"iomodel_check"}
     assert {n for n, c in registry.CHECKS.items() if c.spack_view} == {
