@@ -380,6 +380,18 @@ def test_each_storage_target_is_a_test_case_where_the_system_lists_targets(tmp_p
     assert "fio_check.storage_target=n1-disk,n2-disk" in cmd
 
 
+def test_more_ranks_a_node_than_cores_is_refused_not_left_pending(configs_copy, tmp_path, capsys):
+    edit(configs_copy / "campaigns" / "adaptive.json",
+         lambda c: c["checks"][0]["parameters"].update(procs=8, procs_per_node=4))  # fmt: skip
+    status = main(["campaign", "run", "adaptive", "--system", "testcluster",
+                   "--results", str(tmp_path)])  # fmt: skip
+    assert status == 2
+    assert (
+        "campaign adaptive: checks[0].parameters: procs_per_node 4 exceeds the 2 cores per node "
+        "of system testcluster (the scheduler would keep the job pending for ever)"
+    ) in capsys.readouterr().err
+
+
 def test_a_storage_target_the_system_does_not_list_is_refused(configs_copy, tmp_path, capsys):
     edit(
         configs_copy / "campaigns" / "components.json",

@@ -139,3 +139,22 @@ class Cluster:
 def parse_hello(output: str) -> list[tuple[int, int, str, str]]:
     """(rank, size, host, node) of every line of the hello program."""
     return [(int(r), int(s), h, n) for r, s, h, n in HELLO_LINE.findall(output)]
+
+
+def target_devices(cluster, monkeypatch) -> dict[str, tuple[str, str]]:
+    """Each storage target of the cluster -> (its node, the block device mounted there)."""
+    monkeypatch.setenv("IOSTUDY_CLUSTER_STATE", cluster.env["IOSTUDY_CLUSTER_STATE"])
+    devices = {}
+    for target in config.storage_targets(cluster.system):
+        mount = config.storage_path(target["path"], Path("."))
+        found = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "--mountpoint", str(mount)],
+                               capture_output=True, text=True)  # fmt: skip
+        assert found.returncode == 0, f"storage target {target['name']}: nothing mounted at {mount}"
+        devices[target["name"]] = (target["node"], Path(found.stdout.strip()).name)
+    return devices
+
+
+def bytes_written(device: str) -> int:
+    """What the block device wrote since it was set up: the kernel's sectors written (field 7
+    of /sys/block/<dev>/stat; 512 bytes each whatever the device)."""
+    return int(Path(f"/sys/block/{device}/stat").read_text().split()[6]) * 512

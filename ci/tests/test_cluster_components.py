@@ -7,35 +7,14 @@ loop device wrote is the independent check that fio wrote where the row says."""
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
-from slurmtest import REPO_ROOT, VENV_BIN
+from slurmtest import REPO_ROOT, VENV_BIN, bytes_written, target_devices
 
-from iostudy.core import config
 from iostudy.report import report
 from iostudy.store import store
 
 MIB = 1 << 20
-
-
-def target_devices(cluster, monkeypatch) -> dict[str, tuple[str, str]]:
-    """Each storage target of the cluster -> (its node, the block device mounted there)."""
-    monkeypatch.setenv("IOSTUDY_CLUSTER_STATE", cluster.env["IOSTUDY_CLUSTER_STATE"])
-    devices = {}
-    for target in config.storage_targets(cluster.system):
-        mount = config.storage_path(target["path"], Path("."))
-        found = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "--mountpoint", str(mount)],
-                               capture_output=True, text=True)  # fmt: skip
-        assert found.returncode == 0, f"storage target {target['name']}: nothing mounted at {mount}"
-        devices[target["name"]] = (target["node"], Path(found.stdout.strip()).name)
-    return devices
-
-
-def bytes_written(device: str) -> int:
-    """What the block device wrote since it was set up: the kernel's sectors written (field 7
-    of /sys/block/<dev>/stat; 512 bytes each whatever the device)."""
-    return int(Path(f"/sys/block/{device}/stat").read_text().split()[6]) * 512
 
 
 def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
