@@ -80,19 +80,19 @@ def run(
     *args,
     app_env: dict | None = None,
     timeout: int = 120,
+    preexec_fn=None,
 ) -> subprocess.CompletedProcess:
     """The benchmark under mpirun with nprocs ranks (app_env to the ranks only, so that mpirun
     itself is never instrumented), or alone as an MPI singleton (one rank, app_env added to its
-    environment) when nprocs is None."""
+    environment) when nprocs is None; preexec_fn runs in the child first (a cgroup to join)."""
     cmd = [str(binary(benchmark, flavour)), *map(str, args)]
     env = run_env()
     if nprocs is not None:
         cmd = launcher(flavour, nprocs, app_env) + cmd
     else:
         env.update({key: str(value) for key, value in (app_env or {}).items()})
-    return subprocess.run(
-        cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False, preexec_fn=preexec_fn)  # fmt: skip
 
 
 def runtime_env(logs: Path) -> dict:

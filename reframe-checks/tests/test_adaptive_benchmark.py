@@ -2,8 +2,9 @@
 per process), run for real under both MPIs with 1 to 8 ranks (oversubscribed). The files are
 read back here, in Python, with the benchmark's global index: every writer's words
 ((rank + 1) << 40 | word number) must be where the index says, each file tiled without a gap.
-A slowed target is the benchmark's documented test seam (--slow-target, --slow-ms: a sleep after
-every block written into that target's folder), since no target here is busy by itself."""
+A slow target is made for real, an ext4 file system on a loop device whose writes the kernel's
+block throttle holds to 20 MiB/s, and with the benchmark's documented test seam (--slow-target,
+--slow-ms: a sleep after every block written into that target's folder)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import benchmark_runs as bench
 import pytest
+from blockdev import loop_filesystem, write_throttle
 
 SIZE = 256 * 1024
 ENTRY = struct.Struct("<4q")  # writer, target, offset, bytes
@@ -28,20 +30,21 @@ def global_index(folder: Path) -> list[tuple[int, int, int, int]]:
     return [ENTRY.unpack_from(data, i) for i in range(0, len(data), ENTRY.size)]
 
 
-def check_placed(folder: Path, nprocs: int, size: int) -> dict[int, int]:
-    """Every writer's data found through the global index, each file tiled from 0; returns the
-    writers per target."""
+def check_placed(folder: Path, nprocs: int, size: int, targets=None) -> dict[int, int]:
+    """Every writer's data found through the global index (in folder), each file tiled from 0
+    (in folder/target.<k>, or in targets[k]); returns the writers per target."""
     entries = global_index(folder)
+    where = (lambda k: targets[k]) if targets else (lambda k: folder / f"target.{k}")
     assert sorted(e[0] for e in entries) == list(range(nprocs))
     per_target: dict[int, int] = {}
     for writer, target, offset, nbytes in entries:
         assert (nbytes, offset % size) == (size, 0)
-        with open(folder / f"target.{target}" / "adaptive.dat", "rb") as f:
+        with open(where(target) / "adaptive.dat", "rb") as f:
             f.seek(offset)
             assert f.read(size) == words(writer, size), (writer, target, offset)
         per_target[target] = per_target.get(target, 0) + 1
     for target, count in per_target.items():
-        file = folder / f"target.{target}" / "adaptive.dat"
+        file = where(target) / "adaptive.dat"
         offsets = sorted(e[2] for e in entries if e[1] == target)
         assert offsets == [k * size for k in range(count)] and file.stat().st_size == count * size
     return per_target
@@ -102,6 +105,33 @@ def test_adaptive_moves_writers_off_a_slowed_target_and_finishes_sooner(flavour,
     assert lines[True]["moves"] >= 1
     assert lines[True]["writers_per_target"][fast] == 4 + lines[True]["moves"]
     assert lines[True]["seconds"] < 0.8 * lines[False]["seconds"], lines
+
+
+@pytest.mark.parametrize("flavour", bench.FLAVOURS)
+def test_adaptive_moves_writers_off_a_throttled_device(flavour, tmp_path):
+    """Two targets, each an ext4 file system on a loop device, the second's writes held to 20
+    MiB/s by the kernel: 8 writers of 4 MiB. Without adapting, the slow target's 4 writers
+    take their turns there (16 MiB: about 0.8 s); adaptive I/O moves waiting writers to the
+    fast target and must end sooner, with more of them there."""
+    bench.require("adaptive", flavour)
+    with (loop_filesystem(tmp_path / "fast", 256) as fast,
+          loop_filesystem(tmp_path / "slow", 256) as slow,
+          write_throttle(slow, 20) as join):  # fmt: skip
+        lines = {}
+        for adapt in (True, False):
+            index = tmp_path / ("adapt" if adapt else "fixed")
+            args = ["--dir", index, "--size", "4M", "--target-dir", fast, "--target-dir", slow,
+                    "--verify", "--keep", *([] if adapt else ["--no-adapt"])]  # fmt: skip
+            (lines[adapt],) = bench.json_lines(bench.run("adaptive", flavour, 8, *args,
+                                                         preexec_fn=join))  # fmt: skip
+            placed = check_placed(index, 8, 4 << 20, [fast, slow])
+            assert lines[adapt]["writers_per_target"] == [placed.get(0, 0), placed.get(1, 0)]
+            for folder in (fast, slow):
+                for name in ("adaptive.dat", "adaptive.idx"):
+                    (folder / name).unlink()
+    assert lines[False]["writers_per_target"] == [4, 4] and lines[True]["moves"] >= 1
+    assert lines[True]["writers_per_target"][0] == 4 + lines[True]["moves"]
+    assert lines[True]["seconds"] < 0.75 * lines[False]["seconds"], lines
 
 
 @pytest.mark.parametrize("flavour", bench.FLAVOURS)
