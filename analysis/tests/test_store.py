@@ -416,3 +416,37 @@ def test_component_records_from_the_checks(run_dir, tmp_path, capsys):
                  "line 3: component 'disk': not storage or network",
                  "line 4: mib_s -1: not a rate", "line 5: "):  # fmt: skip
         assert said in reason, reason
+
+
+def test_adaptive_records_from_the_check(run_dir, tmp_path, capsys):
+    """adaptive.jsonl as adaptive_check writes it becomes the adaptive table; a line of another
+    check, an unknown mode or a time that is no positive number is left out and the file
+    quarantined with each reason."""
+    from iostudy.benchmarks import adaptive, checks
+
+    out = run_dir / "reframe" / "output" / "local" / "default" / "openmpi" / "adaptive_check_1"
+    out.mkdir(parents=True)
+    parsed = {"mode": "adaptive", "adapt": True, "writers": 8, "targets": 2, "bytes": 8 << 20,
+              "bytes_per_writer": 1 << 20, "seconds": 0.5, "mib_s": 16.0, "moves": 2,
+              "index_s": 0.01, "target_s": [0.3, 0.5], "writers_per_target": [6, 2]}  # fmt: skip
+    tags = {"check": "adaptive_check", "system": "local", "environ": "openmpi"}
+    checks.save_json_lines([adaptive.record(parsed, True, 1)], out / "adaptive.jsonl", tags)
+    bad = [{"log_tags": {"check": "fio_check"}, "mode": "adaptive"},
+           {"log_tags": tags, "mode": "hdf5", "writers": 1, "seconds": 1, "mib_s": 1},
+           {"log_tags": tags, "mode": "mpiio", "writers": 1, "seconds": 0, "mib_s": 1}]  # fmt: skip
+    with open(out / "adaptive.jsonl", "a") as f:
+        f.write("".join(json.dumps(b) + "\n" for b in bad))
+    st = tmp_path / "store"
+    status, _, err = ingest(capsys, run_dir, "--store", st)
+    assert status == 0, err
+    con = store.connect(st)
+    (row,) = con.execute("SELECT * FROM adaptive").df().to_dict("records")
+    assert (row["mode"], row["writers"], row["moves"], row["interference"]) == (
+        "adaptive", 8, 2, True)  # fmt: skip
+    assert json.loads(row["writers_per_target"]) == [6, 2] and row["mib_s"] == 16.0
+    (reason,) = con.execute(
+        "SELECT reason FROM quarantine WHERE path LIKE '%adaptive.jsonl'").fetchone()  # fmt: skip
+    for said in ("line 2: not an adaptive_check record",
+                 "line 3: mode 'hdf5': not adaptive, mpiio or posix-fpp",
+                 "line 4: seconds 0: not a positive number"):  # fmt: skip
+        assert said in reason, reason

@@ -256,22 +256,29 @@ def _components_record(rec) -> None:
             raise ValueError(f"{key} {rec[key]!r}: not a rate")
 
 
-def components_rows(lines, run_id: str, system: str | None):
-    """Rows of one components.jsonl (iostudy.benchmarks.components: a measured point per line,
-    with the job's log tags) and the problems of the lines that are not."""
-    records, problems = _checked_records(lines, _components_record)
+def _tagged_rows(lines, run_id: str, system: str | None, record_check, fields, counts):
+    """Rows of a check's JSON lines, each a record with the job's log tags (the check named in
+    them): its fields, the integer ones (counts) as integers, the run and the tags' system,
+    environ, check and repetition; and the problems of the lines that are not."""
+    records, problems = _checked_records(lines, record_check)
     rows = []
     for rec in records:
         tags = rec["log_tags"]
-        row = {k: rec.get(k) for k in COMPONENT_FIELDS}
+        row = {k: rec.get(k) for k in fields}
         row.update(run_id=run_id, system=tags.get("system") or system,
                    environ=tags.get("environ"), check=tags.get("check"),
                    repetition=int_or_none(tags.get("repetition")),
                    log_tags=log_tags_json(tags))  # fmt: skip
-        for key in ("block", "jobs", "iodepth", "bytes", "procs", "nodes"):
-            row[key] = int_or_none(row[key])
+        row.update({key: int_or_none(row[key]) for key in counts})
         rows.append(row)
     return rows, problems
+
+
+def components_rows(lines, run_id: str, system: str | None):
+    """Rows of one components.jsonl (iostudy.benchmarks.components: a measured point per line,
+    with the job's log tags) and the problems of the lines that are not."""
+    counts = ("block", "jobs", "iodepth", "bytes", "procs", "nodes")
+    return _tagged_rows(lines, run_id, system, _components_record, COMPONENT_FIELDS, counts)
 
 
 ADAPTIVE_FIELDS = ("mode", "adapt", "interference", "writers", "targets", "nodes",
@@ -294,18 +301,8 @@ def _adaptive_record(rec) -> None:
 def adaptive_rows(lines, run_id: str, system: str | None):
     """Rows of one adaptive.jsonl (iostudy.benchmarks.adaptive: one run per line, with the
     job's log tags) and the problems of the lines that are not."""
-    records, problems = _checked_records(lines, _adaptive_record)
-    rows = []
-    for rec in records:
-        tags = rec["log_tags"]
-        row = {k: rec.get(k) for k in ADAPTIVE_FIELDS}
-        row.update(run_id=run_id, system=tags.get("system") or system,
-                   environ=tags.get("environ"), repetition=int_or_none(tags.get("repetition")),
-                   log_tags=log_tags_json(tags))  # fmt: skip
-        for key in ("writers", "targets", "nodes", "bytes_per_writer", "bytes", "moves"):
-            row[key] = int_or_none(row[key])
-        rows.append(row)
-    return rows, problems
+    counts = ("writers", "targets", "nodes", "bytes_per_writer", "bytes", "moves")
+    return _tagged_rows(lines, run_id, system, _adaptive_record, ADAPTIVE_FIELDS, counts)
 
 
 #: each benchmark output file a run's ReFrame output holds -> its table and its rows' reader
