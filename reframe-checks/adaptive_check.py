@@ -61,9 +61,11 @@ class adaptive_check(BenchmarkCheck):
     def target_folders(self, system: dict, workdir: Path) -> list[Path]:
         """This case's folder on each storage target the system lists, else K folders under
         its scratch folder; at most one a writer."""
-        listed = config.storage_targets(system)
+        listed = config.storage_targets(system)[: self.procs]
         if listed:
             roots = [config.storage_path(t["path"], self.run_folder()) for t in listed]
+            for target, root in zip(listed, roots, strict=True):
+                self.require_target_folder(target["name"], root)
             folders = [self.job_folder(root) for root in roots]
         else:
             count = probe.storage_targets(system)

@@ -13,7 +13,6 @@ ceiling model reads. By hand:
         -S operation=write -S jobs=2 -S size=64M -r
 """
 
-import shlex
 from pathlib import Path
 
 import reframe as rfm
@@ -79,15 +78,11 @@ class fio_check(BenchmarkCheck):
         return target
 
     def run_on_target(self, target: dict) -> None:
-        """On the target's node (its server), and only where its folder is: a missing mount
-        would have fio measure whatever disk holds the mount point."""
+        """On the target's node (its server), and only where its folder is."""
         node = target.get("node")
         if node and self.current_partition.scheduler.registered_name != "local":
             self.job.options += [f"--nodelist={node}"]
-        folder = shlex.quote(self.scratch_dir)
-        self.prerun_cmds.insert(0, f'test -d {folder} || {{ echo "storage target '
-                                   f'{target["name"]}: no folder {folder} on $(hostname)" >&2; '
-                                   "exit 1; }")  # fmt: skip
+        self.require_target_folder(target["name"], self.scratch_dir)
 
     def parse(self, text):
         return components.fio_parse(text)

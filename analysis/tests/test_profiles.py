@@ -26,11 +26,20 @@ def testcluster():
     return config.load_system("testcluster")
 
 
+def other_machine(testcluster: dict) -> dict:
+    """The test cluster's description without what only it has: the testbed section and the
+    storage targets on its nodes."""
+    system = copy.deepcopy(testcluster)
+    del system["testbed"]
+    for entry in system["storage"]:
+        entry.pop("targets", None)
+    return system
+
+
 @pytest.fixture
 def facility(testcluster):
     """A made-up facility machine: two partitions (the second the default), days of wall time."""
-    system = copy.deepcopy(testcluster)
-    del system["testbed"]
+    system = other_machine(testcluster)
     system.update(
         name="site-machine",
         nodes={"count": 8, "name_prefix": "c", "cores_per_node": 16, "memory_mib": 65536},
@@ -44,8 +53,7 @@ def facility(testcluster):
 
 @pytest.fixture
 def local_system(testcluster):
-    system = copy.deepcopy(testcluster)
-    del system["testbed"]
+    system = other_machine(testcluster)
     system.update(name="local", scheduler="local")
     system["nodes"]["count"] = 1
     return system

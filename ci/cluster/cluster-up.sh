@@ -277,7 +277,9 @@ ensure_target() {
         truncate -s "${TESTBED_TARGET_MIB}M" "$image"
         mkfs.ext4 -q -F -E nodiscard "$image" || die "mkfs.ext4 $image failed"
     fi
-    dev=$(losetup --find --show "$image") ||
+    # a loop device left attached to the image (a run that stopped half way) is reused
+    dev=$(losetup -j "$image" -n -O NAME | head -n 1)
+    [ -n "$dev" ] || dev=$(losetup --find --show "$image") ||
         die "no loop device for storage target $image (is the loop module loaded?)"
     record "loop $dev"
     mount -o discard "$dev" "$mount" || die "cannot mount $dev ($image) at $mount"

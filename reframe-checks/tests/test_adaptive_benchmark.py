@@ -166,3 +166,52 @@ def test_help_names_the_modes_and_the_test_seam():
     bench.require("adaptive", "mpich")
     res = bench.run("adaptive", "mpich", None, "--help")
     assert res.returncode == 0 and "posix-fpp" in res.stdout and "test seam" in res.stdout
+
+
+def llapi_calls(res) -> list[tuple[str, ...]]:
+    return sorted(
+        tuple(x.split()[1:]) for x in res.stderr.splitlines() if x.startswith("llapi_file_create ")
+    )
+
+
+@pytest.mark.parametrize("flavour", bench.FLAVOURS)
+def test_lustre_a_groups_file_on_its_ost_and_the_shared_one_over_all(
+    flavour, lustre_stand_ins, tmp_path
+):
+    """No Lustre here: an LD_PRELOADed statfs says Lustre and a stand-in liblustreapi logs its
+    llapi_file_create calls (benchmark_runs). 4 ranks on 2 targets, twice with --keep (the kept
+    files are removed first): adaptive, each group's file with one stripe on OST k; posix-fpp,
+    each rank's file on its group's OST; mpiio, the shared file over 2 OSTs."""
+    bench.require("adaptive", flavour)
+    shim, libdir = lustre_stand_ins
+    env = {"LD_PRELOAD": shim, "LD_LIBRARY_PATH": libdir}
+    want = {
+        "adaptive": [(f"{tmp_path}/target.{k}/adaptive.dat", "0", str(k), "1", "0")
+                     for k in range(2)],
+        "posix-fpp": [(f"{tmp_path}/target.{r // 2}/fpp.{r}", "0", str(r // 2), "1", "0")
+                      for r in range(4)],
+        "mpiio": [(f"{tmp_path}/target.0/shared.dat", "0", "-1", "2", "0")],
+    }  # fmt: skip
+    for mode, calls in want.items():
+        for _ in range(2):
+            res = bench.run("adaptive", flavour, 4, "--dir", tmp_path, "--size", "64K",
+                            "--targets", 2, "--mode", mode, "--verify", "--keep",
+                            app_env=env)  # fmt: skip
+            (line,) = bench.json_lines(res)
+            assert line["verified"] is True and llapi_calls(res) == calls, bench.describe(res)
+            said = [x for x in res.stderr.splitlines() if x.startswith("adaptive: ")]
+            assert said == [f"adaptive: {tmp_path}/target.0 is on Lustre: group k's files on OST "
+                            "k, one stripe each; the shared file over 2 OSTs "
+                            "(liblustreapi.so.1)"], bench.describe(res)  # fmt: skip
+
+
+@pytest.mark.parametrize("flavour", bench.FLAVOURS)
+def test_a_kept_run_leaves_no_stale_bytes_under_the_next(flavour, tmp_path):
+    bench.require("adaptive", flavour)
+    for mode in ("adaptive", "mpiio"):
+        for size in ("1M", "256K"):
+            res = bench.run("adaptive", flavour, 3, "--dir", tmp_path, "--size", size,
+                            "--targets", 2, "--mode", mode, "--keep")  # fmt: skip
+            bench.json_lines(res)
+    check_placed(tmp_path, 3, 256 << 10)  # each file exactly its writers' data
+    assert (tmp_path / "target.0" / "shared.dat").stat().st_size == 3 * (256 << 10)

@@ -53,6 +53,8 @@ def test_the_check_writes_to_the_targets_the_system_lists(configs_copy, tmp_path
     on the first only, and nothing left on either after the jobs."""
     bench.require("adaptive", "openmpi")
     targets = [tmp_path / "disk0", tmp_path / "disk1"]
+    for folder in targets:
+        folder.mkdir()
     path = configs_copy / "systems" / "local" / "system.json"
     system = json.loads(path.read_text())
     system["storage"][0]["targets"] = [{"name": f"t{k}", "path": str(t)}
@@ -111,3 +113,26 @@ def test_target_dirs_hold_the_files_and_stay(flavour, tmp_path):
                     "--target-dir", a, "--target-dir", b)  # fmt: skip
     bench.json_lines(res)
     assert a.is_dir() and b.is_dir() and not list(a.iterdir()) and not list(b.iterdir())
+
+
+def test_a_listed_target_whose_folder_is_missing_fails_the_job_naming_it(
+    configs_copy, tmp_path, capsys
+):
+    """A target not mounted: the job stops before writing, rather than measure the disk under
+    the mount point."""
+    bench.require("adaptive", "openmpi")
+    present, missing = tmp_path / "disk0", tmp_path / "disk1"
+    present.mkdir()
+    path = configs_copy / "systems" / "local" / "system.json"
+    system = json.loads(path.read_text())
+    system["storage"][0]["targets"] = [{"name": "t0", "path": str(present)},
+                                       {"name": "t1", "path": str(missing)}]  # fmt: skip
+    path.write_text(json.dumps(system))
+    params = {"procs": 2, "mode": "adaptive", "size": "1M"}
+    entry = {"check": "adaptive_check", "parameters": params}
+    runs.write_campaign(configs_copy, "gone", [entry], environs=["openmpi"])
+    status, out, run_dir = runs.run_campaign(capsys, "gone", "local", tmp_path / "results")
+    assert status != 0 and not missing.exists()
+    (err,) = [p.read_text() for p in run_dir.rglob("rfm_job.err")]
+    assert f"storage target t1: no folder {missing} on " in err
+    assert not list((run_dir / "darshan").rglob("*.darshan"))  # nothing ran

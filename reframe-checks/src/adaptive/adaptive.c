@@ -2,7 +2,8 @@
  * measured against, one shared file written collectively with MPI-IO and a file per process.
  *
  * The ranks are split into K groups of consecutive ranks, one per storage target; target k is the
- * folder DIR/target.<k> (on Lustre its files get one stripe on OST k). In --mode adaptive the
+ * folder DIR/target.<k> (on Lustre its files get one stripe on OST k, the shared file a stripe on
+ * each of K OSTs). In --mode adaptive the
  * first rank of each group is its sub-coordinator (SC): it writes its own data first, then lets
  * its writers write one at a time, each at the next offset of the group's one file
  * DIR/target.<k>/adaptive.dat. Rank 0 is also the coordinator (C): as groups finish, it asks the
@@ -109,7 +110,8 @@ static const char USAGE[] = USAGE_TEXT
     "  -m, --mode M         adaptive (default), mpiio (one shared file, collective writes) or\n"
     "                       posix-fpp (a file per process in its group's target)\n"
     "  -s, --size SIZE      bytes per rank, a multiple of 8; suffix K, M or G: KiB, MiB, GiB\n"
-    "  -T, --targets K      storage targets and groups, 1 to the ranks (default 1)\n"
+    "  -T, --targets K      storage targets and groups, 1 to the ranks (default 1); on Lustre\n"
+    "                       group k's files get one stripe on OST k, the shared file K stripes\n"
     "  -t, --target-dir D   a target's folder instead of DIR/target.<k> (repeat: one per\n"
     "                       target, in order; the number of them is K); DIR keeps the index\n"
     "  -b, --block B        bytes per write call, a multiple of 8, at most SIZE (default 1M)\n"
@@ -646,6 +648,48 @@ static int make_targets(bench_t *b) {
     return agree(status);
 }
 
+/* The file this rank makes before the timed phase, and its Lustre layout: an SC its group's
+ * file (adaptive) and every rank its own (posix-fpp) with one stripe on OST k of target k, rank 0
+ * the shared file (mpiio) over K OSTs; false for the others. */
+static bool owned_file(const bench_t *b, char *path, int *ost, int *stripes) {
+    char name[32];
+    *ost = b->group;
+    *stripes = 1;
+    if (b->opt.mode == MODE_ADAPTIVE && is_sc(b)) {
+        target_path(b, path, b->group, "adaptive.dat");
+    } else if (b->opt.mode == MODE_FPP) {
+        snprintf(name, sizeof name, "fpp.%d", b->rank);
+        target_path(b, path, b->group, name);
+    } else if (b->opt.mode == MODE_MPIIO && b->rank == 0) {
+        target_path(b, path, 0, "shared.dat");
+        *ost = -1; /* the file system's choice of the first */
+        *stripes = (int)b->opt.targets;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Untimed, before the barrier: a file of an earlier run (--keep) is removed, so that no stale
+ * byte stays past the new data and, on Lustre, the file is made anew with its layout
+ * (owned_file; llapi_file_create refuses an existing file). Rank 0 says whether the targets
+ * are on Lustre. Elsewhere the opens create the files. */
+static int place_files(bench_t *b) {
+    char path[PATH_LEN], what[128];
+    target_folder(b, path, 0);
+    snprintf(what, sizeof what,
+             "group k's files on OST k, one stripe each; the shared file over %ld OSTs",
+             b->opt.targets);
+    llapi_file_create_fn create = lustre_api(b->rank == 0 ? "adaptive" : NULL, path, what);
+    int ost, stripes;
+    if (!owned_file(b, path, &ost, &stripes))
+        return 0;
+    if (unlink(path) != 0 && errno != ENOENT)
+        return io_error(b, "unlink", path, errno);
+    int rc = create ? create(path, 0, ost, stripes, 0) : 0;
+    return rc == 0 ? 0 : io_error(b, "llapi_file_create", path, -rc);
+}
+
 static void report(const bench_t *b, double seconds, double index_s, const double *target_s,
                    bool verified) {
     double bytes = (double)b->opt.size * b->nranks;
@@ -745,6 +789,8 @@ static int run(bench_t *b) {
         return status;
     MPI_Buffer_attach(b->bsend, bsize);
     status = make_targets(b);
+    if (status == 0)
+        status = agree(place_files(b));
     if (status == 0)
         status = measure(b);
     void *attached;

@@ -63,6 +63,14 @@ class RuntimeCheck(rfm.RunOnlyRegressionTest):
     def scratch_folder(self) -> Path:
         return Path(self.scratch_dir or self.run_folder() / "scratch")
 
+    def require_target_folder(self, name: str, folder) -> None:
+        """The job fails first, naming the storage target and the host, where the target's
+        folder is missing: a missing mount would have the benchmark measure whatever disk holds
+        the mount point. (Call after prepare(), which sets the prerun commands.)"""
+        quoted = shlex.quote(str(folder))
+        self.prerun_cmds.insert(0, f'test -d {quoted} || {{ echo "storage target {name}: no '
+                                   f'folder {quoted} on $(hostname)" >&2; exit 1; }}')  # fmt: skip
+
     def job_folder(self, base: Path) -> Path:
         """This test case's own folder under base: base/<system>/<partition>/<environ>/<name>,
         so that no two cases (flavours, runs by hand) share one."""
