@@ -111,10 +111,12 @@ def run_probe(configs, tmp_path, name, store_dir, capsys):
 
 
 def test_interference_shows_in_the_samples_and_the_report(configs_copy, tmp_path, capsys):
-    """Four quiet samples, then four while two dd write to the same disk: on average the noisy
-    ones have the larger imbalance factor and the lower bandwidth (one disk and two cores make
-    a single pair of samples a coin toss for the imbalance; the means are not). The report
-    shows both runs' samples."""
+    """Four quiet samples, then four while two dd write to the same disk: the noisy ones have
+    the lower bandwidth on average, and every sample an imbalance factor of at least 1. Not
+    which run is the more imbalanced: on one disk and two cores the dd slow both writers alike,
+    and the mean imbalance went either way (a CI run measured 1.09 quiet against 1.03 noisy,
+    others the opposite), where the bandwidth fell four-fold every time. The report shows both
+    runs' samples."""
     if shutil.which("chromium") is None:
         pytest.fail("chromium is not installed: apt-get install chromium (ci/apt-packages.txt)")
     store_dir = tmp_path / "store"
@@ -132,7 +134,7 @@ def test_interference_shows_in_the_samples_and_the_report(configs_copy, tmp_path
     by_run = samples.groupby("run_id")[["imbalance", "aggregate_mib_s"]].mean()
     assert len(samples[samples["run_id"] == quiet]) == 4
     shown = by_run.to_string()
-    assert by_run.loc[noisy, "imbalance"] > by_run.loc[quiet, "imbalance"], shown
+    assert (samples["imbalance"] >= 1).all(), shown
     assert by_run.loc[noisy, "aggregate_mib_s"] < by_run.loc[quiet, "aggregate_mib_s"], shown
 
     reports = tmp_path / "reports"
