@@ -68,9 +68,9 @@ class adaptive_check(BenchmarkCheck):
                 self.require_target_folder(target["name"], root)
             folders = [self.job_folder(root) for root in roots]
         else:
-            count = probe.storage_targets(system)
+            count = min(probe.storage_targets(system), self.procs)
             folders = [workdir / f"target.{k}" for k in range(count)]
-        return folders[: self.procs]
+        return folders
 
     def parse(self, text):
         return adaptive.parse(text)

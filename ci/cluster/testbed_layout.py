@@ -244,7 +244,7 @@ def storage_targets(system: dict, layout: Layout) -> list[tuple[str, Path]]:
                 f"{config.system_path(system['name'])}: storage target {name}: path {path!r} "
                 f"is not {prefix}<folder> (the test cluster makes its targets there)"
             )
-        if target.get("node", names[0]) in names:
+        if "node" not in target or target["node"] in names:
             made.append((name, layout.targets / path[len(prefix) :]))
     return made
 

@@ -180,7 +180,7 @@ def _check_targets(path: Path, system: dict) -> None:
             if target["name"] in seen:
                 raise ConfigError(f"{where}.name: {target['name']!r} names another target too")
             seen.add(target["name"])
-            if target.get("node", nodes[0]) not in nodes:
+            if "node" in target and target["node"] not in nodes:
                 raise ConfigError(f"{where}.node: {target['node']!r} is not one of the "
                                   f"system's nodes ({', '.join(nodes)})")  # fmt: skip
 
