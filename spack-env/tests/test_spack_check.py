@@ -29,7 +29,7 @@ def test_committed_environment_and_scopes_validate():
     assert result.returncode == 0, result.stderr
     for system in ("local", "testcluster"):
         assert f"configs/systems/{system}/spack" in result.stdout
-    assert "3 of 3 files valid" in result.stdout
+    assert "4 of 4 files valid" in result.stdout
 
 
 @pytest.fixture

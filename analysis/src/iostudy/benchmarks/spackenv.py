@@ -27,6 +27,8 @@ from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
 REPO_ROOT = config.REPO_ROOT
 SPACK_ENV = REPO_ROOT / "spack-env"
 RECIPES = SPACK_ENV / "repos" / "spack_repo" / "iostudy" / "packages"
+#: The Spack and spack-packages releases and the clingo version the locks are built with.
+PINS = SPACK_ENV / "pins.yaml"
 # IOSTUDY_SPACK_BUILD: another folder of Spack builds (tests point it at a stand-in).
 BUILD_ROOT = REPO_ROOT / "build" / "spack"
 
@@ -108,16 +110,23 @@ def view_mpi(system: str) -> tuple[str, Path] | None:
 
 def manifest_entry(system: str) -> dict | None:
     """What a run manifest records of the system's Spack build: the record's path (relative
-    to the checkout) and checksum, and the lock's checksum; None without a build."""
+    to the checkout) and checksum, the lock's checksum, Spack's version and source, and the
+    iostudy commit each of iostudy's own programs was built from, naming those that differ from
+    the checkout's commit; None without a build."""
     record = build_record(system)
     if record is None:
         return None
     path = record_path(system)
+    built = record.get("iostudy_packages") or {}
+    checkout = provenance.git_state()[0]
     return {
         "record": config.in_checkout(path),
         "record_sha256": provenance.sha256_file(path),
         "spack_lock_sha256": record["spack_lock_sha256"],
         "spack_version": record["spack"]["version"],
+        "spack_source": record["spack"].get("source"),
+        "iostudy_packages": built,
+        "differs_from_checkout": sorted(n for n, c in built.items() if checkout and c != checkout),
     }
 
 
@@ -135,6 +144,12 @@ def _read_yaml(path: Path):
 
 def _spec_name(spec: str) -> str:
     return re.match(r"[A-Za-z0-9_-]+", spec.strip()).group(0)
+
+
+def read_pins(path: Path = PINS) -> dict:
+    """spack-env/pins.yaml, validated: what a lock is built with besides its specs (a lock
+    names neither the recipe repository's release nor the concretizer)."""
+    return config.validate(path, _read_yaml(path), "spack-pins")
 
 
 def check_environment(path: Path = SPACK_ENV / "spack.yaml") -> dict:
@@ -201,7 +216,7 @@ def systems_with_scopes() -> list[str]:
 
 def cmd_check(args):
     systems = args.systems or systems_with_scopes()
-    checks = [(SPACK_ENV / "spack.yaml", check_environment)]
+    checks = [(SPACK_ENV / "spack.yaml", check_environment), (PINS, lambda: read_pins())]
     checks += [(site_scope(s), lambda s=s: check_site_scope(s)) for s in systems]
     ok = config.check_files(checks, "spack check")
     return 0 if ok else EXIT_BAD_INPUT
@@ -232,7 +247,7 @@ def spack_env_vars(system: str) -> dict:
     return {**os.environ, "IOSTUDY_ROOT": str(REPO_ROOT), "IOSTUDY_SYSTEM": system}
 
 
-def _run(cmd: list, env: dict, capture: bool = False) -> str:
+def run_logged(cmd: list, env: dict, capture: bool = False) -> str:
     """Runs a Spack command with its output shown as it comes (Spack prints its own progress),
     or captured; a failure raises SpackError naming the command."""
     print("+ " + " ".join(str(c) for c in cmd), file=sys.stderr, flush=True)
@@ -270,34 +285,74 @@ def build(system: str, spack: Path, jobs: int, fresh: bool) -> Path:
     env = spack_env_vars(system)
     directory = prepare(system, fresh)
     spack_e = [spack, "-e", directory]
-    _run(spack_e + ["concretize"] + (["--fresh", "--force"] if fresh else []), env)
-    _run(spack_e + ["install", f"-j{jobs}", "--fail-fast"], env)
-    specs = json.loads(_run(spack_e + ["find", "--json"], env, capture=True))
-    version = _run([spack, "--version"], env, capture=True).strip()
+    run_logged(spack_e + ["concretize"] + (["--fresh", "--force"] if fresh else []), env)
+    run_logged(spack_e + ["install", f"-j{jobs}", "--fail-fast"], env)
+    specs = json.loads(run_logged(spack_e + ["find", "--json"], env, capture=True))
 
-    lock = directory / "spack.lock"
+    keep_lock(system, directory / "spack.lock")
+    path = record_path(system)
+    path.write_text(json.dumps(build_record_of(system, spack, directory, specs), indent=1) + "\n")
+    return path
+
+
+def lock_specs(path: Path) -> dict:
+    """A spack.lock without its "spack" entry (the version and the source of the Spack that
+    wrote it: a release, or a git clone and its commit), which says nothing about what is
+    built."""
+    data = json.loads(path.read_text())
+    data.pop("spack", None)
+    return data
+
+
+def keep_lock(system: str, built: Path) -> bool:
+    """Copies the lock Spack wrote to spack-env/locks/<system>/ only when a spec changed (a
+    Spack from a git clone rather than a release writes another "spack" entry, nothing else);
+    returns whether it did."""
     committed = committed_lock(system)
+    if committed.is_file() and lock_specs(committed) == lock_specs(built):
+        return False
     committed.parent.mkdir(parents=True, exist_ok=True)
-    changed = not committed.is_file() or committed.read_bytes() != lock.read_bytes()
-    if changed:
-        shutil.copyfile(lock, committed)
-        print(f"{committed.relative_to(REPO_ROOT)} updated: commit it to pin this build")
+    shutil.copyfile(built, committed)
+    print(f"{config.in_checkout(committed)} updated: commit it to pin this build")
+    return True
+
+
+def iostudy_commits(lock: Path) -> dict[str, str]:
+    """{package: commit} of the lock's specs built from iostudy's checkout (namespace
+    iostudy, fetched from git)."""
+    specs = json.loads(lock.read_text())["concrete_specs"].values()
+    return {
+        s["name"]: s["parameters"]["commit"]
+        for s in specs
+        if s.get("namespace") == "iostudy" and "commit" in s.get("parameters", {})
+    }
+
+
+def build_record_of(system: str, spack: Path, directory: Path, specs: list) -> dict:
+    """What build-record.json says: Spack (version; a release or a git clone and its commit,
+    from the lock Spack wrote), the committed lock's checksum, the checkout, the iostudy commit
+    of each of iostudy's own packages and `spack find --json`."""
+    written = json.loads((directory / "spack.lock").read_text()).get("spack", {})
+    committed = committed_lock(system)
     commit, dirty = provenance.git_state()
-    record = {
+    return {
         "system": system,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "spack": {"executable": str(spack), "version": version},
+        "spack": {
+            "executable": str(spack),
+            "version": written.get("version"),
+            "source": written.get("type"),
+            "commit": written.get("commit"),
+        },
         "environment": config.in_checkout(directory),
         "view": config.in_checkout(view_dir(system)),
-        "spack_lock": str(committed.relative_to(REPO_ROOT)),
-        "spack_lock_sha256": provenance.sha256_file(lock),
+        "spack_lock": config.in_checkout(committed),
+        "spack_lock_sha256": provenance.sha256_file(committed),
         "git_commit": commit,
         "git_dirty": dirty,
+        "iostudy_packages": iostudy_commits(committed),
         "specs": specs,
     }
-    path = record_path(system)
-    path.write_text(json.dumps(record, indent=1) + "\n")
-    return path
 
 
 def cmd_build(args):

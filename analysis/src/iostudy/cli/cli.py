@@ -40,6 +40,7 @@ GROUP_MODULES = {
     "iostat-mon": "collect.iostatmon",
     "fsstats": "collect.fsstats",
     "spack": "benchmarks.spackenv",
+    "offline": "benchmarks.offline",
     "export": "store.bundle",
     "import": "store.bundle",
     "trust": "store.siteid",

@@ -286,6 +286,22 @@ def counts_table(runs: pd.DataFrame, data: StudyData) -> pd.DataFrame:
     return pd.DataFrame(rows + ([total] if len(rows) > 1 else []))
 
 
+def spack_build_text(entry: dict | None) -> str:
+    """A run's Spack build in a line: Spack's version and source, and the iostudy commit its
+    programs were built from, saying when that is not the run's checkout."""
+    if entry is None:
+        return "none: make setup's builds"
+    source = f", {entry['spack_source']}" if entry.get("spack_source") else ""
+    text = f"Spack {entry.get('spack_version')}{source}"
+    commits = sorted(set((entry.get("iostudy_packages") or {}).values()))
+    if commits:
+        text += f"; iostudy programs from {', '.join(c[:12] for c in commits)}"
+    differ = entry.get("differs_from_checkout") or []
+    if differ:
+        text += f" (NOT the checkout's commit: {', '.join(differ)})"
+    return text
+
+
 def provenance_table(runs: list[dict]) -> pd.DataFrame:
     rows = []
     for run in runs:
@@ -302,6 +318,7 @@ def provenance_table(runs: list[dict]) -> pd.DataFrame:
                 "git_commit": m.get("git_commit") or run.get("git_commit"),
                 "git_dirty": m.get("git_dirty"),
                 "tool_versions": "; ".join(f"{k} {v}" for k, v in sorted(tools.items()) if v),
+                "spack_build": spack_build_text(m.get("spack_build")),
                 "manifest": "found"
                 if run["_manifest"] is not None
                 else (TREE_STATUS if store_mod.is_tree(run) else "MISSING"),
@@ -488,7 +505,8 @@ def provenance_section(r: Report) -> None:
         "provenance",
         "table",
         "runs-provenance",
-        "Each run with the harness commit and the tool versions its manifest recorded "
+        "Each run with the harness commit, the tool versions and the Spack build (with the "
+        "iostudy commit the view's programs were built from) its manifest recorded "
         "(MANIFEST.json has the effective configuration).",
         provenance_table(r.runs),
         table=True,

@@ -1,0 +1,251 @@
+"""`iostudy offline pack`: on a connected machine, one archive with everything an air-gapped
+site needs to run `make setup` and `make spack` (layout: iostudy.benchmarks.offline_archive).
+
+Spack and its recipes come from git at the tags of spack-env/pins.yaml (a clone given with
+--spack/--spack-packages, else cloned from the pinned URL); the source mirror is made by the
+pinned Spack itself (`spack mirror create`) from the committed lock, so it holds exactly the
+locked specs' sources, each checked against its recipe's checksum; --source-mirror gives Spack
+a mirror to take them from instead of the network.
+"""
+
+import datetime as dt
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import tomllib
+
+from iostudy.benchmarks import offline_archive as archive
+from iostudy.benchmarks import spackenv
+from iostudy.core import config, provenance
+from iostudy.core.config import REPO_ROOT
+
+REQUIREMENTS = REPO_ROOT / "analysis" / "requirements.lock"
+ANALYSIS_PYPROJECT = REPO_ROOT / "analysis" / "pyproject.toml"
+#: the branch iostudy's recipes build (IostudyCheckoutPackage: version("main", branch="main"))
+BRANCH = "main"
+
+
+def git(*args, cwd: Path | None = None) -> str:
+    proc = subprocess.run(["git", *map(str, args)], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise archive.OfflineError(
+            f"`git {' '.join(map(str, args))}` failed: {proc.stderr.strip()}"
+        )
+    return proc.stdout.strip()
+
+
+def export_tag(source: Path | None, pin: dict, dest: Path, scratch: Path) -> str:
+    """The tree of the pinned tag written to dest, from source (a git clone, bare or not), else
+    from a clone of the pinned URL; returns the tag's commit."""
+    if source is None:
+        source = scratch / dest.name
+        print(f"cloning {pin['git']} at {pin['tag']}", file=sys.stderr, flush=True)
+        git(
+            "clone", "--quiet", "--bare", "--depth", "1", "--branch", pin["tag"], pin["git"], source
+        )
+    try:
+        commit = git("-C", source, "rev-parse", "--verify", f"{pin['tag']}^{{commit}}")
+    except archive.OfflineError:
+        raise archive.OfflineError(f"{source}: no tag {pin['tag']} (spack-env/pins.yaml)") from None
+    tree = subprocess.run(
+        ["git", "-C", str(source), "archive", "--format=tar", commit], capture_output=True
+    )
+    if tree.returncode != 0:
+        raise archive.OfflineError(f"{source}: git archive {pin['tag']} failed")
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as tar:
+        archive.extract_all(tar, dest)
+    return commit
+
+
+def check_spack_version(tree: Path, tag: str) -> None:
+    """The exported Spack says it is the pinned version."""
+    init = tree / "lib" / "spack" / "spack" / "__init__.py"
+    wanted = f'__version__ = "{tag.removeprefix("v")}"'
+    if wanted not in init.read_text():
+        raise archive.OfflineError(f"{init}: not Spack {tag} (spack-env/pins.yaml)")
+
+
+def _root_specs(specs) -> list[str]:
+    return sorted("".join(str(s).split()) for s in specs)
+
+
+def check_lock_current(system: str) -> dict:
+    """The committed lock, when its roots are spack.yaml's specs: the mirror is made from the
+    lock, so a spec added since would be missing from it."""
+    lock_path = spackenv.committed_lock(system)
+    if not lock_path.is_file():
+        raise archive.OfflineError(
+            f"{lock_path}: no lock for system '{system}': run `make spack SYSTEM={system}` and "
+            "commit the lock it writes"
+        )
+    lock = json.loads(lock_path.read_text())
+    wanted = _root_specs(spackenv.check_environment()["spack"]["specs"])
+    locked = _root_specs(root["spec"] for root in lock["roots"])
+    if wanted != locked:
+        missing = ", ".join(sorted(set(wanted) - set(locked))) or "none"
+        extra = ", ".join(sorted(set(locked) - set(wanted))) or "none"
+        raise archive.OfflineError(
+            f"{lock_path}: its roots are not spack-env/spack.yaml's specs (missing: {missing}; "
+            f"not in spack.yaml: {extra}): run `make spack SYSTEM={system} FRESH=1` and commit "
+            "the lock"
+        )
+    return lock
+
+
+def _pip(*args) -> None:
+    spackenv.run_logged(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", *args], {**os.environ}
+    )
+
+
+def _build_requirements(sdist: Path) -> list[str]:
+    """The [build-system] requires of an sdist's pyproject.toml (setuptools and wheel, PEP
+    517's default, without one)."""
+    with tarfile.open(sdist) as tar:
+        names = [m for m in tar.getnames() if m.count("/") == 1 and m.endswith("/pyproject.toml")]
+        if not names:
+            return ["setuptools>=40.8.0", "wheel"]
+        data = tomllib.loads(tar.extractfile(names[0]).read().decode())
+    return data.get("build-system", {}).get("requires", ["setuptools>=40.8.0", "wheel"])
+
+
+def wheelhouse(dest: Path, clingo: str) -> None:
+    """The lock's distributions (hash-checked; an sdist stays an sdist, so that its hash still
+    verifies), clingo, and what building the sdists and iostudy's own package needs."""
+    _pip("download", "--quiet", "--require-hashes", "-r", REQUIREMENTS, "-d", dest)
+    needed = {f"clingo=={clingo}"}
+    needed.update(tomllib.loads(ANALYSIS_PYPROJECT.read_text())["build-system"]["requires"])
+    for sdist in sorted(dest.glob("*.tar.gz")):
+        needed.update(_build_requirements(sdist))
+    _pip("download", "--quiet", "-d", dest, *sorted(needed))
+
+
+def clingo_python(wheels: Path, clingo: str, venv: Path) -> Path:
+    """A virtual environment with clingo from the wheelhouse; returns its python."""
+    spackenv.run_logged([sys.executable, "-m", "venv", venv], {**os.environ})
+    python = venv / "bin" / "python"
+    spackenv.run_logged(
+        [python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", wheels,
+         f"clingo=={clingo}"], {**os.environ},
+    )  # fmt: skip
+    return python
+
+
+def spack_scope(scope: Path, packages: Path, mirror_url: str | None, cache: Path) -> Path:
+    """A configuration scope for one Spack command: the carried recipes as builtin, the given
+    mirror only (else Spack's defaults), no bootstrap download, caches out of the trees."""
+    scope.mkdir(parents=True)
+    builtin = packages / "repos" / "spack_repo" / "builtin"
+    (scope / "repos.yaml").write_text(f"repos::\n  builtin: {builtin}\n")
+    (scope / "bootstrap.yaml").write_text(site_bootstrap())
+    (scope / "config.yaml").write_text(
+        f"config:\n  source_cache: {cache / 'sources'}\n  misc_cache: {cache / 'misc'}\n"
+        f"  build_stage:\n  - {cache / 'stage'}\n"
+    )
+    if mirror_url:
+        (scope / "mirrors.yaml").write_text(site_mirrors(mirror_url))
+    return scope
+
+
+def site_bootstrap() -> str:
+    """Bootstrapping off: Spack fails rather than download a concretizer or build tools."""
+    trusted = "".join(f"    {s}: false\n" for s in ("github-actions-v2", "github-actions-v0.6",
+                                                     "spack-install"))  # fmt: skip
+    return f"bootstrap:\n  enable: false\n  trusted:\n{trusted}"
+
+
+def site_mirrors(url: str) -> str:
+    """Only this source mirror (`mirrors::` drops Spack's public one)."""
+    return f"mirrors::\n  local:\n    url: {url}\n    binary: false\n"
+
+
+def source_mirror(staging: Path, system: str, upstream: Path | None, scratch: Path) -> None:
+    """staging/mirror: the carried Spack's `mirror create` of the committed lock's specs."""
+    clingo = spackenv.read_pins()["clingo"]
+    python = clingo_python(staging / "wheels", clingo, scratch / "clingo-venv")
+    url = upstream.resolve().as_uri() if upstream else None
+    scope = spack_scope(scratch / "scope", staging / "spack-packages", url, scratch / "cache")
+    env_dir = scratch / "env"
+    env_dir.mkdir()
+    shutil.copyfile(spackenv.SPACK_ENV / "spack.yaml", env_dir / "spack.yaml")
+    shutil.copyfile(spackenv.committed_lock(system), env_dir / "spack.lock")
+    env = {
+        **spackenv.spack_env_vars(system),
+        "SPACK_ROOT": str(staging / "spack"),
+        "SPACK_PYTHON": str(python),
+        "SPACK_DISABLE_LOCAL_CONFIG": "1",
+        "SPACK_USER_CACHE_PATH": str(scratch / "cache"),
+        "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ in the carried trees
+    }
+    spack = staging / "spack" / "bin" / "spack"
+    spackenv.run_logged(
+        [spack, "-C", scope, "-e", env_dir, "mirror", "create", "--directory",
+         staging / "mirror", "--all"], env,
+    )  # fmt: skip
+
+
+def bundle_checkout(dest: Path, locked: dict[str, str]) -> str:
+    """The checkout's branch as a git bundle; every locked iostudy commit must be in it."""
+    head = git("-C", REPO_ROOT, "rev-parse", BRANCH)
+    for package, commit in sorted(locked.items()):
+        ancestor = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "merge-base", "--is-ancestor", commit, BRANCH],
+            capture_output=True,
+        )
+        if ancestor.returncode != 0:
+            raise archive.OfflineError(
+                f"the lock's {package} is built from {commit}, which is not on the branch "
+                f"{BRANCH} of {REPO_ROOT}"
+            )
+    if provenance.git_state()[1]:
+        print(f"warning: uncommitted changes of {REPO_ROOT} are not in the archive (only the "
+              f"branch {BRANCH}'s commits are)", file=sys.stderr)  # fmt: skip
+    git("-C", REPO_ROOT, "bundle", "create", dest, BRANCH)
+    return head
+
+
+def pack(system: str, out: Path, sources: dict[str, Path | None], upstream: Path | None) -> dict:
+    """Writes the archive of system to out; returns its manifest's facts."""
+    config.load_system(system)
+    spackenv.check_site_scope(system)
+    check_lock_current(system)
+    pinned = spackenv.read_pins()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".offline-pack-", dir=out.parent) as tmp:
+        staging, scratch = Path(tmp) / archive.TOP, Path(tmp) / "scratch"
+        staging.mkdir()
+        scratch.mkdir()
+        commits = {
+            name: export_tag(sources.get(name), pinned[name], staging / name, scratch)
+            for name in ("spack", "spack-packages")
+        }
+        check_spack_version(staging / "spack", pinned["spack"]["tag"])
+        wheelhouse(staging / "wheels", pinned["clingo"])
+        source_mirror(staging, system, upstream, scratch)
+        locked = spackenv.iostudy_commits(spackenv.committed_lock(system))
+        head = bundle_checkout(staging / "iostudy.bundle", locked)
+        facts = {
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "system": system,
+            "python": platform.python_version(),
+            "platform": f"{sys.platform}-{platform.machine()}",
+            "pins": {n: {**pinned[n], "commit": commits[n]} for n in commits}
+            | {"clingo": pinned["clingo"]},
+            "spack_lock": str(spackenv.committed_lock(system).relative_to(REPO_ROOT)),
+            "spack_lock_sha256": provenance.sha256_file(spackenv.committed_lock(system)),
+            "iostudy_branch": BRANCH,
+            "iostudy_commit": head,
+            "iostudy_packages": locked,
+        }
+        archive.write_manifest(staging, facts)
+        archive.write_archive(staging, out)
+    return facts

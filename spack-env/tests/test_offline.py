@@ -1,0 +1,290 @@
+"""`iostudy offline` where CI is (no Spack): an archive that is not exactly what pack wrote is
+refused naming the file, before anything is installed; the lock is rewritten only when a spec
+changes; the run manifest and the report name the commit the view's iostudy programs came from.
+
+The whole round trip with a real Spack is test_offline_roundtrip.py.
+"""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from iostudy.benchmarks import offline_archive, offline_pack, offline_unpack, spackenv
+from iostudy.report import sections
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+IOSTUDY = [sys.executable, "-m", "iostudy.cli.cli"]
+TOP = "iostudy-offline"
+
+
+def iostudy(*args):
+    return subprocess.run(IOSTUDY + [str(a) for a in args], capture_output=True, text=True)
+
+
+def git_head() -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def packed_tree(tmp_path):
+    """A small tree in the archive's layout with its manifest (no Spack: stand-in files)."""
+    top = tmp_path / "tree" / TOP
+    for name in ("spack/bin", "spack-packages/repos", "wheels", "mirror/_source-cache"):
+        (top / name).mkdir(parents=True)
+    (top / "spack/bin/spack").write_text("#!/bin/sh\n")
+    (top / "spack/bin/sbang").symlink_to("spack")
+    (top / "spack-packages/repos/repo.yaml").write_text("repo:\n")
+    (top / "wheels/clingo-5.8.3-cp311-none-any.whl").write_bytes(b"wheel")
+    (top / "mirror/_source-cache/a.tar.gz").write_bytes(b"source")
+    (top / "iostudy.bundle").write_bytes(b"bundle")
+    facts = {"system": "local", "python": "3.11.7", "platform": "linux-x86_64"}
+    offline_archive.write_manifest(top, facts)
+    return top
+
+
+def archive_of(top: Path, out: Path) -> Path:
+    offline_archive.write_archive(top, out)
+    return out
+
+
+def test_manifest_lists_every_file_with_its_sha256(packed_tree):
+    manifest = json.loads((packed_tree / "MANIFEST.json").read_text())
+    found = subprocess.run(
+        ["find", ".", "-type", "f", "-o", "-type", "l"], cwd=packed_tree, capture_output=True,
+        text=True,
+    ).stdout.split()  # fmt: skip
+    assert sorted(manifest["files"]) == sorted(p[2:] for p in found if p != "./MANIFEST.json")
+    sha = subprocess.run(
+        ["sha256sum", "mirror/_source-cache/a.tar.gz"], cwd=packed_tree, capture_output=True,
+        text=True,
+    ).stdout.split()[0]  # fmt: skip
+    assert manifest["files"]["mirror/_source-cache/a.tar.gz"] == f"sha256:{sha}"
+    assert manifest["files"]["spack/bin/sbang"] == "link:spack"
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (lambda t: (t / "mirror/_source-cache/a.tar.gz").write_bytes(b"other"), "says sha256:"),
+        (lambda t: (t / "wheels/extra.whl").write_bytes(b"x"), "not listed in MANIFEST.json"),
+        (lambda t: (t / "iostudy.bundle").unlink(), "listed in MANIFEST.json but missing"),
+        (lambda t: (t / "MANIFEST.json").write_text("{"), "not an offline archive's manifest"),
+    ],
+)
+def test_a_changed_archive_is_refused_naming_the_file_and_nothing_is_made(
+    packed_tree, tmp_path, damage, expected
+):
+    damage(packed_tree)
+    archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
+    dest = tmp_path / "site"
+    result = iostudy("offline", "unpack", archive, dest)
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (dest / "env.sh").exists() and not (dest / "clingo-venv").exists()
+
+
+def _tar_with(path: Path, member: tarfile.TarInfo, data: bytes = b"") -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        top = tarfile.TarInfo(TOP)
+        top.type = tarfile.DIRTYPE
+        tar.addfile(top)
+        tar.addfile(member, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "link", "expected"),
+    [
+        (f"{TOP}/../escaped", tarfile.REGTYPE, "", "is outside iostudy-offline/"),
+        ("/etc/escaped", tarfile.REGTYPE, "", "is outside iostudy-offline/"),
+        (
+            f"{TOP}/spack/up",
+            tarfile.SYMTYPE,
+            "../../../etc/passwd",
+            "links out of iostudy-offline/",
+        ),
+        (f"{TOP}/spack/abs", tarfile.SYMTYPE, "/etc/passwd", "links out of iostudy-offline/"),
+        (f"{TOP}/dev", tarfile.CHRTYPE, "", "is neither a file, a folder nor a link"),
+    ],
+)
+def test_a_hostile_entry_is_refused_before_anything_is_written(
+    tmp_path, name, kind, link, expected
+):
+    member = tarfile.TarInfo(name)
+    member.type, member.linkname = kind, link
+    archive = _tar_with(tmp_path / "a.tar.gz", member)
+    dest = tmp_path / "site"
+    result = iostudy("offline", "unpack", archive, dest)
+    assert result.returncode == 2
+    assert f"entry '{name}' {expected}" in result.stderr
+    assert not (dest / TOP).exists() and not (tmp_path / "escaped").exists()
+
+
+def test_a_file_that_is_no_archive_is_refused(tmp_path):
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(os.urandom(4096))
+    result = iostudy("offline", "unpack", junk, tmp_path / "site")
+    assert result.returncode == 2
+    assert f"{junk}: cannot unpack" in result.stderr
+
+
+def test_unpack_needs_an_empty_folder(packed_tree, tmp_path):
+    dest = tmp_path / "site"
+    dest.mkdir()
+    (dest / "kept").write_text("mine")
+    result = iostudy("offline", "unpack", archive_of(packed_tree, tmp_path / "a.tgz"), dest)
+    assert result.returncode == 1
+    assert f"{dest}: exists and is not an empty folder" in result.stderr
+    assert (dest / "kept").read_text() == "mine"
+
+
+def test_wheels_for_another_python_are_refused_naming_both(packed_tree, tmp_path):
+    manifest = offline_archive.read_manifest(packed_tree) | {"python": "3.9.2"}
+    with pytest.raises(offline_archive.OfflineError) as raised:
+        offline_unpack.check_python(manifest)
+    assert "Python 3.9.2" in str(raised.value)
+    assert sys.version.split()[0] in str(raised.value)
+
+
+def test_env_script_points_spack_and_pip_at_the_carried_copies(tmp_path):
+    top = tmp_path / TOP
+    script = tmp_path / "env.sh"
+    script.write_text(offline_unpack.env_script(tmp_path, top, tmp_path / "venv/bin/python"))
+    shown = subprocess.run(
+        ["bash", "-c", f". {script} && env && command -v spack || true"],
+        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    assert f"SPACK_ROOT={top / 'spack'}" in shown
+    assert "PIP_NO_INDEX=1" in shown and f"PIP_FIND_LINKS={top / 'wheels'}" in shown
+    assert "SPACK_DISABLE_LOCAL_CONFIG=1" in shown
+    assert f"PATH={top / 'spack' / 'bin'}:/usr/bin:/bin" in shown
+
+
+def test_site_scope_names_only_the_carried_recipes_and_mirror(tmp_path):
+    import yaml
+
+    site = offline_unpack.write_site_scope(tmp_path, tmp_path / "cache")
+    repos = (site / "repos.yaml").read_text()
+    mirrors = (site / "mirrors.yaml").read_text()
+    assert repos.startswith("repos::") and mirrors.startswith("mirrors::")
+    assert yaml.safe_load(repos)["repos:"]["builtin"] == str(
+        tmp_path / "spack-packages/repos/spack_repo/builtin"
+    )
+    assert yaml.safe_load(mirrors)["mirrors:"]["local"]["url"] == (tmp_path / "mirror").as_uri()
+    bootstrap = yaml.safe_load((site / "bootstrap.yaml").read_text())["bootstrap"]
+    assert bootstrap["enable"] is False and not any(bootstrap["trusted"].values())
+    stage = yaml.safe_load((site / "config.yaml").read_text())["config"]["build_stage"]
+    assert stage == [str(tmp_path / "cache" / "stage")]
+
+
+def test_the_bundle_clones_to_the_packed_branch(tmp_path):
+    bundle = tmp_path / "iostudy.bundle"
+    locked = spackenv.iostudy_commits(spackenv.committed_lock("local"))
+    offline_pack.bundle_checkout(bundle, locked)
+    top = tmp_path / TOP
+    top.mkdir()
+    shutil.move(bundle, top / "iostudy.bundle")
+    offline_unpack.clone_checkout(top, tmp_path / "iostudy", "main")
+    clone_head = subprocess.run(
+        ["git", "-C", str(tmp_path / "iostudy"), "rev-parse", "main"],
+        capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    main = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "rev-parse", "main"], capture_output=True, text=True
+    ).stdout.strip()
+    assert clone_head == main
+    for commit in locked.values():  # the locked commits are in the clone
+        assert subprocess.run(["git", "-C", str(tmp_path / "iostudy"), "cat-file", "-e",
+                               commit]).returncode == 0  # fmt: skip
+
+
+def test_a_lock_behind_spack_yaml_is_refused_before_packing(monkeypatch, tmp_path):
+    lock = json.loads(spackenv.committed_lock("local").read_text())
+    lock["roots"] = [r for r in lock["roots"] if not r["spec"].startswith("hacc-io")]
+    (tmp_path / "locks" / "local").mkdir(parents=True)
+    (tmp_path / "locks" / "local" / "spack.lock").write_text(json.dumps(lock))
+    shutil.copyfile(REPO_ROOT / "spack-env" / "spack.yaml", tmp_path / "spack.yaml")
+    monkeypatch.setattr(spackenv, "SPACK_ENV", tmp_path)
+    with pytest.raises(offline_archive.OfflineError) as raised:
+        offline_pack.check_lock_current("local")
+    assert "(missing: hacc-io; not in spack.yaml: none)" in str(raised.value)
+    assert "make spack SYSTEM=local FRESH=1" in str(raised.value)
+
+
+def test_the_committed_locks_hold_every_spec_of_spack_yaml():
+    for system in ("local", "testcluster"):
+        offline_pack.check_lock_current(system)
+
+
+# --- the lock and provenance ----------------------------------------------------------------
+
+
+@pytest.fixture
+def lock_dir(monkeypatch, tmp_path):
+    (tmp_path / "locks" / "local").mkdir(parents=True)
+    shutil.copyfile(spackenv.committed_lock("local"), tmp_path / "locks/local/spack.lock")
+    monkeypatch.setattr(spackenv, "SPACK_ENV", tmp_path)
+    return tmp_path / "locks/local/spack.lock"
+
+
+def test_a_git_clone_of_spack_does_not_rewrite_the_lock(lock_dir, tmp_path):
+    before = lock_dir.read_bytes()
+    built = json.loads(before)
+    built["spack"] = {"version": "1.1.0", "type": "git", "commit": "a" * 40}
+    (tmp_path / "built.lock").write_text(json.dumps(built, indent=2))
+    assert spackenv.keep_lock("local", tmp_path / "built.lock") is False
+    assert lock_dir.read_bytes() == before
+
+
+def test_a_changed_spec_rewrites_the_lock(lock_dir, tmp_path, capsys):
+    built = json.loads(lock_dir.read_text())
+    built["roots"] = built["roots"][:-1]
+    (tmp_path / "built.lock").write_text(json.dumps(built))
+    assert spackenv.keep_lock("local", tmp_path / "built.lock") is True
+    assert json.loads(lock_dir.read_text())["roots"] == built["roots"]
+    assert "updated: commit it" in capsys.readouterr().out
+
+
+def test_the_manifest_names_the_programs_commit_and_when_it_is_not_the_checkout(
+    monkeypatch, tmp_path
+):
+    head = git_head()
+    record = {
+        "spack_lock_sha256": "0" * 64,
+        "spack": {"version": "1.1.0", "source": "git", "commit": "b" * 40},
+        "iostudy_packages": {"iostudy-runtime": head, "iostudy-ioprobe": "c" * 40},
+        "specs": [],
+    }
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "build-record.json").write_text(json.dumps(record))
+    monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(tmp_path))
+    entry = spackenv.manifest_entry("local")
+    assert entry["iostudy_packages"] == record["iostudy_packages"]
+    assert entry["differs_from_checkout"] == ["iostudy-ioprobe"]
+    assert entry["spack_source"] == "git"
+    text = sections.spack_build_text(entry)
+    assert "Spack 1.1.0, git" in text
+    assert head[:12] in text and "c" * 12 in text
+    assert "NOT the checkout's commit: iostudy-ioprobe" in text
+    same = sections.spack_build_text(entry | {"differs_from_checkout": []})
+    assert "NOT" not in same
+
+
+def test_the_lock_pins_iostudy_packages_to_commits_of_this_history():
+    locked = spackenv.iostudy_commits(spackenv.committed_lock("local"))
+    assert {"iostudy-runtime", "iostudy-ioprobe", "iostudy-adaptive", "metarates"} <= set(locked)
+    for commit in locked.values():
+        assert len(commit) == 40
+        assert (
+            subprocess.run(["git", "-C", str(REPO_ROOT), "cat-file", "-e", commit]).returncode == 0
+        )

@@ -1,0 +1,90 @@
+"""The air-gapped round trip for real: `iostudy offline pack` with the network (pip's index),
+then, in a network namespace with no interface up (`unshare -n`), the steps of
+spack-env/README.md: an iostudy made from the archive's bundle and wheels, `iostudy offline
+unpack`, `make setup`, `make spack SYSTEM=local` and the quick campaign from the view.
+
+It needs what CI does not have, given by environment variables (skipped, naming them, without):
+  IOSTUDY_OFFLINE_SPACK           a git clone of Spack holding the tag of spack-env/pins.yaml
+  IOSTUDY_OFFLINE_SPACK_PACKAGES  a git clone of spack-packages holding its tag
+  IOSTUDY_OFFLINE_SOURCES         a Spack source mirror with the locked specs' sources (stands
+                                  in for their download URLs)
+and root (unshare -n), Debian's packages of configs/systems/local/spack/apt-packages.txt
+installed. It takes 15 to 20 minutes on 2 cores.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from iostudy.benchmarks import spackenv
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NEEDED = ("IOSTUDY_OFFLINE_SPACK", "IOSTUDY_OFFLINE_SPACK_PACKAGES", "IOSTUDY_OFFLINE_SOURCES")
+MISSING = [name for name in NEEDED if not os.environ.get(name)]
+
+pytestmark = pytest.mark.skipif(
+    bool(MISSING) or os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason=f"the offline round trip needs {', '.join(MISSING) or 'nothing more'} set, root and "
+    "unshare (a Spack clone, a spack-packages clone and a source mirror)",
+)
+
+# Nothing reaches the network inside: only a loopback device, and it is down.
+OFFLINE_STEPS = """
+set -euo pipefail
+test "$(ls /sys/class/net)" = lo  # a namespace of its own: no interface but loopback
+cd {work}
+tar xzf {archive} iostudy-offline/iostudy.bundle iostudy-offline/wheels
+git clone --quiet -b main iostudy-offline/iostudy.bundle unpacker
+(cd unpacker && PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/../iostudy-offline/wheels make venv)
+unpacker/.venv/bin/iostudy offline unpack {archive} {site}
+. {site}/env.sh
+cd {site}/iostudy
+make setup JOBS=2
+make spack SYSTEM=local JOBS=2
+git status --porcelain > {site}/status-after-build.txt
+.venv/bin/iostudy campaign run quick --system local
+"""
+
+
+def test_pack_unpack_build_and_run_with_the_network_cut(tmp_path):
+    archive = tmp_path / "iostudy-offline.tar.gz"
+    pack = subprocess.run(
+        [sys.executable, "-m", "iostudy.cli.cli", "offline", "pack", "--system", "local",
+         "--out", str(archive), "--spack", os.environ["IOSTUDY_OFFLINE_SPACK"],
+         "--spack-packages", os.environ["IOSTUDY_OFFLINE_SPACK_PACKAGES"],
+         "--source-mirror", os.environ["IOSTUDY_OFFLINE_SOURCES"]],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert pack.returncode == 0, pack.stderr[-4000:]
+    site = tmp_path / "site"
+    steps = OFFLINE_STEPS.format(work=tmp_path, archive=archive, site=site)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPACK", "PIP_", "IOSTUDY_"))}
+    run = subprocess.run(
+        ["unshare", "-n", "bash", "-c", steps], capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, (run.stdout[-6000:], run.stderr[-6000:])
+
+    checkout = site / "iostudy"
+    assert (site / "status-after-build.txt").read_text() == ""  # the lock was not rewritten
+    record = json.loads((checkout / "build/spack/local/build-record.json").read_text())
+    locked = spackenv.iostudy_commits(checkout / "spack-env/locks/local/spack.lock")
+    assert record["iostudy_packages"] == locked
+    assert record["spack"]["version"] == "1.1.0"
+    view = checkout / "build/spack/local/view"
+    for program in ("ior", "mdtest", "btio", "hacc_io", "MADbench2.x", "hmmsearch"):
+        assert (view / "bin" / program).exists(), program
+    manifests = sorted((checkout / "results").glob("**/manifest.json"))
+    assert manifests, "the quick campaign wrote no run"
+    manifest = json.loads(manifests[-1].read_text())
+    assert manifest["status"] == "passed", manifest["status"]
+    assert manifest["spack_build"]["iostudy_packages"] == locked
+    head = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    differ = sorted(n for n, c in locked.items() if c != head)
+    assert manifest["spack_build"]["differs_from_checkout"] == differ
