@@ -141,11 +141,15 @@ def clingo_python(wheels: Path, clingo: str, venv: Path) -> Path:
 
 
 def spack_scope(scope: Path, packages: Path, mirror_url: str | None, cache: Path) -> Path:
-    """A configuration scope for one Spack command: the carried recipes as builtin, the given
-    mirror only (else Spack's defaults), no bootstrap download, caches out of the trees."""
+    """A configuration scope for one Spack command: iostudy's recipes and the carried ones as
+    builtin, the given mirror only (else Spack's defaults), no bootstrap download, caches out
+    of the carried trees."""
     scope.mkdir(parents=True)
     builtin = packages / "repos" / "spack_repo" / "builtin"
-    (scope / "repos.yaml").write_text(f"repos::\n  builtin: {builtin}\n")
+    # This scope outranks the environment's, so its `repos::` names iostudy's repo too (first).
+    (scope / "repos.yaml").write_text(
+        f"repos::\n  iostudy: {spackenv.RECIPES.parent}\n  builtin: {builtin}\n"
+    )
     (scope / "bootstrap.yaml").write_text(site_bootstrap())
     (scope / "config.yaml").write_text(
         f"config:\n  source_cache: {cache / 'sources'}\n  misc_cache: {cache / 'misc'}\n"
