@@ -36,7 +36,8 @@ pytestmark = pytest.mark.skipif(
 # Nothing reaches the network inside: only a loopback device, and it is down.
 OFFLINE_STEPS = """
 set -euo pipefail
-test "$(ls /sys/class/net)" = lo  # a namespace of its own: no interface but loopback
+ip -o link show | grep -qv ": lo:" && exit 97  # a namespace of its own: only loopback,
+test -z "$(ip -o link show up)"                 # and it is down
 cd {work}
 tar xzf {archive} iostudy-offline/iostudy.bundle iostudy-offline/wheels
 git clone --quiet -b main iostudy-offline/iostudy.bundle unpacker
@@ -67,6 +68,7 @@ def test_pack_unpack_build_and_run_with_the_network_cut(tmp_path):
     run = subprocess.run(
         ["unshare", "-n", "bash", "-c", steps], capture_output=True, text=True, env=env
     )
+    assert run.returncode != 97, "unshare -n left a network interface"
     assert run.returncode == 0, (run.stdout[-6000:], run.stderr[-6000:])
 
     checkout = site / "iostudy"

@@ -110,3 +110,22 @@ def test_build_for_unknown_system_is_refused():
     result = iostudy("spack", "build", "--system", "nosuch", "--spack", "/bin/true")
     assert result.returncode == 2
     assert "no such system 'nosuch'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("  tag: v1.1.0\n", "", "spack: 'tag' is a required property"),
+        ("clingo: 5.8.3", "clingo: latest", "clingo: 'latest' does not match"),
+        ("https://github.com/spack/spack.git", "/opt/spack", "spack.git: '/opt/spack'"),
+    ],
+)
+def test_damaged_pins_are_named(tmp_path, old, new, expected):
+    pins = tmp_path / "pins.yaml"
+    text = (REPO_ROOT / "spack-env" / "pins.yaml").read_text()
+    assert old in text
+    pins.write_text(text.replace(old, new))
+    with pytest.raises(config.ConfigError) as raised:
+        spackenv.read_pins(pins)
+    assert str(pins) in str(raised.value)
+    assert expected in str(raised.value)

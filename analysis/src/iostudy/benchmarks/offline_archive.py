@@ -83,13 +83,15 @@ def verify(root: Path) -> dict:
     manifest = read_manifest(root)
     found = {n: d for n, d in tree_files(root).items() if n != MANIFEST}
     listed = manifest["files"]
-    for name in sorted(listed.keys() | found.keys()):
-        if name not in found:
-            raise BadArchive(f"{root / name}: listed in {MANIFEST} but missing")
-        if name not in listed:
-            raise BadArchive(f"{root / name}: not listed in {MANIFEST}")
-        if found[name] != listed[name]:
-            raise BadArchive(f"{root / name}: {found[name]}, {MANIFEST} says {listed[name]}")
+    mismatch = provenance.digest_mismatch(listed, found)
+    if mismatch:
+        name, how = mismatch
+        problem = {
+            "missing": f"listed in {MANIFEST} but missing",
+            "unlisted": f"not listed in {MANIFEST}",
+            "differs": f"{found.get(name)}, {MANIFEST} says {listed.get(name)}",
+        }[how]
+        raise BadArchive(f"{root / name}: {problem}")
     return manifest
 
 

@@ -37,6 +37,20 @@ def command_output(*cmd, cwd=None) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def digest_mismatch(listed: dict, found: dict) -> tuple[str, str] | None:
+    """The first name (sorted) where a list of digests and the digests found disagree, with
+    how: "missing" (listed, not found), "unlisted" (found, not listed) or "differs"; None
+    when they agree. One rule for every archive iostudy checks (bundles, offline archives)."""
+    for name in sorted(listed.keys() | found.keys()):
+        if name not in found:
+            return name, "missing"
+        if name not in listed:
+            return name, "unlisted"
+        if found[name] != listed[name]:
+            return name, "differs"
+    return None
+
+
 def git_state() -> tuple[str | None, bool | None]:
     """The checkout's commit and whether tracked files changed since (None outside git)."""
     commit = command_output("git", "rev-parse", "HEAD", cwd=REPO_ROOT)

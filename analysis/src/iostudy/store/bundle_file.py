@@ -19,7 +19,7 @@ import tarfile
 from pathlib import Path
 from typing import NamedTuple
 
-from iostudy.core import safeio
+from iostudy.core import provenance, safeio
 from iostudy.store import bundlecheck, siteid
 from iostudy.store import store as store_mod
 from iostudy.store.bundlecheck import META, SIGNATURE, SUMS, BundleInvalid
@@ -156,14 +156,16 @@ def _verified_sums(digests: dict, dest: Path) -> bytes:
         if not match:
             raise BundleInvalid(f"{SUMS} line {number}: not '<sha256>  <name>'")
         listed[match.group(2)] = match.group(1)
-    present = set(digests) - {SUMS, SIGNATURE}
-    for name in sorted(set(listed) | present):
-        if name not in present:
-            raise BundleInvalid(f"{name}: listed in {SUMS} but not in the bundle")
-        if name not in listed:
-            raise BundleInvalid(f"{name}: in the bundle but not in {SUMS}")
-        if listed[name] != digests[name]:
-            raise BundleInvalid(f"{name}: sha256 differs from {SUMS} (changed)")
+    present = {n: d for n, d in digests.items() if n not in (SUMS, SIGNATURE)}
+    mismatch = provenance.digest_mismatch(listed, present)
+    if mismatch:
+        name, how = mismatch
+        problem = {
+            "missing": f"listed in {SUMS} but not in the bundle",
+            "unlisted": f"in the bundle but not in {SUMS}",
+            "differs": f"sha256 differs from {SUMS} (changed)",
+        }[how]
+        raise BundleInvalid(f"{name}: {problem}")
     return text
 
 
