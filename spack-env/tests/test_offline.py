@@ -278,6 +278,10 @@ def test_the_manifest_names_the_programs_commit_and_when_it_is_not_the_checkout(
     assert "NOT the checkout's commit: iostudy-ioprobe" in text
     same = sections.spack_build_text(entry | {"differs_from_checkout": []})
     assert "NOT" not in same
+    every = sections.spack_build_text(
+        entry | {"differs_from_checkout": sorted(record["iostudy_packages"])}
+    )
+    assert every.endswith("(NOT the checkout's commit)")
 
 
 def test_the_lock_pins_iostudy_packages_to_commits_of_this_history():

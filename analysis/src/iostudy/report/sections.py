@@ -297,7 +297,9 @@ def spack_build_text(entry: dict | None) -> str:
     if commits:
         text += f"; iostudy programs from {', '.join(c[:12] for c in commits)}"
     differ = entry.get("differs_from_checkout") or []
-    if differ:
+    if differ and len(differ) == len(entry.get("iostudy_packages") or {}):
+        text += " (NOT the checkout's commit)"
+    elif differ:
         text += f" (NOT the checkout's commit: {', '.join(differ)})"
     return text
 
