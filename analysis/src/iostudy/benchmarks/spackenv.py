@@ -4,9 +4,10 @@ spack-env/spack.yaml says what to build; configs/systems/<system>/spack/ holds t
 includes. `iostudy spack build --system S` keeps one Spack environment per system in
 build/spack/<S>/ (spack.yaml copied from spack-env/, spack.lock, the view), seeded with the
 committed lock spack-env/locks/<S>/spack.lock so that a rebuild reproduces exactly what is
-recorded; it concretizes, installs, copies the lock back to spack-env/locks/<S>/ and writes
-build/spack/<S>/build-record.json (Spack's version, the lock's sha256, `spack find --json`),
-which every run manifest references.
+recorded; it concretizes, installs, copies the lock back to spack-env/locks/<S>/ when a spec
+changed and writes build/spack/<S>/build-record.json (Spack's version and source, the lock's
+sha256, the iostudy commit of iostudy's own packages, `spack find --json`), which every run
+manifest references.
 """
 
 import datetime as dt
@@ -50,8 +51,9 @@ SITE_SCOPE_FILES = {"packages.yaml": "spack-packages", "include.yaml": "spack-in
 
 HOW_TO_GET_SPACK = """\
 Spack was not found: put `spack` on PATH, set SPACK_ROOT, or pass --spack PATH.
-Get Spack 1.x and its recipes (spack-env/README.md has the details, air-gapped sites too):
-  git clone --depth 2 --branch v1.1.0 https://github.com/spack/spack.git
+Get Spack at the tag of spack-env/pins.yaml (spack-env/README.md has the details, air-gapped
+sites too: iostudy offline pack|unpack):
+  git clone --depth 2 --branch {tag} {git}
   . spack/share/spack/setup-env.sh"""
 
 
@@ -216,7 +218,7 @@ def systems_with_scopes() -> list[str]:
 
 def cmd_check(args):
     systems = args.systems or systems_with_scopes()
-    checks = [(SPACK_ENV / "spack.yaml", check_environment), (PINS, lambda: read_pins())]
+    checks = [(SPACK_ENV / "spack.yaml", check_environment), (PINS, read_pins)]
     checks += [(site_scope(s), lambda s=s: check_site_scope(s)) for s in systems]
     ok = config.check_files(checks, "spack check")
     return 0 if ok else EXIT_BAD_INPUT
@@ -239,7 +241,8 @@ def find_spack(explicit: str | None = None) -> Path:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     tried = ", ".join(str(c) for c in candidates) or "no --spack, SPACK_ROOT or PATH entry"
-    raise SpackError(f"{HOW_TO_GET_SPACK}\n(tried: {tried})")
+    how = HOW_TO_GET_SPACK.format(**read_pins()["spack"])
+    raise SpackError(f"{how}\n(tried: {tried})")
 
 
 def spack_env_vars(system: str) -> dict:
@@ -382,8 +385,9 @@ def register(groups):
         help="concretize, install, record the build",
         description="Keeps the system's Spack environment in build/spack/<system>/, seeded "
         "with spack-env/locks/<system>/spack.lock; concretizes, installs, copies the lock "
-        "back, and writes build/spack/<system>/build-record.json (Spack version, lock "
-        "sha256, spack find --json), which run manifests reference. The checks then find "
+        "back when a spec changed, and writes build/spack/<system>/build-record.json (Spack "
+        "version, lock sha256, iostudy commits, spack find --json), which run manifests "
+        "reference. The checks then find "
         "their programs in build/spack/<system>/view. Needs Spack >= 1.0 (--spack, "
         f"SPACK_ROOT or PATH); exit {EXIT_FAILED} when Spack is missing or fails.",
     )
