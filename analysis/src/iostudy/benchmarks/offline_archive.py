@@ -22,7 +22,7 @@ ARCHIVE_FORMAT = 1
 TOP = "iostudy-offline"
 MANIFEST = "MANIFEST.json"
 LAYOUT = ("spack", "spack-packages", "wheels", "mirror", "iostudy.bundle")
-# An archive is ~150 MB and ~40,000 entries; ten times that is not an archive of ours.
+# An archive unpacks to ~300 MB in ~23,000 entries; far more is not an archive of ours.
 MAX_MEMBERS = 400_000
 MAX_BYTES = 16 << 30
 
