@@ -46,7 +46,7 @@ def register(groups) -> None:
         "offline",
         help="carry the Spack tier to an air-gapped site in one archive",
         description="pack on a connected machine, unpack on the air-gapped one; then "
-        "`make setup` and `make spack` need no network (spack-env/README.md).",
+        "make setup and make spack need no network (spack-env/README.md).",
     )
     cmds = group.add_subparsers(title="commands", dest="command", required=True)
     pack = cmds.add_parser(
