@@ -29,6 +29,8 @@ from iostudy.core.config import REPO_ROOT
 
 REQUIREMENTS = REPO_ROOT / "analysis" / "requirements.lock"
 ANALYSIS_PYPROJECT = REPO_ROOT / "analysis" / "pyproject.toml"
+#: what building an sdist needs when its pyproject.toml does not say (PEP 517)
+PEP517_DEFAULT = ["setuptools>=40.8.0", "wheel"]
 #: the branch iostudy's recipes build (IostudyCheckoutPackage: version("main", branch="main"))
 BRANCH = "main"
 
@@ -113,9 +115,9 @@ def _build_requirements(sdist: Path) -> list[str]:
     with tarfile.open(sdist) as tar:
         names = [m for m in tar.getnames() if m.count("/") == 1 and m.endswith("/pyproject.toml")]
         if not names:
-            return ["setuptools>=40.8.0", "wheel"]
+            return PEP517_DEFAULT
         data = tomllib.loads(tar.extractfile(names[0]).read().decode())
-    return data.get("build-system", {}).get("requires", ["setuptools>=40.8.0", "wheel"])
+    return data.get("build-system", {}).get("requires", PEP517_DEFAULT)
 
 
 def wheelhouse(dest: Path, clingo: str) -> None:
