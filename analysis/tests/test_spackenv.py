@@ -40,7 +40,7 @@ def test_without_spack_build_the_cmake_builds_are_used(spack_build):
     assert checks.benchmark_program("local", "iomodel", "mpich") == (
         config.REPO_ROOT / "build" / "reframe-checks" / "iomodel-mpich"
     )
-    assert spackenv.manifest_entry("local") is None
+    assert spackenv.manifest_entry("local", None) is None
     assert spackenv.view_mpi("local") is None
 
 
@@ -63,7 +63,7 @@ def test_the_view_wins_for_what_it_has(spack_build):
 
 def test_manifest_entry_and_mpi_come_from_the_record(spack_build):
     path = write_record(spack_build, "local", lock_sha="cd" * 32)
-    entry = spackenv.manifest_entry("local")
+    entry = spackenv.manifest_entry("local", None)
     assert entry["record"] == str(path)  # a build outside the checkout: its path as it is
     assert entry["record_sha256"] == sha256(path)
     assert entry["spack_lock_sha256"] == "cd" * 32

@@ -253,7 +253,7 @@ def test_real_run_with_1_2_and_4_ranks(configs_copy, tmp_path, capsys):
         1, 2, 4
     ]  # fmt: skip
     # The Spack build the binaries come from, when `make spack` made one (else None).
-    assert manifest["spack_build"] == spackenv.manifest_entry("local")
+    assert manifest["spack_build"] == spackenv.manifest_entry("local", manifest["git_commit"])
     assert manifest["results"] == {"pass": 6}
 
     cases = runs.report_cases(run_dir)

@@ -268,7 +268,7 @@ def test_the_manifest_names_the_programs_commit_and_when_it_is_not_the_checkout(
     (tmp_path / "local").mkdir()
     (tmp_path / "local" / "build-record.json").write_text(json.dumps(record))
     monkeypatch.setenv("IOSTUDY_SPACK_BUILD", str(tmp_path))
-    entry = spackenv.manifest_entry("local")
+    entry = spackenv.manifest_entry("local", head)
     assert entry["iostudy_packages"] == record["iostudy_packages"]
     assert entry["differs_from_checkout"] == ["iostudy-ioprobe"]
     assert entry["spack_source"] == "git"

@@ -9,7 +9,6 @@ a mirror to take them from instead of the network.
 """
 
 import datetime as dt
-import io
 import json
 import os
 import platform
@@ -57,14 +56,14 @@ def export_tag(source: Path | None, pin: dict, dest: Path, scratch: Path) -> str
         commit = git("-C", source, "rev-parse", "--verify", f"{pin['tag']}^{{commit}}")
     except archive.OfflineError:
         raise archive.OfflineError(f"{source}: no tag {pin['tag']} (spack-env/pins.yaml)") from None
-    tree = subprocess.run(
-        ["git", "-C", str(source), "archive", "--format=tar", commit], capture_output=True
+    dest.mkdir(parents=True)
+    tree = subprocess.Popen(
+        ["git", "-C", str(source), "archive", "--format=tar", commit], stdout=subprocess.PIPE
     )
+    with tree, tarfile.open(fileobj=tree.stdout, mode="r|") as tar:
+        archive.extract_all(tar, dest)
     if tree.returncode != 0:
         raise archive.OfflineError(f"{source}: git archive {pin['tag']} failed")
-    dest.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as tar:
-        archive.extract_all(tar, dest)
     return commit
 
 
@@ -142,36 +141,33 @@ def clingo_python(wheels: Path, clingo: str, venv: Path) -> Path:
     return python
 
 
-def spack_scope(scope: Path, packages: Path, mirror_url: str | None, cache: Path) -> Path:
-    """A configuration scope for one Spack command: iostudy's recipes and the carried ones as
-    builtin, the given mirror only (else Spack's defaults), no bootstrap download, caches out
-    of the carried trees."""
-    scope.mkdir(parents=True)
-    builtin = packages / "repos" / "spack_repo" / "builtin"
-    # This scope outranks the environment's, so its `repos::` names iostudy's repo too (first).
+def write_scope(
+    scope: Path, repos: dict[str, Path], mirror_url: str | None, caches: dict[str, Path]
+) -> Path:
+    """A Spack configuration scope that never reaches the network unasked: `repos::` with only
+    repos (in search order), `mirrors::` with only mirror_url (none: Spack's defaults), no
+    bootstrap download, and caches ({config key: folder}; build_stage a list of one)."""
+    scope.mkdir(parents=True, exist_ok=True)
     (scope / "repos.yaml").write_text(
-        f"repos::\n  iostudy: {spackenv.RECIPES.parent}\n  builtin: {builtin}\n"
+        "repos::\n" + "".join(f"  {name}: {path}\n" for name, path in repos.items())
     )
-    (scope / "bootstrap.yaml").write_text(site_bootstrap())
-    (scope / "config.yaml").write_text(
-        f"config:\n  source_cache: {cache / 'sources'}\n  misc_cache: {cache / 'misc'}\n"
-        f"  build_stage:\n  - {cache / 'stage'}\n"
+    trusted = "".join(f"    {s}: false\n" for s in ("github-actions-v2", "github-actions-v0.6",
+                                                     "spack-install"))  # fmt: skip
+    (scope / "bootstrap.yaml").write_text(f"bootstrap:\n  enable: false\n  trusted:\n{trusted}")
+    settings = "".join(
+        f"  {key}:\n  - {path}\n" if key == "build_stage" else f"  {key}: {path}\n"
+        for key, path in caches.items()
     )
+    (scope / "config.yaml").write_text(f"config:\n{settings}")
     if mirror_url:
-        (scope / "mirrors.yaml").write_text(site_mirrors(mirror_url))
+        (scope / "mirrors.yaml").write_text(
+            f"mirrors::\n  local:\n    url: {mirror_url}\n    binary: false\n"
+        )
     return scope
 
 
-def site_bootstrap() -> str:
-    """Bootstrapping off: Spack fails rather than download a concretizer or build tools."""
-    trusted = "".join(f"    {s}: false\n" for s in ("github-actions-v2", "github-actions-v0.6",
-                                                     "spack-install"))  # fmt: skip
-    return f"bootstrap:\n  enable: false\n  trusted:\n{trusted}"
-
-
-def site_mirrors(url: str) -> str:
-    """Only this source mirror (`mirrors::` drops Spack's public one)."""
-    return f"mirrors::\n  local:\n    url: {url}\n    binary: false\n"
+def builtin_repo(packages: Path) -> Path:
+    return packages / "repos" / "spack_repo" / "builtin"
 
 
 def source_mirror(staging: Path, system: str, upstream: Path | None, scratch: Path) -> None:
@@ -179,7 +175,15 @@ def source_mirror(staging: Path, system: str, upstream: Path | None, scratch: Pa
     clingo = spackenv.read_pins()["clingo"]
     python = clingo_python(staging / "wheels", clingo, scratch / "clingo-venv")
     url = upstream.resolve().as_uri() if upstream else None
-    scope = spack_scope(scratch / "scope", staging / "spack-packages", url, scratch / "cache")
+    cache = scratch / "cache"
+    # This scope outranks the environment's, so its `repos::` names iostudy's repo too (first).
+    repos = {
+        "iostudy": spackenv.RECIPES.parent,
+        "builtin": builtin_repo(staging / "spack-packages"),
+    }
+    caches = {"source_cache": cache / "sources", "misc_cache": cache / "misc",
+              "build_stage": cache / "stage"}  # fmt: skip
+    scope = write_scope(scratch / "scope", repos, url, caches)
     env_dir = scratch / "env"
     env_dir.mkdir()
     shutil.copyfile(spackenv.SPACK_ENV / "spack.yaml", env_dir / "spack.yaml")

@@ -47,14 +47,12 @@ def write_site_scope(top: Path, cache: Path) -> Path:
     """Spack's site scope ($SPACK_ROOT/etc/spack/site): the carried recipes as builtin, the
     carried mirror as the only one, bootstrapping off, builds staged under cache (not in the
     system's temporary folder, where Spack's default would leave them)."""
-    site = top / "spack" / "etc" / "spack" / "site"
-    site.mkdir(parents=True, exist_ok=True)
-    builtin = top / "spack-packages" / "repos" / "spack_repo" / "builtin"
-    (site / "repos.yaml").write_text(f"repos::\n  builtin: {builtin}\n")
-    (site / "mirrors.yaml").write_text(offline_pack.site_mirrors((top / "mirror").as_uri()))
-    (site / "bootstrap.yaml").write_text(offline_pack.site_bootstrap())
-    (site / "config.yaml").write_text(f"config:\n  build_stage:\n  - {cache / 'stage'}\n")
-    return site
+    return offline_pack.write_scope(
+        top / "spack" / "etc" / "spack" / "site",
+        {"builtin": offline_pack.builtin_repo(top / "spack-packages")},
+        (top / "mirror").as_uri(),
+        {"build_stage": cache / "stage"},
+    )
 
 
 def env_script(dest: Path, top: Path, python: Path) -> str:

@@ -110,17 +110,16 @@ def view_mpi(system: str) -> tuple[str, Path] | None:
     return None
 
 
-def manifest_entry(system: str) -> dict | None:
+def manifest_entry(system: str, checkout: str | None) -> dict | None:
     """What a run manifest records of the system's Spack build: the record's path (relative
     to the checkout) and checksum, the lock's checksum, Spack's version and source, and the
     iostudy commit each of iostudy's own programs was built from, naming those that differ from
-    the checkout's commit; None without a build."""
+    checkout (the run's commit); None without a build."""
     record = build_record(system)
     if record is None:
         return None
     path = record_path(system)
     built = record.get("iostudy_packages") or {}
-    checkout = provenance.git_state()[0]
     return {
         "record": config.in_checkout(path),
         "record_sha256": provenance.sha256_file(path),

@@ -301,7 +301,7 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
             for p in binaries
         },
         # The Spack build (record, lock) the binaries come from; None: `make setup`'s build.
-        "spack_build": spackenv.manifest_entry(system["name"]),
+        "spack_build": spackenv.manifest_entry(system["name"], commit),
         "benchmark_versions": benchmark_versions(campaign, system["name"]),
         "command_line": ["iostudy", *argv],
         "reframe_command_line": cmd,
