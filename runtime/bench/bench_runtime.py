@@ -209,12 +209,18 @@ def wall_time(build, lib, procs, mib, runs, workdir):
 
 
 def workload_wall(build, libs, iterations, runs, workdir):
-    """{runtime: median wall seconds of `bench_calls create iterations`} for each of libs
-    ({runtime: library or None}), runs alternating."""
+    """{runtime: [wall seconds of `bench_calls create iterations`, one per round]} for each of
+    libs ({runtime: library or None}), runs alternating."""
     cmd = [os.path.join(build, "bench_calls"), "create", str(iterations), workdir]
     envs = {label: environment(lib) for label, lib in libs.items()}
-    results = alternate(list(libs), runs, lambda label: timed([cmd], envs[label])[0])
-    return {label: statistics.median(values) for label, values in results.items()}
+    return alternate(list(libs), runs, lambda label: timed([cmd], envs[label])[0])
+
+
+def round_spread(with_lib, without):
+    """The quartiles, in percent, of the overhead of each round against the same round's run
+    without a runtime: how far one measurement of the target can stray on this machine."""
+    overheads = [(w - n) / n * 100 for w, n in zip(with_lib, without, strict=True)]
+    return "/".join(f"{q:+.1f}" for q in statistics.quantiles(overheads, n=4))
 
 
 def cell(value, fmt):
@@ -255,7 +261,8 @@ def call_rows(args, ours, theirs, workdir):
 def workload_row(args, ours, theirs, workdir):
     """Print the row of the workload's wall-time overhead; its verdict."""
     libs = {"none": None, "iostudy": ours, **({"darshan": theirs} if theirs else {})}
-    wall = workload_wall(args.build, libs, args.calls, args.runs, workdir)
+    runs = workload_wall(args.build, libs, args.calls, args.runs, workdir)
+    wall = {label: statistics.median(values) for label, values in runs.items()}
     mine, other = (
         (wall[k] - wall["none"]) / wall["none"] * 100 if k in wall else None
         for k in ("iostudy", "darshan")
@@ -265,6 +272,8 @@ def workload_row(args, ours, theirs, workdir):
         f"  (wall: median of {args.runs} alternating runs of {args.calls} iterations; "
         f"without a runtime {wall['none']:.3f} s)"
     )
+    spread = ", ".join(f"{k} {round_spread(runs[k], runs['none'])} %" for k in runs if k != "none")
+    print(f"  (per-round overhead, quartiles: {spread})")
     return met
 
 
