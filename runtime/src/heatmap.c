@@ -3,7 +3,6 @@
  * adjacent bins merge pairwise and the width doubles, so memory stays fixed. */
 #include "iostudy.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +13,16 @@ struct ios_heatmap ios_heatmaps[IOS_HEATMAP_NAPIS];
 #define maps ios_heatmaps
 static const char *const names[IOS_HEATMAP_NAPIS] = {"heatmap:POSIX", "heatmap:MPIIO",
                                                      "heatmap:STDIO"};
+
+/* The smallest whole number >= x (|x| < 2^63): ceil without libm, which the runtime would
+ * otherwise load into every process for this alone. */
+static int64_t round_up(double x) {
+    int64_t i = (int64_t)x; /* toward zero */
+    return i + (x > (double)i);
+}
+
+static double smaller(double a, double b) { return a < b ? a : b; }
+static double larger(double a, double b) { return a > b ? a : b; }
 
 static void collapse(struct ios_heatmap *h) {
     for (int dir = 0; dir < 2; dir++) {
@@ -31,7 +40,7 @@ static void collapse(struct ios_heatmap *h) {
  * takes the rounding remainder so that the bins always sum to the bytes moved. */
 static void spread(int64_t *bins, int nbins, double width, int64_t bytes, double t1, double t2) {
     /* [t1, t2) is half open: an interval ending exactly on a bin edge does not touch the next. */
-    int b1 = (int)(t1 / width), b2 = (int)ceil(t2 / width) - 1;
+    int b1 = (int)(t1 / width), b2 = (int)round_up(t2 / width) - 1;
     if (b2 < b1)
         b2 = b1;
     if (b1 >= nbins)
@@ -44,7 +53,7 @@ static void spread(int64_t *bins, int nbins, double width, int64_t bytes, double
     }
     int64_t left = bytes;
     for (int b = b1; b < b2; b++) {
-        double overlap = fmin(t2, (b + 1) * width) - fmax(t1, b * width);
+        double overlap = smaller(t2, (b + 1) * width) - larger(t1, b * width);
         int64_t part = (int64_t)((double)bytes * overlap / (t2 - t1));
         if (part > left)
             part = left;
@@ -102,7 +111,7 @@ double ios_heatmap_min_width(double end_time) {
 }
 
 int64_t ios_heatmap_nbins(double run_time, double width) {
-    int64_t nbins = (int64_t)ceil(run_time / width);
+    int64_t nbins = round_up(run_time / width);
     return nbins > 0 ? nbins : 1;
 }
 
