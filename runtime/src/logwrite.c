@@ -230,7 +230,7 @@ struct bytes {
  * sum. Building a block's Huffman codes (and a compressor's tables) costs tens of thousands of
  * instructions whatever the input: most of what the runtime would add to a short process, for a
  * kilobyte or two of log. Larger regions of fixed-size records (the modules') go through the
- * record encoder (recdeflate.c): half libdeflate's instructions at its fastest level, a size
+ * record encoder (recdeflate.c): a third of libdeflate's instructions at its fastest level, a size
  * within a few percent. The rest (names, heatmaps) is compressed at level 1: what matters at
  * exit is time. With libdeflate (twice zlib's speed, and smaller output) one compressor serves
  * them; with zlib, one deflate state with the full 32 KiB window and hash, reset between regions
