@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -44,6 +45,25 @@ def _python3():
     # the interpreter running the tests: a real python3 binary (a "python3" found on PATH may
     # be a wrapper script, e.g. a pyenv shim, that runs several processes)
     return sys.executable
+
+
+# What the library may bring into every process it is preloaded in: libc (with libdl and
+# libpthread, apart before glibc 2.34), the log compressor, and the dynamic loader, which every
+# dynamically linked process has anyway.
+ALLOWED_DEPENDENCIES = {"libc.so.6", "libdl.so.2", "libpthread.so.0", "libdeflate.so.0"}
+ALLOWED_DEPENDENCIES |= {"libz.so.1"}
+
+
+def test_library_brings_only_libc_and_the_compressor(libiostudy):
+    """Each library the runtime needs is mapped into every instrumented process, at a cost
+    per process: readelf's list of what it needs holds libc and the compressor, no libm."""
+    dynamic = subprocess.run(
+        ["readelf", "-d", str(libiostudy)], capture_output=True, text=True, check=True
+    ).stdout
+    needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic))
+    assert "libc.so.6" in needed, dynamic
+    extra = {n for n in needed - ALLOWED_DEPENDENCIES if not n.startswith("ld-linux")}
+    assert not extra, f"{libiostudy} needs {sorted(extra)}"
 
 
 @pytest.mark.parametrize("which", ["true", "ls", "python3"])
