@@ -187,6 +187,19 @@ def test_site_scope_names_only_the_carried_recipes_and_mirror(tmp_path):
     assert stage == [str(tmp_path / "cache" / "stage")]
 
 
+def test_site_scope_keeps_a_folder_name_yaml_would_misread(tmp_path):
+    """The unpack folder is the user's: a `#` (a comment) or `: ` (a mapping) in its name
+    reaches Spack whole."""
+    import yaml
+
+    top = tmp_path / "site #1: test"
+    site = offline_unpack.write_site_scope(top, top / "cache")
+    repos = yaml.safe_load((site / "repos.yaml").read_text())["repos:"]
+    assert repos == {"builtin": str(top / "spack-packages/repos/spack_repo/builtin")}
+    stage = yaml.safe_load((site / "config.yaml").read_text())["config"]["build_stage"]
+    assert stage == [str(top / "cache" / "stage")]
+
+
 def test_the_bundle_clones_to_the_packed_branch(tmp_path):
     bundle = tmp_path / "iostudy.bundle"
     locked = spackenv.iostudy_commits(spackenv.committed_lock("local"))

@@ -17,9 +17,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import textwrap
 from pathlib import Path
 
 import tomllib
+import yaml
 
 from iostudy.benchmarks import offline_archive as archive
 from iostudy.benchmarks import spackenv
@@ -142,28 +144,29 @@ def clingo_python(wheels: Path, clingo: str, venv: Path) -> Path:
 
 
 def write_scope(
-    scope: Path, repos: dict[str, Path], mirror_url: str | None, caches: dict[str, Path]
+    scope: Path, repos: dict[str, Path], mirror_url: str | None, settings: dict
 ) -> Path:
     """A Spack configuration scope that never reaches the network unasked: `repos::` with only
     repos (in search order), `mirrors::` with only mirror_url (none: Spack's defaults), no
-    bootstrap download, and caches ({config key: folder}; build_stage a list of one)."""
+    bootstrap download, and settings for config.yaml (caches, build stage)."""
     scope.mkdir(parents=True, exist_ok=True)
-    (scope / "repos.yaml").write_text(
-        "repos::\n" + "".join(f"  {name}: {path}\n" for name, path in repos.items())
-    )
-    trusted = "".join(f"    {s}: false\n" for s in ("github-actions-v2", "github-actions-v0.6",
-                                                     "spack-install"))  # fmt: skip
-    (scope / "bootstrap.yaml").write_text(f"bootstrap:\n  enable: false\n  trusted:\n{trusted}")
-    settings = "".join(
-        f"  {key}:\n  - {path}\n" if key == "build_stage" else f"  {key}: {path}\n"
-        for key, path in caches.items()
-    )
-    (scope / "config.yaml").write_text(f"config:\n{settings}")
+    _write_yaml(scope / "repos.yaml", "repos:", {name: str(path) for name, path in repos.items()})
+    trusted = {source: False for source in ("github-actions-v2", "github-actions-v0.6",
+                                            "spack-install")}  # fmt: skip
+    _write_yaml(scope / "bootstrap.yaml", "bootstrap", {"enable": False, "trusted": trusted})
+    _write_yaml(scope / "config.yaml", "config", settings)
     if mirror_url:
-        (scope / "mirrors.yaml").write_text(
-            f"mirrors::\n  local:\n    url: {mirror_url}\n    binary: false\n"
-        )
+        mirror = {"local": {"url": mirror_url, "binary": False}}
+        _write_yaml(scope / "mirrors.yaml", "mirrors:", mirror)
     return scope
+
+
+def _write_yaml(path: Path, section: str, value: dict) -> None:
+    """path: `section:` over value, which YAML quotes where it must (a folder's name is the
+    user's: a `#` or `: ` in it would otherwise end or split the value). A section ending in
+    `:` is Spack's override (`repos::`: these and no other)."""
+    body = yaml.safe_dump(value, default_flow_style=False, sort_keys=False, width=1 << 20)
+    path.write_text(f"{section}:\n" + textwrap.indent(body, "  "))
 
 
 def builtin_repo(packages: Path) -> Path:
@@ -181,8 +184,8 @@ def source_mirror(staging: Path, system: str, upstream: Path | None, scratch: Pa
         "iostudy": spackenv.RECIPES.parent,
         "builtin": builtin_repo(staging / "spack-packages"),
     }
-    caches = {"source_cache": cache / "sources", "misc_cache": cache / "misc",
-              "build_stage": cache / "stage"}  # fmt: skip
+    caches = {"source_cache": str(cache / "sources"), "misc_cache": str(cache / "misc"),
+              "build_stage": [str(cache / "stage")]}  # fmt: skip
     scope = write_scope(scratch / "scope", repos, url, caches)
     env_dir = scratch / "env"
     env_dir.mkdir()

@@ -51,7 +51,7 @@ def write_site_scope(top: Path, cache: Path) -> Path:
         top / "spack" / "etc" / "spack" / "site",
         {"builtin": offline_pack.builtin_repo(top / "spack-packages")},
         (top / "mirror").as_uri(),
-        {"build_stage": cache / "stage"},
+        {"build_stage": [str(cache / "stage")]},
     )
 
 
