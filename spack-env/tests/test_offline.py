@@ -187,6 +187,30 @@ def test_site_scope_names_only_the_carried_recipes_and_mirror(tmp_path):
     assert stage == [str(tmp_path / "cache" / "stage")]
 
 
+def test_a_tag_whose_tree_git_cannot_read_is_a_clear_error(tmp_path):
+    """A clone missing the tag's tree (a damaged or partial clone): the tag resolves, git
+    archive fails, and pack says so in one line, with nothing of tar's half-read stream."""
+    repo = tmp_path / "clone"
+
+    def run(*args):
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    repo.mkdir()
+    run("init", "-q")
+    (repo / "file.txt").write_text("content\n")
+    run("add", "file.txt")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    run("tag", "v1.0")
+    tree = run("rev-parse", "HEAD^{tree}")
+    (repo / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    pin = {"tag": "v1.0", "git": "unused"}
+    with pytest.raises(offline_archive.OfflineError) as raised:
+        offline_pack.export_tag(repo, pin, tmp_path / "spack", tmp_path / "scratch")
+    assert str(raised.value).startswith(f"{repo}: git archive v1.0 failed")
+
+
 def test_site_scope_keeps_a_folder_name_yaml_would_misread(tmp_path):
     """The unpack folder is the user's: a `#` (a comment) or `: ` (a mapping) in its name
     reaches Spack whole."""

@@ -62,10 +62,16 @@ def export_tag(source: Path | None, pin: dict, dest: Path, scratch: Path) -> str
     tree = subprocess.Popen(
         ["git", "-C", str(source), "archive", "--format=tar", commit], stdout=subprocess.PIPE
     )
-    with tree, tarfile.open(fileobj=tree.stdout, mode="r|") as tar:
-        archive.extract_all(tar, dest)
-    if tree.returncode != 0:
-        raise archive.OfflineError(f"{source}: git archive {pin['tag']} failed")
+    unreadable = None
+    with tree:  # leaving closes the pipe first: a git still writing stops, then is waited for
+        try:
+            with tarfile.open(fileobj=tree.stdout, mode="r|") as tar:
+                archive.extract_all(tar, dest)
+        except tarfile.TarError as exc:  # a git that failed sends no tar, or half of one
+            unreadable = exc
+    if tree.returncode != 0 or unreadable:
+        why = f" ({unreadable})" if unreadable else ""
+        raise archive.OfflineError(f"{source}: git archive {pin['tag']} failed{why}")
     return commit
 
 
