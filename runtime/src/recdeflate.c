@@ -332,13 +332,17 @@ static void put_block(struct bit_writer *w, struct block *b, int final) {
 
 /* ---- matching ----------------------------------------------------------------------------------
  */
+static inline uint64_t load64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
 /* How many bytes, up to max, at a equal those at b (b < a: an overlapping copy is fine). */
 static inline size_t match_length(const unsigned char *a, const unsigned char *b, size_t max) {
     size_t n = 0;
     while (n + 8 <= max) {
-        uint64_t x, y;
-        memcpy(&x, a + n, 8);
-        memcpy(&y, b + n, 8);
+        uint64_t x = load64(a + n), y = load64(b + n);
         if (x != y)
             return n + (size_t)__builtin_ctzll(x ^ y) / 8;
         n += 8;
@@ -391,12 +395,6 @@ static size_t next_token(const unsigned char *in, size_t len, size_t p, struct b
 #define BYTES_7F 0x7f7f7f7f7f7f7f7fULL
 #define BYTES_80 0x8080808080808080ULL
 #define SCAN_POSITIONS 6 /* of the 8 bytes loaded, the positions with 3 bytes to compare */
-
-static inline uint64_t load64(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
 
 /* The high bit of each byte of x that is zero (exact: no borrow between bytes). */
 static inline uint64_t zero_bytes(uint64_t x) {

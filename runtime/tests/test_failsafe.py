@@ -50,8 +50,13 @@ def _python3():
 # What the library may bring into every process it is preloaded in: libc (with libdl and
 # libpthread, apart before glibc 2.34), the log compressor, and the dynamic loader, which every
 # dynamically linked process has anyway.
-ALLOWED_DEPENDENCIES = {"libc.so.6", "libdl.so.2", "libpthread.so.0", "libdeflate.so.0"}
-ALLOWED_DEPENDENCIES |= {"libz.so.1"}
+ALLOWED_DEPENDENCIES = {
+    "libc.so.6",
+    "libdl.so.2",
+    "libpthread.so.0",
+    "libdeflate.so.0",
+    "libz.so.1",
+}
 
 
 def test_library_brings_only_libc_and_the_compressor(libiostudy):
