@@ -208,6 +208,8 @@ struct ios_map {
 void *ios_map_get(const struct ios_map *m, uint64_t key) IOS_HIDDEN;
 int ios_map_put(struct ios_map *m, uint64_t key, void *val) IOS_HIDDEN;
 void ios_map_del(struct ios_map *m, uint64_t key) IOS_HIDDEN;
+/* Room for n keys without growing again (one allocation where puts would double many times). */
+int ios_map_reserve(struct ios_map *m, size_t n) IOS_HIDDEN;
 void ios_map_free(struct ios_map *m) IOS_HIDDEN;
 /* The tracked file of a record name: files maps record id -> a module's file struct (file_size
  * bytes) whose first member points to its record (rec_size bytes). A new one is made zeroed,
@@ -300,6 +302,9 @@ void ios_mmap_open(void) IOS_HIDDEN;
  * module that is not kept there (or without a mapped log). */
 void *ios_mmap_alloc(int mod, size_t size) IOS_HIDDEN;
 void ios_mmap_add_name(uint64_t id, const char *name, size_t len) IOS_HIDDEN; /* len: strlen */
+/* The bytes of mod's records (mod < 0: of the names) as they stand in the mapping; NULL without
+ * one. */
+unsigned char *ios_mmap_region(int mod, size_t *len) IOS_HIDDEN;
 void ios_mmap_set_partial(uint64_t flags) IOS_HIDDEN;
 const char *ios_mmap_path(void) IOS_HIDDEN; /* NULL without a mapped log */
 /* An MPI job: this process's rank, the job's size and id, for its mapped log. */
@@ -351,6 +356,8 @@ struct ios_record_set {
     unsigned char *buf;
     size_t len;   /* bytes used in buf */
     size_t count; /* records */
+    int in_place; /* set by the caller: buf may be the memory-mapped log's own region */
+    int borrowed; /* buf is that region: neither freed nor grown */
 };
 void ios_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Copies out, as they are, the records of files, a map of record id -> a module's file struct

@@ -223,6 +223,7 @@ static void mark_shared(const struct ios_comm *comm, struct ios_record_set *set)
 struct bytes {
     unsigned char *data;
     size_t len;
+    int borrowed; /* data is the memory-mapped log's: not freed */
 };
 
 /* Each region is its own complete zlib stream (reference §2.3). Regions under 4 KiB (the job
@@ -342,42 +343,95 @@ static int compress_region(const void *in, size_t len, size_t record_size, struc
     return len && !out->len ? -1 : 0;
 }
 
-/* The names of the records this rank writes, each once: id, name, NUL. */
-static int serialize_names(struct ios_record_set *sets, int nsets, struct bytes *out) {
-    size_t cap = 4096, len = 0;
-    unsigned char *buf = malloc(cap);
-    struct ios_map seen = {0};
-    if (!buf)
+/* The ids of every record of sets into used; -1 when memory ran out. */
+static int record_ids(const struct ios_record_set *sets, int nsets, struct ios_map *used) {
+    size_t n = 0;
+    for (int s = 0; s < nsets; s++)
+        n += sets[s].count;
+    if (ios_map_reserve(used, n) != 0)
         return -1;
-    for (int s = 0; s < nsets; s++) {
+    for (int s = 0; s < nsets; s++)
         for (size_t off = 0, i = 0; i < sets[s].count; i++) {
             const struct ios_base_record *base = (const void *)(sets[s].buf + off);
             off += ios_record_size(&sets[s], base);
-            const char *name = ios_record_name(base->id);
-            if (!name || ios_map_get(&seen, base->id))
-                continue;
-            ios_map_put(&seen, base->id, (void *)name);
-            size_t need = sizeof(uint64_t) + strlen(name) + 1;
-            if (len + need > cap) {
-                while (len + need > cap)
-                    cap *= 2;
-                unsigned char *grown = realloc(buf, cap);
-                if (!grown) {
-                    free(buf);
-                    ios_map_free(&seen);
-                    return -1;
-                }
-                buf = grown;
-            }
-            memcpy(buf + len, &base->id, sizeof(uint64_t));
-            memcpy(buf + len + sizeof(uint64_t), name, need - sizeof(uint64_t));
-            len += need;
+            if (base->id && ios_map_put(used, base->id, (void *)base) != 0)
+                return -1;
         }
+    return 0;
+}
+
+/* Walks the entries (id, name, NUL) of a name region; copies those naming a record of used to
+ * out when out is not NULL. Returns the bytes of those entries; *found: how many. */
+static size_t used_names(const unsigned char *region, size_t len, const struct ios_map *used,
+                         unsigned char *out, size_t *found) {
+    size_t kept = 0;
+    *found = 0;
+    for (const unsigned char *p = region, *end = region + len; p < end;) {
+        uint64_t id;
+        memcpy(&id, p, sizeof id);
+        size_t entry = sizeof id + strlen((const char *)p + sizeof id) + 1;
+        if (ios_map_get(used, id)) {
+            if (out)
+                memcpy(out + kept, p, entry);
+            kept += entry;
+            ++*found;
+        }
+        p += entry;
     }
-    ios_map_free(&seen);
-    out->data = buf;
+    return kept;
+}
+
+/* The names of the memory-mapped log that name a record of used: the region itself when it
+ * names just those (no copy at exit), else a copy of the entries that do. -1 when some record's
+ * name is not in the region (or there is none). */
+static int names_from_region(const struct ios_map *used, struct bytes *out) {
+    size_t len, found;
+    unsigned char *region = ios_mmap_region(-1, &len);
+    if (!region)
+        return -1;
+    size_t kept = used_names(region, len, used, NULL, &found);
+    if (found != used->count)
+        return -1;
+    out->len = kept;
+    out->borrowed = kept == len;
+    out->data = out->borrowed ? region : malloc(kept + 1);
+    if (!out->data)
+        return -1;
+    if (!out->borrowed)
+        used_names(region, len, used, out->data, &found);
+    return 0;
+}
+
+/* The same entries, looked up record by record (no memory-mapped log, or a merge). */
+static int names_by_record(const struct ios_map *used, struct bytes *out) {
+    size_t cap = 1, len = 0;
+    for (size_t i = 0; i < used->cap; i++)
+        if (used->keys[i] && ios_record_name(used->keys[i]))
+            cap += sizeof(uint64_t) + strlen(ios_record_name(used->keys[i])) + 1;
+    unsigned char *buf = out->data = malloc(cap);
+    if (!buf)
+        return -1;
+    for (size_t i = 0; i < used->cap; i++) {
+        const char *name = used->keys[i] ? ios_record_name(used->keys[i]) : NULL;
+        if (!name)
+            continue;
+        size_t need = sizeof(uint64_t) + strlen(name) + 1;
+        memcpy(buf + len, &used->keys[i], sizeof(uint64_t));
+        memcpy(buf + len + sizeof(uint64_t), name, need - sizeof(uint64_t));
+        len += need;
+    }
     out->len = len;
     return 0;
+}
+
+/* The names of the records this rank writes, each once: id, name, NUL. */
+static int serialize_names(const struct ios_record_set *sets, int nsets, struct bytes *out) {
+    struct ios_map used = {0};
+    int err = record_ids(sets, nsets, &used);
+    if (!err && names_from_region(&used, out) != 0)
+        err = names_by_record(&used, out);
+    ios_map_free(&used);
+    return err;
 }
 
 static void set_ranks(struct ios_record_set *set, int rank) {
@@ -412,10 +466,11 @@ void ios_set_job_span(struct ios_log_job *job, int64_t start_ns, int64_t end_ns)
 int ios_write_content(const struct ios_comm *comm, struct log_content *c, double write_start) {
     struct bytes job = {0}, parts[N_REGIONS] = {{0}};
     struct ios_record_set *sets = c->sets;
-    int failed = serialize_names(sets + R_MODULES, IOS_NMODULES, &parts[R_NAMES]) != 0;
-    struct bytes raw = parts[R_NAMES];
+    struct bytes raw = {0};
+    int failed = serialize_names(sets + R_MODULES, IOS_NMODULES, &raw) != 0;
     failed |= compress_region(raw.data, raw.len, 0, &parts[R_NAMES]) != 0;
-    free(raw.data);
+    if (!raw.borrowed)
+        free(raw.data);
     for (int r = R_MODULES; r < N_REGIONS; r++)
         failed |= compress_region(sets[r].buf, sets[r].len, sets[r].rec_size, &parts[r]) != 0;
 
@@ -508,7 +563,8 @@ int ios_write_content(const struct ios_comm *comm, struct log_content *c, double
     free(job.data);
     for (int r = 0; r < N_REGIONS; r++) {
         free(parts[r].data);
-        free(sets[r].buf);
+        if (!sets[r].borrowed)
+            free(sets[r].buf);
     }
     return failed;
 }
@@ -518,9 +574,13 @@ int ios_write_log(const struct ios_comm *comm) {
     double write_start = ios_now();
     memset(&c, 0, sizeof c);
     struct ios_record_set *sets = c.sets;
-    for (int r = R_MODULES; r < N_REGIONS; r++)
+    for (int r = R_MODULES; r < N_REGIONS; r++) {
+        /* A process alone writes its records where they stand; an MPI rank's are shifted and
+         * reduced, which must not reach the memory-mapped log a kill would leave. */
+        sets[r].in_place = !comm->mpi;
         if (module_of(r)->collect)
             module_of(r)->collect(&sets[r]);
+    }
 
     /* Job start is the earliest process start, end the latest shutdown. */
     struct timespec now;

@@ -789,10 +789,42 @@ IOS_EXPORT int fileno(FILE *stream) {
 }
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
+/* The access and stride counters of r from the file's tracked values (exact whatever the live
+ * slots of a memory-mapped log hold). */
+static void exact_sizes(struct ios_posix_record *r, const struct posix_sizes *sz) {
+    memset(&r->counters[POSIX_STRIDE1_STRIDE], 0,
+           (POSIX_ACCESS4_COUNT - POSIX_STRIDE1_STRIDE + 1) * sizeof(int64_t));
+    ios_common_merge(&r->counters[POSIX_ACCESS1_ACCESS], &r->counters[POSIX_ACCESS1_COUNT],
+                     sz->access.value, sz->access.count, sz->access.n);
+    ios_common_merge(&r->counters[POSIX_STRIDE1_STRIDE], &r->counters[POSIX_STRIDE1_COUNT],
+                     sz->stride.value, sz->stride.count, sz->stride.n);
+}
+
+/* The records as they stand in the memory-mapped log, finished there: no copy of megabytes at
+ * exit. Only when every record is there, each with its file. */
+static int collect_in_place(struct ios_record_set *set) {
+    size_t len;
+    unsigned char *buf = ios_mmap_region(IOS_MOD_POSIX, &len);
+    if (!buf || len != files_by_id.count * set->rec_size)
+        return -1;
+    for (size_t i = 0; i < files_by_id.cap; i++) {
+        struct posix_file *f = files_by_id.keys[i] ? files_by_id.vals[i] : NULL;
+        if (f && f->sizes)
+            exact_sizes(f->rec, f->sizes);
+    }
+    set->buf = buf;
+    set->len = len;
+    set->count = files_by_id.count;
+    set->borrowed = 1;
+    return 0;
+}
+
 void ios_posix_collect(struct ios_record_set *set) {
     set->mod = IOS_MOD_POSIX;
     set->rec_size = sizeof(struct ios_posix_record);
     set->count = set->len = 0;
+    if (set->in_place && collect_in_place(set) == 0)
+        return;
     set->buf = malloc(files_by_id.count * set->rec_size + 1);
     if (!set->buf)
         return;
@@ -802,16 +834,8 @@ void ios_posix_collect(struct ios_record_set *set) {
             continue;
         struct ios_posix_record *r = (void *)(set->buf + set->len);
         *r = *f->rec;
-        /* From the tracked values (a memory-mapped log's live slots hold the same). */
-        memset(&r->counters[POSIX_STRIDE1_STRIDE], 0,
-               (POSIX_ACCESS4_COUNT - POSIX_STRIDE1_STRIDE + 1) * sizeof(int64_t));
-        const struct posix_sizes *sz = f->sizes;
-        if (sz) {
-            ios_common_merge(&r->counters[POSIX_ACCESS1_ACCESS], &r->counters[POSIX_ACCESS1_COUNT],
-                             sz->access.value, sz->access.count, sz->access.n);
-            ios_common_merge(&r->counters[POSIX_STRIDE1_STRIDE], &r->counters[POSIX_STRIDE1_COUNT],
-                             sz->stride.value, sz->stride.count, sz->stride.n);
-        }
+        if (f->sizes)
+            exact_sizes(r, f->sizes);
         set->len += set->rec_size;
         set->count++;
     }

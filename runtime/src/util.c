@@ -91,8 +91,7 @@ void *ios_map_get(const struct ios_map *m, uint64_t key) {
     }
 }
 
-static int map_grow(struct ios_map *m) {
-    size_t cap = m->cap ? m->cap * 2 : 64;
+static int map_grow(struct ios_map *m, size_t cap) {
     struct ios_map bigger = {calloc(cap, sizeof(uint64_t)), calloc(cap, sizeof(void *)), cap, 0};
     if (!bigger.keys || !bigger.vals) {
         free(bigger.keys);
@@ -110,7 +109,7 @@ static int map_grow(struct ios_map *m) {
 int ios_map_put(struct ios_map *m, uint64_t key, void *val) {
     if (key == 0)
         return -1; /* ids and pointers are never 0 in practice; refuse rather than corrupt */
-    if ((m->count + 1) * 4 > m->cap * 3 && map_grow(m) != 0)
+    if ((m->count + 1) * 4 > m->cap * 3 && map_grow(m, m->cap ? m->cap * 2 : 64) != 0)
         return -1;
     size_t i = map_slot(key, m->cap);
     while (m->keys[i] != 0 && m->keys[i] != key)
@@ -120,6 +119,13 @@ int ios_map_put(struct ios_map *m, uint64_t key, void *val) {
     m->keys[i] = key;
     m->vals[i] = val;
     return 0;
+}
+
+int ios_map_reserve(struct ios_map *m, size_t n) {
+    size_t cap = m->cap ? m->cap : 64;
+    while (n * 4 > cap * 3)
+        cap *= 2;
+    return cap == m->cap ? 0 : map_grow(m, cap);
 }
 
 void ios_map_del(struct ios_map *m, uint64_t key) {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from rt_checks import (
     STDIO_COUNTERS,
     STDIO_FCOUNTERS,
@@ -18,7 +19,8 @@ from rt_checks import (
     record,
     stdio_expected,
 )
-from rt_run import Scenario
+from rt_hash import darshan_hash
+from rt_run import Scenario, _scenario
 
 ALL = {"OPEN": True, "READ": True, "WRITE": True, "CLOSE": True}
 
@@ -174,3 +176,31 @@ def test_unlocked_forms(unlocked_run: Scenario):
     exp = stdio_expected(OPENS=1, WRITES=1, BYTES_WRITTEN=6, MAX_BYTE_WRITTEN=5, READS=3,
                          BYTES_READ=6, MAX_BYTE_READ=5, SEEKS=1)  # fmt: skip
     compare_counters(record(s.log, "STDIO", name), exp, what=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# names: a log names its records and nothing else, whether they were kept in a memory-mapped
+# log (finished in place at exit) or in the process's memory
+
+
+@pytest.mark.parametrize("mmap_logs", ["1", "0"])
+def test_idle_streams_leave_no_names(runner, tmp_path_factory, mmap_logs):
+    def setup(d):
+        open(os.path.join(d, "empty.dat"), "w").close()
+
+    s = _scenario(
+        runner,
+        tmp_path_factory,
+        f"idle-{mmap_logs}",
+        "idle_streams",
+        setup=setup,
+        env_extra={"IOSTUDY_MMAP_LOGS": mmap_logs},
+    )
+    empty, written = (os.path.join(s.dir, n) for n in ("empty.dat", "w.dat"))
+    assert module_names(s.log, "STDIO") == [empty]
+    # fileno is a POSIX open of the stream's descriptor; fflush(stdout) moved nothing
+    assert module_names(s.log, "POSIX") == sorted([empty, written, "<STDERR>"])
+    # the 5 bytes written are the only bytes moved: one heatmap, POSIX's
+    expected = {empty, written, "<STDERR>", "heatmap:POSIX"}
+    assert sorted(s.log["name_records"].values()) == sorted(expected)
+    assert set(s.log["name_records"]) == {darshan_hash(n) for n in expected}

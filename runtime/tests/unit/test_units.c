@@ -135,6 +135,14 @@ static void test_map(void) {
         CHECK(v == (k % 2 ? NULL : (void *)(uintptr_t)k), "get %llu", (unsigned long long)k);
     }
     ios_map_free(&m);
+    /* Reserved room takes N keys without another allocation, and keeps what it held. */
+    CHECK(ios_map_put(&m, 7, &m) == 0 && ios_map_reserve(&m, N) == 0, "reserve");
+    size_t cap = m.cap;
+    CHECK(cap * 3 >= N * 4 && ios_map_get(&m, 7) == &m, "reserved cap %zu", cap);
+    for (uint64_t k = 1; k < N; k++)
+        CHECK(ios_map_put(&m, k * 0x9e3779b97f4a7c15ULL, &m) == 0, "put");
+    CHECK(m.cap == cap && m.count == N, "cap %zu -> %zu, count %zu", cap, m.cap, m.count);
+    ios_map_free(&m);
 }
 
 static void test_paths(void) {
