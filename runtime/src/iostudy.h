@@ -179,8 +179,6 @@ int ios_path_cache_get(const struct ios_path_cache *c, const char *path, size_t 
                        void **val) IOS_HIDDEN;
 void ios_path_cache_put(struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
                         void *val) IOS_HIDDEN;
-/* The same as ios_map_prefetch, for the slot of key. */
-void ios_path_cache_prefetch(const struct ios_path_cache *c, uint64_t key) IOS_HIDDEN;
 void ios_path_cache_clear(struct ios_path_cache *c) IOS_HIDDEN;
 
 /* The record name of an absolute path of len bytes: the path itself when already normal (no copy),
@@ -210,10 +208,6 @@ struct ios_map {
 void *ios_map_get(const struct ios_map *m, uint64_t key) IOS_HIDDEN;
 int ios_map_put(struct ios_map *m, uint64_t key, void *val) IOS_HIDDEN;
 void ios_map_del(struct ios_map *m, uint64_t key) IOS_HIDDEN;
-/* Starts loading key's slot, without the lock and without waiting: issued before a system call,
- * the cache misses of the lookup after it overlap the kernel's work. A stale table or size read
- * here only makes a useless hint (a prefetch never faults). */
-void ios_map_prefetch(const struct ios_map *m, uint64_t key) IOS_HIDDEN;
 /* Room for n keys without growing again (one allocation where puts would double many times). */
 int ios_map_reserve(struct ios_map *m, size_t n) IOS_HIDDEN;
 void ios_map_free(struct ios_map *m) IOS_HIDDEN;

@@ -137,20 +137,6 @@ static struct posix_file *file_of_absolute(const char *path) {
     return f;
 }
 
-/* Before the real call: starts loading what the recording after it reads for an absolute path
- * (its slot in the path cache and, with_file, its file's slot, the path being normal as most
- * are), so that the cache misses overlap the system call instead of following it. An open of a
- * file not recorded then adds about 650 cycles after the call instead of 1,100 (this machine,
- * 20,000 creates). A stat, which mostly names a path seen before, takes the first alone. */
-static inline void warm_path(const char *path, int with_file) {
-    if (!path || path[0] != '/')
-        return;
-    size_t len = strlen(path);
-    ios_path_cache_prefetch(&absolute_paths, ios_path_key(path, len));
-    if (with_file)
-        ios_map_prefetch(&files_by_id, ios_hash((const unsigned char *)path, len, 0));
-}
-
 /* Enters the runtime with the file of path (relative to dirfd), or NULL when it is not recorded;
  * 0 when the runtime is not entered. A relative path is made absolute first, outside the lock
  * (getcwd, readlink), and not remembered: the working directory may change. */
@@ -276,7 +262,6 @@ static int iov_aligned(const struct iovec *iov, int iovcnt) {
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return call;                                                                               \
-    warm_path(path, 1);                                                                            \
     IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret >= 0)                                                                                  \
         opened(ret, dirfd, path, mode, t1, t2);                                                    \
@@ -673,7 +658,6 @@ static void stat_fd(int fd, double t1, double t2) {
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return call;                                                                               \
-    warm_path(path, 0);                                                                            \
     IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret == 0 && S_ISREG(st_mode)) {                                                            \
         if (((flags)&AT_EMPTY_PATH) && path[0] == '\0')                                            \

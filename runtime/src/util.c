@@ -91,17 +91,6 @@ void *ios_map_get(const struct ios_map *m, uint64_t key) {
     }
 }
 
-void ios_map_prefetch(const struct ios_map *m, uint64_t key) {
-    size_t cap = __atomic_load_n(&m->cap, __ATOMIC_RELAXED);
-    uint64_t *keys = __atomic_load_n(&m->keys, __ATOMIC_RELAXED);
-    void **vals = __atomic_load_n(&m->vals, __ATOMIC_RELAXED);
-    if (cap == 0 || !keys || !vals)
-        return;
-    size_t i = map_slot(key, cap);
-    __builtin_prefetch(&keys[i]);
-    __builtin_prefetch(&vals[i]);
-}
-
 static int map_grow(struct ios_map *m, size_t cap) {
     struct ios_map bigger = {calloc(cap, sizeof(uint64_t)), calloc(cap, sizeof(void *)), cap, 0};
     if (!bigger.keys || !bigger.vals) {
@@ -368,15 +357,6 @@ int ios_path_cache_get(const struct ios_path_cache *c, const char *path, size_t 
         return 0;
     *val = s->val;
     return 1;
-}
-
-void ios_path_cache_prefetch(const struct ios_path_cache *c, uint64_t key) {
-    const struct ios_path_cache_slot *slots = __atomic_load_n(&c->slots, __ATOMIC_RELAXED);
-    if (!slots)
-        return;
-    const struct ios_path_cache_slot *s = &slots[key & (PATH_CACHE_SLOTS - 1)];
-    __builtin_prefetch(s);
-    __builtin_prefetch((const char *)(s + 1) - 1); /* a slot may straddle two cache lines */
 }
 
 void ios_path_cache_put(struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
