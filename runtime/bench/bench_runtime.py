@@ -50,10 +50,11 @@ FIXED_TARGET = 200_000
 WORKLOAD_WALL_TARGET_PCT = 5.0
 # Darshan keeps at most 1,024 records per module by default; iostudy keeps what DARSHAN_MODMEM
 # holds (5,953 of the workload's files with 4 MiB). The workload's wall time is also measured
-# with iostudy's memory cut to 1,024 POSIX records' worth (704 bytes each): the cost of the
-# records kept, apart from the rest.
+# with iostudy's memory cut to 1,024 POSIX records' worth: the cost of the records kept, apart
+# from the rest.
 DARSHANS_COUNT = "iostudy, 1,024 records' memory"
-DARSHANS_RECORDS_MIB = 1024 * 704 / 1048576
+POSIX_RECORD_BYTES = 16 + 69 * 8 + 17 * 8  # id and rank, counters, fcounters (Darshan 3.5)
+DARSHANS_RECORDS_MIB = 1024 * POSIX_RECORD_BYTES / 1048576
 WALL_TARGET_PCT = 1.0
 NOT_MEASURED = "not measured"
 SHM = "/dev/shm"

@@ -404,24 +404,26 @@ static int names_from_region(const struct ios_map *used, struct bytes *out) {
 
 /* The same entries, looked up record by record (no memory-mapped log, or a merge). */
 static int names_by_record(const struct ios_map *used, struct bytes *out) {
-    size_t cap = 1, len = 0;
-    for (size_t i = 0; i < used->cap; i++)
-        if (used->keys[i] && ios_record_name(used->keys[i]))
-            cap += sizeof(uint64_t) + strlen(ios_record_name(used->keys[i])) + 1;
-    unsigned char *buf = out->data = malloc(cap);
-    if (!buf)
-        return -1;
-    for (size_t i = 0; i < used->cap; i++) {
+    size_t cap = 4096, len = 0;
+    unsigned char *buf = malloc(cap);
+    for (size_t i = 0; buf && i < used->cap; i++) {
         const char *name = used->keys[i] ? ios_record_name(used->keys[i]) : NULL;
-        if (!name)
-            continue;
-        size_t need = sizeof(uint64_t) + strlen(name) + 1;
-        memcpy(buf + len, &used->keys[i], sizeof(uint64_t));
-        memcpy(buf + len + sizeof(uint64_t), name, need - sizeof(uint64_t));
-        len += need;
+        size_t need = name ? sizeof(uint64_t) + strlen(name) + 1 : 0;
+        while (buf && len + need > cap) {
+            unsigned char *grown = realloc(buf, cap *= 2);
+            if (!grown)
+                free(buf);
+            buf = grown;
+        }
+        if (name && buf) {
+            memcpy(buf + len, &used->keys[i], sizeof(uint64_t));
+            memcpy(buf + len + sizeof(uint64_t), name, need - sizeof(uint64_t));
+            len += need;
+        }
     }
+    out->data = buf;
     out->len = len;
-    return 0;
+    return buf ? 0 : -1;
 }
 
 /* The names of the records this rank writes, each once: id, name, NUL. */

@@ -164,11 +164,9 @@ void ios_mmap_add_name(uint64_t id, const char *name, size_t len) {
 }
 
 unsigned char *ios_mmap_region(int mod, size_t *len) {
-    if (!ios_mmap_on)
+    if (!ios_mmap_on || (mod >= 0 && slot_of(mod) < 0))
         return NULL;
     const struct ios_log_map *m = mod < 0 ? &header->name_map : &header->mod_map[mod];
-    if (mod >= 0 && slot_of(mod) < 0)
-        return NULL;
     *len = m->len;
     return map + m->off;
 }

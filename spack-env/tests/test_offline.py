@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from iostudy.benchmarks import offline_archive, offline_pack, offline_unpack, spackenv
 from iostudy.report import sections
@@ -214,8 +215,6 @@ def test_a_tag_whose_tree_git_cannot_read_is_a_clear_error(tmp_path):
 def test_site_scope_keeps_a_folder_name_yaml_would_misread(tmp_path):
     """The unpack folder is the user's: a `#` (a comment) or `: ` (a mapping) in its name
     reaches Spack whole."""
-    import yaml
-
     top = tmp_path / "site #1: test"
     site = offline_unpack.write_site_scope(top, top / "cache")
     repos = yaml.safe_load((site / "repos.yaml").read_text())["repos:"]
