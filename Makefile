@@ -115,9 +115,9 @@ cluster-down: ## stop the Slurm test cluster, remove its namespaces (keeps its s
 	@CLUSTER_STATE=$(CLUSTER_STATE) ci/cluster/cluster-down.sh
 
 # DARSHAN_LIB: a Darshan 3.5.0 libdarshan.so (non-MPI) measured beside iostudy; BENCH_RUNS: the
-# alternating wall-time runs.
+# alternating wall-time rounds (at least 30: each overhead comes with its 95 % interval).
 DARSHAN_LIB ?=
-BENCH_RUNS ?= 9
+BENCH_RUNS ?= 40
 bench-runtime: setup ## instructions per call and wall-time overhead of the runtime (DARSHAN_LIB: beside Darshan's)
 	$(VENV)/bin/python runtime/bench/bench_runtime.py --build $(RUNTIME_BUILD) --runs $(BENCH_RUNS) \
 		$(if $(DARSHAN_LIB),--darshan $(DARSHAN_LIB))

@@ -5,7 +5,7 @@
    repeatably: ((I(lib, N) - I(lib, 0)) - (I(none, N) - I(none, 0))) / N; the fixed instructions
    per process (a run with no calls, against the same run without a runtime); and a workload of
    N create+stat+unlink iterations on distinct names: instructions per iteration the same way,
-   and wall-time overhead (median of alternating runs). iostudy and, given its library
+   and wall-time overhead (see 4). iostudy and, given its library
    (--darshan, or DARSHAN_LIB= for make), Darshan 3.5.0 are measured side by side in the same
    run; each instrumented run must leave a log, else the bench stops (an unfair measurement).
 2. Instructions added per 64-byte MPI_File_write_at (one process, MPI_COMM_SELF), per MPI
@@ -13,8 +13,16 @@
    Compared with the instructions the MPI library itself spends on the call.
 3. The memory-mapped logs (the default) against IOSTUDY_MMAP_LOGS=0: instructions per 64-byte
    pwrite and fwrite, and the fixed instructions per process.
-4. Wall-time overhead of 4 processes each writing 256 MiB in 1 MiB writes: median of alternating
-   runs with and without the runtime.
+4. Wall-time overhead of 4 processes each writing 256 MiB in 1 MiB writes, with and without the
+   runtime. Every wall time is measured in rounds that alternate the runs (each round starts one
+   further on) and reported as the mean of each round's difference to its run without a runtime,
+   over the mean without, with the 95 % confidence interval of that mean. The runs work in a
+   folder of /dev/shm (tmpfs) where there is one: the runtime's cost does not depend on the file
+   system, while a disk file system's own time strays by tens of percent from run to run (ext4
+   without a journal skips the inodes freed in the last minutes), and tmpfs's time is the
+   shortest, so the runtime's share is the largest it can be. Both runtimes are told to record
+   every path there (DARSHAN_EXCLUDE_DIRS; both exclude /dev/ by default), and each instrumented
+   workload run must leave POSIX records.
 
 Standard library only, so it runs with any Python 3.
 """
@@ -22,10 +30,12 @@ Standard library only, so it runs with any Python 3.
 import argparse
 import contextlib
 import functools
+import math
 import os
 import re
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -58,6 +68,13 @@ DARSHANS_RECORDS_MIB = 1024 * POSIX_RECORD_BYTES / 1048576
 WALL_TARGET_PCT = 1.0
 NOT_MEASURED = "not measured"
 SHM = "/dev/shm"
+# Timed runs record every path but these, so that a workload in SHM is recorded by both runtimes.
+RECORD_ALL_BUT = "/proc/,/sys/"
+Z95 = statistics.NormalDist().inv_cdf(0.975)  # the runs are many: the normal approximation holds
+POSIX_MODULE = 1
+HEADER_MOD_MAP = 48  # Darshan 3.41 header: mod_map[i] {off, len} (u64) at 48 + 16 i
+UNDECIDED = "undecided"
+VERDICTS = {True: "ok", False: "MISSED", UNDECIDED: "undecided: the 95 % interval spans it"}
 ROW = "  {:22} {:>10} {:>14} {:>6} {:>10} {}"
 
 
@@ -149,10 +166,9 @@ def per_mpiio_call(build, lib, flavour, calls, workdir):
     return ((ours[1] - ours[0]) - own) / calls, own / calls
 
 
-def alternate(labels, runs, measure, report=None):
+def alternate(labels, runs, measure):
     """{label: [measure(label) of each run]}: one untimed warm-up round first (file system and
-    page cache settle), then runs rounds, each starting one label further on; report(run,
-    results) after each timed round."""
+    page cache settle), then runs rounds, each starting one label further on."""
     results = {label: [] for label in labels}
     for run in range(-1, runs):
         shift = run % len(labels)
@@ -160,14 +176,21 @@ def alternate(labels, runs, measure, report=None):
             value = measure(label)
             if run >= 0:
                 results[label].append(value)
-        if run >= 0 and report:
-            report(run, results)
     return results
 
 
-def timed(cmds, env):
+def posix_region_bytes(logs):
+    """The compressed bytes of the POSIX region of the one log in logs (its header's mod_map)."""
+    (path,) = (os.path.join(d, n) for d, _, files in os.walk(logs) for n in files)
+    with open(path, "rb") as log:
+        header = log.read(HEADER_MOD_MAP + 16 * (POSIX_MODULE + 1))
+    _, length = struct.unpack_from("<QQ", header, HEADER_MOD_MAP + 16 * POSIX_MODULE)
+    return length
+
+
+def timed(cmds, env, records=False):
     """(wall seconds, CPU seconds of the children) of cmds run concurrently under env (whose
-    logs, if a runtime is preloaded, are checked)."""
+    logs, if a runtime is preloaded, are checked: with records, for POSIX records too)."""
     with logging_to(env) as (run_env, logs):
         subprocess.run(["sync"], check=True)  # keep earlier runs' writeback out of this one
         start = time.perf_counter()
@@ -184,15 +207,35 @@ def timed(cmds, env):
     return elapsed, used
 
 
-def wall_time(build, lib, procs, mib, runs, workdir):
-    """Median wall and CPU seconds of procs concurrent writers, without and with the runtime.
+def timed_environment(lib):
+    """The environment of a timed run: lib preloaded (None: no runtime), every path recorded."""
+    return dict(environment(lib), DARSHAN_EXCLUDE_DIRS=RECORD_ALL_BUT)
 
-    CPU time (user + system of the writers) is reported beside wall time because it is far less
-    noisy on a shared 2-core machine.
-    """
+
+def paired_overhead(with_lib, without):
+    """(overhead %, half-width % of its 95 % confidence interval) of runs with a runtime against
+    the same rounds' runs without: the mean of the rounds' differences over the mean without. A
+    round's two runs share the machine's state of the moment, so their difference strays far
+    less than either time."""
+    differences = [w - n for w, n in zip(with_lib, without, strict=True)]
+    base = statistics.fmean(without)
+    half_width = Z95 * statistics.stdev(differences) / math.sqrt(len(differences))
+    return statistics.fmean(differences) / base * 100, half_width / base * 100
+
+
+def shown_overhead(with_lib, without):
+    """'+x.x % ± y.y' of paired_overhead."""
+    overhead, half_width = paired_overhead(with_lib, without)
+    return f"{overhead:+.1f} % ± {half_width:.1f}"
+
+
+def wall_time(build, lib, procs, mib, runs, workdir):
+    """{label: [(wall, CPU seconds) of each round]} of procs concurrent writers, without ('none')
+    and with ('lib') the runtime. CPU time (user + system of the writers) is kept beside wall time:
+    it strays less on a shared 2-core machine."""
     prog = os.path.join(build, "bench_write")
     files = [os.path.join(workdir, f"w{i}.dat") for i in range(procs)]
-    envs = {"none": environment(None), "lib": environment(lib)}
+    envs = {"none": timed_environment(None), "lib": timed_environment(lib)}
 
     def measure(label):
         result = timed([[prog, f, str(mib)] for f in files], envs[label])
@@ -200,33 +243,14 @@ def wall_time(build, lib, procs, mib, runs, workdir):
             os.unlink(f)
         return result
 
-    def report(run, results):
-        (w0, c0), (w1, c1) = results["none"][-1], results["lib"][-1]
-        print(
-            f"  run {run + 1}/{runs}: without {w0:.3f} s (cpu {c0:.3f} s), "
-            f"with {w1:.3f} s (cpu {c1:.3f} s)",
-            flush=True,
-        )
-
-    results = alternate(["none", "lib"], runs, measure, report)
-    median = statistics.median
-    wall = {k: median(w for w, _ in v) for k, v in results.items()}
-    cpu = {k: median(c for _, c in v) for k, v in results.items()}
-    return (wall["none"], wall["lib"]), (cpu["none"], cpu["lib"])
+    return alternate(["none", "lib"], runs, measure)
 
 
 def workload_wall(build, envs, iterations, runs, workdir):
     """{label: [wall seconds of `bench_calls create iterations`, one per round]} for each of
-    envs ({label: environment}), runs alternating."""
+    envs ({label: environment}), runs alternating; each instrumented run must record files."""
     cmd = [os.path.join(build, "bench_calls"), "create", str(iterations), workdir]
-    return alternate(list(envs), runs, lambda label: timed([cmd], envs[label])[0])
-
-
-def round_spread(with_lib, without):
-    """The quartiles, in percent, of the overhead of each round against the same round's run
-    without a runtime: how far one measurement of the target can stray on this machine."""
-    overheads = [(w - n) / n * 100 for w, n in zip(with_lib, without, strict=True)]
-    return "/".join(f"{q:+.1f}" for q in statistics.quantiles(overheads, n=4))
+    return alternate(list(envs), runs, lambda label: timed([cmd], envs[label], True)[0])
 
 
 def cell(value, fmt):
@@ -234,15 +258,29 @@ def cell(value, fmt):
     return NOT_MEASURED if value is None else format(value, fmt)
 
 
-def row(name, ours, darshan, target, fmt=".0f"):
+def verdict(value, limit, half_width=None):
+    """Whether value meets limit (None: no limit): True or False; for a measured mean with the
+    half_width of its 95 % interval, UNDECIDED while the interval spans the limit."""
+    if limit is None:
+        return None
+    if half_width is None:
+        return value <= limit
+    if value + half_width <= limit:
+        return True
+    return False if value - half_width > limit else UNDECIDED
+
+
+def row(name, ours, darshan, target, fmt=".0f", half_width=None):
     """Print one table row; whether it meets target: a number, 'darshan' (<= Darshan's figure)
-    or None (no target). Returns True, False, or None (no target, or Darshan not measured)."""
+    or None (no target). Returns verdict(), None also when Darshan is not measured."""
     limit = darshan if target == "darshan" else target
-    met = None if limit is None else ours <= limit
-    verdict = {True: "ok", False: "MISSED", None: "unchecked" if target else ""}[met]
+    met = verdict(ours, limit, half_width)
+    shown_verdict = VERDICTS.get(met, "unchecked" if target else "")
     ratio = "" if darshan is None or darshan == 0 else f"{ours / darshan:.2f}"
     shown = "-" if target is None else "<= Darshan" if target == "darshan" else f"<= {target:{fmt}}"
-    print(ROW.format(name, cell(ours, fmt), cell(darshan, fmt), ratio, shown, verdict).rstrip())
+    print(
+        ROW.format(name, cell(ours, fmt), cell(darshan, fmt), ratio, shown, shown_verdict).rstrip()
+    )
     return met
 
 
@@ -267,36 +305,35 @@ def call_rows(args, ours, theirs, workdir):
 def workload_row(args, ours, theirs, workdir):
     """Print the row of the workload's wall-time overhead; its verdict."""
     envs = {
-        "none": environment(None),
-        "iostudy": environment(ours),
-        DARSHANS_COUNT: dict(environment(ours), DARSHAN_MODMEM=str(DARSHANS_RECORDS_MIB)),
-        **({"darshan": environment(theirs)} if theirs else {}),
+        "none": timed_environment(None),
+        "iostudy": timed_environment(ours),
+        DARSHANS_COUNT: dict(timed_environment(ours), DARSHAN_MODMEM=str(DARSHANS_RECORDS_MIB)),
+        **({"darshan": timed_environment(theirs)} if theirs else {}),
     }
     runs = workload_wall(args.build, envs, args.calls, args.runs, workdir)
-    wall = {label: statistics.median(values) for label, values in runs.items()}
-    mine, other, capped = (
-        (wall[k] - wall["none"]) / wall["none"] * 100 if k in wall else None
-        for k in ("iostudy", "darshan", DARSHANS_COUNT)
-    )
-    met = row("create+stat+unlink wall%", mine, other, WORKLOAD_WALL_TARGET_PCT, "+.1f")
+    mine, half_width = paired_overhead(runs["iostudy"], runs["none"])
+    other = paired_overhead(runs["darshan"], runs["none"])[0] if theirs else None
+    met = row("create+stat+unlink wall%", mine, other, WORKLOAD_WALL_TARGET_PCT, "+.1f", half_width)
     print(
-        f"  (wall: median of {args.runs} alternating runs of {args.calls} iterations; "
-        f"without a runtime {wall['none']:.3f} s; iostudy keeps what fits in 4 MiB, "
-        f"{capped:+.1f} % with the memory of Darshan's 1,024: "
+        f"  (wall: {args.runs} alternating rounds of {args.calls} iterations in {workdir}; "
+        f"without a runtime {statistics.fmean(runs['none']):.3f} s on average)"
+    )
+    shown = ", ".join(f"{k} {shown_overhead(runs[k], runs['none'])}" for k in runs if k != "none")
+    print(f"  (overhead with its 95 % interval: {shown})")
+    print(
+        f"  (iostudy keeps the records that fit in 4 MiB; {DARSHANS_COUNT}: "
         f"DARSHAN_MODMEM={DARSHANS_RECORDS_MIB})"
     )
-    spread = ", ".join(f"{k} {round_spread(runs[k], runs['none'])} %" for k in runs if k != "none")
-    print(f"  (per-round overhead, quartiles: {spread})")
     return met
 
 
-def call_table(args, workdir):
+def call_table(args, workdir, timed_dir):
     """Print the iostudy-against-Darshan table; the verdicts of its rows."""
     ours, theirs = os.path.join(args.build, "libiostudy.so"), args.darshan
     print(f"Instructions added per call ({args.calls} calls, callgrind), fixed cost, workload:")
     print(ROW.format("call", "iostudy", "Darshan 3.5.0", "ratio", "target", "").rstrip())
     verdicts = call_rows(args, ours, theirs, workdir)
-    verdicts.append(workload_row(args, ours, theirs, workdir))
+    verdicts.append(workload_row(args, ours, theirs, timed_dir))
     if not theirs:
         print("  Darshan 3.5.0: not measured (pass DARSHAN_LIB=…/libdarshan.so)")
     print("  Darshan 3.5.0 wraps only __xstat/__fxstat: its stat, fstat measured through them")
@@ -334,23 +371,20 @@ def wall_table(args, workdir):
     """Print the wall-time overhead of the writers; whether it meets its target."""
     print(
         f"Wall time, {args.procs} processes x {args.mib} MiB in 1 MiB writes, "
-        f"median of {args.runs} alternating runs:"
+        f"{args.runs} alternating rounds in {workdir}:"
     )
     lib = os.path.join(args.build, "libiostudy.so")
-    (without, with_lib), (cpu_without, cpu_with) = wall_time(
-        args.build, lib, args.procs, args.mib, args.runs, workdir
-    )
-    overhead = (with_lib - without) / without * 100
-    cpu_overhead = (cpu_with - cpu_without) / cpu_without * 100
-    met = overhead <= WALL_TARGET_PCT
-    print(
-        f"  wall: without {without:.3f} s, with {with_lib:.3f} s, overhead {overhead:+.2f} % "
-        f"(target <= {WALL_TARGET_PCT:.0f} %) {'ok' if met else 'MISSED'}"
-    )
-    print(
-        f"  cpu:  without {cpu_without:.3f} s, with {cpu_with:.3f} s, "
-        f"overhead {cpu_overhead:+.2f} %"
-    )
+    runs = wall_time(args.build, lib, args.procs, args.mib, args.runs, workdir)
+    wall, cpu = ({k: [v[i] for v in runs[k]] for k in runs} for i in (0, 1))
+    overhead, half_width = paired_overhead(wall["lib"], wall["none"])
+    met = verdict(overhead, WALL_TARGET_PCT, half_width)
+    for name, times in (("wall", wall), ("cpu ", cpu)):
+        print(
+            f"  {name}: without {statistics.fmean(times['none']):.3f} s, with "
+            f"{statistics.fmean(times['lib']):.3f} s on average, overhead "
+            f"{shown_overhead(times['lib'], times['none'])} (95 % interval)"
+        )
+    print(f"  wall-time target <= {WALL_TARGET_PCT:.0f} %: {VERDICTS[met]}")
     return met
 
 
@@ -359,10 +393,12 @@ def parse_args():
     parser.add_argument("--build", default="build/runtime", help="runtime build directory")
     parser.add_argument("--darshan", help="Darshan 3.5.0's libdarshan.so, measured beside")
     parser.add_argument("--calls", type=int, default=20000, help="calls per callgrind run")
-    parser.add_argument("--runs", type=int, default=9, help="alternating wall-time runs (>= 5)")
+    parser.add_argument("--runs", type=int, default=40, help="alternating wall-time rounds (>= 30)")
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--mib", type=int, default=256, help="MiB each process writes")
     args = parser.parse_args()
+    if args.runs < 30:
+        sys.exit("bench: --runs must be at least 30 (the confidence intervals assume as many)")
     if not shutil.which("valgrind"):
         sys.exit("bench: valgrind is missing (make setup installs it)")
     for binary in ("libiostudy.so", "bench_calls", "bench_write"):
@@ -377,17 +413,24 @@ def parse_args():
 
 def main():
     args = parse_args()
-    with tempfile.TemporaryDirectory(prefix="iostudy-bench-", dir=args.build) as workdir:
+    shm = SHM if os.access(SHM, os.W_OK) else None
+    with (
+        tempfile.TemporaryDirectory(prefix="iostudy-bench-", dir=args.build) as workdir,
+        tempfile.TemporaryDirectory(prefix="iostudy-bench-timed-", dir=shm) as timed_dir,
+    ):
         # Absolute, so no call pays for the working directory; the cost of a path grows with
         # its length, printed with the table.
         workdir = os.path.abspath(workdir)
-        verdicts = call_table(args, workdir)
+        verdicts = call_table(args, workdir, timed_dir)
         mpiio_table(args, workdir)
         mmap_table(args, workdir)
-        verdicts.append(wall_table(args, workdir))
+        verdicts.append(wall_table(args, timed_dir))
     if False in verdicts:
         print("bench-runtime: some targets missed")
         return 1
+    if UNDECIDED in verdicts:
+        print("bench-runtime: no target missed; some undecided (more --runs narrow the intervals)")
+        return 0
     unchecked = "" if args.darshan else " (create+stat+unlink against Darshan unchecked)"
     print(f"bench-runtime: all targets met{unchecked}")
     return 0
