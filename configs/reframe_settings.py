@@ -16,6 +16,7 @@ from iostudy.run import profiles
 # A partition has one launcher, each MPI flavour its own mpirun: this launcher runs the one the
 # environment names (see iostudy.run.profiles.reframe_launcher).
 profiles.register_reframe_launcher()
+profiles.give_jobs_the_callers_tmpdir()
 site_configuration = profiles.reframe_site_configuration(
     [config.load_system(name) for name in config.system_names()]
 )

@@ -335,7 +335,10 @@ def test_run_id_format():
     assert campaign.run_id("quick", "local", when) == "20250304T050607Z-quick-local"
 
 
-def test_dry_run_manifest(tmp_path, capsys):
+def test_dry_run_manifest(tmp_path, capsys, monkeypatch):
+    callers_tmp = tmp_path / "callers-tmp"
+    callers_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(callers_tmp))
     status = main(
         ["campaign", "run", "quick", "--system", "local", "--dry-run", "--results", str(tmp_path)]
     )
@@ -359,6 +362,11 @@ def test_dry_run_manifest(tmp_path, capsys):
     assert set(manifest["tool_versions"]) >= {"iostudy", "reframe", "snakemake", "darshan"}
     assert (run_dir / "reframe" / "reframe.out").read_text().count("iomodel_check") >= 2
     assert "iomodel_check" in (run_dir / "reframe" / "debug.log").read_text()
+    # ReFrame's log of loading its configuration, which it names nowhere, is kept with the run,
+    # and ReFrame leaves nothing in the caller's temporary folder
+    assert "Loading user configuration" in (run_dir / "reframe" / "startup.log").read_text()
+    assert not (run_dir / "reframe" / "tmp").exists()
+    assert list(callers_tmp.iterdir()) == []
     assert len(list((run_dir / "reframe" / "stage").rglob("iomodel_check/rfm_job.sh"))) == 2
     # nothing ran: ingest leaves it out, says so, and the store has no run
     store_dir = tmp_path / "store"

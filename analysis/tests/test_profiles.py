@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -175,15 +176,36 @@ def test_reframe_local_system_has_no_srun(local_system):
         assert all(name != "SLURM_MPI_TYPE" for name, _ in env["env_vars"])
 
 
+def test_reframe_jobs_get_the_callers_tmpdir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "caller"))
+    env = profiles.reframe_environment(tmp_path / "run")
+    assert env["TMPDIR"] == str(tmp_path / "run"), "ReFrame's own files go to the run"
+    profiles.give_jobs_the_callers_tmpdir(env)
+    assert env["TMPDIR"] == str(tmp_path / "caller") and profiles.CALLER_TMPDIR not in env
+    monkeypatch.delenv("TMPDIR")
+    env = profiles.reframe_environment(tmp_path / "run")
+    profiles.give_jobs_the_callers_tmpdir(env)
+    assert "TMPDIR" not in env, "a caller without TMPDIR: the jobs have none either"
+    outside = {"TMPDIR": str(tmp_path / "mine")}
+    profiles.give_jobs_the_callers_tmpdir(outside)
+    assert outside == {"TMPDIR": str(tmp_path / "mine")}, "ReFrame run by hand: left alone"
+
+
+def show_config(system, env=None):
+    """ReFrame's --show-config for system, its logs left in a temporary folder of its own."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return subprocess.run(
+            [BIN / "reframe", "-C", REFRAME_SETTINGS, "--system", system, "--show-config"],
+            capture_output=True,
+            text=True,
+            env=dict(env or os.environ, TMPDIR=tmp),
+            timeout=120,
+        )
+
+
 def reframe_show_config(system, env=None):
     """The configuration ReFrame itself loads, validates and selects for system."""
-    proc = subprocess.run(
-        [BIN / "reframe", "-C", REFRAME_SETTINGS, "--system", system, "--show-config"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    proc = show_config(system, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout)
 
@@ -216,13 +238,7 @@ def test_reframe_settings_refuse_a_bad_system_file(configs_copy):
     data = json.loads(bad.read_text())
     data["nodes"]["count"] = 0
     bad.write_text(json.dumps(data))
-    proc = subprocess.run(
-        [BIN / "reframe", "-C", REFRAME_SETTINGS, "--system", "testcluster", "--show-config"],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, IOSTUDY_CONFIGS=str(configs_copy)),
-        timeout=120,
-    )
+    proc = show_config("testcluster", dict(os.environ, IOSTUDY_CONFIGS=str(configs_copy)))
     assert proc.returncode != 0
     assert "nodes.count" in proc.stdout + proc.stderr
 

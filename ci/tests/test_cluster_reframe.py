@@ -4,6 +4,8 @@ import json
 
 from slurmtest import REPO_ROOT, VENV_BIN
 
+from iostudy.run import profiles
+
 CHECK = REPO_ROOT / "ci" / "tests" / "reframe" / "mpi_hello_check.py"
 SETTINGS = REPO_ROOT / "configs" / "reframe_settings.py"
 
@@ -22,6 +24,8 @@ def test_reframe_mpi_hello(cluster, tmp_path):
         check=False,
         timeout=240,
         cwd=tmp_path,
+        # as a campaign runs it: ReFrame's logs in the run's folder, the jobs' TMPDIR the caller's
+        env={"TMPDIR": str(tmp_path), profiles.CALLER_TMPDIR: cluster.env.get("TMPDIR", "")},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cases = [case for run in json.loads(report.read_text())["runs"] for case in run["testcases"]]

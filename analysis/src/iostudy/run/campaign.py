@@ -8,8 +8,9 @@ A run gets its own directory, results/<run-id>/ with run-id <UTC yyyymmddThhmmss
                     at the end)
     reframe/        ReFrame's --prefix: stage/, output/<system>/<partition>/<environ>/<test>/
                     (job script, stdout, stderr, the check's own files such as iomodel.jsonl),
-                    perflogs/, report.json, reframe.out (ReFrame's console output) and
-                    debug.log (its debug log)
+                    perflogs/, report.json, reframe.out (ReFrame's console output),
+                    debug.log (its debug log) and startup.log (its log of loading its
+                    configuration)
     darshan/        the runtime's logs, <Y>/<M>/<D>/*.darshan, one per job, tagged
     scratch/        the benchmarks' files (a system's scratch storage relative to the run)
 
@@ -23,6 +24,7 @@ filters before -P makes the combinations.)
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import re
@@ -30,7 +32,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from iostudy.benchmarks import checks, registry, spackenv
 from iostudy.core import config, paths, provenance
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
 from iostudy.core.reframe_names import param_text
+from iostudy.run import profiles
 from iostudy.run.campaign_rules import CampaignError, resolve_max_procs, validate
 
 REPO_ROOT = config.REPO_ROOT
@@ -197,15 +199,21 @@ def write_manifest(run_dir: Path, manifest: dict) -> None:
     tmp.replace(run_dir / "manifest.json")
 
 
-def keep_debug_logs(console: Path, dest: Path) -> None:
-    """Moves ReFrame's debug logs, which its logging settings leave in the temporary folder
-    (named on its last line), into the run: debug.log, debug-1.log, ..."""
-    for line in console.read_text(errors="replace").splitlines():
+def keep_debug_logs(reframe_dir: Path) -> None:
+    """Moves ReFrame's logs from its temporary folder (reframe/tmp) into reframe/: the debug logs
+    its console's last line names (debug.log, debug-1.log, ...), then the one it wrote while
+    loading its configuration (startup.log); removes the folder once empty."""
+    tmp, dest = reframe_dir / "tmp", reframe_dir
+    for line in (reframe_dir / "reframe.out").read_text(errors="replace").splitlines():
         if line.startswith("Log file(s) saved in "):
             for i, found in enumerate(re.findall(r"'([^']+)'", line)):
                 src = Path(found)
-                if src.is_file() and src.parent == Path(tempfile.gettempdir()):
+                if src.is_file() and src.parent == tmp:
                     shutil.move(src, dest / (f"debug-{i}.log" if i else "debug.log"))
+    for i, src in enumerate(sorted(tmp.glob("rfm-*.log"))):
+        shutil.move(src, dest / (f"startup-{i}.log" if i else "startup.log"))
+    with contextlib.suppress(OSError):
+        tmp.rmdir()
 
 
 # ReFrame's console line of a skipped case (its JSON report keeps no reason):
@@ -319,12 +327,14 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
 
 
 def run_reframe(cmd: list[str], run_dir: Path, manifest: dict) -> int:
-    """Runs ReFrame, its progress to our output as it comes and to reframe/reframe.out; returns
-    its exit status. Interrupted, the manifest says so."""
+    """Runs ReFrame, its progress to our output as it comes and to reframe/reframe.out, its
+    temporary files in reframe/tmp; returns its exit status. Interrupted, the manifest says so."""
+    (run_dir / "reframe" / "tmp").mkdir()
     with open(run_dir / "reframe" / "reframe.out", "w") as log:
         proc = subprocess.Popen(
             cmd,
             cwd=run_dir,
+            env=profiles.reframe_environment(run_dir / "reframe" / "tmp"),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -385,7 +395,7 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     print("+ " + shlex.join(cmd), flush=True)
 
     rc = run_reframe(cmd, run_dir, manifest)
-    keep_debug_logs(run_dir / "reframe" / "reframe.out", run_dir / "reframe")
+    keep_debug_logs(run_dir / "reframe")
     # Each job removes its own memory-target folder; the run's empty tree above them goes here,
     # once no job can be making a folder in it (this machine's /dev/shm: local, the test cluster).
     checks.remove_empty_dirs(checks.memory_target_root(rid))

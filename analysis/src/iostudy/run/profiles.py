@@ -9,7 +9,9 @@ writes a profile, and configs/reframe_settings.py calls ``reframe_site_configura
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -194,6 +196,31 @@ def reframe_system(system: dict) -> dict:
         "modules_system": "nomod",
         "partitions": partitions,
     }
+
+
+# While ReFrame runs under a campaign, the caller's TMPDIR ("" when it had none): ReFrame's own is
+# the run's, and the jobs it starts get this one back (give_jobs_the_callers_tmpdir).
+CALLER_TMPDIR = "IOSTUDY_CALLER_TMPDIR"
+
+
+def reframe_environment(tmp: Path) -> dict[str, str]:
+    """The environment to run ReFrame in with its temporary files in tmp: it makes one while it
+    loads its configuration, names it nowhere and leaves it there."""
+    return dict(os.environ, TMPDIR=str(tmp), **{CALLER_TMPDIR: os.environ.get("TMPDIR", "")})
+
+
+def give_jobs_the_callers_tmpdir(environ=os.environ) -> None:
+    """Called in ReFrame's process as its configuration loads (configs/reframe_settings.py): its
+    own files stay in the folder where it began (Python's tempfile keeps the first it finds),
+    the jobs it starts get the caller's TMPDIR back. Nothing to do outside a campaign."""
+    if CALLER_TMPDIR not in environ:
+        return
+    tempfile.gettempdir()
+    caller = environ.pop(CALLER_TMPDIR)
+    if caller:
+        environ["TMPDIR"] = caller
+    else:
+        environ.pop("TMPDIR", None)
 
 
 # Site-free logging: progress on stdout, a debug log in a temporary file (ReFrame names it),
