@@ -180,12 +180,14 @@ def alternate(labels, runs, measure):
 
 
 def posix_region_bytes(logs):
-    """The compressed bytes of the POSIX region of the one log in logs (its header's mod_map)."""
-    (path,) = (os.path.join(d, n) for d, _, files in os.walk(logs) for n in files)
-    with open(path, "rb") as log:
-        header = log.read(HEADER_MOD_MAP + 16 * (POSIX_MODULE + 1))
-    _, length = struct.unpack_from("<QQ", header, HEADER_MOD_MAP + 16 * POSIX_MODULE)
-    return length
+    """The compressed bytes of the POSIX regions of the logs in logs (their headers' mod_map)."""
+    total = 0
+    for folder, _, files in os.walk(logs):
+        for name in (n for n in files if n.endswith(".darshan")):
+            with open(os.path.join(folder, name), "rb") as log:
+                header = log.read(HEADER_MOD_MAP + 16 * (POSIX_MODULE + 1))
+            total += struct.unpack_from("<QQ", header, HEADER_MOD_MAP + 16 * POSIX_MODULE)[1]
+    return total
 
 
 def timed(cmds, env, records=False):
@@ -204,6 +206,9 @@ def timed(cmds, env, records=False):
         elapsed = time.perf_counter() - start
         if "LD_PRELOAD" in env:
             check_log(logs, cmds[0], env, len(cmds))
+            if records and posix_region_bytes(logs) == 0:
+                cmd = " ".join(cmds[0])
+                sys.exit(f"bench: {env['LD_PRELOAD']} recorded no file of {cmd}: not fair")
     return elapsed, used
 
 
