@@ -296,17 +296,18 @@ void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
                       const int64_t *in_counts, int n_in) IOS_HIDDEN;
 
 /* ---- robust logs (mmaplog.c) -------------------------------------------------------------- */
-extern int ios_mmap_on IOS_HIDDEN; /* the records live in this process's memory-mapped log */
+/* The records live in this process's memory-mapped log, a file made at the first record. */
+extern int ios_mmap_on IOS_HIDDEN;
 void ios_mmap_open(void) IOS_HIDDEN;
 /* Zeroed space for a record of module mod in the mapped log, counted in its region; NULL for a
  * module that is not kept there (or without a mapped log). */
 void *ios_mmap_alloc(int mod, size_t size) IOS_HIDDEN;
 void ios_mmap_add_name(uint64_t id, const char *name, size_t len) IOS_HIDDEN; /* len: strlen */
-/* The bytes of mod's records (mod < 0: of the names) as they stand in the mapping; NULL without
- * one. */
+/* The bytes of mod's records (mod < 0: of the names) as they stand in the mapping; NULL while
+ * there is none (no file made yet, or none at all). */
 unsigned char *ios_mmap_region(int mod, size_t *len) IOS_HIDDEN;
 void ios_mmap_set_partial(uint64_t flags) IOS_HIDDEN;
-const char *ios_mmap_path(void) IOS_HIDDEN; /* NULL without a mapped log */
+const char *ios_mmap_path(void) IOS_HIDDEN; /* NULL while no file is made */
 /* An MPI job: this process's rank, the job's size and id, for its mapped log. */
 void ios_mmap_set_rank(int rank, int nprocs, int64_t jobid) IOS_HIDDEN;
 /* After the normal log: the mapped one is removed, or kept when the normal one failed. */

@@ -3,6 +3,10 @@
  * directory (DARSHAN_MMAP_LOGPATH, default /dev/shm, else /tmp), so that a job killed by SIGKILL, a
  * crash or the scheduler's time limit leaves one readable per-process log; `iostudy logs merge`
  * turns those into one job log. On normal exit the file is removed once the normal log is written.
+ * The file is made at the first record or name (or when MPI gives the rank): a process that
+ * records nothing, killed or not, leaves no file behind, and does not pay for one. Until then
+ * the header and job region live in private memory, so that _exit and exec can still write them
+ * as the image's log.
  *
  * File layout: header | job region (job record + command line and mounts, 4096 bytes) | name
  * region (DARSHAN_NAMEMEM bytes) | one region of DARSHAN_MODMEM bytes per module below. The file
@@ -32,13 +36,15 @@ static void number_slots(void) {
 }
 
 int ios_mmap_on;
-static unsigned char *map;
+static unsigned char *map; /* NULL until the file is made */
 static size_t map_len, name_cap, mod_cap;
-static struct ios_log_header *header;
+static struct ios_log_header *header; /* in early, then at the start of the mapping */
 static struct ios_log_job *job;
 static int rank;
 static char path[PATH_MAX];
 static int unlinked; /* the file was removed before an exec; the mapping lives on */
+/* The header and job region before the file exists. */
+static _Alignas(64) unsigned char early[sizeof(struct ios_log_header) + JOB_REGION];
 
 static int slot_of(int mod) {
     for (int m = 0; m < IOS_NMODULES; m++)
@@ -74,6 +80,27 @@ static void fill_job_region(void) {
     ios_job_exe_mounts((char *)(job + 1), JOB_REGION - sizeof *job);
 }
 
+/* The header of a log of no record yet, in early: regions placed, all empty. */
+static void fill_header(void) {
+    memset(early, 0, sizeof early);
+    header = (struct ios_log_header *)early;
+    job = (struct ios_log_job *)(early + sizeof *header);
+    fill_job_region();
+    memcpy(header->version_string, IOS_LOG_VERSION, sizeof IOS_LOG_VERSION);
+    header->magic_nr = IOS_LOG_MAGIC;
+    header->comp_type = IOS_COMP_NONE;
+    header->name_map.off = sizeof *header + JOB_REGION;
+    for (int m = 0; m < IOS_NMODULES; m++) {
+        const struct ios_module *mod = &ios_modules[m];
+        if (slot_of_module[m] < 0)
+            continue;
+        /* An empty region (length 0) reads as an absent module. */
+        header->mod_map[mod->id].off =
+            header->name_map.off + name_cap + (size_t)slot_of_module[m] * mod_cap;
+        header->mod_ver[mod->id] = (uint32_t)mod->version;
+    }
+}
+
 void ios_mmap_open(void) {
     const char *off = getenv("IOSTUDY_MMAP_LOGS");
     if (off && strcmp(off, "0") == 0)
@@ -93,47 +120,42 @@ void ios_mmap_open(void) {
         ios_warn("cannot name a memory-mapped log in %s: logs of killed runs are lost", dir);
         return;
     }
-    int fd = IOS_CALL(open)(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)map_len) != 0) {
-        ios_warn("cannot create %s: logs of killed runs are lost", path);
-        if (fd >= 0) {
-            IOS_CALL(close)(fd);
-            unlink(path);
-        }
-        return;
-    }
-    void *m = IOS_CALL(mmap)(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    IOS_CALL(close)(fd);
-    if (m == MAP_FAILED) {
-        unlink(path);
-        ios_warn("cannot map %s: logs of killed runs are lost", path);
-        return;
-    }
-    map = m;
-    header = m;
-    job = (struct ios_log_job *)(map + sizeof *header);
-    fill_job_region();
-    memcpy(header->version_string, IOS_LOG_VERSION, sizeof IOS_LOG_VERSION);
-    header->magic_nr = IOS_LOG_MAGIC;
-    header->comp_type = IOS_COMP_NONE;
-    header->name_map.off = sizeof *header + JOB_REGION;
-    for (int m = 0; m < IOS_NMODULES; m++) {
-        const struct ios_module *mod = &ios_modules[m];
-        if (slot_of_module[m] < 0)
-            continue;
-        /* An empty region (length 0) reads as an absent module. */
-        header->mod_map[mod->id].off =
-            header->name_map.off + name_cap + (size_t)slot_of_module[m] * mod_cap;
-        header->mod_ver[mod->id] = (uint32_t)mod->version;
-    }
+    map = NULL;
+    fill_header();
     rank = 0;
     unlinked = 0;
     ios_mmap_on = 1;
 }
 
+/* Makes the file, with the header and job region so far; 0, or -1 with memory-mapped logs off
+ * (the records then live in the heap, and the process ends through the normal shutdown). */
+static int create(void) {
+    int fd = IOS_CALL(open)(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    void *m = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)map_len) == 0)
+        m = IOS_CALL(mmap)(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0)
+        IOS_CALL(close)(fd);
+    if (m == MAP_FAILED) {
+        if (fd >= 0)
+            unlink(path);
+        ios_warn("cannot create %s: logs of killed runs are lost", path);
+        ios_mmap_on = 0;
+        return -1;
+    }
+    memcpy(m, early, sizeof early);
+    map = m;
+    header = m;
+    job = (struct ios_log_job *)(map + sizeof *header);
+    return 0;
+}
+
+/* 1 when the file is there to take records (made now if need be). */
+static int ready(void) { return ios_mmap_on && (map || create() == 0); }
+
 void *ios_mmap_alloc(int mod, size_t size) {
     int slot = slot_of(mod);
-    if (slot < 0 || !ios_mmap_on)
+    if (slot < 0 || !ready())
         return NULL;
     struct ios_log_map *m = &header->mod_map[mod];
     if (m->len + size > mod_cap)
@@ -151,7 +173,7 @@ void *ios_mmap_alloc(int mod, size_t size) {
 }
 
 void ios_mmap_add_name(uint64_t id, const char *name, size_t len) {
-    if (!ios_mmap_on)
+    if (!ready())
         return;
     size_t need = sizeof id + len + 1;
     if (header->name_map.len + need > name_cap)
@@ -164,14 +186,14 @@ void ios_mmap_add_name(uint64_t id, const char *name, size_t len) {
 }
 
 unsigned char *ios_mmap_region(int mod, size_t *len) {
-    if (!ios_mmap_on || (mod >= 0 && slot_of(mod) < 0))
+    if (!map || (mod >= 0 && slot_of(mod) < 0))
         return NULL;
     const struct ios_log_map *m = mod < 0 ? &header->name_map : &header->mod_map[mod];
     *len = m->len;
     return map + m->off;
 }
 
-const char *ios_mmap_path(void) { return ios_mmap_on ? path : NULL; }
+const char *ios_mmap_path(void) { return map ? path : NULL; }
 
 void ios_mmap_set_partial(uint64_t flags) {
     if (ios_mmap_on)
@@ -179,7 +201,8 @@ void ios_mmap_set_partial(uint64_t flags) {
 }
 
 void ios_mmap_set_rank(int r, int nprocs, int64_t jobid) {
-    if (!ios_mmap_on)
+    /* Made at once: a rank that ends without MPI_Finalize leaves its file for the merge. */
+    if (!ready())
         return;
     rank = r;
     job->nprocs = nprocs;
@@ -190,17 +213,21 @@ void ios_mmap_set_rank(int r, int nprocs, int64_t jobid) {
  * looked up its record before shutdown and writes it late writes there, never into an unmapped
  * page nor (in a forked child) into the parent's file. */
 static void retire_mapping(void) {
-    void *m = IOS_CALL(mmap)(map, map_len, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-    (void)m; /* on failure the file's mapping stays, which is as safe */
+    if (map) {
+        void *m = IOS_CALL(mmap)(map, map_len, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+        (void)m; /* on failure the file's mapping stays, which is as safe */
+    }
+    map = NULL;
     ios_mmap_on = 0;
 }
 
 void ios_mmap_close(int keep) {
     if (!ios_mmap_on)
         return;
+    int made = map != NULL;
     retire_mapping();
-    if (!keep && !unlinked)
+    if (made && !keep && !unlinked)
         unlink(path);
 }
 
@@ -247,13 +274,15 @@ static int write_packed(int fd, struct ios_log_header *h, double run_time) {
     uint64_t at = sizeof *h + JOB_REGION;
     int err = ios_write_all(fd, job, JOB_REGION, sizeof *h);
     h->name_map.off = at;
-    err |= ios_write_all(fd, map + header->name_map.off, header->name_map.len, at);
+    if (header->name_map.len) /* a length, a file: regions fill only once it is made */
+        err |= ios_write_all(fd, map + header->name_map.off, header->name_map.len, at);
     at += header->name_map.len;
     for (int i = 0; i < IOS_NMODULES; i++) {
         struct ios_log_map *m = &h->mod_map[ios_modules[i].id];
         if (slot_of_module[i] < 0)
             continue;
-        err |= ios_write_all(fd, map + m->off, m->len, at);
+        if (m->len)
+            err |= ios_write_all(fd, map + m->off, m->len, at);
         m->off = m->len ? at : 0;
         at += m->len;
     }
@@ -298,7 +327,7 @@ int ios_mmap_write_log(char *out, size_t outlen, const char **why) {
 }
 
 void ios_mmap_unlink(void) {
-    if (ios_mmap_on && !unlinked && unlink(path) == 0)
+    if (map && !unlinked && unlink(path) == 0)
         unlinked = 1;
 }
 
@@ -316,7 +345,7 @@ static int copy_used(int fd) {
 }
 
 void ios_mmap_relink(void) {
-    if (!ios_mmap_on || !unlinked)
+    if (!map || !unlinked)
         return;
     int fd = IOS_CALL(open)(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     void *m = MAP_FAILED;

@@ -9,9 +9,11 @@ one job log of them, files of every rank reduced to rank -1 as the normal shutdo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,58 @@ def test_merged_log_of_a_killed_process(runner, tmp_path_factory, capsys):
     (rec,) = records_named(log, "POSIX", os.path.join(d, "killed.dat"))
     assert rec["rank"] == 0
     compare_counters(rec, exp, what="merged killed.dat")
+
+
+# The system calls a process waits in inside sleep(1): nanosleep and clock_nanosleep.
+SLEEP_CALLS = {"x86_64": {"35", "230"}, "aarch64": {"101", "115"}}
+
+
+def sleeping_descendant(pid: int, timeout: float = 30) -> int:
+    """The last process of pid's line of children once it waits in sleep's system call (the
+    runtime has started in it, and the program has done what it does before sleeping)."""
+    calls = SLEEP_CALLS.get(os.uname().machine)
+    if calls is None:
+        pytest.skip(f"no sleep system call numbers for {os.uname().machine}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = pid
+        with contextlib.suppress(OSError):
+            while children := Path(f"/proc/{last}/task/{last}/children").read_text().split():
+                last = int(children[0])
+            if Path(f"/proc/{last}/syscall").read_text().split()[0] in calls:
+                return last
+        time.sleep(0.02)
+    pytest.fail(f"no process under {pid} came to sleep")
+
+
+@pytest.mark.parametrize(
+    "cmd", [["sleep", "60"], ["sh", "-c", "sleep 60; true"]], ids=["process", "forked-child"]
+)
+def test_killed_before_any_record_leaves_no_file(runner, tmp_path_factory, cmd):
+    """The memory-mapped log is made at the first record: a process killed before one leaves no
+    file (a shell's child that execs sleep, the shell, or sleep alone; strace's probe children
+    left one each), while a killed process with records leaves its own (above)."""
+    d = real_tmp(tmp_path_factory, "killed_idle")
+    env = clean_env(
+        {
+            "LD_PRELOAD": runner.lib,
+            "DARSHAN_ENABLE_NONMPI": "1",
+            "DARSHAN_LOGPATH": d,
+            "DARSHAN_MMAP_LOGPATH": d,
+        }
+    )
+    proc = subprocess.Popen(cmd, env=env)
+    try:
+        sleeper = sleeping_descendant(proc.pid)
+        assert str(runner.lib) in Path(f"/proc/{sleeper}/maps").read_text(), "runtime loaded"
+        os.kill(sleeper, signal.SIGKILL)
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert sorted(os.listdir(d)) == [], "a killed process without records leaves nothing"
 
 
 @pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
