@@ -275,6 +275,8 @@ def reframe_run(tmp_path_factory):
     run = work / "results" / "rf-run"
     prefix = run / "reframe"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RFM_")}
+    env["TMPDIR"] = str(work / "tmp")  # ReFrame leaves its logs in its temporary folder
+    (work / "tmp").mkdir()
     proc = subprocess.run(
         [Path(sys.executable).with_name("reframe"), "-C", "settings.py", "-c", "check.py",
          "--prefix", prefix, "--report-file", prefix / "report.json", "--nocolor", "-r"],
