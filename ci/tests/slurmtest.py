@@ -95,20 +95,27 @@ class Cluster:
 
     def sacct(self, jobid: str) -> dict | None:
         """The accounting record of the job allocation, or None while slurmdbd has none."""
-        out = self.run("sacct", "-j", jobid, "-X", "-n", "-P", "-o", "JobID,State,ExitCode").stdout
-        for line in out.splitlines():
-            job, state, exit_code = line.split("|")
+        out = self.run("sacct", "-j", jobid, "-X", "-n", "-P", "-o", "JobID,State,ExitCode,End")
+        for line in out.stdout.splitlines():
+            job, state, exit_code, end = line.split("|")
             if job == jobid:
                 # "CANCELLED by 0" -> CANCELLED
-                return {"state": state.split()[0], "exit_code": exit_code}
+                return {"state": state.split()[0], "exit_code": exit_code, "end": end}
         return None
 
     def wait_job(self, jobid: str, timeout: float = 120) -> dict:
-        """Polls sacct until the job has ended; returns its record."""
+        """Polls sacct until slurmdbd has the job's end; returns its record.
+
+        A final state alone is not the end: when a job ends before slurmctld has sent its
+        start to slurmdbd, the start's row already holds the final state (FAILED) while its
+        End is Unknown and its ExitCode 0:0 until the completion's update arrives (seen once in
+        CI: FAILED with 0:0 for "exit 3")."""
 
         def ended():
             record = self.sacct(jobid)
-            return record if record and record["state"] in FINAL_STATES else None
+            if record and record["state"] in FINAL_STATES and record["end"] != "Unknown":
+                return record
+            return None
 
         return poll(ended, timeout, f"job {jobid} to end (sacct)")
 
