@@ -203,15 +203,15 @@ def keep_debug_logs(reframe_dir: Path) -> None:
     """Moves ReFrame's logs from its temporary folder (reframe/tmp) into reframe/: the debug logs
     its console's last line names (debug.log, debug-1.log, ...), then the one it wrote while
     loading its configuration (startup.log); removes the folder once empty."""
-    tmp, dest = reframe_dir / "tmp", reframe_dir
+    tmp = reframe_dir / "tmp"
     for line in (reframe_dir / "reframe.out").read_text(errors="replace").splitlines():
         if line.startswith("Log file(s) saved in "):
             for i, found in enumerate(re.findall(r"'([^']+)'", line)):
                 src = Path(found)
                 if src.is_file() and src.parent == tmp:
-                    shutil.move(src, dest / (f"debug-{i}.log" if i else "debug.log"))
+                    shutil.move(src, reframe_dir / (f"debug-{i}.log" if i else "debug.log"))
     for i, src in enumerate(sorted(tmp.glob("rfm-*.log"))):
-        shutil.move(src, dest / (f"startup-{i}.log" if i else "startup.log"))
+        shutil.move(src, reframe_dir / (f"startup-{i}.log" if i else "startup.log"))
     with contextlib.suppress(OSError):
         tmp.rmdir()
 
@@ -329,12 +329,13 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
 def run_reframe(cmd: list[str], run_dir: Path, manifest: dict) -> int:
     """Runs ReFrame, its progress to our output as it comes and to reframe/reframe.out, its
     temporary files in reframe/tmp; returns its exit status. Interrupted, the manifest says so."""
-    (run_dir / "reframe" / "tmp").mkdir()
+    tmp = run_dir / "reframe" / "tmp"
+    tmp.mkdir()
     with open(run_dir / "reframe" / "reframe.out", "w") as log:
         proc = subprocess.Popen(
             cmd,
             cwd=run_dir,
-            env=profiles.reframe_environment(run_dir / "reframe" / "tmp"),
+            env=profiles.reframe_environment(tmp),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
