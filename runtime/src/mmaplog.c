@@ -201,12 +201,16 @@ void ios_mmap_set_partial(uint64_t flags) {
 }
 
 void ios_mmap_set_rank(int r, int nprocs, int64_t jobid) {
-    /* Made at once: a rank that ends without MPI_Finalize leaves its file for the merge. */
-    if (!ready())
-        return;
-    rank = r;
-    job->nprocs = nprocs;
-    job->jobid = jobid;
+    /* Made at once: a rank that ends without MPI_Finalize leaves its file for the merge. Under
+     * the records' lock, as every other maker of the file: another thread's first record may
+     * be making it now (one of two O_EXCL opens would fail and turn the logs off). */
+    ios_lock();
+    if (ready()) {
+        rank = r;
+        job->nprocs = nprocs;
+        job->jobid = jobid;
+    }
+    ios_unlock();
 }
 
 /* Lets go of the file's mapping, leaving private zeroed memory at its address: a thread that
@@ -223,12 +227,9 @@ static void retire_mapping(void) {
 }
 
 void ios_mmap_close(int keep) {
-    if (!ios_mmap_on)
-        return;
-    int made = map != NULL;
-    retire_mapping();
-    if (made && !keep && !unlinked)
+    if (map && !keep && !unlinked)
         unlink(path);
+    retire_mapping();
 }
 
 void ios_mmap_forget(void) {
