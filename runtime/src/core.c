@@ -325,8 +325,7 @@ static int stop_into_log(int every, char *log, size_t loglen) {
         return 0;
     const char *why = NULL;
     if ((every || modmem_used > 0 || partial_flags) && ios_mmap_write_log(log, loglen, &why) != 0) {
-        ios_warn("cannot write the log %s: %s; its records stay in %s", log[0] ? log : "(none)",
-                 why ? why : "", ios_mmap_path());
+        ios_warn_log_lost(log, why ? why : "");
         log[0] = '\0';
     } else {
         ios_mmap_unlink();

@@ -556,6 +556,9 @@ typedef int (*ios_mpi_plugin_init_fn)(struct ios_comm *comm);
 const struct ios_comm *ios_local_comm(void) IOS_HIDDEN;
 /* Writes the job's log; returns non-zero when this rank's part of it could not be written. */
 int ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
+/* Warns that the log path ("" if none was named) could not be written, why, and where the
+ * records stay: in the memory-mapped log, or nowhere. */
+void ios_warn_log_lost(const char *path, const char *why) IOS_HIDDEN;
 /* Lets the MPI-IO wrappers record, with the plugin's knowledge of MPI's handles. */
 void ios_mpiio_enable(const struct ios_comm *comm) IOS_HIDDEN;
 

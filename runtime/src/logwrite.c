@@ -556,10 +556,7 @@ int ios_write_content(const struct ios_comm *comm, struct log_content *c, double
         failed = 1;
     }
     if (comm->rank == 0 && failed)
-        ios_warn("cannot write the log %s: %s; %s%s", path[0] ? path : "(none)",
-                 why ? why : "out of memory",
-                 ios_mmap_path() ? "its records stay in " : "this run leaves no log",
-                 ios_mmap_path() ? ios_mmap_path() : "");
+        ios_warn_log_lost(path, why ? why : "out of memory");
 
     end_compression();
     free(job.data);
@@ -569,6 +566,12 @@ int ios_write_content(const struct ios_comm *comm, struct log_content *c, double
             free(sets[r].buf);
     }
     return failed;
+}
+
+void ios_warn_log_lost(const char *path, const char *why) {
+    const char *mapped = ios_mmap_path(); /* NULL: no file was made, or none at all */
+    ios_warn("cannot write the log %s: %s; %s%s", path[0] ? path : "(none)", why,
+             mapped ? "its records stay in " : "this run leaves no log", mapped ? mapped : "");
 }
 
 int ios_write_log(const struct ios_comm *comm) {

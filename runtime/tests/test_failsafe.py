@@ -152,6 +152,26 @@ def test_unwritable_log_location(runner, tmp_path, where):
     assert rec["counters"]["POSIX_BYTES_WRITTEN"] == 64
 
 
+@pytest.mark.parametrize("how", ["exit", "_exit"])
+def test_unwritable_log_location_nothing_recorded(runner, tmp_path, how):
+    """A process that records nothing has no memory-mapped log: the warning says that no log
+    is left, and names no file (via _exit it said "(null)")."""
+    d = os.path.realpath(tmp_path)
+    blocker = os.path.join(d, "regular_file")
+    with open(blocker, "w") as f:
+        f.write("not a directory\n")
+    extra = {"DARSHAN_LOGFILE": None, "DARSHAN_LOGPATH": os.path.join(blocker, "logs")}
+    cmd = [runner.bin("exit_code"), d, how, "silent"]
+    plain = runner.plain(cmd)
+    inst = runner.instrumented(cmd, d, env_extra=extra)
+    assert inst.returncode == plain.returncode == 3, inst.describe()
+    assert inst.stdout == plain.stdout, inst.describe()
+    err = inst.stderr.splitlines()
+    assert len(err) == 1 and err[0].startswith("iostudy: cannot write the log "), inst.describe()
+    assert err[0].endswith("; this run leaves no log"), inst.describe()
+    assert os.listdir(d) == ["regular_file"], inst.describe()
+
+
 @pytest.mark.parametrize("repeat", range(3))
 def test_threads(runner, tmp_path, repeat):
     d = os.path.realpath(tmp_path)
