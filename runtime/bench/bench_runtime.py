@@ -109,10 +109,17 @@ def logging_to(env):
         yield dict(env, DARSHAN_LOGPATH=logs, DARSHAN_MMAP_LOGPATH=mmap_logs), logs
 
 
+def logs_left(logs):
+    """The paths of the complete logs a run left in logs (its dated subfolders)."""
+    return [
+        os.path.join(d, n) for d, _, files in os.walk(logs) for n in files if n.endswith(".darshan")
+    ]
+
+
 def check_log(logs, cmd, env, processes=1):
     """Stop the bench unless the run of cmd under env (processes of it) left that many complete
     logs in logs."""
-    written = sum(name.endswith(".darshan") for _, _, files in os.walk(logs) for name in files)
+    written = len(logs_left(logs))
     if written < processes:
         sys.exit(f"bench: {env['LD_PRELOAD']} wrote no log for {' '.join(cmd)}: not a fair run")
 
@@ -182,11 +189,10 @@ def alternate(labels, runs, measure):
 def posix_region_bytes(logs):
     """The compressed bytes of the POSIX regions of the logs in logs (their headers' mod_map)."""
     total = 0
-    for folder, _, files in os.walk(logs):
-        for name in (n for n in files if n.endswith(".darshan")):
-            with open(os.path.join(folder, name), "rb") as log:
-                header = log.read(HEADER_MOD_MAP + 16 * (POSIX_MODULE + 1))
-            total += struct.unpack_from("<QQ", header, HEADER_MOD_MAP + 16 * POSIX_MODULE)[1]
+    for path in logs_left(logs):
+        with open(path, "rb") as log:
+            header = log.read(HEADER_MOD_MAP + 16 * (POSIX_MODULE + 1))
+        total += struct.unpack_from("<QQ", header, HEADER_MOD_MAP + 16 * POSIX_MODULE)[1]
     return total
 
 
