@@ -9,10 +9,12 @@
 #define IOSTUDY_TEST_COMMON_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK(cond, what)                                                                          \
     do {                                                                                           \
@@ -49,6 +51,18 @@ static inline char *path_in(const char *dir, const char *name) {
     CHECK(p != NULL, "malloc");
     snprintf(p, n, "%s/%s", dir, name);
     return p;
+}
+
+/* Creates (or truncates) dir/name, 0644, and writes n (<= 4096) bytes of c to it in one write()
+ * from a 64-byte aligned buffer: open, write, close. */
+static inline void write_filled(const char *dir, const char *name, char c, size_t n) {
+    static _Alignas(64) char buf[4096];
+    CHECK(n <= sizeof buf, "write_filled: n");
+    memset(buf, c, n);
+    int fd = open(path_in(dir, name), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    CHECK(fd >= 0, "open");
+    EXPECT_RET(write(fd, buf, n), n);
+    EXPECT_RET(close(fd), 0);
 }
 
 static inline const char *dir_arg(int argc, char **argv) {
