@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from iostudy.logs.darshanlog import DarshanLogError, _failure_reason, read_log
+from iostudy.logs.darshanlog import DarshanLogError, read_log
 from tests import logcraft
 
 SHARED_FILE = "/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat"
@@ -117,25 +117,10 @@ def test_not_a_log(tmp_path):
 def test_timeout(release_log, tmp_path):
     log = tmp_path / "slow.darshan"
     shutil.copy(release_log, log)
-    # No interpreter starts and imports PyDarshan in 10 ms.
-    with pytest.raises(DarshanLogError, match="timed out"):
-        read_log(log, timeout=0.01)
-
-
-@pytest.mark.parametrize(
-    ("returncode", "stdout", "expected"),
-    [
-        (-6, "", "reader aborted (SIGABRT), exit status -6"),
-        (134, "", "reader aborted (SIGABRT), exit status 134"),
-        (-11, "", "reader crashed (segfault), exit status -11"),
-        (139, "", "reader crashed (segfault), exit status 139"),
-        (-6, '{"error": "E: 1"}', "reader aborted (SIGABRT), exit status -6, after E: 1"),
-        (1, '{"error": "RuntimeError: bad"}', "RuntimeError: bad"),
-        (3, "garbage", "reader exited with status 3"),
-    ],
-)
-def test_failure_reason(returncode, stdout, expected):
-    assert _failure_reason(returncode, stdout) == expected
+    # No reader answers in a microsecond: the pipe's round trip alone takes longer.
+    with pytest.raises(DarshanLogError, match="timed out after 1e-06 s"):
+        read_log(log, timeout=1e-6)
+    assert read_log(log)["job"]["nprocs"] == 4, "the next read gets a fresh reader"
 
 
 def test_hdf5_and_pnetcdf_file_records(darshan_logs):

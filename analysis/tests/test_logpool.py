@@ -23,6 +23,7 @@ from iostudy.cli.cli import main
 from iostudy.logs import darshanlog_worker as worker
 from iostudy.logs import logpool
 from iostudy.logs.darshanlog import DarshanLogError, read_log
+from iostudy.logs.logregions import DEFAULT_LIMITS
 from iostudy.logs.logrows import batch_rows, read_for_ingest
 from iostudy.store import store
 from tests import logcraft
@@ -195,7 +196,7 @@ def test_each_bound_says_which(small_bomb, limit, expected):
 def test_real_logs_are_within_the_default_bounds():
     wheel = Path(worker.backend.__file__).parents[1]
     for log in [*_real_logs(), *sorted(wheel.rglob("*.darshan"))]:
-        with worker.open_log(str(log), worker.DEFAULT_LIMITS):
+        with worker.open_log(str(log), DEFAULT_LIMITS):
             pass  # raises LogRefused if not
 
 

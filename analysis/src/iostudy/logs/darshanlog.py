@@ -3,10 +3,13 @@
 PyDarshan (libdarshan-util) is the reference reader, but it is not robust: a damaged log can make
 it abort or segfault, and damage inside data regions is often only reported on stderr while the
 read "succeeds" with records missing (see the log-format reference, section 11.3). So every log is
-read in a child process (:mod:`iostudy.logs.darshanlog_worker`), and a non-zero exit, a signal, a
-timeout or any stderr line is an error naming the file.
+read in a child process, a worker of a :class:`iostudy.logs.logpool.ReaderPool` of one: a crash,
+a timeout or any stderr line is an error naming the file, and a worker that saw libdarshan-util
+fail is replaced before the next log. The pool starts at a process's first read and lives as
+long as the thread that started it: a later read costs no interpreter start (about a second
+of importing PyDarshan before).
 
-The child reads only a regular file (a symbolic link is followed: the path is the caller's), and
+The worker reads only a regular file (a symbolic link is followed: the path is the caller's), and
 only within the decompression bounds ``limits`` (:class:`iostudy.logs.logregions.Limits`): a
 small log can inflate to gigabytes. It reads the log through ``/proc/self/fd/N``, from inside a
 scratch directory: after a failed read, libdarshan-util's cleanup can unlink its log file using a
@@ -34,14 +37,13 @@ child reads PyDarshan's frames column by column, never through a float64 row):
   read [..], write [..]}]
 """
 
-import json
+import atexit
 import os
-import shutil
-import subprocess
-import sys
+import threading
 from pathlib import Path
 
-from iostudy.logs.logpool import CRASHES, scratch_dir
+from iostudy.logs.darshanlog_worker import dump
+from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logregions import DEFAULT_LIMITS, Limits
 
 
@@ -56,20 +58,6 @@ class DarshanLogError(Exception):
         if self.stderr:
             message += " [" + "; ".join(self.stderr) + "]"
         super().__init__(message)
-
-
-def _failure_reason(returncode, stdout):
-    """Why the worker failed: its own error report and/or the way it died."""
-    try:
-        error = json.loads(stdout)["error"]
-    except (ValueError, KeyError, TypeError):
-        error = None
-    # A child killed by signal N shows as -N; through a shell it shows as 128+N.
-    signum = -returncode if returncode < 0 else returncode - 128
-    if signum in CRASHES:
-        crash = f"reader {CRASHES[signum]}, exit status {returncode}"
-        return f"{crash}, after {error}" if error else crash
-    return error or f"reader exited with status {returncode}"
 
 
 def add_limit_options(parser) -> None:
@@ -99,50 +87,44 @@ def read_log(path, timeout=120, limits: Limits = DEFAULT_LIMITS):
     path = Path(path)
     if not path.exists():
         raise DarshanLogError(path, "no such file")
-    # The reader must not run instrumented (by iostudy's runtime or Darshan): it would write a log
-    # of its own, and a warning of the runtime on stderr would read as a complaint about the log.
-    env = {
-        k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("DARSHAN_")
-    }
-    # -W ignore: stderr is for libdarshan-util's complaints only, not Python warnings.
-    cmd = [
-        sys.executable,
-        "-W",
-        "ignore",
-        "-m",
-        "iostudy.logs.darshanlog_worker",
-        str(path.absolute()),
-    ]
-    cmd.append(json.dumps(limits._asdict()))
-    scratch = scratch_dir()
-    try:
-        # errors="replace": a crashing reader can print bytes from freed memory.
-        proc = subprocess.run(
-            cmd,
-            cwd=scratch,
-            env=env,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as exc:
-        stderr = (exc.stderr or b"").decode(errors="replace").splitlines()
-        raise DarshanLogError(path, f"reader timed out after {timeout} s", stderr) from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    stderr = [line for line in proc.stderr.splitlines() if line.strip()]
-    if proc.returncode != 0:
-        raise DarshanLogError(path, _failure_reason(proc.returncode, proc.stdout), stderr)
-    if stderr:
-        raise DarshanLogError(path, "libdarshan-util reported problems", stderr)
-    return {"path": str(path), **_int_keys(json.loads(proc.stdout))}
+    pool = _reader(limits)
+    pool.timeout = timeout
+    # realpath: the pool opens without following a link, a path a user names is followed
+    for batch in pool.map([(os.path.realpath(path), None)]):
+        for _, failure in batch.failed:
+            raise DarshanLogError(path, failure.reason, failure.stderr)
+        (log,) = batch.payload
+    return {"path": str(path), **log}
 
 
-def _int_keys(log):
-    """Undo JSON's stringification of the integer keys (record ids, ranks)."""
-    log["name_records"] = {int(k): v for k, v in log["name_records"].items()}
-    for hm in log["heatmaps"].values():
-        for kind in ("read", "write"):
-            hm[kind] = {int(rank): bins for rank, bins in hm[kind].items()}
-    return log
+def _dumped(checked, _arg):
+    """The pool's read: the log as plain data."""
+    return dump(checked)
+
+
+def _logs(_context, entries):
+    """The pool's rows: the logs read, in order."""
+    return [log for _, log in entries]
+
+
+# (process id, limits, pool) of each thread: a pool's workers die with the thread that started
+# them, and a forked child must not talk to its parent's workers
+_readers = threading.local()
+
+
+def _reader(limits: Limits) -> ReaderPool:
+    """This thread's pool of one reader within ``limits``, started at its first map."""
+    owner = getattr(_readers, "owner", None)
+    if owner is not None and owner[:2] == (os.getpid(), limits):
+        return owner[2]
+    if owner is not None and owner[0] == os.getpid():
+        owner[2].close()
+    pool = ReaderPool(_dumped, _logs, jobs=1, batch=1, limits=limits)
+    _readers.owner = (os.getpid(), limits, pool)
+    atexit.register(_close_if_mine, os.getpid(), pool)
+    return pool
+
+
+def _close_if_mine(pid: int, pool: ReaderPool):
+    if os.getpid() == pid:
+        pool.close()

@@ -2,9 +2,8 @@
 
 :func:`dump` is the one place that turns a log into the plain data documented in
 :mod:`iostudy.logs.darshanlog`. It runs only in a process of its own, because libdarshan-util may
-abort or segfault on a damaged log: either a child started per log by
-:func:`iostudy.logs.darshanlog.read_log` (``python -m iostudy.logs.darshanlog_worker LOG`` prints
-the JSON), or a long-lived worker of :mod:`iostudy.logs.logpool` that reads many logs one at a time.
+abort or segfault on a damaged log: a long-lived worker of :mod:`iostudy.logs.logpool` that reads
+logs one at a time, for :func:`iostudy.logs.darshanlog.read_log` or for ingest.
 Everything written on stderr is treated by the caller as a complaint about the log, so callers run
 it with warnings off.
 
@@ -26,8 +25,6 @@ can use a path from freed memory) cannot remove the log.
 import contextlib
 import errno
 import functools
-import json
-import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -35,7 +32,6 @@ from darshan.backend import cffi_backend as backend
 
 from iostudy.core import safeio
 from iostudy.logs.logregions import (
-    DEFAULT_LIMITS,
     Limits,
     LogRefused,
     check_inflation,
@@ -344,25 +340,3 @@ def _refusal(exc: OSError) -> str:
     if exc.errno == errno.EINVAL:
         return exc.strerror
     return f"cannot open: {exc.strerror}"
-
-
-def main():
-    if len(sys.argv) not in (2, 3):
-        print("usage: python -m iostudy.logs.darshanlog_worker LOG [LIMITS-JSON]", file=sys.stderr)
-        return 2
-    limits = Limits(**json.loads(sys.argv[2])) if len(sys.argv) == 3 else DEFAULT_LIMITS
-    try:
-        with open_log(sys.argv[1], limits, follow=True) as checked:
-            data = dump(checked)
-    except LogRefused as exc:
-        json.dump({"error": str(exc)}, sys.stdout)
-        return 1
-    except Exception as exc:  # report PyDarshan's failure to the parent, which names the file
-        json.dump({"error": f"{type(exc).__name__}: {exc}"}, sys.stdout)
-        return 1
-    json.dump(data, sys.stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -74,6 +74,22 @@ def death_reason(exitcode: int | None) -> str:
     return f"reader exited with status {exitcode}"
 
 
+class Failure(str):
+    """Why a log failed, as the one line a quarantine keeps: ``reason``, then what
+    libdarshan-util printed while it read the log in brackets; ``stderr`` keeps those lines
+    apart (a failure pickles with both)."""
+
+    def __new__(cls, reason: str, stderr=()):
+        stderr = list(stderr)
+        text = f"{reason} [{'; '.join(stderr)}]" if stderr else reason
+        failure = super().__new__(cls, text)
+        failure.reason, failure.stderr = reason, stderr
+        return failure
+
+    def __reduce__(self):
+        return Failure, (self.reason, self.stderr)
+
+
 class Batch(NamedTuple):
     """Part of an answer of the pool: the items whose rows are in ``payload`` (the ``rows``
     function's result for them; None when there are none), and the items that failed, with the
@@ -152,12 +168,11 @@ def _read_batch(read, batch, limits, errors):
             failure = str(exc)
         except Exception as exc:
             failure = f"{type(exc).__name__}: {exc}"
-        if said := _complaints(errors):
-            failure = f"{failure or 'libdarshan-util reported problems'} [{'; '.join(said)}]"
-        if failure is None:
+        said = _complaints(errors)
+        if failure is None and not said:
             entries.append((i, (arg, result)))
             continue
-        failed.append((i, failure))
+        failed.append((i, Failure(failure or "libdarshan-util reported problems", said)))
         if entered:
             return i + 1, entries, failed
     return len(batch), entries, failed
@@ -190,7 +205,7 @@ def _batch_rows(rows, context, entries):
         except Exception as exc:
             # as a failed read says it: a log refused for its values (plausibility) reads the
             # same whether its read or its rows found them
-            unfit.append((i, f"{type(exc).__name__}: {exc}"))
+            unfit.append((i, Failure(f"{type(exc).__name__}: {exc}")))
     return parts, unfit
 
 
@@ -370,14 +385,14 @@ class _Slot:
         self.exitcode = self.zygote.exitcode(self.zygote.pid(self))
         return False
 
-    def last_words(self) -> str:
+    def last_words(self) -> list[str]:
         """What the worker printed on stderr for the log it held (e.g. before it crashed)."""
         try:
             with open(os.path.join(self.scratch, "stderr"), "rb") as f:
                 said = f.read().decode(errors="replace").splitlines()
         except OSError:
-            return ""
-        return "; ".join(line for line in said if line.strip())
+            return []
+        return [line for line in said if line.strip()]
 
     def stop(self):
         """Let the worker go (it exits on None, or has exited after a failure)."""
@@ -534,6 +549,4 @@ class ReaderPool:
         reason = death_reason(slot.exitcode)
         if slot.timed_out:
             reason = f"reader timed out after {self.timeout:g} s"
-        if said := slot.last_words():
-            reason += f" [{said}]"
-        yield Batch([], None, [(batch[0], reason)])
+        yield Batch([], None, [(batch[0], Failure(reason, slot.last_words()))])
