@@ -8,10 +8,12 @@ The whole round trip with a real Spack is test_offline_roundtrip.py.
 import io
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -91,7 +93,68 @@ def test_a_changed_archive_is_refused_naming_the_file_and_nothing_is_made(
     assert result.returncode == 2, result.stderr
     assert expected in result.stderr
     assert "Traceback" not in result.stderr
-    assert not (dest / "env.sh").exists() and not (dest / "clingo-venv").exists()
+    assert not dest.exists(), "a refused archive leaves no folder"
+
+
+def test_a_refused_archive_empties_the_folder_it_was_given(packed_tree, tmp_path):
+    """An empty folder named by the user stays, empty, so the same command can run again."""
+    (packed_tree / "iostudy.bundle").write_bytes(b"changed")
+    archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
+    dest = tmp_path / "site"
+    dest.mkdir()
+    result = iostudy("offline", "unpack", archive, dest)
+    assert result.returncode == 2 and "says sha256:" in result.stderr, result.stderr
+    assert dest.is_dir() and not any(dest.iterdir())
+
+
+def _clingo_wheel(wheels: Path, version: str) -> None:
+    """A real, minimal wheel of a package named clingo (pip installs it with no index)."""
+    info = f"clingo-{version}.dist-info"
+    files = {
+        "clingo/__init__.py": "",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: clingo\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(wheels / f"clingo-{version}-py3-none-any.whl", "w") as whl:
+        for name, text in {**files, f"{info}/RECORD": record}.items():
+            whl.writestr(name, text)
+
+
+def _git_bundle(path: Path, work: Path) -> None:
+    """A git bundle of a one-commit repository on branch main."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)
+    (work / "README.md").write_text("iostudy\n")
+    subprocess.run([*git, "add", "README.md"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    subprocess.run([*git, "bundle", "create", "-q", str(path), "main"], check=True)
+
+
+def test_unpack_into_a_relative_folder_as_the_readme_says(packed_tree, tmp_path):
+    """`iostudy offline unpack iostudy-offline.tar.gz site`, the README's line, run from the
+    archive's folder, with a real clingo wheel (a stand-in package) and a real git bundle: a
+    relative folder had no file URI for Spack's mirror."""
+    for wheel in (packed_tree / "wheels").iterdir():
+        wheel.unlink()
+    _clingo_wheel(packed_tree / "wheels", "5.8.3")
+    _git_bundle(packed_tree / "iostudy.bundle", tmp_path / "repo")
+    facts = {"system": "local", "python": platform.python_version(),
+             "platform": f"{sys.platform}-{platform.machine()}", "pins": {"clingo": "5.8.3"},
+             "iostudy_branch": "main"}  # fmt: skip
+    offline_archive.write_manifest(packed_tree, facts)
+    archive_of(packed_tree, tmp_path / "iostudy-offline.tar.gz")
+    result = subprocess.run(
+        [*IOSTUDY, "offline", "unpack", "iostudy-offline.tar.gz", "site"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    site = tmp_path / "site"
+    mirrors = (site / TOP / "spack/etc/spack/site/mirrors.yaml").read_text()
+    assert (site / TOP / "mirror").as_uri() in mirrors
+    assert f"SPACK_ROOT={site / TOP / 'spack'}" in (site / "env.sh").read_text()
+    assert (site / "iostudy/README.md").read_text() == "iostudy\n"
 
 
 def _tar_with(path: Path, member: tarfile.TarInfo, data: bytes = b"") -> Path:

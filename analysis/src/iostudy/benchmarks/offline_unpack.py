@@ -14,6 +14,7 @@ DIR afterwards:
 
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,9 +85,21 @@ def clone_checkout(top: Path, dest: Path, branch: str) -> None:
 
 
 def unpack(path: Path, dest: Path) -> dict:
-    """Unpacks and prepares; returns the archive's manifest."""
+    """Unpacks and prepares; returns the archive's manifest. ``dest`` may be relative (env.sh
+    and Spack's scope name it absolute). When a step fails, what unpack made goes (the folder,
+    or its content if it was there, empty): a refused archive leaves nothing."""
+    dest = dest.absolute()
     check_destination(dest)
+    made = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
+    try:
+        return _prepare(path, dest)
+    except BaseException:
+        _undo(dest, made)
+        raise
+
+
+def _prepare(path: Path, dest: Path) -> dict:
     top = archive.extract(path, dest)
     manifest = archive.verify(top)
     check_python(manifest)
@@ -97,3 +110,16 @@ def unpack(path: Path, dest: Path) -> dict:
     clone_checkout(top, dest / "iostudy", manifest["iostudy_branch"])
     (dest / "env.sh").write_text(env_script(dest, top, python))
     return manifest
+
+
+def _undo(dest: Path, made: bool) -> None:
+    """Remove dest if unpack made it, else what unpack put in it (it was empty). rmtree
+    removes links, never what they point to."""
+    if made:
+        shutil.rmtree(dest, ignore_errors=True)
+        return
+    for entry in dest.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
