@@ -6,8 +6,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from iostudy.report.report import study_of
-from iostudy.store.ingest_run import is_dry_run
+from iostudy.core.runmanifest import is_dry_run, study_of
 
 
 validate(config, schema="../schemas/config.schema.yaml")

@@ -41,6 +41,7 @@ from iostudy.core import paths, provenance
 from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
+from iostudy.core.runmanifest import study_of
 from iostudy.metrics import compare, comparejobs, workload
 from iostudy.report import figures, headline, layout, pages, sections
 from iostudy.report import publish as publish_mod
@@ -90,14 +91,6 @@ def _read_manifest(path: Path | None) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-
-
-def study_of(run: dict, manifest: dict | None) -> str:
-    """A run belongs to the study its campaign names (the campaign's name when it names none)."""
-    if isinstance(run.get("study"), str) and run["study"]:
-        return run["study"]
-    campaign = ((manifest or {}).get("effective_config") or {}).get("campaign") or {}
-    return campaign.get("study") or run.get("campaign") or ""
 
 
 def select_study(all_runs: pd.DataFrame, study: str, results: Path, store: Path) -> list[dict]:

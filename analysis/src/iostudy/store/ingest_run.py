@@ -17,6 +17,7 @@ from pathlib import Path
 
 from iostudy.core import safeio
 from iostudy.core.provenance import sha256_file
+from iostudy.core.runmanifest import is_dry_run, manifest_study
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logrows import utc_naive
 from iostudy.store import catalog as catalog_mod
@@ -45,11 +46,6 @@ def load_manifest(run_dir: Path) -> dict:
     return manifest
 
 
-def is_dry_run(manifest: dict) -> bool:
-    """A campaign's dry run (`campaign run --dry-run`): its manifest says so."""
-    return manifest.get("dry_run") is True or manifest.get("status") == "dry-run"
-
-
 def manifest_run_id(run_dir: Path, manifest: dict) -> str:
     run_id = str(manifest.get("run_id") or run_dir.name)
     try:
@@ -72,7 +68,6 @@ def _run_info(run_id: str, manifest: dict) -> dict:
 
 
 def _run_row(run_dir: Path, base: Path, run_info: dict, manifest: dict, manifest_sha: str):
-    effective = manifest.get("effective_config") or {}
     return {
         "run_id": run_info["run_id"],
         "campaign": manifest.get("campaign"),
@@ -83,7 +78,7 @@ def _run_row(run_dir: Path, base: Path, run_info: dict, manifest: dict, manifest
         "git_commit": manifest.get("git_commit"),
         "manifest_path": rel_path(run_dir / "manifest.json", base),
         "manifest_sha256": manifest_sha,
-        "study": manifest.get("study") or ((effective or {}).get("campaign") or {}).get("study"),
+        "study": manifest_study(manifest),
         "git_dirty": manifest.get("git_dirty"),
         "tool_versions": json.dumps(manifest.get("tool_versions"), sort_keys=True),
         "ingested": utc_naive(datetime.now(timezone.utc)),
