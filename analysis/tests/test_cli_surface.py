@@ -74,7 +74,16 @@ def test_every_store_option_has_the_one_default():
 
 @pytest.mark.parametrize(
     "line, expected",
-    [("iostudy li", {"list"}), ("iostudy list s", {"studies", "systems"})],
+    [
+        ("iostudy li", {"list"}),
+        ("iostudy list s", {"studies", "systems"}),
+        # names from configs/: every campaign, every system, the studies the campaigns name
+        ("iostudy campaign run qu", {"quick"}),
+        ("iostudy campaign run quick --system test", {"testcluster"}),
+        ("iostudy config show lo", {"local"}),
+        ("iostudy report build --study qui", {"quick"}),
+        ("iostudy compare --check ior_", {"ior_check"}),
+    ],
 )
 def test_shell_completion(tmp_path, line, expected):
     out = tmp_path / "completions"
@@ -82,6 +91,19 @@ def test_shell_completion(tmp_path, line, expected):
                _ARGCOMPLETE_STDOUT_FILENAME=str(out), _ARGCOMPLETE_IFS=" ")  # fmt: skip
     subprocess.run([os.path.join(BIN, "iostudy")], env=env, check=True, timeout=60)
     assert set(out.read_text().split()) == expected
+
+
+def test_shell_completion_of_runs(tmp_path):
+    """`iostudy ingest` offers the run directories of results/ (those with a manifest)."""
+    for run in ("r1", "r2", "no-manifest"):
+        (tmp_path / "results" / run).mkdir(parents=True)
+    for run in ("r1", "r2"):
+        (tmp_path / "results" / run / "manifest.json").write_text("{}")
+    out, line = tmp_path / "completions", "iostudy ingest res"
+    env = dict(os.environ, COMP_LINE=line, COMP_POINT=str(len(line)), _ARGCOMPLETE="1",
+               _ARGCOMPLETE_STDOUT_FILENAME=str(out), _ARGCOMPLETE_IFS=" ")  # fmt: skip
+    subprocess.run([os.path.join(BIN, "iostudy")], env=env, cwd=tmp_path, check=True, timeout=60)
+    assert set(out.read_text().split()) == {"results/r1", "results/r2"}
 
 
 def test_tables_as_json_agree_with_csv(tmp_path, capsys):

@@ -8,6 +8,7 @@ import argparse
 import importlib
 import json
 import os
+import shlex
 import sys
 
 import argcomplete
@@ -229,9 +230,22 @@ def _help_wanted(parser, argv) -> argparse.ArgumentParser | None:
     return group if has_commands else None
 
 
+def _completion_words() -> list[str] | None:
+    """The words typed before the cursor when the shell asks argcomplete for completions (the
+    group they name is the only one to register), else None."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return None
+    line = os.environ.get("COMP_LINE", "")[: int(os.environ.get("COMP_POINT", "0") or 0)]
+    try:
+        return shlex.split(line)[1:]
+    except ValueError:  # an open quote
+        return line.split()[1:]
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv)
+    parser = build_parser(_completion_words() or argv)
+    listing.add_completers(parser)
     argcomplete.autocomplete(parser)  # a shell's completion request ends here
     if (wanted := _help_wanted(parser, argv)) is not None:
         wanted.print_help()

@@ -3,10 +3,11 @@ one per line, or as JSON with ``--json``."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from iostudy.core import config
+from iostudy.core import config, paths
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 
@@ -76,6 +77,43 @@ LISTINGS = {
     "checks": lambda args: checks(),
     "runs": lambda args: runs(args.store),
 }
+
+
+def run_dirs() -> list[str]:
+    """The run directories of the default results folder (each has a manifest.json)."""
+    return sorted(str(p.parent) for p in paths.RESULTS.glob("*/manifest.json"))
+
+
+#: an argument's dest -> the names it takes, offered by shell completion
+COMPLETIONS = {
+    "system": config.system_names,
+    "systems": config.system_names,
+    "campaign": config.campaign_names,
+    "study": lambda: [s["study"] for s in studies() if s["study"]],
+    "check": lambda: [c["check"] for c in checks()],
+    "sources": run_dirs,
+}
+
+
+def add_completers(parser: argparse.ArgumentParser) -> None:
+    """Give every argument that takes a name iostudy knows (COMPLETIONS) its completer, in
+    every command of parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                add_completers(sub)
+        elif action.dest in COMPLETIONS:
+            action.completer = _completer(COMPLETIONS[action.dest])
+
+
+def _completer(names):
+    def complete(prefix="", **_):
+        try:
+            return [n for n in names() if n.startswith(prefix)]
+        except (OSError, ValueError):  # a configuration that cannot be read offers nothing
+            return []
+
+    return complete
 
 
 def cmd_list(args) -> int:
