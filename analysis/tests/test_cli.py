@@ -61,6 +61,21 @@ def test_bad_log_is_one_error_line_and_exit_2(release_log, tmp_path, capsys):
     assert line.startswith("iostudy: error: cannot read log") and str(bad) in line
 
 
+def test_several_logs_each_summarised_a_bad_one_named(release_log, darshan_logs, tmp_path, capsys):
+    """`log summary A BAD B`: A and B summarised in order, BAD one error line, exit 2."""
+    other = darshan_logs / "partial_data_stdio/partial_data_stdio.darshan"
+    bad = tmp_path / "cut.darshan"
+    bad.write_bytes(release_log.read_bytes()[:1500])
+    assert main(["log", "summary", str(release_log), str(bad), str(other)]) == 2
+    captured = capsys.readouterr()
+    assert 0 <= captured.out.index("3171794") < captured.out.index("STDIO: 1022 records")
+    (line,) = captured.err.splitlines()
+    assert line.startswith("iostudy: error: cannot read log") and str(bad) in line
+    assert main(["log", "summary", "--json", str(release_log), str(other)]) == 0
+    first, second = json.loads(capsys.readouterr().out)
+    assert first["jobid"] == 3171794 and second["path"] == str(other)
+
+
 def test_console_script_exit_status(tmp_path):
     missing = tmp_path / "missing.darshan"
     # The `iostudy` entry point installed beside this interpreter (make setup installs it).

@@ -114,18 +114,26 @@ def _print_summary(s, console):
 
 
 def cmd_log_summary(args):
-    try:
-        log = read_log(args.log, timeout=args.timeout, limits=limits_from(args))
-    except DarshanLogError as exc:
-        print(f"iostudy: error: cannot read log {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    summary = summarize(log, top=args.top)
-    if args.json:
-        json.dump(summary, sys.stdout, indent=2)
+    """Each log's summary in turn; a log that cannot be read is one error line, and the others
+    are still summarised (exit EXIT_BAD_INPUT if any failed). --json: one object for one log,
+    a list for several."""
+    summaries, status = [], 0
+    for path in args.log:
+        try:
+            log = read_log(path, timeout=args.timeout, limits=limits_from(args))
+        except DarshanLogError as exc:
+            print(f"iostudy: error: cannot read log {exc}", file=sys.stderr)
+            status = EXIT_BAD_INPUT
+            continue
+        summaries.append(summarize(log, top=args.top))
+        if not args.json:
+            if len(summaries) > 1:
+                print()
+            _print_summary(summaries[-1], Console())
+    if args.json and summaries:
+        json.dump(summaries if len(args.log) > 1 else summaries[0], sys.stdout, indent=2)
         print()
-    else:
-        _print_summary(summary, Console())
-    return 0
+    return status
 
 
 def cmd_config_check(args):
@@ -184,13 +192,14 @@ def build_parser(argv=None):
     log_cmds = log.add_subparsers(title="commands", dest="command", required=True)
     summary = log_cmds.add_parser(
         "summary",
-        help="print a summary of one log",
+        help="print a summary of each log",
         description="Print job facts, metadata tags and, per module (POSIX, STDIO, MPI-IO), "
         "record count, partial flag, bytes and operations, and the files that moved the "
-        "most bytes. The log is read in a separate process; a damaged log is reported as one "
-        f"error line naming the file, with exit status {EXIT_BAD_INPUT}.",
+        "most bytes, for each log in turn. The logs are read in a separate process; a damaged "
+        f"log is reported as one error line naming the file, with exit status {EXIT_BAD_INPUT} "
+        "once the others are summarised.",
     )
-    summary.add_argument("log", help="path of a .darshan log")
+    summary.add_argument("log", nargs="+", metavar="LOG", help="path of a .darshan log")
     summary.add_argument("--json", action="store_true", help="print the summary as JSON")
     summary.add_argument(
         "--top", type=int, default=5, metavar="N", help="files listed per module (default 5)"
