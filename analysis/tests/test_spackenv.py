@@ -78,10 +78,11 @@ def test_dry_run_manifest_references_the_build(spack_build, tmp_path, capsys):
     status = main(
         ["campaign", "run", "quick", "--system", "local", "--dry-run", "--results", str(results)]
     )
-    capsys.readouterr()
+    assert "WARNING: no Spack build" not in capsys.readouterr().out
     assert status == 0
     (run_dir,) = results.iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["spack_build_missing"] is None
     assert manifest["spack_build"]["record"] == str(record)
     assert manifest["spack_build"]["record_sha256"] == sha256(record)
     runtime = spack_build / "local" / "view" / "lib" / "libiostudy.so"
@@ -90,3 +91,20 @@ def test_dry_run_manifest_references_the_build(spack_build, tmp_path, capsys):
 
 def sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_run_without_the_spack_build_its_system_expects_says_so(spack_build, tmp_path, capsys):
+    """local has a site scope (configs/systems/local/spack) and here no build: the run says so
+    at its start and its end, and its manifest keeps why."""
+    assert (config.configs_dir() / "systems" / "local" / "spack").is_dir()
+    results = tmp_path / "results"
+    status = main(
+        ["campaign", "run", "quick", "--system", "local", "--dry-run", "--results", str(results)]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert out.count("campaign: WARNING: no Spack build: system local expects a Spack build") == 2
+    (run_dir,) = results.iterdir()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["spack_build"] is None
+    assert "make spack SYSTEM=local" in manifest["spack_build_missing"]

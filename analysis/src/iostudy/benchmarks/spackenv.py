@@ -97,6 +97,18 @@ def build_record(system: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def missing_build(system: str) -> str | None:
+    """Why a run on ``system`` lacks the Spack build the system expects (it has a site scope,
+    configs/systems/<system>/spack/, and no build record), in a sentence; None otherwise."""
+    if not site_scope(system).is_dir() or record_path(system).is_file():
+        return None
+    return (
+        f"system {system} expects a Spack build ({config.in_checkout(site_scope(system))}) and "
+        f"has none ({config.in_checkout(record_path(system))}): the checks run make setup's "
+        f"CMake builds and the programs on PATH; `make spack SYSTEM={system}` builds them"
+    )
+
+
 def view_mpi(system: str) -> tuple[str, Path] | None:
     """The MPI flavour the view's programs are built with and its mpirun (an external's
     prefix, else the view's), from the build record; None without a build."""

@@ -286,11 +286,13 @@ def counts_table(runs: pd.DataFrame, data: StudyData) -> pd.DataFrame:
     return pd.DataFrame(rows + ([total] if len(rows) > 1 else []))
 
 
-def spack_build_text(entry: dict | None) -> str:
+def spack_build_text(entry: dict | None, missing: str | None = None) -> str:
     """A run's Spack build in a line: Spack's version and source, and the iostudy commit its
-    programs were built from, saying when that is not the run's checkout."""
+    programs were built from, saying when that is not the run's checkout; without one, whether
+    its system expected one (``missing``: the manifest's spack_build_missing)."""
     if entry is None:
-        return "none: make setup's builds"
+        expected = "NONE, though the system expects one" if missing else "none"
+        return f"{expected}: make setup's builds"
     source = f", {entry['spack_source']}" if entry.get("spack_source") else ""
     text = f"Spack {entry.get('spack_version')}{source}"
     commits = sorted(set((entry.get("iostudy_packages") or {}).values()))
@@ -320,7 +322,7 @@ def provenance_table(runs: list[dict]) -> pd.DataFrame:
                 "git_commit": m.get("git_commit") or run.get("git_commit"),
                 "git_dirty": m.get("git_dirty"),
                 "tool_versions": "; ".join(f"{k} {v}" for k, v in sorted(tools.items()) if v),
-                "spack_build": spack_build_text(m.get("spack_build")),
+                "spack_build": spack_build_text(m.get("spack_build"), m.get("spack_build_missing")),
                 "manifest": "found"
                 if run["_manifest"] is not None
                 else (TREE_STATUS if store_mod.is_tree(run) else "MISSING"),

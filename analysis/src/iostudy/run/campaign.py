@@ -310,6 +310,8 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
         },
         # The Spack build (record, lock) the binaries come from; None: `make setup`'s build.
         "spack_build": spackenv.manifest_entry(system["name"], commit),
+        # why the run lacks the Spack build its system expects (None: it has one or needs none)
+        "spack_build_missing": spackenv.missing_build(system["name"]),
         "benchmark_versions": benchmark_versions(campaign, system["name"]),
         "command_line": ["iostudy", *argv],
         "reframe_command_line": cmd,
@@ -374,6 +376,11 @@ def run_status(campaign: dict, run_dir: Path, rc: int, dry_run: bool) -> tuple[s
     return ("dry-run" if dry_run else "passed"), cases
 
 
+def _warn_missing_build(manifest: dict) -> None:
+    if manifest["spack_build_missing"]:
+        print(f"campaign: WARNING: no Spack build: {manifest['spack_build_missing']}", flush=True)
+
+
 def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]):
     """Runs the campaign; returns (exit status, run directory)."""
     system = config.load_system(system_name)
@@ -393,6 +400,7 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     manifest = start_manifest(this_run, binaries, cmd, argv)
     write_manifest(run_dir, manifest)
     print(f"campaign {campaign['name']} on {system['name']}: run {rid}")
+    _warn_missing_build(manifest)
     print("+ " + shlex.join(cmd), flush=True)
 
     rc = run_reframe(cmd, run_dir, manifest)
@@ -409,6 +417,7 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     write_manifest(run_dir, manifest)
     described = ", ".join(f"{n} {r}" for r, n in sorted((counts or {}).items())) or "no results"
     print(f"campaign {campaign['name']} on {system['name']}: {status} ({described})")
+    _warn_missing_build(manifest)  # again at the end, where a reader of the outcome looks
     return (0 if status in ("passed", "dry-run") else EXIT_FAILED), run_dir
 
 
