@@ -391,3 +391,27 @@ def test_the_lock_pins_iostudy_packages_to_commits_of_this_history():
         assert (
             subprocess.run(["git", "-C", str(REPO_ROOT), "cat-file", "-e", commit]).returncode == 0
         )
+
+
+def _dpkg_lacks(package: str) -> bool:
+    status = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", package],
+                            capture_output=True, text=True).stdout  # fmt: skip
+    return status != "installed"
+
+
+def test_the_debs_make_spack_needs_beyond_make_setup_are_those_the_readme_names():
+    """On this machine (after `make setup`), ci/apt-download.sh names every package of the
+    Spack list that dpkg says is missing, and those are among the two spack-env/README.md
+    names (libtool, patchelf): the README's list holds for a `make setup` machine."""
+    listed = REPO_ROOT / "configs/systems/local/spack/apt-packages.txt"
+    wanted = {w for line in listed.read_text().splitlines() if (w := line.split("#")[0].strip())}
+    lacking = {p for p in wanted if _dpkg_lacks(p)}
+    named = subprocess.run(
+        [str(REPO_ROOT / "ci/apt-download.sh"), str(listed)], capture_output=True, text=True,
+        check=True,
+    ).stdout.split()  # fmt: skip
+    assert lacking <= set(named), (lacking, named)
+    assert all(_dpkg_lacks(p) for p in named), "only what this machine lacks"
+    assert lacking <= {"libtool", "patchelf"}, f"the README names libtool, patchelf: {lacking}"
+    readme = (REPO_ROOT / "spack-env/README.md").read_text()
+    assert "only **libtool and patchelf**" in readme
