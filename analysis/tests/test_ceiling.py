@@ -52,6 +52,22 @@ def test_each_limit_is_measured_where_measured_and_declared_otherwise(limits):
     assert used.at[("network", "write"), "used_mib_s"] == 550
 
 
+def test_netbw_on_one_node_says_what_it_measured_and_that_it_is_no_network():
+    """netbw passed on one node only (9,000 MiB/s through shared memory): the network limits
+    stay unknown, and their source says why rather than "neither measured"."""
+    one_node = COMPONENTS[~((COMPONENTS["component"] == "network") & (COMPONENTS["nodes"] == 2))]
+    table = ceiling.limits("one", one_node, MEMORY, PEAKS).set_index(["limit", "operation"])
+    for limit in ("node link", "network"):
+        row = table.loc[(limit, "write")]
+        assert pd.isna(row["used_mib_s"])
+        assert (
+            "netbw_check ran on one node only: 9,000 MiB/s through shared memory" in row["source"]
+        )
+    without = COMPONENTS[COMPONENTS["component"] != "network"]
+    source = ceiling.limits("one", without, MEMORY, PEAKS).set_index(["limit", "operation"])
+    assert source.loc[("node link", "write"), "source"].startswith("neither measured (netbw_check")
+
+
 @pytest.mark.parametrize(
     "op, nodes, value, name",
     [

@@ -91,7 +91,9 @@ def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict
     targets = probe.storage_targets({"peaks": peaks or {}})
     claimed = declared(peaks)
     storage = components[components["component"] == "storage"]
-    network = components[(components["component"] == "network") & (components["nodes"] >= 2)]
+    netbw = components[components["component"] == "network"]
+    network = netbw[netbw["nodes"] >= 2]
+    link, pairs = _network_sources(netbw, network)
     memory = ior[ior["target"] == "memory"]
     rows = []
     for op in OPERATIONS:
@@ -102,7 +104,7 @@ def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict
         rows.append(_row(system, "client", op, "per node", client, claimed["client"],
                          "ior_check to memory, best MiB/s per node"))  # fmt: skip
         rows.append(_row(system, "node link", op, "per node", _best(network["mib_s"]), None,
-                         "netbw_check between two nodes, one pair"))  # fmt: skip
+                         link))  # fmt: skip
         rows.append(
             _row(
                 system,
@@ -111,10 +113,20 @@ def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict
                 "system",
                 _best(network["aggregate_mib_s"]),
                 claimed["network"],
-                "netbw_check, all pairs at once",
+                pairs,
             )
         )
     return pd.DataFrame(rows, columns=LIMIT_COLUMNS)
+
+
+def _network_sources(netbw: pd.DataFrame, network: pd.DataFrame) -> tuple[str, str]:
+    """How the node link and the network are measured; when netbw ran on one node only, what
+    it measured there instead (shared memory, not a network)."""
+    if len(network) or not len(netbw):
+        return "netbw_check between two nodes, one pair", "netbw_check, all pairs at once"
+    best = _best(netbw["mib_s"])
+    within = f"netbw_check ran on one node only: {best:,.0f} MiB/s through shared memory"
+    return within, within
 
 
 def ceiling(table: pd.DataFrame, operation: str, nodes: int) -> tuple[float | None, str | None]:
