@@ -122,9 +122,9 @@ def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict
 def _network_sources(netbw: pd.DataFrame, network: pd.DataFrame) -> tuple[str, str]:
     """How the node link and the network are measured; when netbw ran on one node only, what
     it measured there instead (shared memory, not a network)."""
-    if len(network) or not len(netbw):
-        return "netbw_check between two nodes, one pair", "netbw_check, all pairs at once"
     best = _best(netbw["mib_s"])
+    if len(network) or best is None:
+        return "netbw_check between two nodes, one pair", "netbw_check, all pairs at once"
     within = f"netbw_check ran on one node only: {best:,.0f} MiB/s through shared memory"
     return within, within
 
