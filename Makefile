@@ -34,8 +34,8 @@ C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/t
 	analysis/src/fswalk/*.c \
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
-.PHONY: help setup apt-packages build-runtime build-checks build-fswalk venv test test-runtime test-python \
-	test-cluster lint demo bench bench-runtime bench-analysis bench-fsstats bench-report format clean lock cluster-up \
+.PHONY: help setup apt-packages build-runtime build-checks build-fswalk venv test test-fast test-runtime \
+	test-python test-cluster lint demo bench bench-runtime bench-analysis bench-fsstats bench-report format clean lock cluster-up \
 	cluster-down spack spack-check
 
 help: ## list the targets
@@ -79,9 +79,18 @@ test: test-runtime test-python test-cluster lint ## run every test and the forma
 test-runtime: setup ## run the runtime's CTest suite
 	ctest --test-dir $(RUNTIME_BUILD) --output-on-failure --no-tests=error
 
-# Test paths and options come from pytest.ini; exit status 5 (no tests collected) fails too.
+# Test paths, options and the tiers' marks come from pytest.ini; exit status 5 (no tests
+# collected) fails too. pytest-xdist spreads the tests over PYTEST_WORKERS processes, each taking
+# the next test as it frees up (worksteal: the longest tests do not queue behind one worker).
+PYTEST_WORKERS ?= 3
+PYTEST_XDIST = -n $(PYTEST_WORKERS) --dist worksteal
+# The fast tier: every test without a mark of a slower tier (pytest.ini lists them).
+FAST_TIER = not (campaign or browser or workflow or slow)
 test-python: setup ## run pytest (runtime/tests, analysis/tests, reframe-checks/tests, ci/cluster)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+
+test-fast: setup ## the inner loop: unit and component tests (no campaign, cluster, browser, workflow)
+	$(VENV)/bin/python -m pytest $(PYTEST_XDIST) -m "$(FAST_TIER)" $(PYTEST_ARGS)
 
 # ci/tests is named here, not in pytest.ini's testpaths, so that test-python needs no cluster.
 # The cluster is stopped whatever happens (trap), and the status is pytest's unless only the

@@ -19,6 +19,8 @@ from iostudy.store import store
 from tests import chromium, logcraft
 from tests.rundirs import RUNTIME, runtime_env
 
+pytestmark = pytest.mark.campaign
+
 RUN1, RUN2 = "20260302T090000Z-apps-local", "20260303T090000Z-apps-local"
 SCRATCH = "/scratch/hmmer_check_0"
 

@@ -101,6 +101,7 @@ def test_own_site_is_not_imported(site_a, capsys):
     assert snapshot(store_dir) == before
 
 
+@pytest.mark.slow
 def test_cross_site_report_from_two_sites(site_a, tmp_path):
     """A second site's store (the same study data, as site-b) and site-a imported into a third
     store: the report puts site-a/<system> beside site-b/<system> per comparable result."""

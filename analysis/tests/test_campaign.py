@@ -14,6 +14,8 @@ from iostudy.core import config
 from iostudy.run import campaign
 from iostudy.store import store
 
+pytestmark = pytest.mark.campaign
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 

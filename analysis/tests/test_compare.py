@@ -18,6 +18,8 @@ from iostudy.metrics import compare
 from . import chromium, cpuquota
 from .testdata import REPO_ROOT
 
+pytestmark = pytest.mark.campaign
+
 
 def series(values, unit="MiB/s", band=(math.nan, math.nan), label="local", fp="f1"):
     start = pd.Timestamp("2026-01-01")

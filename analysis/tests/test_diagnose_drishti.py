@@ -12,6 +12,9 @@ from iostudy.store import store as store_mod
 from . import drishti
 from .testdata import DARSHAN_LOGS as LOGS_DIR
 
+# Drishti runs on every test log (half a minute)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):

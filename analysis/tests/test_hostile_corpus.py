@@ -166,6 +166,7 @@ def test_every_stored_value_within_physical_bounds(ingested):
     assert jobs == 0
 
 
+@pytest.mark.slow
 def test_jobs_and_report_build_read_the_result(ingested, tmp_path):
     st, _ = ingested
     jobs = subprocess.run([IOSTUDY, "jobs", "--store", st, "--csv"], capture_output=True,

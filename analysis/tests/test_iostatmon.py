@@ -216,6 +216,7 @@ def test_selected_patterns():
 # -- the monitor against the real iostat ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_killed_iostat_restarted_with_backoff_gaps_recorded_sigterm(iostat, monitors, tmp_path):
     # 2-s intervals: the second iostat is killed before its first report, so that the backoff
     # doubles (it goes back to 1 s only after an iostat has reported).
@@ -303,6 +304,7 @@ def test_sigterm_while_waiting_to_restart(iostat, monitors, tmp_path):
     assert mon.state()["iostat_pid"] is None
 
 
+@pytest.mark.slow
 def test_hung_iostat_is_killed_and_restarted(iostat, monitors, tmp_path):
     mon = monitors(tmp_path / "mon")
     pid = mon.iostat_pid()
@@ -317,6 +319,7 @@ def test_hung_iostat_is_killed_and_restarted(iostat, monitors, tmp_path):
     assert new != pid
 
 
+@pytest.mark.slow
 def test_monitor_killed_iostat_dies_too_and_a_new_monitor_appends(iostat, monitors, tmp_path):
     out = tmp_path / "mon"
     first = monitors(out)

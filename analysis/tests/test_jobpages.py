@@ -29,6 +29,8 @@ from . import chromium
 from .rundirs import RUNTIME, runtime_env
 from .test_diagnose_programs import run_mpi
 
+pytestmark = pytest.mark.browser
+
 MIB = 1 << 20
 ACCOUNTS = {7001: ("physics", 1), 7003: ("climate", 1), 7004: ("climate", 2)}  # account, nodes
 

@@ -320,6 +320,7 @@ def _fd_target(link: Path) -> str:
         return ""
 
 
+@pytest.mark.slow
 def test_workers_die_with_a_killed_ingest_and_its_scratch_goes(tmp_path):
     tree, tmp = tmp_path / "logs", tmp_path / "tmp"
     tmp.mkdir()

@@ -19,6 +19,8 @@ from iostudy.store import store
 
 from . import chromium
 
+pytestmark = pytest.mark.campaign
+
 MIB = 1 << 20
 
 

@@ -20,6 +20,8 @@ from iostudy.store import store as store_mod
 from . import chromium, reportdata
 from .testdata import RELEASE_350
 
+pytestmark = pytest.mark.browser
+
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -18,6 +18,8 @@ from iostudy.report import publish, report
 
 from . import chromium, rundirs
 
+pytestmark = pytest.mark.browser
+
 IOSTUDY = Path(sys.executable).with_name("iostudy")
 LOGS = ("mpi-io-test-x86_64-3.5.0", "mpi-io-test-x86_64-3.4.0")
 

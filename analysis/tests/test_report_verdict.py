@@ -16,6 +16,8 @@ from iostudy.cli.cli import main
 from tests import chromium
 from tests.sites import trust
 
+pytestmark = pytest.mark.campaign
+
 CAMPAIGN = {
     "name": "smallquick",
     "description": "test: the quick campaign's checks, small",

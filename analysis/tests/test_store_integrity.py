@@ -189,6 +189,7 @@ def _catalog_renames(plan: list[str]) -> list[int]:
     return [k for k, target in enumerate(plan, 1) if target == catalog.FILE]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (ci/apt-packages.txt)")
 def test_sigkill_inside_a_commit_then_reingest_equals_a_clean_ingest(tmp_path, capsys):
     tree = make_tree(tmp_path / "logs", good=100, bad=4)

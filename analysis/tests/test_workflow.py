@@ -16,6 +16,8 @@ import pytest
 from . import filestate
 from .rundirs import REPO_ROOT, RUNTIME_MIB, make_run_dir
 
+pytestmark = pytest.mark.workflow
+
 WORKFLOW = REPO_ROOT / "workflow"
 SNAKEFILE = WORKFLOW / "Snakefile"
 TEST_CONFIG = WORKFLOW / ".test" / "config" / "config.yaml"

@@ -18,6 +18,8 @@ from iostudy.cli.cli import main
 from iostudy.report import report
 from iostudy.store import store as store_mod
 
+pytestmark = pytest.mark.campaign
+
 
 def ingest(run_dir, store) -> pd.DataFrame:
     assert main(["ingest", str(run_dir), "--store", str(store)]) == 0

@@ -17,6 +17,8 @@ import pytest
 from iostudy.benchmarks import btio, checks, spackenv
 from iostudy.run import campaign as campaign_mod
 
+pytestmark = pytest.mark.campaign
+
 DATA = Path(__file__).parent / "data" / "btio"
 MIB = 1 << 20
 

@@ -23,6 +23,8 @@ from iostudy.cli.cli import main
 from iostudy.metrics import ceiling
 from iostudy.store import store as store_mod
 
+pytestmark = pytest.mark.campaign
+
 MIB = 1 << 20
 
 

@@ -17,6 +17,8 @@ from iostudy.benchmarks import checks, flashio, spackenv
 from iostudy.cli.cli import main
 from iostudy.run import campaign as campaign_mod
 
+pytestmark = pytest.mark.campaign
+
 DATA = Path(__file__).parent / "data" / "flashio"
 MIB = 1 << 20
 #: the captured runs (data/README.md): ranks, MPI-IO access, PnetCDF API of each command

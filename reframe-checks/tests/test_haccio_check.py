@@ -19,6 +19,8 @@ from iostudy.benchmarks import checks, haccio, spackenv
 from iostudy.cli.cli import main
 from iostudy.run import campaign as campaign_mod
 
+pytestmark = pytest.mark.campaign
+
 DATA = Path(__file__).parent / "data" / "haccio"
 MIB = 1 << 20
 #: the captured runs (data/README.md): ranks, particles per rank, layout of each command; the

@@ -16,6 +16,8 @@ import pytest
 
 from iostudy.benchmarks import hmmer
 
+pytestmark = pytest.mark.campaign
+
 DATA = Path(__file__).parent / "data" / "hmmer"
 # data/README.md: hmmer.write_inputs(folder, 3, 200, 300)
 FAMILIES, SEQUENCES = 3, 200

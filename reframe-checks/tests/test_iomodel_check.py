@@ -20,6 +20,8 @@ from iostudy.core import config
 from iostudy.logs.darshanlog import read_log
 from iostudy.run import campaign as campaign_mod
 
+pytestmark = pytest.mark.campaign
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FLAVOURS = ["openmpi", "mpich"]
 MIB = 1 << 20

@@ -18,6 +18,8 @@ from iostudy.benchmarks import checks
 from iostudy.cli.cli import main
 from iostudy.run import campaign as campaign_mod
 
+pytestmark = pytest.mark.campaign
+
 DATA = Path(__file__).parent / "data" / "ior"
 MIB = 1 << 20
 

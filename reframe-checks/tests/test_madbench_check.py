@@ -17,6 +17,8 @@ import pytest
 from iostudy.benchmarks import checks, madbench, spackenv
 from iostudy.run import campaign as campaign_mod
 
+pytestmark = pytest.mark.campaign
+
 DATA = Path(__file__).parent / "data" / "madbench2"
 MIB = 1 << 20
 # the captured runs: NPIX 2048, NBIN 4, SBLOCKSIZE 32, FBLOCKSIZE 4096, BWEXP 1 (data/README.md)

@@ -10,6 +10,8 @@ from benchmark_runs import binary, launcher, require, run_env
 
 from iostudy.benchmarks import benchparse, checks
 
+pytestmark = pytest.mark.campaign
+
 DATA = Path(__file__).parent / "data" / "mdtest"
 
 

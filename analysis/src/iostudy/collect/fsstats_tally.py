@@ -1,4 +1,4 @@
-"""What a scan accumulates: the walker's records (:data:`RECORD`) binned into histograms and
+"""What a scan accumulates: the walker's records (:func:`record_dtype`) binned into histograms and
 counts, whole and per project, by the :class:`Tally` a checkpoint saves and a snapshot is made
 of. Apart from the walk (:mod:`iostudy.collect.fsstats_walker`) since it is plain numpy over
 batches of records, and tested so.
@@ -7,9 +7,8 @@ batches of records, and tested so.
 from __future__ import annotations
 
 import errno as errno_mod
+import functools
 import os
-
-import numpy as np
 
 from iostudy.collect.fsstats_snapshot import (
     COUNTS,
@@ -21,27 +20,36 @@ from iostudy.collect.fsstats_snapshot import (
     PROJECT_HISTOGRAM_COLUMNS,
     bin_edges,
 )
+from iostudy.core.deferred import deferred
+
+np = deferred("numpy")
 
 DAY = 86400
 
-# One record of iostudy-fswalk (struct fsw_record in fswalk.c, native byte order).
-RECORD = np.dtype(
-    [
-        ("size", "=u8"),
-        ("blocks", "=u8"),
-        ("mtime", "=i8"),
-        ("atime", "=i8"),
-        ("ctime", "=i8"),
-        ("ino", "=u8"),
-        ("nlink", "=u4"),
-        ("entries", "=u4"),
-        ("project", "=u4"),
-        ("namelen", "=u2"),
-        ("type", "u1"),
-        ("flags", "u1"),
-    ]
-)
-assert RECORD.itemsize == 64
+
+@functools.cache
+def record_dtype() -> np.dtype:
+    """One record of iostudy-fswalk (struct fsw_record in fswalk.c, native byte order)."""
+    dtype = np.dtype(
+        [
+            ("size", "=u8"),
+            ("blocks", "=u8"),
+            ("mtime", "=i8"),
+            ("atime", "=i8"),
+            ("ctime", "=i8"),
+            ("ino", "=u8"),
+            ("nlink", "=u4"),
+            ("entries", "=u4"),
+            ("project", "=u4"),
+            ("namelen", "=u2"),
+            ("type", "u1"),
+            ("flags", "u1"),
+        ]
+    )
+    assert dtype.itemsize == 64
+    return dtype
+
+
 REG, DIR, LNK, OTHER, VISIT = range(5)
 MOUNT = 1  # flags: a directory of another file system, not entered
 
@@ -120,7 +128,7 @@ class Tally:
             h[:, i] += _split_sums(bins, w, len(h))
 
     def add(self, rec: np.ndarray) -> None:
-        """Count a batch of records (a RECORD array). Column by column: selecting whole
+        """Count a batch of records (a record_dtype() array). Column by column: selecting whole
         64-byte records would copy them."""
         self.records += len(rec)
         kind = rec["type"]

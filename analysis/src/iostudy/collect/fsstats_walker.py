@@ -7,7 +7,7 @@ The walk
 --------
 ``iostudy-fswalk`` (analysis/src/fswalk, built by ``make setup`` into build/fswalk/) lists
 directories with several threads and streams a fixed-size record per entry
-(:data:`~iostudy.collect.fsstats_tally.RECORD`); this module lists PATH itself, decides the
+(:func:`~iostudy.collect.fsstats_tally.record_dtype`); this module lists PATH itself, decides the
 projects, and turns the records into histograms in batches with numpy. The walk stays on PATH's
 file system (a directory of another one is counted as a mount point and not entered) and never
 follows a symbolic link: entries are lstat'ed, a directory is opened with O_NOFOLLOW and must be
@@ -36,12 +36,13 @@ import subprocess
 import time
 from pathlib import Path
 
-import numpy as np
-
 from iostudy.collect.fsstats_snapshot import ROOT_PROJECT, FsstatsError
-from iostudy.collect.fsstats_tally import DIR, LNK, MOUNT, OTHER, RECORD, REG, VISIT, Tally
+from iostudy.collect.fsstats_tally import DIR, LNK, MOUNT, OTHER, REG, VISIT, Tally, record_dtype
 from iostudy.core import config
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_FAILED
+
+np = deferred("numpy")
 
 TOOL = "iostudy-fswalk"
 WALKER_STOPPED = 3  # iostudy-fswalk's exit status when it stopped with directories pending
@@ -121,7 +122,7 @@ def list_root(root: bytes, dev: int, listing=None):
     except OSError as exc:
         raise FsstatsError(f"{os.fsdecode(root)}: cannot list: {exc.strerror}") from None
     projects, starts, errors = [ROOT_PROJECT], [], []
-    recs = np.zeros(len(names) + 1, RECORD)
+    recs = np.zeros(len(names) + 1, record_dtype())
     n = 0
     for name in names:
         path = root.rstrip(b"/") + b"/" + name
@@ -267,7 +268,7 @@ def _count_records(proc: subprocess.Popen, tally: Tally, progress, clock) -> tup
     """The walker's records into tally until it closes its output, in batches of whole
     records (the progress updated after each, at least every second): (the bytes of a partial
     record left over, its stderr)."""
-    buf = np.empty(BATCH, RECORD)
+    buf = np.empty(BATCH, record_dtype())
     raw = memoryview(buf.view(np.uint8))
     filled, last = 0, time.monotonic()
     while True:
@@ -276,11 +277,11 @@ def _count_records(proc: subprocess.Popen, tally: Tally, progress, clock) -> tup
             filled += n
         full = filled == len(raw)
         if full or not n or time.monotonic() - last > 1.0:
-            whole = filled // RECORD.itemsize
+            whole = filled // record_dtype().itemsize
             if whole:
                 tally.add(buf[:whole])
-                tail = filled - whole * RECORD.itemsize
-                raw[:tail] = raw[whole * RECORD.itemsize : filled]
+                tail = filled - whole * record_dtype().itemsize
+                raw[:tail] = raw[whole * record_dtype().itemsize : filled]
                 filled = tail
             progress.update(tally, clock())
             last = time.monotonic()

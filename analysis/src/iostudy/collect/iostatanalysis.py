@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import numpy as np
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 THROUGHPUT_COLUMNS = ["time", "read_mib_s", "write_mib_s", "total_mib_s", "hosts", "bucket_s"]
 GAP_COLUMNS = ["host", "start", "end", "seconds", "reason", "recorded"]

@@ -28,14 +28,16 @@ import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pandas as pd
-import pyarrow as pa
 from rich.console import Console
 
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.logs import modules
 from iostudy.store import store as store_mod
+
+pd = deferred("pandas")
+pa = deferred("pyarrow")
 
 SCHEMA: pa.Schema = store_mod.TABLES["sched"]
 TABLE = "sched"

@@ -38,7 +38,10 @@ import re
 import secrets
 from pathlib import Path
 
-import pandas as pd
+from iostudy.core.deferred import deferred
+
+pd = deferred("pandas")
+
 
 KEY_FILE = "anonymize.key"
 # Names that say nothing about a person or a project.

@@ -22,15 +22,15 @@ very file checked, and a name whose unlink by libdarshan-util's cleanup after a 
 can use a path from freed memory) cannot remove the log.
 """
 
+from __future__ import annotations
+
 import contextlib
 import errno
 import functools
 from typing import NamedTuple
 
-import numpy as np
-from darshan.backend import cffi_backend as backend
-
 from iostudy.core import safeio
+from iostudy.core.deferred import deferred
 from iostudy.logs.logregions import (
     Limits,
     LogRefused,
@@ -39,6 +39,9 @@ from iostudy.logs.logregions import (
 )
 from iostudy.logs.modules import RECORD_MODULES
 from iostudy.logs.recordlayout import record_layout
+
+np = deferred("numpy")
+backend = deferred("darshan.backend.cffi_backend")
 
 
 class _Buffers:

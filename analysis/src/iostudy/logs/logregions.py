@@ -8,6 +8,8 @@ libdarshan-util would materialize whole, and a region cut off by the end of the 
 compressed data is damaged would make it abort.
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import re
@@ -16,10 +18,11 @@ import sys
 import zlib
 from typing import NamedTuple
 
-import numpy as np
-
+from iostudy.core.deferred import deferred
 from iostudy.logs.modules import CURRENT_VERSIONS, READ_MODULES
 from iostudy.logs.recordlayout import record_layout
+
+np = deferred("numpy")
 
 # The modules read (iostudy.logs.modules): the record modules, LUSTRE and HEATMAP. Other
 # modules (DXT traces...) are never inflated. Records stored at CURRENT_VERSIONS are laid out as

@@ -16,12 +16,13 @@ import math
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
-import numpy as np
-
+from iostudy.core.deferred import deferred
 from iostudy.logs import modules, plausibility, proberows, sharing
 from iostudy.logs.darshanlog_worker import CheckedLog, read
 from iostudy.logs.recordlayout import record_layout
 from iostudy.logs.summary import MODULE_COUNTERS
+
+np = deferred("numpy")
 
 # Darshan's access-size histogram bins (the counters' suffixes), smallest first.
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",

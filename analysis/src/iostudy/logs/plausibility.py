@@ -53,11 +53,12 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from iostudy.core.deferred import deferred
 from iostudy.logs.recordlayout import record_layout
+
+np = deferred("numpy")
+pa = deferred("pyarrow")
+pc = deferred("pyarrow.compute")
 
 MAX_COUNT = 2**62  # counts and bytes are below it
 MAX_SECONDS = 2.0**32  # times since the job started are below it

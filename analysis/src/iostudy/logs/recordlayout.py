@@ -5,11 +5,15 @@ the check of a log's regions (:mod:`iostudy.logs.logregions`), the reader
 so that the check and the reader share it without importing each other.
 """
 
+from __future__ import annotations
+
 import functools
 from typing import NamedTuple
 
-import numpy as np
-from darshan.backend import cffi_backend as backend
+from iostudy.core.deferred import deferred
+
+np = deferred("numpy")
+backend = deferred("darshan.backend.cffi_backend")
 
 
 class RecordLayout(NamedTuple):

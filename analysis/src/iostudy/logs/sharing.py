@@ -14,11 +14,13 @@ rows of stores made before that column.
 
 from __future__ import annotations
 
-import numpy as np
+from iostudy.core.deferred import deferred
+
+np = deferred("numpy")
+
 
 CLASSES = ("N:N", "N:1", "N:M")
 UNIQUE = CLASSES[0]
-_BYTES = np.array([c.encode() for c in CLASSES], dtype="S3")
 
 
 def classes(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray, nprocs: np.ndarray) -> np.ndarray:
@@ -44,7 +46,7 @@ def classes(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray, nprocs: np.nda
 def as_bytes(index: np.ndarray) -> tuple[np.ndarray, bytes]:
     """Classes as a string column's int32 offsets and UTF-8 bytes (every name is 3 bytes)."""
     offsets = np.arange(0, 3 * len(index) + 1, 3, dtype=np.int32)
-    return offsets, _BYTES[index].tobytes()
+    return offsets, np.array([c.encode() for c in CLASSES], dtype="S3")[index].tobytes()
 
 
 # The rule over a (log, record id) group of the files table, for rows stored without a class:

@@ -1,10 +1,13 @@
 """Summary of one Darshan log: pure functions from the dict of :func:`read_log` to plain data."""
 
+from __future__ import annotations
+
 from datetime import datetime, timezone
 
-import numpy as np
-
+from iostudy.core.deferred import deferred
 from iostudy.logs import sharing
+
+np = deferred("numpy")
 
 # Counters summed into each figure, per module (PyDarshan module names and counter names).
 MODULE_COUNTERS = {

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
-
 from iostudy.benchmarks import probe, registry
+from iostudy.core.deferred import deferred
+
+pd = deferred("pandas")
 
 OPERATIONS = ("write", "read")
 #: each limit's peak in a system description (system.json ``peaks``), how it scales, and how a

@@ -44,16 +44,17 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from iostudy.core import config
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_REGRESSION
 from iostudy.core.helptext import plain
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
 from iostudy.logs.logrows import int_or_none
 from iostudy.store import store as store_mod
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 MAD_TO_SIGMA = 1.4826
 FINGERPRINT_FIELDS = ("check", "variable", "unit", "version", "environ", "parameters",

@@ -20,14 +20,15 @@ from __future__ import annotations
 import re
 import sys
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
 from iostudy.metrics import jobdetail, jobstats
 from iostudy.store import store as store_mod
+
+pd = deferred("pandas")
 
 _HEX = re.compile(r"^[0-9a-f]{8,64}$")
 #: the summary's figures: (job table column, what it is, unit)

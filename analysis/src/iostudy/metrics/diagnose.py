@@ -39,15 +39,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from iostudy.core import config
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
 from iostudy.metrics import jobstats
 from iostudy.store import store as store_mod
+
+pd = deferred("pandas")
 
 CONFIG = "diagnoses.json"
 

@@ -21,10 +21,11 @@ store does not keep.
 
 from __future__ import annotations
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.logs import logrows, modules
 from iostudy.metrics import jobstats
+
+pd = deferred("pandas")
 
 SIZE_BINS, SIZE_LABELS = logrows.SIZE_BINS, jobstats.SIZE_LABELS
 #: the files table's modules in the order a page shows them: the file system's first

@@ -45,15 +45,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from iostudy.collect import sacct
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB, integral
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
 from iostudy.logs import logrows, modules, sharing
 from iostudy.store import store as store_mod
+
+pd = deferred("pandas")
 
 DEFAULT_SCOPE = modules.DEFAULT_SCOPE
 STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")

@@ -26,13 +26,14 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, integral
 from iostudy.core.paths import add_store_option
 from iostudy.logs import sharing
 from iostudy.metrics import jobstats
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 SECONDS_PER_HOUR = 3600.0
 # Seed 000 found the Darshan-derived bandwidth within 3% of the benchmark's.

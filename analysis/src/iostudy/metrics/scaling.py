@@ -22,14 +22,15 @@ import json
 import textwrap
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, short
 from iostudy.core.plotting import fitted_title, legend_below, panels
 from iostudy.metrics import ceiling, metrics
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 #: The checks of the scaling campaign: their points are drawn here, not as metrics over runs.
 SCALING_CHECKS = ("ior_check", "mdtest_check", "metarates_check")

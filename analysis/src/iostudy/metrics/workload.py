@@ -29,9 +29,8 @@ Fig. 9         :func:`~iostudy.metrics.workload_tables.access_sizes`: per projec
 
 from __future__ import annotations
 
-import pandas as pd
-
 from iostudy.collect import sacct
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import integral
 from iostudy.logs import modules
 from iostudy.metrics import jobstats
@@ -58,6 +57,8 @@ from iostudy.metrics.workload_tables import (
     strategy_by_size,
     top_projects,
 )
+
+pd = deferred("pandas")
 
 # Fig. 2's bytes per interface: the record modules whose bytes it shows (POSIX and STDIO, every
 # byte that reached the file system, and MPI-IO above POSIX); their interfaces and the files

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import binary_bytes, short
 from iostudy.core.plotting import legend_below, panels
 from iostudy.metrics.workload_tables import BYTE_CLASSES, INTERFACES, OTHER, SIZE_BINS, STRATEGIES
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-import pandas as pd
-
 from iostudy.collect import sacct
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, integral
 from iostudy.logs import logrows, modules
 from iostudy.metrics import jobstats
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 # Seed 000, section V: "at least 1,024 processes and moved at least 500 MiB of data".
 LARGE_PROCS = 1024

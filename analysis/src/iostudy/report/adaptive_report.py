@@ -7,14 +7,18 @@ adaptive method balances) and the writers it moved."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.core.plotting import legend_below, panels
 from iostudy.report.figures import safe
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 SECTION = "adaptive"
 MODES = ("adaptive", "mpiio", "posix-fpp")

@@ -31,14 +31,15 @@ import re
 import textwrap
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
 from iostudy.benchmarks import registry
 from iostudy.benchmarks.hmmer import RESULTS as HMMER_RESULTS
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import integral, short
 from iostudy.core.plotting import headroom
 from iostudy.metrics import scaling
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.metrics import comparejobs
 from iostudy.report import jobfigures
+
+pd = deferred("pandas")
 
 SECTION = "before-after"
 #: the summary's figures drawn side by side (the rest are in its table)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import textwrap
 
-import numpy as np
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.core.plotting import legend_below, panels
 from iostudy.metrics import compare
 from iostudy.report.figures import time_span
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 PANELS = 6  # per figure: more series are in the CSV
 

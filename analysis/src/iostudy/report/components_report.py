@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.core.plotting import count_ticks, legend_below, panels
 from iostudy.metrics import ceiling, scaling
 from iostudy.report.figures import safe
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -5,8 +5,6 @@ the series)."""
 
 from __future__ import annotations
 
-import pandas as pd
-
 from iostudy.collect.iostatanalysis import (
     burstiness,
     daily_totals,
@@ -17,8 +15,11 @@ from iostudy.collect.iostatanalysis import (
     throughput,
 )
 from iostudy.collect.iostatimport import TABLE
+from iostudy.core.deferred import deferred
 from iostudy.core.plotting import legend_below
 from iostudy.report.figures import time_span
+
+pd = deferred("pandas")
 
 #: the page's section of this module's figures and tables
 SECTION = "iostat"

@@ -3,9 +3,10 @@ rule, per project, and the findings themselves (the page shows the first; the CS
 
 from __future__ import annotations
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.metrics import diagnose
+
+pd = deferred("pandas")
 
 SECTION = "diagnoses"
 TOP_RULES = 3  # rules named per project on the page

@@ -9,13 +9,14 @@ import re
 import textwrap
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import binary_bytes, short
 from iostudy.core.plotting import headroom, legend_below, panels
 from iostudy.metrics import metrics
 from iostudy.metrics.scaling import WITHIN  # a cross-check's verdict column
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, scaling
 from iostudy.report import components_report, layout, probe_report
 from iostudy.report import verdict as verdict_mod
 from iostudy.report.sections import TREE_STATUS, Report
+
+pd = deferred("pandas")
 
 
 def study_verdict(r: Report) -> verdict_mod.Verdict:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from iostudy.core import provenance
+from iostudy.core.deferred import deferred
 from iostudy.logs import darshanlog
 from iostudy.metrics import jobdetail
 from iostudy.report import figures, jobfigures
+
+pd = deferred("pandas")
 
 #: the job's figures the record table shows, in order (jobstats.job_table's columns)
 RECORD = ["log", "jobid", "system", "run_id", "user", "account", "exe", "start", "elapsed_s",

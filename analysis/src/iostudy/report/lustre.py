@@ -7,11 +7,12 @@ aggregate I/O time per server. Pure functions, and the report's section.
 
 from __future__ import annotations
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB
 from iostudy.core.plotting import count_ticks
 from iostudy.metrics import scaling
+
+pd = deferred("pandas")
 
 
 def ost_records(lustre: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:

@@ -18,12 +18,13 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.report import jobpage, projectpage
 from iostudy.report.figures import fmt
 from iostudy.report.publish import templates_env
 from iostudy.report.studydata import StudyData
+
+pd = deferred("pandas")
 
 JOB_KEY, PROJECT_KEY = "log_sha256", ("project", "account")
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB
 from iostudy.core.plotting import count_ticks, legend_below
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 
 def samples(probes: pd.DataFrame) -> pd.DataFrame:

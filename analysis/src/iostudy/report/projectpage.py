@@ -4,10 +4,11 @@ seed 000's Table V (its jobs: MiB/s/CN, metadata %, key access size, strategy) a
 
 from __future__ import annotations
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.metrics import diagnose
 from iostudy.report import figures
+
+pd = deferred("pandas")
 
 UNKNOWN = "(unknown)"
 #: the distribution is drawn from this many jobs with a MiB/s/CN (a box of fewer says no more

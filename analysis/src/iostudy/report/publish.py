@@ -15,15 +15,16 @@ import re
 import tempfile
 from pathlib import Path
 
-import jinja2
-import numpy as np
-import pandas as pd
-
 from iostudy.core import config, provenance
+from iostudy.core.deferred import deferred
 from iostudy.report import figures
 from iostudy.report.sections import ReportOptions
 from iostudy.store import catalog
 from iostudy.store import store as store_mod
+
+jinja2 = deferred("jinja2")
+np = deferred("numpy")
+pd = deferred("pandas")
 
 TEMPLATES = config.REPO_ROOT / "reports" / "templates"
 

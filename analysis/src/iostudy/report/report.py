@@ -34,11 +34,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
-import pandas as pd
-
 from iostudy import __version__
 from iostudy.core import paths, provenance
 from iostudy.core.anonymize import AnonymizeError, Anonymizer
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.core.runmanifest import study_of
@@ -57,6 +56,8 @@ from iostudy.report.sections import ReportOptions
 from iostudy.report.studydata import StudyData
 from iostudy.report.verdict import Verdict
 from iostudy.store import store as store_mod
+
+pd = deferred("pandas")
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

@@ -5,12 +5,13 @@ the Table I check of every IOR run, and pass/fail per scaling point."""
 
 from __future__ import annotations
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.metrics import metrics, scaling
 from iostudy.report import components_report
 from iostudy.report.figures import TOLERANCE_PCT, safe
 from iostudy.report.studydata import StudyData
+
+pd = deferred("pandas")
 
 
 def add_scaling(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame,

@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from iostudy.core.anonymize import Anonymizer
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, metrics, scaling, workload
 from iostudy.metrics.scaling import WITHIN
@@ -35,6 +33,9 @@ from iostudy.report import (
 from iostudy.report.figures import TOLERANCE_PCT, safe, to_time
 from iostudy.report.studydata import StudyData
 from iostudy.store import store as store_mod
+
+np = deferred("numpy")
+pd = deferred("pandas")
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.metrics import compare, jobdetail, jobstats
 from iostudy.store import store as store_mod
+
+pd = deferred("pandas")
 
 # Tables with a row per file record, per OST of a file, or per Slurm job: queried only.
 QUERY_ONLY = frozenset({"files", "lustre", "sched"})

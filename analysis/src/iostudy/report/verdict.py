@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
+from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.store.store import is_tree
+
+pd = deferred("pandas")
 
 SEVERITY = ("FAIL", "REGRESSED", "INCOMPLETE", "PASS", "DATA")
 #: run statuses (the campaign's manifest) that fail a report

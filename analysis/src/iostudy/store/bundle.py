@@ -43,11 +43,10 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from iostudy.core import helptext
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.store import catalog, siteid
@@ -56,6 +55,9 @@ from iostudy.store.bundle_export import export
 from iostudy.store.bundle_file import NOT_IMPORTED, BundleError, Opened, open_bundle
 from iostudy.store.bundlecheck import META
 from iostudy.store.siteid import SiteError, fingerprint
+
+pa = deferred("pyarrow")
+pq = deferred("pyarrow.parquet")
 
 
 def site_qualified(site: str, run_id: str) -> str:

@@ -17,18 +17,20 @@ import tarfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from iostudy import __version__
 from iostudy.core import config, provenance
 from iostudy.core.anonymize import COLUMNS, AnonymizeError, Anonymizer
+from iostudy.core.deferred import deferred
 from iostudy.store import siteid
 from iostudy.store import store as store_mod
 from iostudy.store.bundle_file import NOT_IMPORTED, BundleError, add_member, signature_member
 from iostudy.store.bundlecheck import FORMAT, META, SIGNATURE, SUMS
 from iostudy.store.siteid import SiteError, fingerprint, own_site
+
+pa = deferred("pyarrow")
+pq = deferred("pyarrow.parquet")
 
 
 def imported_files(store: Path) -> set[str]:

@@ -18,14 +18,16 @@ from __future__ import annotations
 import re
 
 import jsonschema
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from iostudy.core.anonymize import COLUMNS as ANONYMIZED_COLUMNS
+from iostudy.core.deferred import deferred
 from iostudy.logs.plausibility import table_problems
 from iostudy.store.catalog import PART_NAME, CatalogError, check_part_name
 from iostudy.store.siteid import SITE_NAME
 from iostudy.store.store import IMPORTED_TABLES, TABLES
+
+pa = deferred("pyarrow")
+pq = deferred("pyarrow.parquet")
 
 FORMAT = "iostudy-bundle/2"
 META = "bundle.json"

@@ -19,18 +19,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
-import duckdb
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from iostudy.core import config
+from iostudy.core.deferred import deferred
 from iostudy.core.provenance import sha256_file
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logrows import utc_naive
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.ingest_writer import Counts, PartWriter, rel_path
 from iostudy.store.store import DEFAULT_STUDY, TREE_STATUS, IngestError, Store, connect
+
+duckdb = deferred("duckdb")
+pa = deferred("pyarrow")
+pc = deferred("pyarrow.compute")
+pq = deferred("pyarrow.parquet")
 
 # The default --commit-every: a log tree's logs committed at a time.
 DEFAULT_COMMIT_EVERY = 20_000

@@ -12,13 +12,14 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from iostudy.core.deferred import deferred
 from iostudy.logs.logrows import Columns, Repeated, Strings
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.store import RUN_TABLES, TABLES, Store
+
+np = deferred("numpy")
+pa = deferred("pyarrow")
+pq = deferred("pyarrow.parquet")
 
 
 @dataclass

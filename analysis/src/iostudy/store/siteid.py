@@ -26,13 +26,14 @@ import re
 import sys
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-
 from iostudy.core import safeio
+from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
+
+crypto_errors = deferred("cryptography.exceptions")
+serialization = deferred("cryptography.hazmat.primitives.serialization")
+ed25519 = deferred("cryptography.hazmat.primitives.asymmetric.ed25519")
 
 SITE_FILE = "site.json"
 KEY_FILE = "site-key.pem"
@@ -89,7 +90,7 @@ def fingerprint(raw: bytes) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(raw).digest()).decode().rstrip("=")
 
 
-def raw_public(key: Ed25519PublicKey) -> bytes:
+def raw_public(key: ed25519.Ed25519PublicKey) -> bytes:
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
@@ -113,13 +114,13 @@ def parse_public(text: str, where: str) -> tuple[str, bytes]:
     return fields[2], raw
 
 
-def own_key(store: Path, create: bool) -> Ed25519PrivateKey | None:
+def own_key(store: Path, create: bool) -> ed25519.Ed25519PrivateKey | None:
     """The store's private key; made (owner-only) when ``create`` and there is none yet."""
     path = store / KEY_FILE
     if not path.exists():
         if not create:
             return None
-        key = Ed25519PrivateKey.generate()
+        key = ed25519.Ed25519PrivateKey.generate()
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())  # fmt: skip
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -130,15 +131,15 @@ def own_key(store: Path, create: bool) -> Ed25519PrivateKey | None:
         key = serialization.load_pem_private_key(safeio.read_regular(path, 1 << 16), None)
     except (OSError, ValueError, TypeError) as exc:
         raise SiteError(f"{path}: cannot read the site's key: {exc}") from None
-    if not isinstance(key, Ed25519PrivateKey):
+    if not isinstance(key, ed25519.Ed25519PrivateKey):
         raise SiteError(f"{path}: not an Ed25519 key")
     return key
 
 
 def verifies(raw: bytes, signature: bytes, data: bytes) -> bool:
     try:
-        Ed25519PublicKey.from_public_bytes(raw).verify(signature, data)
-    except (InvalidSignature, ValueError):
+        ed25519.Ed25519PublicKey.from_public_bytes(raw).verify(signature, data)
+    except (crypto_errors.InvalidSignature, ValueError):
         return False
     return True
 

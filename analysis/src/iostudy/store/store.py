@@ -25,14 +25,15 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-import duckdb
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from iostudy.core import paths
+from iostudy.core.deferred import deferred
 from iostudy.logs.logrows import SIZE_BINS, utc_naive
 from iostudy.store import catalog as catalog_mod
+
+duckdb = deferred("duckdb")
+pa = deferred("pyarrow")
+pc = deferred("pyarrow.compute")
+pq = deferred("pyarrow.parquet")
 
 DATABASE = "store.duckdb"
 LOCK = ".lock"
