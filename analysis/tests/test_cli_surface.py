@@ -30,6 +30,55 @@ def test_a_group_alone_prints_its_commands(capsys):
     assert out.startswith("usage: iostudy campaign") and "run" in out and "check" in out
 
 
+# What a command's help must not wait for: each takes a tenth of a second or more to import.
+# (numpy comes with PyArrow, whose table schemas the store defines at import: 0.1 s in all.)
+HEAVY = ("pandas", "matplotlib", "darshan", "duckdb", "jinja2", "cryptography")
+LOADED = """
+import io, contextlib, sys
+from iostudy.cli.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+def _groups() -> list[str]:
+    return [a for a in build_parser([])._subparsers._group_actions[0].choices]
+
+
+@pytest.mark.parametrize("group", ["", *_groups()])
+def test_help_imports_no_heavy_library(group):
+    """`iostudy --help` and `iostudy GROUP --help` build parsers only: pandas, matplotlib,
+    PyDarshan, DuckDB and the rest load where a command uses them (iostudy.core.deferred)."""
+    argv = [group, "--help"] if group else ["--help"]
+    proc = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    loaded = set(proc.stdout.split())
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_parsing_the_workflow_imports_no_report_layer():
+    """`snakemake -n` parses workflow/ (common.smk imports from iostudy): it must not import the
+    report layer or a heavy library to learn a run's study."""
+    code = (
+        "import sys, runpy; sys.argv = ['snakemake', '-n', '-s', 'workflow/Snakefile', "
+        "'--directory', sys.argv[1], '--quiet'];\n"
+        "try:\n    runpy.run_module('snakemake', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('LOADED', ' '.join(sorted(m for m in sys.modules if m.startswith('iostudy') or "
+        "m.split('.')[0] in ('matplotlib', 'darshan', 'duckdb'))))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(REPO_ROOT)], capture_output=True,
+                          text=True, cwd=REPO_ROOT)  # fmt: skip
+    loaded = proc.stdout.split("LOADED", 1)[1].split()
+    assert "iostudy.core.runmanifest" in loaded, proc.stdout + proc.stderr
+    assert not [m for m in loaded if m.startswith("iostudy.report")], loaded
+    assert not {"matplotlib", "darshan", "duckdb"} & {m.split(".")[0] for m in loaded}
+
+
 def test_list_systems_campaigns_studies_checks(capsys):
     assert main(["list", "systems"]) == 0
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
