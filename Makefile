@@ -35,7 +35,7 @@ C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/t
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
 .PHONY: help setup apt-packages build-runtime build-checks build-fswalk venv test test-fast test-runtime \
-	test-python test-cluster lint demo bench bench-runtime bench-analysis bench-fsstats bench-report format clean lock cluster-up \
+	test-python test-cluster lint demo bench bench-cli bench-runtime bench-analysis bench-fsstats bench-report format clean lock cluster-up \
 	cluster-down spack spack-check
 
 help: ## list the targets
@@ -157,7 +157,12 @@ bench-fsstats: setup ## fsstats scan rate and peak memory beside find (and the P
 	$(VENV)/bin/python analysis/bench/bench_fsstats.py --files $(BENCH_FILES) \
 		$(if $(PERL_FSSTATS),--perl-fsstats $(PERL_FSSTATS))
 
-bench: bench-runtime bench-analysis bench-fsstats bench-report ## run every benchmark
+# BASELINE_SRC: an older checkout (git worktree add SCRATCH COMMIT) measured beside this one.
+BASELINE_SRC ?=
+bench-cli: venv ## how soon every --help and snakemake -n answer (BASELINE_SRC: beside an older checkout)
+	$(VENV)/bin/python analysis/bench/bench_cli.py $(if $(BASELINE_SRC),--baseline-src $(BASELINE_SRC))
+
+bench: bench-runtime bench-analysis bench-fsstats bench-report bench-cli ## run every benchmark
 
 format: venv ## rewrite Python (ruff) and C (clang-format) sources in place
 	$(VENV)/bin/ruff check --select I --fix $(PY_DIRS)
