@@ -45,7 +45,8 @@ def commands(src: Path, results: Path) -> dict[str, tuple[list[str], dict]]:
     out = {"iostudy --help": ([*cli, "--help"], env)}
     for group in groups():
         out[f"iostudy {group} --help"] = ([*cli, group, "--help"], env)
-    snakemake = [sys.executable, "-m", "snakemake", "-n", "-q", "-s", str(src / "workflow/Snakefile"),
+    snakefile = src / "workflow" / "Snakefile"
+    snakemake = [sys.executable, "-m", "snakemake", "-n", "-q", "-s", str(snakefile),
                  "--directory", str(results.parent)]  # fmt: skip
     out["snakemake -n"] = (snakemake, env)
     return out

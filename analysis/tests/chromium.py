@@ -64,6 +64,21 @@ def assert_within_budget(page, chromium: str | None = None) -> int:
     return height
 
 
+# Each table wider than the box that holds it (whose scroll bar then hides its last columns):
+# [the id of its section, its width, the box's width].
+OVERFLOWING_TABLES = """Array.from(document.querySelectorAll('table'))
+  .filter(t => t.scrollWidth > t.parentElement.clientWidth + 1)
+  .map(t => [t.closest('[id]')?.id || '', t.scrollWidth, t.parentElement.clientWidth])"""
+
+
+def overflowing_tables(page, chromium: str | None = None) -> list:
+    """The page's tables wider than their boxes at PAGE_WIDTH (OVERFLOWING_TABLES)."""
+    load_ = load(page.resolve().as_uri(), width=PAGE_WIDTH, chromium=chromium,
+                 evaluate=OVERFLOWING_TABLES)  # fmt: skip
+    assert load_.errors() == [], page
+    return load_.value
+
+
 def assert_no_empty_section(page) -> list[str]:
     """Every section of a report page shows something: a figure, a table, or the one line that
     names the command bringing its data (on a job's or a project's page: the line that says
@@ -119,6 +134,7 @@ class PageLoad:
     log: list[dict] = field(default_factory=list)  # Log.entryAdded entries
     requests: list[str] = field(default_factory=list)  # URLs the page requested
     screenshot: bytes = b""
+    value: object = None  # what the expression given to load() evaluated to
 
     def errors(self) -> list[str]:
         """Console errors and warnings, uncaught exceptions, error and warning log entries."""
@@ -187,9 +203,15 @@ class _Pipe:
 
 
 def load(  # noqa: C901
-    url: str, width=1280, height=900, full_page=False, chromium: str | None = None
+    url: str,
+    width=1280,
+    height=900,
+    full_page=False,
+    chromium: str | None = None,
+    evaluate: str | None = None,
 ) -> PageLoad:
-    """Open url in a fresh headless Chromium; returns what happened and a PNG screenshot."""
+    """Open url in a fresh headless Chromium; returns what happened and a PNG screenshot, and
+    the value of the JavaScript expression ``evaluate`` (JSON-able) once the page loaded."""
     binary = chromium or find_chromium()
     if not binary:
         raise FileNotFoundError(f"chromium not found: install Debian's package {PACKAGE}")
@@ -238,6 +260,13 @@ def load(  # noqa: C901
             pipe.call("Page.navigate", {"url": url}, session=session)
             pipe.wait_for("Page.loadEventFired")
             pipe.drain(0.5)
+            if evaluate:
+                found = pipe.call(
+                    "Runtime.evaluate",
+                    {"expression": evaluate, "returnByValue": True},
+                    session=session,
+                )
+                result.value = found["result"].get("value")
             params = {"format": "png"}
             if full_page:
                 size = pipe.call("Page.getLayoutMetrics", session=session)["cssContentSize"]

@@ -410,6 +410,36 @@ def test_pages_of_each_kind_within_budget(study, tree_study, browser):
     chromium.assert_within_budget(plain, browser)
 
 
+def test_the_reframe_table_has_one_column_of_parameters_whatever_the_checks():
+    """The components campaign's checks (fio, netbw, the I/O models) have 14 parameters between
+    them: one column of "name=value" text each row, after the value and its verdict (the
+    table was 21 columns wide, 1,827 px, its value column off-screen)."""
+    import pandas as pd
+
+    fio = {"block": "4M", "iodepth": 1, "jobs": 2, "operation": "write", "size": "16M",
+           "storage_target": "scratch"}  # fmt: skip
+    netbw = {"max_size": "256K", "min_size": "1K", "perturb": 3, "procs": 2,
+             "procs_per_node": 1, "seconds": 0.005}  # fmt: skip
+    iomodel = {"size": "32M", "procs_per_node": 2, "max_procs": 2, "read_back": "yes"}
+    rows = [reportdata._perf("r1", "local", check, params, "mib_s", 100.0, "MiB/s", 10.0)
+            for check, params in (("fio_check", fio), ("netbw_check", netbw),
+                                  ("iomodel_check", iomodel))]  # fmt: skip
+    table = sections.parameter_text(pd.DataFrame(rows)[sections.PERF_COLUMNS])
+    assert list(table.columns) == sections.PERF_COLUMNS
+    assert sections.PERF_COLUMNS[-1] == "parameters"
+    assert table["parameters"].tolist() == [
+        "block=4M, iodepth=1, jobs=2, operation=write, size=16M, storage_target=scratch",
+        "max_size=256K, min_size=1K, perturb=3, procs=2, procs_per_node=1, seconds=0.005",
+        "size=32M, procs_per_node=2, max_procs=2, read_back=yes",
+    ]
+
+
+def test_no_table_is_wider_than_its_page(study, browser):
+    """At 1,400 px every table fits its box: the ReFrame table (every check's parameters) has
+    its values beside the check and its parameters in one column, not one column each."""
+    assert chromium.overflowing_tables(study["v2"], browser) == []
+
+
 def test_chromium_check_catches_errors(browser, tmp_path):
     """The check above could pass by seeing nothing: a broken page must fail it."""
     page = tmp_path / "broken.html"

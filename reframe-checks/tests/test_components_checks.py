@@ -198,5 +198,8 @@ def test_components_campaign_runs_is_stored_and_sets_the_ceiling(configs_copy, t
     assert "local: not held against the ceiling: no IOR point on scratch" in " ".join(verdict)
     points = pd.read_csv(index.parent / "ceiling-fractions-local.csv")
     assert set(points["benchmark"]) == {"I/O model"} and (points["limited_by"] == "storage").all()
+    limits = pd.read_csv(index.parent / "component-limits-local.csv")
+    link = limits[limits["limit"] == "node link"]["source"]
+    assert link.str.contains("netbw_check ran on one node only").all(), link
     above = points["ceiling_pct"] > 100
     assert (points.loc[above, "note"] == ceiling.ABOVE).all()

@@ -452,8 +452,9 @@ def crosscheck_section(r: Report) -> None:
     )
 
 
-PERF_COLUMNS = ["run_id", "system", "partition", "environ", "check", "parameters", "variable",
-                "value", "unit", "reference", "lower", "upper", "result"]  # fmt: skip
+# the value and its verdict beside the check, the parameters (as many as the checks have) last
+PERF_COLUMNS = ["run_id", "system", "partition", "environ", "check", "variable", "value", "unit",
+                "reference", "lower", "upper", "result", "parameters"]  # fmt: skip
 
 
 def perf_section(r: Report) -> None:
@@ -463,23 +464,26 @@ def perf_section(r: Report) -> None:
         "reframe-performance",
         "ReFrame performance variables of every run and ReFrame's verdict against the "
         "references of configs/references/ (accepted range: reference x (1 + lower) to "
-        "reference x (1 + upper)); the test case's parameters one per column.",
-        parameter_columns(r.data["perf"][PERF_COLUMNS]),
+        "reference x (1 + upper)); the test case's parameters in the last column.",
+        parameter_text(r.data["perf"][PERF_COLUMNS]),
         table=True,
     )
 
 
-def parameter_columns(perf: pd.DataFrame) -> pd.DataFrame:
-    """The perf rows with their parameters (JSON) as columns, in place of the JSON."""
-    params = pd.DataFrame(
-        [json.loads(p) if isinstance(p, str) and p else {} for p in perf["parameters"]],
-        index=perf.index,
-    )
-    at = perf.columns.get_loc("parameters")
-    out = perf.drop(columns="parameters")
-    for i, name in enumerate(params.columns):
-        out.insert(at + i, name if name not in out.columns else f"parameter {name}", params[name])
-    return out
+def parameter_text(perf: pd.DataFrame) -> pd.DataFrame:
+    """The perf rows with their parameters (JSON) as "name=value, ..." text: one column
+    whatever the checks and their parameters, so that the table fits its page."""
+
+    def text(parameters) -> str:
+        try:
+            params = json.loads(parameters) if isinstance(parameters, str) and parameters else {}
+        except ValueError:
+            return str(parameters)
+        if not isinstance(params, dict):
+            return str(params)
+        return ", ".join(f"{k}={v}" for k, v in params.items())
+
+    return perf.assign(parameters=perf["parameters"].map(text))
 
 
 def counts_section(r: Report) -> None:
