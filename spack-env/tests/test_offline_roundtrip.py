@@ -8,8 +8,11 @@ It needs what CI does not have, given by environment variables (skipped, naming 
   IOSTUDY_OFFLINE_SPACK_PACKAGES  a git clone of spack-packages holding its tag
   IOSTUDY_OFFLINE_SOURCES         a Spack source mirror with the locked specs' sources (stands
                                   in for their download URLs)
-and root (unshare -n), Debian's packages of configs/systems/local/spack/apt-packages.txt
-installed. It takes 15 to 20 minutes on 2 cores.
+and root (unshare -n). It takes 15 to 20 minutes on 2 cores. As the README says: the `.deb`s
+`make spack` needs beyond `make setup` are fetched with the network (ci/apt-download.sh: libtool
+and patchelf where this machine lacks them; none where it has them, since a test cannot take
+installed packages away from the machine it runs on) and installed with the network cut; the
+archive is unpacked into a relative folder, `site`.
 """
 
 import json
@@ -42,19 +45,23 @@ ip -o link show | grep -qv ": lo:" && exit 97
 ip link set lo up
 step() {{ echo "step $1: $SECONDS s" >&2; }}
 cd {work}
-tar xzf {archive} iostudy-offline/iostudy.bundle iostudy-offline/wheels
+if compgen -G "debs/*.deb" > /dev/null; then
+    apt-get install -y --no-install-recommends ./debs/*.deb
+fi
+step debs
+tar xzf iostudy-offline.tar.gz iostudy-offline/iostudy.bundle iostudy-offline/wheels
 git clone --quiet -b main iostudy-offline/iostudy.bundle unpacker
 (cd unpacker && PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/../iostudy-offline/wheels make venv)
 step unpacker
-unpacker/.venv/bin/iostudy offline unpack {archive} {site}
+unpacker/.venv/bin/iostudy offline unpack iostudy-offline.tar.gz site
 step unpack
-. {site}/env.sh
-cd {site}/iostudy
+. site/env.sh
+cd site/iostudy
 make setup JOBS=2
 step setup
 make spack SYSTEM=local JOBS=2
 step spack
-git status --porcelain > {site}/status-after-build.txt
+git status --porcelain > ../status-after-build.txt
 .venv/bin/iostudy campaign run quick --system local
 step campaign
 """
@@ -71,7 +78,11 @@ def test_pack_unpack_build_and_run_with_the_network_cut(tmp_path):
     )  # fmt: skip
     assert pack.returncode == 0, pack.stderr[-4000:]
     site = tmp_path / "site"
-    steps = OFFLINE_STEPS.format(work=tmp_path, archive=archive, site=site)
+    # the README's step on the connected side: the .debs this machine lacks for make spack
+    subprocess.run([str(REPO_ROOT / "ci/apt-download.sh"), "--download", str(tmp_path / "debs"),
+                    str(REPO_ROOT / "configs/systems/local/spack/apt-packages.txt")],
+                   check=True)  # fmt: skip
+    steps = OFFLINE_STEPS.format(work=tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPACK", "PIP_", "IOSTUDY_"))}
     log = tmp_path / "offline-steps.log"
     with log.open("w") as out:
