@@ -81,13 +81,20 @@ test-runtime: setup ## run the runtime's CTest suite
 
 # Test paths, options and the tiers' marks come from pytest.ini; exit status 5 (no tests
 # collected) fails too. pytest-xdist spreads the tests over PYTEST_WORKERS processes, each taking
-# the next test as it frees up (worksteal: the longest tests do not queue behind one worker).
+# the next test as it frees up (worksteal: the longest tests do not queue behind one worker);
+# then the tests marked exclusive (they measure performance) run alone, as the references were
+# measured. A selection (PYTEST_ARGS) may leave one of the two phases without a test.
 PYTEST_WORKERS ?= 3
 PYTEST_XDIST = -n $(PYTEST_WORKERS) --dist worksteal
 # The fast tier: every test without a mark of a slower tier (pytest.ini lists them).
-FAST_TIER = not (campaign or browser or workflow or slow)
+FAST_TIER = not (campaign or browser or workflow or slow or exclusive)
 test-python: setup ## run pytest (runtime/tests, analysis/tests, reframe-checks/tests, ci/cluster)
-	$(VENV)/bin/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+	@status=0; \
+	$(VENV)/bin/python -m pytest $(PYTEST_XDIST) -m "not exclusive" $(PYTEST_ARGS) || status=$$?; \
+	$(VENV)/bin/python -m pytest -m exclusive $(PYTEST_ARGS) || { s=$$?; \
+		[ $$s -eq 5 ] && [ -n "$(PYTEST_ARGS)" ] || status=$$s; }; \
+	[ $$status -ne 5 ] || [ -z "$(PYTEST_ARGS)" ] || status=0; \
+	exit $$status
 
 test-fast: setup ## the inner loop: unit and component tests (no campaign, cluster, browser, workflow)
 	$(VENV)/bin/python -m pytest $(PYTEST_XDIST) -m "$(FAST_TIER)" $(PYTEST_ARGS)

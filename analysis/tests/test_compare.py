@@ -148,6 +148,7 @@ def campaign_run(campaign: Path, results: Path, wrap=None) -> str:
     return Path(proc.stdout.splitlines()[-1]).name
 
 
+@pytest.mark.exclusive
 def test_throttled_run_is_flagged_and_unchanged_rerun_is_not(tmp_path, capsys):
     if why := cpuquota.unavailable():
         pytest.skip(f"no real slow-down possible: {why}")

@@ -112,6 +112,7 @@ def run_probe(configs, tmp_path, name, store_dir, capsys):
     return out.strip().splitlines()[-1].rsplit("/", 1)[-1]
 
 
+@pytest.mark.exclusive
 def test_interference_shows_in_the_samples_and_the_report(configs_copy, tmp_path, capsys):
     """Four quiet samples, then four while two dd write to the same disk: the noisy ones have
     the lower bandwidth on average, and every sample an imbalance factor of at least 1. Not

@@ -16,7 +16,8 @@ from iostudy.cli.cli import main
 from tests import chromium
 from tests.sites import trust
 
-pytestmark = pytest.mark.campaign
+# its fixture runs a real campaign held against the references
+pytestmark = [pytest.mark.campaign, pytest.mark.exclusive]
 
 CAMPAIGN = {
     "name": "smallquick",

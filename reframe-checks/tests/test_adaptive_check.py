@@ -26,6 +26,7 @@ def ingest(run_dir, store) -> pd.DataFrame:
     return store_mod.connect(store).execute("SELECT * FROM adaptive").df()
 
 
+@pytest.mark.exclusive
 def test_the_adaptive_campaign_runs_every_mode_size_and_load_and_is_reported(
     configs_copy, tmp_path, capsys
 ):

@@ -123,6 +123,7 @@ def _fio_mib_s(target: Path, mib: int, join) -> float:
     return components.fio_mib_s(components.fio_parse(out.stdout), "write")
 
 
+@pytest.mark.exclusive
 def test_fio_device_rate_agrees_with_dd_oflag_direct(tmp_path):
     """The same 256 MiB written with O_DIRECT in 4 MiB requests to the same folder by fio and by
     dd, side by side five times (in turn first), the folder's device held to 100 MiB/s of writes:
@@ -163,6 +164,7 @@ COMPONENTS = [
 ]  # fmt: skip
 
 
+@pytest.mark.exclusive
 def test_components_campaign_runs_is_stored_and_sets_the_ceiling(configs_copy, tmp_path, capsys):
     """fio (write and read by 1 and 2 jobs, synced small writes), netbw and the I/O-model
     benchmark on local, for real; ingested; the report's components section and its verdict

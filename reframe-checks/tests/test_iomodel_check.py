@@ -228,6 +228,7 @@ def require_built():
         pytest.fail(f"not built: {', '.join(map(str, missing))}; run `make setup`")
 
 
+@pytest.mark.exclusive
 def test_real_run_with_1_2_and_4_ranks(configs_copy, tmp_path, capsys):
     """Both MPI flavours, 1, 2 and 4 ranks (2 per node), 16 MiB per model: every job passes,
     keeps the benchmark's lines and leaves one tagged log that PyDarshan reads."""
@@ -300,6 +301,7 @@ def test_real_run_with_1_2_and_4_ranks(configs_copy, tmp_path, capsys):
     assert seen == {(p, e) for p in (1, 2, 4) for e in FLAVOURS}
 
 
+@pytest.mark.exclusive
 def test_references_decide(configs_copy, tmp_path, capsys):
     """A reference the machine cannot reach fails the run (exit 1), and the report says why."""
     require_built()

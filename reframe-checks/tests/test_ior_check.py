@@ -53,6 +53,7 @@ def test_phase_results_keep_each_phase_own_operation_and_log_tags():
         checks.ior_phase_results({"write": doc, "read": "ior: cannot open\n"}, {})
 
 
+@pytest.mark.exclusive
 def test_results_sanity_and_performance_of_a_real_run():
     stdout = "WARNING: a line some ranks print first\n" + (DATA / "posix-fpp.json").read_text()
     parsed = checks.ior_results(stdout)
@@ -204,6 +205,7 @@ def test_drop_cached_pages_leaves_the_files_on_storage_only(tmp_path):
     assert (tmp_path / "testfile").read_bytes() == data
 
 
+@pytest.mark.exclusive
 def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):
     """Seed 000's Table I on real runs: IOR of the local Spack view under the runtime, POSIX and
     MPI-IO, shared file and file per process, memory and scratch, one iteration of 1 GiB per

@@ -19,6 +19,7 @@ def test_mdtest_arguments():
     assert checks.mdtest_arguments(100, 3, Path("d")) == ["-n", "100", "-i", "3", "-u", "-d", "d"]
 
 
+@pytest.mark.exclusive
 def test_mdtest_sanity_and_performance_of_a_real_run():
     text = (DATA / "mdtest-unique.txt").read_text()  # 2 tasks, -n 20, -i 2
     parsed = benchparse.mdtest_text(text)
@@ -32,6 +33,7 @@ def test_mdtest_sanity_and_performance_of_a_real_run():
         assert perf[name] == pytest.approx(float(line.group(3)))
 
 
+@pytest.mark.exclusive
 def test_metarates_sanity_and_performance_of_a_real_run(tmp_path):
     flavour = require("metarates", "openmpi")
     cmd = launcher(flavour, 2) + [str(binary("metarates", flavour))]
