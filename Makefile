@@ -83,7 +83,9 @@ test-runtime: setup ## run the runtime's CTest suite
 # collected) fails too. pytest-xdist spreads the tests over PYTEST_WORKERS processes, each taking
 # the next test as it frees up (worksteal: the longest tests do not queue behind one worker);
 # then the tests marked exclusive (they measure performance) run alone, as the references were
-# measured. A selection (PYTEST_ARGS) may leave one of the two phases without a test.
+# measured: after a sync, so that the disk is not still writing back the parallel tests' files
+# (a CI run saw an I/O-model write at 17.7 MiB/s, under its 100 MiB/s floor, without it).
+# A selection (PYTEST_ARGS) may leave one of the two phases without a test.
 PYTEST_WORKERS ?= 3
 PYTEST_XDIST = -n $(PYTEST_WORKERS) --dist worksteal
 # The fast tier: every test without a mark of a slower tier (pytest.ini lists them).
@@ -91,6 +93,7 @@ FAST_TIER = not (campaign or browser or workflow or slow or exclusive)
 test-python: setup ## run pytest (runtime/tests, analysis/tests, reframe-checks/tests, ci/cluster)
 	@status=0; \
 	$(VENV)/bin/python -m pytest $(PYTEST_XDIST) -m "not exclusive" $(PYTEST_ARGS) || status=$$?; \
+	sync; \
 	$(VENV)/bin/python -m pytest -m exclusive $(PYTEST_ARGS) || { s=$$?; \
 		[ $$s -eq 5 ] && [ -n "$(PYTEST_ARGS)" ] || status=$$s; }; \
 	[ $$status -ne 5 ] || [ -z "$(PYTEST_ARGS)" ] || status=0; \
