@@ -84,6 +84,7 @@ def test_the_baselines_write_where_they_say(flavour, mode, tmp_path):
     assert line["moves"] == 0 and line["verified"] is True
 
 
+@pytest.mark.exclusive  # one run's time against another's
 @pytest.mark.parametrize("flavour", bench.FLAVOURS)
 @pytest.mark.parametrize("slow", [0, 1])
 def test_adaptive_moves_writers_off_a_slowed_target_and_finishes_sooner(flavour, slow, tmp_path):
@@ -107,6 +108,7 @@ def test_adaptive_moves_writers_off_a_slowed_target_and_finishes_sooner(flavour,
     assert lines[True]["seconds"] < 0.8 * lines[False]["seconds"], lines
 
 
+@pytest.mark.exclusive  # one run's time against another's
 @pytest.mark.parametrize("flavour", bench.FLAVOURS)
 def test_adaptive_moves_writers_off_a_throttled_device(flavour, tmp_path):
     """Two targets, each an ext4 file system on a loop device, the second's writes held to 20
