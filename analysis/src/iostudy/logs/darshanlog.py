@@ -89,12 +89,15 @@ def read_log(path, timeout=120, limits: Limits = DEFAULT_LIMITS):
         raise DarshanLogError(path, "no such file")
     pool = _reader(limits)
     pool.timeout = timeout
-    # realpath: the pool opens without following a link, a path a user names is followed
+    # realpath: the pool opens without following a link, a path a user names is followed;
+    # the answers are read to the end (a map left halfway closes the pool)
+    logs, failed = [], []
     for batch in pool.map([(os.path.realpath(path), None)]):
-        for _, failure in batch.failed:
-            raise DarshanLogError(path, failure.reason, failure.stderr)
-        (log,) = batch.payload
-    return {"path": str(path), **log}
+        logs += batch.payload or []
+        failed += batch.failed
+    for _, failure in failed:
+        raise DarshanLogError(path, failure.reason, failure.stderr)
+    return {"path": str(path), **logs[0]}
 
 
 def _dumped(checked, _arg):
