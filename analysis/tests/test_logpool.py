@@ -320,6 +320,24 @@ def _fd_target(link: Path) -> str:
         return ""
 
 
+def test_processes_starting_together_clear_dead_scratch_folders_without_error(tmp_path):
+    """Six readers starting at once each clear the 3,000 scratch folders a dead process left
+    (as concurrent ingests do); a folder another one removed meanwhile is no error (it was a
+    FileNotFoundError, seen when parallel tests started ingests together)."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for i in range(3000):
+        (tmp_path / f"{logpool.SCRATCH_PREFIX}{dead.pid}-x{i}").mkdir()
+    code = "from iostudy.logs.logpool import scratch_dir; print(scratch_dir())"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]  # fmt: skip
+    answers = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [err for _, err in answers]
+    made = {Path(out.strip()).name for out, _ in answers}
+    assert {p.name for p in tmp_path.iterdir()} == made, "only the six new folders are left"
+
+
 @pytest.mark.slow
 def test_workers_die_with_a_killed_ingest_and_its_scratch_goes(tmp_path):
     tree, tmp = tmp_path / "logs", tmp_path / "tmp"

@@ -114,10 +114,22 @@ def scratch_dir() -> str:
     """A new scratch folder named after this process, once those of dead processes are gone."""
     for entry in os.scandir(tempfile.gettempdir()):
         owner = re.fullmatch(rf"{SCRATCH_PREFIX}(\d+)-\w+", entry.name)
-        if owner and entry.is_dir(follow_symlinks=False) and not _alive(int(owner[1])):
-            if entry.stat(follow_symlinks=False).st_uid == os.getuid():
-                shutil.rmtree(entry.path, ignore_errors=True)
+        if owner and not _alive(int(owner[1])):
+            _remove_if_mine(entry)
     return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
+
+
+def _remove_if_mine(entry: os.DirEntry) -> None:
+    """Remove a dead process's scratch folder if this user owns it. Another process starting
+    at the same moment may be removing it too: a folder gone meanwhile is no error."""
+    try:
+        if (
+            entry.is_dir(follow_symlinks=False)
+            and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+        ):
+            shutil.rmtree(entry.path, ignore_errors=True)
+    except FileNotFoundError:
+        pass
 
 
 def _alive(pid: int) -> bool:
