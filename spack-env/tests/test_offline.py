@@ -194,6 +194,71 @@ def test_a_hostile_entry_is_refused_before_anything_is_written(
     assert not (dest / TOP).exists() and not (tmp_path / "escaped").exists()
 
 
+def _link(name: str, target: str) -> tarfile.TarInfo:
+    member = tarfile.TarInfo(f"{TOP}/{name}")
+    member.type, member.linkname = tarfile.SYMTYPE, target
+    return member
+
+
+def _tar_of(path: Path, members: list[tarfile.TarInfo]) -> Path:
+    """An archive of TOP/ with members (files get a few bytes), in order."""
+    with tarfile.open(path, "w:gz") as tar:
+        top = tarfile.TarInfo(TOP)
+        top.type = tarfile.DIRTYPE
+        tar.addfile(top)
+        for member in members:
+            data = b"x" if member.isfile() else b""
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    return path
+
+
+def _file(name: str) -> tarfile.TarInfo:
+    return tarfile.TarInfo(f"{TOP}/{name}")
+
+
+@pytest.mark.parametrize(
+    ("members", "entry", "expected"),
+    [
+        # issue 41's chain: each link stays inside alone; together, spack leads to ../X, out of
+        # DIR, where unpack would then write Spack's site scope
+        ([_link("spack", "d1/d2/s/../../../X"), _link("d1/d2/s", "../..")], "spack",
+         "links out of iostudy-offline/ through the archive's other links"),
+        # through two links, each inside alone: b -> c -> TOP itself, so x/../.. leaves
+        ([_link("a", "b/x/../../X"), _link("b", "c"), _link("c", ".")], "a",
+         "links out of iostudy-offline/ through the archive's other links"),
+        # a file written through a link (here to a folder inside: refused all the same)
+        ([_link("w", "wheels"), _file("w/evil.whl")], "w/evil.whl",
+         "is written through the link iostudy-offline/w"),
+        # a loop
+        ([_link("l1", "l2"), _link("l2", "l1")], "l1",
+         "links out of iostudy-offline/ through the archive's other links"),
+    ],
+)  # fmt: skip
+def test_links_are_followed_through_the_whole_tree_before_anything_is_written(
+    tmp_path, members, entry, expected
+):
+    archive = _tar_of(tmp_path / "a.tar.gz", members)
+    dest = tmp_path / "site"
+    result = iostudy("offline", "unpack", archive, dest)
+    assert result.returncode == 2, result.stderr
+    assert f"entry '{TOP}/{entry}' {expected}" in result.stderr, result.stderr
+    assert not dest.exists() and not (tmp_path / "X").exists()
+
+
+def test_links_that_stay_inside_through_other_links_are_kept(tmp_path):
+    """Spack's own trees hold links to links (sbang -> spack): a chain that stays inside is
+    no refusal (the archive then fails its manifest, which this one lacks)."""
+    members = [_file("spack/bin/spack"), _link("spack/bin/sbang", "spack"),
+               _link("spack/bin/alias", "sbang"),
+               _link("up", "spack/bin/../bin/alias")]  # fmt: skip
+    archive = _tar_of(tmp_path / "a.tar.gz", members)
+    result = iostudy("offline", "unpack", archive, tmp_path / "site")
+    assert result.returncode == 2 and "not an offline archive's manifest" in result.stderr, (
+        result.stderr
+    )
+
+
 def test_a_file_that_is_no_archive_is_refused(tmp_path):
     junk = tmp_path / "junk.tar.gz"
     junk.write_bytes(os.urandom(4096))

@@ -122,6 +122,8 @@ def _member_problem(member: tarfile.TarInfo) -> str | None:
 
 def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
     count = size = 0
+    links = {}  # the archive's symbolic links: path -> target
+    members = []
     for member in tar:
         count += 1
         size += member.size
@@ -133,6 +135,59 @@ def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
         problem = _member_problem(member)
         if problem:
             raise BadArchive(f"{archive}: entry '{member.name}' {problem}")
+        if member.issym():
+            links[os.path.normpath(member.name)] = member.linkname
+        members.append(member)
+    for member in members:
+        problem = _chain_problem(member, links)
+        if problem:
+            raise BadArchive(f"{archive}: entry '{member.name}' {problem}")
+
+
+def _chain_problem(member: tarfile.TarInfo, links: dict[str, str]) -> str | None:
+    """Why member is unsafe in the tree the whole archive makes (each entry alone may look
+    safe, _member_problem): a path that goes through one of its links, a name given twice as
+    a link, or a link that leaves TOP/ once every link on its way is followed."""
+    name = os.path.normpath(member.name)
+    parts = name.split("/")
+    through = next(
+        ("/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i]) in links), None
+    )
+    if through:
+        return f"is written through the link {through}"
+    if name in links and not member.issym():
+        return "is also a link"
+    if (
+        member.issym()
+        and _resolved(os.path.join(os.path.dirname(name), member.linkname), links) is None
+    ):
+        return f"links out of {TOP}/ through the archive's other links ({member.linkname})"
+    return None
+
+
+def _resolved(path: str, links: dict[str, str], depth: int = 0) -> str | None:
+    """path (relative to the archive's root) as the file system will resolve it in the tree the
+    archive makes, each of its links followed, "..", after a link, going up from its target;
+    None when it leaves TOP/ or follows more than 40 links (as the kernel stops at ELOOP)."""
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(part)
+        here = "/".join(parts)
+        if here in links:
+            if depth >= 40 or links[here].startswith("/"):
+                return None
+            target = _resolved(os.path.join(os.path.dirname(here), links[here]), links, depth + 1)
+            if target is None:
+                return None
+            parts = target.split("/")
+    return "/".join(parts) if parts and parts[0] == TOP else None
 
 
 def extract_all(tar: tarfile.TarFile, dest: Path) -> None:
