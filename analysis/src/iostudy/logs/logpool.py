@@ -55,6 +55,7 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from typing import NamedTuple
 
+from iostudy.core.processes import alive
 from iostudy.logs.darshanlog_worker import open_log, warm_up
 from iostudy.logs.logregions import DEFAULT_LIMITS, LogRefused
 
@@ -114,7 +115,7 @@ def scratch_dir() -> str:
     """A new scratch folder named after this process, once those of dead processes are gone."""
     for entry in os.scandir(tempfile.gettempdir()):
         owner = re.fullmatch(rf"{SCRATCH_PREFIX}(\d+)-\w+", entry.name)
-        if owner and not _alive(int(owner[1])):
+        if owner and not alive(int(owner[1])):
             _remove_if_mine(entry)
     return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
 
@@ -130,16 +131,6 @@ def _remove_if_mine(entry: os.DirEntry) -> None:
             shutil.rmtree(entry.path, ignore_errors=True)
     except FileNotFoundError:
         pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    return True
 
 
 def _worker(conn, read, rows, scratch, limits):

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from iostudy.core import safeio
 from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
+from iostudy.core.processes import alive
 
 crypto_errors = deferred("cryptography.exceptions")
 serialization = deferred("cryptography.hazmat.primitives.serialization")
@@ -37,6 +40,7 @@ ed25519 = deferred("cryptography.hazmat.primitives.asymmetric.ed25519")
 
 SITE_FILE = "site.json"
 KEY_FILE = "site-key.pem"
+PARTIAL_KEY = ".site-key.pem.partial-"  # + the pid of the process making the key
 TRUST_DIR = "trust"
 KIND = "iostudy-ed25519"
 SITE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -115,25 +119,69 @@ def parse_public(text: str, where: str) -> tuple[str, bytes]:
 
 
 def own_key(store: Path, create: bool) -> ed25519.Ed25519PrivateKey | None:
-    """The store's private key; made (owner-only) when ``create`` and there is none yet."""
+    """The store's private key, guarded as ssh guards its keys (:func:`_key_bytes`); made when
+    ``create`` and there is none yet (:func:`_make_key`)."""
     path = store / KEY_FILE
-    if not path.exists():
-        if not create:
-            return None
-        key = ed25519.Ed25519PrivateKey.generate()
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())  # fmt: skip
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(pem)
-        return key
+    _clear_partial_keys(store)
+    if not os.path.lexists(path):
+        return _make_key(path) if create else None
     try:
-        key = serialization.load_pem_private_key(safeio.read_regular(path, 1 << 16), None)
-    except (OSError, ValueError, TypeError) as exc:
+        key = serialization.load_pem_private_key(_key_bytes(path), None)
+    except (ValueError, TypeError) as exc:
         raise SiteError(f"{path}: cannot read the site's key: {exc}") from None
     if not isinstance(key, ed25519.Ed25519PrivateKey):
         raise SiteError(f"{path}: not an Ed25519 key")
     return key
+
+
+def _key_bytes(path: Path) -> bytes:
+    """The key file's bytes: a regular file (never a link: a link to a key someone else holds
+    would sign this site's exports), owned by this user, readable by no one else."""
+    fix = "remove it and run `iostudy trust own` again, or make it a file only you can read"
+    try:
+        with safeio.open_regular(path, follow=False) as fd:
+            st = os.fstat(fd)
+            if st.st_uid != os.geteuid():
+                raise SiteError(f"{path}: owned by uid {st.st_uid}, not this user: {fix}")
+            if st.st_mode & 0o077:
+                raise SiteError(f"{path}: mode {stat.filemode(st.st_mode)}, others may read "
+                                f"the site's key: chmod 600 {path}")  # fmt: skip
+            return os.read(fd, 1 << 16)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SiteError(f"{path}: a symbolic link, not the site's key: {fix}") from None
+        raise SiteError(f"{path}: cannot read the site's key: {exc.strerror}") from None
+
+
+def _make_key(path: Path) -> ed25519.Ed25519PrivateKey:
+    """A new key, written whole or not at all: to a file of this process (owner-only, synced),
+    then linked to its name, which fails if another process made one meanwhile (its key is
+    then the site's). A process killed on the way leaves only its partial file, which the next
+    call clears."""
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())  # fmt: skip
+    partial = path.with_name(f"{PARTIAL_KEY}{os.getpid()}")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(partial, path)
+    except FileExistsError:
+        return own_key(path.parent, create=False)
+    finally:
+        partial.unlink(missing_ok=True)
+    return key
+
+
+def _clear_partial_keys(store: Path) -> None:
+    """Remove the partial key files of processes that are gone (killed while making a key)."""
+    for partial in store.glob(f"{PARTIAL_KEY}*"):
+        pid = partial.name[len(PARTIAL_KEY) :]
+        if pid.isdigit() and not alive(int(pid)):
+            partial.unlink(missing_ok=True)
 
 
 def verifies(raw: bytes, signature: bytes, data: bytes) -> bool:
