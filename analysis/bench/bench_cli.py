@@ -46,8 +46,17 @@ def commands(src: Path, results: Path) -> dict[str, tuple[list[str], dict]]:
     for group in groups():
         out[f"iostudy {group} --help"] = ([*cli, group, "--help"], env)
     snakefile = src / "workflow" / "Snakefile"
-    snakemake = [sys.executable, "-m", "snakemake", "-n", "-q", "-s", str(snakefile),
-                 "--directory", str(results.parent)]  # fmt: skip
+    snakemake = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-n",
+        "-q",
+        "-s",
+        str(snakefile),
+        "--directory",
+        str(results.parent),
+    ]
     out["snakemake -n"] = (snakemake, env)
     return out
 
@@ -103,10 +112,22 @@ def main() -> int:
         base = times.get("baseline", {}).get(name)
         before = f"{statistics.median(base):.3f}" if base else "-"
         speedup = f"{statistics.median(base) / median:.1f}x" if base else "-"
-        rows.append((name, f"{median:.3f}", f"{max(times['this'][name]):.3f}", before, speedup,
-                     f"{target:g}", ratio, met))  # fmt: skip
-    print_table(("command", "median s", "max s", "baseline s", "faster", "target s",
-                 "/ target", "met"), rows)  # fmt: skip
+        rows.append(
+            (
+                name,
+                f"{median:.3f}",
+                f"{max(times['this'][name]):.3f}",
+                before,
+                speedup,
+                f"{target:g}",
+                ratio,
+                met,
+            )
+        )
+    print_table(
+        ("command", "median s", "max s", "baseline s", "faster", "target s", "/ target", "met"),
+        rows,
+    )
     return 0
 
 

@@ -73,8 +73,9 @@ OVERFLOWING_TABLES = """Array.from(document.querySelectorAll('table'))
 
 def overflowing_tables(page, chromium: str | None = None) -> list:
     """The page's tables wider than their boxes at PAGE_WIDTH (OVERFLOWING_TABLES)."""
-    load_ = load(page.resolve().as_uri(), width=PAGE_WIDTH, chromium=chromium,
-                 evaluate=OVERFLOWING_TABLES)  # fmt: skip
+    load_ = load(
+        page.resolve().as_uri(), width=PAGE_WIDTH, chromium=chromium, evaluate=OVERFLOWING_TABLES
+    )
     assert load_.errors() == [], page
     return load_.value
 

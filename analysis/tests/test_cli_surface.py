@@ -54,8 +54,9 @@ def test_help_imports_no_heavy_library(group):
     """`iostudy --help` and `iostudy GROUP --help` build parsers only: pandas, matplotlib,
     PyDarshan, DuckDB and the rest load where a command uses them (iostudy.core.deferred)."""
     argv = [group, "--help"] if group else ["--help"]
-    proc = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True,
-                          check=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, check=True
+    )
     loaded = set(proc.stdout.split())
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
@@ -71,8 +72,9 @@ def test_parsing_the_workflow_imports_no_report_layer():
         "print('LOADED', ' '.join(sorted(m for m in sys.modules if m.startswith('iostudy') or "
         "m.split('.')[0] in ('matplotlib', 'darshan', 'duckdb'))))"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(REPO_ROOT)], capture_output=True,
-                          text=True, cwd=REPO_ROOT)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(REPO_ROOT)], capture_output=True, text=True, cwd=REPO_ROOT
+    )
     loaded = proc.stdout.split("LOADED", 1)[1].split()
     assert "iostudy.core.runmanifest" in loaded, proc.stdout + proc.stderr
     assert not [m for m in loaded if m.startswith("iostudy.report")], loaded
@@ -136,8 +138,14 @@ def test_every_store_option_has_the_one_default():
 )
 def test_shell_completion(tmp_path, line, expected):
     out = tmp_path / "completions"
-    env = dict(os.environ, COMP_LINE=line, COMP_POINT=str(len(line)), _ARGCOMPLETE="1",
-               _ARGCOMPLETE_STDOUT_FILENAME=str(out), _ARGCOMPLETE_IFS=" ")  # fmt: skip
+    env = dict(
+        os.environ,
+        COMP_LINE=line,
+        COMP_POINT=str(len(line)),
+        _ARGCOMPLETE="1",
+        _ARGCOMPLETE_STDOUT_FILENAME=str(out),
+        _ARGCOMPLETE_IFS=" ",
+    )
     subprocess.run([os.path.join(BIN, "iostudy")], env=env, check=True, timeout=60)
     assert set(out.read_text().split()) == expected
 
@@ -149,8 +157,14 @@ def test_shell_completion_of_runs(tmp_path):
     for run in ("r1", "r2"):
         (tmp_path / "results" / run / "manifest.json").write_text("{}")
     out, line = tmp_path / "completions", "iostudy ingest res"
-    env = dict(os.environ, COMP_LINE=line, COMP_POINT=str(len(line)), _ARGCOMPLETE="1",
-               _ARGCOMPLETE_STDOUT_FILENAME=str(out), _ARGCOMPLETE_IFS=" ")  # fmt: skip
+    env = dict(
+        os.environ,
+        COMP_LINE=line,
+        COMP_POINT=str(len(line)),
+        _ARGCOMPLETE="1",
+        _ARGCOMPLETE_STDOUT_FILENAME=str(out),
+        _ARGCOMPLETE_IFS=" ",
+    )
     subprocess.run([os.path.join(BIN, "iostudy")], env=env, cwd=tmp_path, check=True, timeout=60)
     assert set(out.read_text().split()) == {"results/r1", "results/r2"}
 

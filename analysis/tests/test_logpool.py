@@ -330,8 +330,16 @@ def test_processes_starting_together_clear_dead_scratch_folders_without_error(tm
         (tmp_path / f"{logpool.SCRATCH_PREFIX}{dead.pid}-x{i}").mkdir()
     code = "from iostudy.logs.logpool import scratch_dir; print(scratch_dir())"
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(6)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
     answers = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, [err for _, err in answers]
     made = {Path(out.strip()).name for out, _ in answers}

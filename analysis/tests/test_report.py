@@ -421,9 +421,14 @@ def test_the_reframe_table_has_one_column_of_parameters_whatever_the_checks():
     netbw = {"max_size": "256K", "min_size": "1K", "perturb": 3, "procs": 2,
              "procs_per_node": 1, "seconds": 0.005}  # fmt: skip
     iomodel = {"size": "32M", "procs_per_node": 2, "max_procs": 2, "read_back": "yes"}
-    rows = [reportdata._perf("r1", "local", check, params, "mib_s", 100.0, "MiB/s", 10.0)
-            for check, params in (("fio_check", fio), ("netbw_check", netbw),
-                                  ("iomodel_check", iomodel))]  # fmt: skip
+    rows = [
+        reportdata._perf("r1", "local", check, params, "mib_s", 100.0, "MiB/s", 10.0)
+        for check, params in (
+            ("fio_check", fio),
+            ("netbw_check", netbw),
+            ("iomodel_check", iomodel),
+        )
+    ]
     table = sections.parameter_text(pd.DataFrame(rows)[sections.PERF_COLUMNS])
     assert list(table.columns) == sections.PERF_COLUMNS
     assert sections.PERF_COLUMNS[-1] == "parameters"

@@ -76,8 +76,9 @@ def test_a_kill_while_the_key_is_made_leaves_no_broken_key(tmp_path):
         "--store",
         str(store),
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 60
     while not list(store.glob(f"{siteid.PARTIAL_KEY}*")) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -140,15 +140,21 @@ def test_unpack_into_a_relative_folder_as_the_readme_says(packed_tree, tmp_path)
         wheel.unlink()
     _clingo_wheel(packed_tree / "wheels", "5.8.3")
     _git_bundle(packed_tree / "iostudy.bundle", tmp_path / "repo")
-    facts = {"system": "local", "python": platform.python_version(),
-             "platform": f"{sys.platform}-{platform.machine()}", "pins": {"clingo": "5.8.3"},
-             "iostudy_branch": "main"}  # fmt: skip
+    facts = {
+        "system": "local",
+        "python": platform.python_version(),
+        "platform": f"{sys.platform}-{platform.machine()}",
+        "pins": {"clingo": "5.8.3"},
+        "iostudy_branch": "main",
+    }
     offline_archive.write_manifest(packed_tree, facts)
     archive_of(packed_tree, tmp_path / "iostudy-offline.tar.gz")
     result = subprocess.run(
         [*IOSTUDY, "offline", "unpack", "iostudy-offline.tar.gz", "site"],
-        cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     site = tmp_path / "site"
     mirrors = (site / TOP / "spack/etc/spack/site/mirrors.yaml").read_text()
@@ -249,9 +255,12 @@ def test_links_are_followed_through_the_whole_tree_before_anything_is_written(
 def test_links_that_stay_inside_through_other_links_are_kept(tmp_path):
     """Spack's own trees hold links to links (sbang -> spack): a chain that stays inside is
     no refusal (the archive then fails its manifest, which this one lacks)."""
-    members = [_file("spack/bin/spack"), _link("spack/bin/sbang", "spack"),
-               _link("spack/bin/alias", "sbang"),
-               _link("up", "spack/bin/../bin/alias")]  # fmt: skip
+    members = [
+        _file("spack/bin/spack"),
+        _link("spack/bin/sbang", "spack"),
+        _link("spack/bin/alias", "sbang"),
+        _link("up", "spack/bin/../bin/alias"),
+    ]
     archive = _tar_of(tmp_path / "a.tar.gz", members)
     result = iostudy("offline", "unpack", archive, tmp_path / "site")
     assert result.returncode == 2 and "not an offline archive's manifest" in result.stderr, (
@@ -459,8 +468,9 @@ def test_the_lock_pins_iostudy_packages_to_commits_of_this_history():
 
 
 def _dpkg_lacks(package: str) -> bool:
-    status = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", package],
-                            capture_output=True, text=True).stdout  # fmt: skip
+    status = subprocess.run(
+        ["dpkg-query", "-W", "-f=${db:Status-Status}", package], capture_output=True, text=True
+    ).stdout
     return status != "installed"
 
 
@@ -472,9 +482,11 @@ def test_the_debs_make_spack_needs_beyond_make_setup_are_those_the_readme_names(
     wanted = {w for line in listed.read_text().splitlines() if (w := line.split("#")[0].strip())}
     lacking = {p for p in wanted if _dpkg_lacks(p)}
     named = subprocess.run(
-        [str(REPO_ROOT / "ci/apt-download.sh"), str(listed)], capture_output=True, text=True,
+        [str(REPO_ROOT / "ci/apt-download.sh"), str(listed)],
+        capture_output=True,
+        text=True,
         check=True,
-    ).stdout.split()  # fmt: skip
+    ).stdout.split()
     assert lacking <= set(named), (lacking, named)
     assert all(_dpkg_lacks(p) for p in named), "only what this machine lacks"
     assert lacking <= {"libtool", "patchelf"}, f"the README names libtool, patchelf: {lacking}"

@@ -79,9 +79,15 @@ def test_pack_unpack_build_and_run_with_the_network_cut(tmp_path):
     assert pack.returncode == 0, pack.stderr[-4000:]
     site = tmp_path / "site"
     # the README's step on the connected side: the .debs this machine lacks for make spack
-    subprocess.run([str(REPO_ROOT / "ci/apt-download.sh"), "--download", str(tmp_path / "debs"),
-                    str(REPO_ROOT / "configs/systems/local/spack/apt-packages.txt")],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [
+            str(REPO_ROOT / "ci/apt-download.sh"),
+            "--download",
+            str(tmp_path / "debs"),
+            str(REPO_ROOT / "configs/systems/local/spack/apt-packages.txt"),
+        ],
+        check=True,
+    )
     steps = OFFLINE_STEPS.format(work=tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPACK", "PIP_", "IOSTUDY_"))}
     log = tmp_path / "offline-steps.log"

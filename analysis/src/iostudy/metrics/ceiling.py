@@ -104,8 +104,7 @@ def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict
         client = _best(per_node["mib_s"] / per_node["nodes"].clip(lower=1))
         rows.append(_row(system, "client", op, "per node", client, claimed["client"],
                          "ior_check to memory, best MiB/s per node"))  # fmt: skip
-        rows.append(_row(system, "node link", op, "per node", _best(network["mib_s"]), None,
-                         link))  # fmt: skip
+        rows.append(_row(system, "node link", op, "per node", _best(network["mib_s"]), None, link))
         rows.append(
             _row(
                 system,

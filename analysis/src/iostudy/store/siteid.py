@@ -144,8 +144,10 @@ def _key_bytes(path: Path) -> bytes:
             if st.st_uid != os.geteuid():
                 raise SiteError(f"{path}: owned by uid {st.st_uid}, not this user: {fix}")
             if st.st_mode & 0o077:
-                raise SiteError(f"{path}: mode {stat.filemode(st.st_mode)}, others may read "
-                                f"the site's key: chmod 600 {path}")  # fmt: skip
+                raise SiteError(
+                    f"{path}: mode {stat.filemode(st.st_mode)}, others may read "
+                    f"the site's key: chmod 600 {path}"
+                )
             return os.read(fd, 1 << 16)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
@@ -159,8 +161,9 @@ def _make_key(path: Path) -> ed25519.Ed25519PrivateKey:
     then the site's). A process killed on the way leaves only its partial file, which the next
     call clears."""
     key = ed25519.Ed25519PrivateKey.generate()
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())  # fmt: skip
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     partial = path.with_name(f"{PARTIAL_KEY}{os.getpid()}")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
