@@ -206,6 +206,12 @@ def _link(name: str, target: str) -> tarfile.TarInfo:
     return member
 
 
+def _hard(name: str, target: str) -> tarfile.TarInfo:
+    member = tarfile.TarInfo(f"{TOP}/{name}")
+    member.type, member.linkname = tarfile.LNKTYPE, target
+    return member
+
+
 def _tar_of(path: Path, members: list[tarfile.TarInfo]) -> Path:
     """An archive of TOP/ with members (files get a few bytes), in order."""
     with tarfile.open(path, "w:gz") as tar:
@@ -238,6 +244,9 @@ def _file(name: str) -> tarfile.TarInfo:
          "is written through the link iostudy-offline/w"),
         # a loop
         ([_link("l1", "l2"), _link("l2", "l1")], "l1",
+         "links out of iostudy-offline/ through the archive's other links"),
+        # a hard link to a file outside, named through a link to TOP itself
+        ([_link("s", "."), _hard("h", f"{TOP}/s/../X")], "h",
          "links out of iostudy-offline/ through the archive's other links"),
     ],
 )  # fmt: skip

@@ -157,10 +157,13 @@ def _chain_problem(member: tarfile.TarInfo, links: dict[str, str]) -> str | None
         return f"is written through the link {through}"
     if name in links and not member.issym():
         return "is also a link"
-    if (
-        member.issym()
-        and _resolved(os.path.join(os.path.dirname(name), member.linkname), links) is None
-    ):
+    if member.issym():
+        target = os.path.join(os.path.dirname(name), member.linkname)
+    elif member.islnk():
+        target = member.linkname  # a hard link names its target from the archive's root
+    else:
+        return None
+    if _resolved(target, links) is None:
         return f"links out of {TOP}/ through the archive's other links ({member.linkname})"
     return None
 
