@@ -269,6 +269,7 @@ def _count_records(proc: subprocess.Popen, tally: Tally, progress, clock) -> tup
     records (the progress updated after each, at least every second): (the bytes of a partial
     record left over, its stderr)."""
     buf = np.empty(BATCH, record_dtype())
+    size = buf.itemsize
     raw = memoryview(buf.view(np.uint8))
     filled, last = 0, time.monotonic()
     while True:
@@ -277,11 +278,11 @@ def _count_records(proc: subprocess.Popen, tally: Tally, progress, clock) -> tup
             filled += n
         full = filled == len(raw)
         if full or not n or time.monotonic() - last > 1.0:
-            whole = filled // record_dtype().itemsize
+            whole = filled // size
             if whole:
                 tally.add(buf[:whole])
-                tail = filled - whole * record_dtype().itemsize
-                raw[:tail] = raw[whole * record_dtype().itemsize : filled]
+                tail = filled - whole * size
+                raw[:tail] = raw[whole * size : filled]
                 filled = tail
             progress.update(tally, clock())
             last = time.monotonic()

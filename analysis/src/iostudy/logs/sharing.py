@@ -14,6 +14,8 @@ rows of stores made before that column.
 
 from __future__ import annotations
 
+import functools
+
 from iostudy.core.deferred import deferred
 
 np = deferred("numpy")
@@ -46,7 +48,13 @@ def classes(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray, nprocs: np.nda
 def as_bytes(index: np.ndarray) -> tuple[np.ndarray, bytes]:
     """Classes as a string column's int32 offsets and UTF-8 bytes (every name is 3 bytes)."""
     offsets = np.arange(0, 3 * len(index) + 1, 3, dtype=np.int32)
-    return offsets, np.array([c.encode() for c in CLASSES], dtype="S3")[index].tobytes()
+    return offsets, _class_bytes()[index].tobytes()
+
+
+@functools.cache
+def _class_bytes() -> np.ndarray:
+    """CLASSES as 3-byte strings, made at first use (numpy is imported at first use)."""
+    return np.array([c.encode() for c in CLASSES], dtype="S3")
 
 
 # The rule over a (log, record id) group of the files table, for rows stored without a class:
