@@ -149,19 +149,23 @@ def crosscheck_table(data: StudyData) -> pd.DataFrame:
     return t[[c for c in columns if c in t.columns]]
 
 
+def parameters_of(text) -> dict:
+    """A perf row's parameters (ReFrame's JSON) as a dict; text that is no JSON object is kept
+    whole as the one parameter "parameters"."""
+    try:
+        params = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        params = text
+    return params if isinstance(params, dict) else {"parameters": params}
+
+
 def _parameter_labels(perf: pd.DataFrame) -> pd.Series:
     """Per row, the check's parameters that tell its parameter sets apart ("size=1G"), empty
     when the check ran with one set. Repetitions of one set are one metric (averaged)."""
 
-    def parse(text):
-        try:
-            params = json.loads(text) if isinstance(text, str) and text else {}
-        except ValueError:
-            params = {"parameters": text}
-        params = params if isinstance(params, dict) else {"parameters": params}
-        return {k: v for k, v in params.items() if k != "repetition"}
-
-    parsed = perf["parameters"].map(parse)
+    parsed = perf["parameters"].map(
+        lambda text: {k: v for k, v in parameters_of(text).items() if k != "repetition"}
+    )
     labels = pd.Series("", index=perf.index)
     for _, idx in perf.groupby("check", dropna=False).groups.items():
         sets = parsed.loc[idx]
@@ -473,17 +477,10 @@ def perf_section(r: Report) -> None:
 def parameter_text(perf: pd.DataFrame) -> pd.DataFrame:
     """The perf rows with their parameters (JSON) as "name=value, ..." text: one column
     whatever the checks and their parameters, so that the table fits its page."""
-
-    def text(parameters) -> str:
-        try:
-            params = json.loads(parameters) if isinstance(parameters, str) and parameters else {}
-        except ValueError:
-            return str(parameters)
-        if not isinstance(params, dict):
-            return str(params)
-        return ", ".join(f"{k}={v}" for k, v in params.items())
-
-    return perf.assign(parameters=perf["parameters"].map(text))
+    text = perf["parameters"].map(
+        lambda p: ", ".join(f"{k}={v}" for k, v in parameters_of(p).items())
+    )
+    return perf.assign(parameters=text)
 
 
 def counts_section(r: Report) -> None:
