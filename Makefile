@@ -91,12 +91,12 @@ PYTEST_XDIST = -n $(PYTEST_WORKERS) --dist worksteal
 # The fast tier: every test without a mark of a slower tier (pytest.ini lists them).
 FAST_TIER = not (campaign or browser or workflow or slow or exclusive)
 test-python: setup ## run pytest (runtime/tests, analysis/tests, reframe-checks/tests, ci/cluster)
-	@status=0; \
-	$(VENV)/bin/python -m pytest $(PYTEST_XDIST) -m "not exclusive" $(PYTEST_ARGS) || status=$$?; \
+	@phase() { $(VENV)/bin/python -m pytest "$$@" $(PYTEST_ARGS); s=$$?; \
+		if [ $$s -eq 5 ] && [ -n "$(PYTEST_ARGS)" ]; then s=0; fi; return $$s; }; \
+	status=0; \
+	phase $(PYTEST_XDIST) -m "not exclusive" || status=$$?; \
 	sync; \
-	$(VENV)/bin/python -m pytest -m exclusive $(PYTEST_ARGS) || { s=$$?; \
-		[ $$s -eq 5 ] && [ -n "$(PYTEST_ARGS)" ] || status=$$s; }; \
-	[ $$status -ne 5 ] || [ -z "$(PYTEST_ARGS)" ] || status=0; \
+	phase -m exclusive || status=$$?; \
 	exit $$status
 
 test-fast: setup ## the inner loop: unit and component tests (no campaign, cluster, browser, workflow)

@@ -33,9 +33,9 @@ TARGET_DAG_S = 3.0
 
 def groups() -> list[str]:
     """The command groups of this checkout's iostudy."""
-    from iostudy.cli.cli import build_parser
+    from iostudy.cli.cli import group_names
 
-    return list(build_parser([])._subparsers._group_actions[0].choices)
+    return group_names()
 
 
 def commands(src: Path, results: Path) -> dict[str, tuple[list[str], dict]]:

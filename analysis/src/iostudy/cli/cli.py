@@ -226,13 +226,21 @@ def build_parser(argv=None):
     return parser
 
 
+def _groups(parser) -> argparse._SubParsersAction:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def group_names() -> list[str]:
+    """Every command group (aliases included), in --help's order."""
+    return list(_groups(build_parser([])).choices)
+
+
 def _help_wanted(parser, argv) -> argparse.ArgumentParser | None:
     """The parser whose help a bare `iostudy` or `iostudy GROUP` (of a group with commands)
     asks for, or None."""
     if not argv:
         return parser
-    groups = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    group = groups.choices.get(argv[0]) if len(argv) == 1 else None
+    group = _groups(parser).choices.get(argv[0]) if len(argv) == 1 else None
     has_commands = group is not None and any(
         isinstance(a, argparse._SubParsersAction) for a in group._actions
     )
