@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,6 +120,20 @@ def test_every_store_option_has_the_one_default():
     assert defaults == {os.path.join("results", "store")}
 
 
+def completions(line: str, out: Path, cwd=None) -> set[str]:
+    """What the shell gets when it asks iostudy (argcomplete) to complete ``line``."""
+    env = dict(
+        os.environ,
+        COMP_LINE=line,
+        COMP_POINT=str(len(line)),
+        _ARGCOMPLETE="1",
+        _ARGCOMPLETE_STDOUT_FILENAME=str(out),
+        _ARGCOMPLETE_IFS=" ",
+    )
+    subprocess.run([os.path.join(BIN, "iostudy")], env=env, cwd=cwd, check=True, timeout=60)
+    return set(out.read_text().split())
+
+
 @pytest.mark.parametrize(
     "line, expected",
     [
@@ -133,17 +148,7 @@ def test_every_store_option_has_the_one_default():
     ],
 )
 def test_shell_completion(tmp_path, line, expected):
-    out = tmp_path / "completions"
-    env = dict(
-        os.environ,
-        COMP_LINE=line,
-        COMP_POINT=str(len(line)),
-        _ARGCOMPLETE="1",
-        _ARGCOMPLETE_STDOUT_FILENAME=str(out),
-        _ARGCOMPLETE_IFS=" ",
-    )
-    subprocess.run([os.path.join(BIN, "iostudy")], env=env, check=True, timeout=60)
-    assert set(out.read_text().split()) == expected
+    assert completions(line, tmp_path / "completions") == expected
 
 
 def test_shell_completion_of_runs(tmp_path):
@@ -152,17 +157,8 @@ def test_shell_completion_of_runs(tmp_path):
         (tmp_path / "results" / run).mkdir(parents=True)
     for run in ("r1", "r2"):
         (tmp_path / "results" / run / "manifest.json").write_text("{}")
-    out, line = tmp_path / "completions", "iostudy ingest res"
-    env = dict(
-        os.environ,
-        COMP_LINE=line,
-        COMP_POINT=str(len(line)),
-        _ARGCOMPLETE="1",
-        _ARGCOMPLETE_STDOUT_FILENAME=str(out),
-        _ARGCOMPLETE_IFS=" ",
-    )
-    subprocess.run([os.path.join(BIN, "iostudy")], env=env, cwd=tmp_path, check=True, timeout=60)
-    assert set(out.read_text().split()) == {"results/r1", "results/r2"}
+    found = completions("iostudy ingest res", tmp_path / "completions", cwd=tmp_path)
+    assert found == {"results/r1", "results/r2"}
 
 
 def test_tables_as_json_agree_with_csv(tmp_path, capsys):

@@ -163,15 +163,6 @@ def test_unpack_into_a_relative_folder_as_the_readme_says(packed_tree, tmp_path)
     assert (site / "iostudy/README.md").read_text() == "iostudy\n"
 
 
-def _tar_with(path: Path, member: tarfile.TarInfo, data: bytes = b"") -> Path:
-    with tarfile.open(path, "w:gz") as tar:
-        top = tarfile.TarInfo(TOP)
-        top.type = tarfile.DIRTYPE
-        tar.addfile(top)
-        tar.addfile(member, io.BytesIO(data))
-    return path
-
-
 @pytest.mark.parametrize(
     ("name", "kind", "link", "expected"),
     [
@@ -192,7 +183,7 @@ def test_a_hostile_entry_is_refused_before_anything_is_written(
 ):
     member = tarfile.TarInfo(name)
     member.type, member.linkname = kind, link
-    archive = _tar_with(tmp_path / "a.tar.gz", member)
+    archive = _tar_of(tmp_path / "a.tar.gz", [member])
     dest = tmp_path / "site"
     result = iostudy("offline", "unpack", archive, dest)
     assert result.returncode == 2
