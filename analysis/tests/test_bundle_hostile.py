@@ -291,6 +291,41 @@ def test_replacing_a_sites_data_needs_replace(site, tmp_path, capsys):
     assert after < before
 
 
+def _bundle_id(path: Path) -> str:
+    return hashlib.sha256(members(path)[bundlecheck.SUMS]).hexdigest()
+
+
+def _perf_cut_sorting_before(site, tmp_path: Path, bundle_id: str) -> Path:
+    """A bundle of site-a with its perf part cut to its first rows, whose id sorts before
+    bundle_id (the file-name order this test must not depend on)."""
+    for rows in range(1, 64):
+        folder = tmp_path / f"cut{rows}"
+        folder.mkdir()
+        bundle = changed(site, folder, with_rows("perf", lambda d, n=rows: d.slice(0, n)))
+        if _bundle_id(bundle) < bundle_id:
+            return bundle
+    raise AssertionError("no cut of perf gave a bundle id sorting first")
+
+
+def test_a_later_bundle_of_the_earlier_data_needs_replace_too(site, tmp_path, capsys):
+    """Import A, then B with --replace (B's perf part differs), then A' (A's data re-exported
+    with a new id): A' would bring A's rows back, so it needs --replace. Import records were
+    merged in file-name order (their names are bundle ids): where A's id sorted after B's, A's
+    digest looked like the latest and A' went in silently."""
+    store_dir, first = site
+    later = _perf_cut_sorting_before(site, tmp_path, _bundle_id(first))
+    again = changed(site, tmp_path, with_meta("created", "2030-01-01T00:00:00+00:00"))
+    assert _bundle_id(again) != _bundle_id(first)
+    target = tmp_path / "stores" / "third"
+    trust(target, store_dir, "site-a")
+    assert cli.main(["import", str(first), "--store", str(target)]) == 0
+    assert cli.main(["import", str(later), "--store", str(target), "--replace"]) == 0
+    rows = len(store.read_table(target, "perf"))
+    err = refused(again, target, capsys)
+    assert "would replace data of site site-a" in err and "--replace" in err
+    assert len(store.read_table(target, "perf")) == rows
+
+
 def test_a_store_cannot_take_the_name_of_a_site_it_imported(site, tmp_path, capsys):
     store_dir, out = site
     target = tmp_path / "stores" / "third"

@@ -110,15 +110,27 @@ def _commit_tables(store: Path, opened: Opened, site: str) -> list[str]:
     return written
 
 
+def import_records(store: Path) -> list[dict]:
+    """The store's import records in the order the imports were made: by their sequence number
+    (records of before it: first, by import time). Never by file name: a record's name is its
+    bundle's id, and a later import must win over an earlier one."""
+    records = []
+    for path in (store / "imports").glob("*.json"):
+        try:
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            raise BundleError(f"{path}: cannot read this store's import record: {exc}") from None
+        records.append(data)
+    return sorted(records, key=lambda r: (r.get("sequence", 0), str(r.get("imported"))))
+
+
 def _previous_parts(store: Path, site: str) -> dict[str, str | None]:
     """{"<table>/<part>": the sha256 of the bundle member it came from (None: not recorded)}
-    of the site's parts that earlier imports wrote."""
+    of the site's parts that earlier imports wrote, the latest import's where several did."""
     parts = {}
-    for record in sorted((store / "imports").glob("*.json")):
-        try:
-            data = json.loads(record.read_text())
-        except (OSError, ValueError) as exc:
-            raise BundleError(f"{record}: cannot read this store's import record: {exc}") from None
+    for data in import_records(store):
         if data.get("site") == site:
             shas = data.get("parts") or {}
             parts |= {f.removesuffix(".parquet"): shas.get(f) for f in data.get("files", [])}
@@ -139,6 +151,20 @@ def _replacements(store: Path, opened: Opened, site: str) -> list[str]:
             before = live.parts(table).get(_part(site, name))
             rows = "?" if before is None or before.rows is None else before.rows
             changes.append(f"{key}: {rows} rows -> {data.num_rows}")
+    return changes
+
+
+def _check_replacements(store: Path, opened: Opened, bundle, replace: bool) -> list[str]:
+    """What the bundle changes of its site's data imported before (_replacements); BundleError
+    when it changes any and ``replace`` is not given."""
+    site = opened.meta["site"]
+    changes = _replacements(store, opened, site)
+    if changes and not replace:
+        more = f"; and {len(changes) - 5} more" if len(changes) > 5 else ""
+        raise BundleError(
+            f"{bundle}: would replace data of site {site} imported before ("
+            f"{'; '.join(changes[:5])}{more}): give --replace to replace it"
+        )
     return changes
 
 
@@ -180,17 +206,12 @@ def import_bundle(bundle, store, console=None, trust_new=False, replace=False) -
             first_use = _check_signer(store, site, opened.signer, trust_new)
         except SiteError as exc:
             raise BundleError(str(exc)) from None
-        if (changes := _replacements(store, opened, site)) and not replace:
-            raise BundleError(
-                f"{bundle}: would replace data of site {site} imported before ("
-                + "; ".join(changes[:5])
-                + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
-                + "): give --replace to replace it"  # fmt: skip
-            )
-        for change in changes:
-            console.print(f"import: replacing {change}", markup=False)
+        _check_replacements(store, opened, bundle, replace)  # before anything is written
         store.mkdir(parents=True, exist_ok=True)
         with store_mod.Store(store).locked(console):
+            # again under the lock: an import made meanwhile is one this bundle may replace
+            for change in _check_replacements(store, opened, bundle, replace):
+                console.print(f"import: replacing {change}", markup=False)
             if first_use:
                 siteid.trust(store, site, opened.signer)
             # the site's files first: without its tables no report looks at them, so the commit
@@ -226,10 +247,20 @@ def _record_import(store: Path, opened: Opened, written: list[str]) -> None:
     site = opened.meta["site"]
     parts = {f"{t}/{_part(site, n)}": opened.digests[f"tables/{t}/{n}"] for t, n in opened.tables}
     record.parent.mkdir(exist_ok=True)
-    text = json.dumps({"site": site, "id": opened.id, "key": fingerprint(opened.signer),
-                       "files": written, "parts": parts,
-                       "imported": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                       "created": opened.meta.get("created")}, indent=2)  # fmt: skip
+    sequence = max((r.get("sequence", 0) for r in import_records(store)), default=0) + 1
+    text = json.dumps(
+        {
+            "site": site,
+            "id": opened.id,
+            "key": fingerprint(opened.signer),
+            "files": written,
+            "parts": parts,
+            "imported": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+            "sequence": sequence,
+            "created": opened.meta.get("created"),
+        },
+        indent=2,
+    )
     tmp = record.with_name(f".{record.name}.tmp")
     tmp.write_text(text + "\n")
     os.replace(tmp, record)
