@@ -10,9 +10,12 @@ time limits about every 30 s, so each ends 60-90 s after it started).
 import getpass
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+import pytest
 from slurmtest import poll
 
 from iostudy.core import config
@@ -114,6 +117,37 @@ def run_epilog_as(node: str, env: dict) -> None:
     )
 
 
+def stand_ins(root: Path) -> dict:
+    """iostudy-merge's stand-in, which records the names of the logs it was given (root/merged)
+    and writes b"merged" to its --output as a shell would, through a link; and logger's, which
+    records the epilog's messages (root/logged). The epilog's environment, without the job."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    merge, logger = bin_dir / "iostudy-merge", bin_dir / "logger"
+    merge.write_text(
+        "#!/bin/sh\n"
+        "while [ $# -gt 0 ]; do\n"
+        "    case $1 in\n"
+        "    --output) out=$2; shift 2 ;;\n"
+        "    --job-end-time) shift 2 ;;\n"
+        f'    *) basename "$1" >> {root / "merged"}; shift ;;\n'
+        "    esac\n"
+        "done\n"
+        'printf merged > "$out"\n'
+    )
+    logger.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {root / "logged"}\n')
+    for tool in (merge, logger):
+        tool.chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "IOSTUDY_EPILOG_CONF": "/dev/null",
+            "IOSTUDY_MMAP_DIR": str(root / "shm"), "IOSTUDY_STAGING": str(root / "staging"),
+            "IOSTUDY_LOG_DIR": str(root / "logs"), "IOSTUDY_MERGE": str(merge)}  # fmt: skip
+
+
+def merged_names(root: Path) -> list[str]:
+    merged = root / "merged"
+    return sorted(merged.read_text().split()) if merged.exists() else []
+
+
 def test_epilog_merges_when_the_last_node_arrives(tmp_path):
     """Where nodes share the folder of the memory-mapped logs (the test cluster's nodes share
     this machine's /dev/shm) each node's epilog takes only the files its host name is in: two
@@ -128,27 +162,130 @@ def test_epilog_merges_when_the_last_node_arrives(tmp_path):
              for n, pid in (("n1", 7), ("n2", 8))}  # fmt: skip
     for path in files.values():
         path.write_bytes(b"log")
-    merge = tmp_path / "merge"  # records what it was given, as iostudy-merge's stand-in
-    merge.write_text(f'#!/bin/sh\nfor a; do basename "$a"; done >> {tmp_path / "merged"}\n')
-    merge.chmod(0o755)
     planted = shm / "root_prog_id42_mmap-log-n1-9.darshan"  # another user's, same pattern
     planted.write_bytes(b"planted")
     os.chown(planted, 64001, 64001)
-    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "42", "SLURM_JOB_USER": "root",
-           "SLURM_JOB_UID": str(os.getuid()),
-           "SLURM_JOB_NUM_NODES": "2", "SLURM_NODELIST": "n[1-2]",
-           "IOSTUDY_EPILOG_CONF": "/dev/null", "IOSTUDY_MMAP_DIR": str(shm),
-           "IOSTUDY_STAGING": str(staging),
-           "IOSTUDY_LOG_DIR": str(logs), "IOSTUDY_MERGE": str(merge)}  # fmt: skip
+    env = stand_ins(tmp_path) | {
+        "SLURM_JOB_ID": "42", "SLURM_JOB_USER": "root", "SLURM_JOB_UID": str(os.getuid()),
+        "SLURM_JOB_NUM_NODES": "2", "SLURM_NODELIST": "n[1-2]"}  # fmt: skip
     run_epilog_as("n1", env)
     assert files["n2"].read_bytes() == b"log", "n1 took n2's file"
     assert (staging / "42" / files["n1"].name).read_bytes() == b"log"
     assert not (tmp_path / "merged").exists(), "n1 merged before n2 arrived"
 
     run_epilog_as("n2", env)
-    merged = (tmp_path / "merged").read_text().split()
-    assert sorted(n for n in merged if n.endswith(".darshan")) == sorted(
-        ["root_id42_killed.darshan"] + [f.name for f in files.values()]
-    )
+    merged = merged_names(tmp_path)
+    assert merged == sorted(f.name for f in files.values())
+    assert (logs / "root_id42_killed.darshan").read_bytes() == b"merged"
     assert not (staging / "42").exists() and list(shm.iterdir()) == [planted]
     assert planted.name not in merged and planted.read_bytes() == b"planted"
+
+
+JOB_UID, OTHER_UID = 2001, 2002  # the job's user, and another user who plants files for it
+
+
+@pytest.fixture
+def shared_root():
+    """A folder both users can reach (pytest's tmp_path is root's alone), with the folders a site
+    shares with all users, 1777 as /tmp, and a file of root's for planted links to point to."""
+    root = Path(tempfile.mkdtemp(prefix="iostudy-epilog-"))
+    try:
+        root.chmod(0o755)
+        for name in ("shm", "staging", "logs"):
+            (root / name).mkdir()
+            (root / name).chmod(0o1777)
+        (root / "victim").write_bytes(b"root's")
+        yield root
+    finally:
+        shutil.rmtree(root)
+
+
+def as_other_user(root: Path, script: str) -> None:
+    """script run by sh in root as OTHER_UID, nobody's groups."""
+    ids = [f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups"]
+    subprocess.run(["setpriv", *ids, "sh", "-euc", script], cwd=root, check=True)
+
+
+def job_files(root: Path, *nodes: str) -> list[Path]:
+    """One log of the job per node, the job's user's."""
+    files = [root / "shm" / f"u2001_prog_id42_mmap-log-{n}-{pid}.darshan"
+             for pid, n in enumerate(nodes, 7)]  # fmt: skip
+    for path in files:
+        path.write_bytes(b"log")
+        os.chown(path, JOB_UID, JOB_UID)
+    return files
+
+
+def job_env(root: Path, nodes: int) -> dict:
+    return stand_ins(root) | {
+        "SLURM_JOB_ID": "42", "SLURM_JOB_USER": "u2001", "SLURM_JOB_UID": str(JOB_UID),
+        "SLURM_JOB_NUM_NODES": str(nodes), "SLURM_NODELIST": f"n[1-{nodes}]"}  # fmt: skip
+
+
+PLANT_STAGE = {  # what the other user runs in the staging folder
+    # The job's staging folder made first, with a log, the lock and the node marks in it.
+    "folder": "mkdir -m 755 42 && printf planted > 42/u2002_id42_mmap-log-n1-9.darshan && "
+    "touch 42/.lock 42/.node-n1 42/.node-n2",
+    # A link in its place, to a folder of the other user's with a log in it.
+    "link": "mkdir -m 755 mine && printf planted > mine/u2002_id42_mmap-log-n1-9.darshan && "
+    "ln -s mine 42",
+}
+
+
+@pytest.mark.parametrize("how", sorted(PLANT_STAGE))
+def test_epilog_refuses_a_staging_folder_another_user_made(shared_root, how):
+    """In a staging folder all users can write another user (uid 2002) makes the job's folder
+    before the job of uid 2001 ends, with a log of their own in it: the epilog merged it into
+    the job's log, as root. Now it uses only a folder it made (or another node's epilog made),
+    root's and 0700; another one is left alone, and so are the job's files, and it says so."""
+    root = shared_root
+    as_other_user(root / "staging", PLANT_STAGE[how])
+    planted = root / "staging" / ("42" if how == "folder" else "mine")
+    before = sorted(p.name for p in planted.iterdir())
+    (own,) = job_files(root, "n1")
+    run_epilog_as("n1", job_env(root, 1))
+    assert merged_names(root) == [], "merged from another user's folder"
+    assert own.read_bytes() == b"log", "the job's file was moved into another user's folder"
+    assert sorted(p.name for p in planted.iterdir()) == before
+    assert (root / "staging/42").is_symlink() == (how == "link")
+    assert os.listdir(root / "logs") == []
+    assert f"refused {root / 'staging/42'}" in (root / "logged").read_text()
+
+
+def test_epilog_merges_only_the_job_users_own_files(shared_root):
+    """Another user (uid 2002) links the name of the job's merged log to a file of root's, and
+    leaves a log of theirs of the job's name pattern beside the job's. Between a node's check of
+    a file and the merge, a link (to a file of root's) and another user's file get into the
+    staging folder (a file replaced after its check; a hard link). Only the job user's regular
+    files are merged, and the merged log is a new file of theirs at that name: the epilog, as
+    root, wrote through the link and gave root's file to the job's user."""
+    root = shared_root
+    out = root / "logs" / "u2001_id42_killed.darshan"
+    as_other_user(
+        root,
+        f"ln -s ../victim logs/{out.name} && "
+        "printf planted > shm/u2001_prog_id42_mmap-log-n1-9.darshan",
+    )
+    in_shm = root / "shm" / "u2001_prog_id42_mmap-log-n1-9.darshan"
+    files = job_files(root, "n1", "n2")
+    env = job_env(root, 2)
+    run_epilog_as("n1", env)
+    stage = root / "staging" / "42"
+    assert (stage.stat().st_uid, stage.stat().st_mode & 0o7777) == (0, 0o700)
+    link, other = (
+        stage / "u2001_prog_id42_mmap-log-n1-10.darshan",
+        stage / "x_mmap-log-n2-11.darshan",
+    )
+    link.symlink_to(root / "victim")
+    other.write_bytes(b"planted")
+    os.chown(other, OTHER_UID, OTHER_UID)
+    run_epilog_as("n2", env)
+    assert merged_names(root) == sorted(f.name for f in files)
+    assert not out.is_symlink() and out.read_bytes() == b"merged"
+    assert (out.stat().st_uid, os.listdir(root / "logs")) == (JOB_UID, [out.name])
+    victim = root / "victim"
+    assert (victim.read_bytes(), victim.stat().st_uid) == (b"root's", 0), "written through a link"
+    assert in_shm.read_bytes() == b"planted" and in_shm.stat().st_uid == OTHER_UID
+    assert not stage.exists()
+    logged = (root / "logged").read_text()
+    assert f"not merged: {link}" in logged and f"not merged: {other}" in logged
