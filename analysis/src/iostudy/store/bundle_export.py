@@ -23,6 +23,7 @@ from iostudy import __version__
 from iostudy.core import config, provenance
 from iostudy.core.anonymize import COLUMNS, AnonymizeError, Anonymizer
 from iostudy.core.deferred import deferred
+from iostudy.store import catalog as catalog_mod
 from iostudy.store import siteid
 from iostudy.store import store as store_mod
 from iostudy.store.bundle_file import NOT_IMPORTED, BundleError, add_member, signature_member
@@ -31,17 +32,6 @@ from iostudy.store.siteid import SiteError, fingerprint, own_site
 
 pa = deferred("pyarrow")
 pq = deferred("pyarrow.parquet")
-
-
-def imported_files(store: Path) -> set[str]:
-    """The store's parts that imports wrote ("<table>/<part name>"; records of before the
-    store's catalog name files: "<table>/<part name>.parquet")."""
-    files = set()
-    for record in sorted((store / "imports").glob("*.json")):
-        files |= {
-            f.removesuffix(".parquet") for f in json.loads(record.read_text()).get("files", [])
-        }
-    return files
 
 
 def _anonymized_manifest(manifest: dict, anonymizer) -> dict:
@@ -94,17 +84,18 @@ def _anonymizer(store: Path, anonymize: bool):
         raise BundleError(str(exc)) from None
 
 
-def _own_runs(store: Path) -> list[tuple]:
-    """(run id, system, started, manifest path, manifest sha256) of the store's own runs, in
-    time order; a log tree's manifest path is None."""
-    con = store_mod.connect(store)
+def _runs(store: Path, catalog) -> tuple[list[tuple], set[str]]:
+    """(run id, system, started, manifest path, manifest sha256) of the store's own runs in
+    ``catalog``, in time order (a log tree's manifest path is None), and the ids of the runs it
+    imported from other sites."""
+    con = store_mod.connect(store, catalog)
     try:
         frame = con.execute("SELECT * FROM runs ORDER BY started, run_id").df()
     finally:
         con.close()
-    if "site" in frame:  # a store that never imported has no site column
-        frame = frame[frame["site"].isna()]
-    frame = frame.astype(object).where(frame.notna(), None)
+    foreign = set(frame.loc[frame["site"].notna(), "run_id"])
+    frame = frame[frame["site"].isna()].astype(object)
+    frame = frame.where(frame.notna(), None)
     # a log tree has no manifest: its manifest_path is the tree's folder
     frame.loc[frame["status"] == store_mod.TREE_STATUS, "manifest_path"] = None
     runs = [
@@ -113,7 +104,7 @@ def _own_runs(store: Path) -> list[tuple]:
     ]
     if not runs:
         raise BundleError(f"store {store}: no runs of its own to export")
-    return runs
+    return runs, foreign
 
 
 def _manifests(runs: list[tuple], results: Path) -> tuple[dict, dict, dict]:
@@ -207,7 +198,8 @@ def _write(out: Path, meta: dict, catalog, manifests: dict, systems: dict, anony
 def export(store, out, site=None, results=None, anonymize=False, console=None) -> dict:
     """Write the bundle of the store's own runs to ``out`` (refused if it exists); returns its
     bundle.json with the id. results: the folder of the run directories (default: the store's
-    parent), where the manifests are."""
+    parent), where the manifests are. What is written is one committed generation of the store
+    (catalog.snapshot), whatever an ingest commits meanwhile."""
     store, out = Path(store), Path(out)
     console = console or Console(stderr=True)
     if not (store / "runs").is_dir():
@@ -217,19 +209,31 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
     site, key = _site_and_key(store, site)
     results = Path(results) if results else store.parent
     anonymizer = _anonymizer(store, anonymize)
-    foreign = imported_files(store)
-    runs = _own_runs(store)
+    try:
+        with catalog_mod.snapshot(store) as catalog:
+            meta = _export_generation(store, out, catalog, results, site, key, anonymizer, console)
+    except catalog_mod.CatalogError as exc:
+        raise BundleError(str(exc)) from None
+    meta["key"] = fingerprint(siteid.raw_public(key.public_key()))
+    return meta
+
+
+def _own_parts(catalog, table: str, foreign: set[str]) -> list[str]:
+    """The file names in a bundle of the table's parts that are not of a run imported."""
+    parts = sorted(catalog.parts(table).items())
+    return [f"{name}.parquet" for name, part in parts if part.run_id not in foreign]
+
+
+def _export_generation(store, out, catalog, results, site, key, anonymizer, console) -> dict:
+    """The bundle of the runs of one generation of the store (``catalog``) written to out;
+    its bundle.json with the id."""
+    runs, foreign = _runs(store, catalog)
     manifests, systems, missing = _manifests(runs, results)
     for run_id, reason in missing.items():
         console.print(f"export: warning: manifest of {run_id} left out: {reason}", markup=False)
     _add_configured_systems(runs, systems)
-
-    catalog = store_mod.Store(store).catalog()
-    tables = {table: [f"{name}.parquet" for name in sorted(catalog.parts(table))
-                      if f"{table}/{name}" not in foreign]
-              for table in store_mod.TABLES}  # fmt: skip
+    tables = {table: _own_parts(catalog, table, foreign) for table in store_mod.TABLES}
     meta = _meta(site, anonymizer, runs, systems, tables, missing)
     sums = _write(out, meta, catalog, manifests, systems, anonymizer, key)
     meta["id"] = hashlib.sha256(sums).hexdigest()
-    meta["key"] = fingerprint(siteid.raw_public(key.public_key()))
     return meta

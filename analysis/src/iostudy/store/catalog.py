@@ -21,6 +21,11 @@ store holds the files its catalog names and nothing else, but while a write is u
 reader that loaded the catalog before a commit and reads a replaced file after it gets an
 error, never a mixture.
 
+A reader that must see one generation whole however long it reads (an export) takes a
+:func:`snapshot`: hard links to the files of the generation it loaded, made under a shared lock
+(``STORE/.readers``) that step 4 and recovery take exclusively before they remove a file, so
+that no file of that generation goes before it is linked.
+
 A store written before the catalog existed is read as it is, each ``*.parquet`` file a part
 named by its stem, and recorded as such by its first write.
 """
@@ -28,17 +33,26 @@ named by its stem, and recorded as such by its first write.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
+import secrets
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from iostudy.core.processes import alive
 
 FILE = "catalog.json"
 FORMAT = "iostudy-store-catalog/1"
 # A part's name becomes a file name: no separators, no leading dot, nothing a shell quotes.
 PART_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=-]{0,199}$")
 _COMMITTED_NAME = re.compile(r"@\d+\.parquet$")
+# STORE/.snapshot-<pid>-<random>/: a reader's snapshot (see snapshot); its process's, while alive
+SNAPSHOT = ".snapshot-"
+READERS = ".readers"  # flock'd: shared while a snapshot links, exclusive while files go
 
 
 class CatalogError(Exception):
@@ -108,7 +122,7 @@ def _legacy(root: Path) -> Catalog:
     (a run id, or <run id>.<NNNNNN>: see :func:`part_run`)."""
     tables = {}
     if root.is_dir():
-        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name[0] != "."):
             # <name>@<generation>.parquet: a part of a catalog's time whose commit never came
             files = sorted(
                 f for f in folder.glob("*.parquet") if not _COMMITTED_NAME.search(f.name)
@@ -116,6 +130,55 @@ def _legacy(root: Path) -> Catalog:
             if files:
                 tables[folder.name] = {f.stem: Part(f.name, part_run(f.stem), None) for f in files}
     return Catalog(root, 0, tables)
+
+
+@contextlib.contextmanager
+def snapshot(root) -> Iterator[Catalog]:
+    """The committed catalog as it is now, as a Catalog whose files stay readable until the
+    block ends, whatever commits meanwhile: each is hard-linked (or, where the file system
+    refuses a link to another user's file, copied) into a folder of this process, which goes at
+    the end."""
+    root = Path(root)
+    _clear_dead_snapshots(root)
+    folder = root / f"{SNAPSHOT}{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        with readers_lock(root, exclusive=False):
+            catalog = load(root)
+            for table, parts in catalog.tables.items():
+                (folder / table).mkdir(parents=True, exist_ok=True)
+                for part in parts.values():
+                    _hold(root / table / part.file, folder / table / part.file)
+        yield Catalog(folder, catalog.generation, catalog.tables)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def readers_lock(root: Path, exclusive: bool) -> Iterator[None]:
+    """STORE/.readers: held shared by a snapshot while it links, exclusively by whoever removes
+    a committed file."""
+    fd = os.open(root / READERS, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o660)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _hold(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except PermissionError:  # fs.protected_hardlinks: another user's file, not writable by us
+        with open(source, "rb") as src, open(target, "xb") as dst:
+            shutil.copyfileobj(src, dst)
+
+
+def _clear_dead_snapshots(root: Path) -> None:
+    """Remove the snapshot folders of processes that are gone (killed while reading)."""
+    for folder in root.glob(f"{SNAPSHOT}*"):
+        pid = folder.name[len(SNAPSHOT) :].split("-")[0]
+        if pid.isdigit() and not alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def part_run(name: str) -> str:
@@ -165,12 +228,13 @@ class Commit:
             _fsync_path(folder, directory=True)
         new = Catalog(self.root, gen, tables)
         _write(new)
-        for table, parts in old.tables.items():
-            live = {p.file for p in new.parts(table).values()}
-            for part in parts.values():
-                if part.file not in live:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.root / table / part.file)
+        with readers_lock(self.root, exclusive=True):
+            for table, parts in old.tables.items():
+                live = {p.file for p in new.parts(table).values()}
+                for part in parts.values():
+                    if part.file not in live:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(self.root / table / part.file)
         return new
 
 
@@ -208,13 +272,14 @@ def recover(root, tables) -> list[Path]:
         (root / FILE).with_suffix(".json.tmp").unlink()
     catalog = load(root)
     removed = []
-    for table in tables:
-        folder = root / table
-        if not folder.is_dir():
-            continue
-        live = {p.file for p in catalog.parts(table).values()}
-        for entry in os.scandir(folder):
-            if entry.name not in live and entry.is_file(follow_symlinks=False):
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
+    with readers_lock(root, exclusive=True):
+        for table in tables:
+            folder = root / table
+            if not folder.is_dir():
+                continue
+            live = {p.file for p in catalog.parts(table).values()}
+            for entry in os.scandir(folder):
+                if entry.name not in live and entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
     return removed

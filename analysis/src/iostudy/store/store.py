@@ -509,7 +509,7 @@ class Store:
         except duckdb.Error as exc:
             return str(exc).splitlines()[0]
         try:
-            _create_views(con, self.root)
+            _create_views(con, self.catalog())
         finally:
             con.close()
         return None
@@ -566,10 +566,9 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _create_views(con, root: Path):
+def _create_views(con, catalog: catalog_mod.Catalog):
     """One view per table over the files the store's catalog names (iostudy.store.catalog): what one
     commit made visible, all of it."""
-    catalog = catalog_mod.load(root)
     for table, schema in TABLES.items():
         files = [str(p.resolve()) for p in catalog.files(table)]
         # Today's columns, typed, in order; a column added since the store's oldest parts were
@@ -584,11 +583,12 @@ def _create_views(con, root: Path):
         con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {source}')
 
 
-def connect(store=paths.STORE) -> duckdb.DuckDBPyConnection:
+def connect(store=paths.STORE, catalog=None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per table of the store (:data:`TABLES`),
-    over the Parquet files as they are now. A store that does not exist gives empty tables."""
+    over the Parquet files as they are now (or as ``catalog``, a snapshot of the store's, names
+    them). A store that does not exist gives empty tables."""
     con = duckdb.connect()
-    _create_views(con, Path(store))
+    _create_views(con, catalog or catalog_mod.load(Path(store)))
     return con
 
 
