@@ -100,6 +100,15 @@ ABSURD = {
         lambda: logcraft.set_counter(_log(RELEASE_350), "POSIX", 0, "POSIX_MMAPS", -5),
         ["POSIX_MMAPS = -5 not in [-4, 2^62)"],
     ),
+    # the jobs row's own values: judged by the store's rule, as another site's import does
+    "jobid-negative": (
+        lambda: logcraft.set_job(_log(RELEASE_350), jobid=-7),
+        ["jobs jobid = -7: not in [0, 2^62)"],
+    ),
+    "uid-negative-legacy": (
+        lambda: logcraft.set_job(_log(LEGACY_318), uid=-1),
+        ["jobs uid = -1: not in [0, 2^62)"],
+    ),
 }
 # name -> the log, stored: real logs, a not-monitored counter at -1 per rank (4 ranks), a
 # killed job's end time 0, the ppc64 logs
@@ -153,6 +162,17 @@ def test_good_logs_stored_and_jobs_works(crafted, capsys):
     out, err = capsys.readouterr()
     assert len(out.strip().splitlines()) == 1 + len(GOOD)
     assert "2 flagged" in err  # the end-zero log and the 3.0.0 ppc64 log
+
+
+def test_what_ingest_stored_imports_at_another_site(crafted, tmp_path):
+    """The store of the crafted tree exports, and another site imports it all: what ingest
+    accepts, import accepts (one rule, iostudy.logs.plausibility, for both)."""
+    st, _ = crafted
+    bundle = tmp_path / "crafted.tar"
+    assert main(["export", "--store", str(st), "--out", str(bundle), "--site", "crafted"]) == 0
+    other = tmp_path / "other"
+    assert main(["import", str(bundle), "--store", str(other), "--trust-on-first-use"]) == 0
+    assert len(store.read_table(other, "jobs")) == len(GOOD)
 
 
 def _job(st, name):

@@ -391,8 +391,9 @@ def _as_columns(rows: list[dict]) -> list[Columns]:
 def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
     """ReaderPool's rows: the jobs, files, probes and lustre rows of a batch of logs
     [(LOG_FACTS values, log)] of one run, each a list of Columns. Raises
-    :class:`iostudy.logs.plausibility.ImplausibleLog` when a log's records are out of bounds: the
-    pool then takes the batch's logs one by one, and quarantines that one."""
+    :class:`iostudy.logs.plausibility.ImplausibleLog` when a log's records, or its jobs or
+    probes row (a value of its header or its tags: a jobid of -7), are out of the store's
+    bounds: the pool then takes the batch's logs one by one, and quarantines that one."""
     plausibility.check_records([log for _, log in entries], _stored_sums)
     entries = [(dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log)
                for facts, log in entries]  # fmt: skip
@@ -404,4 +405,9 @@ def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
             own = [r for c in files_columns([(run, log)]) for r in c.rows()]
             probes += proberows.probe_rows(job, own)
     lustre = [row for run, log in entries for row in lustre_rows(log, run)]
+    for table, rows in (("jobs", jobs), ("probes", probes)):  # lustre's: check_job's
+        for row in rows:
+            plausibility.raise_problems(
+                [f"{table} {p}" for p in plausibility.row_problems(table, row)]
+            )
     return _as_columns(jobs), files, _as_columns(probes), _as_columns(lustre)

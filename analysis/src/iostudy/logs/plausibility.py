@@ -44,13 +44,23 @@ Quirks (stored, flagged):
   (-221.5 s, -1.9e-304 s): the files' meta_time is stored as null.
 - end time 0 with a start: the runtime's mmap log of a killed job, which never recorded its end
   (reference section 10.4): the job's end and run_time are stored as null.
+
+The store's rule (the last part of this module): the bounds of every table's values, one
+definition for what ingest writes and what import accepts from another site, so that a store
+one site ingested imports at another. :func:`table_problems` judges a table (a bundle's, or
+ingest's before it is written), :func:`row_problems` one row (a log's jobs or probes row, a
+benchmark's JSON line, a ReFrame performance value, a run's manifest), with the types of the
+store's schema when the row comes from JSON.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 import struct
 from collections.abc import Callable
+from datetime import datetime
 from typing import NamedTuple
 
 from iostudy.core.deferred import deferred
@@ -121,7 +131,10 @@ def check_job(log: dict, path: str) -> list[Quirk]:
     out of bounds. ``path``: the log's file, whose header is read for its byte order when a
     quirk depends on it. Its records are check_records'."""
     quirks = _quirks(log, path)
-    _raise(_job_problems(log["job"], quirks) + _lustre_problems(log.get("lustre") or []))
+    job = log["job"]
+    raise_problems(
+        _job_problems(job, quirks) + _lustre_problems(log.get("lustre") or [], job["nprocs"])
+    )
     return quirks
 
 
@@ -141,7 +154,7 @@ def check_records(logs: list[dict], sums: Callable[[str], dict]) -> None:
         for mod, stored in log["records"].items():
             skip = UNSWAPPED if mod == "POSIX" and _unswapped(log) else ()  # known wrong
             problems += _record_problems(mod, stored, log, sums(mod), skip)
-        _raise(problems)
+        raise_problems(problems)
 
 
 def _unswapped(log: dict) -> bool:
@@ -149,7 +162,8 @@ def _unswapped(log: dict) -> bool:
     return any(q.file_columns.get("POSIX") == UNSWAPPED_COLUMNS for q in log["quirks"])
 
 
-def _raise(problems: list[str]) -> None:
+def raise_problems(problems: list[str]) -> None:
+    """ImplausibleLog naming the problems (the first SHOWN), if any."""
     if problems:
         more = f" (and {len(problems) - SHOWN} more)" if len(problems) > SHOWN else ""
         raise ImplausibleLog("implausible values: " + "; ".join(problems[:SHOWN]) + more)
@@ -390,10 +404,13 @@ def _sum_plan(mod: str, sums: dict, n_counters: int) -> tuple[np.ndarray, list[s
 _SUM_PLANS: dict = {}  # module -> (counters x sums matrix, the sums' names), made once
 
 
-def _lustre_problems(layouts: list) -> list[str]:
+def _lustre_problems(layouts: list, nprocs: int) -> list[str]:
     """The Lustre values the store keeps: stripe size and count >= 0, OST index >= -1 (-1:
-    unknown), all below 2^62."""
+    unknown), all below 2^62; the layout's rank in [-1, nprocs), as a record's."""
     for layout in layouts:
+        where = f"LUSTRE record {layout['id']} (rank {layout['rank']})"
+        if not -1 <= layout["rank"] < max(nprocs, 1):
+            return [f"{where}: rank {layout['rank']} not in [-1, nprocs {nprocs})"]
         for comp in layout["components"]:
             c = comp["counters"]
             values = [
@@ -402,42 +419,131 @@ def _lustre_problems(layouts: list) -> list[str]:
             values += [("an OST index", ost, -1) for ost in comp["ost_ids"]]
             for name, value, low in values:
                 if not low <= value < MAX_COUNT:
-                    return [f"LUSTRE record {layout['id']} (rank {layout['rank']}): {name} = "
-                            f"{value} not in [{low}, 2^62)"]  # fmt: skip
+                    return [f"{where}: {name} = {value} not in [{low}, 2^62)"]
     return []
 
 
-# -- the store's own rows (a bundle's tables, before they are imported) ---------------------------
+# -- the store's own rows (ingest's, and a bundle's tables before they are imported) ------------
 
 # The smallest value of the integer columns that may go below 0 (the others: 0): a record
-# shared by all ranks has rank -1, an OST index -1 is unknown, a job has a process at least.
-LOWEST = {"rank": -1, "ost": -1, ("jobs", "nprocs"): 1}
+# shared by all ranks has rank -1, an OST index -1 is unknown, a job has a process at least, a
+# file's mtime may be before 1970.
+LOWEST = {"rank": -1, "ost": -1, ("jobs", "nprocs"): 1, "log_mtime_ns": -MAX_COUNT,
+          "mtime_ns": -MAX_COUNT}  # fmt: skip
 # The tables whose float columns are seconds (since a job's start, or durations): in
-# [0, 2^32 s). Elsewhere a float need only be finite (rates, thresholds, references).
+# [0, 2^32 s). The benchmarks' tables hold rates and durations: >= 0. Elsewhere a float need
+# only be finite (perf's values and thresholds: a lower threshold is below 0).
 SECONDS_TABLES = ("jobs", "files", "probes")
+RATE_TABLES = ("iomodel", "ior", "components", "adaptive")
+SHOWN_CHARS = 40  # of a value named in a problem: a hostile one may be a megabyte
+
+# A value's kind (its column's type) -> the Python types it may be (numpy's scalars of a row
+# taken from Columns too), its name in a problem, and the pyarrow test of its column's type.
+KINDS = {
+    "int": ((numbers.Integral,), "an integer", "is_signed_integer"),
+    "uint": ((numbers.Integral,), "an integer", "is_unsigned_integer"),
+    "float": ((numbers.Real,), "a number", "is_floating"),
+    "str": ((str,), "a string", "is_string"),
+    "bool": ((bool,), "true or false", "is_boolean"),
+    "time": ((datetime,), "a time", "is_timestamp"),
+}
+
+
+def _bounds(table: str, name: str, kind: str) -> tuple[float, float, str]:
+    """[low, high) of a numeric column of the store's table, and the bounds in words."""
+    if kind == "uint":
+        return 0, 2**64, "in [0, 2^64)"
+    if kind == "int":
+        low = LOWEST.get((table, name), LOWEST.get(name, 0))
+        return low, MAX_COUNT, f"in [{low}, 2^62)"
+    if table in SECONDS_TABLES:
+        return 0.0, MAX_SECONDS, "finite, in [0, 2^32) s"
+    if table in RATE_TABLES:
+        return 0.0, math.inf, "finite, >= 0"
+    return -math.inf, math.inf, "finite"
 
 
 def table_problems(table: str, data) -> list[str]:
     """The values of ``data`` (a pyarrow Table of the store's ``table``) out of the bounds
     ingest keeps: integers in [0, 2^62) (LOWEST: lower bounds of their own), floats finite
-    (NaN and infinities never stored; nulls are), seconds in [0, 2^32 s); the first row of each
-    column out of bounds, named."""
+    (NaN and infinities never stored; nulls are), seconds in [0, 2^32 s), rates >= 0; the first
+    row of each column out of bounds, named."""
     problems = []
     for name in data.column_names:
-        column, kind = data[name], data.schema.field(name).type
-        if pa.types.is_signed_integer(kind):
-            low = LOWEST.get((table, name), LOWEST.get(name, 0))
-            bad = pc.or_(pc.less(column, low), pc.greater_equal(column, MAX_COUNT))
-            bounds = f"[{low}, 2^62)"
-        elif pa.types.is_floating(kind):
-            bad, bounds = pc.invert(pc.is_finite(column)), "finite"
-            if table in SECONDS_TABLES:
-                outside = pc.or_(pc.less(column, 0.0), pc.greater_equal(column, MAX_SECONDS))
-                bad, bounds = pc.or_(bad, outside), "finite, in [0, 2^32) s"
-        else:
+        column, kind = data[name], _kind(data.schema.field(name).type)
+        if kind not in ("int", "float"):
             continue
+        low, high, bounds = _bounds(table, name, kind)
+        bad = pc.or_(pc.less(column, low), pc.greater_equal(column, high))
+        if kind == "float":
+            bad = pc.or_(bad, pc.invert(pc.is_finite(column)))
         flagged = pc.fill_null(bad, False).combine_chunks()
         if pc.any(flagged).as_py():
             row = pc.indices_nonzero(flagged)[0].as_py()
             problems.append(f"{name} = {column[row].as_py()!r} in row {row}: not {bounds}")
     return problems
+
+
+def row_problems(table: str, row: dict, schema=None) -> list[str]:
+    """What table_problems would say of one row (a dict) of the store's ``table``, each value
+    named. With ``schema`` (the table's pyarrow schema, iostudy.store.store.TABLES) each value
+    must also be of its column's kind: an int (not a bool) for an integer, an int or a float
+    for a float, text that is UTF-8 for a string; a row of values from JSON may hold anything
+    anywhere. Without, a value is judged as the kind it is (the rows ingest's log workers
+    build, which hold no unsigned column)."""
+    stored = row.keys() if schema is None else schema.names  # a key of no column is not stored
+    problems = []
+    for name, value in row.items():
+        if value is None or name not in stored:
+            continue
+        kind = _kind(schema.field(name).type) if schema is not None else _kind_of(value)
+        if problem := _value_problem(table, name, kind, value):
+            problems.append(problem)
+    return problems
+
+
+def shown(value) -> str:
+    """A value as a problem names it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 3]}..."
+
+
+def _kind(arrow_type) -> str:
+    for kind, (*_, test) in KINDS.items():
+        if getattr(pa.types, test)(arrow_type):
+            return kind
+    raise TypeError(f"no kind of value for the store's column type {arrow_type}")
+
+
+def _kind_of(value) -> str:
+    """The kind a value is, as the first of KINDS whose types it is of (a bool is no int)."""
+    for kind, (types, *_) in KINDS.items():
+        if isinstance(value, types) and isinstance(value, bool) == (kind == "bool"):
+            return kind
+    raise TypeError(f"{value!r}: not a value of a store's column")
+
+
+def _value_problem(table: str, name: str, kind: str, value) -> str | None:
+    types, words, _ = KINDS[kind]
+    if isinstance(value, bool) != (kind == "bool") or not isinstance(value, types):
+        return f"{name} = {shown(value)}: not {words}"
+    if kind == "str":
+        try:
+            value.encode()
+        except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): no UTF-8
+            return f"{name} = {shown(value)}: not UTF-8 text"
+    if kind not in ("int", "uint", "float"):
+        return None
+    low, high, bounds = _bounds(table, name, kind)
+    number = _as_float(value) if kind == "float" else value
+    if not (low <= number < high and (kind != "float" or math.isfinite(number))):
+        return f"{name} = {shown(value)}: not {bounds}"
+    return None
+
+
+def _as_float(value: int | float) -> float:
+    """value as a float column holds it: an int too large for a float is infinite."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
