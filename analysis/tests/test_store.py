@@ -416,7 +416,7 @@ def test_component_records_from_the_checks(run_dir, tmp_path, capsys):
         "SELECT reason FROM quarantine WHERE path LIKE '%components.jsonl'").fetchone()  # fmt: skip
     for said in ("line 2: not a fio_check or netbw_check record",
                  "line 3: component 'disk': not storage or network",
-                 "line 4: mib_s -1: not a rate", "line 5: "):  # fmt: skip
+                 "line 4: mib_s = -1: not finite, >= 0", "line 5: "):  # fmt: skip
         assert said in reason, reason
 
 

@@ -12,7 +12,6 @@ STORE/store.duckdb are refreshed when the tables changed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from iostudy.core import config, safeio
+from iostudy.core import config, jsonlimits, safeio
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.logs.darshanlog import add_limit_options, limits_from
@@ -40,7 +39,7 @@ def is_run_manifest(path: Path) -> bool:
     """Whether path is an iostudy run's manifest.json (a JSON object with a run_id and a
     campaign), not any file of that name a facility's tree may hold."""
     try:
-        data = json.loads(safeio.read_text(path))
+        data = jsonlimits.loads(safeio.read_text(path))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "run_id" in data and "campaign" in data
@@ -96,7 +95,7 @@ def ingest(
     limits = limits._replace(unread=INGEST_UNREAD)
     pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout, batch, limits)
     pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
-    with pool, store.locked(console):
+    with pool, store.locked(console), safeio.space_in(store.root):
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -2,21 +2,27 @@
 the benchmark outputs its test cases left (iomodel.jsonl, ior.jsonl: the iomodel and ior tables).
 
 Apart from the log ingest (:mod:`iostudy.store.ingest_logs`): these are small JSON files read
-in this process, with their own ways to be wrong (a line that is not benchmark output is left
-out and its file quarantined with the line numbers).
+in this process, with their own ways to be wrong. A line is kept when it is JSON within
+:mod:`iostudy.core.jsonlimits`' limits, a record of its benchmark, and its row is within the
+store's rule (:func:`iostudy.logs.plausibility.row_problems`: each value of its column's type
+and bounds, what another site's import checks); any other line is left out and its file
+quarantined with each line's number and why. A performance value out of the rule is left out
+and the report quarantined the same way.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from datetime import datetime
 from pathlib import Path
 
-from iostudy.core import safeio
+from iostudy.core import jsonlimits, safeio
 from iostudy.core.provenance import sha256_file
 from iostudy.core.reframe_names import display_parameters
 from iostudy.logs.logrows import epoch_utc, int_or_none, utc_naive
+from iostudy.logs.plausibility import row_problems, shown
 from iostudy.store.ingest_writer import Counts, PartWriter, rel_path
 from iostudy.store.store import TABLES
 
@@ -25,20 +31,23 @@ def timestamp(value):
     """A UTC datetime from an ISO 8601 string or a number of seconds; None when not parseable."""
     if value is None:
         return None
-    if isinstance(value, int | float):
-        return epoch_utc(value)
     try:
+        if isinstance(value, int | float):
+            return epoch_utc(value)
         return utc_naive(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # the platform's or datetime's range
         return None
 
 
 def _float_or_none(value):
+    """value as a float, infinite when too large for one (the rule refuses it); None when it
+    is no number."""
     try:
-        result = float(value)
+        return float(value)
+    except OverflowError:
+        return math.inf
     except (TypeError, ValueError):
         return None
-    return result
 
 
 def _case_parameters(case: dict, campaign_parameters=None) -> dict:
@@ -46,7 +55,7 @@ def _case_parameters(case: dict, campaign_parameters=None) -> dict:
     as ReFrame recorded them in the case when it did), and the values in the case of the
     variables the campaign set for its check (``campaign_parameters``: check -> names), which
     ReFrame does not show in the name."""
-    display = case.get("display_name") or case.get("name") or ""
+    display = _display_name(case)
     shown = display_parameters(display)
     params = {k: case.get(k, v) if "." not in k else v for k, v in shown.items()}
     for name in (campaign_parameters or {}).get(_case_check(case), ()):
@@ -67,50 +76,72 @@ def campaign_parameters(manifest: dict) -> dict[str, list[str]]:
     return names
 
 
+def _display_name(case: dict):
+    """A test case's display name (its name when it has none); "" when it has no text."""
+    name = case.get("display_name") or case.get("name")
+    return name if isinstance(name, str) else ""
+
+
 def _case_check(case: dict) -> str:
-    return (case.get("display_name") or case.get("name") or "").split(" ")[0] or None
+    return _display_name(case).split(" ")[0] or None
 
 
 def _report_cases(report: dict) -> list[dict]:
-    return [case for run in report.get("runs", []) for case in run.get("testcases", [])]
+    """The test cases of a report, those that are JSON objects (a report may be anything)."""
+    runs = [run for run in _listed(report.get("runs")) if isinstance(run, dict)]
+    return [
+        case for run in runs for case in _listed(run.get("testcases")) if isinstance(case, dict)
+    ]
 
 
-def perf_rows(report: dict, run_id: str, campaign_params=None) -> list[dict]:
-    """One row per performance value of ReFrame's run report (report.json).
+def _listed(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def perf_rows(report: dict, run_id: str, campaign_params=None) -> tuple[list[dict], list[str]]:
+    """One row per performance value of ReFrame's run report (report.json), and the problems
+    of the values left out (their row out of the store's rule).
 
     ReFrame records each value as ``perfvalues["<system>:<partition>:<variable>"] = [value,
     reference, lower, upper, unit, result]``. campaign_params: see :func:`_case_parameters`.
     """
-    rows = []
+    rows, problems = [], []
     for case in _report_cases(report):
         params = json.dumps(_case_parameters(case, campaign_params), sort_keys=True)
-        for key, entry in (case.get("perfvalues") or {}).items():
-            variable = key.split(":")[-1]
-            value, ref, lower, upper, unit, result = (list(entry) + [None] * 6)[:6]
-            rows.append(
-                {
-                    "run_id": run_id,
-                    "system": case.get("system"),
-                    "partition": case.get("partition"),
-                    "environ": case.get("environ"),
-                    "check": _case_check(case),
-                    "parameters": params,
-                    "variable": variable,
-                    "value": _float_or_none(value),
-                    "unit": unit,
-                    "reference": _float_or_none(ref),
-                    "lower": _float_or_none(lower),
-                    "upper": _float_or_none(upper),
-                    "result": result,
-                    "case_result": case.get("result"),
-                    "jobid": None if case.get("jobid") is None else str(case.get("jobid")),
-                    "completed": timestamp(case.get("job_completion_time_unix")),
-                    "test_name": case.get("display_name") or case.get("name"),
-                    "num_tasks": int_or_none(case.get("num_tasks")),
-                    "num_tasks_per_node": int_or_none(case.get("num_tasks_per_node")),
-                }
-            )
-    return rows
+        values = case.get("perfvalues")
+        for key, entry in (values if isinstance(values, dict) else {}).items():
+            row = _perf_row(case, params, run_id, key.split(":")[-1], entry)
+            if bad := row_problems("perf", row, TABLES["perf"]):
+                problems.append(f"{shown(row['test_name'])} {key}: {'; '.join(bad)}")
+            else:
+                rows.append(row)
+    return rows, problems
+
+
+def _perf_row(case: dict, params: str, run_id: str, variable: str, entry) -> dict:
+    """The perf row of one of a test case's performance values."""
+    value, ref, lower, upper, unit, result = (_listed(entry) + [None] * 6)[:6]
+    return {
+        "run_id": run_id,
+        "system": case.get("system"),
+        "partition": case.get("partition"),
+        "environ": case.get("environ"),
+        "check": _case_check(case),
+        "parameters": params,
+        "variable": variable,
+        "value": _float_or_none(value),
+        "unit": unit,
+        "reference": _float_or_none(ref),
+        "lower": _float_or_none(lower),
+        "upper": _float_or_none(upper),
+        "result": result,
+        "case_result": case.get("result"),
+        "jobid": None if case.get("jobid") is None else str(case.get("jobid")),
+        "completed": timestamp(case.get("job_completion_time_unix")),
+        "test_name": case.get("display_name") or case.get("name"),
+        "num_tasks": int_or_none(case.get("num_tasks")),
+        "num_tasks_per_node": int_or_none(case.get("num_tasks_per_node")),
+    }
 
 
 def _case_by_outputdir(report: dict) -> dict[str, dict]:
@@ -120,7 +151,7 @@ def _case_by_outputdir(report: dict) -> dict[str, dict]:
     cases = {}
     for case in _report_cases(report):
         out = case.get("outputdir")
-        if not out:
+        if not isinstance(out, str) or not out:
             continue
         rel = os.path.relpath(out, prefix) if prefix and os.path.isabs(out) else out
         cases[Path(rel).as_posix()] = case
@@ -145,21 +176,26 @@ IOMODEL_FIELDS = (
 )
 
 
-def _checked_records(lines, check) -> tuple[list[dict], list[str]]:
-    """The JSON records of a benchmark's output lines that ``check`` accepts (it raises
-    ValueError saying why not), and the problems of the other lines ("line N: why")."""
-    records, problems = [], []
+def _line_rows(lines, table: str, check, to_row) -> tuple[list[dict], list[str]]:
+    """The rows of a benchmark's output lines (bytes or text) and the problems of the other
+    lines ("line N: why"): a line is kept when it is JSON within jsonlimits' limits, a record
+    ``check`` accepts (it raises ValueError saying why not), and its row (``to_row``) is within
+    the store's rule for ``table``."""
+    rows, problems = [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = jsonlimits.parse_line(line)
             check(rec)
+            row = to_row(rec)
+            if bad := row_problems(table, row, TABLES[table]):
+                raise ValueError("; ".join(bad))
         except ValueError as exc:
             problems.append(f"line {number}: {exc}")
             continue
-        records.append(rec)
-    return records, problems
+        rows.append(row)
+    return rows, problems
 
 
 def _require(rec: dict, keys) -> None:
@@ -179,21 +215,19 @@ def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, camp
     case: the ReFrame test case that wrote it (system, environ, parameters), when known."""
     case = case or {}
     params = _case_parameters(case, campaign_params)
-    records, problems = _checked_records(lines, _iomodel_record)
-    rows = []
-    for rec in records:
-        row = {k: rec.get(k) for k in IOMODEL_FIELDS}
-        row.update(
-            run_id=run_id,
-            system=case.get("system") or system,
-            repetition=int_or_none(params.get("repetition")),
-            partition=case.get("partition"),
-            environ=case.get("environ"),
-            check=_case_check(case) if case else None,
-            parameters=json.dumps(params, sort_keys=True),
-        )
-        rows.append(row)
-    return rows, problems
+
+    def to_row(rec: dict) -> dict:
+        return {k: rec.get(k) for k in IOMODEL_FIELDS} | {
+            "run_id": run_id,
+            "system": case.get("system") or system,
+            "repetition": int_or_none(params.get("repetition")),
+            "partition": case.get("partition"),
+            "environ": case.get("environ"),
+            "check": _case_check(case) if case else None,
+            "parameters": json.dumps(params, sort_keys=True),
+        }
+
+    return _line_rows(lines, "iomodel", _iomodel_record, to_row)
 
 
 # The ior table's columns of one line of ior.jsonl: IOR's result and the job's log tags.
@@ -218,9 +252,8 @@ def _ior_record(rec) -> None:
 def ior_rows(lines, run_id: str, system: str | None):
     """Rows of one ior.jsonl (ior_check: one IOR result per line, with the job's log tags under
     "log_tags") and the problems of the lines that are not."""
-    records, problems = _checked_records(lines, _ior_record)
-    rows = []
-    for rec in records:
+
+    def to_row(rec: dict) -> dict:
         tags = rec["log_tags"]
         fields = {**rec, **tags}
         row = {k: fields.get(k) for k in IOR_FIELDS}
@@ -230,10 +263,11 @@ def ior_rows(lines, run_id: str, system: str | None):
             repetition=int_or_none(fields.get("repetition")),
             log_tags=log_tags_json(tags),
         )
-        for key in ("procs", "procs_per_node", "nodes"):
+        for key in ("procs", "procs_per_node", "nodes"):  # the tags' text
             row[key] = int_or_none(row[key])
-        rows.append(row)
-    return rows, problems
+        return row
+
+    return _line_rows(lines, "ior", _ior_record, to_row)
 
 
 # The components table's columns of one line of components.jsonl (the check's record; the run's
@@ -247,38 +281,33 @@ def _components_record(rec) -> None:
     if not isinstance(tags, dict) or tags.get("check") not in ("fio_check", "netbw_check"):
         raise ValueError("not a fio_check or netbw_check record")
     if rec.get("component") not in ("storage", "network"):
-        raise ValueError(f"component {rec.get('component')!r}: not storage or network")
+        raise ValueError(f"component {shown(rec.get('component'))}: not storage or network")
     _require(rec, ("operation", "mib_s", "aggregate_mib_s"))
-    if not isinstance(rec.get("target", ""), str | None):
-        raise ValueError(f"target {rec['target']!r}: not a storage target's name")
-    for key in ("mib_s", "aggregate_mib_s"):
-        if not isinstance(rec[key], int | float) or not rec[key] >= 0:
-            raise ValueError(f"{key} {rec[key]!r}: not a rate")
 
 
-def _tagged_rows(lines, run_id: str, system: str | None, record_check, fields, counts):
+def _tagged_rows(lines, run_id: str, system: str | None, table: str, record_check, fields):
     """Rows of a check's JSON lines, each a record with the job's log tags (the check named in
-    them): its fields, the integer ones (counts) as integers, the run and the tags' system,
-    environ, check and repetition; and the problems of the lines that are not."""
-    records, problems = _checked_records(lines, record_check)
-    rows = []
-    for rec in records:
+    them): its fields, the run and the tags' system, environ, check and repetition; and the
+    problems of the lines that are not."""
+
+    def to_row(rec: dict) -> dict:
         tags = rec["log_tags"]
-        row = {k: rec.get(k) for k in fields}
-        row.update(run_id=run_id, system=tags.get("system") or system,
-                   environ=tags.get("environ"), check=tags.get("check"),
-                   repetition=int_or_none(tags.get("repetition")),
-                   log_tags=log_tags_json(tags))  # fmt: skip
-        row.update({key: int_or_none(row[key]) for key in counts})
-        rows.append(row)
-    return rows, problems
+        return {k: rec.get(k) for k in fields} | {
+            "run_id": run_id,
+            "system": tags.get("system") or system,
+            "environ": tags.get("environ"),
+            "check": tags.get("check"),
+            "repetition": int_or_none(tags.get("repetition")),  # a log's tags are text
+            "log_tags": log_tags_json(tags),
+        }
+
+    return _line_rows(lines, table, record_check, to_row)
 
 
 def components_rows(lines, run_id: str, system: str | None):
     """Rows of one components.jsonl (iostudy.benchmarks.components: a measured point per line,
     with the job's log tags) and the problems of the lines that are not."""
-    counts = ("block", "jobs", "iodepth", "bytes", "procs", "nodes")
-    return _tagged_rows(lines, run_id, system, _components_record, COMPONENT_FIELDS, counts)
+    return _tagged_rows(lines, run_id, system, "components", _components_record, COMPONENT_FIELDS)
 
 
 ADAPTIVE_FIELDS = ("mode", "adapt", "interference", "writers", "targets", "nodes",
@@ -292,17 +321,16 @@ def _adaptive_record(rec) -> None:
         raise ValueError("not an adaptive_check record")
     _require(rec, ("mode", "writers", "seconds", "mib_s"))
     if rec["mode"] not in ("adaptive", "mpiio", "posix-fpp"):
-        raise ValueError(f"mode {rec['mode']!r}: not adaptive, mpiio or posix-fpp")
+        raise ValueError(f"mode {shown(rec['mode'])}: not adaptive, mpiio or posix-fpp")
     for key in ("seconds", "mib_s"):
         if not isinstance(rec[key], int | float) or not rec[key] > 0:
-            raise ValueError(f"{key} {rec[key]!r}: not a positive number")
+            raise ValueError(f"{key} {shown(rec[key])}: not a positive number")
 
 
 def adaptive_rows(lines, run_id: str, system: str | None):
     """Rows of one adaptive.jsonl (iostudy.benchmarks.adaptive: one run per line, with the
     job's log tags) and the problems of the lines that are not."""
-    counts = ("writers", "targets", "nodes", "bytes_per_writer", "bytes", "moves")
-    return _tagged_rows(lines, run_id, system, _adaptive_record, ADAPTIVE_FIELDS, counts)
+    return _tagged_rows(lines, run_id, system, "adaptive", _adaptive_record, ADAPTIVE_FIELDS)
 
 
 #: each benchmark output file a run's ReFrame output holds -> its table and its rows' reader
@@ -325,21 +353,33 @@ def read_report(run_dir: Path, base: Path, writer: PartWriter, run_id: str, coun
     if not os.path.lexists(path):
         return None
     try:
-        report = json.loads(safeio.read_text(path))
+        report = jsonlimits.loads(safeio.read_text(path))
         if not isinstance(report, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
-        reason = f"unreadable ReFrame report: {exc}"
-        writer.write("quarantine", [_quarantine_file(run_id, path, base, reason)])
-        counts.quarantined += 1
-        counts.problems.append(f"{path}: {reason}")
+        _quarantine(writer, counts, run_id, path, base, f"unreadable ReFrame report: {exc}")
         return None
     return report
 
 
-def _quarantine_file(run_id, path, base, reason):
+def _quarantine(writer: PartWriter, counts: Counts, run_id, path, base, reason: str) -> None:
+    """A file of the run into the quarantine table with the reason, and said."""
     sha = sha256_file(path, follow=False) if Path(path).is_file() else None
-    return {"run_id": run_id, "path": rel_path(path, base), "sha256": sha, "reason": reason}
+    row = {"run_id": run_id, "path": rel_path(path, base), "sha256": sha, "reason": reason}
+    writer.write("quarantine", [row])
+    counts.quarantined += 1
+    counts.problems.append(f"{path}: {reason}")
+
+
+def report_rows(run_dir, base, writer, run_id, report, counts, campaign_params) -> None:
+    """The perf rows of the run's report (read_report's); the report quarantined with the
+    values left out, when any is."""
+    rows, problems = perf_rows(report, run_id, campaign_params)
+    writer.write("perf", rows)
+    if problems:
+        path = run_dir / "reframe" / "report.json"
+        reason = "performance values left out: " + "; ".join(problems)
+        _quarantine(writer, counts, run_id, path, base, reason)
 
 
 def benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campaign_params):
@@ -349,7 +389,7 @@ def benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campai
     for path in found:
         case = cases.get(path.parent.relative_to(output).as_posix())
         try:
-            lines = safeio.read_text(path).splitlines()
+            lines = safeio.read_regular(path).splitlines()
         except OSError as exc:
             lines, problems = [], [str(exc)]
         else:
@@ -360,6 +400,4 @@ def benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campai
             writer.write(table, rows)
         if problems:
             reason = "benchmark output lines left out: " + "; ".join(problems)
-            writer.write("quarantine", [_quarantine_file(run_id, path, base, reason)])
-            counts.quarantined += 1
-            counts.problems.append(f"{path}: {reason}")
+            _quarantine(writer, counts, run_id, path, base, reason)

@@ -15,22 +15,23 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from iostudy.core import safeio
+from iostudy.core import jsonlimits, safeio
 from iostudy.core.provenance import sha256_file
 from iostudy.core.runmanifest import is_dry_run, manifest_study
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logrows import utc_naive
+from iostudy.logs.plausibility import row_problems
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.ingest_logs import LogFile, hashed, read_logs, scan_logs
 from iostudy.store.ingest_results import (
     benchmark_rows,
     campaign_parameters,
-    perf_rows,
     read_report,
+    report_rows,
     timestamp,
 )
 from iostudy.store.ingest_writer import Counts, PartWriter, rel_path
-from iostudy.store.store import IngestError, Store
+from iostudy.store.store import TABLES, IngestError, Store
 
 
 def load_manifest(run_dir: Path) -> dict:
@@ -38,7 +39,7 @@ def load_manifest(run_dir: Path) -> dict:
     if not path.is_file():
         raise IngestError(f"{run_dir}: not a run directory (no manifest.json)")
     try:
-        manifest = json.loads(safeio.read_text(path))
+        manifest = jsonlimits.loads(safeio.read_text(path))
     except (OSError, ValueError) as exc:
         raise IngestError(f"{path}: cannot read the manifest: {exc}") from None
     if not isinstance(manifest, dict):
@@ -68,7 +69,9 @@ def _run_info(run_id: str, manifest: dict) -> dict:
 
 
 def _run_row(run_dir: Path, base: Path, run_info: dict, manifest: dict, manifest_sha: str):
-    return {
+    """The run's runs row; IngestError naming the manifest's values the store's rule refuses
+    (a campaign that is no string): a run is not ingested without it."""
+    row = {
         "run_id": run_info["run_id"],
         "campaign": manifest.get("campaign"),
         "system": run_info["system"],
@@ -84,6 +87,9 @@ def _run_row(run_dir: Path, base: Path, run_info: dict, manifest: dict, manifest
         "ingested": utc_naive(datetime.now(timezone.utc)),
         "benchmark_versions": json.dumps(manifest.get("benchmark_versions") or {}, sort_keys=True),
     }
+    if problems := row_problems("runs", row, TABLES["runs"]):
+        raise IngestError(f"{run_dir / 'manifest.json'}: {'; '.join(problems)}")
+    return row
 
 
 def _to_read(logs: list[LogFile], elsewhere: set[str], counts: Counts) -> list[LogFile]:
@@ -120,7 +126,7 @@ def _write_results(run_dir: Path, base: Path, writer: PartWriter, run_info: dict
     report = read_report(run_dir, base, writer, run_id, counts)
     params = campaign_parameters(manifest)
     if report:
-        writer.write("perf", perf_rows(report, run_id, params))
+        report_rows(run_dir, base, writer, run_id, report, counts, params)
     benchmark_rows(run_dir, base, writer, run_id, report, run_info["system"], counts, params)
 
 
