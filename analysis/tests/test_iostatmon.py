@@ -25,6 +25,7 @@ import pytest
 
 from iostudy.cli.cli import main
 from iostudy.collect import iostatanalysis, iostatdays, iostatimport, iostatjson, iostatmonitor
+from iostudy.core import jsonlimits
 from iostudy.report import devices
 from iostudy.store import store
 
@@ -469,6 +470,26 @@ def test_day_log_rolls_over_and_reopens_a_compressed_day(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["2026-01-23.jsonl.gz",
                                                           "2026-01-24.jsonl.gz"]  # fmt: skip
     log.close()
+
+
+def test_day_file_lines_out_of_the_limits_are_named_and_the_others_read(tmp_path):
+    """A day file's lines nested too deep, with a number that is not finite, or too long are
+    skipped with the file and line named (iostudy.core.jsonlimits); the lines around them are
+    read."""
+    good = [{"type": "io", "time": "2026-01-23T10:01:00Z", "host": "h", "device": "sdb",
+             "seconds": 60.0, "read_bytes": 1, "write_bytes": 2},
+            {"type": "stop", "time": "2026-01-23T10:02:00Z", "reason": "SIGTERM"}]  # fmt: skip
+    long = '{"type": "io", "device": "' + "a" * jsonlimits.MAX_LINE + '"}'
+    bad = ["[" * 100_000 + "]" * 100_000, '{"type": "io", "seconds": NaN}', long]
+    path = tmp_path / "2026-01-23.jsonl"
+    path.write_text("\n".join([json.dumps(good[0]), *bad, json.dumps(good[1])]) + "\n")
+    recs, problems = iostatimport.read_records(tmp_path)
+    assert recs == good
+    assert problems == [
+        f"{path}:2: not a JSON record: nested deeper than 32 levels",
+        f"{path}:3: not a JSON record: NaN: not a finite number",
+        f"{path}:4: not a JSON record: longer than {jsonlimits.MAX_LINE} bytes",
+    ]
 
 
 # -- analysis (seed 000 IV) on a table written by hand ---------------------------------------------

@@ -41,6 +41,8 @@ import json
 import re
 import shlex
 
+from iostudy.core import jsonlimits
+
 # The keys of every dict in "results" (both IOR formats).
 RESULT_KEYS = (
     "test_id",
@@ -271,7 +273,7 @@ def _json_test(raw: dict, index: int) -> dict:
 def _json_document(text: str) -> dict:
     """The JSON document (IOR's warning lines taken out), checked to hold tests and a summary."""
     try:
-        doc = json.loads(text)
+        doc = jsonlimits.loads(text)  # nested too deep: ValueError, said as it is
     except json.JSONDecodeError as err:
         raise ValueError(
             f"IOR JSON: not valid JSON (line {err.lineno} column {err.colno}: {err.msg})"
@@ -583,8 +585,8 @@ def json_line(text: str, benchmark: str) -> dict:
         line = line.strip()
         if line.startswith("{"):
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = jsonlimits.parse_line(line)
+            except ValueError:
                 continue
             if isinstance(record, dict) and record.get("benchmark") == benchmark:
                 return record

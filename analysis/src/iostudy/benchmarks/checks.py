@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 
 from iostudy.benchmarks import benchparse, spackenv
-from iostudy.core import config
+from iostudy.core import config, jsonlimits
 from iostudy.core.reframe_names import param_text
 
 RUNTIME_BUILD = config.REPO_ROOT / "build" / "runtime" / "libiostudy.so"
@@ -91,8 +91,8 @@ def iomodel_lines(text: str) -> list[dict]:
         if not line.startswith("{"):
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = jsonlimits.parse_line(line)
+        except ValueError:
             continue
         if isinstance(record, dict) and record.get("benchmark") == "iomodel":
             found.append(record)
@@ -373,8 +373,9 @@ def metarates_arguments(files_per_proc: int, path: Path) -> list[str]:
 
 
 def metarates_lines(text: str) -> list[dict]:
-    """The JSON lines metarates prints, one per phase."""
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    """The JSON lines metarates prints, one per phase (ValueError: one is not JSON within
+    iostudy.core.jsonlimits' limits)."""
+    return [jsonlimits.parse_line(line) for line in text.splitlines() if line.startswith("{")]
 
 
 def metarates_sanity(lines: list[dict], procs: int, files_per_proc: int) -> list[str]:

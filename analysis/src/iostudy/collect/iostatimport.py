@@ -8,7 +8,6 @@ and reads them whatever a crash left (a line cut short, a record written twice).
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import sys
 from collections import Counter
@@ -20,35 +19,31 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from iostudy.collect.iostatdays import day_files
 from iostudy.collect.iostatjson import parse_time
+from iostudy.core import jsonlimits
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.store import store as store_mod
 
 TABLE = "iostat"
+RECORD_TYPES = ("io", "gap", "start", "stop")
 
 
 def read_records(folder: Path) -> tuple[list[dict], list[str]]:
     """Every record of a DIR's day files and the problems (file:line: why) of the lines that
-    could not be read; a damaged .gz keeps the lines before the damage."""
+    could not be read (not JSON within iostudy.core.jsonlimits' limits, or no record of the
+    monitor's); a damaged .gz keeps the lines before the damage."""
     records, problems = [], []
     for path in day_files(folder):
         opener = gzip.open if path.name.endswith(".gz") else open
         number = 0
         try:
-            with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-                for number, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
+            with opener(path, "rb") as f:
+                for number, line in jsonlimits.numbered_lines(f):
                     try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        problems.append(f"{path}:{number}: not a JSON record (cut short?)")
+                        rec = jsonlimits.parse_line(line)
+                    except ValueError as exc:
+                        problems.append(f"{path}:{number}: not a JSON record: {exc}")
                         continue
-                    if not isinstance(rec, dict) or rec.get("type") not in (
-                        "io",
-                        "gap",
-                        "start",
-                        "stop",
-                    ):
+                    if not isinstance(rec, dict) or rec.get("type") not in RECORD_TYPES:
                         problems.append(f"{path}:{number}: not an iostat-mon record")
                         continue
                     records.append(rec)
