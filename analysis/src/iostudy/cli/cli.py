@@ -18,7 +18,8 @@ from rich.table import Column, Table
 from iostudy import __version__
 from iostudy.cli import listing
 from iostudy.core import config
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.safeio import NoSpace
 from iostudy.logs import logmerge, logroot
 from iostudy.logs.darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
 from iostudy.logs.summary import summarize
@@ -273,6 +274,9 @@ def main(argv=None):
     except CatalogError as exc:  # any command that reads a store whose catalog is damaged
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except NoSpace as exc:  # any command that writes, on a full file system
+        print(f"iostudy: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except BrokenPipeError:
         # The reader of our output went away (e.g. `| head`): not an error worth a traceback.
         sys.stdout = open(os.devnull, "w")

@@ -48,3 +48,24 @@ def read_regular(path, limit: int = DEFAULT_LIMIT) -> bytes:
 def read_text(path, limit: int = DEFAULT_LIMIT) -> str:
     """read_regular as UTF-8 text; UnicodeDecodeError (a ValueError) when it is not."""
     return read_regular(path, limit).decode("utf-8")
+
+
+class NoSpace(Exception):
+    """A write found its file system full (or the user's quota used up); the message names the
+    folder."""
+
+
+# what a full device looks like from Python's writes and from PyArrow's (no errno in its errors)
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextlib.contextmanager
+def space_in(folder):
+    """Turns a write error of a full file system inside the block into NoSpace naming
+    ``folder``, the folder the block writes into."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in _FULL or "No space left on device" in str(exc):
+            raise NoSpace(f"no space left in {folder}: free some, or point it elsewhere") from None
+        raise

@@ -41,11 +41,9 @@ import gc
 import multiprocessing
 import os
 import pickle
-import re
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -55,7 +53,7 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from typing import NamedTuple
 
-from iostudy.core.processes import alive
+from iostudy.core.processes import private_dir
 from iostudy.logs.darshanlog_worker import open_log, warm_up
 from iostudy.logs.logregions import DEFAULT_LIMITS, LogRefused
 
@@ -113,24 +111,7 @@ def die_with_parent(parent: int):
 
 def scratch_dir() -> str:
     """A new scratch folder named after this process, once those of dead processes are gone."""
-    for entry in os.scandir(tempfile.gettempdir()):
-        owner = re.fullmatch(rf"{SCRATCH_PREFIX}(\d+)-\w+", entry.name)
-        if owner and not alive(int(owner[1])):
-            _remove_if_mine(entry)
-    return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
-
-
-def _remove_if_mine(entry: os.DirEntry) -> None:
-    """Remove a dead process's scratch folder if this user owns it. Another process starting
-    at the same moment may be removing it too: a folder gone meanwhile is no error."""
-    try:
-        if (
-            entry.is_dir(follow_symlinks=False)
-            and entry.stat(follow_symlinks=False).st_uid == os.getuid()
-        ):
-            shutil.rmtree(entry.path, ignore_errors=True)
-    except FileNotFoundError:
-        pass
+    return str(private_dir(SCRATCH_PREFIX))
 
 
 def _worker(conn, read, rows, scratch, limits):

@@ -28,18 +28,18 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
 from iostudy import __version__
-from iostudy.core import paths, provenance
+from iostudy.core import paths, provenance, safeio
 from iostudy.core.anonymize import AnonymizeError, Anonymizer
 from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
+from iostudy.core.processes import private_dir
 from iostudy.core.runmanifest import study_of
 from iostudy.metrics import compare, comparejobs, workload
 from iostudy.report import figures, headline, layout, pages, sections
@@ -63,6 +63,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 # The status of a log tree's run (iostudy.store.ingest_logs.ingest_tree): its manifest_path is
 # the tree's folder, it has no manifest, and its time span is its logs'.
+
+# STUDY/.build-<pid>-<random>/: a build's pages before they are published as v<N>
+BUILD_PREFIX = ".build-"
 
 
 class ReportError(Exception):
@@ -269,7 +272,8 @@ def build(
         options = _options(store, data.all_runs, large_procs, large_mib, anonymize, results,
                            tuple(map(tuple, before_after)))  # fmt: skip
         version = Version(study, study_dir, title or f"iostudy report: {study}", as_version)
-        return _publish_new_version(data, runs, store, version, argv, options)
+        with safeio.space_in(study_dir):
+            return _publish_new_version(data, runs, store, version, argv, options)
     finally:
         data.close()
 
@@ -326,7 +330,7 @@ def _publish_new_version(data, runs, store, version: Version, argv, options) -> 
     study_dir, study, title = version.study_dir, version.study, version.title
     all_ids = set(data.all_runs["run_id"])
     study_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=study_dir, prefix=".build-"))
+    tmp = private_dir(BUILD_PREFIX, study_dir)  # a killed build's folder goes at the next
     try:
         now = datetime.now(timezone.utc).replace(microsecond=0)
         n = version.asked or (max(taken_versions(study_dir), default=0) + 1)

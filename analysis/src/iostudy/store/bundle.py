@@ -39,16 +39,16 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 
-from iostudy.core import helptext
+from iostudy.core import helptext, safeio
 from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
+from iostudy.core.processes import private_dir
 from iostudy.store import catalog, siteid
 from iostudy.store import store as store_mod
 from iostudy.store.bundle_export import export
@@ -58,6 +58,8 @@ from iostudy.store.siteid import SiteError, fingerprint
 
 pa = deferred("pyarrow")
 pq = deferred("pyarrow.parquet")
+
+WORK_PREFIX = "iostudy-import-"  # + pid-<random>: an import's folder in the temporary folder
 
 
 def site_qualified(site: str, run_id: str) -> str:
@@ -190,41 +192,67 @@ def _check_signer(store: Path, site: str, signer: bytes, trust_new: bool) -> boo
 
 def import_bundle(bundle, store, console=None, trust_new=False, replace=False) -> dict:
     """Add the bundle to the store; returns {site, id, key, runs, files, skipped: bool}. Nothing
-    is written, in the store or beside it, until the whole bundle is checked."""
+    is written, in the store or beside it, until the whole bundle is checked; the bundle is
+    extracted into a folder of this process in the temporary folder, removed at the end (or,
+    when the import is killed, by the next import)."""
     store = Path(store)
     console = console or Console(stderr=True)
-    with tempfile.TemporaryDirectory(prefix="iostudy-import-") as work:
-        opened = open_bundle(bundle, Path(work))
-        site, bundle_id = opened.meta["site"], opened.id
-        summary = {"site": site, "id": bundle_id, "key": fingerprint(opened.signer),
-                   "runs": len(opened.meta["runs"]), "files": 0}  # fmt: skip
-        if (store / "imports" / f"{bundle_id}.json").is_file():
-            return summary | {"skipped": True}
-        try:
-            if siteid.recorded_site(store) == site:
-                raise BundleError(f"{bundle}: site {site!r} is this store's own site")
-            first_use = _check_signer(store, site, opened.signer, trust_new)
-        except SiteError as exc:
-            raise BundleError(str(exc)) from None
-        _check_replacements(store, opened, bundle, replace)  # before anything is written
-        store.mkdir(parents=True, exist_ok=True)
-        with store_mod.Store(store).locked(console):
-            # again under the lock: an import made meanwhile is one this bundle may replace
-            for change in _check_replacements(store, opened, bundle, replace):
-                console.print(f"import: replacing {change}", markup=False)
-            if first_use:
-                siteid.trust(store, site, opened.signer)
-            # the site's files first: without its tables no report looks at them, so the commit
-            # of the tables makes the whole import visible at once
-            _place_site_files(store, Path(work), site, bundle_id)
-            written = _commit_tables(store, opened, site)
-            _record_import(store, opened, written)
-            store_mod.Store(store).refresh_views(console)
-    skipped = [t for t in NOT_IMPORTED if opened.meta["tables"].get(t)]
-    if skipped:
-        console.print(f"import: kept in the bundle, not imported: {', '.join(skipped)} "
-                      "(no run id to keep them apart from this store's own)")  # fmt: skip
+    work = private_dir(WORK_PREFIX)  # a killed import's folder goes at the next
+    try:
+        return _import_checked(bundle, store, work, console, trust_new, replace)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _import_checked(bundle, store: Path, work: Path, console, trust_new, replace) -> dict:
+    """import_bundle, the bundle extracted into ``work``."""
+    with safeio.space_in(work):
+        opened = open_bundle(bundle, work)
+    site, bundle_id = opened.meta["site"], opened.id
+    summary = {
+        "site": site,
+        "id": bundle_id,
+        "key": fingerprint(opened.signer),
+        "runs": len(opened.meta["runs"]),
+        "files": 0,
+    }
+    if (store / "imports" / f"{bundle_id}.json").is_file():
+        return summary | {"skipped": True}
+    first_use = _admitted(store, opened, bundle, trust_new, replace)
+    store.mkdir(parents=True, exist_ok=True)
+    with safeio.space_in(store), store_mod.Store(store).locked(console):
+        # again under the lock: an import made meanwhile is one this bundle may replace
+        for change in _check_replacements(store, opened, bundle, replace):
+            console.print(f"import: replacing {change}", markup=False)
+        if first_use:
+            siteid.trust(store, site, opened.signer)
+        # the site's files first: without its tables no report looks at them, so the commit
+        # of the tables makes the whole import visible at once
+        _place_site_files(store, work, site, bundle_id)
+        written = _commit_tables(store, opened, site)
+        _record_import(store, opened, written)
+        store_mod.Store(store).refresh_views(console)
+    if skipped := [t for t in NOT_IMPORTED if opened.meta["tables"].get(t)]:
+        console.print(
+            f"import: kept in the bundle, not imported: {', '.join(skipped)} "
+            "(no run id to keep them apart from this store's own)"
+        )
     return summary | {"files": len(written), "skipped": False, "trusted_now": first_use}
+
+
+def _admitted(store: Path, opened: Opened, bundle, trust_new: bool, replace: bool) -> bool:
+    """Whether the bundle's signer is to be trusted now (first use), once the bundle may come
+    in: not of this store's own site, signed by the key trusted for its site, replacing
+    nothing imported before unless ``replace``. Nothing is written."""
+    site = opened.meta["site"]
+    try:
+        if siteid.recorded_site(store) == site:
+            raise BundleError(f"{bundle}: site {site!r} is this store's own site")
+        first_use = _check_signer(store, site, opened.signer, trust_new)
+    except SiteError as exc:
+        raise BundleError(str(exc)) from None
+    _check_replacements(store, opened, bundle, replace)
+    return first_use
 
 
 def _place_site_files(store: Path, work: Path, site: str, bundle_id: str) -> None:

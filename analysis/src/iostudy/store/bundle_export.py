@@ -20,9 +20,10 @@ from pathlib import Path
 from rich.console import Console
 
 from iostudy import __version__
-from iostudy.core import config, provenance
+from iostudy.core import config, provenance, safeio
 from iostudy.core.anonymize import COLUMNS, AnonymizeError, Anonymizer
 from iostudy.core.deferred import deferred
+from iostudy.core.processes import clear_dead, own_name
 from iostudy.store import catalog as catalog_mod
 from iostudy.store import siteid
 from iostudy.store import store as store_mod
@@ -32,6 +33,8 @@ from iostudy.store.siteid import SiteError, fingerprint, own_site
 
 pa = deferred("pyarrow")
 pq = deferred("pyarrow.parquet")
+
+PARTIAL = ".iostudy-export-"  # + pid-<bundle name>: the bundle being written, beside it
 
 
 def _anonymized_manifest(manifest: dict, anonymizer) -> dict:
@@ -180,7 +183,8 @@ def _write(out: Path, meta: dict, catalog, manifests: dict, systems: dict, anony
     """Writes the bundle to out (through a temporary file beside it); returns its
     SHA256SUMS."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
+    clear_dead(out.parent, PARTIAL)  # a killed export's
+    tmp = out.with_name(own_name(PARTIAL) + out.name)
     sums: dict[str, str] = {}
     try:
         with tarfile.open(tmp, "w", format=tarfile.USTAR_FORMAT) as tar:
@@ -234,6 +238,7 @@ def _export_generation(store, out, catalog, results, site, key, anonymizer, cons
     _add_configured_systems(runs, systems)
     tables = {table: _own_parts(catalog, table, foreign) for table in store_mod.TABLES}
     meta = _meta(site, anonymizer, runs, systems, tables, missing)
-    sums = _write(out, meta, catalog, manifests, systems, anonymizer, key)
+    with safeio.space_in(out.parent):
+        sums = _write(out, meta, catalog, manifests, systems, anonymizer, key)
     meta["id"] = hashlib.sha256(sums).hexdigest()
     return meta

@@ -19,12 +19,16 @@ import tarfile
 from pathlib import Path
 from typing import NamedTuple
 
-from iostudy.core import provenance, safeio
+from iostudy.core import safeio
 from iostudy.store import bundlecheck, siteid
 from iostudy.store import store as store_mod
 from iostudy.store.bundlecheck import META, SIGNATURE, SUMS, BundleInvalid
 
 BLOCK = 512
+# The closing members are read into memory: SHA256SUMS lists at most MAX_PARTS tables and as
+# many manifests, each line under 300 bytes; a signature record is a few hundred bytes.
+MAX_SUMS = 2 * bundlecheck.MAX_PARTS * 300
+MAX_SIGNATURE = 1 << 16
 # Tables without a run id: they travel in the bundle but are not imported (iostudy.store.bundle).
 NOT_IMPORTED = store_mod.IMPORTED_TABLES
 
@@ -92,14 +96,19 @@ class Opened(NamedTuple):
 
 
 def open_bundle(path, dest: Path) -> Opened:
-    """Extract the bundle at ``path`` into ``dest`` and check all of it (bundlecheck): every
-    member against SHA256SUMS, SHA256SUMS against the signature, bundle.json, the listing and
-    the tables. Raises BundleError naming the bundle and the member or field."""
+    """Check the bundle at ``path`` and extract it into ``dest`` (bundlecheck): its members'
+    names and headers, SHA256SUMS against the signature, before anything is written; then
+    every member against SHA256SUMS as it is written, bundle.json, the listing and the tables.
+    Raises BundleError naming the bundle and the member or field."""
     path = Path(path)
     try:
-        digests = _extract(path, dest)
-        text = _verified_sums(digests, dest)
-        signed_for, signer = _signer(dest, text)
+        with _open_tar(path) as tar:
+            members = _checked_members(path, tar)
+            sums = _read_member(tar, members.get(SUMS), SUMS, MAX_SUMS)
+            record = _read_member(tar, members.get(SIGNATURE), SIGNATURE, MAX_SIGNATURE)
+            signed_for, signer = _signer(record, sums)
+            listed = _listed(sums, members)
+            digests = _extract(tar, members, listed, dest)
         meta = _read_meta(dest)
         if meta["site"] != signed_for:
             raise BundleInvalid(f"{SIGNATURE}: signed for another site than {META}'s")
@@ -107,81 +116,98 @@ def open_bundle(path, dest: Path) -> Opened:
         tables = bundlecheck.check_tables(meta, dest)
     except BundleInvalid as exc:
         raise BundleError(f"{path}: {exc}") from None
-    return Opened(meta, hashlib.sha256(text).hexdigest(), signer, digests, tables)
+    return Opened(meta, hashlib.sha256(sums).hexdigest(), signer, digests, tables)
 
 
-def _extract(path: Path, dest: Path) -> dict[str, str]:
-    """{member: sha256} of the bundle, extracted into dest; member names are checked before any
-    is written (bundlecheck.member_kind: fixed shapes, so no file and folder can clash)."""
+def _open_tar(path: Path) -> tarfile.TarFile:
     try:
-        tar = tarfile.open(path, "r:")
+        return tarfile.open(path, "r:")
     except (OSError, tarfile.TarError) as exc:
         raise BundleInvalid(f"not a bundle (a tar file): {exc}") from None
-    digests = {}
-    with tar:
-        try:
-            members = tar.getmembers()
-        except tarfile.TarError as exc:
-            raise BundleInvalid(f"damaged: {exc}") from None
-        _check_layout(path, members)
-        for m in members:
-            if not m.isfile() or m.name.startswith("/") or ".." in Path(m.name).parts:
-                raise BundleInvalid(f"member {m.name!r}: not a plain file of the bundle")
-            if m.mode != 0o644 or m.mtime != 0 or m.uid or m.gid or m.uname or m.gname:
-                raise BundleInvalid(f"member {m.name}: its header was changed")
-            bundlecheck.member_kind(m.name)
-            if m.name in digests:
-                raise BundleInvalid(f"member {m.name}: twice in the bundle")
-            digests[m.name] = ""
-        for m in members:
-            target = dest / m.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            h = hashlib.sha256()
-            with tar.extractfile(m) as src, open(target, "xb") as dst:
-                while block := src.read(1 << 20):
-                    h.update(block)
-                    dst.write(block)
-            digests[m.name] = h.hexdigest()
-    return digests
 
 
-def _verified_sums(digests: dict, dest: Path) -> bytes:
-    """SHA256SUMS, once every member but it and SIGNATURE matches it."""
-    if SUMS not in digests:
-        raise BundleInvalid(f"no {SUMS}: not an iostudy bundle, or damaged")
-    text = (dest / SUMS).read_bytes()
+def _checked_members(path: Path, tar: tarfile.TarFile) -> dict[str, tarfile.TarInfo]:
+    """{name: member} once every member's name and header is one export writes
+    (bundlecheck.member_kind: fixed shapes, so no file and folder can clash) and the bytes
+    between them are zeros."""
+    try:
+        members = tar.getmembers()
+    except tarfile.TarError as exc:
+        raise BundleInvalid(f"damaged: {exc}") from None
+    _check_layout(path, members)
+    named = {}
+    for m in members:
+        if not m.isfile() or m.name.startswith("/") or ".." in Path(m.name).parts:
+            raise BundleInvalid(f"member {m.name!r}: not a plain file of the bundle")
+        if m.mode != 0o644 or m.mtime != 0 or m.uid or m.gid or m.uname or m.gname:
+            raise BundleInvalid(f"member {m.name}: its header was changed")
+        bundlecheck.member_kind(m.name)
+        if m.name in named:
+            raise BundleInvalid(f"member {m.name}: twice in the bundle")
+        named[m.name] = m
+    return named
+
+
+def _read_member(tar: tarfile.TarFile, member, name: str, limit: int) -> bytes:
+    """A closing member (SHA256SUMS, SIGNATURE), read into memory: its size is bounded."""
+    if member is None:
+        if name == SIGNATURE:
+            why = "an unsigned bundle (or of an older iostudy: export it again)"
+            raise BundleInvalid(f"no {SIGNATURE}: {why}")
+        raise BundleInvalid(f"no {name}: not an iostudy bundle, or damaged")
+    if member.size > limit:
+        raise BundleInvalid(f"{name}: {member.size} bytes, more than {limit} of a bundle's")
+    with tar.extractfile(member) as src:
+        return src.read()
+
+
+def _listed(sums: bytes, members: dict) -> dict[str, str]:
+    """{member: sha256} of SHA256SUMS, once it lists exactly the members but itself and
+    SIGNATURE."""
     listed = {}
-    for number, line in enumerate(text.decode(errors="replace").splitlines(), 1):
+    for number, line in enumerate(sums.decode(errors="replace").splitlines(), 1):
         match = re.fullmatch(r"([0-9a-f]{64})  (\S.*)", line)
         if not match:
             raise BundleInvalid(f"{SUMS} line {number}: not '<sha256>  <name>'")
         listed[match.group(2)] = match.group(1)
-    present = {n: d for n, d in digests.items() if n not in (SUMS, SIGNATURE)}
-    mismatch = provenance.digest_mismatch(listed, present)
-    if mismatch:
-        name, how = mismatch
-        problem = {
-            "missing": f"listed in {SUMS} but not in the bundle",
-            "unlisted": f"in the bundle but not in {SUMS}",
-            "differs": f"sha256 differs from {SUMS} (changed)",
-        }[how]
-        raise BundleInvalid(f"{name}: {problem}")
-    return text
+    present = {n for n in members if n not in (SUMS, SIGNATURE)}
+    for name in sorted(listed.keys() - present):
+        raise BundleInvalid(f"{name}: listed in {SUMS} but not in the bundle")
+    for name in sorted(present - listed.keys()):
+        raise BundleInvalid(f"{name}: in the bundle but not in {SUMS}")
+    return listed
 
 
-def _signer(dest: Path, sums: bytes) -> tuple[str, bytes]:
+def _extract(tar, members: dict, listed: dict, dest: Path) -> dict[str, str]:
+    """{member: sha256} of the bundle's members, each extracted into dest and checked against
+    SHA256SUMS as it is written."""
+    digests = {}
+    for name, member in members.items():
+        if name in (SUMS, SIGNATURE):
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        h = hashlib.sha256()
+        with tar.extractfile(member) as src, open(target, "xb") as dst:
+            while block := src.read(1 << 20):
+                h.update(block)
+                dst.write(block)
+        if h.hexdigest() != listed[name]:
+            raise BundleInvalid(f"{name}: sha256 differs from {SUMS} (changed)")
+        digests[name] = h.hexdigest()
+    return digests
+
+
+def _signer(record: bytes, sums: bytes) -> tuple[str, bytes]:
     """(site, raw public key) of the SIGNATURE member, once its signature of SHA256SUMS
     verifies."""
     try:
-        sig = json.loads(safeio.read_text(dest / SIGNATURE, 1 << 16))
+        sig = json.loads(record)
         raw = base64.b64decode(sig["key"], validate=True)
         signature = base64.b64decode(sig["signature"], validate=True)
         if not isinstance(sig["site"], str):
             raise TypeError("site is not a string")
-    except FileNotFoundError:
-        raise BundleInvalid(f"no {SIGNATURE}: an unsigned bundle (or of an older iostudy: "
-                            "export it again)") from None  # fmt: skip
-    except (OSError, ValueError, KeyError, TypeError, binascii.Error) as exc:
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise BundleInvalid(f"{SIGNATURE}: not a signature record: {exc}") from None
     if len(raw) != siteid.KEY_BYTES or not siteid.verifies(raw, signature, sums):
         raise BundleInvalid(f"{SIGNATURE}: the signature of {SUMS} does not verify")

@@ -37,20 +37,19 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from iostudy.core.processes import alive
+from iostudy.core.processes import private_dir
 
 FILE = "catalog.json"
 FORMAT = "iostudy-store-catalog/1"
 # A part's name becomes a file name: no separators, no leading dot, nothing a shell quotes.
 PART_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=-]{0,199}$")
 _COMMITTED_NAME = re.compile(r"@\d+\.parquet$")
-# STORE/.snapshot-<pid>-<random>/: a reader's snapshot (see snapshot); its process's, while alive
+# STORE/.snapshot-<pid>-<random>/: a reader's snapshot (see snapshot)
 SNAPSHOT = ".snapshot-"
 READERS = ".readers"  # flock'd: shared while a snapshot links, exclusive while files go
 
@@ -139,8 +138,7 @@ def snapshot(root) -> Iterator[Catalog]:
     refuses a link to another user's file, copied) into a folder of this process, which goes at
     the end."""
     root = Path(root)
-    _clear_dead_snapshots(root)
-    folder = root / f"{SNAPSHOT}{os.getpid()}-{secrets.token_hex(4)}"
+    folder = private_dir(SNAPSHOT, root)
     try:
         with readers_lock(root, exclusive=False):
             catalog = load(root)
@@ -171,14 +169,6 @@ def _hold(source: Path, target: Path) -> None:
     except PermissionError:  # fs.protected_hardlinks: another user's file, not writable by us
         with open(source, "rb") as src, open(target, "xb") as dst:
             shutil.copyfileobj(src, dst)
-
-
-def _clear_dead_snapshots(root: Path) -> None:
-    """Remove the snapshot folders of processes that are gone (killed while reading)."""
-    for folder in root.glob(f"{SNAPSHOT}*"):
-        pid = folder.name[len(SNAPSHOT) :].split("-")[0]
-        if pid.isdigit() and not alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def part_run(name: str) -> str:

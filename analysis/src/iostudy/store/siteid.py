@@ -32,7 +32,7 @@ from iostudy.core import safeio
 from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
-from iostudy.core.processes import alive
+from iostudy.core.processes import clear_dead
 
 crypto_errors = deferred("cryptography.exceptions")
 serialization = deferred("cryptography.hazmat.primitives.serialization")
@@ -122,7 +122,7 @@ def own_key(store: Path, create: bool) -> ed25519.Ed25519PrivateKey | None:
     """The store's private key, guarded as ssh guards its keys (:func:`_key_bytes`); made when
     ``create`` and there is none yet (:func:`_make_key`)."""
     path = store / KEY_FILE
-    _clear_partial_keys(store)
+    clear_dead(store, PARTIAL_KEY)  # a killed maker's partial key
     if not os.path.lexists(path):
         return _make_key(path) if create else None
     try:
@@ -177,14 +177,6 @@ def _make_key(path: Path) -> ed25519.Ed25519PrivateKey:
     finally:
         partial.unlink(missing_ok=True)
     return key
-
-
-def _clear_partial_keys(store: Path) -> None:
-    """Remove the partial key files of processes that are gone (killed while making a key)."""
-    for partial in store.glob(f"{PARTIAL_KEY}*"):
-        pid = partial.name[len(PARTIAL_KEY) :]
-        if pid.isdigit() and not alive(int(pid)):
-            partial.unlink(missing_ok=True)
 
 
 def verifies(raw: bytes, signature: bytes, data: bytes) -> bool:
