@@ -5,6 +5,7 @@ changes; the run manifest and the report name the commit the view's iostudy prog
 The whole round trip with a real Spack is test_offline_roundtrip.py.
 """
 
+import hashlib
 import io
 import json
 import os
@@ -18,17 +19,42 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from iostudy.benchmarks import offline_archive, offline_pack, offline_unpack, spackenv
+from iostudy.benchmarks import (
+    offline_archive,
+    offline_pack,
+    offline_signature,
+    offline_unpack,
+    spackenv,
+)
 from iostudy.report import sections
+from iostudy.store import siteid
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IOSTUDY = [sys.executable, "-m", "iostudy.cli.cli"]
 TOP = "iostudy-offline"
 
 
-def iostudy(*args):
-    return subprocess.run(IOSTUDY + [str(a) for a in args], capture_output=True, text=True)
+# The packing site's key: archives are signed with it, and unpacked trusting it (--key).
+SITE = "site-a"
+KEY = Ed25519PrivateKey.generate()
+
+
+def iostudy(*args, cwd=None):
+    return subprocess.run(IOSTUDY + [str(a) for a in args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture
+def key_file(tmp_path) -> Path:
+    """SITE's public key line, as `iostudy trust own` prints it there."""
+    path = tmp_path / f"{SITE}.pub"
+    path.write_text(siteid.public_line(siteid.raw_public(KEY.public_key()), SITE) + "\n")
+    return path
+
+
+def unpack(archive: Path, dest, key: Path, cwd=None):
+    return iostudy("offline", "unpack", archive, dest, "--key", key, cwd=cwd)
 
 
 def git_head() -> str:
@@ -55,7 +81,9 @@ def packed_tree(tmp_path):
 
 
 def archive_of(top: Path, out: Path) -> Path:
+    """top as pack writes it: the archive and its signature by SITE's KEY."""
     offline_archive.write_archive(top, out)
+    offline_signature.sign(out, KEY, SITE)
     return out
 
 
@@ -70,39 +98,44 @@ def test_manifest_lists_every_file_with_its_sha256(packed_tree):
         ["sha256sum", "mirror/_source-cache/a.tar.gz"], cwd=packed_tree, capture_output=True,
         text=True,
     ).stdout.split()[0]  # fmt: skip
-    assert manifest["files"]["mirror/_source-cache/a.tar.gz"] == f"sha256:{sha}"
-    assert manifest["files"]["spack/bin/sbang"] == "link:spack"
+    assert manifest["files"]["mirror/_source-cache/a.tar.gz"] == {"sha256": sha, "size": 6}
+    assert manifest["files"]["spack/bin/sbang"] == {"link": "spack"}
 
 
 @pytest.mark.parametrize(
     ("damage", "expected"),
     [
-        (lambda t: (t / "mirror/_source-cache/a.tar.gz").write_bytes(b"other"), "says sha256:"),
-        (lambda t: (t / "wheels/extra.whl").write_bytes(b"x"), "not listed in MANIFEST.json"),
+        (lambda t: (t / "mirror/_source-cache/a.tar.gz").write_bytes(b"sourcX"), "says sha256:"),
+        (
+            lambda t: (t / "mirror/_source-cache/a.tar.gz").write_bytes(b"other"),
+            "MANIFEST.json says 6",
+        ),
+        (lambda t: (t / "wheels/extra.whl").write_bytes(b"x"), "is not listed in MANIFEST.json"),
         (lambda t: (t / "iostudy.bundle").unlink(), "listed in MANIFEST.json but missing"),
         (lambda t: (t / "MANIFEST.json").write_text("{"), "not an offline archive's manifest"),
     ],
 )
 def test_a_changed_archive_is_refused_naming_the_file_and_nothing_is_made(
-    packed_tree, tmp_path, damage, expected
+    packed_tree, tmp_path, key_file, damage, expected
 ):
+    """Changed before it was signed (a packer's own mistake): its manifest refuses it."""
     damage(packed_tree)
     archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
     dest = tmp_path / "site"
-    result = iostudy("offline", "unpack", archive, dest)
+    result = unpack(archive, dest, key_file)
     assert result.returncode == 2, result.stderr
     assert expected in result.stderr
     assert "Traceback" not in result.stderr
     assert not dest.exists(), "a refused archive leaves no folder"
 
 
-def test_a_refused_archive_empties_the_folder_it_was_given(packed_tree, tmp_path):
+def test_a_refused_archive_empties_the_folder_it_was_given(packed_tree, tmp_path, key_file):
     """An empty folder named by the user stays, empty, so the same command can run again."""
-    (packed_tree / "iostudy.bundle").write_bytes(b"changed")
+    (packed_tree / "iostudy.bundle").write_bytes(b"change")
     archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
     dest = tmp_path / "site"
     dest.mkdir()
-    result = iostudy("offline", "unpack", archive, dest)
+    result = unpack(archive, dest, key_file)
     assert result.returncode == 2 and "says sha256:" in result.stderr, result.stderr
     assert dest.is_dir() and not any(dest.iterdir())
 
@@ -132,7 +165,7 @@ def _git_bundle(path: Path, work: Path) -> None:
     subprocess.run([*git, "bundle", "create", "-q", str(path), "main"], check=True)
 
 
-def test_unpack_into_a_relative_folder_as_the_readme_says(packed_tree, tmp_path):
+def test_unpack_into_a_relative_folder_as_the_readme_says(packed_tree, tmp_path, key_file):
     """`iostudy offline unpack iostudy-offline.tar.gz site`, the README's line, run from the
     archive's folder, with a real clingo wheel (a stand-in package) and a real git bundle: a
     relative folder had no file URI for Spack's mirror."""
@@ -149,13 +182,10 @@ def test_unpack_into_a_relative_folder_as_the_readme_says(packed_tree, tmp_path)
     }
     offline_archive.write_manifest(packed_tree, facts)
     archive_of(packed_tree, tmp_path / "iostudy-offline.tar.gz")
-    result = subprocess.run(
-        [*IOSTUDY, "offline", "unpack", "iostudy-offline.tar.gz", "site"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    result = unpack("iostudy-offline.tar.gz", "site", key_file, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    fingerprint = siteid.fingerprint(siteid.raw_public(KEY.public_key()))
+    assert f"signed by site {SITE}, key {fingerprint}: verified" in result.stdout
     site = tmp_path / "site"
     mirrors = (site / TOP / "spack/etc/spack/site/mirrors.yaml").read_text()
     assert (site / TOP / "mirror").as_uri() in mirrors
@@ -179,13 +209,13 @@ def test_unpack_into_a_relative_folder_as_the_readme_says(packed_tree, tmp_path)
     ],
 )
 def test_a_hostile_entry_is_refused_before_anything_is_written(
-    tmp_path, name, kind, link, expected
+    tmp_path, key_file, name, kind, link, expected
 ):
     member = tarfile.TarInfo(name)
     member.type, member.linkname = kind, link
     archive = _tar_of(tmp_path / "a.tar.gz", [member])
     dest = tmp_path / "site"
-    result = iostudy("offline", "unpack", archive, dest)
+    result = unpack(archive, dest, key_file)
     assert result.returncode == 2
     assert f"entry '{name}' {expected}" in result.stderr
     assert not (dest / TOP).exists() and not (tmp_path / "escaped").exists()
@@ -204,7 +234,10 @@ def _hard(name: str, target: str) -> tarfile.TarInfo:
 
 
 def _tar_of(path: Path, members: list[tarfile.TarInfo]) -> Path:
-    """An archive of TOP/ with members (files get a few bytes), in order."""
+    """An archive of TOP/ with members (files get a few bytes), in order, with a manifest that
+    lists them as they are, signed by SITE: a packer that went wrong, or was turned, so that
+    the entries themselves are what unpack must refuse."""
+    listed = {}
     with tarfile.open(path, "w:gz") as tar:
         top = tarfile.TarInfo(TOP)
         top.type = tarfile.DIRTYPE
@@ -213,6 +246,16 @@ def _tar_of(path: Path, members: list[tarfile.TarInfo]) -> Path:
             data = b"x" if member.isfile() else b""
             member.size = len(data)
             tar.addfile(member, io.BytesIO(data))
+            name = os.path.normpath(member.name)[len(TOP) + 1 :]
+            sha = hashlib.sha256(data).hexdigest()
+            listed[name] = (
+                {"link": member.linkname} if member.issym() else {"sha256": sha, "size": 1}
+            )
+        manifest = json.dumps({"format": offline_archive.ARCHIVE_FORMAT, "files": listed}).encode()
+        info = tarfile.TarInfo(f"{TOP}/MANIFEST.json")
+        info.size = len(manifest)
+        tar.addfile(info, io.BytesIO(manifest))
+    offline_signature.sign(path, KEY, SITE)
     return path
 
 
@@ -242,19 +285,19 @@ def _file(name: str) -> tarfile.TarInfo:
     ],
 )  # fmt: skip
 def test_links_are_followed_through_the_whole_tree_before_anything_is_written(
-    tmp_path, members, entry, expected
+    tmp_path, key_file, members, entry, expected
 ):
     archive = _tar_of(tmp_path / "a.tar.gz", members)
     dest = tmp_path / "site"
-    result = iostudy("offline", "unpack", archive, dest)
+    result = unpack(archive, dest, key_file)
     assert result.returncode == 2, result.stderr
     assert f"entry '{TOP}/{entry}' {expected}" in result.stderr, result.stderr
     assert not dest.exists() and not (tmp_path / "X").exists()
 
 
-def test_links_that_stay_inside_through_other_links_are_kept(tmp_path):
+def test_links_that_stay_inside_through_other_links_are_kept(tmp_path, key_file):
     """Spack's own trees hold links to links (sbang -> spack): a chain that stays inside is
-    no refusal (the archive then fails its manifest, which this one lacks)."""
+    no refusal (the archive is unpacked; its manifest names no Python, the next check)."""
     members = [
         _file("spack/bin/spack"),
         _link("spack/bin/sbang", "spack"),
@@ -262,25 +305,26 @@ def test_links_that_stay_inside_through_other_links_are_kept(tmp_path):
         _link("up", "spack/bin/../bin/alias"),
     ]
     archive = _tar_of(tmp_path / "a.tar.gz", members)
-    result = iostudy("offline", "unpack", archive, tmp_path / "site")
-    assert result.returncode == 2 and "not an offline archive's manifest" in result.stderr, (
+    result = unpack(archive, tmp_path / "site", key_file)
+    assert result.returncode == 1 and "the archive's wheels are for Python" in result.stderr, (
         result.stderr
     )
 
 
-def test_a_file_that_is_no_archive_is_refused(tmp_path):
+def test_a_file_that_is_no_archive_is_refused(tmp_path, key_file):
     junk = tmp_path / "junk.tar.gz"
     junk.write_bytes(os.urandom(4096))
-    result = iostudy("offline", "unpack", junk, tmp_path / "site")
+    offline_signature.sign(junk, KEY, SITE)
+    result = unpack(junk, tmp_path / "site", key_file)
     assert result.returncode == 2
     assert f"{junk}: cannot unpack" in result.stderr
 
 
-def test_unpack_needs_an_empty_folder(packed_tree, tmp_path):
+def test_unpack_needs_an_empty_folder(packed_tree, tmp_path, key_file):
     dest = tmp_path / "site"
     dest.mkdir()
     (dest / "kept").write_text("mine")
-    result = iostudy("offline", "unpack", archive_of(packed_tree, tmp_path / "a.tgz"), dest)
+    result = unpack(archive_of(packed_tree, tmp_path / "a.tgz"), dest, key_file)
     assert result.returncode == 1
     assert f"{dest}: exists and is not an empty folder" in result.stderr
     assert (dest / "kept").read_text() == "mine"
@@ -492,3 +536,94 @@ def test_the_debs_make_spack_needs_beyond_make_setup_are_those_the_readme_names(
     assert lacking <= {"libtool", "patchelf"}, f"the README names libtool, patchelf: {lacking}"
     readme = (REPO_ROOT / "spack-env/README.md").read_text()
     assert "only **libtool and patchelf**" in readme
+
+
+def _rewritten(archive: Path, out: Path, change) -> Path:
+    """archive's tree with change(tree) applied and its manifest written anew to match, as an
+    attacker who holds no key would make it: the old signature copied beside."""
+    tree = out.parent / "rewritten"
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree, filter="data")
+    change(tree / TOP)
+    manifest = offline_archive.read_manifest(tree / TOP)
+    facts = {k: v for k, v in manifest.items() if k not in ("format", "files")}
+    offline_archive.write_manifest(tree / TOP, facts)
+    offline_archive.write_archive(tree / TOP, out)
+    shutil.copy(offline_signature.path_of(archive), offline_signature.path_of(out))
+    return out
+
+
+def _refused(result, dest: Path, expected: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not dest.exists(), "a refused archive leaves nothing"
+
+
+def test_an_unsigned_archive_is_refused_before_it_is_read(packed_tree, tmp_path, key_file):
+    archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
+    offline_signature.path_of(archive).unlink()
+    dest = tmp_path / "site"
+    _refused(unpack(archive, dest, key_file), dest, "no signature (a.tar.gz.sig beside it)")
+
+
+def test_a_consistent_rewrite_of_file_and_manifest_is_refused(packed_tree, tmp_path, key_file):
+    """A mirror tarball swapped and MANIFEST.json rewritten to match it: every check of the
+    archive's own holds; the signature does not."""
+    archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
+    swap = lambda top: (top / "mirror/_source-cache/a.tar.gz").write_bytes(b"evil!!")  # noqa: E731
+    rewritten = _rewritten(archive, tmp_path / "b.tar.gz", swap)
+    dest = tmp_path / "site"
+    _refused(unpack(rewritten, dest, key_file), dest, "changed since site site-a signed it")
+
+
+def test_an_archive_signed_by_another_key_is_refused_naming_it(packed_tree, tmp_path, key_file):
+    archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
+    other = Ed25519PrivateKey.generate()
+    offline_signature.sign(archive, other, SITE)
+    claimed = siteid.fingerprint(siteid.raw_public(other.public_key()))
+    dest = tmp_path / "site"
+    expected = f"does not verify with the key trusted for site {SITE}"
+    _refused(unpack(archive, dest, key_file), dest, expected)
+    assert f"the archive claims {claimed}" in unpack(archive, dest, key_file).stderr
+
+
+def test_an_archive_of_a_site_not_trusted_names_its_signer(packed_tree, tmp_path):
+    archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
+    dest = tmp_path / "site"
+    result = iostudy("offline", "unpack", archive, dest, "--store", tmp_path / "store")
+    fingerprint = siteid.fingerprint(siteid.raw_public(KEY.public_key()))
+    _refused(result, dest, f"signed by site '{SITE}' with key {fingerprint}, which is not trusted")
+
+
+def test_a_site_the_store_trusts_is_enough(packed_tree, tmp_path, key_file):
+    """Without --key, the keys of `iostudy trust add` in --store: the archive gets past every
+    check of its signature and entries, as far as its Python (another one here)."""
+    facts = {"system": "local", "python": "3.9.2", "platform": "linux-x86_64"}
+    offline_archive.write_manifest(packed_tree, facts)
+    archive = archive_of(packed_tree, tmp_path / "a.tar.gz")
+    store = tmp_path / "store"
+    assert iostudy("trust", "add", SITE, key_file, "--store", store).returncode == 0
+    result = iostudy("offline", "unpack", archive, tmp_path / "site", "--store", store)
+    assert result.returncode == 1 and "Python 3.9.2" in result.stderr, result.stderr
+
+
+def test_a_member_larger_than_its_manifest_says_is_never_written(tmp_path, key_file):
+    """A zero bomb (64 MiB of zeros, a few KiB compressed) where the manifest lists one byte,
+    signed by the trusted key: refused before it is written, and DIR holds nothing after."""
+    bomb = _file("mirror/zeros")
+    archive = _tar_of(tmp_path / "a.tar.gz", [bomb])
+    with tarfile.open(archive) as tar:  # the same entries, the bomb's bytes in place of one
+        entries = [(m, tar.extractfile(m).read() if m.isfile() else None) for m in tar]
+    with tarfile.open(archive, "w:gz") as tar:
+        for member, data in entries:
+            if member.name == bomb.name:
+                member.size, data = 64 << 20, bytes(64 << 20)
+            tar.addfile(member, io.BytesIO(data) if data is not None else None)
+    offline_signature.sign(archive, KEY, SITE)
+    dest = tmp_path / "site"
+    dest.mkdir()
+    result = unpack(archive, dest, key_file)
+    assert result.returncode == 2, result.stderr
+    assert f"entry '{TOP}/mirror/zeros' is {64 << 20} bytes, MANIFEST.json says 1" in result.stderr
+    assert list(dest.iterdir()) == []

@@ -53,7 +53,7 @@ tar xzf iostudy-offline.tar.gz iostudy-offline/iostudy.bundle iostudy-offline/wh
 git clone --quiet -b main iostudy-offline/iostudy.bundle unpacker
 (cd unpacker && PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/../iostudy-offline/wheels make venv)
 step unpacker
-unpacker/.venv/bin/iostudy offline unpack iostudy-offline.tar.gz site
+unpacker/.venv/bin/iostudy offline unpack iostudy-offline.tar.gz site --key site.pub
 step unpack
 . site/env.sh
 cd site/iostudy
@@ -73,10 +73,15 @@ def test_pack_unpack_build_and_run_with_the_network_cut(tmp_path):
         [sys.executable, "-m", "iostudy.cli.cli", "offline", "pack", "--system", "local",
          "--out", str(archive), "--spack", os.environ["IOSTUDY_OFFLINE_SPACK"],
          "--spack-packages", os.environ["IOSTUDY_OFFLINE_SPACK_PACKAGES"],
-         "--source-mirror", os.environ["IOSTUDY_OFFLINE_SOURCES"]],
+         "--source-mirror", os.environ["IOSTUDY_OFFLINE_SOURCES"],
+         "--store", str(tmp_path / "store"), "--site", "site-a"],
         capture_output=True, text=True,
     )  # fmt: skip
     assert pack.returncode == 0, pack.stderr[-4000:]
+    # the packing site's public key, carried with the archive and its signature
+    own = [sys.executable, "-m", "iostudy.cli.cli", "trust", "own", "--store"]
+    own += [str(tmp_path / "store"), "--out", str(tmp_path / "site.pub")]
+    subprocess.run(own, check=True, capture_output=True)
     site = tmp_path / "site"
     # the README's step on the connected side: the .debs this machine lacks for make spack
     subprocess.run(

@@ -4,9 +4,17 @@
 import sys
 from pathlib import Path
 
-from iostudy.benchmarks import offline_archive, offline_pack, offline_unpack, spackenv
-from iostudy.core import config
+from iostudy.benchmarks import (
+    offline_archive,
+    offline_pack,
+    offline_signature,
+    offline_unpack,
+    spackenv,
+)
+from iostudy.core import config, safeio
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.paths import add_store_option
+from iostudy.store import siteid
 
 
 def _failure(exc: Exception) -> int:
@@ -15,27 +23,53 @@ def _failure(exc: Exception) -> int:
     return EXIT_BAD_INPUT if bad_input else EXIT_FAILED
 
 
+def _signer(store: Path, site: str | None) -> tuple:
+    """(site, key) the archive is signed with: the store's site key (made at its first use)."""
+    try:
+        return siteid.own_site(store, site), siteid.own_key(store, create=True)
+    except siteid.SiteError as exc:
+        raise config.ConfigError(str(exc)) from None
+
+
 def cmd_pack(args) -> int:
     sources = {"spack": args.spack, "spack-packages": args.spack_packages}
     try:
-        facts = offline_pack.pack(args.system, args.out, sources, args.source_mirror)
+        signer = _signer(args.store, args.site)
+        facts = offline_pack.pack(args.system, args.out, sources, args.source_mirror, signer)
     except (offline_archive.OfflineError, spackenv.SpackError, config.ConfigError) as exc:
         return _failure(exc)
+    raw = siteid.raw_public(signer[1].public_key())
     print(
         f"packed {args.out} ({args.out.stat().st_size >> 20} MiB): system {facts['system']}, "
         f"Spack {facts['pins']['spack']['tag']}, spack-packages "
-        f"{facts['pins']['spack-packages']['tag']}, iostudy {facts['iostudy_commit'][:12]}"
+        f"{facts['pins']['spack-packages']['tag']}, iostudy {facts['iostudy_commit'][:12]}\n"
+        f"signed by site {signer[0]}, key {siteid.fingerprint(raw)}: "
+        f"{offline_signature.path_of(args.out)}"
     )
     return 0
 
 
+def trusted_key(key_file: Path | None, store: Path):
+    """site -> the raw key trusted for it: the one of --key FILE (a line of `iostudy trust
+    own`), else the store's trusted keys (`iostudy trust add`)."""
+    if key_file is None:
+        return lambda site: siteid.trusted(store, site)
+    try:
+        named, raw = siteid.parse_public(safeio.read_text(key_file, 1 << 12), str(key_file))
+    except (OSError, siteid.SiteError) as exc:
+        raise offline_archive.BadArchive(f"--key {key_file}: {exc}") from None
+    return lambda site: raw if site == named else None
+
+
 def cmd_unpack(args) -> int:
     try:
-        manifest = offline_unpack.unpack(args.archive, args.dir)
-    except (offline_archive.OfflineError, spackenv.SpackError) as exc:
+        trusted = trusted_key(args.key, args.store)
+        manifest, site, key = offline_unpack.unpack(args.archive, args.dir, trusted)
+    except (offline_archive.OfflineError, spackenv.SpackError, siteid.SiteError) as exc:
         return _failure(exc)
     print(
-        f"unpacked into {args.dir}; next:\n  . {args.dir / 'env.sh'}\n"
+        f"signed by site {site}, key {key}: verified\nunpacked into {args.dir}; next:\n"
+        f"  . {args.dir / 'env.sh'}\n"
         f"  cd {args.dir / 'iostudy'} && make setup && make spack SYSTEM={manifest['system']}"
     )
     return 0
@@ -59,6 +93,8 @@ def register(groups) -> None:
         f"site's). Exit {EXIT_BAD_INPUT}: a bad configuration; {EXIT_FAILED}: a step failed.",
     )
     pack.add_argument("--system", required=True, help="a system of configs/systems/")
+    add_store_option(pack, "the store whose site key signs the archive (made at its first use)")
+    pack.add_argument("--site", help="the store's site name (required if it has none yet; kept)")
     pack.add_argument("--out", required=True, type=Path, help="the archive to write (.tar.gz)")
     pack.add_argument("--spack", type=Path, metavar="GIT", help="a clone of Spack with the tag")
     pack.add_argument(
@@ -74,11 +110,21 @@ def register(groups) -> None:
     unpack = cmds.add_parser(
         "unpack",
         help="check the archive and make it ready (no network)",
-        description="Checks every file against the archive's manifest, makes the clingo "
+        description="Checks the archive's signature (ARCHIVE.sig, by the key of --key or one "
+        "the store trusts) before anything else, then every entry and file against the "
+        "archive's manifest, makes the clingo "
         "virtual environment, Spack's site scope (carried recipes and mirror only, no "
         "bootstrap), clones the checkout and writes DIR/env.sh. "
-        f"Exit {EXIT_BAD_INPUT}: the archive is not one pack wrote or was changed.",
+        f"Exit {EXIT_BAD_INPUT}: the archive is unsigned, signed by a key not trusted, not "
+        "one pack wrote or changed since.",
     )
-    unpack.add_argument("archive", type=Path)
+    unpack.add_argument("archive", type=Path, help="the archive; its signature ARCHIVE.sig beside")
     unpack.add_argument("dir", type=Path, help="a new or empty folder")
+    unpack.add_argument(
+        "--key",
+        type=Path,
+        metavar="FILE",
+        help="the packing site's public key (the line `iostudy trust own` prints there)",
+    )
+    add_store_option(unpack, "without --key: the store whose trusted keys (iostudy trust) apply")
     unpack.set_defaults(func=cmd_unpack)

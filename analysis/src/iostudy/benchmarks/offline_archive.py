@@ -6,19 +6,27 @@ An archive is one tar file holding one folder, LAYOUT's entries in it:
   wheels/           clingo, analysis/requirements.lock and their build requirements
   mirror/           a Spack source mirror of exactly the locked specs (iostudy's own included)
   iostudy.bundle    the checkout's branch as a git bundle (every locked commit in it)
-  MANIFEST.json     what it is (system, pins, Python, lock checksum) and every file's sha256
-The manifest is checked before anything of the archive is used: a file that differs, is missing
-or is not listed is named and nothing is installed.
+  MANIFEST.json     what it is (system, pins, Python, lock checksum), every file's sha256 and
+                    size, every link's target
+Beside it, <archive>.sig signs the archive's bytes (iostudy.benchmarks.offline_signature).
+Unpack checks the signature first, then every entry against the manifest (listed, of its size
+or target, no way out of the folder) before it writes one, into a folder of its own that goes
+on any refusal; then every file's sha256. A file that differs, is missing or is not listed is
+named and nothing is installed.
 """
 
 import json
 import os
+import shutil
 import tarfile
 from pathlib import Path
 
 from iostudy.core import provenance
+from iostudy.core.processes import private_dir
 
-ARCHIVE_FORMAT = 1
+ARCHIVE_FORMAT = 2
+MAX_MANIFEST = 64 << 20  # the manifest is read into memory: ~23,000 entries of ~150 bytes
+UNPACK_PREFIX = ".iostudy-unpack-"  # + pid-<random>: DIR's folder of an unpack under way
 TOP = "iostudy-offline"
 MANIFEST = "MANIFEST.json"
 LAYOUT = ("spack", "spack-packages", "wheels", "mirror", "iostudy.bundle")
@@ -35,9 +43,9 @@ class BadArchive(OfflineError):
     """The archive is not one pack made, or was changed since: nothing of it is used."""
 
 
-def tree_files(root: Path) -> dict[str, str]:
-    """{path relative to root: "sha256:<hex>" or "link:<target>"} of every file and symbolic
-    link under root (folders are implied by their files)."""
+def tree_files(root: Path) -> dict[str, dict]:
+    """{path relative to root: {"sha256": hex, "size": bytes} or {"link": target}} of every
+    file and symbolic link under root (folders are implied by their files)."""
     entries = {}
     for folder, dirs, files in os.walk(root):
         dirs.sort()
@@ -45,9 +53,10 @@ def tree_files(root: Path) -> dict[str, str]:
             path = Path(folder) / name
             relative = str(path.relative_to(root))
             if path.is_symlink():
-                entries[relative] = f"link:{os.readlink(path)}"
+                entries[relative] = {"link": os.readlink(path)}
             else:
-                entries[relative] = f"sha256:{provenance.sha256_file(path)}"
+                size = path.stat().st_size
+                entries[relative] = {"sha256": provenance.sha256_file(path), "size": size}
     return entries
 
 
@@ -65,17 +74,37 @@ def write_manifest(root: Path, facts: dict) -> Path:
 def read_manifest(root: Path) -> dict:
     path = root / MANIFEST
     try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        return parse_manifest(path.read_text(), path)
+    except OSError as exc:
         raise BadArchive(f"{path}: not an offline archive's manifest: {exc}") from None
+
+
+def parse_manifest(text: str, where) -> dict:
+    """The manifest in text, once it is one of this format: every entry a file's sha256 and
+    size or a link's target."""
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        raise BadArchive(f"{where}: not an offline archive's manifest: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != ARCHIVE_FORMAT:
         raise BadArchive(
-            f"{path}: format {manifest.get('format') if isinstance(manifest, dict) else None!r}"
+            f"{where}: format {manifest.get('format') if isinstance(manifest, dict) else None!r}"
             f", this iostudy reads format {ARCHIVE_FORMAT}"
         )
-    if not isinstance(manifest.get("files"), dict):
-        raise BadArchive(f"{path}: no 'files' list")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(map(_is_entry, files.values())):
+        raise BadArchive(f"{where}: 'files' is not a list of files and links")
     return manifest
+
+
+def _is_entry(entry) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    if entry.keys() == {"link"}:
+        return isinstance(entry["link"], str)
+    size = entry.get("size")
+    sized = isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_BYTES
+    return entry.keys() == {"sha256", "size"} and isinstance(entry["sha256"], str) and sized
 
 
 def verify(root: Path) -> dict:
@@ -86,13 +115,19 @@ def verify(root: Path) -> dict:
     mismatch = provenance.digest_mismatch(listed, found)
     if mismatch:
         name, how = mismatch
-        problem = {
-            "missing": f"listed in {MANIFEST} but missing",
-            "unlisted": f"not listed in {MANIFEST}",
-            "differs": f"{found.get(name)}, {MANIFEST} says {listed.get(name)}",
-        }[how]
+        if how == "differs":
+            problem = f"{_shown(found[name])}, {MANIFEST} says {_shown(listed[name])}"
+        else:
+            problem = {
+                "missing": f"listed in {MANIFEST} but missing",
+                "unlisted": f"not listed in {MANIFEST}",
+            }[how]
         raise BadArchive(f"{root / name}: {problem}")
     return manifest
+
+
+def _shown(entry: dict) -> str:
+    return f"link:{entry['link']}" if "link" in entry else f"sha256:{entry['sha256']}"
 
 
 def write_archive(root: Path, out: Path) -> None:
@@ -120,7 +155,23 @@ def _member_problem(member: tarfile.TarInfo) -> str | None:
     return None
 
 
-def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
+def _manifest_member(archive: Path, tar: tarfile.TarFile) -> dict:
+    """The archive's manifest, read from the tar (not written anywhere), bounded."""
+    name = f"{TOP}/{MANIFEST}"
+    try:
+        member = tar.getmember(name)
+    except KeyError:
+        raise BadArchive(f"{archive}: no {name}: not an offline archive's manifest") from None
+    if not member.isfile() or member.size > MAX_MANIFEST:
+        raise BadArchive(f"{archive}: {name} is not an offline archive's manifest")
+    with tar.extractfile(member) as f:
+        return parse_manifest(f.read().decode(errors="replace"), f"{archive}: {name}")
+
+
+def _check_members(archive: Path, tar: tarfile.TarFile, listed: dict) -> None:
+    """Every entry before any is written: its name and kind (_member_problem), listed in the
+    manifest with its size or target (_listing_problem), and safe in the tree the whole archive
+    makes (_chain_problem)."""
     count = size = 0
     links = {}  # the archive's symbolic links: path -> target
     members = []
@@ -132,7 +183,7 @@ def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
                 f"{archive}: more than {MAX_MEMBERS} entries or {MAX_BYTES >> 30} GiB: "
                 "not an offline archive of iostudy"
             )
-        problem = _member_problem(member)
+        problem = _member_problem(member) or _listing_problem(member, listed)
         if problem:
             raise BadArchive(f"{archive}: entry '{member.name}' {problem}")
         if member.issym():
@@ -142,6 +193,29 @@ def _check_members(archive: Path, tar: tarfile.TarFile) -> None:
         problem = _chain_problem(member, links)
         if problem:
             raise BadArchive(f"{archive}: entry '{member.name}' {problem}")
+
+
+def _listing_problem(member: tarfile.TarInfo, listed: dict) -> str | None:
+    """Why member is not what the manifest lists: a file or link it does not list, a size or
+    a link target other than it says (a folder needs no listing: it holds what is listed)."""
+    if member.isdir():
+        return None
+    name = os.path.normpath(member.name)[len(TOP) + 1 :]
+    entry = listed.get(name)
+    if name == MANIFEST:
+        return None
+    if entry is None:
+        return f"is not listed in {MANIFEST}"
+    if member.issym():
+        if entry.get("link") != member.linkname:
+            return f"links to {member.linkname}, {MANIFEST} says {_shown(entry)}"
+    elif "link" in entry:
+        return f"is not what {MANIFEST} lists ({_shown(entry)})"
+    elif member.islnk():
+        return None  # a hard link: a file of its target's bytes, checked once it is written
+    elif member.size != entry["size"]:
+        return f"is {member.size} bytes, {MANIFEST} says {entry['size']}"
+    return None
 
 
 def _chain_problem(member: tarfile.TarInfo, links: dict[str, str]) -> str | None:
@@ -203,12 +277,18 @@ def extract_all(tar: tarfile.TarFile, dest: Path) -> None:
 
 
 def extract(archive: Path, dest: Path) -> Path:
-    """The archive's folder extracted under dest (Python's "data" filter: no absolute path, no
-    path out of dest, no device, no link out of the tree); returns it."""
+    """The archive's folder extracted under dest, once every entry is checked (_check_members),
+    into a folder of this process in dest (Python's "data" filter too where it has it), then
+    moved into place; returns it. On any refusal or failure nothing of it stays in dest."""
+    work = private_dir(UNPACK_PREFIX, dest)
     try:
         with tarfile.open(archive, "r:*") as tar:
-            _check_members(archive, tar)
-            extract_all(tar, dest)
+            listed = _manifest_member(archive, tar)["files"]
+            _check_members(archive, tar, listed)
+            extract_all(tar, work)
+        os.rename(work / TOP, dest / TOP)
     except (OSError, tarfile.TarError) as exc:
         raise BadArchive(f"{archive}: cannot unpack: {exc}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return dest / TOP

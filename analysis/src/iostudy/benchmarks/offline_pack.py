@@ -24,7 +24,7 @@ import tomllib
 import yaml
 
 from iostudy.benchmarks import offline_archive as archive
-from iostudy.benchmarks import spackenv
+from iostudy.benchmarks import offline_signature, spackenv
 from iostudy.core import config, provenance
 from iostudy.core.config import REPO_ROOT
 
@@ -232,8 +232,11 @@ def bundle_checkout(dest: Path, locked: dict[str, str]) -> str:
     return head
 
 
-def pack(system: str, out: Path, sources: dict[str, Path | None], upstream: Path | None) -> dict:
-    """Writes the archive of system to out; returns its manifest's facts."""
+def pack(
+    system: str, out: Path, sources: dict[str, Path | None], upstream: Path | None, signer: tuple
+) -> dict:
+    """Writes the archive of system to out, signed (out.sig) by ``signer``, (site, key);
+    returns its manifest's facts."""
     config.load_system(system)
     spackenv.check_site_scope(system)
     check_lock_current(system)
@@ -267,4 +270,5 @@ def pack(system: str, out: Path, sources: dict[str, Path | None], upstream: Path
         }
         archive.write_manifest(staging, facts)
         archive.write_archive(staging, out)
+    offline_signature.sign(out, signer[1], signer[0])
     return facts

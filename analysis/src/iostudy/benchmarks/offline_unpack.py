@@ -20,10 +20,13 @@ import sys
 from pathlib import Path
 
 from iostudy.benchmarks import offline_archive as archive
-from iostudy.benchmarks import offline_pack
+from iostudy.benchmarks import offline_pack, offline_signature
+from iostudy.core.processes import clear_dead
 
 
 def check_destination(dest: Path) -> None:
+    if dest.is_dir():
+        clear_dead(dest, archive.UNPACK_PREFIX)  # a killed unpack's extraction folder
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise archive.OfflineError(f"{dest}: exists and is not an empty folder")
 
@@ -84,16 +87,19 @@ def clone_checkout(top: Path, dest: Path, branch: str) -> None:
         raise archive.OfflineError(f"cannot clone the checkout's bundle: {proc.stderr.strip()}")
 
 
-def unpack(path: Path, dest: Path) -> dict:
-    """Unpacks and prepares; returns the archive's manifest. ``dest`` may be relative (env.sh
-    and Spack's scope name it absolute). When a step fails, what unpack made goes (the folder,
-    or its content if it was there, empty): a refused archive leaves nothing."""
+def unpack(path: Path, dest: Path, trusted_key) -> tuple[dict, str, str]:
+    """Unpacks and prepares; returns the archive's manifest and its signer's site and key
+    fingerprint. The signature (offline_signature.verify, by ``trusted_key(site)``) is checked
+    before anything else. ``dest`` may be relative (env.sh and Spack's scope name it absolute).
+    When a step fails, what unpack made goes (the folder, or its content if it was there,
+    empty): a refused archive leaves nothing."""
     dest = dest.absolute()
     check_destination(dest)
+    site, fingerprint = offline_signature.verify(path, trusted_key)
     made = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        return _prepare(path, dest)
+        return _prepare(path, dest), site, fingerprint
     except BaseException:
         _undo(dest, made)
         raise

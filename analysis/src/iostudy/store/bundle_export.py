@@ -238,7 +238,7 @@ def _export_generation(store, out, catalog, results, site, key, anonymizer, cons
     _add_configured_systems(runs, systems)
     tables = {table: _own_parts(catalog, table, foreign) for table in store_mod.TABLES}
     meta = _meta(site, anonymizer, runs, systems, tables, missing)
-    with safeio.space_in(out.parent):
+    with safeio.space_in(out.parent), store_mod.store_umask_applied():
         sums = _write(out, meta, catalog, manifests, systems, anonymizer, key)
     meta["id"] = hashlib.sha256(sums).hexdigest()
     return meta

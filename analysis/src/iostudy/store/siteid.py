@@ -33,6 +33,7 @@ from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.core.processes import clear_dead
+from iostudy.store.store import store_umask_applied
 
 crypto_errors = deferred("cryptography.exceptions")
 serialization = deferred("cryptography.hazmat.primitives.serialization")
@@ -41,6 +42,7 @@ ed25519 = deferred("cryptography.hazmat.primitives.asymmetric.ed25519")
 SITE_FILE = "site.json"
 KEY_FILE = "site-key.pem"
 PARTIAL_KEY = ".site-key.pem.partial-"  # + the pid of the process making the key
+PARTIAL_SITE = ".site.json.partial-"  # + the pid of the process recording the site
 TRUST_DIR = "trust"
 KIND = "iostudy-ed25519"
 SITE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -79,8 +81,28 @@ def own_site(store: Path, requested: str | None) -> str:
             "were imported here); a store's own site needs a name of its own"
         )
     if not recorded:
+        return _record_site(path, site)
+    return site
+
+
+def _record_site(path: Path, site: str) -> str:
+    """STORE/site.json written whole or not at all (as the key is, _make_key), with the store's
+    umask; returns the site it holds (another process's, if it recorded one meanwhile)."""
+    with store_umask_applied():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"site": site}) + "\n")
+        clear_dead(path.parent, PARTIAL_SITE)
+        partial = path.with_name(f"{PARTIAL_SITE}{os.getpid()}")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps({"site": site}) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(partial, path)
+        except FileExistsError:
+            return own_site(path.parent, site)
+        finally:
+            partial.unlink(missing_ok=True)
     return site
 
 
@@ -210,11 +232,12 @@ def trust(store: Path, site: str, raw: bytes) -> Path:
             f"remove {store / TRUST_DIR / (site + '.pub')} first if the site changed its key"
         )
     folder = store / TRUST_DIR
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{site}.pub"
-    tmp = folder / f".{site}.pub.tmp"
-    tmp.write_text(public_line(raw, site) + "\n")
-    os.replace(tmp, path)
+    with store_umask_applied():
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{site}.pub.tmp"
+        tmp.write_text(public_line(raw, site) + "\n")
+        os.replace(tmp, path)
     return path
 
 

@@ -424,6 +424,16 @@ def store_umask() -> int:
     return value
 
 
+@contextlib.contextmanager
+def store_umask_applied():
+    """The store's umask (store_umask) for what the block creates, whatever the caller's."""
+    umask = os.umask(store_umask())
+    try:
+        yield
+    finally:
+        os.umask(umask)
+
+
 class Store:
     """A store directory: the Parquet tables its catalog names (iostudy.store.catalog), the DuckDB
     views and the write lock."""
@@ -445,8 +455,7 @@ class Store:
     def locked(self, console=None):
         """Held by every write. Taking it rolls an interrupted commit back (catalog.recover);
         what is created meanwhile gets the store's umask."""
-        umask = os.umask(store_umask())
-        try:
+        with store_umask_applied():
             self.root.mkdir(parents=True, exist_ok=True)
             with open(self.root / LOCK, "w") as lock:
                 try:
@@ -457,8 +466,6 @@ class Store:
                     fcntl.flock(lock, fcntl.LOCK_EX)
                 catalog_mod.recover(self.root, TABLES)
                 yield
-        finally:
-            os.umask(umask)
 
     def known_hashes(self, exclude_run: str | None = None) -> set[str]:
         """sha256 of every log the store holds (ingested or quarantined), or only for runs other
