@@ -492,6 +492,33 @@ def test_day_file_lines_out_of_the_limits_are_named_and_the_others_read(tmp_path
     ]
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("read_bytes", 10**400, "read_bytes = 1000000000"),  # past int64: crashed the import
+        ("write_bytes", -8, "write_bytes = -8"),
+        ("seconds", 1e308, "seconds = 1e+308"),  # past timedelta: crashed the import
+        ("read_iops", "many", "read_iops = 'many'"),
+        ("device", 7, "device = 7"),
+    ],
+)
+def test_an_io_record_the_store_refuses_is_skipped_and_named(tmp_path, capsys, field, value,
+                                                            named):  # fmt: skip
+    """An io record whose value the store's rule refuses (iostudy.logs.plausibility, the rule
+    of ingest and import) is skipped, named with its file and line; the others are imported."""
+    good = {"type": "io", "time": "2026-01-23T10:01:00Z", "host": "h", "device": "sdb",
+            "seconds": 60.0, "read_bytes": 1, "write_bytes": 2}  # fmt: skip
+    bad = {**good, "time": "2026-01-23T10:02:00Z", field: value}
+    day = tmp_path / "mon" / "2026-01-23.jsonl"
+    day.parent.mkdir()
+    day.write_text(f"{json.dumps(good)}\n{json.dumps(bad)}\n")
+    st = tmp_path / "store"
+    assert main(["iostat-mon", "import", str(day.parent), "--store", str(st)]) == 0
+    err = capsys.readouterr().err
+    assert f"{day}:2: not an iostat-mon record: " in err and named in err, err
+    assert store.read_table(st, "iostat")["end"].tolist() == [pd.Timestamp("2026-01-23 10:01")]
+
+
 # -- analysis (seed 000 IV) on a table written by hand ---------------------------------------------
 
 

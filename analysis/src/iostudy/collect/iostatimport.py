@@ -21,6 +21,7 @@ from iostudy.collect.iostatdays import day_files
 from iostudy.collect.iostatjson import parse_time
 from iostudy.core import jsonlimits
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.logs.plausibility import row_problems
 from iostudy.store import store as store_mod
 
 TABLE = "iostat"
@@ -43,13 +44,32 @@ def read_records(folder: Path) -> tuple[list[dict], list[str]]:
                     except ValueError as exc:
                         problems.append(f"{path}:{number}: not a JSON record: {exc}")
                         continue
-                    if not isinstance(rec, dict) or rec.get("type") not in RECORD_TYPES:
-                        problems.append(f"{path}:{number}: not an iostat-mon record")
+                    if problem := _record_problem(rec):
+                        problems.append(f"{path}:{number}: {problem}")
                         continue
                     records.append(rec)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             problems.append(f"{path}: unreadable after line {number}: {exc}")
     return records, problems
+
+
+# an io record's values, as the iostat table's columns of the same names hold them
+IO_VALUES = ("device", "seconds", "read_bytes", "write_bytes", "read_iops", "write_iops",
+             "util_pct", "read_await_ms", "write_await_ms", "queue")  # fmt: skip
+
+
+def _record_problem(rec) -> str | None:
+    """Why a parsed line is no record of the monitor's: not one of its types, or an io
+    record whose values the store's rule refuses (iostudy.logs.plausibility: types, finite
+    numbers, bounds; one rule with ingest and import)."""
+    if not isinstance(rec, dict) or rec.get("type") not in RECORD_TYPES:
+        return "not an iostat-mon record"
+    if rec["type"] != "io":
+        return None
+    values = {k: rec.get(k) for k in IO_VALUES}
+    if problems := row_problems(TABLE, values, store_mod.TABLES[TABLE]):
+        return f"not an iostat-mon record: {'; '.join(problems)}"
+    return None
 
 
 def _ts(text) -> datetime | None:
