@@ -22,11 +22,12 @@ import tarfile
 from pathlib import Path
 
 from iostudy.core import provenance
-from iostudy.core.processes import private_dir
+from iostudy.core.processes import clear_dead, own_name, private_dir
 
 ARCHIVE_FORMAT = 2
 MAX_MANIFEST = 64 << 20  # the manifest is read into memory: ~23,000 entries of ~150 bytes
 UNPACK_PREFIX = ".iostudy-unpack-"  # + pid-<random>: DIR's folder of an unpack under way
+PARTIAL = ".iostudy-pack-"  # + pid-<archive name>: the archive being written, beside it
 TOP = "iostudy-offline"
 MANIFEST = "MANIFEST.json"
 LAYOUT = ("spack", "spack-packages", "wheels", "mirror", "iostudy.bundle")
@@ -132,10 +133,14 @@ def _shown(entry: dict) -> str:
 
 def write_archive(root: Path, out: Path) -> None:
     """root as out (gzip-compressed tar), written beside and renamed: never a half archive."""
-    partial = out.with_name(out.name + ".partial")
-    with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
-        tar.add(root, arcname=TOP)
-    os.replace(partial, out)
+    clear_dead(out.parent, PARTIAL)
+    partial = out.with_name(own_name(PARTIAL) + out.name)
+    try:
+        with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
+            tar.add(root, arcname=TOP)
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _member_problem(member: tarfile.TarInfo) -> str | None:

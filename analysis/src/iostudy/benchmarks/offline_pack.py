@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from iostudy.benchmarks import offline_archive as archive
 from iostudy.benchmarks import offline_signature, spackenv
 from iostudy.core import config, provenance
 from iostudy.core.config import REPO_ROOT
+from iostudy.core.processes import private_dir
 
 REQUIREMENTS = REPO_ROOT / "analysis" / "requirements.lock"
 ANALYSIS_PYPROJECT = REPO_ROOT / "analysis" / "pyproject.toml"
@@ -242,8 +242,10 @@ def pack(
     check_lock_current(system)
     pinned = spackenv.read_pins()
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".offline-pack-", dir=out.parent) as tmp:
-        staging, scratch = Path(tmp) / archive.TOP, Path(tmp) / "scratch"
+    # beside the archive: a killed pack's folder goes at the next, as the archive's partial file
+    tmp = private_dir(".offline-pack-", out.parent)
+    try:
+        staging, scratch = tmp / archive.TOP, tmp / "scratch"
         staging.mkdir()
         scratch.mkdir()
         commits = {
@@ -270,5 +272,7 @@ def pack(
         }
         archive.write_manifest(staging, facts)
         archive.write_archive(staging, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     offline_signature.sign(out, signer[1], signer[0])
     return facts

@@ -25,6 +25,7 @@ from iostudy.logs.darshanlog import DarshanLogError, add_limit_options, limits_f
 from iostudy.logs.summary import summarize
 from iostudy.run import profiles
 from iostudy.store.catalog import CatalogError
+from iostudy.store.umask import StoreUmaskError
 
 # Command groups -> the module that registers each (its register(groups)), in --help's order.
 # A command imports only its own module: `iostudy ingest` or `iostudy fsstats scan` start
@@ -271,7 +272,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except CatalogError as exc:  # any command that reads a store whose catalog is damaged
+    except (CatalogError, StoreUmaskError) as exc:  # a store damaged, or its umask not one
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except NoSpace as exc:  # any command that writes, on a full file system

@@ -30,6 +30,7 @@ from iostudy.store import store as store_mod
 from iostudy.store.bundle_file import NOT_IMPORTED, BundleError, add_member, signature_member
 from iostudy.store.bundlecheck import FORMAT, META, SIGNATURE, SUMS
 from iostudy.store.siteid import SiteError, fingerprint, own_site
+from iostudy.store.umask import store_umask_applied
 
 pa = deferred("pyarrow")
 pq = deferred("pyarrow.parquet")
@@ -238,7 +239,7 @@ def _export_generation(store, out, catalog, results, site, key, anonymizer, cons
     _add_configured_systems(runs, systems)
     tables = {table: _own_parts(catalog, table, foreign) for table in store_mod.TABLES}
     meta = _meta(site, anonymizer, runs, systems, tables, missing)
-    with safeio.space_in(out.parent), store_mod.store_umask_applied():
+    with safeio.space_in(out.parent), store_umask_applied():
         sums = _write(out, meta, catalog, manifests, systems, anonymizer, key)
     meta["id"] = hashlib.sha256(sums).hexdigest()
     return meta

@@ -33,7 +33,7 @@ from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.core.processes import clear_dead
-from iostudy.store.store import store_umask_applied
+from iostudy.store.umask import store_umask_applied
 
 crypto_errors = deferred("cryptography.exceptions")
 serialization = deferred("cryptography.hazmat.primitives.serialization")

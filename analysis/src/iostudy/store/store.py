@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from iostudy.core import paths
 from iostudy.core.deferred import deferred
 from iostudy.logs.logrows import SIZE_BINS, utc_naive
 from iostudy.store import catalog as catalog_mod
+from iostudy.store.umask import store_umask_applied
 
 duckdb = deferred("duckdb")
 pa = deferred("pyarrow")
@@ -37,7 +37,6 @@ pq = deferred("pyarrow.parquet")
 
 DATABASE = "store.duckdb"
 LOCK = ".lock"
-DEFAULT_UMASK = "027"
 
 
 # Times are UTC, stored without a time zone: DuckDB hands TIMESTAMPTZ to pandas through a
@@ -408,30 +407,6 @@ DEFAULT_STUDY = "characterization"
 
 class IngestError(Exception):
     """A run directory cannot be ingested at all (e.g. its manifest is unreadable)."""
-
-
-def store_umask() -> int:
-    """The umask of everything a store write creates: IOSTUDY_STORE_UMASK (octal), by default
-    027: the store holds every user's paths and command lines, so owner and group only, as the
-    logs themselves are kept."""
-    text = os.environ.get("IOSTUDY_STORE_UMASK", DEFAULT_UMASK)
-    try:
-        value = int(text, 8)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 0o777:
-        raise IngestError(f"IOSTUDY_STORE_UMASK={text!r}: not an octal umask such as 027")
-    return value
-
-
-@contextlib.contextmanager
-def store_umask_applied():
-    """The store's umask (store_umask) for what the block creates, whatever the caller's."""
-    umask = os.umask(store_umask())
-    try:
-        yield
-    finally:
-        os.umask(umask)
 
 
 class Store:
