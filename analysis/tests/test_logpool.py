@@ -286,6 +286,34 @@ def test_a_damaged_log_costs_a_fork_not_a_python_start(tmp_path):
     assert elapsed < 8, f"{elapsed / 40 * 1000:.0f} ms per damaged log"
 
 
+def _pid_or_complaint(checked, arg):
+    """A read that answers with the worker's pid; for "complain" it says on fd 2 what
+    libdarshan-util says of a log it fails to read."""
+    if arg == "complain":
+        os.write(2, b"Error: failed to read module POSIX data from darshan log file.\n")
+    return os.getpid()
+
+
+def _results(_context, entries):
+    return [result for _, result in entries]
+
+
+def test_no_log_is_read_after_a_failure_in_the_library_by_the_same_worker():
+    """A log that failed in libdarshan-util may leave its state damaged (a freed handle, a
+    heap written past): the next log goes to a fresh worker, also when the failed log was the
+    last of its batch (a batch of one: read_log's, and each log of a dead worker's batch read
+    again)."""
+    log = str(DARSHAN_LOGS / RELEASE_350)
+    items = [(log, "first"), (log, "complain"), (log, "next")]
+    with logpool.ReaderPool(_pid_or_complaint, _results, jobs=1, batch=1) as pool:
+        answers = list(pool.map(items))
+    pids = [pid for batch in answers for pid in batch.payload or []]
+    failed = [(arg, reason) for batch in answers for (_, arg), reason in batch.failed]
+    said = "Error: failed to read module POSIX data from darshan log file."
+    assert failed == [("complain", f"libdarshan-util reported problems [{said}]")]
+    assert len(pids) == 2 and pids[0] != pids[1], "the worker that failed read the next log"
+
+
 # -- workers die with their parent ---------------------------------------------------------------
 
 

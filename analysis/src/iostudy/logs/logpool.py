@@ -10,8 +10,9 @@ slow (a Python start per log); here a few workers read batches of logs, one log 
 - anything libdarshan-util prints on stderr while it reads a log (fd 2 goes to a file the worker
   empties after each log that printed) makes that log fail, as a clean read prints nothing;
 - after a log that failed in libdarshan-util the worker sends what it has (the rows of the logs
-  before it, and the reason) and exits, so no damaged state reads the next log; the rest of its
-  batch goes back to the queue and a fresh worker takes over;
+  before it, and the reason) and exits, so no damaged state reads the next log, not even when
+  the log was the last of its batch; the rest of its batch goes back to the queue and a fresh
+  worker takes over;
 - when a worker dies (signal, exit) or overruns the timeout, the log to blame is not known: its
   whole batch goes back to the queue one log per batch, and a log that then kills its worker,
   alone, gets the reason (``reader crashed (segfault)``...);
@@ -116,8 +117,9 @@ def scratch_dir() -> str:
 
 def _worker(conn, read, rows, scratch, limits):
     """Worker main loop: a batch of (path, arg) in, (items handled, [(indices, rows payload)],
-    [(index, reason)]) out; exits after a log that failed in libdarshan-util or on None.
-    ``scratch``: its folder (the pool reads the stderr file there when the worker dies)."""
+    [(index, reason)], whether it exits) out; exits after a log that failed in libdarshan-util
+    or on None. ``scratch``: its folder (the pool reads the stderr file there when the worker
+    dies)."""
     warnings.simplefilter("ignore")  # stderr is for libdarshan-util's complaints only
     faulthandler.disable()  # a forked worker inherits it; its crash is the pool's to report
     gc.freeze()  # what it inherits lives as long as it: not walked (and copied) by collections
@@ -127,10 +129,10 @@ def _worker(conn, read, rows, scratch, limits):
     try:
         while (task := conn.recv()) is not None:
             context, batch = task
-            handled, entries, failed = _read_batch(read, batch, limits, errors)
+            handled, entries, failed, damaged = _read_batch(read, batch, limits, errors)
             parts, unfit = _batch_rows(rows, context, entries)
-            _send(conn, (handled, parts, sorted(failed + unfit)))
-            if handled < len(batch):
+            _send(conn, (handled, parts, sorted(failed + unfit), damaged))
+            if damaged:
                 break  # the library's state may be damaged: the pool starts a fresh worker
     except (EOFError, KeyboardInterrupt):
         pass
@@ -139,8 +141,9 @@ def _worker(conn, read, rows, scratch, limits):
 
 
 def _read_batch(read, batch, limits, errors):
-    """(items handled, [(index, (arg, read result))], [(index, reason)]): up to the first log
-    that fails in libdarshan-util (included), or the whole batch."""
+    """(items handled, [(index, (arg, read result))], [(index, reason)], whether a log failed
+    in libdarshan-util): up to the first log that fails there (included), or the whole
+    batch."""
     entries, failed = [], []
     for i, (path, arg) in enumerate(batch):
         entered, failure = False, None
@@ -158,8 +161,8 @@ def _read_batch(read, batch, limits, errors):
             continue
         failed.append((i, Failure(failure or "libdarshan-util reported problems", said)))
         if entered:
-            return i + 1, entries, failed
-    return len(batch), entries, failed
+            return i + 1, entries, failed, True
+    return len(batch), entries, failed, False
 
 
 def _complaints(errors) -> list[str]:
@@ -514,9 +517,10 @@ class ReaderPool:
         return out
 
     def _answered(self, slot, batch, answer, again):
-        handled, parts, failed = answer
-        if handled < len(batch):  # the worker exits after a log that failed in the library
+        handled, parts, failed, damaged = answer
+        if damaged:  # the worker exits after a log that failed in the library
             slot.stop()
+        if handled < len(batch):
             again.appendleft(batch[handled:])
         for indices, payload in parts:
             yield Batch([batch[i] for i in indices], payload, [])
