@@ -49,9 +49,12 @@ JOB_FIELDS = {
     "legacy": {"uid": 0, "start_time_sec": 8, "end_time_sec": 16, "nprocs": 24, "jobid": 32},
 }  # fmt: skip
 # Module ids in the 3.41 numbering (reference section 5).
-MODULE_IDS = {"POSIX": 1, "MPI-IO": 2, "H5F": 3, "PNETCDF_FILE": 5, "STDIO": 9}
+MODULE_IDS = {"POSIX": 1, "MPI-IO": 2, "H5F": 3, "PNETCDF_FILE": 5, "LUSTRE": 8, "STDIO": 9,
+              "HEATMAP": 15}  # fmt: skip
 # Current record versions (what the records must be stored at to be patched in place):
-# CURRENT_VERSIONS, the wheel's libdarshan-util's, which test_log_regions checks.
+# CURRENT_VERSIONS, the wheel's libdarshan-util's, which test_log_regions checks; those of the
+# variable-size modules (reference section 5), whose regions are replaced whole.
+VERSIONS = {**CURRENT_VERSIONS, "LUSTRE": 2, "HEATMAP": 1}
 
 
 def _slot(version: str, mod_id: int) -> int:
@@ -122,7 +125,7 @@ def _module_region(data: bytes, module: str):
     version = struct.unpack_from(hdr.order + "I", data, ver_at)[0]
     if not length:
         raise LogFormatError(f"no {module} data in this log")
-    if version != CURRENT_VERSIONS[module]:
+    if version != VERSIONS[module]:
         raise LogFormatError(f"{module} records of version {version}: not patched in place")
     return hdr, slot, off, length
 

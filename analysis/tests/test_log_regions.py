@@ -4,10 +4,14 @@ same logs: every real test log, crafted name tables (duplicate ids, empty names,
 not UTF-8) and damaged regions. PyDarshan (libdarshan-util through its own functions) is the
 oracle; the log-format reference, section 4, says how it resolves duplicate ids."""
 
+from pathlib import Path
+
+import darshan
 import numpy as np
 import pytest
 from darshan.backend import cffi_backend as backend
 
+from iostudy.logs import logregions
 from iostudy.logs.darshanlog import DarshanLogError, read_log
 from iostudy.logs.darshanlog_worker import open_log
 from iostudy.logs.logregions import DEFAULT_LIMITS, LogRefused
@@ -134,3 +138,40 @@ def test_a_module_region_that_is_not_whole_records_is_refused(tmp_path):
     size = record_layout("POSIX").size
     with pytest.raises(LogRefused, match=f"POSIX region: {size + 100} bytes, not a whole"):
         _checked(path)
+
+
+# The wheel's sample logs: LUSTRE records of version 1 (one OST id per stripe after 7 values).
+WHEEL_LOGS = sorted((Path(darshan.__file__).parent / "examples").rglob("*.darshan"))
+
+
+def pydarshan_lustre_count(path) -> int:
+    """How many LUSTRE records PyDarshan reads of a log (it stops at the first it cannot)."""
+    log = backend.log_open(str(path))
+    try:
+        count = 0
+        while backend.log_get_record(log, "LUSTRE") is not None:
+            count += 1
+        return count
+    finally:
+        backend.log_close(log)
+
+
+@pytest.mark.parametrize(
+    "path", [DARSHAN_LOGS / n for n in REAL_LOGS] + WHEEL_LOGS, ids=lambda p: p.name
+)
+def test_the_walked_records_are_pydarshans(path):
+    """Every real log's LUSTRE region walks whole, into as many records as PyDarshan reads; its
+    HEATMAP region into the records libdarshan-util reads (read_log's)."""
+    data = path.read_bytes()
+    header = logregions._header(data[:1328])
+    regions = {r.name: r for r in header.regions}
+    checked = _checked(path)
+    if "LUSTRE" in regions:
+        lustre = regions["LUSTRE"]
+        stored = data[lustre.offset : lustre.offset + lustre.length]
+        raw = logcraft._inflate(logcraft.corpus.read_header(data), stored)
+        starts = logregions.walk_records("LUSTRE", lustre.version, raw, header.order)
+        assert len(starts) == pydarshan_lustre_count(path)
+    assert (checked.heatmaps is not None) == ("HEATMAP" in regions)
+    if "HEATMAP" in regions:
+        assert checked.heatmaps == read_log(path)["heatmap_records"]

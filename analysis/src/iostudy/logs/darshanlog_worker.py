@@ -264,7 +264,8 @@ def dump(checked):
 def read(checked, full=True, stored=False):
     """The content of a log (a :class:`CheckedLog`) as :func:`dump` gives it, except that
     ``records`` is {module: RecordArrays}. With ``full=False`` (what ingest stores) the mounts
-    and heatmap keys are empty: the mount table and the HEATMAP module are not read. With
+    and heatmaps are empty: libdarshan-util reads neither the mount table nor the HEATMAP
+    module, whose ``heatmap_records`` are those the check took from its bytes. With
     ``stored=True`` ``records`` is {module: every record stored, named or not, as bytes in the
     layout of :func:`record_layout`}: ingest takes them apart a batch of logs at a time."""
     path = checked.path
@@ -308,19 +309,21 @@ def read(checked, full=True, stored=False):
         "lustre": lustre,
         "heatmaps": _heatmaps(path) if full and "HEATMAP" in modules else {},
         "raw_record_counts": raw_counts,
-        "heatmap_records": heatmap_records,
+        "heatmap_records": heatmap_records if full else checked.heatmaps or [],
     }
 
 
 class CheckedLog(NamedTuple):
     """A log :func:`open_log` checked: the name to read it by, and what the check took from the
-    bytes it inflated anyway: the name table (None: libdarshan-util reads it) and {module:
-    every record stored, in this machine's byte order} of the modules stored at their current
-    versions (iostudy.logs.modules.CURRENT_VERSIONS; the others: libdarshan-util reads them)."""
+    bytes it inflated anyway: the name table (None: libdarshan-util reads it), {module: every
+    record stored, in this machine's byte order} of the modules stored at their current
+    versions (iostudy.logs.modules.CURRENT_VERSIONS; the others: libdarshan-util reads them),
+    and the HEATMAP records as :func:`read` gives them (None: no HEATMAP region walked)."""
 
     path: str
     names: dict | None
     records: dict
+    heatmaps: list | None
 
 
 @contextlib.contextmanager

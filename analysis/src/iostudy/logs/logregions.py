@@ -1,11 +1,16 @@
 """A Darshan log's regions checked before libdarshan-util reads any of them: the header's map of
 regions, each region read inflated (counted and discarded, or kept) within the :class:`Limits`,
 the name table and the records of modules stored at their current version taken from the
-bytes inflated anyway. :func:`iostudy.logs.darshanlog_worker.open_log` runs the check on a log
-it opened; a module of its own because it is the file's bytes and zlib only, never
+bytes inflated anyway, and the variable-size records (LUSTRE, HEATMAP) walked by the counts
+they declare. :func:`iostudy.logs.darshanlog_worker.open_log` runs the check on a log it
+opened; a module of its own because it is the file's bytes and zlib only, never
 libdarshan-util: a 5 MB log can inflate to gigabytes of records (a decompression bomb), which
-libdarshan-util would materialize whole, and a region cut off by the end of the file or whose
-compressed data is damaged would make it abort.
+libdarshan-util would materialize whole, a region cut off by the end of the file or whose
+compressed data is damaged would make it abort, and a record whose count is damaged would make
+it drop records silently, read past the record or crash, as its heap happens to be.
+
+A damaged region is refused whole (the log quarantined), as libdarshan-util's own reading of it
+cannot be trusted: never part of a module's records stored as if they were all.
 """
 
 from __future__ import annotations
@@ -27,9 +32,40 @@ np = deferred("numpy")
 # The modules read (iostudy.logs.modules): the record modules, LUSTRE and HEATMAP. Other
 # modules (DXT traces...) are never inflated. Records stored at CURRENT_VERSIONS are laid out as
 # record_layout says: the bytes check_inflation inflates are then the records, and
-# libdarshan-util need not read them again (it up-converts older versions).
+# libdarshan-util need not read them again (it up-converts older versions). LUSTRE and HEATMAP
+# regions at a version of VARIABLE are walked.
+
+
+class Variable(NamedTuple):
+    """The layout of a variable-size module's records of one version (the log-format
+    reference, sections 6.4 and 6.5): their fixed part (a struct format without the byte
+    order, the base record's id and rank first), then, for each count the fixed part holds,
+    (its index there, what it counts, bytes per item, its least value) in the order the
+    items follow."""
+
+    fixed: str
+    counts: tuple
+
+
+# A LUSTRE component: 7 counters (its stripe size and stripe count first), a 16-byte pool name.
+LUSTRE_COMPONENT = 72
+# libdarshan-util reads such a record by the counts it declares (as C ints), so a damaged count
+# made it drop the module's later records without a word, read past the record into what its
+# heap held, or crash, run to run: every region is walked (walk_records) before it reads one.
+VARIABLE = {
+    # id, rank, num_comps, num_stripes; 72-byte components, then an OST id per stripe. The
+    # runtime writes no record without a component.
+    ("LUSTRE", 2): Variable("Qqqq", ((2, "components", LUSTRE_COMPONENT, 1), (3, "stripes", 8, 0))),
+    # id, rank, OSTs, MDTs, stripe offset, stripe size, stripe width; an OST id per stripe
+    ("LUSTRE", 1): Variable("Qq5q", ((6, "stripes", 8, 0),)),
+    # id, rank, bin width, nbins, two pointers (not data); a write bin, then a read bin, per bin
+    ("HEATMAP", 1): Variable("Qqdq16x", ((3, "bins", 16, 0),)),
+}
 # The smallest record of the variable-size modules (base record and fixed part).
-MIN_RECORD = {"LUSTRE": 32, "HEATMAP": 48}
+MIN_RECORD = {
+    mod: min(struct.calcsize(v.fixed) for (m, _), v in VARIABLE.items() if m == mod)
+    for mod, _ in VARIABLE
+}
 # A region that inflates to less than this is harmless whatever its ratio: one compressed
 # record of zeros inflates 30 to 40 times (the real test logs' regions: up to 39x).
 RATIO_FLOOR = 1 << 20
@@ -49,9 +85,6 @@ class Limits(NamedTuple):
     max_bytes: int = 256 << 20  # all the regions read, together
     max_records: int = 1 << 20  # per module
     max_ratio: float = 100.0  # per region past RATIO_FLOOR: inflated / compressed (declared)
-    # modules the read leaves alone (ingest's: HEATMAP): not inflated, only checked to lie
-    # inside the file
-    unread: tuple = ()
 
 
 DEFAULT_LIMITS = Limits()
@@ -154,12 +187,13 @@ def _module_id(slot, version: bytes) -> int:
     return slot
 
 
-def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict]:
+def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict, list | None]:
     """Raise LogRefused if the regions read of the log at ``fd`` inflate past ``limits``, or
-    are damaged: cut off by the end of the file, or compressed data that zlib refuses (its
+    are damaged: cut off by the end of the file, compressed data that zlib refuses (its
     Adler-32 check included: libdarshan-util stops inflating once it has the bytes it wants,
-    so a flipped bit would otherwise pass as other counter values). Returns what
-    :class:`CheckedLog` holds beside its path: the name table and the records taken from the
+    so a flipped bit would otherwise pass as other counter values), or records that do not
+    fill their region whole (:func:`walk_records`). Returns what :class:`CheckedLog` holds
+    beside its path: the name table, the records and the HEATMAP records taken from the
     inflated bytes (nothing for a header libdarshan-util refuses, and says why itself). Memory
     is a few chunks plus the bytes kept, within the limits whatever the log."""
     file_size, total, kept = os.fstat(fd).st_size, 0, {}
@@ -167,15 +201,13 @@ def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict]:
     whole = os.pread(fd, file_size, 0) if file_size <= SMALL_LOG else None
     header = _header(whole[:1328] if whole is not None else os.pread(fd, 1328, 0))
     if header is None:
-        return None, {}
+        return None, {}, None
     for region in header.regions:
         if region.offset + region.length > file_size:
             raise LogRefused(
                 f"truncated: the header puts the {region.name} region at bytes {region.offset} "
                 f"to {region.offset + region.length}, the file has {file_size}"
             )
-        if region.name in limits.unread:
-            continue
         bounds = _bounds(region, limits, limits.max_bytes - total)
         stop = min(bounds)
         keep = kept.setdefault(region.name, []) if _parsed(region, header) else None
@@ -190,7 +222,22 @@ def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict]:
         total += size
     kept = {name: b"".join(pieces) for name, pieces in kept.items()}
     names = None if header.version == b"3.00" else parse_names(kept.pop("name", b""), header.order)
-    return names, {mod: native_records(mod, raw, header.order) for mod, raw in kept.items()}
+    heatmaps = _walked(kept, header)
+    records = {mod: native_records(mod, raw, header.order) for mod, raw in kept.items()}
+    return names, records, heatmaps
+
+
+def _walked(kept: dict, header: _Header) -> list | None:
+    """Takes the variable-size modules' regions out of ``kept`` and walks them: the HEATMAP
+    records (None when its region is not walked)."""
+    versions = {region.name: region.version for region in header.regions}
+    heatmaps = None
+    for mod in [mod for mod in kept if (mod, versions[mod]) in VARIABLE]:
+        raw = kept.pop(mod)
+        starts = walk_records(mod, versions[mod], raw, header.order)
+        if mod == "HEATMAP":
+            heatmaps = heatmap_records(raw, starts, header.order)
+    return heatmaps
 
 
 def _inflated_region(fd, whole: bytes | None, region: _Region, stop: int, keep) -> int:
@@ -211,10 +258,12 @@ def _inflated_region(fd, whole: bytes | None, region: _Region, stop: int, keep) 
 
 def _parsed(region: _Region, header: _Header) -> bool:
     """Whether check_inflation keeps the region's bytes: the name region (but of format
-    3.00, whose entries differ) and the record modules stored at their current version."""
+    3.00, whose entries differ), the record modules stored at their current version and the
+    variable-size ones at a version walk_records knows."""
     if region.name == "name":
         return header.version != b"3.00"
-    return region.version == CURRENT_VERSIONS.get(region.name)
+    known = region.version == CURRENT_VERSIONS.get(region.name)
+    return known or (region.name, region.version) in VARIABLE
 
 
 def native_records(mod: str, raw: bytes, order: str) -> bytes:
@@ -229,6 +278,86 @@ def native_records(mod: str, raw: bytes, order: str) -> bytes:
     if order == ("<" if sys.byteorder == "little" else ">"):
         return raw
     return np.frombuffer(raw, lay.dtype.newbyteorder(order)).astype(lay.dtype).tobytes()
+
+
+def walk_records(mod: str, version: int, raw: bytes, order: str) -> list[int]:
+    """Where each record of a variable-size module's inflated region (of a log in byte order
+    ``order``) starts, read by the counts each declares as libdarshan-util reads it. LogRefused
+    when they do not fill the region whole: a record whose counts are below their least, or
+    that ends past the region (or whose fixed part does), or a LUSTRE component declaring more
+    stripes than its record holds; the reason names the record, its counts, and how many
+    records before it are whole."""
+    layout = VARIABLE[(mod, version)]
+    fixed = struct.Struct(order + layout.fixed)
+    stripes = _stripes if (mod, version) == ("LUSTRE", 2) else None
+    starts, at = [], 0
+    while at < len(raw):
+        if len(raw) - at < fixed.size:
+            short = f"{len(raw) - at} bytes: not its fixed part of {fixed.size}"
+            raise LogRefused(_unread(mod, raw, starts, at, short))
+        head = fixed.unpack_from(raw, at)
+        end, low = at + fixed.size, False
+        for i, _, per, least in layout.counts:
+            end += head[i] * per
+            low |= head[i] < least
+        if low or end > len(raw):
+            declared = " and ".join(f"{head[i]} {what}" for i, what, _, _ in layout.counts)
+            past = "" if low else ", past the region's end"
+            raise LogRefused(_unread(mod, raw, starts, at, f"declares {declared}{past}"))
+        if stripes and (problem := stripes(raw, at + fixed.size, head, order)):
+            raise LogRefused(_unread(mod, raw, starts, at, problem))
+        starts.append(at)
+        at = end
+    return starts
+
+
+def _unread(mod: str, raw: bytes, starts: list, at: int, problem: str) -> str:
+    """Why a variable-size region is refused: the record at byte ``at`` (``starts``: those
+    before it, whole) and its ``problem``."""
+    return (
+        f"{mod} region: record {len(starts) + 1} (byte {at} of {len(raw)}) {problem}: "
+        f"{len(starts)} records read whole, the last {len(raw) - at} bytes not"
+    )
+
+
+def _stripes(raw: bytes, first: int, head: tuple, order: str) -> str | None:
+    """What is wrong with the stripes of a LUSTRE record (version 2; ``head``: its fixed part,
+    its components from byte ``first``): libdarshan-util keeps its components up to the first
+    of stripe size -1 and takes each one's OST ids (as many as its stripe count) from the
+    record's, one after another."""
+    _, _, comps, stripes = head
+    total = 0
+    for k in range(comps):
+        size, count = struct.unpack_from(order + "qq", raw, first + LUSTRE_COMPONENT * k)
+        if size == -1:
+            break
+        if count < 0:
+            return f"component {k + 1} declares {count} stripes"
+        total += count
+    return f"declares {stripes} stripes, its components {total}" if total > stripes else None
+
+
+def heatmap_records(raw: bytes, starts: list[int], order: str) -> list[dict]:
+    """The HEATMAP records (version 1) of an inflated region, at ``starts`` (walk_records), as
+    :func:`iostudy.logs.darshanlog_worker.read` gives libdarshan-util's: [{id, rank, nbins,
+    bin_width, read [bytes per bin], write [...]}]."""
+    fixed = struct.Struct(order + VARIABLE[("HEATMAP", 1)].fixed)
+    records = []
+    for at in starts:
+        rid, rank, width, nbins = fixed.unpack_from(raw, at)
+        bins = struct.unpack_from(f"{order}{2 * nbins}q", raw, at + fixed.size)
+        write, read = list(bins[:nbins]), list(bins[nbins:])
+        records.append(
+            {
+                "id": rid,
+                "rank": rank,
+                "nbins": nbins,
+                "bin_width": width,
+                "read": read,
+                "write": write,
+            }
+        )
+    return records
 
 
 def _bounds(region: _Region, limits: Limits, left: int) -> tuple[int, int, int | None]:

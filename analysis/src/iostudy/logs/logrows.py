@@ -364,15 +364,12 @@ def lustre_rows(log: dict, run: dict) -> list[dict]:
 LOG_FACTS = ("log_path", "log_sha256", "log_size", "log_mtime_ns")
 
 
-# The modules read_for_ingest leaves unread (logregions.Limits.unread).
-INGEST_UNREAD = ("HEATMAP",)
-
-
 def read_for_ingest(checked: CheckedLog, facts: tuple) -> dict:
     """ReaderPool's read: one log, without what ingest does not store (mounts, heatmaps), its
     records as stored (:func:`files_columns` takes a batch's apart at once), and its quirks
     (``quirks``); raises :class:`iostudy.logs.plausibility.ImplausibleLog` (the pool quarantines
-    the log) when a value of its job is out of bounds (its records: :func:`batch_rows`)."""
+    the log) when a value of its job, Lustre layouts or heatmap records is out of bounds (its
+    records: :func:`batch_rows`)."""
     log = read(checked, full=False, stored=True)
     log["quirks"] = plausibility.check_job(log, checked.path)
     return log

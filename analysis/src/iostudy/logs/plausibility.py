@@ -3,7 +3,8 @@
 A log can be structurally valid (the reader opens it without a complaint) and still hold values
 no job can produce: a bit flipped in an uncompressed per-process log of a killed job, a counter
 the runtime wrapped around, a field the reader decodes wrongly. :func:`check_job` looks at one
-log as :func:`iostudy.logs.logrows.read_for_ingest` has it (its job, Lustre layouts and quirks) and
+log as :func:`iostudy.logs.logrows.read_for_ingest` has it (its job, Lustre layouts, heatmaps and
+quirks) and
 :func:`check_records` at the records of a batch of them, module by module at once (a batch
 with a value out of bounds is then looked at log by log, to name the log and the values):
 
@@ -32,6 +33,9 @@ The bounds (log-format reference ``../shared/reference/darshan-log-format.md``):
   (the store's timestamps), nanoseconds in [0, 10^9), end >= start.
 - record ranks in [-1, nprocs); every record has a name in the name table (PyDarshan drops
   records without one: a record id or a name region damaged).
+- heatmaps: bins are bytes, a bin's width in [1 ns, 2^32 s) (no clock Darshan reads is finer,
+  a zero or flipped-exponent width spreads the bytes over no time or 136 years) and all the bins
+  within 2^32 s of the job's start.
 
 Quirks (stored, flagged):
 
@@ -72,6 +76,7 @@ pc = deferred("pyarrow.compute")
 
 MAX_COUNT = 2**62  # counts and bytes are below it
 MAX_SECONDS = 2.0**32  # times since the job started are below it
+MIN_BIN_WIDTH = 1e-9  # a heatmap's bin is no narrower than a nanosecond
 MAX_NPROCS = 2**31 - 1  # MPI_Comm_size gives an int
 MAX_EPOCH = 253_402_300_800  # 10000-01-01: Python's and so the store's timestamps end before
 NSEC = 10**9
@@ -127,13 +132,15 @@ def _not_monitored(mod: str) -> list[int]:
 
 def check_job(log: dict, path: str) -> list[Quirk]:
     """The quirks of one log (a dict of :func:`iostudy.logs.darshanlog_worker.read` with
-    ``stored=True``); raises ImplausibleLog naming every value of its job and Lustre layouts
-    out of bounds. ``path``: the log's file, whose header is read for its byte order when a
-    quirk depends on it. Its records are check_records'."""
+    ``stored=True``); raises ImplausibleLog naming every value of its job, Lustre layouts and
+    heatmaps out of bounds. ``path``: the log's file, whose header is read for its byte order
+    when a quirk depends on it. Its records are check_records'."""
     quirks = _quirks(log, path)
     job = log["job"]
     raise_problems(
-        _job_problems(job, quirks) + _lustre_problems(log.get("lustre") or [], job["nprocs"])
+        _job_problems(job, quirks)
+        + _lustre_problems(log.get("lustre") or [], job["nprocs"])
+        + _heatmap_problems(log.get("heatmap_records") or [], job["nprocs"])
     )
     return quirks
 
@@ -421,6 +428,34 @@ def _lustre_problems(layouts: list, nprocs: int) -> list[str]:
                 if not low <= value < MAX_COUNT:
                     return [f"{where}: {name} = {value} not in [{low}, 2^62)"]
     return []
+
+
+def _heatmap_problems(records: list, nprocs: int) -> list[str]:
+    """The first value out of bounds of each HEATMAP record: its rank in [-1, nprocs), as a
+    record's; its bin width; its span (bins x width) within 2^32 s; its bins (bytes) counts."""
+    problems = []
+    for rec in records:
+        where = f"HEATMAP record {rec['id']} (rank {rec['rank']})"
+        width, nbins = rec["bin_width"], rec["nbins"]
+        if not -1 <= rec["rank"] < max(nprocs, 1):
+            problems.append(f"{where}: rank {rec['rank']} not in [-1, nprocs {nprocs})")
+        elif not MIN_BIN_WIDTH <= width < MAX_SECONDS:  # NaN compares false
+            problems.append(f"{where}: bin_width = {width!r} s not in [1e-09, 2^32 s)")
+        elif nbins * width >= MAX_SECONDS:
+            problems.append(f"{where}: {nbins} bins of {width!r} s: not within 2^32 s")
+        elif bad := _bad_bin(rec):
+            problems.append(f"{where}: {bad} not in [0, 2^62)")
+    return problems
+
+
+def _bad_bin(rec: dict) -> str | None:
+    """The first bin of a HEATMAP record out of [0, 2^62), named; None when all are in."""
+    for kind in ("write", "read"):
+        bins = rec[kind]
+        if bins and not (min(bins) >= 0 and max(bins) < MAX_COUNT):  # min and max: one pass each
+            k = next(k for k, v in enumerate(bins) if not 0 <= v < MAX_COUNT)
+            return f"{kind} bin {k} = {bins[k]}"
+    return None
 
 
 # -- the store's own rows (ingest's, and a bundle's tables before they are imported) ------------

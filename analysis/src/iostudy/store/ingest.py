@@ -25,7 +25,7 @@ from iostudy.core.paths import add_store_option
 from iostudy.logs.darshanlog import add_limit_options, limits_from
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logregions import DEFAULT_LIMITS
-from iostudy.logs.logrows import INGEST_UNREAD, batch_rows, read_for_ingest
+from iostudy.logs.logrows import batch_rows, read_for_ingest
 from iostudy.store.ingest_logs import DEFAULT_COMMIT_EVERY, ingest_tree, scan_logs
 from iostudy.store.ingest_run import ingest_run, load_manifest, manifest_run_id
 from iostudy.store.ingest_writer import Counts
@@ -91,8 +91,6 @@ def ingest(
     # a commit comes between batches: none larger than the commit interval
     commit_every = (tree_options or {}).get("commit_every") or DEFAULT_COMMIT_EVERY
     batch = max(1, min(READ_BATCH, commit_every))
-    # ingest reads no heatmap (read_for_ingest): its region is not inflated beforehand either
-    limits = limits._replace(unread=INGEST_UNREAD)
     pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout, batch, limits)
     pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
     with pool, store.locked(console), safeio.space_in(store.root):
