@@ -195,11 +195,42 @@ def drop_name(data: bytes, record_id: int) -> bytes:
     return set_name_region(data, name_region(kept, corpus.read_header(data).order))
 
 
-def set_module_region(data: bytes, module: str, raw: bytes) -> bytes:
+def set_module_region(data: bytes, module: str, raw: bytes, version: int | None = None) -> bytes:
     """The log with ``raw`` as the inflated content of a module's region (whole records or
-    not)."""
+    not); with ``version``, the header's module version says raw is in that version's layout
+    (libdarshan-util up-converts records of an older one as it reads them)."""
     hdr, slot, off, length = _module_region(data, module)
-    return _replace(data, off, off + length, _deflate(hdr, raw), hdr.layout.mod_map + 16 * slot + 8)
+    out = _replace(data, off, off + length, _deflate(hdr, raw), hdr.layout.mod_map + 16 * slot + 8)
+    if version is not None:
+        ver_at = hdr.layout.mod_map + 16 * hdr.layout.slots + 4 * slot
+        out = overwrite(out, ver_at, struct.pack(hdr.order + "I", version))
+    return out
+
+
+# A PNETCDF_FILE record of module version 2, as Darshan 3.3.1's runtime wrote it (its
+# darshan-pnetcdf-log-format.h; the layout libdarshan-util 3.5.0's darshan_log_get_pnetcdf_file
+# up-converts): id, rank, PNETCDF_INDEP_OPENS, PNETCDF_COLL_OPENS (creates counted as opens),
+# then the OPEN_START, CLOSE_START, OPEN_END and CLOSE_END timestamps; 64 bytes.
+PNETCDF_FILE_V2 = "Qqqqdddd"
+PNETCDF_FILE_V2_TIMES = tuple(
+    f"PNETCDF_FILE_F_{t}_TIMESTAMP" for t in ("OPEN_START", "CLOSE_START", "OPEN_END", "CLOSE_END")
+)
+
+
+def pnetcdf_file_v2(data: bytes, indep_opens: int, coll_opens: int) -> bytes:
+    """The log with its PNETCDF_FILE records written at module version 2 instead: each keeps
+    its id, rank and the four timestamps version 2 had, with the given opens."""
+    order = corpus.read_header(data).order
+    lay = record_layout("PNETCDF_FILE")
+    raw, out = module_region(data, "PNETCDF_FILE"), []
+    for at in range(0, len(raw), lay.size):
+        rid, rank = struct.unpack_from(order + "Qq", raw, at)
+        fcounters = struct.unpack_from(
+            f"{order}{len(lay.fnames)}d", raw, at + 16 + 8 * len(lay.cnames)
+        )
+        times = [fcounters[lay.fnames.index(name)] for name in PNETCDF_FILE_V2_TIMES]
+        out.append(struct.pack(order + PNETCDF_FILE_V2, rid, rank, indep_opens, coll_opens, *times))
+    return set_module_region(data, "PNETCDF_FILE", b"".join(out), version=2)
 
 
 def module_region(data: bytes, module: str) -> bytes:

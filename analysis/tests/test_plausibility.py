@@ -208,9 +208,9 @@ def test_killed_jobs_end_zero_flagged_and_null(crafted):
     assert "end time 0" in flags
 
 
-def test_not_monitored_minus_one_counts_as_zero_in_sums(tmp_path):
-    """STDIO_FDOPENS is -1 in records up-converted from STDIO v1 (the 3.1.0 release log): the
-    stored opens are STDIO_OPENS alone, as the reader reports them."""
+def test_not_recorded_minus_one_is_never_summed(tmp_path):
+    """STDIO_FDOPENS, which STDIO v1 did not have, is -1 in records up-converted from it (the
+    3.1.0 release log): the stored opens are STDIO_OPENS alone, as the reader reports them."""
     name = "release_logs/mpi-io-test-x86_64-3.1.0.darshan"
     log = read_log(str(DARSHAN_LOGS / name))
     expected = {r["id"]: r["counters"]["STDIO_OPENS"] for r in log["records"]["STDIO"]}

@@ -1,27 +1,43 @@
 """A counter the writing module version did not have (issue 42): libdarshan-util up-converts an
-older record and fills such a counter with -1.
+older record and fills such a counter with -1; iostudy stores it as null, never sums it, shows
+it as "not recorded (module version N)", and allows that -1 for that version only.
 
 The table (iostudy.logs.upconversion.ADDED, read off darshan-util 3.5.0's up-conversion code) is
-checked against every real test log as PyDarshan reads it. The real older records are the
-release logs' (POSIX 1 and 3, MPI-IO 1 and 2, STDIO 1).
+checked against every real test log as PyDarshan reads it. No real test log holds an older
+PNETCDF_FILE record (the issue's: a 3.3.1 log of 512 processes, PnetCDF version 2), so one is
+crafted: the 3.41 PnetCDF log with its record written in version 2's layout (tests.logcraft),
+which libdarshan-util up-converts as it reads it. The real older records are the release logs'
+(POSIX 1 and 3, MPI-IO 1 and 2, STDIO 1).
 """
 
+import json
 import warnings
 from pathlib import Path
 
 import darshan
 import numpy as np
+import pytest
 from darshan.backend import cffi_backend as backend
 
+from iostudy.cli.cli import main
 from iostudy.logs import modules, plausibility, upconversion
-from tests.testdata import DARSHAN_LOGS
+from iostudy.store import store
+from tests import logcraft
+from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
+PNETCDF = (
+    "ior_pnetcdf_hdf5/shane_ior-PNETCDF_id438100-438100_11-9-41525-10280033558448664385_1.darshan"
+)
+# Its 4 ranks created the file and opened it again, collectively: version 2 counted both as
+# collective opens (as the 3.3.1 log does: 0 independent, 512 collective opens of 512 ranks).
+COLL_OPENS = 8
 # the test data's and the PyDarshan wheel's sample logs (its examples and tests)
 REAL_LOGS = sorted(DARSHAN_LOGS.rglob("*.darshan")) + sorted(
     Path(darshan.__file__).parent.rglob("*.darshan")
 )
 # What the real logs hold of older versions (more would be welcome; fewer: data missing)
 OLDER = {("POSIX", 1), ("POSIX", 3), ("MPI-IO", 1), ("MPI-IO", 2), ("STDIO", 1)}
+NOT_RECORDED = "not recorded (module version 2)"
 
 
 def _pydarshan(path) -> dict:
@@ -41,6 +57,10 @@ def _pydarshan(path) -> dict:
                 np.array(fcounters).reshape(len(recs), -1),
             )
     return found
+
+
+def _pnetcdf_v2(indep_opens=0, coll_opens=COLL_OPENS) -> bytes:
+    return logcraft.pnetcdf_file_v2((DARSHAN_LOGS / PNETCDF).read_bytes(), indep_opens, coll_opens)
 
 
 def test_the_table_names_counters_of_older_versions():
@@ -78,3 +98,99 @@ def test_the_table_is_what_libdarshan_util_fills_in_every_real_log():
         assert names <= upconversion.not_recorded(mod, version) | set(
             plausibility.NOT_MONITORED.get(mod, ())
         ), (mod, version)
+
+
+# name -> (the crafted log, what its quarantine reason names, what it must not name)
+MINUS_ONE_HAD = {
+    # version 2 had the opens: PNETCDF_FILE_OPENS = -1 + 0, not a counter it lacked
+    "pnetcdf-v2-opens": (lambda: _pnetcdf_v2(-1, 0), "PNETCDF_FILE_OPENS = -1 not in [0, 2^62)",
+                         "PNETCDF_FILE_CREATES"),
+    "pnetcdf-v3-creates": (
+        lambda: logcraft.set_counter((DARSHAN_LOGS / PNETCDF).read_bytes(), "PNETCDF_FILE", 0,
+                                     "PNETCDF_FILE_CREATES", -1),
+        "PNETCDF_FILE_CREATES = -1 not in [0, 2^62)", None),
+    "stdio-v2-fdopens": (
+        lambda: logcraft.set_counter((DARSHAN_LOGS / RELEASE_350).read_bytes(), "STDIO", 0,
+                                     "STDIO_FDOPENS", -1),
+        "STDIO_FDOPENS = -1 not in [0, 2^62)", None),
+    "posix-v4-filenos": (
+        lambda: logcraft.set_counter((DARSHAN_LOGS / RELEASE_350).read_bytes(), "POSIX", 0,
+                                     "POSIX_FILENOS", -1),
+        "POSIX_FILENOS = -1 not in [0, 2^62)", None),
+    "mpiio-v3-close-start": (
+        lambda: logcraft.set_counter((DARSHAN_LOGS / RELEASE_350).read_bytes(), "MPI-IO", 0,
+                                     "MPIIO_F_CLOSE_START_TIMESTAMP", -1.0),
+        "MPIIO_F_CLOSE_START_TIMESTAMP = -1.0 s not in [0, 2^32 s)", None),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory):
+    """The crafted version 2 log and the logs with a -1 planted where the version had the
+    counter, ingested: (store, quarantine reasons by log)."""
+    root = tmp_path_factory.mktemp("upconversion")
+    tree = root / "logs"
+    tree.mkdir()
+    (tree / "pnetcdf-v2.darshan").write_bytes(_pnetcdf_v2())
+    for name, (craft, *_) in MINUS_ONE_HAD.items():
+        (tree / f"{name}.darshan").write_bytes(craft())
+    st = root / "store"
+    assert main(["ingest", str(tree), "--store", str(st)]) == 0
+    con = store.connect(st)
+    rows = con.execute("SELECT path, reason FROM quarantine").fetchall()
+    return st, {p.rsplit("/", 1)[1][: -len(".darshan")]: r for p, r in rows}
+
+
+def _job(st, name: str) -> tuple:
+    con = store.connect(st)
+    return con.execute(
+        "SELECT log_sha256, flags FROM jobs WHERE log_path LIKE ?", [f"%/{name}.darshan"]
+    ).fetchone()
+
+
+def test_an_upconverted_pnetcdf_file_ingests_with_what_it_lacked_null(ingested, tmp_path):
+    st, reasons = ingested
+    assert "pnetcdf-v2" not in reasons, reasons.get("pnetcdf-v2")
+    sha, flags = _job(st, "pnetcdf-v2")
+    assert json.loads(flags) == [
+        f"PNETCDF_FILE records of module version 2: bytes_read, bytes_written, meta_time "
+        f"{NOT_RECORDED}, stored as null"
+    ]
+    con = store.connect(st)
+    rows = con.execute(
+        "SELECT module, bytes_read, bytes_written, opens, meta_time, open_start, "
+        "close_end FROM files WHERE log_sha256 = ?",
+        [sha],
+    ).fetchall()
+    by_module = {r[0]: r[1:] for r in rows}
+    path = tmp_path / "v2.darshan"
+    path.write_bytes(_pnetcdf_v2())
+    read = _pydarshan(path)
+    version, counters, fcounters = read["PNETCDF_FILE"]
+    assert version == 2
+    times = dict(zip(backend.fcounter_names("PNETCDF_FILE"), fcounters[0], strict=True))
+    assert by_module["pnetcdf"] == (
+        None,
+        None,
+        COLL_OPENS,
+        None,
+        times["PNETCDF_FILE_F_OPEN_START_TIMESTAMP"],
+        times["PNETCDF_FILE_F_CLOSE_END_TIMESTAMP"],
+    )
+    for mod, prefix in (("POSIX", "POSIX"), ("MPI-IO", "MPIIO"), ("STDIO", "STDIO")):
+        names = backend.counter_names(mod)
+        c = read[mod][1]
+        expected = tuple(
+            int(c[:, names.index(f"{prefix}_BYTES_{d}")].sum()) for d in ("READ", "WRITTEN")
+        )
+        assert by_module[modules.TOKENS[mod]][:2] == expected, mod
+
+
+@pytest.mark.parametrize("name", MINUS_ONE_HAD)
+def test_a_minus_one_in_a_counter_the_version_had_is_quarantined(ingested, name):
+    _, reasons = ingested
+    _, named, not_named = MINUS_ONE_HAD[name]
+    assert name in reasons
+    assert named in reasons[name]
+    if not_named:
+        assert not_named not in reasons[name]

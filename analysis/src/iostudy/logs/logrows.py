@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from iostudy.core.deferred import deferred
-from iostudy.logs import modules, plausibility, proberows, sharing
+from iostudy.logs import modules, plausibility, proberows, sharing, upconversion
 from iostudy.logs.darshanlog_worker import CheckedLog, read
 from iostudy.logs.recordlayout import record_layout
 from iostudy.logs.summary import MODULE_COUNTERS
@@ -371,8 +371,31 @@ def read_for_ingest(checked: CheckedLog, facts: tuple) -> dict:
     the log) when a value of its job, Lustre layouts or heatmap records is out of bounds (its
     records: :func:`batch_rows`)."""
     log = read(checked, full=False, stored=True)
-    log["quirks"] = plausibility.check_job(log, checked.path)
+    log["quirks"] = plausibility.check_job(log, checked.path) + _unrecorded(log)
     return log
+
+
+def _unrecorded(log: dict) -> list[plausibility.Quirk]:
+    """A quirk per record module of the log whose version had none of the counters some files
+    columns are made of: those columns stored as null, the reason naming them."""
+    quirks = []
+    for mod in modules.RECORD_MODULES:
+        version = log["modules"].get(mod, {}).get("ver")
+        if log["records"].get(mod) and (columns := _unrecorded_columns(mod, version)):
+            reason = upconversion.flag(mod, version, columns)
+            quirks.append(plausibility.Quirk(reason, file_columns={mod: columns}))
+    return quirks
+
+
+@functools.cache
+def _unrecorded_columns(mod: str, version: int) -> tuple[str, ...]:
+    """The files columns of a module's records of ``version`` made only of counters that
+    version did not have (a column summing some it had sums those alone)."""
+    lay, missing = record_layout(mod), upconversion.not_recorded(mod, version)
+    lacked = {i for i, c in enumerate(lay.cnames) if c in missing}
+    summed, floats, _ = _module_plan(mod)
+    columns = [col for col, idx in summed.items() if idx and lacked >= set(idx)]
+    return tuple(columns + [col for col, i in floats.items() if lay.fnames[i] in missing])
 
 
 def _stored_sums(mod: str) -> dict:

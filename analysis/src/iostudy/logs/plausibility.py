@@ -19,16 +19,19 @@ The bounds (log-format reference ``../shared/reference/darshan-log-format.md``):
 - counts and bytes (every counter, the stored sums of counters, the Lustre layout's values) in
   [0, 2^62): a job moves far less than 4 EiB, a sum of two of them (read + written) still fits
   an INT64, and bit 62 flipped in a zero counter (4.6e18, the issue's value) is caught too.
-  Exceptions, as Darshan defines them: the counters that hold -1 when not monitored
-  (``POSIX_MMAPS`` in LD_PRELOAD builds, the ones the reader sets when it up-converts an older
-  record, ``POSIX_FILE_ALIGNMENT`` when no mount matched) may be negative down to -nprocs, as
-  runtimes before 3.2 summed the -1 of every rank when they reduced a shared record (the 3.1.3
-  to 3.1.5 release logs hold POSIX_MMAPS = -4 from 4 ranks); they count as 0 in sums.
-  ``POSIX_RENAMED_FROM`` is a record id (unsigned): not a count, not checked.
+  Exceptions, as Darshan defines them: the counters the runtime sets to -1 when not monitored
+  (``POSIX_MMAPS`` in LD_PRELOAD builds, ``POSIX_FILE_ALIGNMENT`` when no mount matched) may
+  be negative down to -nprocs, as runtimes before 3.2 summed the -1 of every rank when they
+  reduced a shared record (the 3.1.3 to 3.1.5 release logs hold POSIX_MMAPS = -4 from 4
+  ranks); they count as 0 in sums. ``POSIX_RENAMED_FROM`` is a record id (unsigned): not a
+  count, not checked.
 - times (the fcounters, seconds since the job started) finite and in [0, 2^32 s): no job runs
-  136 years, and a flipped exponent bit gives 1e+77. The reader sets the CLOSE_START and
-  OPEN_END timestamps of POSIX and MPI-IO records of module version < 3 to -1 (not recorded).
-  Variances (seconds^2, bytes^2) finite and >= 0.
+  136 years, and a flipped exponent bit gives 1e+77. Variances (seconds^2, bytes^2) finite and
+  >= 0.
+- a counter or fcounter the log's module version did not have
+  (:func:`iostudy.logs.upconversion.not_recorded`) is exactly -1, as the reader fills it when
+  it up-converts the record: allowed for that version only (a -1 anywhere else is damage), and
+  never summed (its files columns are stored as null when it is all they sum: see logrows).
 - job: nprocs in [1, 2^31 - 1] (an MPI world size is a C int), start and end in [0, year 10000)
   (the store's timestamps), nanoseconds in [0, 10^9), end >= start.
 - record ranks in [-1, nprocs); every record has a name in the name table (PyDarshan drops
@@ -48,6 +51,9 @@ Quirks (stored, flagged):
   (-221.5 s, -1.9e-304 s): the files' meta_time is stored as null.
 - end time 0 with a start: the runtime's mmap log of a killed job, which never recorded its end
   (reference section 10.4): the job's end and run_time are stored as null.
+- records of a module version without any of the counters a files column is made of (e.g.
+  PNETCDF_FILE before 3: bytes, meta_time): those columns are stored as null, "not recorded
+  (module version N)" (:func:`iostudy.logs.logrows.read_for_ingest` adds these quirks).
 
 The store's rule (the last part of this module): the bounds of every table's values, one
 definition for what ingest writes and what import accepts from another site, so that a store
@@ -69,6 +75,7 @@ from typing import NamedTuple
 
 from iostudy.core.deferred import deferred
 from iostudy.logs.recordlayout import record_layout
+from iostudy.logs.upconversion import ever_not_recorded, not_recorded
 
 np = deferred("numpy")
 pa = deferred("pyarrow")
@@ -81,16 +88,10 @@ MAX_NPROCS = 2**31 - 1  # MPI_Comm_size gives an int
 MAX_EPOCH = 253_402_300_800  # 10000-01-01: Python's and so the store's timestamps end before
 NSEC = 10**9
 
-# Counters that hold -1 when not monitored (reference section 6; the reader's up-conversion).
-NOT_MONITORED = {
-    "POSIX": ("POSIX_FILENOS", "POSIX_DUPS", "POSIX_MMAPS", "POSIX_RENAME_SOURCES",
-              "POSIX_RENAME_TARGETS", "POSIX_FILE_ALIGNMENT"),
-    "STDIO": ("STDIO_FDOPENS",),
-}  # fmt: skip
+# Counters the runtime sets to -1 when not monitored (reference section 6); those the reader
+# fills when it up-converts a record are iostudy.logs.upconversion's.
+NOT_MONITORED = {"POSIX": ("POSIX_MMAPS", "POSIX_FILE_ALIGNMENT")}
 NOT_COUNTS = {"POSIX": ("POSIX_RENAMED_FROM",)}  # a record id: any 64 bits
-# Timestamps the reader sets to -1 when it up-converts a record of module version < 3.
-UPCONVERTED_TIMES = ("_F_CLOSE_START_TIMESTAMP", "_F_OPEN_END_TIMESTAMP")
-UPCONVERTED_BEFORE = {"POSIX": 3, "MPI-IO": 3}
 
 # The ppc64 quirk: the fcounters libdarshan-util 3.5.0 leaves unswapped, and the files column
 # stored from one of them.
@@ -114,9 +115,10 @@ class Quirk(NamedTuple):
 
 
 def summed(mod: str, counters: np.ndarray) -> np.ndarray:
-    """A module's counters (records x counters) as they are summed: a not-monitored -1 (or
-    -nprocs) counts as 0. The array itself when nothing changes."""
-    idx = _not_monitored(mod)
+    """A module's counters (records x counters of any module version, judged by check_records)
+    as they are summed: a not-monitored -1 (or -nprocs) counts as 0, and so does the -1 of a
+    counter the record's version did not have. The array itself when nothing changes."""
+    idx = _negative_as_zero(mod)
     if not idx or not (counters[:, idx] < 0).any():
         return counters
     out = counters.copy()
@@ -125,9 +127,35 @@ def summed(mod: str, counters: np.ndarray) -> np.ndarray:
 
 
 @functools.cache
-def _not_monitored(mod: str) -> list[int]:
+def _negative_as_zero(mod: str) -> list[int]:
     cnames = record_layout(mod).cnames
-    return [cnames.index(c) for c in NOT_MONITORED.get(mod, ())]
+    zeroed = set(NOT_MONITORED.get(mod, ())) | ever_not_recorded(mod)
+    return [i for i, c in enumerate(cnames) if c in zeroed]
+
+
+@functools.cache
+def _unrecorded(mod: str, version: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per counter and per fcounter of a module: whether records of module version
+    ``version`` lack it (the reader's -1)."""
+    lay, missing = record_layout(mod), not_recorded(mod, version)
+    return (
+        np.array([c in missing for c in lay.cnames], bool),
+        np.array([f in missing for f in lay.fnames], bool),
+    )
+
+
+def _judged(values: np.ndarray, unrecorded: np.ndarray) -> np.ndarray:
+    """values (records x columns) with the -1 of each ``unrecorded`` column (allowed) as 0:
+    what the bounds judge. The array itself when nothing changes."""
+    if not unrecorded.any():
+        return values
+    cols = values[:, unrecorded]
+    if not (cols == -1).any():
+        return values
+    out = values.copy()
+    cols[cols == -1] = 0
+    out[:, unrecorded] = cols
+    return out
 
 
 def check_job(log: dict, path: str) -> list[Quirk]:
@@ -149,7 +177,7 @@ def check_records(logs: list[dict], sums: Callable[[str], dict]) -> None:
     """Raises ImplausibleLog naming the values out of bounds of the first log of ``logs``
     (each with its ``quirks`` from check_job) whose records hold one. The records of all the
     logs are judged at once per module, and only the logs with a record out of the (strict)
-    bounds are looked at again one by one, with their allowances (up-converted timestamps,
+    bounds are looked at again one by one, with their allowances (not-recorded counters,
     unswapped times). ``sums``: module -> {stored column: the indexes of the counters it
     sums}."""
     suspects = set()
@@ -179,12 +207,11 @@ def raise_problems(problems: list[str]) -> None:
 def _suspects(mod: str, logs: list[dict], sums: dict) -> set[int]:
     """The indexes of the logs with a record of module mod out of bounds or without a name:
     what _record_problems judges, for all the logs' records at once (in groups of logs with
-    the same allowances: up-converted timestamps, unswapped times)."""
-    before = UPCONVERTED_BEFORE.get(mod, 0)
+    the same allowances: the module version's not-recorded counters, unswapped times)."""
     groups: dict[tuple, list[int]] = {}
     for k, log in enumerate(logs):
         if log["records"].get(mod):
-            allowances = (log["modules"][mod]["ver"] < before, mod == "POSIX" and _unswapped(log))
+            allowances = (log["modules"][mod]["ver"], mod == "POSIX" and _unswapped(log))
             groups.setdefault(allowances, []).append(k)
     found = set()
     for allowances, which in groups.items():
@@ -192,14 +219,15 @@ def _suspects(mod: str, logs: list[dict], sums: dict) -> set[int]:
     return found
 
 
-def _group_suspects(mod, logs, which: list[int], sums, upconverted, unswapped) -> set[int]:
+def _group_suspects(mod, logs, which: list[int], sums, version, unswapped) -> set[int]:
     """_suspects of the logs ``which`` (indexes into logs), which share their allowances."""
     lay = record_layout(mod)
     stored = [logs[k]["records"][mod] for k in which]
     records = np.frombuffer(b"".join(stored), lay.dtype)
     counts = [len(s) // lay.size for s in stored]
-    counters = records["counters"].reshape(len(records), len(lay.cnames))
-    fcounters = _times_judged(mod, records["fcounters"].reshape(len(records), -1), upconverted)
+    unrecorded, funrecorded = _unrecorded(mod, version)
+    counters = _judged(records["counters"].reshape(len(records), -1), unrecorded)
+    fcounters = _judged(records["fcounters"].reshape(len(records), -1), funrecorded)
     found = _unnamed(logs, which, counts, records["id"].tolist())
     nprocs = np.repeat(np.array([max(logs[k]["job"]["nprocs"], 1) for k in which]), counts)
     skipped = unswapped & np.array([f in UNSWAPPED for f in lay.fnames])
@@ -208,7 +236,7 @@ def _group_suspects(mod, logs, which: list[int], sums, upconverted, unswapped) -
     sentinel, exempt = _counter_bounds(mod)
     low = np.where(sentinel, -nprocs[:, None], 0)
     ok = (((counters >= low) & (counters < MAX_COUNT)) | exempt).all(axis=1)
-    variance = _time_bounds(mod, False)[0]
+    variance = _time_bounds(mod)[0]
     with np.errstate(invalid="ignore"):  # NaN compares false: not ok
         fine = (fcounters >= 0) & ((fcounters < MAX_SECONDS) | (variance & np.isfinite(fcounters)))
         ok &= (fine | skipped).all(axis=1)
@@ -217,18 +245,6 @@ def _group_suspects(mod, logs, which: list[int], sums, upconverted, unswapped) -
     ok &= ((summed(mod, counters).astype(float) @ adds) < MAX_COUNT).all(axis=1)
     bad_records = np.flatnonzero(~ok)
     return found | {which[i] for i in np.repeat(np.arange(len(which)), counts)[bad_records]}
-
-
-def _times_judged(mod, fcounters: np.ndarray, upconverted: bool) -> np.ndarray:
-    """fcounters with the timestamps the reader set to -1 while up-converting (allowed) as 0."""
-    minus_one = _time_bounds(mod, upconverted)[1]
-    if not minus_one.any():
-        return fcounters
-    out = fcounters.copy()
-    cols = out[:, minus_one]
-    cols[cols == -1] = 0
-    out[:, minus_one] = cols
-    return out
 
 
 def _unnamed(logs, which, counts, ids) -> set[int]:
@@ -258,7 +274,7 @@ def _within(mod, counters, fcounters, skipped, ranks, nprocs, sums: dict) -> boo
     adds, _ = _sum_plan(mod, sums, counters.shape[1])
     if (np.maximum(high, 0).astype(float) @ adds >= MAX_COUNT).any():
         return False
-    variance = _time_bounds(mod, False)[0]
+    variance = _time_bounds(mod)[0]
     fmin, fmax = fcounters.min(axis=0), fcounters.max(axis=0)  # NaN spreads to both
     fine = (fmin >= 0) & ((fmax < MAX_SECONDS) | (variance & np.isfinite(fmax)))
     if not (fine | skipped).all():
@@ -317,8 +333,9 @@ def _record_problems(mod, stored, log, sums, skip) -> list[str]:
     if not len(records):
         return []
     names = log["name_records"]
-    counters = records["counters"].reshape(len(records), len(lay.cnames))
-    fcounters = records["fcounters"].reshape(len(records), len(lay.fnames))
+    unrecorded, funrecorded = _unrecorded(mod, log["modules"][mod]["ver"])
+    counters = _judged(records["counters"].reshape(len(records), -1), unrecorded)
+    fcounters = _judged(records["fcounters"].reshape(len(records), -1), funrecorded)
 
     def where(i: int) -> str:
         rid = int(records["id"][i])
@@ -334,7 +351,7 @@ def _record_problems(mod, stored, log, sums, skip) -> list[str]:
     bad = np.flatnonzero((ranks < -1) | (ranks >= max(nprocs, 1)))
     problems += [f"{where(i)}: rank {ranks[i]} not in [-1, nprocs {nprocs})" for i in bad[:1]]
     problems += _counter_problems(mod, lay.cnames, counters, nprocs, where)
-    problems += _time_problems(mod, lay.fnames, fcounters, log, skip, where)
+    problems += _time_problems(mod, lay.fnames, fcounters, skip, where)
     problems += _sum_problems(mod, summed(mod, counters), sums, where)
     return problems
 
@@ -368,22 +385,19 @@ def _counter_problems(mod, cnames, counters, nprocs, where) -> list[str]:
 
 
 @functools.cache
-def _time_bounds(mod: str, upconverted: bool) -> tuple[np.ndarray, np.ndarray, list]:
-    """Per fcounter of a module: whether it is a variance (no upper bound), whether it may be
-    -1 (a timestamp the reader up-converted), and its bound in words."""
+def _time_bounds(mod: str) -> tuple[np.ndarray, list]:
+    """Per fcounter of a module: whether it is a variance (no upper bound), and its bound in
+    words."""
     fnames = record_layout(mod).fnames
     variance = np.array(["_VARIANCE_RANK_" in f for f in fnames])
-    minus_one = np.array([upconverted and f.endswith(UPCONVERTED_TIMES) for f in fnames])
     why = ["not a finite variance >= 0" if v else "s not in [0, 2^32 s)" for v in variance]
-    return variance, minus_one, why
+    return variance, why
 
 
-def _time_problems(mod, fnames, fcounters, log, skip, where) -> list[str]:
-    upconverted = log["modules"][mod]["ver"] < UPCONVERTED_BEFORE.get(mod, 0)
-    variance, minus_one, why = _time_bounds(mod, upconverted)
+def _time_problems(mod, fnames, fcounters, skip, where) -> list[str]:
+    variance, why = _time_bounds(mod)
     with np.errstate(invalid="ignore"):  # NaN compares false: not ok
         ok = (fcounters >= 0) & ((fcounters < MAX_SECONDS) | (variance & np.isfinite(fcounters)))
-        ok |= minus_one & (fcounters == -1)
     if skip:
         ok |= np.array([f in skip for f in fnames])
     return _first_bad(fcounters, ok, fnames, why.__getitem__, where)
