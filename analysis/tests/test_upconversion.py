@@ -37,6 +37,7 @@ REAL_LOGS = sorted(DARSHAN_LOGS.rglob("*.darshan")) + sorted(
 )
 # What the real logs hold of older versions (more would be welcome; fewer: data missing)
 OLDER = {("POSIX", 1), ("POSIX", 3), ("MPI-IO", 1), ("MPI-IO", 2), ("STDIO", 1)}
+STDIO_V1_LOGS = [f"release_logs/mpi-io-test-x86_64-3.1.{v}.darshan" for v in range(7)]
 NOT_RECORDED = "not recorded (module version 2)"
 
 
@@ -126,14 +127,16 @@ MINUS_ONE_HAD = {
 
 @pytest.fixture(scope="module")
 def ingested(tmp_path_factory):
-    """The crafted version 2 log and the logs with a -1 planted where the version had the
-    counter, ingested: (store, quarantine reasons by log)."""
+    """The crafted version 2 log, the logs with a -1 planted where the version had the counter,
+    and the real STDIO v1 release logs, ingested: (store, quarantine reasons by log)."""
     root = tmp_path_factory.mktemp("upconversion")
     tree = root / "logs"
     tree.mkdir()
     (tree / "pnetcdf-v2.darshan").write_bytes(_pnetcdf_v2())
     for name, (craft, *_) in MINUS_ONE_HAD.items():
         (tree / f"{name}.darshan").write_bytes(craft())
+    for name in STDIO_V1_LOGS:
+        (tree / name.rsplit("/", 1)[1]).write_bytes((DARSHAN_LOGS / name).read_bytes())
     st = root / "store"
     assert main(["ingest", str(tree), "--store", str(st)]) == 0
     con = store.connect(st)
@@ -194,3 +197,49 @@ def test_a_minus_one_in_a_counter_the_version_had_is_quarantined(ingested, name)
     assert named in reasons[name]
     if not_named:
         assert not_named not in reasons[name]
+
+
+def test_real_stdio_v1_logs_stored_and_summarised_without_the_readers_minus_one(ingested, capsys):
+    """STDIO_FDOPENS is -1 in the release logs' STDIO v1 records: their stored opens and the
+    summary's are STDIO_OPENS alone, and they are stored without a flag."""
+    st, reasons = ingested
+    con = store.connect(st)
+    for name in STDIO_V1_LOGS:
+        short = name.rsplit("/", 1)[1][: -len(".darshan")]
+        assert short not in reasons
+        sha, flags = _job(st, short)
+        assert flags is None
+        version, counters, _ = _pydarshan(DARSHAN_LOGS / name)["STDIO"]
+        assert version == 1
+        opens = int(counters[:, backend.counter_names("STDIO").index("STDIO_OPENS")].sum())
+        (stored,) = con.execute(
+            "SELECT sum(opens) FROM files WHERE module = 'stdio' AND log_sha256 = ?", [sha]
+        ).fetchone()
+        assert stored == opens
+        capsys.readouterr()
+        assert main(["log", "summary", "--json", str(DARSHAN_LOGS / name)]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        stdio = next(m for m in summary["modules"] if m["name"] == "STDIO")
+        assert stdio["opens"] == opens
+        assert stdio["version"] == 1
+
+
+def test_log_summary_says_not_recorded(tmp_path, capsys):
+    path = tmp_path / "v2.darshan"
+    path.write_bytes(_pnetcdf_v2())
+    assert main(["log", "summary", "--json", str(path)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    pnetcdf = next(m for m in summary["modules"] if m["name"] == "PNETCDF_FILE")
+    assert (pnetcdf["bytes_read"], pnetcdf["bytes_written"], pnetcdf["opens"]) == (
+        None,
+        None,
+        COLL_OPENS,
+    )
+    assert pnetcdf["version"] == 2
+    assert pnetcdf["top_files"][0]["bytes_read"] is None
+    assert main(["log", "summary", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"PNETCDF_FILE: 1 records, 1 files read {NOT_RECORDED} in 0 ops, wrote {NOT_RECORDED}"
+        in out
+    )

@@ -20,7 +20,7 @@ from iostudy.cli import listing
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
 from iostudy.core.safeio import NoSpace
-from iostudy.logs import logmerge, logroot
+from iostudy.logs import logmerge, logroot, upconversion
 from iostudy.logs.darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
 from iostudy.logs.summary import summarize
 from iostudy.run import profiles
@@ -61,6 +61,25 @@ def _bytes(n):
         n /= 1024
 
 
+# A module's figures as the summary prints them, in its table's order.
+_FIGURES = {
+    "bytes_read": _bytes,
+    "bytes_written": _bytes,
+    "reads": str,
+    "writes": str,
+    "opens": str,
+}
+
+
+def _figures(figures: dict, version: int) -> dict:
+    """A module's (or file's) figures as printed; None: the module version had no counter of
+    it."""
+    return {
+        k: upconversion.text(version) if figures[k] is None else shown(figures[k])
+        for k, shown in _FIGURES.items()
+    }
+
+
 def _print_summary(s, console):
     console.print(f"[bold]{s['path']}[/bold]", highlight=False)
     facts = Table.grid(Column(no_wrap=True), Column(overflow="fold"), padding=(0, 2))
@@ -80,26 +99,22 @@ def _print_summary(s, console):
         if m["partial"]:
             title += " [PARTIAL: the runtime ran out of memory, records are missing]"
         console.print()
+        fig = _figures(m, m["version"])
         console.print(
-            f"[bold]{title}[/bold]  read {_bytes(m['bytes_read'])} in {m['reads']} ops, "
-            f"wrote {_bytes(m['bytes_written'])} in {m['writes']} ops, {m['opens']} opens",
+            f"[bold]{title}[/bold]  read {fig['bytes_read']} in {fig['reads']} ops, "
+            f"wrote {fig['bytes_written']} in {fig['writes']} ops, {fig['opens']} opens",
             highlight=False,
         )
         # File names are the point of the table: fold them rather than cut them.
         table = Table(Column("file", overflow="fold"), "ranks")
-        for heading in ("read", "written", "reads", "writes", "opens"):
+        # a size fits its column whole; "not recorded (module version N)" wraps
+        for heading in ("read", "written"):
+            table.add_column(heading, justify="right", min_width=len("1023.9 KiB"))
+        for heading in ("reads", "writes", "opens"):
             table.add_column(heading, justify="right", no_wrap=True)
         for f in m["top_files"]:
             ranks = f"{f['sharing']} ({f['nranks'] or 'all'})"
-            table.add_row(
-                f["name"],
-                ranks,
-                _bytes(f["bytes_read"]),
-                _bytes(f["bytes_written"]),
-                str(f["reads"]),
-                str(f["writes"]),
-                str(f["opens"]),
-            )
+            table.add_row(f["name"], ranks, *_figures(f, m["version"]).values())
         console.print(table, highlight=False)
 
     others = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from iostudy.core.deferred import deferred
-from iostudy.logs import sharing
+from iostudy.logs import sharing, upconversion
 
 np = deferred("numpy")
 
@@ -55,8 +55,18 @@ MODULE_COUNTERS = {
 }
 
 
-def _figures(mod, counters):
-    return {key: sum(counters[c] for c in names) for key, names in MODULE_COUNTERS[mod].items()}
+def _figures(mod, counters, missing):
+    """A record's figures: the sums of their counters, those its version had (``missing``:
+    those it did not; libdarshan-util reads them as -1)."""
+    return {
+        key: sum(counters[c] for c in names if c not in missing)
+        for key, names in MODULE_COUNTERS[mod].items()
+    }
+
+
+def _unrecorded(mod, missing) -> list[str]:
+    """The figures of a module none of whose counters a version lacking ``missing`` had."""
+    return [key for key, names in MODULE_COUNTERS[mod].items() if names and missing >= set(names)]
 
 
 def _timestamp(sec, nsec):
@@ -78,11 +88,13 @@ def _file_classes(log) -> dict:
 
 def _module_summary(log, mod, top, file_classes):
     records = log["records"][mod]
+    version = log["modules"][mod]["ver"]
+    missing = upconversion.not_recorded(mod, version)
     totals = dict.fromkeys(MODULE_COUNTERS[mod], 0)
     # Records are per (file, rank); a file seen by several ranks is one row of the top list.
     files = {}
     for rec in records:
-        figures = _figures(mod, rec["counters"])
+        figures = _figures(mod, rec["counters"], missing)
         f = files.setdefault(rec["id"], {"ranks": set(), **dict.fromkeys(figures, 0)})
         f["ranks"].add(rec["rank"])
         for key, value in figures.items():
@@ -91,6 +103,7 @@ def _module_summary(log, mod, top, file_classes):
     ranked = sorted(
         files.items(), key=lambda kv: kv[1]["bytes_read"] + kv[1]["bytes_written"], reverse=True
     )
+    unrecorded = dict.fromkeys(_unrecorded(mod, missing))  # None: not recorded
     top_files = []
     for rec_id, f in ranked[:top]:
         ranks = f.pop("ranks")
@@ -100,14 +113,17 @@ def _module_summary(log, mod, top, file_classes):
                 "sharing": file_classes[rec_id],
                 "nranks": len(ranks - {-1}),
                 **f,
+                **unrecorded,
             }
         )
     return {
         "name": mod,
+        "version": version,
         "records": len(records),
         "files": len(files),
         "partial": log["modules"][mod]["partial_flag"],
         **totals,
+        **unrecorded,
         "top_files": top_files,
     }
 
