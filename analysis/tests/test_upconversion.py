@@ -16,11 +16,14 @@ from pathlib import Path
 
 import darshan
 import numpy as np
+import pandas as pd
 import pytest
 from darshan.backend import cffi_backend as backend
 
 from iostudy.cli.cli import main
 from iostudy.logs import modules, plausibility, upconversion
+from iostudy.metrics import jobdetail
+from iostudy.report import jobpage
 from iostudy.store import store
 from tests import logcraft
 from tests.testdata import DARSHAN_LOGS, RELEASE_350
@@ -243,3 +246,31 @@ def test_log_summary_says_not_recorded(tmp_path, capsys):
         f"PNETCDF_FILE: 1 records, 1 files read {NOT_RECORDED} in 0 ops, wrote {NOT_RECORDED}"
         in out
     )
+
+
+def test_the_job_page_says_not_recorded(ingested):
+    st, _ = ingested
+    sha, _ = _job(st, "pnetcdf-v2")
+    con = store.connect(st)
+    job = con.execute("SELECT * FROM jobs WHERE log_sha256 = ?", [sha]).df().iloc[0]
+    files = jobdetail.files_of(con, [sha])
+    findings = pd.DataFrame(columns=["rule", "found", "advice"])
+    tables = {
+        item["id"]: (item, df)
+        for _, items in jobpage.sections(job, files, findings, None, "moved", "j")
+        for item, df in items
+    }
+    modules_item, per_module = tables["j-modules"]
+    row = per_module.set_index("module").loc["PNETCDF_FILE"]
+    assert (row["bytes_read"], row["bytes_written"], row["meta_time"], row["meta_pct"]) == (
+        NOT_RECORDED,
+        NOT_RECORDED,
+        NOT_RECORDED,
+        NOT_RECORDED,
+    )
+    assert row["opens"] == COLL_OPENS
+    assert NOT_RECORDED in json.dumps(modules_item["table"])
+    assert per_module.set_index("module").loc["POSIX", "bytes_read"] > 0  # numbers elsewhere
+    _, by_bytes = tables["j-files-by-bytes"]
+    row = by_bytes.set_index("module").loc["PNETCDF_FILE"]
+    assert (row["bytes_read"], row["bytes"]) == (NOT_RECORDED, NOT_RECORDED)

@@ -101,7 +101,8 @@ def file_table(files: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     f = files.assign(all_ranks=files["rank"] < 0)
     g = f.groupby(["path", "module"], dropna=False)
-    table = g[["bytes_read", "bytes_written", *_TIMES, "opens", "reads", "writes"]].sum()
+    # a column of null only (a value the log's module version did not record) stays null
+    table = g[["bytes_read", "bytes_written", *_TIMES, "opens", "reads", "writes"]].sum(min_count=1)
     table["sharing"] = g["sharing"].first()
     table["ranks"] = g["rank"].nunique().where(~g["all_ranks"].any(), other=-1)
     table["bytes"] = table["bytes_read"] + table["bytes_written"]

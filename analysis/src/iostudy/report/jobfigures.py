@@ -1,5 +1,6 @@
 """The figures of a job page (iostudy.report.jobpage) and of a before/after pair: I/O time per
-module, accesses per size bin, time per rank, and the heatmap of bytes over time."""
+module, accesses per size bin, time per rank, and the heatmap of bytes over time; and the
+page's tables' cells of values the job's log did not record."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import binary_bytes
 from iostudy.core.plotting import count_ticks, legend_below, panels
+from iostudy.logs import upconversion
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -20,6 +22,27 @@ TIME_PARTS = (("read_time", "read", "#4c78a8"), ("write_time", "write", "#f58518
               ("meta_time", "metadata", "#9d9d9d"))  # fmt: skip
 #: ranks drawn one bar each; above, a histogram of their times
 RANKS_DRAWN = 64
+#: the job page's columns made of others: not recorded when none of them is
+DERIVED = {"bytes": ("bytes_read", "bytes_written"), "meta_pct": ("meta_time",)}
+
+
+def not_recorded(table: pd.DataFrame, flags) -> pd.DataFrame:
+    """A job page's table (a row per module, or per file and module: its ``module`` column)
+    with each empty cell of a value the job's module version did not record (as its jobs row's
+    ``flags`` say: iostudy.logs.upconversion.flagged) reading "not recorded (module version
+    N)"."""
+    unrecorded = upconversion.flagged(flags)
+    if not unrecorded:
+        return table
+    out = table.copy()
+    for module, (version, columns) in unrecorded.items():
+        gone = set(columns) | {c for c, parts in DERIVED.items() if set(parts) <= set(columns)}
+        for column in gone & set(out.columns):
+            cells = (out["module"] == module) & out[column].isna()
+            if cells.any():
+                out[column] = out[column].astype(object)
+                out.loc[cells, column] = upconversion.text(version)
+    return out
 
 
 def time_split_figure(per_module: pd.DataFrame) -> Figure:

@@ -61,9 +61,9 @@ def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: d
                          "MiB/s/CN and metadata % are seed 000's, as on every page.",
                          record_table(job), table=True, whole=True)])]  # fmt: skip
     out.append(("Diagnoses", _diagnoses(item, findings)))
-    out.append(("I/O time and operations per module", _modules(item, files)))
+    out.append(("I/O time and operations per module", _modules(item, files, job.get("flags"))))
     out.append(("Access sizes", _sizes(item, files, log, why_no_log)))
-    out.append(("Files", _files(item, files)))
+    out.append(("Files", _files(item, files, job.get("flags"))))
     out.append(("Rank balance", _ranks(item, files)))
     out.append(("Heatmap: bytes over time", _heatmap(item, log, why_no_log)))
     return out
@@ -80,7 +80,7 @@ def _diagnoses(item, findings):
                  table=True)]  # fmt: skip
 
 
-def _modules(item, files):
+def _modules(item, files, flags):
     per_module = jobdetail.per_module(files)
     if per_module.empty:
         return [item("note", "modules", "The job's log has no file record.", per_module)]
@@ -88,7 +88,8 @@ def _modules(item, files):
                  "I/O time per module, split into read, write and metadata (seconds summed over "
                  "the processes; MPI-IO's, HDF5's and PnetCDF's time includes the POSIX calls "
                  "they made), with bytes and operations; metadata % of the module's I/O time.",
-                 per_module, fig=jobfigures.time_split_figure(per_module), table=True)]  # fmt: skip
+                 jobfigures.not_recorded(per_module, flags),
+                 fig=jobfigures.time_split_figure(per_module), table=True)]  # fmt: skip
 
 
 def _sizes(item, files, log, why_no_log):
@@ -110,12 +111,13 @@ def _sizes(item, files, log, why_no_log):
     return out
 
 
-def _files(item, files):
+def _files(item, files, flags):
     table = jobdetail.file_table(files)
     if table.empty:
         return [item("note", "files", "No file record.", table)]
     by_bytes = table.sort_values(["bytes", "path"], ascending=[False, True])
     by_time = table.sort_values(["io_time", "path"], ascending=[False, True])
+    by_bytes, by_time = (jobfigures.not_recorded(t, flags) for t in (by_bytes, by_time))
     top = len(figures.page_rows(table))
     return [
         item("table", "files-by-bytes", f"The {top} of {len(table):,} files (per module) that "
