@@ -509,6 +509,8 @@ def _near_bound_log(job: int, nprocs: int, base: int) -> bytes:
     """The 3.5.0 release log (a shared POSIX and MPI-IO record, rank -1; rank 0's <STDOUT>
     STDIO record) as job ``job`` of nprocs processes with bytes of _near_bound_bytes."""
     data = logcraft.set_job((DARSHAN_LOGS / RELEASE_350).read_bytes(), jobid=job, nprocs=nprocs)
+    if nprocs < 4:  # the release log's heatmaps are of ranks 0-3: none for fewer processes
+        data = logcraft.set_module_region(data, "HEATMAP", b"")
     for (module, counter), value in _near_bound_bytes(job, base).items():
         data = logcraft.set_counter(data, module, 0, counter, value)
     return data

@@ -124,7 +124,7 @@ def register(groups) -> None:
         "--key",
         type=Path,
         metavar="FILE",
-        help="the packing site's public key (the line `iostudy trust own` prints there)",
+        help="the packing site's public key (the line iostudy trust own prints there)",
     )
     add_store_option(unpack, "without --key: the store whose trusted keys (iostudy trust) apply")
     unpack.set_defaults(func=cmd_unpack)
