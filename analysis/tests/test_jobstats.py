@@ -6,6 +6,7 @@ import io
 import math
 
 import darshan
+import pandas as pd
 import pytest
 from darshan.backend.cffi_backend import accumulate_records
 
@@ -309,7 +310,16 @@ def test_slurm_nodes_override_and_a_source_is_always_named():
 
 def test_a_job_without_records_has_no_rate():
     (row,) = _job_table(J1[:0] + [_files_row("J0", 0, "/d/A", module="mpiio")],
-                        [_jobs_row("J0", 1, 1, "assumed")])  # fmt: skip
+                        [_jobs_row("J0", 1, 1, "tag")])  # fmt: skip
     assert row["bytes_read"] + row["bytes_written"] == 0
     assert math.isnan(row["mib_s_per_cn"]) and math.isnan(row["mib_s_per_cn_span"])
-    assert row["nodes_source"] == "assumed"
+    assert (row["nodes"], row["nodes_source"]) == (1, "tag")
+
+
+def test_nodes_unknown_give_no_rate_also_the_1_an_older_ingest_assumed():
+    """Issue 42: a node count is known or unknown, never assumed."""
+    for nodes, source in ((None, "unknown"), (1, "assumed")):
+        (row,) = _job_table(J1, [_jobs_row("J1", 2, nodes, source)], module="POSIX")
+        assert pd.isna(row["nodes"]) and row["nodes_source"] == "unknown"
+        assert math.isnan(row["mib_s_per_cn"]) and math.isnan(row["mib_s_per_cn_span"])
+        assert row["agg_perf_mib_s"] == pytest.approx(300 / 6.5)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from iostudy.cli.cli import main
+from iostudy.core import nodecount
 from iostudy.core.provenance import sha256_file
 from iostudy.logs import logrows
 from iostudy.logs.darshanlog_worker import open_log
@@ -201,11 +202,12 @@ def test_connect_without_store_gives_empty_tables(tmp_path):
         ({"procs_per_node": "2"}, {"nodes": {"count": 8, "cores_per_node": 4}}, (2, "tag")),
         ({}, {"nodes": {"count": 8, "cores_per_node": 4}}, (1, "system")),
         ({}, {"nodes": {"count": 1, "cores_per_node": 2}}, (1, "system")),  # oversubscribed box
-        ({}, None, (1, "assumed")),
+        ({}, None, (None, "unknown")),  # issue 42: never 1 assumed
+        ({"h": "romio_no_indep_rw=true;cb_nodes=4"}, None, (None, "unknown")),  # ROMIO's
     ],
 )
 def test_job_nodes(tags, system, expected):
-    assert logrows.job_nodes(4, tags, system) == expected
+    assert nodecount.job_nodes(4, tags, system) == expected
 
 
 # -- ReFrame's run report and the benchmark's JSON lines -----------------------------------------

@@ -23,6 +23,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 
 from iostudy.benchmarks import checks, registry
+from iostudy.core.nodecount import nodes_for
 
 
 class RuntimeCheck(rfm.RunOnlyRegressionTest):
@@ -55,7 +56,7 @@ class RuntimeCheck(rfm.RunOnlyRegressionTest):
     def node_count(self, procs: int, per_node: int) -> int:
         """The job's nodes: one machine without a scheduler is one node, whatever per_node."""
         local = self.current_partition.scheduler.registered_name == "local"
-        return 1 if local else -(-procs // per_node)
+        return 1 if local else nodes_for(procs, per_node)
 
     def run_folder(self) -> Path:
         return Path(self.run_dir or self.stagedir)

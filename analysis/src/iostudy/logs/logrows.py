@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import math
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
+from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.logs import modules, plausibility, proberows, sharing, upconversion
 from iostudy.logs.darshanlog_worker import CheckedLog, read
@@ -160,27 +160,6 @@ def _unpickle_columns(n, order, blocks, rest) -> Columns:
     return Columns(n, {c: data[c] for c in order})
 
 
-def job_nodes(nprocs, tags: dict, system: dict | None) -> tuple[int, str]:
-    """Compute nodes of a job and where the count comes from: the ``nodes`` tag the harness set
-    ("tag"); else the ranks spread over nodes of ``procs_per_node`` (a numeric tag: "tag") or of
-    the system's cores per node ("system"), at most the system's node count; else 1, assumed
-    ("assumed": a log from outside the harness, ingested without --system). Slurm's count, when
-    accounting is imported, overrides all of them (iostudy.metrics.jobstats)."""
-    nodes = int_or_none(tags.get("nodes"))
-    if nodes and nodes > 0:
-        return nodes, "tag"
-    sys_nodes = (system or {}).get("nodes", {})
-    tag_ppn = int_or_none(tags.get("procs_per_node"))
-    ppn = tag_ppn or int_or_none(sys_nodes.get("cores_per_node"))
-    if not ppn or not nprocs:
-        return 1, "assumed"
-    nodes = math.ceil(nprocs / ppn)
-    count = int_or_none(sys_nodes.get("count"))
-    if count:
-        nodes = min(nodes, count)
-    return max(nodes, 1), "tag" if tag_ppn else "system"
-
-
 # json.dumps(..., sort_keys=True) without building its encoder per call
 _sorted_json = json.JSONEncoder(sort_keys=True).encode
 
@@ -203,7 +182,7 @@ def job_row(log: dict, run: dict) -> dict:
     start = epoch_utc(job["start_time_sec"], job.get("start_time_nsec", 0))
     end = epoch_utc(job["end_time_sec"], job.get("end_time_nsec", 0))
     nprocs = int(job["nprocs"])
-    nodes, nodes_source = job_nodes(nprocs, tags, run.get("system_config"))
+    nodes, nodes_source = nodecount.job_nodes(nprocs, tags, run.get("system_config"))
     row = {
         "run_id": run["run_id"],
         "log_path": run["log_path"],

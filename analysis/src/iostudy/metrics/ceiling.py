@@ -33,6 +33,7 @@ import math
 
 from iostudy.benchmarks import probe, registry
 from iostudy.core.deferred import deferred
+from iostudy.core.nodecount import nodes_for
 
 pd = deferred("pandas")
 
@@ -195,7 +196,7 @@ def application_points(perf: pd.DataFrame, one_node=frozenset()) -> pd.DataFrame
                 continue
             procs = done["num_tasks"].astype(int)
             per_node = done["num_tasks_per_node"].fillna(procs).clip(lower=1).astype(int)
-            nodes = (-(-procs // per_node)).where(~done["run_id"].isin(one_node), 1)
+            nodes = nodes_for(procs, per_node).where(~done["run_id"].isin(one_node), 1)
             rows.append(pd.DataFrame({
                 "run_id": done["run_id"], "system": done["system"], "benchmark": check.title,
                 "layout": None, "transfer": None, "procs": procs, "nodes": nodes,
@@ -238,7 +239,7 @@ def ceiling_curve(table: pd.DataFrame, procs: list[int], per_node: int) -> pd.Da
     rows = []
     for op in OPERATIONS:
         for p in procs:
-            nodes = -(-p // max(per_node, 1))
+            nodes = nodes_for(p, max(per_node, 1))
             value, name = ceiling(table, op, nodes)
             rows.append({"operation": op, "procs": p, "nodes": nodes, "ceiling_mib_s": value,
                          "limited_by": name})  # fmt: skip

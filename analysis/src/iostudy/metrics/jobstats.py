@@ -17,9 +17,11 @@ they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF
 - agg_perf_mib_s: bytes / MiB / io_time_slowest_s (PyDarshan's ``agg_perf_by_slowest``);
   mib_s_span: bytes / MiB / io_time_span_s.
 - mib_s_per_cn (MiB/s/CN, the one definition every table and figure shows): agg_perf_mib_s over
-  the job's compute nodes; mib_s_per_cn_span: mib_s_span over them. nodes: Slurm's count when
-  accounting is imported, else the count ingest computed; nodes_source says which ("slurm",
-  "tag", "system", "assumed": 1 when nothing said; "unrecorded" in stores made before it).
+  the job's compute nodes; mib_s_per_cn_span: mib_s_span over them; both null when the nodes
+  are unknown. nodes: known or unknown, never assumed (:mod:`iostudy.core.nodecount`): Slurm's
+  count when accounting has the job, else the count ingest stored; nodes_source says which
+  ("slurm", "tag", "system"; "unknown": nodes null, also for the 1 an older ingest assumed;
+  "unrecorded" in stores made before sources were kept).
 - md_cost_pct: metadata time as a share of all I/O time, summed over every process (Table IV).
 - files, files_per_proc, creates_per_proc (POSIX files opened with a mode, i.e. with O_CREAT),
   seq_pct (POSIX sequential accesses), aligned_pct (POSIX accesses aligned to the file system
@@ -46,6 +48,7 @@ import sys
 from pathlib import Path
 
 from iostudy.collect import sacct
+from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB, integral
@@ -158,8 +161,12 @@ by_log AS (
            {size_sums}
     FROM f GROUP BY ALL
 )
-SELECT j.log_path AS log, j.jobid, j.nprocs, COALESCE(j.sched_nodes, j.nodes) AS nodes,
-       CASE WHEN j.sched_nodes IS NOT NULL THEN 'slurm'
+SELECT j.log_path AS log, j.jobid, j.nprocs,
+       -- an older ingest's 1 "assumed" is no count
+       COALESCE(j.sched_nodes, CASE WHEN j.nodes_source <> 'assumed' OR j.nodes_source IS NULL
+                                    THEN j.nodes END) AS nodes,
+       CASE WHEN j.sched_nodes IS NOT NULL THEN '{slurm}'
+            WHEN j.nodes IS NULL OR j.nodes_source IN ('assumed', '{unknown}') THEN '{unknown}'
             ELSE COALESCE(j.nodes_source, 'unrecorded') END AS nodes_source,
        COALESCE(b.bytes_read, 0) AS bytes_read, COALESCE(b.bytes_written, 0) AS bytes_written,
        COALESCE(u.t, 0) + COALESCE(b.shared_time, 0) AS io_time_slowest_s,
@@ -240,6 +247,8 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
         modules=", ".join(f"'{m}'" for m in scope),
         sched=_sched_sql(con),
         sharing_sql=sharing.SQL,
+        slurm=nodecount.SLURM,
+        unknown=nodecount.UNKNOWN,
         size_sums=", ".join(f"SUM({c}) AS {c}" for c in SIZE_COLUMNS),
         size_cols=", ".join(f"COALESCE(b.{c}, 0) AS {c}" for c in SIZE_COLUMNS),
     )
@@ -248,7 +257,8 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
         df[col] = integral(df[col])
     nprocs = df["nprocs"].where(df["nprocs"] > 0)
     total = df["bytes_read"] + df["bytes_written"]
-    nodes = df["nodes"].where(df["nodes"] > 0)
+    nodes = df["nodes"].astype(float)
+    nodes = nodes.where(nodes > 0)  # null: unknown, and so is the rate per node
     for form, rate in (("slowest", "agg_perf_mib_s"), ("span", "mib_s_span")):
         time = df[f"io_time_{form}_s"]
         df[rate] = total / MIB / time.where(time > 0)
@@ -325,7 +335,9 @@ def register(groups) -> None:
         "metadata cost, files, sequential and aligned shares, MiB per process, interfaces, "
         "strategy (N:N, N:1, N:M, rank-0) and seed 003's model coordinates (io_procs, "
         "procs_per_file). Slurm accounting imported with iostudy sacct import gives account, "
-        "user, nodes and cores. Definitions: python -m pydoc iostudy.metrics.jobstats.",
+        "user, nodes and cores; without it, nor a system description (ingest --system), nor "
+        "the harness's tags, a job's nodes are unknown and it has no MiB/s/CN. Definitions: "
+        "python -m pydoc iostudy.metrics.jobstats.",
     )
     add_store_option(p)
     add_format_options(p, "print every column as CSV")

@@ -9,6 +9,7 @@ import re
 import textwrap
 from typing import TYPE_CHECKING
 
+from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import binary_bytes, short
 from iostudy.core.plotting import headroom, legend_below, panels
@@ -207,9 +208,9 @@ def job_rates_figure(rates: pd.DataFrame, colours: dict[str, str]) -> Figure:
     y = np.arange(len(rates))
     values = rates["mib_s_per_cn"].fillna(0)
     ax.barh(y, values, color=[colours.get(s, "#777777") for s in rates["series"]], height=0.7)
-    for yi, value in zip(y, rates["mib_s_per_cn"], strict=True):
+    for yi, value, nodes in zip(y, rates["mib_s_per_cn"], rates["nodes"], strict=True):
         ax.annotate(
-            short(value) if pd.notna(value) else "no I/O",
+            short(value) if pd.notna(value) else "nodes unknown" if pd.isna(nodes) else "no I/O",
             (0 if pd.isna(value) else value, yi),
             xytext=(3, 0),
             textcoords="offset points",
@@ -224,6 +225,14 @@ def job_rates_figure(rates: pd.DataFrame, colours: dict[str, str]) -> Figure:
     ax.margins(x=0.12)
     ax.grid(axis="x", alpha=0.3)
     return fig
+
+
+def unknown_nodes(jobs: pd.DataFrame) -> str:
+    """What a caption of MiB/s/CN says of the jobs without one for want of a node count."""
+    unknown = int(jobs["nodes"].isna().sum()) if len(jobs) else 0
+    if not unknown:
+        return ""
+    return f" {unknown:,} of the {len(jobs):,} jobs have no MiB/s/CN: {nodecount.WHY_UNKNOWN}."
 
 
 def time_span(times: pd.Series) -> tuple:

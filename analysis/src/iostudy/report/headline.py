@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.metrics import compare, scaling
@@ -121,10 +122,19 @@ def job_lines(jobs: pd.DataFrame | None) -> list[str]:
     if jobs is None or jobs.empty:
         return []
     rates = jobs["mib_s_per_cn"].dropna()
+    unknown = int(jobs["nodes"].isna().sum())
     if rates.empty:
-        return [f"{len(jobs):,} jobs, none moved data"]
+        return [
+            f"{len(jobs):,} jobs, "
+            + (
+                f"no MiB/s per compute node: {nodecount.WHY_UNKNOWN}"
+                if unknown
+                else "none moved data"
+            )
+        ]
+    without = f"; {unknown:,} jobs without, {nodecount.WHY_UNKNOWN}" if unknown else ""
     return [
         f"{len(jobs):,} jobs; MiB/s per compute node of the {len(rates):,} that moved data: "
         f"median {short(rates.median())} (10th to 90th percentile {short(rates.quantile(0.1))}"
-        f" to {short(rates.quantile(0.9))}; iostudy jobs)"
+        f" to {short(rates.quantile(0.9))}; iostudy jobs){without}"
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iostudy.core import provenance
+from iostudy.core import nodecount, provenance
 from iostudy.core.deferred import deferred
 from iostudy.logs import darshanlog
 from iostudy.metrics import jobdetail
@@ -42,6 +42,8 @@ def record_table(job: pd.Series) -> pd.DataFrame:
     for field in RECORD:
         value = job.get(field)
         text = figures.cell_text(field, value)
+        if field == "nodes_source" and value == nodecount.UNKNOWN:
+            text = nodecount.WHY_UNKNOWN
         if figures.is_bytes(field) and pd.api.types.is_number(value) and pd.notna(value):
             # the exact count beside the binary prefix
             text += f" ({int(value):,} bytes)"

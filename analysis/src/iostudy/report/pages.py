@@ -18,9 +18,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.report import jobpage, projectpage
-from iostudy.report.figures import fmt
+from iostudy.report.figures import fmt, unknown_nodes
 from iostudy.report.publish import templates_env
 from iostudy.report.studydata import StudyData
 
@@ -138,12 +139,20 @@ def _job_top(job: pd.Series, found: pd.DataFrame, sha: str) -> tuple[str, list[s
     lines = [f"{r.rule}: {r.found}" for r in mine.itertuples()] or [
         "No diagnosis rule fired on this job."
     ]
-    rate = job.get("mib_s_per_cn")
-    rate = f"{fmt(rate)} MiB/s/CN" if pd.notna(rate) else "no MiB/s/CN (no I/O time)"
-    lines.append(f"{rate}; {int(job['nprocs']):,} processes on {int(job['nodes']):,} nodes; "
-                 f"strategy {job['strategy']}; metadata {_pct(job.get('md_cost_pct'))} of the "
-                 "I/O time.")  # fmt: skip
+    lines.append(
+        f"{_rate_on_nodes(job)}; strategy {job['strategy']}; metadata "
+        f"{_pct(job.get('md_cost_pct'))} of the I/O time."
+    )
     return ("DIAGNOSED" if len(mine) else "NO FINDING"), lines
+
+
+def _rate_on_nodes(job: pd.Series) -> str:
+    """The job's MiB/s/CN and where it ran, or why it has none."""
+    procs, nodes, rate = int(job["nprocs"]), job.get("nodes"), job.get("mib_s_per_cn")
+    if pd.isna(nodes):
+        return f"no MiB/s/CN ({nodecount.WHY_UNKNOWN}); {procs:,} processes"
+    rate = f"{fmt(rate)} MiB/s/CN" if pd.notna(rate) else "no MiB/s/CN (no I/O time)"
+    return f"{rate}; {procs:,} processes on {int(nodes):,} node{'s' if nodes != 1 else ''}"
 
 
 def _pct(value) -> str:
@@ -155,8 +164,11 @@ def _project_top(jobs: pd.DataFrame, found: pd.DataFrame) -> tuple[str, list[str
     rates = jobs["mib_s_per_cn"].dropna()
     median = f"median {fmt(rates.median())} MiB/s/CN" if len(rates) else "no MiB/s/CN"
     diagnosed = found[JOB_KEY].nunique()
-    return f"{len(jobs):,} JOBS", [f"{len(jobs):,} jobs with a log, {median}; a diagnosis rule "
-                                  f"fired on {diagnosed:,} of them."]  # fmt: skip
+    line = (
+        f"{len(jobs):,} jobs with a log, {median}; a diagnosis rule fired on {diagnosed:,} of "
+        f"them.{unknown_nodes(jobs)}"
+    )
+    return f"{len(jobs):,} JOBS", [line]
 
 
 def _write(out: Path, href: str, title: str, top: tuple[str, list[str]], secs, page: dict,

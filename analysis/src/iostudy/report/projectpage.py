@@ -72,8 +72,16 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
         "time, key access size (the size bin of most accesses; r: reads, w: writes) and "
         "strategy.", v, table=True, hide=["log_sha256"], links=links)]))  # fmt: skip
     vi = table_vi(jobs)
-    by_size = [item("table", "by-size", "MiB/s/CN by job size: the jobs of each node count, "
-                    "their median, slowest and fastest.", vi, table=True)]  # fmt: skip
+    by_size = [
+        item(
+            "table",
+            "by-size",
+            "MiB/s/CN by job size: the jobs of each node count, "
+            f"their median, slowest and fastest.{figures.unknown_nodes(jobs)}",
+            vi,
+            table=True,
+        )
+    ]
     if vi["jobs"].sum() >= DRAWN_FROM:
         by_size.append(item("figure", "distribution", "The distribution of its jobs' MiB/s/CN "
                             "by job size (a box per bin of processes: 10th to 90th percentile).",

@@ -386,16 +386,19 @@ def jobs_section(r: Report) -> None:
     colours = figures.colours(set(metric_table["series"]) | set(jobs_t["series"]))
     r.found["crosscheck"] = cross
     r.found["jobs"] = jobs_t
+    unknown = figures.unknown_nodes(jobs_t)
+    rated = jobs_t["mib_s_per_cn"].notna().any()  # a chart without a bar says nothing
+    caption = JOBS_CAPTION + unknown
     if len(jobs_t) <= JOBS_SHOWN:
-        r.add("jobs", "figure", "job-mib-s-per-cn", JOBS_CAPTION, jobs_t,
-              fig=figures.job_rates_figure(jobs_t, colours) if len(jobs_t) else None, table=True,
+        r.add("jobs", "figure" if rated else "table", "job-mib-s-per-cn", caption, jobs_t,
+              fig=figures.job_rates_figure(jobs_t, colours) if rated else None, table=True,
               hide=JOBS_HIDDEN + ([] if by_environ else ["series", "environ"]))  # fmt: skip
     else:  # a bar per job is unreadable at a facility's scale: the distributions show them
-        r.add("jobs", "note", "job-mib-s-per-cn", f"{JOBS_CAPTION} {len(jobs_t):,} jobs: too "
+        r.add("jobs", "note", "job-mib-s-per-cn", f"{caption} {len(jobs_t):,} jobs: too "
               "many to draw one by one; their distribution by job size below, per project in "
               "the large-jobs section (Fig. 10 and Table IV), and every job in the CSV.",
               jobs_t)  # fmt: skip
-        r.add("jobs", "figure", "job-mib-s-per-cn-by-size", SIZE_CAPTION,
+        r.add("jobs", "figure", "job-mib-s-per-cn-by-size", SIZE_CAPTION + unknown,
               figures.rates_by_size(jobs_t), fig=figures.rates_by_size_figure(jobs_t),
               table=True)  # fmt: skip
     several_runs = len(runs_df) and runs_df.groupby("system").size().max() > 1
@@ -437,7 +440,8 @@ JOBS_CAPTION = (
     "moved through POSIX and STDIO over the slowest rank's I/O time (its time on its own "
     "files plus, per shared file, the slowest rank's; PyDarshan's agg_perf_by_slowest), "
     "divided by the job's compute nodes (nodes_source: slurm, the harness's tag, the "
-    "system's cores per node, or assumed 1). The table also gives seed 000's own form "
+    "system's cores per node; else unknown, and no MiB/s/CN). The table also gives seed "
+    "000's own form "
     "(mib_s_per_cn_span: the longest first-open to last-I/O span of a shared file when it "
     "is longer) and the file-sharing strategy that moved the most bytes."
 )

@@ -10,6 +10,7 @@ import itertools
 
 from iostudy.benchmarks import checks, probe, registry
 from iostudy.core import config
+from iostudy.core.nodecount import nodes_for
 from iostudy.core.reframe_names import param_text
 
 
@@ -128,8 +129,8 @@ def validate_procs(campaign: dict, system: dict, i: int, params: dict) -> None:
         )
     for procs in values(resolve_max_procs(params["procs"], system)):
         used = min(cores, procs) if per_node == "system" else per_node
-        if -(-procs // used) > nodes:
+        if (needed := nodes_for(procs, used)) > nodes:
             raise CampaignError(
-                f"{where}: procs {procs} at {used} per node needs {-(-procs // used)} nodes, "
+                f"{where}: procs {procs} at {used} per node needs {needed} nodes, "
                 f"system {system['name']} has {nodes}"
             )

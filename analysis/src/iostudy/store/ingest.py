@@ -214,7 +214,8 @@ def _add_tree_options(tree) -> None:
     tree.add_argument(
         "--system",
         help="the system (configs/systems/<SYSTEM>) the logs come from: their system column, "
-        "and node counts from its cores per node when Slurm accounting is not imported",
+        "and node counts from its cores per node when Slurm accounting is not imported (with "
+        "neither, a job's nodes are unknown, and so is its MiB/s/CN)",
     )
     tree.add_argument(
         "--commit-every",

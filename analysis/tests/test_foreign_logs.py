@@ -1,0 +1,95 @@
+"""Issue 42: a facility points `iostudy ingest` at a tree of other sites' Darshan logs.
+
+Real logs with their real job ids: the 3.5.0 release log (job 3171794, 4 processes), the 3.4.7
+one (4708475), the runtime's heatmap log (13734580: a job id of 8 digits, 40 processes) and
+DLIO's three logs of one job (3116902). The tree lies apart from the store's folder, as a
+facility's log directory does; nothing says on how many nodes those jobs ran.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from iostudy.cli.cli import main
+from iostudy.core import provenance
+from iostudy.metrics import jobstats
+from iostudy.report import report
+from iostudy.store import store as store_mod
+from tests.testdata import DARSHAN_LOGS, RELEASE_350
+
+RELEASE_347 = "release_logs/mpi-io-test-x86_64-3.4.7.darshan"
+HEATMAP = "runtime_heatmap_inactive_ranks/treddy_runtime_heatmap_inactive_ranks.darshan"
+JOBS = {3171794: RELEASE_350, 4708475: RELEASE_347, 13734580: HEATMAP}
+DLIO = 3116902  # three logs, one job id
+# a real log whose sha256 begins with 10 decimal digits: 03917981... is also a job id
+DIGITS_SHA_LOG = "release_logs/mpi-io-test-x86_64-3.3.0.darshan"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> dict:
+    """Another site's logs in <root>/facility/darshan-logs/2024/1/<d>/, ingested without
+    accounting or system description into <root>/analysis/store."""
+    root = tmp_path_factory.mktemp("issue42")
+    tree = root / "facility" / "darshan-logs"
+    dlio = sorted((DARSHAN_LOGS / "dlio_logs").iterdir())
+    for day, log in enumerate([*(DARSHAN_LOGS / log for log in JOBS.values()), *dlio]):
+        folder = tree / "2024" / "1" / str(1 + day % 2)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, folder / log.name)
+    store = root / "analysis" / "store"
+    assert main(["ingest", str(tree), "--store", str(store)]) == 0
+    return {"root": root, "tree": tree, "store": store}
+
+
+def _jobs(store) -> pd.DataFrame:
+    return jobstats.job_table(store_mod.connect(store))
+
+
+def _log_of(site, jobid: int):
+    return next(site["tree"].rglob(JOBS[jobid].split("/")[-1]))
+
+
+# -- 1. nodes known or unknown, never assumed ------------------------------------------------
+
+
+def test_a_tree_without_accounting_or_system_has_no_node_count_and_no_rate(site):
+    jobs = _jobs(site["store"]).set_index("jobid")
+    assert jobs["nodes"].isna().all()  # not 1: 40 processes on "1 nodes" was an assumption
+    assert set(jobs["nodes_source"]) == {"unknown"}
+    assert jobs["mib_s_per_cn"].isna().all() and jobs["mib_s_per_cn_span"].isna().all()
+    assert jobs.loc[13734580, "agg_perf_mib_s"] > 0  # the aggregate rate is still there
+
+
+def test_accounting_and_the_system_description_give_the_count(site, tmp_path):
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|JobIDRaw|Cluster|Account|User|Partition|NNodes|NCPUS|ElapsedRaw|Start|End|State\n"
+        "13734580|13734580|c1|climate|alice|batch|5|40|60|2024-01-01T00:00:00|"
+        "2024-01-01T00:01:00|COMPLETED\n"
+    )
+    store = tmp_path / "store"
+    assert (
+        main(["ingest", str(site["tree"]), "--store", str(store), "--system", "testcluster"]) == 0
+    )
+    assert main(["sacct", "import", str(sacct), "--store", str(store)]) == 0
+    jobs = _jobs(store).drop_duplicates("jobid").set_index("jobid")
+    assert (jobs.at[13734580, "nodes"], jobs.at[13734580, "nodes_source"]) == (5, "slurm")
+    # testcluster: 2 cores per node, 2 nodes: 4 processes take both
+    assert (jobs.at[3171794, "nodes"], jobs.at[3171794, "nodes_source"]) == (2, "system")
+    rate = jobs.at[13734580, "agg_perf_mib_s"] / 5
+    assert jobs.at[13734580, "mib_s_per_cn"] == pytest.approx(rate)
+
+
+def test_the_pages_say_why_there_is_no_rate(site, tmp_path):
+    index = report.build(site["store"], store_mod.DEFAULT_STUDY, tmp_path / "reports")
+    why = "nodes unknown: no accounting, no system description"
+    page = index.read_text()
+    assert why in page and "1 nodes" not in page
+    sha = provenance.sha256_file(_log_of(site, 13734580))
+    job = (index.parent / f"job-{sha}.html").read_text()
+    assert f"no MiB/s/CN ({why}); 40 processes" in job
+    record = pd.read_csv(index.parent / f"job-{sha}-record.csv").set_index("field")["value"]
+    assert record["nodes from"] == why
