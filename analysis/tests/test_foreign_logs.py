@@ -8,15 +8,21 @@ facility's log directory does; nothing says on how many nodes those jobs ran.
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import shutil
+import tarfile
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from iostudy.cli.cli import main
 from iostudy.core import provenance
 from iostudy.metrics import jobstats
 from iostudy.report import report
+from iostudy.store import bundlecheck
 from iostudy.store import store as store_mod
 from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
@@ -93,3 +99,70 @@ def test_the_pages_say_why_there_is_no_rate(site, tmp_path):
     assert f"no MiB/s/CN ({why}); 40 processes" in job
     record = pd.read_csv(index.parent / f"job-{sha}-record.csv").set_index("field")["value"]
     assert record["nodes from"] == why
+
+
+# -- 2. a job page finds its log where ingest read it ----------------------------------------
+
+
+def test_a_job_page_reads_its_log_where_the_tree_was_ingested_from(site, tmp_path):
+    """The store is not beside the tree (its default --results is not the tree's parent)."""
+    index = report.build(site["store"], store_mod.DEFAULT_STUDY, tmp_path / "reports")
+    log = _log_of(site, 3171794)
+    sha = provenance.sha256_file(log)
+    page = (index.parent / f"job-{sha}.html").read_text()
+    assert "no longer at" not in page
+    assert "<svg" in page[page.index("-heatmap") :]  # the heatmap, read from the log
+    record = pd.read_csv(index.parent / f"job-{sha}-record.csv").set_index("field")["value"]
+    assert record["ingested from"] == str(log)
+
+
+def test_a_job_page_says_when_the_file_there_is_another_log(site, tmp_path):
+    log = _log_of(site, 4708475)
+    saved = log.read_bytes()
+    sha = provenance.sha256_file(log)
+    try:
+        shutil.copyfile(DARSHAN_LOGS / RELEASE_350, log)  # another log under its name
+        index = report.build(site["store"], store_mod.DEFAULT_STUDY, tmp_path / "reports")
+    finally:
+        log.write_bytes(saved)
+    page = (index.parent / f"job-{sha}.html").read_text()
+    assert f"the file at {log} is not the log ingested (its sha256 differs)" in page
+
+
+def test_a_moved_tree_is_found_again_and_another_of_its_name_refused(site, tmp_path, capsys):
+    moved = tmp_path / "moved" / "darshan-logs"
+    shutil.copytree(site["tree"], moved, copy_function=shutil.copy2)  # mtimes kept
+    store = tmp_path / "store"
+    shutil.copytree(site["store"], store)
+    # the same name, the first tree still there: two sites' "darshan-logs"
+    assert main(["ingest", str(moved), "--store", str(store)]) == 2
+    assert "is another tree" in capsys.readouterr().err
+    shutil.rmtree(site["tree"])
+    try:
+        assert main(["ingest", str(moved), "--store", str(store)]) == 0
+        # nothing read again; the tree's runs row follows it
+        assert "runs 1 ingested, 0 skipped; logs 0 ingested, 6 skipped" in capsys.readouterr().out
+        index = report.build(store, store_mod.DEFAULT_STUDY, tmp_path / "reports")
+    finally:
+        shutil.copytree(moved, site["tree"], copy_function=shutil.copy2)
+    sha = provenance.sha256_file(moved / "2024" / "1" / "1" / RELEASE_350.split("/")[-1])
+    page = (index.parent / f"job-{sha}.html").read_text()
+    assert "no longer at" not in page and str(moved) in page
+
+
+# -- where a tree was ingested from stays at this site ----------------------------------------
+
+
+def test_an_export_leaves_the_trees_folder_out_and_an_import_refuses_it(site, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(site["store"], store)
+    bundle = tmp_path / "b.tar"
+    assert main(["export", "--store", str(store), "--out", str(bundle), "--site", "s1"]) == 0
+    with tarfile.open(bundle) as tar:
+        runs = [m for m in tar.getnames() if m.startswith("tables/runs/")]
+        table = pq.read_table(io.BytesIO(tar.extractfile(runs[0]).read()))
+        meta = json.load(tar.extractfile("bundle.json"))
+    assert "source_root" not in table.column_names and meta["runs"]
+    with pytest.raises(bundlecheck.BundleInvalid, match="source_root names folders"):
+        bundlecheck._check_columns("tables/runs/x", "runs", store_mod.TABLES["runs"], False)
+    assert not re.search(str(tmp_path), bundle.read_bytes().decode("latin-1"))

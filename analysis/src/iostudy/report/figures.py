@@ -389,6 +389,7 @@ HEADERS = {
     "mib_s_per_cn_span": "MiB/s/CN, seed 000's span form",
     "io_time_slowest_s": "slowest rank's I/O time (s)",
     "nodes_source": "nodes from",
+    "ingested_from": "ingested from",
     "lower": "lower (fraction)",
     "upper": "upper (fraction)",
     # seed 000's workload tables (iostudy.metrics.workload)

@@ -1,7 +1,8 @@
 """One job's page of a report (PyDarshan's ``darshan summary`` of its log, from the store): the
 job and its provenance, its diagnoses first, then the I/O time per module, operations, access
 sizes, files, rank balance and the heatmap. What the store does not keep (the common access
-sizes, the heatmap) is read from the log when it is where ingest read it and unchanged."""
+sizes, the heatmap) is read from the log when it is found, unchanged (its sha256), where ingest
+read it (the run's source_root, iostudy.store.store) or under the report's results folder."""
 
 from __future__ import annotations
 
@@ -16,24 +17,27 @@ from iostudy.report import figures, jobfigures
 pd = deferred("pandas")
 
 #: the job's figures the record table shows, in order (jobstats.job_table's columns)
-RECORD = ["log", "jobid", "system", "run_id", "user", "account", "exe", "start", "elapsed_s",
-          "nprocs", "nodes", "nodes_source", "interfaces", "strategy", "bytes_read",
-          "bytes_written", "io_time_slowest_s", "agg_perf_mib_s", "mib_s_per_cn", "md_cost_pct",
-          "key_access_size", "files", "flags", "log_sha256"]  # fmt: skip
+RECORD = ["log", "ingested_from", "jobid", "system", "run_id", "user", "account", "exe",
+          "start", "elapsed_s", "nprocs", "nodes", "nodes_source", "interfaces", "strategy",
+          "bytes_read", "bytes_written", "io_time_slowest_s", "agg_perf_mib_s", "mib_s_per_cn",
+          "md_cost_pct", "key_access_size", "files", "flags", "log_sha256"]  # fmt: skip
 
 
-def read_own_log(path: Path, sha256: str, shown_as: str) -> tuple[dict | None, str]:
-    """The job's log, read (iostudy.logs.darshanlog) when it is at ``path`` and its sha256 is
-    the one ingest stored; else None, and why (naming the log as the page shows it:
-    ``shown_as``, a pseudonym in an anonymized report)."""
-    if not path.is_file():
-        return None, f"its log is no longer at {shown_as}"
-    if provenance.sha256_file(path) != sha256:
-        return None, f"its log at {shown_as} has changed since it was ingested (sha256 differs)"
-    try:
-        return darshanlog.read_log(path), ""
-    except darshanlog.DarshanLogError as exc:
-        return None, f"its log could not be read again: {exc.reason}"
+def find_own_log(places: list[Path], sha256: str, show) -> tuple[dict | None, str]:
+    """The job's log, read (iostudy.logs.darshanlog) from the first of ``places`` whose file
+    has the sha256 ingest stored; else None, and why, of the first place (where ingest read
+    it), named as ``show`` gives it (a pseudonym in an anonymized report)."""
+    for place in places:
+        if place.is_file() and provenance.sha256_file(place) == sha256:
+            try:
+                return darshanlog.read_log(place), ""
+            except darshanlog.DarshanLogError as exc:
+                return None, f"its log could not be read again: {exc.reason}"
+    if not places:
+        return None, "the store does not say where its log was"
+    if places[0].is_file():
+        return None, f"the file at {show(places[0])} is not the log ingested (its sha256 differs)"
+    return None, f"its log is no longer at {show(places[0])}"
 
 
 def record_table(job: pd.Series) -> pd.DataFrame:

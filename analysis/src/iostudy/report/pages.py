@@ -41,8 +41,9 @@ def project_href(name: str) -> str:
 
 class Pages:
     """The pages a version links to (:meth:`links`, as its tables are made) and their writing
-    (:meth:`write`, once the page's layout is known). ``results``: the folder the store's log
-    paths are relative to (a job page reads its log for what the store does not keep)."""
+    (:meth:`write`, once the page's layout is known). ``results``: the folder of the run
+    directories, where a job page looks for its log (for what the store does not keep) when it
+    is not where ingest read it."""
 
     def __init__(self, data: StudyData, anonymizer=None, results: Path | None = None):
         self.data, self.anonymizer, self.results = data, anonymizer, results
@@ -99,10 +100,12 @@ class Pages:
         files = self.data.files_of_logs(shas)
         files = self.anonymizer.frame(files) if self.anonymizer else files
         by_log = dict(iter(files.groupby(JOB_KEY)))
-        logs = self._read_logs(shas)
+        where = self._where(shas)
+        logs = self._read_logs(where)
         for sha in shas:
             job = jobs.loc[sha].copy()
             job[JOB_KEY] = sha
+            job["ingested_from"] = self._show(where[sha][0])
             mine = by_log.get(sha, files.iloc[:0])
             mine = mine[mine["run_id"] == job["run_id"]]  # a log ingested by several runs
             secs = jobpage.sections(job, mine, found[found[JOB_KEY] == sha], *logs[sha],
@@ -112,19 +115,36 @@ class Pages:
             _write(out, job_href(sha), f"Job {_job_name(job)}", _job_top(job, found, sha),
                    secs, page, up=(up, f"project {project}"))  # fmt: skip
 
-    def _read_logs(self, shas: list[str]) -> dict[str, tuple[dict | None, str]]:
-        """Each job's log (jobpage.read_own_log), read in parallel: a child process each."""
-        raw = self.data.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY)["log"]
-        shown = self.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY)["log"]
+    def _where(self, shas: list[str]) -> dict[str, tuple[Path | None, str]]:
+        """Per job: where ingest read its log (its path under its run's source_root; None in a
+        run imported from another site, or ingested before source_root was kept), and its path
+        as the store has it."""
+        jobs = self.data.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY).loc[shas]
+        roots = self.data.all_runs.set_index("run_id")["source_root"]
+        out = {}
+        for sha, run_id, log in zip(shas, jobs["run_id"], jobs["log"].astype(str), strict=True):
+            root = roots.get(run_id)
+            out[sha] = (Path(root) / log if isinstance(root, str) else None, log)
+        return out
+
+    def _show(self, path: Path | None) -> str | None:
+        """A path as the pages show it: a pseudonym in an anonymized report."""
+        if path is None:
+            return None
+        return self.anonymizer.path(str(path)) if self.anonymizer else str(path)
+
+    def _read_logs(self, where: dict) -> dict[str, tuple[dict | None, str]]:
+        """Each job's log (jobpage.find_own_log: where ingest read it, else under results/),
+        read in parallel: a child process each."""
         base = self.results or Path(".")
 
         def one(sha):
-            path = Path(str(raw.get(sha, "")))
-            path = path if path.is_absolute() else base / path
-            return sha, jobpage.read_own_log(path, sha, str(shown.get(sha, "")))
+            ingested_from, log = where[sha]
+            places = [p for p in (ingested_from, base / log) if p is not None]
+            return sha, jobpage.find_own_log(places, sha, self._show)
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            return dict(pool.map(one, shas))
+            return dict(pool.map(one, where))
 
 
 def _job_name(job: pd.Series) -> str:

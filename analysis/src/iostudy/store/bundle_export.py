@@ -60,13 +60,16 @@ def _anonymized_schema(schema: pa.Schema) -> pa.Schema:
 
 
 def _table_bytes(path: Path, anonymizer) -> bytes:
-    if anonymizer is None:
+    local = [c for c in store_mod.LOCAL_COLUMNS if c in pq.read_schema(path).names]
+    if anonymizer is None and not local:
         return path.read_bytes()
-    table = pq.read_table(path)
-    frame = anonymizer.frame(table.to_pandas())
-    schema = _anonymized_schema(table.schema)
+    table = pq.read_table(path).drop_columns(local)
+    if anonymizer is not None:
+        frame = anonymizer.frame(table.to_pandas())
+        schema = _anonymized_schema(table.schema)
+        table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
     sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), sink)
+    pq.write_table(table, sink)
     return sink.getvalue()
 
 

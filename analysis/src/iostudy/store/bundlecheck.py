@@ -24,7 +24,7 @@ from iostudy.core.deferred import deferred
 from iostudy.logs.plausibility import table_problems
 from iostudy.store.catalog import PART_NAME, CatalogError, check_part_name
 from iostudy.store.siteid import SITE_NAME
-from iostudy.store.store import IMPORTED_TABLES, TABLES
+from iostudy.store.store import IMPORTED_TABLES, LOCAL_COLUMNS, TABLES
 
 pa = deferred("pyarrow")
 pq = deferred("pyarrow.parquet")
@@ -181,12 +181,17 @@ def check_tables(meta: dict, folder) -> dict[tuple[str, str], pa.Table]:
 
 
 def _check_columns(member: str, table: str, schema: pa.Schema, anonymized: bool) -> None:
-    """Every column is one of the store's table, of its type (a bundle of an older iostudy may
-    lack newer columns: they read as null)."""
+    """Every column is one of the store's table but its local ones, of its type (a bundle of an
+    older iostudy may lack newer columns: they read as null)."""
     expected = TABLES[table]
     for field in schema:
         if field.name not in expected.names:
             raise BundleInvalid(f"member {member}: column {field.name!r} is not one of {table}'s")
+        if field.name in LOCAL_COLUMNS:  # it would send a job page to read this machine's files
+            raise BundleInvalid(
+                f"member {member}: column {field.name} names folders of the "
+                "exporting machine; an export leaves it out"
+            )
         want = expected.field(field.name).type
         pseudonym = anonymized and field.name in ANONYMIZED_COLUMNS and field.type == pa.string()
         if field.type != want and not pseudonym:

@@ -26,7 +26,7 @@ from iostudy.logs.darshanlog import add_limit_options, limits_from
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logregions import DEFAULT_LIMITS
 from iostudy.logs.logrows import batch_rows, read_for_ingest
-from iostudy.store.ingest_logs import DEFAULT_COMMIT_EVERY, ingest_tree, scan_logs
+from iostudy.store.ingest_logs import DEFAULT_COMMIT_EVERY, check_tree, ingest_tree, scan_logs
 from iostudy.store.ingest_run import ingest_run, load_manifest, manifest_run_id
 from iostudy.store.ingest_writer import Counts
 from iostudy.store.store import DATABASE, DEFAULT_STUDY, IngestError, Store
@@ -68,6 +68,22 @@ def source_kind(path: Path) -> str:
     return "tree"
 
 
+def _check_trees(store: Store, trees: list[Path], options: dict) -> None:
+    """Each tree its own run: none of the store's other trees, and
+    none named twice."""
+    if options.get("name") and len(trees) > 1:
+        raise IngestError("--name names one log tree; give one LOGTREE per ingest to use it")
+    named: dict[str, Path] = {}
+    for tree in trees:
+        run_id = check_tree(tree, store, options.get("name"))
+        if run_id in named and named[run_id].resolve() != tree.resolve():
+            raise IngestError(
+                f"{named[run_id]} and {tree} would both be {run_id}: ingest them "
+                "one at a time, each with its --name"
+            )
+        named[run_id] = tree
+
+
 def default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
@@ -86,8 +102,7 @@ def ingest(
     for path, kind in kinds:
         if kind == "run":
             manifest_run_id(path, load_manifest(path))
-    if (tree_options or {}).get("name") and sum(k == "tree" for _, k in kinds) > 1:
-        raise IngestError("--name names one log tree; give one LOGTREE per ingest to use it")
+    _check_trees(store, [path for path, kind in kinds if kind == "tree"], tree_options or {})
     # a commit comes between batches: none larger than the commit interval
     commit_every = (tree_options or {}).get("commit_every") or DEFAULT_COMMIT_EVERY
     batch = max(1, min(READ_BATCH, commit_every))
@@ -203,7 +218,8 @@ def _add_tree_options(tree) -> None:
     tree.add_argument(
         "--name",
         help="the tree's name in the store: its rows get run_id logs-NAME (default: the "
-        "folder's name; give the same name for every ingest of one tree)",
+        "folder's name; give the same name for every ingest of one tree; a name the store "
+        "gives another tree that is still there is refused)",
     )
     tree.add_argument(
         "--study",

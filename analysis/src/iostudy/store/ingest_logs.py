@@ -210,9 +210,15 @@ def _put_filtered(catalog, table, name, run_id, column, values, commit: catalog_
 
 
 def _tree_run_row(run_id: str, tree: Path, base: Path, study, system) -> dict:
-    return {"run_id": run_id, "system": system, "status": TREE_STATUS,
-            "manifest_path": rel_path(tree, base), "study": study,
-            "ingested": utc_naive(datetime.now(timezone.utc))}  # fmt: skip
+    return {
+        "run_id": run_id,
+        "system": system,
+        "status": TREE_STATUS,
+        "manifest_path": rel_path(tree, base),
+        "study": study,
+        "ingested": utc_naive(datetime.now(timezone.utc)),
+        "source_root": str(base),
+    }
 
 
 def _tree_run_id(tree: Path, name) -> str:
@@ -221,6 +227,22 @@ def _tree_run_id(tree: Path, name) -> str:
         return catalog_mod.check_part_name(run_id)
     except catalog_mod.CatalogError as exc:
         raise IngestError(f"{tree}: the tree's name (--name): {exc}") from None
+
+
+def check_tree(tree: Path, store: Store, name=None) -> str:
+    """The tree's run id; IngestError when the store's tree of that name is another tree that
+    is still there (two sites' "darshan" folders): its logs' paths would be taken for this
+    one's. A tree that moved is the same tree: its source_root follows it."""
+    run_id = _tree_run_id(tree, name)
+    row = store.run_row(run_id) or {}
+    if row.get("source_root") and row.get("manifest_path"):  # kept since source_root exists
+        before = Path(row["source_root"]) / row["manifest_path"]
+        if before != tree.resolve() and before.exists():
+            raise IngestError(
+                f"{tree}: the store's {run_id} is another tree, {before}; give "
+                "--name to ingest this one beside it"
+            )
+    return run_id
 
 
 class _TreeIngest:
@@ -264,7 +286,7 @@ class _TreeIngest:
                     self.writer = self._part_writer()
             if progress:
                 progress.update(task, total=self.found, description=self.run_id)
-            if not self.found and not self.rewritten and self.store.run_row(self.run_id):
+            if not self.found and not self.rewritten and self._same_root():
                 self.writer.abort()
                 self.counts.runs_skipped += 1
                 return False
@@ -274,6 +296,12 @@ class _TreeIngest:
             raise
         self.counts.runs_ingested += 1
         return True
+
+    def _same_root(self) -> bool:
+        """Whether the store has the tree's runs row, with this source_root (a tree that moved
+        has its row rewritten, though no log is new)."""
+        row = self.store.run_row(self.run_id)
+        return row is not None and row.get("source_root") == str(self.base)
 
     def _new_logs(self, read_before: dict, known: set, task):
         """The tree's logs to read, found while the first ones are read; the progress total

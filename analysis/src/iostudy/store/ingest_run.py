@@ -86,6 +86,7 @@ def _run_row(run_dir: Path, base: Path, run_info: dict, manifest: dict, manifest
         "tool_versions": json.dumps(manifest.get("tool_versions"), sort_keys=True),
         "ingested": utc_naive(datetime.now(timezone.utc)),
         "benchmark_versions": json.dumps(manifest.get("benchmark_versions") or {}, sort_keys=True),
+        "source_root": str(base),
     }
     if problems := row_problems("runs", row, TABLES["runs"]):
         raise IngestError(f"{run_dir / 'manifest.json'}: {'; '.join(problems)}")

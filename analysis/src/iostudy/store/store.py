@@ -14,7 +14,10 @@ of what is not a run (Slurm accounting, the storage servers' collectors) by
 Times are UTC, stored without a time zone. Paths in the tables (manifest_path, log_path,
 quarantine path, iomodel source_path) are relative to the folder that holds the run directories
 (e.g. ``<run-id>/darshan/...`` for results/<run-id>/...), so that a store stays valid when
-results/ moves.
+results/ moves. A log tree is mostly elsewhere (a facility's log directory): its paths are
+relative to the tree's parent folder (``<tree>/2024/1/1/x.darshan``). The runs table's
+``source_root`` is that folder as ingest saw it, absolute, for a run directory and a log tree
+alike: a report's job page finds its log there wherever results/ is (:data:`LOCAL_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ TABLES: dict[str, pa.Schema] = {
             # the site whose bundle the run came from (`iostudy import`); null: this store's own
             ("site", pa.string()),
             ("benchmark_versions", pa.string()),  # JSON: check -> its benchmark's version
+            # the folder the run's paths are relative to, absolute, as its last ingest saw it
+            ("source_root", pa.string()),
         ]
     ),
     "jobs": pa.schema(
@@ -403,6 +408,9 @@ def is_tree(run: dict) -> bool:
 
 
 DEFAULT_STUDY = "characterization"
+#: columns that name this machine's folders: of no use at another site, so never exported
+#: (iostudy.store.bundle_export) nor imported (iostudy.store.bundlecheck)
+LOCAL_COLUMNS = ("source_root",)
 
 
 class IngestError(Exception):
