@@ -20,10 +20,11 @@ import pytest
 
 from iostudy.cli.cli import main
 from iostudy.core import provenance
-from iostudy.metrics import jobstats
+from iostudy.metrics import comparejobs, jobstats
 from iostudy.report import report
 from iostudy.store import bundlecheck
 from iostudy.store import store as store_mod
+from tests import logcraft
 from tests.testdata import DARSHAN_LOGS, RELEASE_350
 
 RELEASE_347 = "release_logs/mpi-io-test-x86_64-3.4.7.darshan"
@@ -148,6 +149,49 @@ def test_a_moved_tree_is_found_again_and_another_of_its_name_refused(site, tmp_p
     sha = provenance.sha256_file(moved / "2024" / "1" / "1" / RELEASE_350.split("/")[-1])
     page = (index.parent / f"job-{sha}.html").read_text()
     assert "no longer at" not in page and str(moved) in page
+
+
+# -- 3. a job named by its id, its log or its sha256 -----------------------------------------
+
+
+def test_compare_jobs_takes_job_ids_of_any_length_and_absolute_log_paths(site, capsys):
+    log = _log_of(site, 3171794)
+    argv = ["compare-jobs", "--store", str(site["store"]), "13734580", str(log)]
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "(job 13734580; named by its job id)" in out
+    assert "(job 3171794; named by its log)" in out
+
+
+def test_a_job_id_shared_by_several_logs_lists_them(site, capsys):
+    assert main(["compare-jobs", "--store", str(site["store"]), str(DLIO), "3171794"]) == 2
+    err = capsys.readouterr().err
+    assert f"'{DLIO}' names several jobs: as a job id, 3 jobs:" in err
+
+
+def test_a_name_that_is_a_job_id_and_a_sha256_prefix_is_refused_naming_both(tmp_path):
+    """03917981 is the start of a real log's sha256 and, here, another log's job id."""
+    digits = provenance.sha256_file(DARSHAN_LOGS / DIGITS_SHA_LOG)[:8]
+    assert digits.isdigit()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copyfile(DARSHAN_LOGS / DIGITS_SHA_LOG, tree / "a.darshan")
+    crafted = logcraft.set_job((DARSHAN_LOGS / RELEASE_350).read_bytes(), jobid=int(digits))
+    (tree / "b.darshan").write_bytes(crafted)
+    assert main(["ingest", str(tree), "--store", str(tmp_path / "store")]) == 0
+    jobs = _jobs(tmp_path / "store")
+    with pytest.raises(comparejobs.JobNotFound) as caught:
+        comparejobs.resolve(jobs, digits)
+    said = str(caught.value)
+    assert said.startswith(f"'{digits}' is ambiguous: as a job id, 1 job: job {int(digits)}")
+    assert "as a sha256 prefix, 1 job: job 487573 tree/a.darshan" in said
+    one = comparejobs.resolve(jobs, provenance.sha256_file(DARSHAN_LOGS / DIGITS_SHA_LOG)[:12])
+    assert (one["jobid"], one["named_by"]) == (487573, "sha256 prefix")
+    with pytest.raises(report.ReportError, match="--before-after: '0391798.' is ambiguous"):
+        pair = [(digits, "b.darshan")]
+        report.build(
+            tmp_path / "store", store_mod.DEFAULT_STUDY, tmp_path / "out", before_after=pair
+        )
 
 
 # -- where a tree was ingested from stays at this site ----------------------------------------

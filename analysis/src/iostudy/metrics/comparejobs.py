@@ -1,9 +1,12 @@
 """Two jobs side by side, before and after (seed 000, Fig. 11: the same application before and
 after tuning): ``iostudy compare-jobs A B`` and the report's before/after section.
 
-A and B name a job of the store: its log's sha256 or a prefix of it (8 hex digits or more), its
-Slurm job id, or its log's path (as the store has it, or its file name). One that names no job,
-or several, is an error that lists them.
+A and B name a job of the store (:func:`resolve`, for every command that names one): its Slurm
+job id (any length), its log (its path as the store has it, its file name, or a log file here,
+relative or absolute, found by its sha256), or its log's sha256 or a prefix of it (8 hex digits
+or more). A name may be read several ways (12345678 is a job id and a sha256 prefix): the job is
+the one that its readings name, and what it was named by is said; readings that name different
+jobs are refused, naming each. One that names no job, or several, is an error that lists them.
 
 What is compared (every figure from :mod:`iostudy.metrics.jobstats` and
 :mod:`iostudy.metrics.jobdetail`, the definitions every page uses):
@@ -19,7 +22,9 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
+from iostudy.core import provenance
 from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB
@@ -31,6 +36,7 @@ from iostudy.store import store as store_mod
 pd = deferred("pandas")
 
 _HEX = re.compile(r"^[0-9a-f]{8,64}$")
+_DIGITS = re.compile(r"^[0-9]+$")
 #: the summary's figures: (job table column, what it is, unit)
 SUMMARY = (
     ("mib_s_per_cn", "MiB/s/CN", "MiB/s per node"),
@@ -49,22 +55,51 @@ class JobNotFound(ValueError):
 
 
 def resolve(jobs: pd.DataFrame, name: str) -> pd.Series:
-    """The job table's row ``name`` names (see the module docstring)."""
-    key = name.strip().lower()
-    if _HEX.match(key):
-        hit = jobs[jobs["log_sha256"].str.startswith(key)]
-    elif key.isdigit():
-        hit = jobs[jobs["jobid"] == int(key)]
-    else:
-        logs = jobs["log"].astype(str)
-        hit = jobs[(logs == name) | (logs.str.rsplit("/", n=1).str[-1] == name)]
-    hit = hit.drop_duplicates("log_sha256")  # one log ingested by several runs is one job
-    if hit.empty:
+    """The job table's row ``name`` names (see the module docstring), with ``named_by``: the
+    readings that named it ("job id", "log", "sha256 prefix")."""
+    # one log ingested by several runs is one job
+    hits = {how: rows.drop_duplicates("log_sha256") for how, rows in _readings(jobs, name)}
+    hits = {how: rows for how, rows in hits.items() if len(rows)}
+    shas = {sha for rows in hits.values() for sha in rows["log_sha256"]}
+    if not shas:
         raise JobNotFound(f"{name!r}: no job has this log sha256, job id or log")
-    if len(hit) > 1:
-        logs = ", ".join(f"{r.log} ({r.log_sha256[:12]})" for r in hit.head(5).itertuples())
-        raise JobNotFound(f"{name!r} names {len(hit)} jobs: {logs}; give a log's sha256")
-    return hit.iloc[0]
+    if len(shas) > 1:
+        said = "; ".join(
+            f"as a {how}, {len(rows)} job{'s' * (len(rows) > 1)}: {_listed(rows)}"
+            for how, rows in hits.items()
+        )
+        what = "is ambiguous" if len(hits) > 1 else "names several jobs"
+        raise JobNotFound(f"{name!r} {what}: {said}; give a log's sha256 or path")
+    row = next(iter(hits.values())).iloc[0].copy()
+    row["named_by"] = " and ".join(hits)
+    return row
+
+
+def _readings(jobs: pd.DataFrame, name: str):
+    """(how, the jobs rows it names) for each way name can be read."""
+    key = name.strip()
+    if _DIGITS.match(key):
+        jobid = int(key)
+        yield "job id", jobs[jobs["jobid"] == jobid] if jobid < 2**63 else jobs.iloc[:0]
+    if _HEX.match(key.lower()):
+        yield "sha256 prefix", jobs[jobs["log_sha256"].str.startswith(key.lower())]
+    logs = jobs["log"].astype(str)
+    named = (logs == key) | (logs.str.rsplit("/", n=1).str[-1] == key)
+    path = Path(key)
+    if path.is_file():  # a log file here, wherever it was ingested from: its content names it
+        named |= jobs["log_sha256"] == provenance.sha256_file(path)
+    yield "log", jobs[named]
+
+
+def _listed(rows: pd.DataFrame) -> str:
+    shown = ", ".join(
+        f"job {_jobid(r.jobid)} {r.log} ({r.log_sha256[:12]})" for r in rows.head(5).itertuples()
+    )
+    return shown + (", ..." if len(rows) > 5 else "")
+
+
+def _jobid(value) -> str:
+    return str(int(value)) if pd.notna(value) else "(none)"
 
 
 def summary(a: pd.Series, b: pd.Series) -> pd.DataFrame:
@@ -119,7 +154,10 @@ def compare(con, name_a: str, name_b: str, jobs: pd.DataFrame | None = None) -> 
 
 def _text(pair: dict) -> str:
     a, b = pair["a"], pair["b"]
-    head = f"A: {a['log']} (job {a['jobid']})\nB: {b['log']} (job {b['jobid']})\n"
+    head = "".join(
+        f"{side}: {j['log']} (job {_jobid(j['jobid'])}; named by its {j['named_by']})\n"
+        for side, j in (("A", a), ("B", b))
+    )
     parts = [head]
     for name in ("summary", "levels", "sizes"):
         parts.append(f"\n{name}:\n{pair[name].to_string(index=False)}\n")
@@ -150,9 +188,10 @@ def register(groups) -> None:
         description="Compare job B with job A (seed 000, Fig. 11: an application before and "
         "after tuning): MiB/s/CN and the other per-job figures, the I/O time split and the "
         "operations per module (the file system's POSIX level against the application's "
-        "MPI-IO and HDF5), and the access sizes each level saw. A and B: a log's sha256 (or "
-        "its first 8+ hex digits), a Slurm job id, or a log's path or file name. Definitions: "
-        "python -m pydoc iostudy.metrics.comparejobs.",
+        "MPI-IO and HDF5), and the access sizes each level saw. A and B: a Slurm job id, a "
+        "log's path (as the store has it, its file name, or a log file, relative or absolute) "
+        "or a log's sha256 (or its first 8+ hex digits); a name read two ways that name two "
+        "jobs is refused, naming both. Definitions: python -m pydoc iostudy.metrics.comparejobs.",
     )
     add_store_option(p)
     add_format_options(p, "print every table as one CSV (its column table says which)")
