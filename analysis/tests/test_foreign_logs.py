@@ -194,6 +194,35 @@ def test_a_name_that_is_a_job_id_and_a_sha256_prefix_is_refused_naming_both(tmp_
         )
 
 
+# -- 4. one log file ---------------------------------------------------------------------------
+
+
+def test_ingest_takes_a_log_file_as_a_tree_of_one_log(site, tmp_path, capsys):
+    log = _log_of(site, 13734580)
+    store = tmp_path / "store"
+    assert main(["ingest", str(log), "--store", str(store)]) == 0, capsys.readouterr().err
+    runs = store_mod.read_table(store, "runs").set_index("run_id")
+    run_id = "logs-" + log.name.removesuffix(".darshan")
+    assert runs.at[run_id, "source_root"] == str(log.parent)
+    jobs = _jobs(store)
+    assert list(jobs["jobid"]) == [13734580] and list(jobs["log"]) == [log.name]
+    assert main(["ingest", str(log), "--store", str(store)]) == 0  # again: nothing new
+    assert "logs 0 ingested, 1 skipped" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["link", "not a log"])
+def test_ingest_refuses_a_file_that_is_no_log(tmp_path, capsys, kind):
+    path = tmp_path / ("link.darshan" if kind == "link" else "notes.txt")
+    if kind == "link":
+        path.symlink_to(DARSHAN_LOGS / RELEASE_350)
+    else:
+        path.write_text("not a log\n")
+    assert main(["ingest", str(path), "--store", str(tmp_path / "store")]) == 2
+    err = capsys.readouterr().err
+    assert ("not a regular file" if kind == "link" else "not a run directory, a tree") in err
+    assert not (tmp_path / "store").exists()
+
+
 # -- where a tree was ingested from stays at this site ----------------------------------------
 
 

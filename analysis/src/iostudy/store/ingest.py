@@ -1,8 +1,9 @@
 """``iostudy ingest SOURCE... --store STORE``: run directories and log trees into the store.
 
 A SOURCE is a run directory (``results/<run-id>/`` with an iostudy manifest.json:
-:mod:`iostudy.store.ingest_run`) or a log tree (any folder of ``*.darshan`` logs:
-:func:`iostudy.store.ingest_logs.ingest_tree`); every source is checked before any is read.
+:mod:`iostudy.store.ingest_run`) or a log tree (any folder of ``*.darshan`` logs, or one such
+file: :func:`iostudy.store.ingest_logs.ingest_tree`); every source is checked before any is
+read.
 One ingest at a time writes a store (its lock, STORE/.lock). The logs are read by one pool of
 worker processes for all sources; results are streamed into the Parquet parts in large row
 groups as they arrive, so memory holds a batch of rows, not the run. The views in
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -47,10 +49,11 @@ def is_run_manifest(path: Path) -> bool:
 
 def source_kind(path: Path) -> str:
     """ "run" (a run directory: it has an iostudy manifest.json) or "tree" (a folder of logs,
-    any depth); raises IngestError for anything else, and for a folder of run directories (each
-    must be named: a tree ingest would lose their manifests)."""
+    any depth, or one log file: a tree of one log); raises IngestError for anything else, and
+    for a folder of run directories (each must be named: a tree ingest would lose their
+    manifests)."""
     if not path.is_dir():
-        raise IngestError(f"{path}: not a directory (give a run directory or a tree of logs)")
+        return _log_file_kind(path)
     manifest = path / "manifest.json"
     if manifest.is_file() and is_run_manifest(manifest):
         return "run"
@@ -69,7 +72,7 @@ def source_kind(path: Path) -> str:
 
 
 def _check_trees(store: Store, trees: list[Path], options: dict) -> None:
-    """Each tree its own run: none of the store's other trees, and
+    """Each tree (a folder or a log file) its own run: none of the store's other trees, and
     none named twice."""
     if options.get("name") and len(trees) > 1:
         raise IngestError("--name names one log tree; give one LOGTREE per ingest to use it")
@@ -82,6 +85,22 @@ def _check_trees(store: Store, trees: list[Path], options: dict) -> None:
                 "one at a time, each with its --name"
             )
         named[run_id] = tree
+
+
+def _log_file_kind(path: Path) -> str:
+    """ "tree" for a log file (a regular *.darshan file, never reached through a link, as a
+    tree's logs are read); IngestError for anything else."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        raise IngestError(f"{path}: {exc.strerror or exc}") from None
+    if not path.name.endswith(".darshan"):
+        raise IngestError(f"{path}: not a run directory, a tree of logs or a *.darshan log")
+    if not stat.S_ISREG(mode):
+        raise IngestError(
+            f"{path}: not a regular file (a log is read where it is, never through a link)"
+        )
+    return "tree"
 
 
 def default_jobs() -> int:
@@ -182,16 +201,20 @@ def register(groups) -> None:
         description="Read each SOURCE into the Parquet tables of the store (STORE/<table>/"
         "*.parquet, DuckDB views in STORE/store.duckdb). A SOURCE is either a RUN_DIR "
         "(results/<run-id>/: manifest.json, darshan/**/*.darshan, reframe/report.json, "
-        "reframe/output/**/{iomodel,ior}.jsonl) or a LOGTREE: any folder of *.darshan logs, at "
+        "reframe/output/**/{iomodel,ior}.jsonl), a LOGTREE: any folder of *.darshan logs, at "
         "any depth (a facility's Darshan log directory), of format 3.00 to 3.41 in either byte "
-        "order. Incremental: a run whose manifest is unchanged is skipped; a tree's logs already "
+        "order, or a LOG: one *.darshan file, a tree of one log, its run named after the file "
+        "(logs-<its name without .darshan>: Darshan names a log after its user, program and "
+        "job id). Incremental: a run whose manifest is unchanged is skipped; a tree's logs already "
         "read (same path, size and mtime) are not even hashed again; a log whose content "
         "(sha256) the store already holds is not read again. Logs are read in worker processes, "
         "one at a time each: a log that cannot be read, or that crashes the reader, is "
         "quarantined with its reason (the quarantine table) and the others go on. The last line "
         "says where things went and the counts.",
     )
-    p.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="RUN_DIR or LOGTREE")
+    p.add_argument(
+        "sources", nargs="+", type=Path, metavar="SOURCE", help="RUN_DIR, LOGTREE or LOG"
+    )
     add_store_option(p)
     p.add_argument(
         "--jobs",
@@ -218,8 +241,9 @@ def _add_tree_options(tree) -> None:
     tree.add_argument(
         "--name",
         help="the tree's name in the store: its rows get run_id logs-NAME (default: the "
-        "folder's name; give the same name for every ingest of one tree; a name the store "
-        "gives another tree that is still there is refused)",
+        "folder's name, a LOG's file name without .darshan; give the same name for every "
+        "ingest of one tree; a name the store gives another tree that is still there is "
+        "refused)",
     )
     tree.add_argument(
         "--study",

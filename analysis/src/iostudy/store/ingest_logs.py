@@ -1,9 +1,10 @@
 """Darshan logs into the store: finding them (never following a link), hashing them, reading
 them with the worker pool into a writer's parts, and the ingest of a log tree.
 
-A log tree (any folder of logs without a manifest, e.g. a facility's Darshan log directory) is a
-source like a run directory: see :func:`ingest_tree`. Its logs already read are found by path,
-size and mtime, so a re-ingest of an unchanged tree reads and hashes nothing. A run directory's
+A log tree (any folder of logs without a manifest, e.g. a facility's Darshan log directory, or
+one log file: a tree of one log) is a source like a run directory: see :func:`ingest_tree`. Its
+logs already read are found by path, size and mtime, so a re-ingest of an unchanged tree reads
+and hashes nothing. A run directory's
 logs (:mod:`iostudy.store.ingest_run`) are found and read by the same functions.
 
 Every log is read by :func:`iostudy.logs.darshanlog_worker.dump` in a long-lived worker process of
@@ -65,12 +66,16 @@ def scan_logs(folder: Path, base: Path):
     """The folder's Darshan logs (*.darshan, any depth; symlinks, to files or folders, never
     followed) as LogFile items with lstat, in a stable order; a generator: a facility tree is
     walked, not listed into memory first. A *.darshan that is not a regular file comes with its
-    problem, to be quarantined without being opened."""
+    problem, to be quarantined without being opened. A log file for folder: that log alone."""
     top, base = str(Path(folder).resolve()), str(Path(base).resolve()).rstrip("/") + "/"
     # the link's path relative to base, not its target's: a slice when top is below base
     rel = (
         (lambda p: p[len(base) :]) if top.startswith(base) else (lambda p: os.path.relpath(p, base))
     )
+    if os.path.exists(top) and not os.path.isdir(top):
+        st = os.lstat(top)
+        yield LogFile(top, rel(top), st, problem=_not_regular(st))
+        return
     for dirpath, dirs, files in os.walk(top):
         dirs.sort()
         names = sorted(files) + [d for d in dirs if d.endswith(".darshan")]
@@ -222,7 +227,9 @@ def _tree_run_row(run_id: str, tree: Path, base: Path, study, system) -> dict:
 
 
 def _tree_run_id(tree: Path, name) -> str:
-    run_id = TREE_PREFIX + (name or tree.resolve().name)
+    """logs-NAME: --name, else the folder's name, or a log file's without .darshan."""
+    path = tree.resolve()
+    run_id = TREE_PREFIX + (name or (path.name if path.is_dir() else path.stem))
     try:
         return catalog_mod.check_part_name(run_id)
     except catalog_mod.CatalogError as exc:
