@@ -84,11 +84,15 @@ def test_headline_figures_against_the_declared_peak():
         "best metadata rate: 500 ops/s (mdtest_check file_create_ops_s on local, run r2; no "
         "peak declared)",
     ]
-    jobs = pd.DataFrame({"mib_s_per_cn": [1.0, 2.0, 3.0, 4.0, None]})
+    jobs = pd.DataFrame({"mib_s_per_cn": [1.0, 2.0, 3.0, 4.0, None], "nodes": [1] * 5})
     # of 1..4: median 2.5, 10th percentile 1.3, 90th 3.7 (linear interpolation)
     assert headline.job_lines(jobs) == [
         "5 jobs; MiB/s per compute node of the 4 that moved data: median 2.5 (10th to 90th "
         "percentile 1.3 to 3.7; iostudy jobs)"
+    ]
+    unknown = pd.DataFrame({"mib_s_per_cn": [None, None], "nodes": [None, None]})
+    assert headline.job_lines(unknown) == [
+        "2 jobs, no MiB/s per compute node: nodes unknown: no accounting, no system description"
     ]
 
 
