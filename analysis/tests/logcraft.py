@@ -50,11 +50,11 @@ JOB_FIELDS = {
 }  # fmt: skip
 # Module ids in the 3.41 numbering (reference section 5).
 MODULE_IDS = {"POSIX": 1, "MPI-IO": 2, "H5F": 3, "PNETCDF_FILE": 5, "LUSTRE": 8, "STDIO": 9,
-              "HEATMAP": 15}  # fmt: skip
+              "DXT_POSIX": 10, "DXT_MPIIO": 11, "HEATMAP": 15}  # fmt: skip
 # Current record versions (what the records must be stored at to be patched in place):
 # CURRENT_VERSIONS, the wheel's libdarshan-util's, which test_log_regions checks; those of the
 # variable-size modules (reference section 5), whose regions are replaced whole.
-VERSIONS = {**CURRENT_VERSIONS, "LUSTRE": 2, "HEATMAP": 1}
+VERSIONS = {**CURRENT_VERSIONS, "LUSTRE": 2, "HEATMAP": 1, "DXT_POSIX": 1, "DXT_MPIIO": 2}
 
 
 def _slot(version: str, mod_id: int) -> int:

@@ -318,12 +318,15 @@ class CheckedLog(NamedTuple):
     bytes it inflated anyway: the name table (None: libdarshan-util reads it), {module: every
     record stored, in this machine's byte order} of the modules stored at their current
     versions (iostudy.logs.modules.CURRENT_VERSIONS; the others: libdarshan-util reads them),
-    and the HEATMAP records as :func:`read` gives them (None: no HEATMAP region walked)."""
+    the HEATMAP records as :func:`read` gives them (None: no HEATMAP region walked), and the
+    DXT segments kept (iostudy.logs.dxt.Trace; None: no DXT read; never read by
+    libdarshan-util)."""
 
     path: str
     names: dict | None
     records: dict
     heatmaps: list | None
+    traces: object
 
 
 @contextlib.contextmanager

@@ -24,16 +24,17 @@ import zlib
 from typing import NamedTuple
 
 from iostudy.core.deferred import deferred
-from iostudy.logs.modules import CURRENT_VERSIONS, READ_MODULES
+from iostudy.logs import dxt
+from iostudy.logs.modules import CURRENT_VERSIONS, READ_MODULES, TRACE_MODULES
 from iostudy.logs.recordlayout import record_layout
 
 np = deferred("numpy")
 
-# The modules read (iostudy.logs.modules): the record modules, LUSTRE and HEATMAP. Other
-# modules (DXT traces...) are never inflated. Records stored at CURRENT_VERSIONS are laid out as
-# record_layout says: the bytes check_inflation inflates are then the records, and
-# libdarshan-util need not read them again (it up-converts older versions). LUSTRE and HEATMAP
-# regions at a version of VARIABLE are walked.
+# The modules read (iostudy.logs.modules): the record modules, LUSTRE and HEATMAP, and the DXT
+# traces. Records stored at CURRENT_VERSIONS are laid out as record_layout says: the bytes
+# check_inflation inflates are then the records, and libdarshan-util need not read them again
+# (it up-converts older versions). LUSTRE and HEATMAP regions at a version of VARIABLE are
+# walked, the DXT regions as they inflate (iostudy.logs.dxt).
 
 
 class Variable(NamedTuple):
@@ -65,7 +66,7 @@ VARIABLE = {
 MIN_RECORD = {
     mod: min(struct.calcsize(v.fixed) for (m, _), v in VARIABLE.items() if m == mod)
     for mod, _ in VARIABLE
-}
+} | dict.fromkeys(dxt.VERSIONS, dxt.HEAD_SIZE)
 # A region that inflates to less than this is harmless whatever its ratio: one compressed
 # record of zeros inflates 30 to 40 times (the real test logs' regions: up to 39x).
 RATIO_FLOOR = 1 << 20
@@ -85,6 +86,7 @@ class Limits(NamedTuple):
     max_bytes: int = 256 << 20  # all the regions read, together
     max_records: int = 1 << 20  # per module
     max_ratio: float = 100.0  # per region past RATIO_FLOOR: inflated / compressed (declared)
+    dxt_segments: int = dxt.DEFAULT_MAX_SEGMENTS  # DXT segments kept, not a refusal (logs.dxt)
 
 
 DEFAULT_LIMITS = Limits()
@@ -172,7 +174,9 @@ def _header(head: bytes) -> _Header | None:
     maps = struct.unpack_from(f"{order}{2 * slots}Q", head, mods_at)  # (offset, length) per slot
     versions = struct.unpack_from(f"{order}{slots}I", head, mods_at + 16 * slots)
     for slot in [slot for slot, length in enumerate(maps[1::2]) if length]:
-        if name := READ_MODULES.get(_module_id(slot, version)):
+        if name := READ_MODULES.get(_module_id(slot, version)) or TRACE_MODULES.get(
+            _module_id(slot, version)
+        ):
             regions.append(_Region(name, maps[2 * slot], maps[2 * slot + 1], versions[slot]))
     return _Header(head[16], order, version, [r for r in regions if r.length])
 
@@ -187,21 +191,23 @@ def _module_id(slot, version: bytes) -> int:
     return slot
 
 
-def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict, list | None]:
+def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict, list | None, object]:
     """Raise LogRefused if the regions read of the log at ``fd`` inflate past ``limits``, or
     are damaged: cut off by the end of the file, compressed data that zlib refuses (its
     Adler-32 check included: libdarshan-util stops inflating once it has the bytes it wants,
     so a flipped bit would otherwise pass as other counter values), or records that do not
-    fill their region whole (:func:`walk_records`). Returns what :class:`CheckedLog` holds
-    beside its path: the name table, the records and the HEATMAP records taken from the
-    inflated bytes (nothing for a header libdarshan-util refuses, and says why itself). Memory
-    is a few chunks plus the bytes kept, within the limits whatever the log."""
-    file_size, total, kept = os.fstat(fd).st_size, 0, {}
+    fill their region whole (:func:`walk_records`, :class:`iostudy.logs.dxt.Walk`). Returns
+    what :class:`CheckedLog` holds beside its path: the name table, the records and the HEATMAP
+    records taken from the inflated bytes, and the DXT segments kept (an
+    :class:`iostudy.logs.dxt.Trace`, None without DXT; nothing for a header libdarshan-util
+    refuses, and says why itself). Memory is a few chunks plus the bytes kept, within the
+    limits whatever the log."""
+    file_size, total, kept, walks = os.fstat(fd).st_size, 0, {}, []
     # a small log (nearly all) is read at once; a large one in pieces, region by region
     whole = os.pread(fd, file_size, 0) if file_size <= SMALL_LOG else None
     header = _header(whole[:1328] if whole is not None else os.pread(fd, 1328, 0))
     if header is None:
-        return None, {}, None
+        return None, {}, None, None
     for region in header.regions:
         if region.offset + region.length > file_size:
             raise LogRefused(
@@ -211,6 +217,9 @@ def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict, list | None]
         bounds = _bounds(region, limits, limits.max_bytes - total)
         stop = min(bounds)
         keep = kept.setdefault(region.name, []) if _parsed(region, header) else None
+        if region.version in dxt.VERSIONS.get(region.name, ()):  # walked as it inflates
+            keep = dxt.Walk(region.name, region.version, header.order)
+            walks.append((region, keep))
         if header.compression == 0:
             size = _inflated_region(fd, whole, region, stop, keep)
         else:  # stored as is: what the file holds
@@ -219,12 +228,30 @@ def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict, list | None]
                 keep.append(os.pread(fd, size, region.offset))
         if size > stop:
             raise LogRefused(_bound_reason(region, limits, bounds, stop))
+        if isinstance(keep, dxt.Walk) and (problem := keep.finish()):
+            raise LogRefused(problem)
         total += size
     kept = {name: b"".join(pieces) for name, pieces in kept.items()}
     names = None if header.version == b"3.00" else parse_names(kept.pop("name", b""), header.order)
     heatmaps = _walked(kept, header)
     records = {mod: native_records(mod, raw, header.order) for mod, raw in kept.items()}
-    return names, records, heatmaps
+    return names, records, heatmaps, _traces(fd, whole, header, walks, names, limits)
+
+
+def _traces(fd, whole, header: _Header, walks: list, names, limits: Limits):
+    """The DXT segments kept (iostudy.logs.dxt.Trace; None: no DXT region walked), read by a
+    second inflation of the walked regions: the first found how many there are."""
+    if not walks:
+        return None
+    plan = dxt.plan([walk for _, walk in walks], names, limits.dxt_segments)
+    for (region, walk), extract in zip(walks, plan.extracts, strict=True):
+        if not extract.counts.any():
+            continue
+        if header.compression == 0:
+            _inflated_region(fd, whole, region, walk.size, extract)
+        else:
+            extract.append(os.pread(fd, region.length, region.offset))
+    return plan.trace()
 
 
 def _walked(kept: dict, header: _Header) -> list | None:
@@ -250,7 +277,7 @@ def _inflated_region(fd, whole: bytes | None, region: _Region, stop: int, keep) 
             return _pieces(fd, region)
         return [whole[region.offset : region.offset + region.length]]
 
-    if keep is not None and region.length > KEEP_UNMEASURED:
+    if isinstance(keep, list) and region.length > KEEP_UNMEASURED:  # a walk keeps no bytes
         if (size := _inflated(pieces(), region, stop)) > stop:
             return size
     return _inflated(pieces(), region, stop, keep)

@@ -34,8 +34,13 @@ MODULES = (
     Module("PNETCDF_VAR", 6, interface="PnetCDF"),
     Module("LUSTRE", 8),
     Module("HEATMAP", 15),
+    # every read and write of POSIX's and MPI-IO's, traced (iostudy.logs.dxt: the dxt table)
+    Module("DXT_POSIX", 10),
+    Module("DXT_MPIIO", 11),
 )
 BY_NAME = {m.name: m for m in MODULES}
+#: the modules of I/O traces (iostudy.logs.dxt); id -> name
+TRACE_MODULES = {m.module_id: m.name for m in MODULES if m.name in ("DXT_POSIX", "DXT_MPIIO")}
 
 #: the modules whose records are a file's counters (the files table's rows)
 RECORD_MODULES = tuple(m.name for m in MODULES if m.token)

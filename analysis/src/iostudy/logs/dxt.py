@@ -1,0 +1,246 @@
+"""DXT traces (modules DXT_POSIX and DXT_MPIIO): every read and write a process made on a file,
+each a segment (offset, length, start and end time), taken from the log's bytes and kept within a
+bound per log.
+
+A DXT record (the log-format reference, section 6.6) is a base record (id, rank), a shared-record
+flag, the host's name (64 bytes), a write count and a read count, then that many segments of 32
+bytes (offset, length: int64; start, end: double, seconds since the job started), the writes
+first. libdarshan-util 3.5.0 reads DXT_POSIX version 1 and DXT_MPIIO versions 1 and 2, all laid
+out so. It sets every offset of a DXT_MPIIO version 1 record to -1, as that version recorded
+none, and the runtime writes a DXT_MPIIO offset of -1 unless it was asked to compute each
+access's byte offset (darshan-mpiio.c): such offsets are stored as null (:func:`by_offsets`).
+
+libdarshan-util trusts the counts as it allocates and reads, so iostudy never hands it a DXT
+region: :mod:`iostudy.logs.logregions` inflates each region of a version read here in pieces,
+within the log's Limits, and feeds them to a :class:`Walk`, which keeps where each record
+starts, its id, rank, host and counts (never the segments), and refuses the region whole when a
+count is below 0, a record ends past the region (it declares more segments than the region
+holds) or the region ends inside a record's fixed part, naming the record and how many before
+it are whole. A region of another version (a later runtime's, with a thread id per segment) is
+not walked; the jobs row says so (:func:`quirks`).
+
+The bound: a log keeps at most ``Limits.dxt_segments`` segments of its named records (PyDarshan
+keeps only records whose id has a name). When it has more, each record's writes and each record's
+reads (a file on a rank, per operation) keep their first q segments, q the largest that keeps at
+most the bound in all (:func:`quota`): every rank, file and operation keeps the start of its
+trace, none crowds the others out; the jobs row's flags say how many were dropped. The kept
+segments are then read by a second inflation of the region (:class:`Extract`): memory is the
+records' counts and the kept segments, whatever the region inflates to.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from typing import NamedTuple
+
+from iostudy.core.deferred import deferred
+
+np = deferred("numpy")
+
+#: the versions walked of each DXT module (libdarshan-util 3.5.0's)
+VERSIONS = {"DXT_POSIX": (1,), "DXT_MPIIO": (1, 2)}
+#: (module, version) whose offsets were not recorded (libdarshan-util reads them as -1)
+NO_OFFSETS = {("DXT_MPIIO", 1)}
+#: the files table's token of the module a DXT module traces
+TOKENS = {"DXT_POSIX": "posix", "DXT_MPIIO": "mpiio"}
+#: segments kept per log by default (ingest --max-dxt-segments)
+DEFAULT_MAX_SEGMENTS = 1_000_000
+# id, rank, shared-record flag, host name, write count, read count
+HEAD = "Qqq64sqq"
+HEAD_SIZE = struct.calcsize("<" + HEAD)
+SEGMENT = 32  # offset, length, start, end
+
+
+def segment_dtype(order: str = "="):
+    return np.dtype([("offset", order + "i8"), ("length", order + "i8"),
+                     ("start", order + "f8"), ("end", order + "f8")])  # fmt: skip
+
+
+class Walk:
+    """A DXT region's records, from its inflated bytes as they come (:meth:`append`, the way
+    logregions keeps a region's bytes), and, after :meth:`finish`, why it is refused (None:
+    every record whole)."""
+
+    def __init__(self, module: str, version: int, order: str):
+        self.module, self.version = module, version
+        self.head = struct.Struct(order + HEAD)
+        self.order = order
+        self.starts, self.ids, self.ranks = array("q"), array("Q"), array("q")
+        self.writes, self.reads = array("q"), array("q")
+        self.hosts: list[str] = []
+        self.partial = bytearray()  # the fixed part of the record being read, so far
+        self.skip = 0  # bytes of its segments still to come
+        self.size = 0  # bytes inflated so far
+        self.bad: tuple | None = None  # (byte, records before it, what is wrong)
+
+    def append(self, data) -> None:
+        n, i = len(data), 0
+        view = memoryview(data)
+        while i < n and self.bad is None:
+            if self.skip:
+                step = min(self.skip, n - i)
+                self.skip -= step
+                i += step
+                continue
+            take = view[i : i + HEAD_SIZE - len(self.partial)]
+            self.partial += take
+            i += len(take)
+            if len(self.partial) == HEAD_SIZE:
+                self._record(self.size + i - HEAD_SIZE)
+        self.size += n
+
+    def _record(self, at: int) -> None:
+        rid, rank, _, host, writes, reads = self.head.unpack(self.partial)
+        self.partial.clear()
+        if writes < 0 or reads < 0:
+            self.bad = (at, len(self.starts), f"declares {writes} writes and {reads} reads")
+            return
+        self.starts.append(at)
+        self.ids.append(rid)
+        self.ranks.append(rank)
+        self.writes.append(writes)
+        self.reads.append(reads)
+        self.hosts.append(host.split(b"\0", 1)[0].decode("utf-8", "backslashreplace"))
+        self.skip = (writes + reads) * SEGMENT
+
+    def finish(self) -> str | None:
+        """Why the region is refused, once all of it was appended: the record and its problem,
+        how many records before it are whole; None when they fill it whole."""
+        if self.bad is None and self.skip:
+            k = len(self.starts) - 1
+            declared = f"declares {self.writes[k]} writes and {self.reads[k]} reads"
+            self.bad = (self.starts[k], k, f"{declared}, past the region's end")
+        elif self.bad is None and self.partial:
+            at = self.size - len(self.partial)
+            short = f"{len(self.partial)} bytes: not its fixed part of {HEAD_SIZE}"
+            self.bad = (at, len(self.starts), short)
+        if self.bad is None:
+            return None
+        at, whole, problem = self.bad
+        return (f"{self.module} region: record {whole + 1} (byte {at} of {self.size}) "
+                f"{problem}: {whole} records read whole, the last {self.size - at} bytes "
+                "not")  # fmt: skip
+
+
+def quota(counts, bound: int) -> int | None:
+    """The most segments each run of ``counts`` (segments per record and operation) keeps so
+    that at most ``bound`` are kept in all; None when all of them fit."""
+    counts = np.sort(np.asarray(counts, np.int64))
+    if int(counts.sum()) <= bound:
+        return None
+    before = np.concatenate(([0], np.cumsum(counts)[:-1]))  # kept whole below each
+    left = len(counts) - np.arange(len(counts))  # runs from each on, cut at q
+    fits = (bound - before) // left
+    return int(fits[np.argmax(fits < counts)])  # the first run q would cut
+
+
+class Part(NamedTuple):
+    """The kept segments of one DXT module of a log: runs of segments (a record's writes, or
+    its reads), each with its record's id, rank and host, whether it is writes and how many
+    segments it kept; the segments in run order (offset, length, start, end: this machine's
+    byte order; ``offsets`` False: the module version recorded none)."""
+
+    module: str
+    offsets: bool
+    ids: np.ndarray
+    ranks: np.ndarray
+    hosts: list
+    writes: np.ndarray
+    counts: np.ndarray
+    segments: np.ndarray
+
+
+class Trace(NamedTuple):
+    """A log's DXT segments: the kept ones per module (:class:`Part`), how many its named
+    records hold, the quota per run when they were more than the bound (else None) and the
+    bound."""
+
+    parts: list
+    total: int
+    quota: int | None
+    bound: int
+
+    @property
+    def kept(self) -> int:
+        return sum(len(p.segments) for p in self.parts)
+
+
+class Extract:
+    """The kept segments of a walked region, from its inflated bytes as they come again
+    (:meth:`append`): a byte range per run, in order."""
+
+    def __init__(self, walk: Walk, named, keep: int | None):
+        starts = np.frombuffer(walk.starts, np.int64)[named] + HEAD_SIZE
+        writes = np.frombuffer(walk.writes, np.int64)[named]
+        reads = np.frombuffer(walk.reads, np.int64)[named]
+        cut = (lambda c: c) if keep is None else (lambda c: np.minimum(c, keep))
+        # per record: its writes' run, then its reads' (they follow the writes)
+        first = np.stack([starts, starts + SEGMENT * writes], axis=1).ravel()
+        counts = np.stack([cut(writes), cut(reads)], axis=1).ravel()
+        self.walk, self.named = walk, np.flatnonzero(named)
+        self.counts = counts
+        self.ranges = list(zip(first.tolist(), (first + SEGMENT * counts).tolist(), strict=True))
+        self.pieces: list[bytes] = []
+        self.next, self.size = 0, 0
+
+    def append(self, data) -> None:
+        lo, hi = self.size, self.size + len(data)
+        view = memoryview(data)
+        while self.next < len(self.ranges):
+            a, b = self.ranges[self.next]
+            if a >= hi:
+                break
+            if b > lo and b > a:
+                self.pieces.append(bytes(view[max(a, lo) - lo : min(b, hi) - lo]))
+            if b > hi:
+                break
+            self.next += 1
+        self.size = hi
+
+    def part(self) -> Part:
+        walk, runs = self.walk, np.repeat(self.named, 2)
+        raw = b"".join(self.pieces)
+        segments = np.frombuffer(raw, segment_dtype(walk.order)).astype(segment_dtype())
+        kept = self.counts > 0
+        return Part(
+            walk.module,
+            (walk.module, walk.version) not in NO_OFFSETS,
+            np.frombuffer(walk.ids, np.uint64)[runs][kept],
+            np.frombuffer(walk.ranks, np.int64)[runs][kept],
+            [walk.hosts[i] for i in runs[kept].tolist()],
+            np.tile([True, False], len(self.named))[kept],
+            self.counts[kept],
+            segments,
+        )
+
+
+class Plan(NamedTuple):
+    """How a log's DXT regions are read again: an Extract per region, the segments their
+    named records hold, the quota per run (None: all kept) and the bound."""
+
+    extracts: list
+    total: int
+    quota: int | None
+    bound: int
+
+    def trace(self) -> Trace:
+        """The log's Trace, once every region's bytes went through its Extract."""
+        return Trace([e.part() for e in self.extracts], self.total, self.quota, self.bound)
+
+
+def plan(walks: list[Walk], names: dict | None, bound: int) -> Plan:
+    """The extraction of each walked region: its named records (all of them when the name
+    table is libdarshan-util's to read, format 3.00: DXT came later), each run cut at the
+    log's quota."""
+    named = [
+        np.fromiter(map(names.__contains__, w.ids), bool, len(w.ids))
+        if names is not None else np.ones(len(w.ids), bool)
+        for w in walks
+    ]  # fmt: skip
+    counts = [np.frombuffer(getattr(w, op), np.int64)[m]
+              for w, m in zip(walks, named, strict=True) for op in ("writes", "reads")]  # fmt: skip
+    counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    keep = quota(counts, bound)
+    extracts = [Extract(w, m, keep) for w, m in zip(walks, named, strict=True)]
+    return Plan(extracts, int(counts.sum()), keep, bound)
