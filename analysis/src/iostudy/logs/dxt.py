@@ -35,6 +35,7 @@ from array import array
 from typing import NamedTuple
 
 from iostudy.core.deferred import deferred
+from iostudy.logs.plausibility import MAX_COUNT, MAX_SECONDS
 
 np = deferred("numpy")
 
@@ -121,6 +122,29 @@ class Walk:
         return (f"{self.module} region: record {whole + 1} (byte {at} of {self.size}) "
                 f"{problem}: {whole} records read whole, the last {self.size - at} bytes "
                 "not")  # fmt: skip
+
+
+def by_offsets(part: Part) -> list[tuple[Part, bool]]:
+    """``part`` as its segments whose offset was recorded and its others, each a Part with
+    whether it has offsets (no Part empty): none were in a module version that recorded none,
+    nor DXT_MPIIO's -1."""
+    known = np.zeros(len(part.segments), bool) if not part.offsets else (
+        part.segments["offset"] != -1 if part.module == "DXT_MPIIO" else
+        np.ones(len(part.segments), bool))  # fmt: skip
+    if known.all() or not known.any():
+        return [(part, part.offsets and bool(known.all()))]
+    return [(_subset(part, known), True), (_subset(part, ~known), False)]
+
+
+def _subset(part: Part, mask) -> Part:
+    """The segments of ``part`` where ``mask`` is set, and their runs."""
+    run = np.repeat(np.arange(len(part.counts)), part.counts)[mask]
+    counts = np.bincount(run, minlength=len(part.counts))
+    kept = counts > 0
+    hosts = [h for h, k in zip(part.hosts, kept.tolist(), strict=True) if k]
+    return part._replace(ids=part.ids[kept], ranks=part.ranks[kept], hosts=hosts,
+                         writes=part.writes[kept], counts=counts[kept],
+                         segments=part.segments[mask])  # fmt: skip
 
 
 def quota(counts, bound: int) -> int | None:
@@ -244,3 +268,57 @@ def plan(walks: list[Walk], names: dict | None, bound: int) -> Plan:
     keep = quota(counts, bound)
     extracts = [Extract(w, m, keep) for w, m in zip(walks, named, strict=True)]
     return Plan(extracts, int(counts.sum()), keep, bound)
+
+
+def problems(found: Trace, nprocs: int) -> list[str]:
+    """The kept segments' values out of the store's bounds, the first of each part named:
+    ranks in [-1, nprocs), lengths and offsets in [0, 2^62), times finite in [0, 2^32 s), each
+    segment ending no earlier than it starts."""
+    out = []
+    for part, offsets in (sub for whole in found.parts for sub in by_offsets(whole)):
+        seg = part.segments
+        ok = (seg["length"] >= 0) & (seg["length"] < MAX_COUNT)
+        ok &= (seg["start"] >= 0) & (seg["end"] < MAX_SECONDS) & (seg["end"] >= seg["start"])
+        if offsets:
+            ok &= (seg["offset"] >= 0) & (seg["offset"] < MAX_COUNT)
+        run_ok = (part.ranks >= -1) & (part.ranks < max(nprocs, 1))
+        ok &= np.repeat(run_ok, part.counts)
+        if not ok.all():
+            out.append(_first_bad(part, int(np.argmin(ok))))
+    return out
+
+
+def _first_bad(part: Part, k: int) -> str:
+    """Segment ``k`` of ``part``, named with its record and values."""
+    run = int(np.searchsorted(np.cumsum(part.counts), k, side="right"))
+    seg = part.segments[k]
+    op = "write" if part.writes[run] else "read"
+    nth = k - int(part.counts[:run].sum())
+    values = ", ".join(f"{f} {seg[f].item()!r}" for f in seg.dtype.names)
+    return (f"{part.module} record {part.ids[run]} (rank {part.ranks[run]}): {op} segment "
+            f"{nth} ({values}) not within [0, 2^62) bytes, [0, 2^32) s, end >= start, rank in "
+            "[-1, nprocs)")  # fmt: skip
+
+
+def quirks(found: Trace | None, modules: dict) -> list[str]:
+    """The jobs row's flags of a log's trace: the segments dropped over the bound, and the DXT
+    modules of a version not read (``modules``: the log's, {name: {ver, ...}})."""
+    out = []
+    for name, versions in VERSIONS.items():
+        if name in modules and modules[name]["ver"] not in versions:
+            read = ", ".join(map(str, versions))
+            out.append(f"{name} version {modules[name]['ver']}: not read (libdarshan-util "
+                       f"3.5.0 reads version {read})")  # fmt: skip
+    if found is not None and found.quota is not None:
+        dropped = found.total - found.kept
+        out.append(f"DXT: {dropped:,} of {found.total:,} segments dropped over the bound of "
+                   f"{found.bound:,} a log (ingest --max-dxt-segments): each file's first "
+                   f"{found.quota:,} writes and first {found.quota:,} reads on each rank "
+                   "kept")  # fmt: skip
+    return out
+
+
+def weight(found: Trace | None) -> float:
+    """A log's share of a pool's answer (iostudy.logs.logpool): its kept segments over the
+    default bound, so that an answer holds about a bound's worth of segments at most."""
+    return 0.0 if found is None else found.kept / DEFAULT_MAX_SEGMENTS

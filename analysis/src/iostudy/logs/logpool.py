@@ -115,7 +115,7 @@ def scratch_dir() -> str:
     return str(private_dir(SCRATCH_PREFIX))
 
 
-def _worker(conn, read, rows, scratch, limits):
+def _worker(conn, read, rows, scratch, limits, weigh):
     """Worker main loop: a batch of (path, arg) in, (items handled, [(indices, rows payload)],
     [(index, reason)], whether it exits) out; exits after a log that failed in libdarshan-util
     or on None. ``scratch``: its folder (the pool reads the stderr file there when the worker
@@ -129,7 +129,7 @@ def _worker(conn, read, rows, scratch, limits):
     try:
         while (task := conn.recv()) is not None:
             context, batch = task
-            handled, entries, failed, damaged = _read_batch(read, batch, limits, errors)
+            handled, entries, failed, damaged = _read_batch(read, batch, limits, errors, weigh)
             parts, unfit = _batch_rows(rows, context, entries)
             _send(conn, (handled, parts, sorted(failed + unfit), damaged))
             if damaged:
@@ -140,11 +140,12 @@ def _worker(conn, read, rows, scratch, limits):
         os.write(errors.fileno(), traceback.format_exc().encode())
 
 
-def _read_batch(read, batch, limits, errors):
+def _read_batch(read, batch, limits, errors, weigh=None):
     """(items handled, [(index, (arg, read result))], [(index, reason)], whether a log failed
-    in libdarshan-util): up to the first log that fails there (included), or the whole
-    batch."""
-    entries, failed = [], []
+    in libdarshan-util): up to the first log that fails there (included), or up to the log
+    whose results weigh 1 with those before it (``weigh``: a read result's share of an answer;
+    the rest of the batch goes back to the queue), or the whole batch."""
+    entries, failed, weight = [], [], 0.0
     for i, (path, arg) in enumerate(batch):
         entered, failure = False, None
         try:
@@ -158,6 +159,9 @@ def _read_batch(read, batch, limits, errors):
         said = _complaints(errors)
         if failure is None and not said:
             entries.append((i, (arg, result)))
+            weight += weigh(result) if weigh else 0.0
+            if weight >= 1.0 and i + 1 < len(batch):  # a heavy answer: sent now
+                return i + 1, entries, failed, False
             continue
         failed.append((i, Failure(failure or "libdarshan-util reported problems", said)))
         if entered:
@@ -202,7 +206,7 @@ def _send(conn, answer):
     conn.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _zygote(conn, read, rows, limits, parent, inherited):
+def _zygote(conn, read, rows, limits, weigh, parent, inherited):
     """The zygote's loop: ("fork", scratch) and a pipe end in, ("forked", pid) out; ("kill",
     pid) kills a worker that has not been reaped (its pid cannot have been reused); ("exit",
     pid, exit code) out as workers end; None or the pool's end closed: kill the workers, exit.
@@ -230,7 +234,7 @@ def _zygote(conn, read, rows, limits, parent, inherited):
             if kind == "fork":
                 end = reduction.recv_handle(conn)
                 if (pid := os.fork()) == 0:
-                    _worker_child(conn, end, (wake_r, wake_w), read, rows, value, limits)
+                    _worker_child(conn, end, (wake_r, wake_w), read, rows, value, limits, weigh)
                 os.close(end)
                 children.add(pid)
                 conn.send(("forked", pid))
@@ -255,7 +259,7 @@ def _reap(children: set, conn):
         conn.send(("exit", pid, os.waitstatus_to_exitcode(status)))
 
 
-def _worker_child(zconn, end, wake, read, rows, scratch, limits):
+def _worker_child(zconn, end, wake, read, rows, scratch, limits, weigh):
     """A worker just forked by the zygote: drop the zygote's pipes and signal set-up, run, exit
     (never returns)."""
     status = 1
@@ -266,7 +270,7 @@ def _worker_child(zconn, end, wake, read, rows, scratch, limits):
             os.close(fd)
         zconn.close()
         die_with_parent(os.getppid())
-        _worker(Connection(end), read, rows, scratch, limits)
+        _worker(Connection(end), read, rows, scratch, limits, weigh)
         status = 0
     finally:
         os._exit(status)
@@ -276,10 +280,10 @@ class _Zygote:
     """The pool's side of the zygote. Forks are asked for without waiting (the zygote forks
     while the pool goes on); a worker's pid is known once the zygote's answer is read."""
 
-    def __init__(self, ctx, read, rows, limits):
+    def __init__(self, ctx, read, rows, limits, weigh):
         self.conn, child = ctx.Pipe()
         inherited = [self.conn.fileno()] if ctx.get_start_method() == "fork" else []
-        args = (child, read, rows, limits, os.getpid(), inherited)
+        args = (child, read, rows, limits, weigh, os.getpid(), inherited)
         self.proc = ctx.Process(target=_zygote, args=args, daemon=True)
         self.proc.start()
         child.close()
@@ -399,12 +403,16 @@ class ReaderPool:
     per batch (module-level functions: they are pickled by name); see the module docstring.
     ``timeout``: seconds per log; ``limits``: the decompression bounds per log. Workers start
     with :meth:`start` (or the first :meth:`map`), from the thread that will stop them (they
-    die with it), and stop with :meth:`close`; a pool is a context manager."""
+    die with it), and stop with :meth:`close`; a pool is a context manager. ``weigh``: a read
+    result's share of an answer (a module-level function, or None): a worker answers for the
+    logs read so far once their shares reach 1 (DXT traces: a batch of large ones would hold
+    gigabytes), and the rest of its batch is read after."""
 
     def __init__(
-        self, read, rows, jobs: int, timeout: float = 120.0, batch: int = 64, limits=DEFAULT_LIMITS
-    ):
-        self.read, self.rows, self.limits = read, rows, limits
+        self, read, rows, jobs: int, timeout: float = 120.0, batch: int = 64, limits=DEFAULT_LIMITS,
+        weigh=None,
+    ):  # fmt: skip
+        self.read, self.rows, self.limits, self.weigh = read, rows, limits, weigh
         self.jobs, self.timeout, self.batch = max(1, jobs), timeout, max(1, batch)
         self.slots: list[_Slot] = []
         self.zygote, self.scratch, self.started = None, None, 0
@@ -430,7 +438,7 @@ class ReaderPool:
             # time); close() gives them back to the collector, or the interpreter's last
             # collection would miss them (DuckDB's bindings then report leaks on stderr)
             gc.freeze()
-            self.zygote = _Zygote(self._context(), self.read, self.rows, self.limits)
+            self.zygote = _Zygote(self._context(), self.read, self.rows, self.limits, self.weigh)
         while len(self.slots) < self.jobs:
             self.slots.append(self._slot())
 

@@ -36,6 +36,9 @@ they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF
 - read_* / write_*: accesses per size bin (POSIX, and MPI-IO's aggregate sizes).
 - key_access_size (seed 000's Table V): the size bin with the most accesses of the scope, with
   their direction: (r), (w) or (r+w); empty when the job made no access.
+- dxt_segments: the DXT segments the store holds of the log (the dxt table,
+  :mod:`iostudy.logs.dxt`): fewer than the log's when they were more than ingest's bound (flags
+  says how many were dropped).
 - flags: why some of the log's values are stored as null (:mod:`iostudy.logs.plausibility`; JSON).
 
 Totals are summed as HUGEINT (int64 when every one fits below 2^53, else float64): many
@@ -79,7 +82,7 @@ COLUMNS = [
     "cores", "elapsed_s", "files", "creates_per_proc", "nodes_source", "io_time_span_s",
     "mib_s_span", "mib_s_per_cn_span", "key_access_size",
     "unique_bytes", "shared_bytes", "partial_bytes", "unique_files", "shared_files",
-    "partial_files", *SIZE_COLUMNS, "flags",
+    "partial_files", *SIZE_COLUMNS, "dxt_segments", "flags",
 ]  # fmt: skip
 
 _QUERY = """
@@ -185,8 +188,10 @@ SELECT j.log_path AS log, j.jobid, j.nprocs,
        COALESCE(fl.partial_files, 0) AS partial_files,
        fl.rank0_only, fl.procs_per_file,
        CASE WHEN m.all_ranks THEN j.nprocs ELSE COALESCE(m.ranks, 0) END AS io_procs,
+       COALESCE(d.segments, 0) AS dxt_segments,
        {size_cols}
 FROM j
+LEFT JOIN ({dxt}) d USING (run_id, log_sha256)
 LEFT JOIN by_log b USING (log_sha256)
 LEFT JOIN unique_time u USING (log_sha256)
 LEFT JOIN by_file fl USING (log_sha256)
@@ -203,11 +208,23 @@ _NO_SCHED = (
 )
 
 
+def _has(con, table: str) -> bool:
+    """Whether ``con`` has the relation (a store's connection has every table; frames
+    registered may not)."""
+    return bool(con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = $1", [table]
+    ).fetchone()[0])  # fmt: skip
+
+
+def _dxt_sql(con) -> str:
+    """The DXT segments stored per log (none when ``con`` has no dxt relation)."""
+    if not _has(con, "dxt"):
+        return "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS log_sha256, 0 AS segments LIMIT 0"
+    return "SELECT run_id, log_sha256, COUNT(*) AS segments FROM dxt GROUP BY ALL"
+
+
 def _sched_sql(con) -> str:
-    found = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'sched'"
-    ).fetchone()[0]
-    if not found:
+    if not _has(con, "sched"):
         return _NO_SCHED
     return (
         f'SELECT jobid, account, "user", nodes, cores, elapsed_s FROM ({sacct.sched_view_sql()}) '
@@ -246,6 +263,7 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     query = _QUERY.format(
         modules=", ".join(f"'{m}'" for m in scope),
         sched=_sched_sql(con),
+        dxt=_dxt_sql(con),
         sharing_sql=sharing.SQL,
         slurm=nodecount.SLURM,
         unknown=nodecount.UNKNOWN,

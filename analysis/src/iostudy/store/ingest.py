@@ -24,10 +24,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from iostudy.core import config, jsonlimits, safeio
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
+from iostudy.logs import dxtrows
 from iostudy.logs.darshanlog import add_limit_options, limits_from
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logregions import DEFAULT_LIMITS
-from iostudy.logs.logrows import batch_rows, read_for_ingest
 from iostudy.store.ingest_logs import DEFAULT_COMMIT_EVERY, check_tree, ingest_tree, scan_logs
 from iostudy.store.ingest_run import ingest_run, load_manifest, manifest_run_id
 from iostudy.store.ingest_writer import Counts
@@ -125,7 +125,8 @@ def ingest(
     # a commit comes between batches: none larger than the commit interval
     commit_every = (tree_options or {}).get("commit_every") or DEFAULT_COMMIT_EVERY
     batch = max(1, min(READ_BATCH, commit_every))
-    pool = ReaderPool(read_for_ingest, batch_rows, jobs or default_jobs(), timeout, batch, limits)
+    pool = ReaderPool(dxtrows.read_for_ingest, dxtrows.batch_rows, jobs or default_jobs(), timeout,
+                      batch, limits, dxtrows.weight)  # fmt: skip
     pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
     with pool, store.locked(console), safeio.space_in(store.root):
         progress = Progress(
@@ -181,15 +182,21 @@ def cmd_ingest(args):
             return EXIT_BAD_INPUT
     options = {"name": args.name, "study": args.study, "system": args.system,
                "commit_every": args.commit_every}  # fmt: skip
-    return ingest_and_report(
-        args.sources, args.store, args.jobs, args.timeout, options, limits_from(args)
-    )
+    limits = limits_from(args)._replace(dxt_segments=args.max_dxt_segments)
+    return ingest_and_report(args.sources, args.store, args.jobs, args.timeout, options, limits)
 
 
 def _log_count(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text}: a number of logs, at least 1")
+    return value
+
+
+def _segments(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: a number of segments, at least 0")
     return value
 
 
@@ -232,6 +239,12 @@ def register(groups) -> None:
         help="give up reading one log after SEC seconds and quarantine it (default 120)",
     )
     add_limit_options(p)
+    p.add_argument(
+        "--max-dxt-segments", type=_segments, default=DEFAULT_LIMITS.dxt_segments, metavar="N",
+        help="keep at most N DXT segments of a log (the dxt table): past N, each file's first "
+        "writes and first reads on each rank are kept, as many each as N allows, and the jobs "
+        "row's flags say how many were dropped (default %(default)s)",
+    )  # fmt: skip
     _add_tree_options(p.add_argument_group("log trees"))
     p.set_defaults(func=cmd_ingest)
 

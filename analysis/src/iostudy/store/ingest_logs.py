@@ -119,11 +119,12 @@ def read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None
     for batch in pool.map((item for item in readable() if item), context=run_info):
         writer = writers()
         if batch.payload:
-            jobs, files, probes, layouts = batch.payload
+            jobs, files, probes, layouts, traces = batch.payload
             writer.write("jobs", jobs)
             writer.write("files", files)
             writer.write("probes", probes)
             writer.write("lustre", layouts)
+            writer.write("dxt", traces)
             counts.logs_ingested += len(batch.done)
         for (path, facts), reason in batch.failed:
             _quarantine(writer, counts, run_id, path, facts, reason)
@@ -148,7 +149,7 @@ def _quarantine(writer, counts: Counts, run_id: str, path: str, facts: tuple, re
 # Each commit puts the tree's runs row (part <run_id>) in place with the part.
 TREE_PREFIX = "logs-"
 # The tables a log tree fills (no ReFrame report, no benchmark output).
-LOG_TABLES = ("jobs", "files", "probes", "lustre", "quarantine")
+LOG_TABLES = ("jobs", "files", "probes", "lustre", "dxt", "quarantine")
 
 
 def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int, str | None]]:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from iostudy.core import paths
 from iostudy.core.deferred import deferred
+from iostudy.logs import dxtrows
 from iostudy.logs.logrows import SIZE_BINS, utc_naive
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.umask import store_umask_applied
@@ -311,6 +312,8 @@ TABLES: dict[str, pa.Schema] = {
             ("ost", pa.int64()),  # an OST index the component stripes over
         ]
     ),
+    # One row per DXT segment kept of a log: its columns are iostudy.logs.dxtrows.COLUMNS.
+    "dxt": pa.schema([(name, getattr(pa, kind)()) for name, kind in dxtrows.COLUMNS]),
     # One row per Slurm job allocation (not step), from sacct output (iostudy.collect.sacct):
     # written by `iostudy sacct import` as STORE/sched/sacct-<source>.parquet, not by ingest (whose
     # part per run stays empty).
