@@ -30,7 +30,7 @@ from iostudy.logs.logregions import DEFAULT_LIMITS
 from iostudy.logs.logrows import batch_rows, read_for_ingest
 from iostudy.store import store
 
-from . import logcraft
+from . import chromium, logcraft
 from .testdata import DARSHAN_LOGS
 
 if TYPE_CHECKING:
@@ -308,3 +308,30 @@ def test_a_worker_answers_once_its_logs_weigh_a_whole_answer():
     with logpool.ReaderPool(read_for_ingest, batch_rows, jobs=1, batch=5, weigh=_half) as pool:
         sizes = [len(b.done) for b in pool.map(logs, context={"run_id": "r"})]
     assert sizes == [2, 2, 1]
+
+
+@pytest.mark.browser
+def test_the_job_page_draws_the_trace(tmp_path):
+    """The job page of a log with DXT: its trace section, the timeline and the offsets
+    figures, within the page budget in Chromium (IOSTUDY_SCREENSHOTS keeps the picture)."""
+    from iostudy.report import report
+
+    if chromium.find_chromium() is None:
+        pytest.skip(f"needs Chromium: install Debian's package {chromium.PACKAGE}")
+    # the most segments; DXT_MPIIO version 2 (offsets) on 4 ranks; version 1 (none)
+    logs = [_largest(), SAMPLES[1], DARSHAN_LOGS / "release_logs/mpi-io-test-x86_64-3.1.6.darshan"]
+    tree = _tree(tmp_path, logs)
+    st = tmp_path / "store"
+    assert main(["ingest", str(tree), "--store", str(st), "--study", "dxt"]) == 0
+    index = report.build(st, "dxt", tmp_path / "reports")
+    con = store.connect(st)
+    shas = [s for (s,) in con.execute("SELECT DISTINCT log_sha256 FROM dxt").fetchall()]
+    con.close()
+    assert len(shas) == len(logs)
+    for sha in shas:
+        page = index.parent / f"job-{sha}.html"
+        html = page.read_text()
+        assert "<h2>DXT trace: every read and write</h2>" in html
+        assert (page.parent / f"job-{sha}-dxt-timeline.csv").is_file()
+        assert html.count("<svg") >= 2 and "dxt-offsets" in html
+        assert chromium.assert_within_budget(page) > 0

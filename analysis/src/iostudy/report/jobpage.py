@@ -1,8 +1,9 @@
 """One job's page of a report (PyDarshan's ``darshan summary`` of its log, from the store): the
 job and its provenance, its diagnoses first, then the I/O time per module, operations, access
-sizes, files, rank balance and the heatmap. What the store does not keep (the common access
-sizes, the heatmap) is read from the log when it is found, unchanged (its sha256), where ingest
-read it (the run's source_root, iostudy.store.store) or under the report's results folder."""
+sizes, files, rank balance, the heatmap and the DXT trace (the store's, when the log has one).
+What the store does not keep (the common access sizes, the heatmap) is read from the log when
+it is found, unchanged (its sha256), where ingest read it (the run's source_root,
+iostudy.store.store) or under the report's results folder."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from iostudy.core import nodecount, provenance
 from iostudy.core.deferred import deferred
 from iostudy.logs import darshanlog
 from iostudy.metrics import jobdetail
-from iostudy.report import figures, jobfigures
+from iostudy.report import dxtfigure, figures, jobfigures
 
 pd = deferred("pandas")
 
@@ -20,7 +21,8 @@ pd = deferred("pandas")
 RECORD = ["log", "ingested_from", "jobid", "system", "run_id", "user", "account", "exe",
           "start", "elapsed_s", "nprocs", "nodes", "nodes_source", "interfaces", "strategy",
           "bytes_read", "bytes_written", "io_time_slowest_s", "agg_perf_mib_s", "mib_s_per_cn",
-          "md_cost_pct", "key_access_size", "files", "flags", "log_sha256"]  # fmt: skip
+          "md_cost_pct", "key_access_size", "files", "dxt_segments", "flags",
+          "log_sha256"]  # fmt: skip
 
 
 def find_own_log(places: list[Path], sha256: str, show) -> tuple[dict | None, str]:
@@ -56,9 +58,11 @@ def record_table(job: pd.Series) -> pd.DataFrame:
 
 
 def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: dict | None,
-             why_no_log: str, prefix: str):  # fmt: skip
+             why_no_log: str, prefix: str, trace=None):  # fmt: skip
     """The page's sections as [(heading, [(item, frame)])]; ``files``: the job's files rows
-    (every module), ``findings``: its diagnoses, ``prefix``: of the page's CSV names."""
+    (every module), ``findings``: its diagnoses, ``prefix``: of the page's CSV names,
+    ``trace``: its DXT segments and their files' paths (dxtfigure.trace_of, paths_of; None:
+    the store has none)."""
 
     def item(kind, name, caption, df, **kw):
         return figures.item("job", kind, f"{prefix}-{name}", caption, df, **kw), df
@@ -72,6 +76,8 @@ def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: d
     out.append(("Files", _files(item, files, job.get("flags"))))
     out.append(("Rank balance", _ranks(item, files)))
     out.append(("Heatmap: bytes over time", _heatmap(item, log, why_no_log)))
+    if trace is not None:
+        out.append(("DXT trace: every read and write", _trace(item, *trace)))
     return out
 
 
@@ -160,3 +166,25 @@ def _heatmap(item, log, why_no_log):
     if hm.empty:
         return [item("note", "heatmap", f"{caption}: the log has none.", hm)]
     return [item("figure", "heatmap", f"{caption}.", hm, fig=jobfigures.heatmap_figure(hm))]
+
+
+def _trace(item, seg: pd.DataFrame, paths: pd.DataFrame):
+    table = dxtfigure.summary(seg, paths)
+    what = f"{len(seg):,} segments the store holds (iostudy jobs' dxt_segments)"
+    timeline = dxtfigure.timeline_figure(seg)
+    out = [item("figure", "dxt-timeline",
+                f"Each rank's reads and writes over time, as DXT Explorer draws them: {what}; "
+                "a pixel is coloured where an operation was under way. The trace per rank, file "
+                "and operation in the CSV.", table, fig=timeline)]  # fmt: skip
+    if files := dxtfigure.top_files(seg):
+        out.append(item("figure", "dxt-offsets",
+                        "The offset each access started at over time, in the "
+                        f"{_files_phrase(len(files))} that moved the most bytes in the trace.",
+                        table[table["record_id"].isin([rid for _, rid in files])],
+                        fig=dxtfigure.offsets_figure(seg, files, dict(zip(
+                            paths["record_id"], paths["path"], strict=True)))))  # fmt: skip
+    return out
+
+
+def _files_phrase(n: int) -> str:
+    return "file" if n == 1 else f"{n} files"

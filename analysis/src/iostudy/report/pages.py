@@ -20,7 +20,7 @@ from pathlib import Path
 
 from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
-from iostudy.report import jobpage, projectpage
+from iostudy.report import dxtfigure, jobpage, projectpage
 from iostudy.report.figures import fmt, unknown_nodes
 from iostudy.report.publish import templates_env
 from iostudy.report.studydata import StudyData
@@ -109,11 +109,21 @@ class Pages:
             mine = by_log.get(sha, files.iloc[:0])
             mine = mine[mine["run_id"] == job["run_id"]]  # a log ingested by several runs
             secs = jobpage.sections(job, mine, found[found[JOB_KEY] == sha], *logs[sha],
-                                    job_href(sha).removesuffix(".html"))  # fmt: skip
+                                    job_href(sha).removesuffix(".html"),
+                                    self._trace(sha, job))  # fmt: skip
             project = projectpage.project_of(job.to_frame().T).iloc[0]
             up = project_href(project) if project_href(project) in self.written else None
             _write(out, job_href(sha), f"Job {_job_name(job)}", _job_top(job, found, sha),
                    secs, page, up=(up, f"project {project}"))  # fmt: skip
+
+    def _trace(self, sha: str, job: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+        """The job's DXT segments and their files' paths (names anonymized when asked);
+        None when the store has none."""
+        if not job.get("dxt_segments"):
+            return None
+        paths = dxtfigure.paths_of(self.data, sha, job["run_id"])
+        paths = self.anonymizer.frame(paths) if self.anonymizer else paths
+        return dxtfigure.trace_of(self.data, sha, job["run_id"]), paths
 
     def _where(self, shas: list[str]) -> dict[str, tuple[Path | None, str]]:
         """Per job: where ingest read its log (its path under its run's source_root; None in a

@@ -21,8 +21,9 @@ from iostudy.store import store as store_mod
 
 pd = deferred("pandas")
 
-# Tables with a row per file record, per OST of a file, or per Slurm job: queried only.
-QUERY_ONLY = frozenset({"files", "lustre", "sched"})
+# Tables with a row per file record, per OST of a file, per Slurm job or per DXT segment:
+# queried only.
+QUERY_ONLY = frozenset({"files", "lustre", "sched", "dxt"})
 
 
 class StudyData(Mapping):
