@@ -24,7 +24,7 @@ import darshan
 import pytest
 
 from iostudy.cli.cli import main
-from iostudy.logs import logpool
+from iostudy.logs import dxtrows, logpool
 from iostudy.logs.darshanlog_worker import open_log
 from iostudy.logs.logregions import DEFAULT_LIMITS
 from iostudy.logs.logrows import batch_rows, read_for_ingest
@@ -190,6 +190,26 @@ def _largest() -> Path:
     return max((p for p in DXT_LOGS if p.name not in REFUSED), key=_count)
 
 
+def _as_stored(want: dict, q: int | None = None) -> dict:
+    """PyDarshan's segments as the dxt table holds them: each run's first q (None: all), sorted,
+    DXT_MPIIO's offsets of -1 (not recorded) as null."""
+    return {k: sorted((None if k[0] == "DXT_MPIIO" and o == -1 else o, *rest)
+                      for o, *rest in s[:q]) for k, s in want.items() if s}  # fmt: skip
+
+
+def _stored_segments(st: Path) -> dict:
+    """The dxt table's segments by (module, record id, rank, operation), sorted."""
+    con = store.connect(st)
+    rows = con.execute('SELECT module, record_id, rank, operation, "offset", length, start, "end" '
+                       "FROM dxt").fetchall()  # fmt: skip
+    con.close()
+    got = {}
+    for module, rid, rank, op, *segment in rows:
+        name = {"posix": "DXT_POSIX", "mpiio": "DXT_MPIIO"}[module]
+        got.setdefault((name, rid, rank, op), []).append(tuple(segment))
+    return {k: sorted(v) for k, v in got.items()}
+
+
 def test_a_log_over_the_bound_keeps_each_runs_first_segments_and_says_how_many_dropped(
     tmp_path, capsys
 ):
@@ -202,30 +222,37 @@ def test_a_log_over_the_bound_keeps_each_runs_first_segments_and_says_how_many_d
     total = sum(map(len, want.values()))
     bound = total // 3
     q = max(q for q in range(total + 1) if sum(min(len(s), q) for s in want.values()) <= bound)
-    # stored as null: DXT_MPIIO's offsets of -1 (not recorded)
-    kept = {k: [(None if k[0] == "DXT_MPIIO" and o == -1 else o, *rest) for o, *rest in s[:q]]
-            for k, s in want.items() if s}  # fmt: skip
     tree = _tree(tmp_path, [path])
     st = tmp_path / "store"
     assert main(["ingest", str(tree), "--store", str(st), "--max-dxt-segments", str(bound)]) == 0
     capsys.readouterr()
-    con = store.connect(st)
-    rows = con.execute('SELECT module, record_id, rank, operation, "offset", length, start, "end" '
-                       "FROM dxt").fetchall()  # fmt: skip
-    flags = json.loads(con.execute("SELECT flags FROM jobs").fetchone()[0])
-    con.close()
-    got = {}
-    for module, rid, rank, op, *segment in rows:
-        name = {"posix": "DXT_POSIX", "mpiio": "DXT_MPIIO"}[module]
-        got.setdefault((name, rid, rank, op), []).append(tuple(segment))
-    assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in kept.items()}
+    kept = _as_stored(want, q)
+    assert _stored_segments(st) == kept
     n = sum(map(len, kept.values()))
     assert n <= bound
+    con = store.connect(st)
+    flags = json.loads(con.execute("SELECT flags FROM jobs").fetchone()[0])
+    con.close()
     assert f"DXT: {total - n:,} of {total:,} segments dropped over the bound of {bound:,}" in (
         " ".join(flags)
     )
     (job,) = _jobs_csv(st, capsys).values()
     assert int(job["dxt_segments"]) == n
+
+
+def test_rows_cut_into_chunks_are_the_same_rows(tmp_path, monkeypatch):
+    """A batch's rows come in Columns of at most dxtrows.CHUNK segments, which ingest's writer
+    takes a table at a time (a log's million at once cost it a few hundred MiB): with 97 (runs
+    cut in two, pieces of two logs in one chunk) the rows are PyDarshan's all the same."""
+    monkeypatch.setattr(dxtrows, "CHUNK", 97)  # the workers are forked: they see it too
+    logs = [_largest(), SAMPLES[1]]
+    tree = _tree(tmp_path, logs)
+    st = tmp_path / "store"
+    assert main(["ingest", str(tree), "--store", str(st)]) == 0
+    want = {}
+    for log in logs:
+        want |= _as_stored(_pydarshan(log)["segments"])
+    assert _stored_segments(st) == want
 
 
 def _region_starts(raw: bytes) -> list[int]:

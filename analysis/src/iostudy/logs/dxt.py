@@ -136,6 +136,15 @@ def by_offsets(part: Part) -> list[tuple[Part, bool]]:
     return [(_subset(part, known), True), (_subset(part, ~known), False)]
 
 
+def pieces(part: Part, size: int) -> list[Part]:
+    """``part`` in pieces of at most ``size`` segments, in order (a run may be cut in two)."""
+    n = len(part.segments)
+    if n <= size:
+        return [part]
+    index = np.arange(n)
+    return [_subset(part, (index >= at) & (index < at + size)) for at in range(0, n, size)]
+
+
 def _subset(part: Part, mask) -> Part:
     """The segments of ``part`` where ``mask`` is set, and their runs."""
     run = np.repeat(np.arange(len(part.counts)), part.counts)[mask]
@@ -224,8 +233,10 @@ class Extract:
 
     def part(self) -> Part:
         walk, runs = self.walk, np.repeat(self.named, 2)
-        raw = b"".join(self.pieces)
-        segments = np.frombuffer(raw, segment_dtype(walk.order)).astype(segment_dtype())
+        raw, self.pieces = b"".join(self.pieces), []
+        segments = np.frombuffer(raw, segment_dtype(walk.order))  # read-only: never written
+        if segments.dtype != segment_dtype():  # the other byte order
+            segments = segments.astype(segment_dtype())
         kept = self.counts > 0
         return Part(
             walk.module,

@@ -17,6 +17,10 @@ from iostudy.logs.logrows import Columns, Repeated
 
 np = deferred("numpy")
 
+# Segments a Columns of dxt rows holds at most: ingest's writer turns one into a table at a
+# time, and a log's million segments at once would cost it a few hundred MiB.
+CHUNK = 1 << 18
+
 #: the store's dxt table (iostudy.store.store.TABLES): its columns and their pyarrow types
 COLUMNS = (
     ("run_id", "string"),
@@ -58,16 +62,20 @@ def weight(log: dict) -> float:
 
 
 def dxt_columns(run_info: dict, entries) -> list[Columns]:
-    """The dxt rows of a batch's logs: one Columns of the segments with offsets, one of those
-    without (a column left out is null)."""
+    """The dxt rows of a batch's logs, Columns of at most CHUNK rows: of the segments with
+    offsets, and of those without (a column left out is null)."""
     sha = logrows.LOG_FACTS.index("log_sha256")
-    groups = {True: [], False: []}
+    groups = {True: [[]], False: [[]]}  # per kind, lists of (log sha256, part, names)
     for facts, log in entries:
         for whole in log["dxt"].parts if log.get("dxt") is not None else ():
             for part, offsets in dxt.by_offsets(whole) if len(whole.segments) else ():
-                groups[offsets].append((facts[sha], part, log["name_records"]))
+                for piece in dxt.pieces(part, CHUNK):
+                    group = groups[offsets][-1]
+                    if sum(len(p.segments) for _, p, _ in group) + len(piece.segments) > CHUNK:
+                        groups[offsets].append(group := [])
+                    group.append((facts[sha], piece, log["name_records"]))
     return [_columns(run_info["run_id"], group, offsets)
-            for offsets, group in groups.items() if group]  # fmt: skip
+            for offsets, kind in groups.items() for group in kind if group]  # fmt: skip
 
 
 def _columns(run_id: str, group: list, offsets: bool) -> Columns:

@@ -124,7 +124,8 @@ def read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None
             writer.write("files", files)
             writer.write("probes", probes)
             writer.write("lustre", layouts)
-            writer.write("dxt", traces)
+            for chunk in traces:  # a table at a time (iostudy.logs.dxtrows.CHUNK)
+                writer.write("dxt", [chunk])
             counts.logs_ingested += len(batch.done)
         for (path, facts), reason in batch.failed:
             _quarantine(writer, counts, run_id, path, facts, reason)
