@@ -14,7 +14,7 @@ import pytest
 
 from iostudy.cli.cli import main
 from iostudy.collect import sacct
-from iostudy.store import catalog, store
+from iostudy.store import catalog, imports, store
 
 from . import filestate
 
@@ -324,8 +324,8 @@ def small_store(tmp_path):
         sched_row(6, "beta", 2, 3600),  # imported again below, as alpha's
         sched_row(7, None, 1, 7200),  # 2, no account, no log
     ]
-    store.write_import(root, "sacct-older", older, datetime(2026, 1, 2), table=sacct.TABLE)
-    store.write_import(
+    imports.write_import(root, "sacct-older", older, datetime(2026, 1, 2), table=sacct.TABLE)
+    imports.write_import(
         root,
         "sacct-newer",
         [sched_row(6, "alpha", 2, 3600)],
@@ -375,7 +375,7 @@ def test_coverage_by_hand(small_store):
 
 def test_coverage_cluster_filter_and_no_rows(small_store, tmp_path):
     # Another cluster's job 3 under account delta: matched by jobid alone, unless filtered.
-    store.write_import(small_store, "sacct-other", [sched_row(3, "delta", 1, 3600, cluster="c2")],
+    imports.write_import(small_store, "sacct-other", [sched_row(3, "delta", 1, 3600, cluster="c2")],
                      datetime(2026, 1, 4), table=sacct.TABLE)  # fmt: skip
     con = store.connect(small_store)
     both = sacct.coverage(con).set_index("account")

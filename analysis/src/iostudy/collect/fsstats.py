@@ -255,7 +255,7 @@ def cmd_diff(args) -> int:
 def cmd_import(args) -> int:
     from rich.console import Console
 
-    from iostudy.store import store as store_mod
+    from iostudy.store import imports
 
     console = Console(stderr=True)
     # every snapshot is read before any is written: a bad one changes nothing
@@ -280,7 +280,7 @@ def cmd_import(args) -> int:
         return EXIT_BAD_INPUT
     data = [snapshot_rows(snap) for _, snap in snaps]
     rows = sum(len(d) for d in data)
-    where = store_mod.import_parts(args.store, TABLE, list(zip(parts, data, strict=True)), console)
+    where = imports.import_parts(args.store, TABLE, list(zip(parts, data, strict=True)), console)
     print(
         f"fsstats import: {len(snaps)} snapshot{'s' * (len(snaps) != 1)}, {rows} rows into {where}"
     )

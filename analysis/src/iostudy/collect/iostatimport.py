@@ -22,6 +22,7 @@ from iostudy.collect.iostatjson import parse_time
 from iostudy.core import jsonlimits
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.logs.plausibility import row_problems
+from iostudy.store import imports
 from iostudy.store import store as store_mod
 
 TABLE = "iostat"
@@ -183,7 +184,7 @@ def import_dirs(dirs, store_root, host=None, name=None, console=None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    where = store_mod.import_parts(store_root, TABLE, [(p, r) for p, r, *_ in inputs], console)
+    where = imports.import_parts(store_root, TABLE, [(p, r) for p, r, *_ in inputs], console)
     for *_, problems, _d in inputs:
         for p in problems:
             console.print(f"skipped: {p}", highlight=False, markup=False, soft_wrap=True)

@@ -34,6 +34,7 @@ from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.logs import modules
+from iostudy.store import imports
 from iostudy.store import store as store_mod
 
 pd = deferred("pandas")
@@ -459,7 +460,7 @@ def import_sacct(args) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    where = store_mod.import_parts(
+    where = imports.import_parts(
         args.store, TABLE, [(name, rows) for name, rows, _, _ in inputs], console
     )
     for _, _, problems, _ in inputs:

@@ -9,7 +9,7 @@ write lock (one writer at a time, STORE/.lock) and its views.
 
 Run directories and log trees are written by ingest (:mod:`iostudy.store.ingest`); the tables
 of what is not a run (Slurm accounting, the storage servers' collectors) by
-:func:`import_parts`. This module holds what every writer and every reader shares.
+:mod:`iostudy.store.imports`. This module holds what every writer and every reader shares.
 
 Times are UTC, stored without a time zone. Paths in the tables (manifest_path, log_path,
 quarantine path, iomodel source_path) are relative to the folder that holds the run directories
@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from datetime import datetime, timezone
 from pathlib import Path
 
 from iostudy.core import paths
 from iostudy.core.deferred import deferred
 from iostudy.logs import dxtrows
-from iostudy.logs.logrows import SIZE_BINS, utc_naive
+from iostudy.logs.logrows import SIZE_BINS
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.umask import store_umask_applied
 
@@ -506,41 +505,6 @@ class Store:
         finally:
             con.close()
         return None
-
-
-# -- imported tables (Slurm accounting, the collectors) -------------------------------------------
-
-
-def import_parts(store_root, table: str, parts, console) -> str:
-    """Writes each (name, rows) of parts with :func:`write_import` under the store's lock, all
-    with one imported time, then refreshes the views; returns where the rows went (the part,
-    or the table's folder and the number of parts), for the command's last line."""
-    store = Store(store_root)
-    imported = utc_naive(datetime.now(timezone.utc))
-    with store.locked(console):
-        written = [write_import(store_root, name, rows, imported, table) for name, rows in parts]
-        store.refresh_views(console)
-    return str(written[0]) if len(written) == 1 else f"{store.root / table} ({len(written)} parts)"
-
-
-def write_import(store_root, name: str, rows: list[dict], imported: datetime, table: str) -> Path:
-    """Commits rows as the part ``name`` of a table of IMPORTED_TABLES (an import of the same
-    name replaces it), each with the imported time; returns the part's file. The caller holds
-    the store's lock."""
-    schema = TABLES[table]
-    catalog_mod.check_part_name(name)
-    folder = Path(store_root) / table
-    folder.mkdir(parents=True, exist_ok=True)
-    data = [{c: r.get(c) for c in schema.names} | {"imported": imported} for r in rows]
-    tmp = folder / f"{name}.parquet.tmp"
-    try:
-        pq.write_table(pa.Table.from_pylist(data, schema), tmp)
-        commit = catalog_mod.Commit(Path(store_root))
-        commit.put(table, name, tmp, None, len(data))
-        return commit.apply().part_path(table, name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 # -- queries -------------------------------------------------------------------------------------
