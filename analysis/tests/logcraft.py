@@ -49,8 +49,9 @@ JOB_FIELDS = {
     "legacy": {"uid": 0, "start_time_sec": 8, "end_time_sec": 16, "nprocs": 24, "jobid": 32},
 }  # fmt: skip
 # Module ids in the 3.41 numbering (reference section 5).
-MODULE_IDS = {"POSIX": 1, "MPI-IO": 2, "H5F": 3, "PNETCDF_FILE": 5, "LUSTRE": 8, "STDIO": 9,
-              "DXT_POSIX": 10, "DXT_MPIIO": 11, "HEATMAP": 15}  # fmt: skip
+MODULE_IDS = {"POSIX": 1, "MPI-IO": 2, "H5F": 3, "H5D": 4, "PNETCDF_FILE": 5, "PNETCDF_VAR": 6,
+              "BG/Q": 7, "LUSTRE": 8, "STDIO": 9, "DXT_POSIX": 10, "DXT_MPIIO": 11, "APXC": 13,
+              "APMPI": 14, "HEATMAP": 15, "DFS": 16, "DAOS": 17}  # fmt: skip
 # Current record versions (what the records must be stored at to be patched in place):
 # CURRENT_VERSIONS, the wheel's libdarshan-util's, which test_log_regions checks; those of the
 # variable-size modules (reference section 5), whose regions are replaced whole.
@@ -115,9 +116,9 @@ def set_job(data: bytes, **fields) -> bytes:
     return _replace(data, start, end, _deflate(hdr, bytes(job)), None)
 
 
-def _module_region(data: bytes, module: str):
+def _module_region(data: bytes, module: str, stored: int | None = None):
     """(header, slot, offset, length) of a module's region; raises unless it holds data stored
-    at the module's current version."""
+    at the module's current version (or at version ``stored``)."""
     hdr = corpus.read_header(data)
     slot = _slot(hdr.version, MODULE_IDS[module])
     off, length = hdr.mod_offs[slot]
@@ -125,7 +126,7 @@ def _module_region(data: bytes, module: str):
     version = struct.unpack_from(hdr.order + "I", data, ver_at)[0]
     if not length:
         raise LogFormatError(f"no {module} data in this log")
-    if version != VERSIONS[module]:
+    if version != (stored or VERSIONS[module]):
         raise LogFormatError(f"{module} records of version {version}: not patched in place")
     return hdr, slot, off, length
 
@@ -195,11 +196,14 @@ def drop_name(data: bytes, record_id: int) -> bytes:
     return set_name_region(data, name_region(kept, corpus.read_header(data).order))
 
 
-def set_module_region(data: bytes, module: str, raw: bytes, version: int | None = None) -> bytes:
+def set_module_region(
+    data: bytes, module: str, raw: bytes, version: int | None = None, stored: int | None = None
+) -> bytes:
     """The log with ``raw`` as the inflated content of a module's region (whole records or
-    not); with ``version``, the header's module version says raw is in that version's layout
+    not; ``stored``: the version its records are stored at, if not the current one); with
+    ``version``, the header's module version says raw is in that version's layout
     (libdarshan-util up-converts records of an older one as it reads them)."""
-    hdr, slot, off, length = _module_region(data, module)
+    hdr, slot, off, length = _module_region(data, module, stored)
     out = _replace(data, off, off + length, _deflate(hdr, raw), hdr.layout.mod_map + 16 * slot + 8)
     if version is not None:
         ver_at = hdr.layout.mod_map + 16 * hdr.layout.slots + 4 * slot
@@ -233,9 +237,10 @@ def pnetcdf_file_v2(data: bytes, indep_opens: int, coll_opens: int) -> bytes:
     return set_module_region(data, "PNETCDF_FILE", b"".join(out), version=2)
 
 
-def module_region(data: bytes, module: str) -> bytes:
-    """The inflated content of a module's region."""
-    hdr, _, off, length = _module_region(data, module)
+def module_region(data: bytes, module: str, stored: int | None = None) -> bytes:
+    """The inflated content of a module's region (``stored``: the version its records are
+    stored at, if not the current one)."""
+    hdr, _, off, length = _module_region(data, module, stored)
     return _inflate(hdr, data[off : off + length])
 
 

@@ -78,14 +78,14 @@ def test_bytes_and_bandwidth_agree_with_pydarshan_on_every_test_log(test_log_sto
 # each record id, over every module, and the job's nprocs):
 #   mpi-io-test 3.5.0, 4 procs: the test file reduced to rank -1 (N:1), <STDOUT> rank 0 (N:N);
 #   heatmap_inactive_ranks, 40 procs: one file with records of 20 ranks (N:M);
-#   ior-HDF5, 4 procs: testFile reduced in POSIX, MPI-IO and H5F (N:1; its H5D record is a
-#     dataset, not a file), <STDOUT> of rank 0 (N:N);
+#   ior-HDF5, 4 procs: testFile reduced in POSIX, MPI-IO and H5F (N:1), its dataset reduced in
+#     H5D (N:1: a files row of its own record id), <STDOUT> of rank 0 (N:N);
 #   dlio 2110366, 1 process: 25 files, all N:N.
 HAND_CLASSES = {
     "release_logs/mpi-io-test-x86_64-3.5.0.darshan": {"N:1": 1, "N:N": 1},
     "runtime_heatmap_inactive_ranks/treddy_runtime_heatmap_inactive_ranks.darshan": {"N:M": 1},
     "ior_pnetcdf_hdf5/shane_ior-HDF5_id438090-438090_11-9-41522-17417065676046418211_1.darshan":
-        {"N:1": 1, "N:N": 1},
+        {"N:1": 2, "N:N": 1},
     "dlio_logs/snyder_python3_id3116902-2110366_12-19-66957-4077632997277538683_1.darshan":
         {"N:N": 25},
 }  # fmt: skip

@@ -15,13 +15,14 @@ from iostudy.logs import logregions
 from iostudy.logs.darshanlog import DarshanLogError, read_log
 from iostudy.logs.darshanlog_worker import open_log
 from iostudy.logs.logregions import DEFAULT_LIMITS, LogRefused
-from iostudy.logs.modules import CURRENT_VERSIONS
+from iostudy.logs.modules import CURRENT_VERSIONS, GENERIC_MODULES
 from iostudy.logs.recordlayout import record_layout
 
 from . import logcraft
-from .testdata import DARSHAN_LOGS, RELEASE_350
+from .testdata import DARSHAN_LOGS, OWN_LOGS, RELEASE_350
 
 REAL_LOGS = sorted(p.relative_to(DARSHAN_LOGS).as_posix() for p in DARSHAN_LOGS.rglob("*.darshan"))
+OWN = sorted(OWN_LOGS.rglob("*.darshan"))  # DFS, DAOS, APXC, APMPI
 
 
 def _pydarshan_names(path) -> dict:
@@ -56,9 +57,8 @@ def _as_tuples(module, stored: bytes) -> list[tuple]:
             for r in records]  # fmt: skip
 
 
-@pytest.mark.parametrize("name", REAL_LOGS)
-def test_the_checks_names_and_records_are_pydarshans(name):
-    path = DARSHAN_LOGS / name
+@pytest.mark.parametrize("path", [DARSHAN_LOGS / n for n in REAL_LOGS] + OWN, ids=lambda p: p.name)
+def test_the_checks_names_and_records_are_pydarshans(path):
     checked = _checked(path)
     version = path.read_bytes()[:4]
     if version == b"3.00":  # entries (id, length, bytes): left to libdarshan-util
@@ -68,16 +68,19 @@ def test_the_checks_names_and_records_are_pydarshans(name):
     log = backend.log_open(str(path))
     modules = backend.log_get_modules(log)
     backend.log_close(log)
-    current = {m for m, info in modules.items() if info["ver"] == CURRENT_VERSIONS.get(m)}
+    generic = {m: info["ver"] for m, info in modules.items() if m in GENERIC_MODULES}
+    current = {m for m, version in generic.items() if version == CURRENT_VERSIONS[m]}
     assert set(checked.records) == current
     for module, stored in checked.records.items():
         assert _as_tuples(module, stored) == _pydarshan_records(path, module), module
 
 
 def test_big_endian_records_come_in_this_machines_order():
-    name = "release_logs/mpi-io-test-ppc64-3.1.8.darshan"  # POSIX v4, MPI-IO v3, STDIO v2
+    name = "release_logs/mpi-io-test-ppc64-3.1.8.darshan"  # POSIX v4, MPI-IO v3, STDIO v2, BG/Q v2
     checked = _checked(DARSHAN_LOGS / name)
-    assert set(checked.records) == {"POSIX", "MPI-IO", "STDIO"}
+    assert set(checked.records) == {"POSIX", "MPI-IO", "STDIO", "BG/Q"}
+    bgq = _as_tuples("BG/Q", checked.records["BG/Q"])
+    assert bgq == _pydarshan_records(DARSHAN_LOGS / name, "BG/Q")
     posix = _as_tuples("POSIX", checked.records["POSIX"])
     assert posix == _pydarshan_records(DARSHAN_LOGS / name, "POSIX")
     assert all(rec[0] in checked.names for rec in posix)

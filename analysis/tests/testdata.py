@@ -7,3 +7,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DARSHAN_LOGS = REPO_ROOT / ".." / "shared" / "testdata" / "darshan-logs"
 # Primary 3.41 test vector: written by Darshan 3.5.0, 4 ranks, POSIX+MPI-IO+STDIO+LUSTRE+HEATMAP.
 RELEASE_350 = "release_logs/mpi-io-test-x86_64-3.5.0.darshan"
+# Darshan logs kept here (data/darshan-logs/README.md): the only ones with DFS, DAOS and APXC.
+OWN_LOGS = Path(__file__).resolve().parent / "data" / "darshan-logs"
+DFS_LOG = (
+    OWN_LOGS / "ior_daos/snyder_ior-DFS_id4681120-53379_5-8-15060-3270540599978592154_1.darshan"
+)
+APXC_LOG = OWN_LOGS / "apmpi_apxc/mpi-io-test.darshan"

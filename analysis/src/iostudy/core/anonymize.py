@@ -11,6 +11,7 @@ pseudonyms for everything.
 
 ======================  ====================================================================
 user, uid               ``user-<10 hex>``; ``uid-<10 hex>``
+node                    ``host-<10 hex>`` (a host name: a laptop's can name its owner)
 project, account        ``project-<10 hex>``; "(unknown)" and the coverage table's
                         "(no account)", "(no accounting)", "all" stay
 path                    each component is replaced (``/a/b/c.nc`` -> ``/<8 hex>/<8 hex>/<8
@@ -67,6 +68,7 @@ COLUMNS = {
     "user": "user",
     "username": "user",
     "uid": "uid",
+    "node": "host",
     "account": "project",
     "project": "project",
     "exe": "command",
@@ -141,6 +143,9 @@ class Anonymizer:
         if isinstance(uid, float) and uid.is_integer():
             uid = int(uid)
         return self._issue("uid", str(uid), "uid-", 10)
+
+    def host(self, name: str) -> str:
+        return self._issue("host", name, "host-", 10)
 
     def project(self, name: str) -> str:
         return name if name in KEEP else self._issue("project", name, "project-", 10)

@@ -24,17 +24,21 @@ child reads PyDarshan's frames column by column, never through a float64 row):
   jobid, run_time, log_ver, metadata {key: value}
 - ``modules``: {name: {len, ver, partial_flag}} for every module in the log
 - ``name_records``: {id: name}
-- ``records``: {module: [{id, rank, counters {name: int}, fcounters {name: float}}]} for POSIX,
-  STDIO, MPI-IO and the file-level records of HDF5 (H5F) and PnetCDF (PNETCDF_FILE), from
-  ``report.records[mod].to_df()`` (only records that have a name)
+- ``records``: {module: [{id, rank, counters {name: int}, fcounters {name: float}}]} for the
+  record modules (POSIX, STDIO, MPI-IO, HDF5's H5F and H5D, PnetCDF's PNETCDF_FILE and
+  PNETCDF_VAR, DFS, DAOS), from ``report.records[mod].to_df()`` (only records that have a
+  name)
 - ``lustre``: [{id, rank, components [{counters {LUSTRE_COMP_*: int}, pool_name, ost_ids [int]}]}],
   the LUSTRE module's layouts, from ``report.records["LUSTRE"].to_df()`` (named records only)
 - ``heatmaps``: {api: {nbins, bin_width, ranks [sorted], read {rank: [bytes per bin]},
   write {rank: [...]}}}, PyDarshan's ``report.heatmaps`` (api: POSIX, STDIO, MPIIO, ...)
-- ``raw_record_counts``: {module: records stored in the log, named or not} for the record
-  modules and HEATMAP, from libdarshan-util directly
+- ``raw_record_counts``: {module: records stored in the log, named or not} for the modules of
+  ``records``, BG/Q and HEATMAP, from libdarshan-util directly
 - ``heatmap_records``: every stored HEATMAP record, unmerged: [{id, rank, nbins, bin_width,
   read [..], write [..]}]
+- ``job_records``: {module: [{rank, node, values {counter: int or float}}]} of the job-level
+  modules (BG/Q; APXC and APMPI, the header first), values that are not 0, as darshan-parser
+  names them; node: APMPI's MPI_PROCESSOR_NAME of a rank, else None (iostudy.logs.jobmodules)
 """
 
 import atexit

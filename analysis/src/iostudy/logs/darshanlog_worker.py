@@ -31,13 +31,14 @@ from typing import NamedTuple
 
 from iostudy.core import safeio
 from iostudy.core.deferred import deferred
+from iostudy.logs import jobmodules
 from iostudy.logs.logregions import (
     Limits,
     LogRefused,
     check_inflation,
     decoded_names,
 )
-from iostudy.logs.modules import RECORD_MODULES
+from iostudy.logs.modules import GENERIC_MODULES, JOB_MODULES
 from iostudy.logs.recordlayout import record_layout
 
 np = deferred("numpy")
@@ -248,7 +249,7 @@ def _heatmaps(path):
 def warm_up():
     """Fill the per-process caches a read fills (record layouts, the record buffer and its
     slots): a process that forks readers does it once, and each reader inherits them."""
-    for mod in RECORD_MODULES:
+    for mod in GENERIC_MODULES:
         _buffers().slots(record_layout(mod).size)
     _lustre_counters()
 
@@ -280,7 +281,7 @@ def read(checked, full=True, stored=False):
         modules = backend.log_get_modules(log)
         names = _names(handle) if checked.names is None else checked.names
         records, raw_counts = {}, {}
-        for mod in RECORD_MODULES:
+        for mod in GENERIC_MODULES:
             if mod in modules:
                 size = record_layout(mod).size
                 records[mod] = checked.records.get(mod)
@@ -294,6 +295,12 @@ def read(checked, full=True, stored=False):
             raw_counts["HEATMAP"] = len(heatmap_records)
     finally:
         backend.log_close(log)
+    # a job-level module's records are no files' (BG/Q's has no name): its own, as AutoPerf's
+    job_records = checked.job_records | {
+        mod: jobmodules.generic_records(mod, records.pop(mod))
+        for mod in JOB_MODULES
+        if mod in records
+    }
     if not stored:
         records = {mod: _record_arrays(mod, data, names) for mod, data in records.items()}
     return {
@@ -310,6 +317,7 @@ def read(checked, full=True, stored=False):
         "heatmaps": _heatmaps(path) if full and "HEATMAP" in modules else {},
         "raw_record_counts": raw_counts,
         "heatmap_records": heatmap_records if full else checked.heatmaps or [],
+        "job_records": job_records,
     }
 
 
@@ -318,14 +326,16 @@ class CheckedLog(NamedTuple):
     bytes it inflated anyway: the name table (None: libdarshan-util reads it), {module: every
     record stored, in this machine's byte order} of the modules stored at their current
     versions (iostudy.logs.modules.CURRENT_VERSIONS; the others: libdarshan-util reads them),
-    the HEATMAP records as :func:`read` gives them (None: no HEATMAP region walked), and the
-    DXT segments kept (iostudy.logs.dxt.Trace; None: no DXT read; never read by
-    libdarshan-util)."""
+    the HEATMAP records as :func:`read` gives them (None: no HEATMAP region walked), and
+    {module: its records} of AutoPerf's modules (iostudy.logs.jobmodules.walk: never read by
+    libdarshan-util), and the DXT segments kept (iostudy.logs.dxt.Trace; None: no DXT read;
+    never read by libdarshan-util either)."""
 
     path: str
     names: dict | None
     records: dict
     heatmaps: list | None
+    job_records: dict
     traces: object
 
 

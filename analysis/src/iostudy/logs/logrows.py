@@ -3,7 +3,8 @@
 Kept apart from :mod:`iostudy.store.store` so that a worker process imports only this, PyDarshan's
 backend and numpy (not DuckDB, pyarrow or the rest of the store): ingest starts a few of them.
 The rows: a jobs row per log (:func:`job_row`), the files rows of a batch column-wise
-(:class:`Columns`, :func:`files_columns`), the probes and lustre rows; :func:`read_for_ingest`
+(:class:`Columns`, :func:`files_columns`), the probes, lustre and jobcounters
+(:mod:`iostudy.logs.jobmodules`) rows; :func:`read_for_ingest`
 and :func:`batch_rows` are :class:`iostudy.logs.logpool.ReaderPool`'s read and rows.
 """
 
@@ -17,7 +18,7 @@ from typing import NamedTuple
 
 from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
-from iostudy.logs import modules, plausibility, proberows, sharing, upconversion
+from iostudy.logs import jobmodules, modules, plausibility, proberows, sharing, upconversion
 from iostudy.logs.darshanlog_worker import CheckedLog, read
 from iostudy.logs.recordlayout import record_layout
 from iostudy.logs.summary import MODULE_COUNTERS
@@ -37,18 +38,26 @@ EXTRA_COUNTERS = {
     "seq_ops": {"POSIX": ["POSIX_SEQ_READS", "POSIX_SEQ_WRITES"]},
     "small_reads": {"POSIX": [f"POSIX_SIZE_READ_{b}" for b in _SMALL]},
     "small_writes": {"POSIX": [f"POSIX_SIZE_WRITE_{b}" for b in _SMALL]},
-    "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"]},
-    "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"]},
+    "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"],
+                 "PNETCDF_VAR": ["PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_COLL_WRITES"]},
+    "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"],
+                  "PNETCDF_VAR": ["PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_INDEP_WRITES"]},
     "mode": {"POSIX": ["POSIX_MODE"]},
+    # the sizes that reached storage (POSIX, DFS, DAOS), or that the application asked a
+    # library for (MPI-IO's aggregate sizes, HDF5's datasets, PnetCDF's variables)
     **{
         f"{op}_{b.lower()}": {
             "POSIX": [f"POSIX_SIZE_{op.upper()}_{b}"],
             "MPI-IO": [f"MPIIO_SIZE_{op.upper()}_AGG_{b}"],
+            "H5D": [f"H5D_SIZE_{op.upper()}_AGG_{b}"],
+            "PNETCDF_VAR": [f"PNETCDF_VAR_SIZE_{op.upper()}_AGG_{b}"],
+            "DFS": [f"DFS_SIZE_{op.upper()}_{b}"],
+            "DAOS": [f"DAOS_SIZE_{op.upper()}_{b}"],
         }
         for op in ("read", "write")
         for b in SIZE_BINS
     },
-}
+}  # fmt: skip
 # Per module, every column summed from counters (MODULE_COUNTERS' and its EXTRA_COUNTERS), built
 # once: a log's records are summed with one loop each.
 _SUMS = {
@@ -218,12 +227,13 @@ def job_row(log: dict, run: dict) -> dict:
 @functools.cache
 def _module_plan(mod: str) -> tuple[dict, dict, list | None]:
     """How a module's files columns come from its counters, once: {column: the indexes of the
-    counters it sums (_SUMS)}, {column: the index of its float counter}, and the indexes of the
-    counters whose maximum is max_byte (None: no such column)."""
+    counters it sums (_SUMS; a column of none, such as H5F's bytes, is left out: null)},
+    {column: the index of its float counter}, and the indexes of the counters whose maximum is
+    max_byte (None: no such column)."""
     lay = record_layout(mod)
     cidx = {name: i for i, name in enumerate(lay.cnames)}
     fidx = {name: i for i, name in enumerate(lay.fnames)}
-    summed = {col: [cidx[c] for c in counters if c in cidx] for col, counters in _SUMS[mod].items()}
+    summed = {col: [cidx[c] for c in counters] for col, counters in _SUMS[mod].items() if counters}
     floats = {col: fidx[modules.FPREFIX[mod] + suffix] for col, suffix in _FCOLUMNS.items()
               if modules.FPREFIX[mod] + suffix in fidx}  # fmt: skip
     max_byte = [cidx[c] for c in _MAX_BYTE[mod]] if mod in _MAX_BYTE else None
@@ -234,8 +244,6 @@ def _column_sum(counters: np.ndarray, idx: list[int]) -> np.ndarray:
     """The sum of some counter columns (numpy has no fast integer matmul: a take per column)."""
     if len(idx) == 1:
         return counters[:, idx[0]]
-    if not idx:
-        return np.zeros(len(counters), np.int64)
     return counters[:, idx].sum(axis=1)
 
 
@@ -378,8 +386,8 @@ def _unrecorded_columns(mod: str, version: int) -> tuple[str, ...]:
 
 
 def _stored_sums(mod: str) -> dict:
-    """{files column: the indexes of the counters it sums} of a module."""
-    return _module_plan(mod)[0]
+    """{files column: the indexes of the counters it sums} of a module (a job-level one: none)."""
+    return _module_plan(mod)[0] if mod in _SUMS else {}
 
 
 def _as_columns(rows: list[dict]) -> list[Columns]:
@@ -387,12 +395,13 @@ def _as_columns(rows: list[dict]) -> list[Columns]:
     return [Columns(len(rows), {k: [r[k] for r in rows] for k in rows[0]})] if rows else []
 
 
-def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
-    """ReaderPool's rows: the jobs, files, probes and lustre rows of a batch of logs
-    [(LOG_FACTS values, log)] of one run, each a list of Columns. Raises
-    :class:`iostudy.logs.plausibility.ImplausibleLog` when a log's records, or its jobs or
-    probes row (a value of its header or its tags: a jobid of -7), are out of the store's
-    bounds: the pool then takes the batch's logs one by one, and quarantines that one."""
+def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list, list]:
+    """ReaderPool's rows: the jobs, files, probes, lustre and jobcounters rows of a batch of
+    logs [(LOG_FACTS values, log)] of one run, each a list of Columns. Raises
+    :class:`iostudy.logs.plausibility.ImplausibleLog` when a log's records, or its jobs,
+    probes or jobcounters rows (a value of its header or its tags: a jobid of -7; a counter of
+    a job-level module), are out of the store's bounds: the pool then takes the batch's logs
+    one by one, and quarantines that one."""
     plausibility.check_records([log for _, log in entries], _stored_sums)
     entries = [(dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log)
                for facts, log in entries]  # fmt: skip
@@ -404,9 +413,16 @@ def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list]:
             own = [r for c in files_columns([(run, log)]) for r in c.rows()]
             probes += proberows.probe_rows(job, own)
     lustre = [row for run, log in entries for row in lustre_rows(log, run)]
-    for table, rows in (("jobs", jobs), ("probes", probes)):  # lustre's: check_job's
-        for row in rows:
+    counters = [row for run, log in entries for row in jobmodules.rows(log, run)]
+    for table, rows in (("jobs", jobs), ("probes", probes), ("jobcounters", counters)):
+        for row in rows:  # lustre's: check_job's
             plausibility.raise_problems(
                 [f"{table} {p}" for p in plausibility.row_problems(table, row)]
             )
-    return _as_columns(jobs), files, _as_columns(probes), _as_columns(lustre)
+    return (
+        _as_columns(jobs),
+        files,
+        _as_columns(probes),
+        _as_columns(lustre),
+        _as_columns(counters),
+    )

@@ -483,7 +483,7 @@ LOWEST = {"rank": -1, "ost": -1, ("jobs", "nprocs"): 1, "log_mtime_ns": -MAX_COU
 # [0, 2^32 s); iostat's too (its intervals, and its rates, utilisation and waits, all >= 0 and
 # far below 2^32). The benchmarks' tables hold rates and durations: >= 0. Elsewhere a float
 # need only be finite (perf's values and thresholds: a lower threshold is below 0).
-SECONDS_TABLES = ("jobs", "files", "probes", "iostat", "dxt")
+SECONDS_TABLES = ("jobs", "files", "probes", "iostat", "dxt", "jobcounters")
 RATE_TABLES = ("iomodel", "ior", "components", "adaptive")
 SHOWN_CHARS = 40  # of a value named in a problem: a hostile one may be a megabyte
 

@@ -52,6 +52,43 @@ MODULE_COUNTERS = {
         "reads": [],
         "writes": [],
     },
+    # The libraries' datasets and variables: the bytes the application asked them for
+    "H5D": {
+        "bytes_read": ["H5D_BYTES_READ"],
+        "bytes_written": ["H5D_BYTES_WRITTEN"],
+        "opens": ["H5D_OPENS"],
+        "reads": ["H5D_READS"],
+        "writes": ["H5D_WRITES"],
+    },
+    "PNETCDF_VAR": {
+        "bytes_read": ["PNETCDF_VAR_BYTES_READ"],
+        "bytes_written": ["PNETCDF_VAR_BYTES_WRITTEN"],
+        "opens": ["PNETCDF_VAR_OPENS"],  # a variable defined or inquired
+        # blocking independent and collective calls, and non-blocking ones (counted apart)
+        "reads": ["PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_NB_READS"],
+        "writes": [
+            "PNETCDF_VAR_INDEP_WRITES",
+            "PNETCDF_VAR_COLL_WRITES",
+            "PNETCDF_VAR_NB_WRITES",
+        ],
+    },
+    # DAOS's file system: a file opened, looked up or made local from another rank's handle;
+    # read or written with or without an I/O descriptor (a non-blocking call is either too)
+    "DFS": {
+        "bytes_read": ["DFS_BYTES_READ"],
+        "bytes_written": ["DFS_BYTES_WRITTEN"],
+        "opens": ["DFS_OPENS", "DFS_GLOBAL_OPENS", "DFS_LOOKUPS"],
+        "reads": ["DFS_READS", "DFS_READXS"],
+        "writes": ["DFS_WRITES", "DFS_WRITEXS"],
+    },
+    # DAOS's objects: plain objects, arrays and key-value stores
+    "DAOS": {
+        "bytes_read": ["DAOS_BYTES_READ"],
+        "bytes_written": ["DAOS_BYTES_WRITTEN"],
+        "opens": ["DAOS_OBJ_OPENS", "DAOS_ARRAY_OPENS", "DAOS_KV_OPENS"],
+        "reads": ["DAOS_OBJ_FETCHES", "DAOS_ARRAY_READS", "DAOS_KV_GETS"],
+        "writes": ["DAOS_OBJ_UPDATES", "DAOS_ARRAY_WRITES", "DAOS_KV_PUTS"],
+    },
 }
 
 
@@ -148,7 +185,8 @@ def summarize(log, top=5):
             for mod in MODULE_COUNTERS
             if mod in log["records"]
         ],
-        # Modules iostudy does not summarise (LUSTRE, HEATMAP, DXT_*, ...): presence only.
+        # Modules iostudy does not summarise (LUSTRE, HEATMAP, DXT_*, the job-level ones):
+        # presence only.
         "other_modules": {
             name: m for name, m in log["modules"].items() if name not in MODULE_COUNTERS
         },

@@ -119,11 +119,12 @@ def read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None
     for batch in pool.map((item for item in readable() if item), context=run_info):
         writer = writers()
         if batch.payload:
-            jobs, files, probes, layouts, traces = batch.payload
+            jobs, files, probes, layouts, counters, traces = batch.payload
             writer.write("jobs", jobs)
             writer.write("files", files)
             writer.write("probes", probes)
             writer.write("lustre", layouts)
+            writer.write("jobcounters", counters)
             for chunk in traces:  # a table at a time (iostudy.logs.dxtrows.CHUNK)
                 writer.write("dxt", [chunk])
             counts.logs_ingested += len(batch.done)
@@ -150,7 +151,7 @@ def _quarantine(writer, counts: Counts, run_id: str, path: str, facts: tuple, re
 # Each commit puts the tree's runs row (part <run_id>) in place with the part.
 TREE_PREFIX = "logs-"
 # The tables a log tree fills (no ReFrame report, no benchmark output).
-LOG_TABLES = ("jobs", "files", "probes", "lustre", "dxt", "quarantine")
+LOG_TABLES = ("jobs", "files", "probes", "lustre", "jobcounters", "dxt", "quarantine")
 
 
 def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int, str | None]]:

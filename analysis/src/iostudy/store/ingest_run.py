@@ -109,7 +109,7 @@ def _carry_over(store: Store, run_id: str, carried: set[str], writer: PartWriter
     """Writes the run's committed rows of the logs in carried (read at an earlier ingest of the
     run); returns the sha256 of those logs found there, ingested or quarantined."""
     already = set()
-    for table in ("jobs", "files", "probes", "lustre", "dxt"):
+    for table in ("jobs", "files", "probes", "lustre", "jobcounters", "dxt"):
         for chunk in store.old_rows(table, run_id, "log_sha256", carried):
             writer.write(table, chunk)
             if table == "jobs":

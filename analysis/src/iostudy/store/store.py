@@ -108,7 +108,8 @@ TABLES: dict[str, pa.Schema] = {
         [
             ("run_id", pa.string()),
             ("log_sha256", pa.string()),
-            # posix, stdio, mpiio; h5f, pnetcdf: HDF5's and PnetCDF's file-level records
+            # iostudy.logs.modules' tokens: posix, stdio, mpiio, h5f (HDF5's files), h5d (its
+            # datasets), pnetcdf (PnetCDF's files), pnetcdf_var (its variables), dfs, daos
             ("module", pa.string()),
             ("record_id", pa.uint64()),
             ("rank", pa.int64()),  # -1: a record shared by all ranks
@@ -138,10 +139,11 @@ TABLES: dict[str, pa.Schema] = {
             ("seq_ops", pa.int64()),  # reads and writes after the previous one's offset
             ("small_reads", pa.int64()),  # reads and writes below 1 MiB
             ("small_writes", pa.int64()),
-            ("coll_ops", pa.int64()),  # MPI-IO: collective reads and writes
-            ("indep_ops", pa.int64()),  # MPI-IO: independent ones
+            ("coll_ops", pa.int64()),  # MPI-IO, PnetCDF's variables: collective reads, writes
+            ("indep_ops", pa.int64()),  # MPI-IO, PnetCDF's variables: independent ones
             ("mode", pa.int64()),  # POSIX_MODE: the mode given at open, set when it created
-            # accesses per size bin (POSIX; MPI-IO's aggregate sizes), seed 000's Fig. 9
+            # accesses per size bin (POSIX, DFS, DAOS; MPI-IO's aggregate sizes, HDF5's
+            # datasets', PnetCDF's variables'), seed 000's Fig. 9
             *((f"{op}_{b.lower()}", pa.int64()) for op in ("read", "write") for b in SIZE_BINS),
         ]
     ),
@@ -313,6 +315,23 @@ TABLES: dict[str, pa.Schema] = {
     ),
     # One row per DXT segment kept of a log: its columns are iostudy.logs.dxtrows.COLUMNS.
     "dxt": pa.schema([(name, getattr(pa, kind)()) for name, kind in dxtrows.COLUMNS]),
+    # One row per counter not 0 of each record of a log's job-level modules (BG/Q, APXC,
+    # APMPI: iostudy.logs.jobmodules), named as darshan-parser prints it, an integer (value) or
+    # a float (fvalue); record: its index among its module's (0: AutoPerf's header); node: its
+    # rank's host (APMPI's MPI_PROCESSOR_NAME; else null)
+    "jobcounters": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("log_sha256", pa.string()),
+            ("module", pa.string()),
+            ("record", pa.int64()),
+            ("rank", pa.int64()),
+            ("node", pa.string()),
+            ("counter", pa.string()),
+            ("value", pa.int64()),
+            ("fvalue", pa.float64()),
+        ]
+    ),  # fmt: skip
     # One row per Slurm job allocation (not step), from sacct output (iostudy.collect.sacct):
     # written by `iostudy sacct import` as STORE/sched/sacct-<source>.parquet, not by ingest (whose
     # part per run stays empty).
