@@ -129,7 +129,11 @@ def test_columns_and_scope(test_log_store):
     # The 3.5.0 release log: 4 ranks write and read one shared file through MPI-IO.
     r = by_name["mpi-io-test-x86_64-3.5.0.darshan"]
     assert r["interfaces"] == "POSIX+STDIO+MPI-IO" and r["strategy"] == "N:1"
-    assert (r["module"], r["io_procs"], float(r["procs_per_file"])) == ("POSIX+STDIO", "4", 4.0)
+    assert (r["module"], r["io_procs"], float(r["procs_per_file"])) == (
+        "POSIX+STDIO+DFS+DAOS",
+        "4",
+        4.0,
+    )
     # default scope = POSIX + STDIO records
     posix = {x["log"]: x for x in _jobs_csv(test_log_store, "--module", "POSIX")}
     stdio = {x["log"]: x for x in _jobs_csv(test_log_store, "--module", "STDIO")}
@@ -287,15 +291,42 @@ def test_both_time_forms_worked_out_by_hand_posix():
     assert (row["nodes"], row["nodes_source"], row["strategy"]) == (2, "tag", "N:N")
 
 
-def test_the_default_scope_is_posix_and_stdio():
+def test_the_default_scope_is_the_layers_that_moved_the_bytes():
     (row,) = _job_table(J1, [_jobs_row("J1", 2, 2, "tag")])
-    assert row["module"] == "POSIX+STDIO"
+    assert row["module"] == "POSIX+STDIO+DFS+DAOS"
     assert row["bytes_read"] + row["bytes_written"] == 301 * MiB
     # rank 0: 3.5 s of POSIX and 10 s of STDIO; + S's 3.0 s
     assert row["io_time_slowest_s"] == pytest.approx(16.5)
     assert row["mib_s_per_cn"] == pytest.approx(301 / 16.5 / 2)
     assert row["io_time_span_s"] == pytest.approx(13.5)  # rank 0's N:N files outlast S's span
     assert row["mib_s_per_cn_span"] == pytest.approx(301 / 13.5 / 2)
+
+
+# Job J2, IOR's DFS backend in small (cf. tests/data/darshan-logs: DFS over DAOS), 4 ranks:
+#   the file /f written through DFS: 8 MiB, its slowest rank 2.0 s (DFS); DFS called DAOS,
+#     whose record of the same object (record id 1) has the 8 MiB, its slowest rank 1.9 s;
+#   DFS's namespace: DAOS's object "/" (record id 3): 100 bytes read, its slowest rank 0.1 s;
+#   the file /g read through DFS, 1 MiB in 1.0 s, whose object DAOS kept no record of.
+J2 = [
+    _files_row("J2", -1, "/f", module="dfs", record_id=1, bytes_written=8 * MiB,
+               write_time=6.0, slowest_rank_time=2.0),
+    _files_row("J2", -1, "", module="daos", record_id=1, bytes_written=8 * MiB,
+               write_time=5.9, slowest_rank_time=1.9),
+    _files_row("J2", -1, "/", module="daos", record_id=3, bytes_read=100, read_time=0.2,
+               slowest_rank_time=0.1),
+    _files_row("J2", -1, "/g", module="dfs", record_id=2, bytes_read=MiB, read_time=3.0,
+               slowest_rank_time=1.0),
+]  # fmt: skip
+
+
+def test_dfs_over_daos_counts_each_byte_once():
+    (row,) = _job_table(J2, [_jobs_row("J2", 4, 1, "tag")])
+    # DAOS's 8 MiB and 100 bytes, DFS's 1 MiB of the object DAOS has no record of
+    assert (row["bytes_written"], row["bytes_read"]) == (8 * MiB, MiB + 100)
+    assert row["io_time_slowest_s"] == pytest.approx(1.9 + 0.1 + 1.0)
+    assert row["files"] == 3
+    (dfs,) = _job_table(J2, [_jobs_row("J2", 4, 1, "tag")], module="DFS")
+    assert (dfs["bytes_written"], dfs["bytes_read"]) == (8 * MiB, MiB)  # every DFS record
 
 
 def test_slurm_nodes_override_and_a_source_is_always_named():

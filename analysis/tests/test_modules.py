@@ -43,10 +43,24 @@ def test_interfaces_and_letters(names, interfaces, letters):
     assert modules.letters(names) == letters
 
 
-def test_a_module_a_user_names():
-    assert modules.token_of("MPI-IO") == "mpiio"
-    assert modules.token_of("posix") == "posix"
-    assert modules.token_of("pnetcdf_file") == "pnetcdf"
-    with pytest.raises(ValueError, match="'DXT': not one of POSIX, STDIO, MPI-IO, H5F"):
-        modules.token_of("DXT")
-    assert [modules.display(t) for t in modules.DEFAULT_SCOPE] == ["POSIX", "STDIO"]
+@pytest.mark.parametrize(
+    "name, token",
+    [("MPI-IO", "mpiio"), ("mpi-io", "mpiio"), ("MPIIO", "mpiio"), ("posix", "posix"),
+     ("Stdio", "stdio"), ("pnetcdf_file", "pnetcdf"), ("PNETCDF_VAR", "pnetcdf_var"),
+     ("h5f", "h5f"), ("H5D", "h5d"), ("dfs", "dfs"), ("DAOS", "daos")],
+)  # fmt: skip
+def test_a_module_a_user_names(name, token):
+    """Every module with files rows, by Darshan's name in any case (or the store's token)."""
+    assert modules.token_of(name) == token
+
+
+def test_what_is_not_a_module_with_files_rows_is_refused_naming_the_choices():
+    for name in ("DXT", "APMPI", "BG/Q", "LUSTRE"):
+        with pytest.raises(ValueError, match="not one of POSIX, STDIO, MPI-IO, H5F, H5D, PNETC"):
+            modules.token_of(name)
+
+
+def test_the_default_scope_is_the_layers_that_moved_the_bytes():
+    names = [modules.display(t) for t in modules.DEFAULT_SCOPE]
+    assert names == ["POSIX", "STDIO", "DFS", "DAOS"]
+    assert all(modules.BY_NAME[n].version for n in modules.GENERIC_MODULES + modules.AUTOPERF)

@@ -93,7 +93,7 @@ def _print_summary(s, console):
     console.print(facts, highlight=False)
 
     if not s["modules"]:
-        console.print("no POSIX, STDIO or MPI-IO records")
+        console.print("no file records")
     for m in s["modules"]:
         title = f"{m['name']}: {m['records']} records, {m['files']} files"
         if m["partial"]:
@@ -210,7 +210,8 @@ def build_parser(argv=None):
     summary = log_cmds.add_parser(
         "summary",
         help="print a summary of each log",
-        description="Print job facts, metadata tags and, per module (POSIX, STDIO, MPI-IO), "
+        description="Print job facts, metadata tags and, per module with file records (POSIX, "
+        "STDIO, MPI-IO, HDF5, PnetCDF, DFS, DAOS), "
         "record count, partial flag, bytes and operations, and the files that moved the "
         "most bytes, for each log in turn. The logs are read in a separate process; a damaged "
         f"log is reported as one error line naming the file, with exit status {EXIT_BAD_INPUT} "

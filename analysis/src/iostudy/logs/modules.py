@@ -80,8 +80,29 @@ INTERFACE_ORDER = tuple(dict.fromkeys(m.interface for m in MODULES if m.interfac
 INTERFACE_LETTERS = {"HDF5": "H", "PnetCDF": "N", "MPI-IO": "M", "STDIO": "S", "POSIX": "P"}
 #: the files table's tokens in the order tables show them: the layers that moved bytes first
 TOKEN_ORDER = tuple(m.token for m in MODULES if m.token)
-#: the scope per-job figures count by default (seed 000's MiB/s/CN: POSIX and STDIO)
-DEFAULT_SCOPE = ("posix", "stdio")
+#: the scope per-job figures count by default: the layers that moved the job's bytes
+DEFAULT_SCOPE = tuple(m.token for m in MODULES if m.layer == MOVED)
+#: a layer that moved bytes over another one: its records count only where the log has none
+#: of the other's of the same object (DFS calls DAOS, and both name an object by the same
+#: record id: a hash of its pool, container and object id)
+OVER = {"dfs": "daos"}
+
+
+def counted(scope, files: str = "files") -> str:
+    """The one rule of a job's totals, as an SQL condition on the store's files rows (``files``:
+    the relation's name or alias): the rows of the modules of ``scope`` (tokens), but a row of
+    a layer over another of the scope (:data:`OVER`) whose log has the other's record of the
+    same object (that one counts its bytes and time)."""
+    tokens = ", ".join(f"'{t}'" for t in scope)
+    rule = f"{files}.module IN ({tokens})"
+    for upper, lower in OVER.items():
+        if upper in scope and lower in scope:
+            rule += (
+                f" AND NOT ({files}.module = '{upper}' AND EXISTS (SELECT 1 FROM files below"
+                f" WHERE below.module = '{lower}' AND below.log_sha256 = {files}.log_sha256"
+                f" AND below.record_id = {files}.record_id))"
+            )
+    return rule
 
 
 def interfaces(names) -> list[str]:
@@ -97,10 +118,11 @@ def letters(names) -> str:
 
 
 def token_of(choice: str) -> str:
-    """The files table's token of a module a user names (POSIX, MPI-IO, STDIO, ... or a
-    token); ValueError naming the choices otherwise."""
-    if choice in NAMES:
-        return choice
+    """The files table's token of a module a user names, case-insensitive: Darshan's name
+    (POSIX, MPI-IO, PNETCDF_VAR, ...) or a token (mpiio, pnetcdf); ValueError naming the
+    choices otherwise."""
+    if choice.lower() in NAMES:
+        return choice.lower()
     if choice.upper() in TOKENS:
         return TOKENS[choice.upper()]
     raise ValueError(f"module {choice!r}: not one of {', '.join(TOKENS)}")

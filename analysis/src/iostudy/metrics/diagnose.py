@@ -45,6 +45,7 @@ from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
+from iostudy.logs import modules
 from iostudy.metrics import jobstats
 from iostudy.store import store as store_mod
 
@@ -73,7 +74,7 @@ SELECT f.log_sha256,
     SUM(unaligned) FILTER (WHERE module = 'posix') AS unaligned,
     SUM(bytes_read::HUGEINT + bytes_written) FILTER (WHERE module = 'stdio') AS stdio_bytes,
     SUM(bytes_read::HUGEINT + bytes_written) FILTER (WHERE module = 'posix') AS posix_bytes,
-    SUM(meta_time) FILTER (WHERE module IN ({scope})) AS meta_s,
+    SUM(meta_time) FILTER (WHERE {counted}) AS meta_s,
     SUM(indep_ops) FILTER (WHERE module = 'mpiio' AND (rank = -1 OR sharing = 'N:1'))
         AS shared_indep_ops,
     SUM(coll_ops) FILTER (WHERE module = 'mpiio' AND (rank = -1 OR sharing = 'N:1'))
@@ -93,8 +94,9 @@ def job_facts(con, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
     jobs = jobstats.job_table(con) if jobs is None else jobs
     if jobs.empty:
         return jobs
-    scope = ", ".join(f"'{m}'" for m in jobstats.DEFAULT_SCOPE)  # md_cost_pct's records
-    counters = con.execute(_COUNTERS.format(scope=scope)).df()
+    # md_cost_pct's records: the job table's
+    counters = con.execute(_COUNTERS.format(counted=modules.counted(jobstats.DEFAULT_SCOPE, "f")))
+    counters = counters.df()
     facts = jobs.merge(counters, on="log_sha256", how="left")
     numeric = counters.columns.drop("log_sha256")
     facts[numeric] = facts[numeric].astype(float).fillna(0)

@@ -4,8 +4,10 @@
 (Slurm accounting, :mod:`iostudy.collect.sacct`), so it works on a whole facility's store without
 loading the files table into memory. ``iostudy jobs --store STORE --csv`` prints it.
 
-Definitions (module scope: the records of the modules counted, POSIX and STDIO by default:
-they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF sit on POSIX):
+Definitions (module scope: the records of the modules counted; by default the layers that
+moved the job's bytes, each byte once (iostudy.logs.modules.DEFAULT_SCOPE): POSIX and STDIO,
+which see every byte that reaches a file system, and DFS and DAOS, where the I/O bypassed it;
+MPI-IO, HDF5 and PnetCDF are layers above, whose bytes those moved):
 
 - bytes_read, bytes_written: summed over the scope's records.
 - io_time_slowest_s: PyDarshan's ``agg_time_by_slowest``: the slowest rank's metadata + read +
@@ -32,8 +34,9 @@ they see every byte that reaches the file system, while MPI-IO, HDF5 and PnetCDF
 - io_procs (processes that moved bytes; all of them when a shared file moved bytes) and
   procs_per_file (processes per file, weighted by bytes; all of them for an N:1 file): seed
   003's model coordinates.
-- interfaces: POSIX, STDIO, MPI-IO, HDF5, PnetCDF, from the log's modules (whatever the scope).
-- read_* / write_*: accesses per size bin (POSIX, and MPI-IO's aggregate sizes).
+- interfaces: every layer the log's modules name (POSIX, STDIO, MPI-IO, HDF5, PnetCDF, DFS,
+  DAOS), whatever the scope.
+- read_* / write_*: accesses per size bin of the scope's modules that count them.
 - key_access_size (seed 000's Table V): the size bin with the most accesses of the scope, with
   their direction: (r), (w) or (r+w); empty when the job made no access.
 - dxt_segments: the DXT segments the store holds of the log (the dxt table,
@@ -87,7 +90,7 @@ COLUMNS = [
 
 _QUERY = """
 WITH f AS (
-    SELECT * FROM files WHERE module IN ({modules})
+    SELECT * FROM files WHERE {counted}
 ),
 j AS (
     SELECT jobs.*, s.account, s."user", s.nodes AS sched_nodes, s.cores, s.elapsed_s
@@ -261,7 +264,7 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     (and sched, optional): a store's :func:`iostudy.store.store.connect`, or frames registered."""
     scope = scope_modules(module)
     query = _QUERY.format(
-        modules=", ".join(f"'{m}'" for m in scope),
+        counted=modules.counted(scope),
         sched=_sched_sql(con),
         dxt=_dxt_sql(con),
         sharing_sql=sharing.SQL,
@@ -362,8 +365,9 @@ def register(groups) -> None:
     p.add_argument(
         "--module",
         metavar="MODULE",
-        help="count only this module's records (POSIX, MPI-IO or STDIO; default: POSIX and "
-        "STDIO together)",
+        help="count only this module's records, by Darshan's name in any case: posix, stdio, "
+        "mpi-io, h5f, h5d, pnetcdf_file, pnetcdf_var, dfs or daos (default: the layers that "
+        "moved the job's bytes, each byte once: POSIX, STDIO, DFS and DAOS)",
     )
     p.add_argument("--out", type=Path, help="write to this file instead of stdout")
     p.set_defaults(func=cmd_jobs)

@@ -29,7 +29,7 @@ from pathlib import Path
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, integral
 from iostudy.core.paths import add_store_option
-from iostudy.logs import sharing
+from iostudy.logs import modules, sharing
 from iostudy.metrics import jobstats
 
 np = deferred("numpy")
@@ -42,9 +42,6 @@ TABLE1_TOLERANCE = 0.03
 TABLE1_MODELS = ("file-per-process", "single-shared-file")
 # The I/O model's directory in a file path: .../n<n>-p<p>-f<f>-m<m>/file<k>.dat
 MODEL_DIR = r"(?:^|/)n(?P<n>\d+)-p(?P<p>\d+)-f(?P<f>\d+)-m(?P<m>\d+)/"
-# Default module for MiB/s/CN: POSIX sees every byte that reaches the file system; MPI-IO sits
-# on top of it (adding it would count bytes twice).
-DEFAULT_MODULES = ("posix",)
 
 # What each kind of throughput counts: bytes, the per-file time, the end of the file's I/O.
 _KINDS = {
@@ -152,15 +149,17 @@ def model_of_path(paths: pd.Series) -> pd.DataFrame:
 
 
 def model_throughput(
-    files: pd.DataFrame, jobs: pd.DataFrame, module: str = "posix", kind: str = "write"
+    files: pd.DataFrame, jobs: pd.DataFrame, scope=modules.DEFAULT_SCOPE, kind: str = "write"
 ) -> pd.DataFrame:
     """Throughput per job and I/O model derived from the logs: :func:`io_time` over the files
-    of each model directory (kind "write" by default, the benchmark's timed phase).
+    of each model directory (kind "write" by default, the benchmark's timed phase), of the
+    modules of ``scope`` (by default the layers that moved the bytes, as a job's totals count
+    them: iostudy.logs.modules.counted; MPI-IO above POSIX would count them twice).
 
     Returns run_id, log_sha256, n, p, f, m, the job's system, repetition, environ, nodes when
     present, and bytes, unique_time, shared_time, io_time, strategy, mib_s.
     """
-    sel = files[files["module"] == module] if "module" in files.columns else files
+    sel = files[files["module"].isin(scope)] if "module" in files.columns else files
     sel = pd.concat(
         [sel.reset_index(drop=True), model_of_path(sel["path"]).reset_index(drop=True)], axis=1
     )
@@ -442,15 +441,12 @@ _FILE_COLUMNS = (
 )
 
 
-def compute_all(con, modules=DEFAULT_MODULES) -> dict[str, pd.DataFrame]:
+def compute_all(con) -> dict[str, pd.DataFrame]:
     """Every metric table from a store connection (:func:`iostudy.store.store.connect`): jobs
     (:func:`iostudy.metrics.jobstats.job_table`: MiB/s/CN and the rest per job), model_throughput,
     table1_crosscheck, ior_crosscheck, iomodel_histogram."""
-    modules = tuple(modules)
-    placeholders = ", ".join("?" for _ in modules)
-    files = con.execute(
-        f"SELECT {_FILE_COLUMNS} FROM files WHERE module IN ({placeholders})", list(modules)
-    ).df()
+    counted = modules.counted(modules.DEFAULT_SCOPE)
+    files = con.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE {counted}").df()
     jobs = con.execute("SELECT * FROM jobs").df()
     iomodel = con.execute("SELECT * FROM iomodel").df()
     ior = con.execute("SELECT * FROM ior").df()
@@ -460,7 +456,7 @@ def compute_all(con, modules=DEFAULT_MODULES) -> dict[str, pd.DataFrame]:
         "SELECT * FROM files WHERE log_sha256 IN "
         "(SELECT log_sha256 FROM jobs WHERE \"check\" = 'ior_check')"
     ).df()
-    models = model_throughput(files, jobs, module=modules[0])
+    models = model_throughput(files, jobs)
     return {
         "jobs": jobstats.job_table(con),
         "model_throughput": models,

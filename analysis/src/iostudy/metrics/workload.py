@@ -61,9 +61,10 @@ from iostudy.metrics.workload_tables import (
 pd = deferred("pandas")
 
 # Fig. 2's bytes per interface: the record modules whose bytes it shows (POSIX and STDIO, every
-# byte that reached the file system, and MPI-IO above POSIX); their interfaces and the files
-# table's tokens are the registry's (iostudy.logs.modules).
-BYTES_MODULES = ("POSIX", "STDIO", "MPI-IO")
+# byte that reached a file system; DFS and DAOS, those that bypassed it; MPI-IO, HDF5's datasets
+# and PnetCDF's variables, the libraries' above them); their interfaces and the files table's
+# tokens are the registry's (iostudy.logs.modules).
+BYTES_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5D", "PNETCDF_VAR", "DFS", "DAOS")
 
 # Per job (every row of jobs, as jobstats.job_table has them) and module of BYTES_MODULES, the
 # bytes of the module's records: job_table(con, module=...)'s bytes_read and bytes_written, of
@@ -164,8 +165,8 @@ def _add_shares(add, jobs, by_module) -> None:
         f"Interfaces by job size (seed 000, Fig. 2) over {n:,} job logs: per bin of processes "
         "(powers of two), the share of jobs whose logs used each interface (a job may use "
         "several; number of jobs above the bars) and of the bytes read and written through it "
-        "(of the bytes that reached the file system through POSIX and STDIO: MPI-IO's bytes "
-        "are POSIX's too).",
+        "(of the bytes the layers that moved them counted, each once: POSIX, STDIO, DFS, DAOS; "
+        "MPI-IO's, HDF5's and PnetCDF's bytes are theirs too).",
         interfaces_by_size(jobs, by_module),
         interfaces_figure,
         "no job log.",

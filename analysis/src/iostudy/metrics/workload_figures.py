@@ -28,6 +28,8 @@ _COLOURS = {
     "MPI-IO": "#ff7f0e",
     "HDF5": "#2ca02c",
     "PnetCDF": "#9467bd",
+    "DFS": "#e377c2",
+    "DAOS": "#bcbd22",
     "N:N": "#1f77b4",
     "N:1": "#d62728",
     "N:M": "#ff7f0e",
@@ -193,7 +195,7 @@ def projects_figure(top: pd.DataFrame) -> Figure:
         ax.xaxis.set_major_locator(ticker.MultipleLocator(2 ** math.ceil(math.log2(high / 8))))
         ax.set_xlim(0, high)
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: binary_bytes(v)))
-    ax.set_xlabel("bytes (the jobs' POSIX and STDIO records)", fontsize=8)
+    ax.set_xlabel("bytes (the layers that moved them: POSIX, STDIO, DFS, DAOS)", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
     legend_below(fig)

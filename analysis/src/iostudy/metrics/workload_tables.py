@@ -91,16 +91,17 @@ def _with_bins(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def interfaces_by_size(jobs: pd.DataFrame, module_bytes: pd.DataFrame | None = None):
-    """Seed 000's Fig. 2: per job-size bin and interface (POSIX, STDIO, MPI-IO, HDF5, PnetCDF),
-    one row per measure:
+    """Seed 000's Fig. 2: per job-size bin and interface (POSIX, STDIO, MPI-IO, HDF5, PnetCDF,
+    DFS, DAOS), one row per measure:
 
     - "jobs": value = jobs of the bin whose logs used the interface (the job table's
       ``interfaces``), pct = their share of the bin's jobs (a job may use several);
     - "bytes read", "bytes written": value = bytes through the interface's module (from
       ``module_bytes``: log_sha256, interface, bytes_read, bytes_written; per job and interface),
-      pct = their share of the bin's bytes in the job table's scope (POSIX+STDIO: every byte that
-      reached the file system; MPI-IO, HDF5 and PnetCDF sit above POSIX, so their bytes are also
-      POSIX's). An interface with no row in module_bytes has no byte rows.
+      pct = their share of the bin's bytes in the job table's scope (the layers that moved them,
+      each byte once: POSIX, STDIO, DFS, DAOS; MPI-IO, HDF5 and PnetCDF sit above those, so
+      their bytes are also those layers'). An interface with no row in module_bytes has no byte
+      rows.
 
     Columns: procs_min, procs_max, procs_range, jobs (in the bin), measure, category, value, pct.
     """

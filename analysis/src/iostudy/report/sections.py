@@ -107,8 +107,8 @@ JOB_COLUMNS = [
 
 def job_table(data: StudyData) -> pd.DataFrame:
     """MiB/s/CN per job as :mod:`iostudy.metrics.jobstats` defines it (the one definition: the
-    slowest rank's form, POSIX and STDIO; seed 000's shared-file span form beside it), with the
-    columns a reader needs."""
+    slowest rank's form over the layers that moved the bytes; seed 000's shared-file span form
+    beside it), with the columns a reader needs."""
     t = data.job_table().rename(columns={"log": "log_path"})
     t["bytes"] = t["bytes_read"] + t["bytes_written"]
     runs = data["jobs"][["log_sha256", "environ", "repetition"]].drop_duplicates("log_sha256")
@@ -437,7 +437,8 @@ SIZE_CAPTION = (
 JOBS_HIDDEN = ["log_path", "repetition", "io_time_span_s", "log_sha256"]
 JOBS_CAPTION = (
     "MiB/s per compute node (MiB/s/CN) of every job, from its log (seed 000, II-D): the bytes "
-    "moved through POSIX and STDIO over the slowest rank's I/O time (its time on its own "
+    "the layers that moved them counted, each once (POSIX and STDIO; DFS and DAOS where the I/O "
+    "bypassed POSIX), over the slowest rank's I/O time (its time on its own "
     "files plus, per shared file, the slowest rank's; PyDarshan's agg_perf_by_slowest), "
     "divided by the job's compute nodes (nodes_source: slurm, the harness's tag, the "
     "system's cores per node; else unknown, and no MiB/s/CN). The table also gives seed "
