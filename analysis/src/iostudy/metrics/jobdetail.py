@@ -3,14 +3,19 @@ summary`` of one log, from the store).
 
 From the store's files rows of a log (every module, each record as stored; :func:`files_of`
 reads those of many logs in one query):
-- :func:`per_module`: per module (POSIX, STDIO, MPI-IO, HDF5, PnetCDF), bytes, operations and
-  the I/O time split into read, write and metadata, each summed over the processes (the sums
-  seed 000's metadata cost divides; a job's slowest-rank time is jobstats' io_time_slowest_s);
-- :func:`size_bins`: accesses per size bin and direction, POSIX and MPI-IO (MPI-IO's are the
-  sizes the application asked for; POSIX's what reached the file system);
+- :func:`per_module`: per module (POSIX, STDIO, MPI-IO, HDF5's files and datasets, PnetCDF's
+  files and variables, DFS, DAOS), bytes, operations and the I/O time split into read, write
+  and metadata, each summed over the processes (the sums seed 000's metadata cost divides; a
+  job's slowest-rank time is jobstats' io_time_slowest_s);
+- :func:`size_bins`: accesses per size bin and direction of the modules that count them
+  (POSIX's, DFS's and DAOS's are what reached storage; MPI-IO's, HDF5 datasets' and PnetCDF
+  variables' the sizes the application asked for);
 - :func:`file_table`: per file (a module's records of one path): bytes, time, ranks, class;
 - :func:`rank_balance`: per rank, its bytes and time in its own (non-shared) POSIX records; the
   fastest, the slowest, their mean and variance.
+
+From its jobcounters rows (:func:`jobcounters_of`): :func:`job_modules`, its job-level
+modules (BG/Q's block; AutoPerf's Cray XC job and routers, its MPI operations and ranks).
 
 From the log itself, when it is still where ingest read it and unchanged (its sha256): what the
 store does not keep.
@@ -21,15 +26,19 @@ store does not keep.
 
 from __future__ import annotations
 
+import re
+
 from iostudy.core.deferred import deferred
-from iostudy.logs import logrows, modules
+from iostudy.logs import jobmodules, logrows, modules
 from iostudy.metrics import jobstats
 
 pd = deferred("pandas")
 
 SIZE_BINS, SIZE_LABELS = logrows.SIZE_BINS, jobstats.SIZE_LABELS
-#: the files table's modules in the order a page shows them: the file system's first
-MODULE_ORDER = ("posix", "stdio", "mpiio", "h5f", "pnetcdf")
+#: the files table's modules in the order a page shows them
+MODULE_ORDER = modules.TOKEN_ORDER
+#: the modules whose records count accesses per size bin, in that order
+SIZED = tuple(t for t in MODULE_ORDER if modules.NAMES[t] in logrows.EXTRA_COUNTERS["read_0_100"])
 _TIMES = ["read_time", "write_time", "meta_time"]
 _COUNTS = ["bytes_read", "bytes_written", "reads", "writes", "opens", "seeks"]
 
@@ -63,10 +72,10 @@ def per_module(files: pd.DataFrame) -> pd.DataFrame:
 
 
 def size_bins(files: pd.DataFrame) -> pd.DataFrame:
-    """Accesses per module (POSIX, MPI-IO), direction and size bin: module, operation, size,
+    """Accesses per module (those of SIZED), direction and size bin: module, operation, size,
     accesses (every bin, zeros too, so that two jobs line up)."""
     rows = []
-    for module in ("posix", "mpiio"):
+    for module in SIZED:
         mine = files[files["module"] == module]
         if mine.empty:
             continue
@@ -137,14 +146,97 @@ def rank_balance(files: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     return per_rank, summary
 
 
+def jobcounters_of(con, shas) -> pd.DataFrame:
+    """The jobcounters rows of the logs ``shas`` (their sha256), in one query."""
+    return con.execute(
+        "SELECT * FROM jobcounters WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
+        [sorted(set(shas))],
+    ).df()
+
+
+# An APMPI counter of one MPI operation: the operation, and what it counts
+_MPI_OP = re.compile(r"^(MPI_\w+?)_(CALL_COUNT|TOTAL_BYTES|TOTAL_TIME|MAX_TIME|TOTAL_SYNC_TIME)$")
+_MPI_COLUMNS = {"CALL_COUNT": "calls", "TOTAL_BYTES": "bytes", "TOTAL_TIME": "time_s",
+                "MAX_TIME": "longest_call_s", "TOTAL_SYNC_TIME": "sync_time_s"}  # fmt: skip
+
+
+def job_modules(counters: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """What a job page shows of the job-level modules of a job's jobcounters rows, by name:
+
+    - "BG/Q": the Blue Gene/Q block (counter, value);
+    - "APXC": its header (counter, value: the job's groups, chassis, blades, the nodes'
+      modes by name, the application id); "APXC routers": per Aries router (a record after the
+      header), its rank, place (group, chassis, blade, node), flits in (its INCOMING_FLIT
+      counters) and stalls (its STALL counters), the most stalls first;
+    - "APMPI operations": per MPI operation over the ranks, its calls, bytes, time, the longest
+      call and the time waiting to synchronize, the most time first; "APMPI ranks": per rank,
+      its node and its MPI time (MPI_TOTAL_COMM_TIME) and sync time, the most first.
+    """
+    out = {}
+    for module, rows in counters.groupby("module", sort=False):
+        value = rows["value"].astype(object).where(rows["value"].notna(), rows["fvalue"])
+        rows = rows.assign(value=value)
+        if module == "APMPI":
+            out["APMPI operations"], out["APMPI ranks"] = _apmpi(rows)
+        elif module == "APXC":
+            out["APXC"] = _apxc_header(rows[rows["record"] == 0])
+            out["APXC routers"] = _apxc_routers(rows[rows["record"] > 0])
+        else:
+            out[module] = rows[["counter", "value"]].reset_index(drop=True)
+    return out
+
+
+def _apmpi(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ranks = rows[rows["record"] > 0]  # the header's is the variance over them
+    found = ranks["counter"].str.extract(_MPI_OP)
+    ops = ranks.assign(operation=found[0], what=found[1].map(_MPI_COLUMNS))
+    ops = ops.dropna(subset=["operation"]).astype({"value": float})
+    longest = ops["what"] == "longest_call_s"
+    table = ops[~longest].groupby(["operation", "what"])["value"].sum().unstack("what")
+    table = table.join(ops[longest].groupby("operation")["value"].max().rename("longest_call_s"))
+    table = table.reindex(columns=list(_MPI_COLUMNS.values()))
+    for column in ("calls", "bytes"):
+        table[column] = table[column].astype("Int64")
+    table = table.sort_values("time_s", ascending=False).reset_index()
+    wanted = {"MPI_TOTAL_COMM_TIME": "mpi_time_s", "MPI_TOTAL_COMM_SYNC_TIME": "sync_time_s"}
+    mine = ranks[ranks["counter"].isin(wanted)]
+    per = mine.set_index(["record", "rank", "node", "counter"])["value"].unstack("counter")
+    per = per.reindex(columns=list(wanted)).rename(columns=wanted).astype(float).reset_index()
+    per = per.sort_values("mpi_time_s", ascending=False)
+    return table, per.drop(columns="record").reset_index(drop=True)
+
+
+def _apxc_header(rows: pd.DataFrame) -> pd.DataFrame:
+    """APXC's header, its modes by name (a mode not in a row: code 0, unknown)."""
+    table = rows[["counter", "value"]].set_index("counter")["value"].astype(object)
+    for what, modes in (("MEMORY", jobmodules.MEMORY_MODES), ("CLUSTER", jobmodules.CLUSTER_MODES)):
+        table[f"APXC_{what}_MODE"] = modes[int(table.get(f"APXC_{what}_MODE", 0))]
+    return table.reset_index()
+
+
+def _apxc_routers(rows: pd.DataFrame) -> pd.DataFrame:
+    names = rows["counter"]
+    kind = pd.Series(None, index=rows.index, dtype=object)
+    for column, test in (("flits", "INCOMING_FLIT"), ("stalls", "STALL")):
+        kind = kind.where(~names.str.contains(test), column)
+    place = {f"APXC_{p.upper()}": p for p in ("group", "chassis", "blade", "node")}
+    kind = kind.where(~names.isin(place), names.map(place))
+    kept = rows.assign(kind=kind, value=rows["value"].astype("int64")).dropna(subset=["kind"])
+    table = kept.groupby(["record", "rank", "kind"])["value"].sum().unstack("kind")
+    table = table.reindex(columns=[*place.values(), "flits", "stalls"]).fillna(0).astype("int64")
+    return table.reset_index().sort_values("stalls", ascending=False).drop(columns="record")
+
+
 # ------------------------------------------------------------------------------------------
 # From the log (iostudy.logs.darshanlog.read_log's dict)
 
-_ACCESS_PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO"}
+_ACCESS_PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "H5D": "H5D", "PNETCDF_VAR": "PNETCDF_VAR",
+                  "DFS": "DFS", "DAOS": "DAOS"}  # fmt: skip
 
 
 def common_sizes(log: dict, top: int = 4) -> pd.DataFrame:
-    """The ``top`` most common access sizes per module (POSIX, MPI-IO): module, size (bytes),
+    """The ``top`` most common access sizes per module (those with Darshan's ACCESS counters:
+    POSIX, MPI-IO, HDF5's datasets, PnetCDF's variables, DFS, DAOS): module, size (bytes),
     accesses, summed over every record's ACCESS1..4 counters (Darshan's own figure)."""
     rows = []
     for module, prefix in _ACCESS_PREFIX.items():

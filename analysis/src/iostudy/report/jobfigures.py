@@ -68,7 +68,7 @@ def time_split_figure(per_module: pd.DataFrame) -> Figure:
 
 
 def sizes_figure(bins: pd.DataFrame) -> Figure:
-    """Per module (POSIX, MPI-IO), reads and writes per size bin."""
+    """Per module (those of jobdetail.size_bins), reads and writes per size bin."""
     names = list(dict.fromkeys(bins["module"]))
     fig, axes = panels(len(names), 4.6, 2.6, extra_height=0.3)
     for ax, name in zip(axes, names, strict=True):

@@ -1,6 +1,7 @@
 """One job's page of a report (PyDarshan's ``darshan summary`` of its log, from the store): the
 job and its provenance, its diagnoses first, then the I/O time per module, operations, access
-sizes, files, rank balance, the heatmap and the DXT trace (the store's, when the log has one).
+sizes, files, rank balance, the job-level modules' counters (the store's jobcounters, when the
+log has such modules), the heatmap and the DXT trace (the store's, when the log has one).
 What the store does not keep (the common access sizes, the heatmap) is read from the log when
 it is found, unchanged (its sha256), where ingest read it (the run's source_root,
 iostudy.store.store) or under the report's results folder."""
@@ -58,11 +59,11 @@ def record_table(job: pd.Series) -> pd.DataFrame:
 
 
 def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: dict | None,
-             why_no_log: str, prefix: str, trace=None):  # fmt: skip
+             why_no_log: str, prefix: str, trace=None, counters=None):  # fmt: skip
     """The page's sections as [(heading, [(item, frame)])]; ``files``: the job's files rows
     (every module), ``findings``: its diagnoses, ``prefix``: of the page's CSV names,
     ``trace``: its DXT segments and their files' paths (dxtfigure.trace_of, paths_of; None:
-    the store has none)."""
+    the store has none), ``counters``: its jobcounters rows (None or none: no such section)."""
 
     def item(kind, name, caption, df, **kw):
         return figures.item("job", kind, f"{prefix}-{name}", caption, df, **kw), df
@@ -75,6 +76,8 @@ def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: d
     out.append(("Access sizes", _sizes(item, files, log, why_no_log)))
     out.append(("Files", _files(item, files, job.get("flags"))))
     out.append(("Rank balance", _ranks(item, files)))
+    if counters is not None and not counters.empty:
+        out.append(("Job-level modules", _job_modules(item, counters)))
     out.append(("Heatmap: bytes over time", _heatmap(item, log, why_no_log)))
     if trace is not None:
         out.append(("DXT trace: every read and write", _trace(item, *trace)))
@@ -99,7 +102,8 @@ def _modules(item, files, flags):
     return [item("figure", "modules",
                  "I/O time per module, split into read, write and metadata (seconds summed over "
                  "the processes; MPI-IO's, HDF5's and PnetCDF's time includes the POSIX calls "
-                 "they made), with bytes and operations; metadata % of the module's I/O time.",
+                 "they made, DFS's the DAOS calls), with bytes and operations; metadata % of "
+                 "the module's I/O time.",
                  jobfigures.not_recorded(per_module, flags),
                  fig=jobfigures.time_split_figure(per_module), table=True)]  # fmt: skip
 
@@ -108,10 +112,12 @@ def _sizes(item, files, log, why_no_log):
     bins = jobdetail.size_bins(files)
     out = []
     if bins["accesses"].sum() > 0:
+        moved = bins[bins.groupby("module")["accesses"].transform("sum") > 0]  # a panel each
         out.append(item("figure", "sizes",
-                        "Accesses per size bin: POSIX's are what reached the file system, "
-                        "MPI-IO's the sizes the application asked for.", bins,
-                        fig=jobfigures.sizes_figure(bins)))  # fmt: skip
+                        "Accesses per size bin: POSIX's, DFS's and DAOS's are what reached "
+                        "storage; MPI-IO's, HDF5 datasets' and PnetCDF variables' the sizes the "
+                        "application asked for.", bins,
+                        fig=jobfigures.sizes_figure(moved)))  # fmt: skip
     common_caption = "The most common access sizes per module (Darshan's ACCESS1..4 counters)"
     if log is None:
         out.append(item("note", "common-sizes", f"{common_caption}: not shown, {why_no_log}.",
@@ -155,6 +161,33 @@ def _ranks(item, files):
     if len(per_rank) < 2:  # one bar says no more than the caption
         return [item("note", "ranks", caption, per_rank)]
     return [item("figure", "ranks", caption, per_rank, fig=jobfigures.ranks_figure(per_rank))]
+
+
+# What each table of the job-level modules' section shows (jobdetail.job_modules' names)
+JOB_MODULES = {
+    "BG/Q": "The Blue Gene/Q block the job ran on (its BG/Q record, as darshan-parser names the "
+            "counters: nodes, ranks per node, memory per node in MiB, the torus' dimensions).",
+    "APXC": "The Cray XC job (AutoPerf's APXC header): the groups, chassis and blades of its "
+            "nodes, their memory and cluster modes (and 1 when every node had the same), the "
+            "application id.",
+    "APXC routers": "Each Aries router of the job's nodes (an APXC record): its rank and place, "
+                    "the flits that came in (its INCOMING_FLIT counters) and its stalls (its "
+                    "STALL counters), the most stalls first.",
+    "APMPI operations": "Each MPI operation the ranks called (AutoPerf's APMPI): calls, bytes "
+                        "and time summed over the ranks, the longest call, and the time waiting "
+                        "to synchronize before it (when measured), the most time first.",
+    "APMPI ranks": "Each rank's node (MPI_PROCESSOR_NAME) and its time in MPI, the most first: "
+                   "their spread is the job's imbalance.",
+}  # fmt: skip
+
+
+def _job_modules(item, counters):
+    out = []
+    for name, table in jobdetail.job_modules(counters).items():
+        slug = name.lower().replace("/", "").replace(" ", "-")
+        caption = f"{JOB_MODULES[name]} Every counter in the store's jobcounters table."
+        out.append(item("table", slug, caption, table, table=True))
+    return out
 
 
 def _heatmap(item, log, why_no_log):

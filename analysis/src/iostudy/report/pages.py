@@ -100,6 +100,9 @@ class Pages:
         files = self.data.files_of_logs(shas)
         files = self.anonymizer.frame(files) if self.anonymizer else files
         by_log = dict(iter(files.groupby(JOB_KEY)))
+        counters = self.data.jobcounters_of_logs(shas)
+        counters = self.anonymizer.frame(counters) if self.anonymizer else counters
+        counters = dict(iter(counters.groupby(JOB_KEY)))
         where = self._where(shas)
         logs = self._read_logs(where)
         for sha in shas:
@@ -108,9 +111,11 @@ class Pages:
             job["ingested_from"] = self._show(where[sha][0])
             mine = by_log.get(sha, files.iloc[:0])
             mine = mine[mine["run_id"] == job["run_id"]]  # a log ingested by several runs
+            theirs = counters.get(sha)
+            theirs = None if theirs is None else theirs[theirs["run_id"] == job["run_id"]]
             secs = jobpage.sections(job, mine, found[found[JOB_KEY] == sha], *logs[sha],
                                     job_href(sha).removesuffix(".html"),
-                                    self._trace(sha, job))  # fmt: skip
+                                    self._trace(sha, job), theirs)  # fmt: skip
             project = projectpage.project_of(job.to_frame().T).iloc[0]
             up = project_href(project) if project_href(project) in self.written else None
             _write(out, job_href(sha), f"Job {_job_name(job)}", _job_top(job, found, sha),

@@ -21,9 +21,9 @@ from iostudy.store import store as store_mod
 
 pd = deferred("pandas")
 
-# Tables with a row per file record, per OST of a file, per Slurm job or per DXT segment:
-# queried only.
-QUERY_ONLY = frozenset({"files", "lustre", "sched", "dxt"})
+# Tables with a row per file record, per OST of a file, per Slurm job, per DXT segment or per
+# counter of a rank: queried only.
+QUERY_ONLY = frozenset({"files", "lustre", "sched", "dxt", "jobcounters"})
 
 
 class StudyData(Mapping):
@@ -101,6 +101,10 @@ class StudyData(Mapping):
     def files_of_logs(self, logs) -> pd.DataFrame:
         """The study's files rows of some logs (their sha256s)."""
         return jobdetail.files_of(self.con, logs)
+
+    def jobcounters_of_logs(self, logs) -> pd.DataFrame:
+        """The study's jobcounters rows of some logs (their sha256s)."""
+        return jobdetail.jobcounters_of(self.con, logs)
 
     def files_matching(self, pattern: str) -> pd.DataFrame:
         """The study's files rows whose path matches ``pattern`` (a regular expression both
