@@ -51,6 +51,9 @@ DEFAULT_MAX_SEGMENTS = 1_000_000
 HEAD = "Qqq64sqq"
 HEAD_SIZE = struct.calcsize("<" + HEAD)
 SEGMENT = 32  # offset, length, start, end
+# A region that inflates to at most this is kept as the walk reads it, not inflated again: most
+# traces are small, and a second pass over their one zlib stream per rank costs more than they.
+KEEP_WALKED = 1 << 20
 
 
 def segment_dtype(order: str = "="):
@@ -74,9 +77,14 @@ class Walk:
         self.skip = 0  # bytes of its segments still to come
         self.size = 0  # bytes inflated so far
         self.bad: tuple | None = None  # (byte, records before it, what is wrong)
+        self.kept: list | None = []  # the bytes so far, while they are at most KEEP_WALKED
 
     def append(self, data) -> None:
         n, i = len(data), 0
+        if self.kept is not None and self.size + n <= KEEP_WALKED:
+            self.kept.append(bytes(data))
+        else:
+            self.kept = None
         view = memoryview(data)
         while i < n and self.bad is None:
             if self.skip:
@@ -156,12 +164,12 @@ def _subset(part: Part, mask) -> Part:
                          segments=part.segments[mask])  # fmt: skip
 
 
-def quota(counts, bound: int) -> int | None:
+def quota(counts: list[int], bound: int) -> int | None:
     """The most segments each run of ``counts`` (segments per record and operation) keeps so
     that at most ``bound`` are kept in all; None when all of them fit."""
-    counts = np.sort(np.asarray(counts, np.int64))
-    if int(counts.sum()) <= bound:
+    if sum(counts) <= bound:
         return None
+    counts = np.sort(np.asarray(counts, np.int64))
     before = np.concatenate(([0], np.cumsum(counts)[:-1]))  # kept whole below each
     left = len(counts) - np.arange(len(counts))  # runs from each on, cut at q
     fits = (bound - before) // left
@@ -201,21 +209,24 @@ class Trace(NamedTuple):
 
 class Extract:
     """The kept segments of a walked region, from its inflated bytes as they come again
-    (:meth:`append`): a byte range per run, in order."""
+    (:meth:`append`; ``done`` once it needs no more: none to keep, or the walk kept the
+    region): a byte range per run, in order. Plain lists: a trace has a few records, most
+    often, and numpy's cost per call would be most of its reading."""
 
-    def __init__(self, walk: Walk, named, keep: int | None):
-        starts = np.frombuffer(walk.starts, np.int64)[named] + HEAD_SIZE
-        writes = np.frombuffer(walk.writes, np.int64)[named]
-        reads = np.frombuffer(walk.reads, np.int64)[named]
-        cut = (lambda c: c) if keep is None else (lambda c: np.minimum(c, keep))
-        # per record: its writes' run, then its reads' (they follow the writes)
-        first = np.stack([starts, starts + SEGMENT * writes], axis=1).ravel()
-        counts = np.stack([cut(writes), cut(reads)], axis=1).ravel()
-        self.walk, self.named = walk, np.flatnonzero(named)
-        self.counts = counts
-        self.ranges = list(zip(first.tolist(), (first + SEGMENT * counts).tolist(), strict=True))
+    def __init__(self, walk: Walk, named: list[int], keep: int | None):
+        self.walk, self.named = walk, named
+        self.ranges, self.counts = [], []
+        for i in named:  # a record's writes' run, then its reads' (they follow the writes)
+            at, writes, reads = walk.starts[i] + HEAD_SIZE, walk.writes[i], walk.reads[i]
+            kw, kr = (writes, reads) if keep is None else (min(writes, keep), min(reads, keep))
+            self.ranges += [(at, at + SEGMENT * kw), (at + SEGMENT * writes,
+                                                      at + SEGMENT * (writes + kr))]  # fmt: skip
+            self.counts += [kw, kr]
         self.pieces: list[bytes] = []
         self.next, self.size = 0, 0
+        if walk.kept is not None and any(self.counts):
+            self.append(b"".join(walk.kept))
+        self.done = self.size > 0 or not any(self.counts)
 
     def append(self, data) -> None:
         lo, hi = self.size, self.size + len(data)
@@ -232,20 +243,21 @@ class Extract:
         self.size = hi
 
     def part(self) -> Part:
-        walk, runs = self.walk, np.repeat(self.named, 2)
+        walk = self.walk
         raw, self.pieces = b"".join(self.pieces), []
         segments = np.frombuffer(raw, segment_dtype(walk.order))  # read-only: never written
         if segments.dtype != segment_dtype():  # the other byte order
             segments = segments.astype(segment_dtype())
-        kept = self.counts > 0
+        runs = [(i, k % 2 == 0, n) for k, (i, n) in
+                enumerate(zip(sorted(self.named * 2), self.counts, strict=True)) if n]  # fmt: skip
         return Part(
             walk.module,
             (walk.module, walk.version) not in NO_OFFSETS,
-            np.frombuffer(walk.ids, np.uint64)[runs][kept],
-            np.frombuffer(walk.ranks, np.int64)[runs][kept],
-            [walk.hosts[i] for i in runs[kept].tolist()],
-            np.tile([True, False], len(self.named))[kept],
-            self.counts[kept],
+            np.array([walk.ids[i] for i, _, _ in runs], np.uint64),
+            np.array([walk.ranks[i] for i, _, _ in runs], np.int64),
+            [walk.hosts[i] for i, _, _ in runs],
+            np.array([w for _, w, _ in runs], bool),
+            np.array([n for _, _, n in runs], np.int64),
             segments,
         )
 
@@ -268,17 +280,12 @@ def plan(walks: list[Walk], names: dict | None, bound: int) -> Plan:
     """The extraction of each walked region: its named records (all of them when the name
     table is libdarshan-util's to read, format 3.00: DXT came later), each run cut at the
     log's quota."""
-    named = [
-        np.fromiter(map(names.__contains__, w.ids), bool, len(w.ids))
-        if names is not None else np.ones(len(w.ids), bool)
-        for w in walks
-    ]  # fmt: skip
-    counts = [np.frombuffer(getattr(w, op), np.int64)[m]
-              for w, m in zip(walks, named, strict=True) for op in ("writes", "reads")]  # fmt: skip
-    counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    named = [[i for i, rid in enumerate(w.ids) if names is None or rid in names] for w in walks]
+    counts = [getattr(w, op)[i] for w, mine in zip(walks, named, strict=True) for i in mine
+              for op in ("writes", "reads")]  # fmt: skip
     keep = quota(counts, bound)
-    extracts = [Extract(w, m, keep) for w, m in zip(walks, named, strict=True)]
-    return Plan(extracts, int(counts.sum()), keep, bound)
+    extracts = [Extract(w, mine, keep) for w, mine in zip(walks, named, strict=True)]
+    return Plan(extracts, sum(counts), keep, bound)
 
 
 def problems(found: Trace, nprocs: int) -> list[str]:
