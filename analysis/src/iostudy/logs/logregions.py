@@ -24,17 +24,24 @@ import zlib
 from typing import NamedTuple
 
 from iostudy.core.deferred import deferred
-from iostudy.logs import dxt
-from iostudy.logs.modules import CURRENT_VERSIONS, READ_MODULES, TRACE_MODULES
-from iostudy.logs.recordlayout import record_layout
+from iostudy.logs import dxt, jobmodules
+from iostudy.logs.modules import (
+    AUTOPERF,
+    CURRENT_VERSIONS,
+    GENERIC_MODULES,
+    READ_MODULES,
+    TRACE_MODULES,
+)
+from iostudy.logs.recordlayout import record_layout, record_size
 
 np = deferred("numpy")
 
-# The modules read (iostudy.logs.modules): the record modules, LUSTRE and HEATMAP, and the DXT
-# traces. Records stored at CURRENT_VERSIONS are laid out as record_layout says: the bytes
-# check_inflation inflates are then the records, and libdarshan-util need not read them again
-# (it up-converts older versions). LUSTRE and HEATMAP regions at a version of VARIABLE are
-# walked, the DXT regions as they inflate (iostudy.logs.dxt).
+# The modules read (iostudy.logs.modules.READ_MODULES). Records stored at CURRENT_VERSIONS are
+# laid out as record_layout says: the bytes check_inflation inflates are then the records, and
+# libdarshan-util need not read them again (it up-converts older versions, whose records are
+# checked whole when record_size knows their size). LUSTRE and HEATMAP regions at a version of
+# VARIABLE are walked, and so are AutoPerf's (iostudy.logs.jobmodules.walk) and the DXT traces'
+# as they inflate (iostudy.logs.dxt).
 
 
 class Variable(NamedTuple):
@@ -191,23 +198,23 @@ def _module_id(slot, version: bytes) -> int:
     return slot
 
 
-def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict, list | None, object]:
+def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict, list | None, dict, object]:
     """Raise LogRefused if the regions read of the log at ``fd`` inflate past ``limits``, or
     are damaged: cut off by the end of the file, compressed data that zlib refuses (its
     Adler-32 check included: libdarshan-util stops inflating once it has the bytes it wants,
     so a flipped bit would otherwise pass as other counter values), or records that do not
-    fill their region whole (:func:`walk_records`, :class:`iostudy.logs.dxt.Walk`). Returns
-    what :class:`CheckedLog` holds beside its path: the name table, the records and the HEATMAP
-    records taken from the inflated bytes, and the DXT segments kept (an
-    :class:`iostudy.logs.dxt.Trace`, None without DXT; nothing for a header libdarshan-util
-    refuses, and says why itself). Memory is a few chunks plus the bytes kept, within the
-    limits whatever the log."""
+    fill their region whole (:func:`walk_records`, :func:`native_records`, AutoPerf's walk).
+    Returns what :class:`CheckedLog` holds beside its path: the name table, the records, the
+    HEATMAP records and the AutoPerf records taken from the inflated bytes, and the DXT
+    segments kept (an :class:`iostudy.logs.dxt.Trace`, None without DXT; nothing for a
+    header libdarshan-util refuses, and says why itself). Memory
+    is a few chunks plus the bytes kept, within the limits whatever the log."""
     file_size, total, kept, walks = os.fstat(fd).st_size, 0, {}, []
     # a small log (nearly all) is read at once; a large one in pieces, region by region
     whole = os.pread(fd, file_size, 0) if file_size <= SMALL_LOG else None
     header = _header(whole[:1328] if whole is not None else os.pread(fd, 1328, 0))
     if header is None:
-        return None, {}, None, None
+        return None, {}, None, {}, None
     for region in header.regions:
         if region.offset + region.length > file_size:
             raise LogRefused(
@@ -234,8 +241,16 @@ def check_inflation(fd, limits: Limits) -> tuple[dict | None, dict, list | None,
     kept = {name: b"".join(pieces) for name, pieces in kept.items()}
     names = None if header.version == b"3.00" else parse_names(kept.pop("name", b""), header.order)
     heatmaps = _walked(kept, header)
-    records = {mod: native_records(mod, raw, header.order) for mod, raw in kept.items()}
-    return names, records, heatmaps, _traces(fd, whole, header, walks, names, limits)
+    job_records = {
+        mod: _autoperf(mod, kept.pop(mod), header.order) for mod in AUTOPERF if mod in kept
+    }
+    versions = {region.name: region.version for region in header.regions}
+    records = {
+        mod: stored
+        for mod, raw in kept.items()
+        if (stored := native_records(mod, raw, header.order, versions[mod])) is not None
+    }
+    return names, records, heatmaps, job_records, _traces(fd, whole, header, walks, names, limits)
 
 
 def _traces(fd, whole, header: _Header, walks: list, names, limits: Limits):
@@ -253,6 +268,15 @@ def _traces(fd, whole, header: _Header, walks: list, names, limits: Limits):
         else:
             extract.append(os.pread(fd, region.length, region.offset))
     return plan.trace()
+
+
+def _autoperf(mod: str, raw: bytes, order: str) -> list[dict]:
+    """An AutoPerf module's records, walked from its inflated region; LogRefused naming why
+    they are not whole."""
+    try:
+        return jobmodules.walk(mod, raw, order)
+    except ValueError as exc:
+        raise LogRefused(str(exc)) from None
 
 
 def _walked(kept: dict, header: _Header) -> list | None:
@@ -290,19 +314,33 @@ def _parsed(region: _Region, header: _Header) -> bool:
     variable-size ones at a version walk_records knows."""
     if region.name == "name":
         return header.version != b"3.00"
-    known = region.version == CURRENT_VERSIONS.get(region.name)
-    return known or (region.name, region.version) in VARIABLE
+    if region.name in AUTOPERF:  # never read by libdarshan-util: a version not walked is refused
+        if region.version != CURRENT_VERSIONS[region.name]:
+            raise LogRefused(
+                f"{region.name} region: module version {region.version}, not "
+                f"{CURRENT_VERSIONS[region.name]}, the one iostudy reads"
+            )
+        return True
+    if region.name in GENERIC_MODULES:
+        return record_size(region.name, region.version) is not None
+    return (region.name, region.version) in VARIABLE
 
 
-def native_records(mod: str, raw: bytes, order: str) -> bytes:
+def native_records(mod: str, raw: bytes, order: str, version: int | None = None) -> bytes | None:
     """A module's inflated region of a log in byte order ``order``, stored at its current
     version, as _stored_records has it: the records side by side in this machine's byte
-    order. LogRefused when it does not hold a whole number of records."""
-    lay = record_layout(mod)
-    if len(raw) % lay.size:
+    order; None for an older ``version`` (libdarshan-util up-converts its records). LogRefused
+    when it does not hold a whole number of records."""
+    older = version not in (None, CURRENT_VERSIONS[mod])
+    size = record_size(mod, version if older else CURRENT_VERSIONS[mod])
+    if len(raw) % size:
+        which = f" (module version {version})" if older else ""
         raise LogRefused(
-            f"{mod} region: {len(raw)} bytes, not a whole number of {lay.size}-byte records"
+            f"{mod} region: {len(raw)} bytes, not a whole number of {size}-byte records{which}"
         )
+    if older:
+        return None
+    lay = record_layout(mod)
     if order == ("<" if sys.byteorder == "little" else ">"):
         return raw
     return np.frombuffer(raw, lay.dtype.newbyteorder(order)).astype(lay.dtype).tobytes()
@@ -399,6 +437,8 @@ def _bounds(region: _Region, limits: Limits, left: int) -> tuple[int, int, int |
 
 @functools.cache
 def _record_size(module: str) -> int:
+    if module in AUTOPERF:
+        return jobmodules.rank_record_size(module)
     return MIN_RECORD.get(module) or record_layout(module).size
 
 
