@@ -28,7 +28,7 @@ import pytest
 from darshan.backend import cffi_backend as backend
 
 from iostudy.cli import cli
-from iostudy.logs import summary
+from iostudy.logs import logrows, plausibility, summary
 from iostudy.logs.darshanlog import DarshanLogError, read_log
 from iostudy.store import ingest, store
 from tests import chromium, logcraft
@@ -447,3 +447,32 @@ def test_the_job_pages_show_the_layers_bytes_and_the_job_level_modules(tmp_path)
         assert len(frame) and (expected is None or expected in set(frame[column])), table
     for name in (DFS_LOG, APXC_LOG, BGQ_LOG):
         assert chromium.assert_within_budget(pages[_name(name)]) > 0
+
+
+def _counter_row(value=None, fvalue=None) -> dict:
+    where = {"run_id": "r", "log_sha256": "0" * 64, "module": "APMPI", "record": 1, "rank": 3}
+    return {
+        **where,
+        "node": "n1",
+        "counter": "MPI_SEND_CALL_COUNT",
+        "value": value,
+        "fvalue": fvalue,
+    }
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        (_counter_row(value=-5), "value = -5"),
+        (_counter_row(fvalue=float("nan")), "fvalue = nan"),
+        (_counter_row(value=2**70), "value = 1180591620717411303424"),  # past int64: untyped
+    ],
+)
+def test_a_batch_of_counters_is_judged_at_once_and_a_bad_one_still_named(bad, named):
+    """A batch's jobcounters rows are judged as one table (row by row took a millisecond a
+    log); one out of the store's bounds sends the batch to the row-by-row judgement, which
+    names it (the pool then quarantines its log)."""
+    good = [_counter_row(value=7), _counter_row(fvalue=0.5)] * 1000
+    assert logrows._plausible_at_once("jobcounters", good)
+    assert not logrows._plausible_at_once("jobcounters", [*good, bad])
+    assert any(named in p for p in plausibility.row_problems("jobcounters", bad))
