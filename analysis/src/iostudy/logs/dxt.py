@@ -127,18 +127,26 @@ class Walk:
         if self.bad is None:
             return None
         at, whole, problem = self.bad
-        return (f"{self.module} region: record {whole + 1} (byte {at} of {self.size}) "
-                f"{problem}: {whole} records read whole, the last {self.size - at} bytes "
-                "not")  # fmt: skip
+        return (
+            f"{self.module} region: record {whole + 1} (byte {at} of {self.size}) "
+            f"{problem}: {whole} records read whole, the last {self.size - at} bytes "
+            "not"
+        )
 
 
 def by_offsets(part: Part) -> list[tuple[Part, bool]]:
     """``part`` as its segments whose offset was recorded and its others, each a Part with
     whether it has offsets (no Part empty): none were in a module version that recorded none,
     nor DXT_MPIIO's -1."""
-    known = np.zeros(len(part.segments), bool) if not part.offsets else (
-        part.segments["offset"] != -1 if part.module == "DXT_MPIIO" else
-        np.ones(len(part.segments), bool))  # fmt: skip
+    known = (
+        np.zeros(len(part.segments), bool)
+        if not part.offsets
+        else (
+            part.segments["offset"] != -1
+            if part.module == "DXT_MPIIO"
+            else np.ones(len(part.segments), bool)
+        )
+    )
     if known.all() or not known.any():
         return [(part, part.offsets and bool(known.all()))]
     return [(_subset(part, known), True), (_subset(part, ~known), False)]
@@ -159,9 +167,14 @@ def _subset(part: Part, mask) -> Part:
     counts = np.bincount(run, minlength=len(part.counts))
     kept = counts > 0
     hosts = [h for h, k in zip(part.hosts, kept.tolist(), strict=True) if k]
-    return part._replace(ids=part.ids[kept], ranks=part.ranks[kept], hosts=hosts,
-                         writes=part.writes[kept], counts=counts[kept],
-                         segments=part.segments[mask])  # fmt: skip
+    return part._replace(
+        ids=part.ids[kept],
+        ranks=part.ranks[kept],
+        hosts=hosts,
+        writes=part.writes[kept],
+        counts=counts[kept],
+        segments=part.segments[mask],
+    )
 
 
 def quota(counts: list[int], bound: int) -> int | None:
@@ -219,8 +232,10 @@ class Extract:
         for i in named:  # a record's writes' run, then its reads' (they follow the writes)
             at, writes, reads = walk.starts[i] + HEAD_SIZE, walk.writes[i], walk.reads[i]
             kw, kr = (writes, reads) if keep is None else (min(writes, keep), min(reads, keep))
-            self.ranges += [(at, at + SEGMENT * kw), (at + SEGMENT * writes,
-                                                      at + SEGMENT * (writes + kr))]  # fmt: skip
+            self.ranges += [
+                (at, at + SEGMENT * kw),
+                (at + SEGMENT * writes, at + SEGMENT * (writes + kr)),
+            ]
             self.counts += [kw, kr]
         self.pieces: list[bytes] = []
         self.next, self.size = 0, 0
@@ -248,8 +263,11 @@ class Extract:
         segments = np.frombuffer(raw, segment_dtype(walk.order))  # read-only: never written
         if segments.dtype != segment_dtype():  # the other byte order
             segments = segments.astype(segment_dtype())
-        runs = [(i, k % 2 == 0, n) for k, (i, n) in
-                enumerate(zip(sorted(self.named * 2), self.counts, strict=True)) if n]  # fmt: skip
+        runs = [
+            (i, k % 2 == 0, n)
+            for k, (i, n) in enumerate(zip(sorted(self.named * 2), self.counts, strict=True))
+            if n
+        ]
         return Part(
             walk.module,
             (walk.module, walk.version) not in NO_OFFSETS,
@@ -281,8 +299,12 @@ def plan(walks: list[Walk], names: dict | None, bound: int) -> Plan:
     table is libdarshan-util's to read, format 3.00: DXT came later), each run cut at the
     log's quota."""
     named = [[i for i, rid in enumerate(w.ids) if names is None or rid in names] for w in walks]
-    counts = [getattr(w, op)[i] for w, mine in zip(walks, named, strict=True) for i in mine
-              for op in ("writes", "reads")]  # fmt: skip
+    counts = [
+        getattr(w, op)[i]
+        for w, mine in zip(walks, named, strict=True)
+        for i in mine
+        for op in ("writes", "reads")
+    ]
     keep = quota(counts, bound)
     extracts = [Extract(w, mine, keep) for w, mine in zip(walks, named, strict=True)]
     return Plan(extracts, sum(counts), keep, bound)
@@ -313,9 +335,11 @@ def _first_bad(part: Part, k: int) -> str:
     op = "write" if part.writes[run] else "read"
     nth = k - int(part.counts[:run].sum())
     values = ", ".join(f"{f} {seg[f].item()!r}" for f in seg.dtype.names)
-    return (f"{part.module} record {part.ids[run]} (rank {part.ranks[run]}): {op} segment "
-            f"{nth} ({values}) not within [0, 2^62) bytes, [0, 2^32) s, end >= start, rank in "
-            "[-1, nprocs)")  # fmt: skip
+    return (
+        f"{part.module} record {part.ids[run]} (rank {part.ranks[run]}): {op} segment "
+        f"{nth} ({values}) not within [0, 2^62) bytes, [0, 2^32) s, end >= start, rank in "
+        "[-1, nprocs)"
+    )
 
 
 def quirks(found: Trace | None, modules: dict) -> list[str]:
@@ -325,14 +349,18 @@ def quirks(found: Trace | None, modules: dict) -> list[str]:
     for name, versions in VERSIONS.items():
         if name in modules and modules[name]["ver"] not in versions:
             read = ", ".join(map(str, versions))
-            out.append(f"{name} version {modules[name]['ver']}: not read (libdarshan-util "
-                       f"3.5.0 reads version {read})")  # fmt: skip
+            out.append(
+                f"{name} version {modules[name]['ver']}: not read (libdarshan-util "
+                f"3.5.0 reads version {read})"
+            )
     if found is not None and found.quota is not None:
         dropped = found.total - found.kept
-        out.append(f"DXT: {dropped:,} of {found.total:,} segments dropped over the bound of "
-                   f"{found.bound:,} a log (ingest --max-dxt-segments): each file's first "
-                   f"{found.quota:,} writes and first {found.quota:,} reads on each rank "
-                   "kept")  # fmt: skip
+        out.append(
+            f"DXT: {dropped:,} of {found.total:,} segments dropped over the bound of "
+            f"{found.bound:,} a log (ingest --max-dxt-segments): each file's first "
+            f"{found.quota:,} writes and first {found.quota:,} reads on each rank "
+            "kept"
+        )
     return out
 
 

@@ -74,8 +74,12 @@ def dxt_columns(run_info: dict, entries) -> list[Columns]:
                     if sum(len(p.segments) for _, p, _ in group) + len(piece.segments) > CHUNK:
                         groups[offsets].append(group := [])
                     group.append((facts[sha], piece, log["name_records"]))
-    return [_columns(run_info["run_id"], group, offsets)
-            for offsets, kind in groups.items() for group in kind if group]  # fmt: skip
+    return [
+        _columns(run_info["run_id"], group, offsets)
+        for offsets, kind in groups.items()
+        for group in kind
+        if group
+    ]
 
 
 def _columns(run_id: str, group: list, offsets: bool) -> Columns:

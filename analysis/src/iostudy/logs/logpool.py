@@ -409,9 +409,15 @@ class ReaderPool:
     gigabytes), and the rest of its batch is read after."""
 
     def __init__(
-        self, read, rows, jobs: int, timeout: float = 120.0, batch: int = 64, limits=DEFAULT_LIMITS,
+        self,
+        read,
+        rows,
+        jobs: int,
+        timeout: float = 120.0,
+        batch: int = 64,
+        limits=DEFAULT_LIMITS,
         weigh=None,
-    ):  # fmt: skip
+    ):
         self.read, self.rows, self.limits, self.weigh = read, rows, limits, weigh
         self.jobs, self.timeout, self.batch = max(1, jobs), timeout, max(1, batch)
         self.slots: list[_Slot] = []

@@ -214,9 +214,11 @@ _NO_SCHED = (
 def _has(con, table: str) -> bool:
     """Whether ``con`` has the relation (a store's connection has every table; frames
     registered may not)."""
-    return bool(con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = $1", [table]
-    ).fetchone()[0])  # fmt: skip
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = $1", [table]
+        ).fetchone()[0]
+    )
 
 
 def _dxt_sql(con) -> str:

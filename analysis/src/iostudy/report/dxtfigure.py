@@ -61,8 +61,19 @@ def summary(seg: pd.DataFrame, paths: pd.DataFrame) -> pd.DataFrame:
     out = seg.groupby(keys, sort=True).agg(**spans).reset_index()
     out = out.merge(paths, on="record_id", how="left")
     out["module"] = out["module"].map(modules.display)
-    return out[["module", "rank", "path", "operation", "segments", "bytes", "first_start",
-                "last_end", "record_id"]]  # fmt: skip
+    return out[
+        [
+            "module",
+            "rank",
+            "path",
+            "operation",
+            "segments",
+            "bytes",
+            "first_start",
+            "last_end",
+            "record_id",
+        ]
+    ]
 
 
 def _rows(ranks: np.ndarray) -> tuple[np.ndarray, int, int]:
@@ -90,19 +101,28 @@ def timeline_figure(seg: pd.DataFrame) -> Figure:
     1/TIME_BINS of the trace's time, coloured where an operation was under way."""
     from matplotlib.colors import ListedColormap
 
-    groups = [(m, op) for m in dict.fromkeys(seg["module"]) for op in COLOURS
-              if ((seg["module"] == m) & (seg["operation"] == op)).any()]  # fmt: skip
+    groups = [
+        (m, op)
+        for m in dict.fromkeys(seg["module"])
+        for op in COLOURS
+        if ((seg["module"] == m) & (seg["operation"] == op)).any()
+    ]
     rows, nrows, per_row = _rows(seg["rank"].to_numpy(np.int64))
     span = max(float(seg["end"].max()), 1e-9)
     low = int(seg["rank"].min())
     fig, axes = panels(len(groups), 7.2, 0.9 + min(2.4, 0.05 * nrows), ncols=1, sharex=True)
     for ax, (module, op) in zip(axes, groups, strict=True):
         mine = ((seg["module"] == module) & (seg["operation"] == op)).to_numpy()
-        busy = _busy(rows[mine], nrows, seg["start"].to_numpy()[mine],
-                     seg["end"].to_numpy()[mine], span)  # fmt: skip
-        ax.imshow(np.ma.masked_equal(busy.astype(np.int8), 0), aspect="auto",
-                  interpolation="nearest", cmap=ListedColormap([COLOURS[op]]),
-                  extent=(0, span, low + nrows * per_row - 0.5, low - 0.5))  # fmt: skip
+        busy = _busy(
+            rows[mine], nrows, seg["start"].to_numpy()[mine], seg["end"].to_numpy()[mine], span
+        )
+        ax.imshow(
+            np.ma.masked_equal(busy.astype(np.int8), 0),
+            aspect="auto",
+            interpolation="nearest",
+            cmap=ListedColormap([COLOURS[op]]),
+            extent=(0, span, low + nrows * per_row - 0.5, low - 0.5),
+        )
         ax.set_title(f"{modules.display(module)} {op}s", fontsize=9)
         ax.set_ylabel("rank" if per_row == 1 else f"rank ({per_row} a row)", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -116,8 +136,9 @@ def top_files(seg: pd.DataFrame) -> list[tuple[str, int]]:
     of those whose offsets were recorded."""
     known = seg[seg["offset"].notna()]
     moved = known.groupby(["module", "record_id"])["length"].sum()
-    moved = moved.reset_index().sort_values(["length", "module", "record_id"],
-                                            ascending=[False, True, True])  # fmt: skip
+    moved = moved.reset_index().sort_values(
+        ["length", "module", "record_id"], ascending=[False, True, True]
+    )
     return list(zip(moved["module"], moved["record_id"], strict=True))[:TOP_FILES]
 
 
@@ -131,8 +152,15 @@ def offsets_figure(seg: pd.DataFrame, files: list, paths: dict) -> Figure:
         for op, colour in COLOURS.items():
             part = mine[mine["operation"] == op]
             if len(part):
-                ax.plot(part["start"], part["offset"], ".", color=colour, label=op, ms=2.5,
-                        rasterized=True)  # fmt: skip
+                ax.plot(
+                    part["start"],
+                    part["offset"],
+                    ".",
+                    color=colour,
+                    label=op,
+                    ms=2.5,
+                    rasterized=True,
+                )
         name = str(paths.get(rid, rid))
         ax.set_title(f"{modules.display(module)} {_tail(name)}", fontsize=8)
         ax.set_xlim(0, span)

@@ -58,8 +58,16 @@ def record_table(job: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sections(job: pd.Series, files: pd.DataFrame, findings: pd.DataFrame, log: dict | None,
-             why_no_log: str, prefix: str, trace=None, counters=None):  # fmt: skip
+def sections(
+    job: pd.Series,
+    files: pd.DataFrame,
+    findings: pd.DataFrame,
+    log: dict | None,
+    why_no_log: str,
+    prefix: str,
+    trace=None,
+    counters=None,
+):
     """The page's sections as [(heading, [(item, frame)])]; ``files``: the job's files rows
     (every module), ``findings``: its diagnoses, ``prefix``: of the page's CSV names,
     ``trace``: its DXT segments and their files' paths (dxtfigure.trace_of, paths_of; None:
@@ -99,13 +107,19 @@ def _modules(item, files, flags):
     per_module = jobdetail.per_module(files)
     if per_module.empty:
         return [item("note", "modules", "The job's log has no file record.", per_module)]
-    return [item("figure", "modules",
-                 "I/O time per module, split into read, write and metadata (seconds summed over "
-                 "the processes; MPI-IO's, HDF5's and PnetCDF's time includes the POSIX calls "
-                 "they made, DFS's the DAOS calls), with bytes and operations; metadata % of "
-                 "the module's I/O time.",
-                 jobfigures.not_recorded(per_module, flags),
-                 fig=jobfigures.time_split_figure(per_module), table=True)]  # fmt: skip
+    return [
+        item(
+            "figure",
+            "modules",
+            "I/O time per module, split into read, write and metadata (seconds summed over "
+            "the processes; MPI-IO's, HDF5's and PnetCDF's time includes the POSIX calls "
+            "they made, DFS's the DAOS calls), with bytes and operations; metadata % of "
+            "the module's I/O time.",
+            jobfigures.not_recorded(per_module, flags),
+            fig=jobfigures.time_split_figure(per_module),
+            table=True,
+        )
+    ]
 
 
 def _sizes(item, files, log, why_no_log):
@@ -113,11 +127,17 @@ def _sizes(item, files, log, why_no_log):
     out = []
     if bins["accesses"].sum() > 0:
         moved = bins[bins.groupby("module")["accesses"].transform("sum") > 0]  # a panel each
-        out.append(item("figure", "sizes",
-                        "Accesses per size bin: POSIX's, DFS's and DAOS's are what reached "
-                        "storage; MPI-IO's, HDF5 datasets' and PnetCDF variables' the sizes the "
-                        "application asked for.", bins,
-                        fig=jobfigures.sizes_figure(moved)))  # fmt: skip
+        out.append(
+            item(
+                "figure",
+                "sizes",
+                "Accesses per size bin: POSIX's, DFS's and DAOS's are what reached "
+                "storage; MPI-IO's, HDF5 datasets' and PnetCDF variables' the sizes the "
+                "application asked for.",
+                bins,
+                fig=jobfigures.sizes_figure(moved),
+            )
+        )
     common_caption = "The most common access sizes per module (Darshan's ACCESS1..4 counters)"
     if log is None:
         out.append(item("note", "common-sizes", f"{common_caption}: not shown, {why_no_log}.",
@@ -205,17 +225,30 @@ def _trace(item, seg: pd.DataFrame, paths: pd.DataFrame):
     table = dxtfigure.summary(seg, paths)
     what = f"{len(seg):,} segments the store holds (iostudy jobs' dxt_segments)"
     timeline = dxtfigure.timeline_figure(seg)
-    out = [item("figure", "dxt-timeline",
-                f"Each rank's reads and writes over time, as DXT Explorer draws them: {what}; "
-                "a pixel is coloured where an operation was under way. The trace per rank, file "
-                "and operation in the CSV.", table, fig=timeline)]  # fmt: skip
+    out = [
+        item(
+            "figure",
+            "dxt-timeline",
+            f"Each rank's reads and writes over time, as DXT Explorer draws them: {what}; "
+            "a pixel is coloured where an operation was under way. The trace per rank, file "
+            "and operation in the CSV.",
+            table,
+            fig=timeline,
+        )
+    ]
     if files := dxtfigure.top_files(seg):
-        out.append(item("figure", "dxt-offsets",
-                        "The offset each access started at over time, in the "
-                        f"{_files_phrase(len(files))} that moved the most bytes in the trace.",
-                        table[table["record_id"].isin([rid for _, rid in files])],
-                        fig=dxtfigure.offsets_figure(seg, files, dict(zip(
-                            paths["record_id"], paths["path"], strict=True)))))  # fmt: skip
+        out.append(
+            item(
+                "figure",
+                "dxt-offsets",
+                "The offset each access started at over time, in the "
+                f"{_files_phrase(len(files))} that moved the most bytes in the trace.",
+                table[table["record_id"].isin([rid for _, rid in files])],
+                fig=dxtfigure.offsets_figure(
+                    seg, files, dict(zip(paths["record_id"], paths["path"], strict=True))
+                ),
+            )
+        )
     return out
 
 

@@ -113,9 +113,15 @@ class Pages:
             mine = mine[mine["run_id"] == job["run_id"]]  # a log ingested by several runs
             theirs = counters.get(sha)
             theirs = None if theirs is None else theirs[theirs["run_id"] == job["run_id"]]
-            secs = jobpage.sections(job, mine, found[found[JOB_KEY] == sha], *logs[sha],
-                                    job_href(sha).removesuffix(".html"),
-                                    self._trace(sha, job), theirs)  # fmt: skip
+            secs = jobpage.sections(
+                job,
+                mine,
+                found[found[JOB_KEY] == sha],
+                *logs[sha],
+                job_href(sha).removesuffix(".html"),
+                self._trace(sha, job),
+                theirs,
+            )
             project = projectpage.project_of(job.to_frame().T).iloc[0]
             up = project_href(project) if project_href(project) in self.written else None
             _write(out, job_href(sha), f"Job {_job_name(job)}", _job_top(job, found, sha),

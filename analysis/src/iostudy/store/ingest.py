@@ -125,8 +125,15 @@ def ingest(
     # a commit comes between batches: none larger than the commit interval
     commit_every = (tree_options or {}).get("commit_every") or DEFAULT_COMMIT_EVERY
     batch = max(1, min(READ_BATCH, commit_every))
-    pool = ReaderPool(dxtrows.read_for_ingest, dxtrows.batch_rows, jobs or default_jobs(), timeout,
-                      batch, limits, dxtrows.weight)  # fmt: skip
+    pool = ReaderPool(
+        dxtrows.read_for_ingest,
+        dxtrows.batch_rows,
+        jobs or default_jobs(),
+        timeout,
+        batch,
+        limits,
+        dxtrows.weight,
+    )
     pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
     with pool, store.locked(console), safeio.space_in(store.root):
         progress = Progress(
@@ -240,11 +247,14 @@ def register(groups) -> None:
     )
     add_limit_options(p)
     p.add_argument(
-        "--max-dxt-segments", type=_segments, default=DEFAULT_LIMITS.dxt_segments, metavar="N",
+        "--max-dxt-segments",
+        type=_segments,
+        default=DEFAULT_LIMITS.dxt_segments,
+        metavar="N",
         help="keep at most N DXT segments of a log (the dxt table): past N, each file's first "
         "writes and first reads on each rank are kept, as many each as N allows, and the jobs "
         "row's flags say how many were dropped (default %(default)s)",
-    )  # fmt: skip
+    )
     _add_tree_options(p.add_argument_group("log trees"))
     p.set_defaults(func=cmd_ingest)
 
