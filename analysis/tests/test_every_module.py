@@ -51,8 +51,9 @@ BYTES = {
 }
 # The modules each version of which the logs must hold (more are welcome; fewer: data missing)
 # (BG/Q 1, which no log holds, is crafted: test_a_bgq_record_of_version_1_reads_as_version_2)
-VERSIONS = {("H5D", 1), ("H5D", 2), ("PNETCDF_VAR", 1), ("DFS", 1), ("DAOS", 1), ("BG/Q", 2),
-            ("APXC", 1), ("APMPI", 1)}  # fmt: skip
+VERSIONS = {("H5F", 1), ("H5F", 2), ("H5F", 3), ("H5D", 1), ("H5D", 2), ("PNETCDF_FILE", 1),
+            ("PNETCDF_FILE", 2), ("PNETCDF_FILE", 3), ("PNETCDF_VAR", 1), ("DFS", 1), ("DAOS", 1),
+            ("BG/Q", 2), ("APXC", 1), ("APMPI", 1)}  # fmt: skip
 
 
 def _flat(path: Path) -> str:
@@ -473,6 +474,10 @@ def test_a_batch_of_counters_is_judged_at_once_and_a_bad_one_still_named(bad, na
     log); one out of the store's bounds sends the batch to the row-by-row judgement, which
     names it (the pool then quarantines its log)."""
     good = [_counter_row(value=7), _counter_row(fvalue=0.5)] * 1000
-    assert logrows._plausible_at_once("jobcounters", good)
-    assert not logrows._plausible_at_once("jobcounters", [*good, bad])
+
+    def columns(rows):
+        return {name: [row[name] for row in rows] for name in rows[0]}
+
+    assert logrows._plausible_at_once("jobcounters", columns(good))
+    assert not logrows._plausible_at_once("jobcounters", columns([*good, bad]))
     assert any(named in p for p in plausibility.row_problems("jobcounters", bad))

@@ -26,6 +26,7 @@ records.
 from __future__ import annotations
 
 import functools
+import itertools
 
 from iostudy.core.deferred import deferred
 from iostudy.logs.recordlayout import record_layout, struct_dtype
@@ -92,13 +93,18 @@ def walk(mod: str, raw: bytes, order: str) -> list[dict]:
     ranks = np.frombuffer(raw, rank.newbyteorder(order), offset=head.itemsize)
     values = _apxc_header(header) if mod == "APXC" else _apmpi_header(header)
     records = [{"rank": int(header["rank"]), "node": None, "values": values}]
-    for record in ranks:
-        values = {name: v for name, v in _rank_values(mod, record) if v}
-        node = None
-        if mod == "APMPI":  # a C string
-            node = record["node_name"].split(b"\0")[0].decode("utf-8", "backslashreplace")
-        records.append({"rank": int(record["rank"]), "node": node, "values": values})
+    nodes = _nodes(ranks) if mod == "APMPI" else [None] * len(ranks)
+    per_rank = zip(ranks["rank"].tolist(), nodes, _rank_values(mod, ranks), strict=True)
+    records += [{"rank": r, "node": node, "values": v} for r, node, v in per_rank]
     return records
+
+
+def _nodes(ranks) -> list[str]:
+    """APMPI's MPI_PROCESSOR_NAME of each rank's record (a C string)."""
+    return [
+        name.split(b"\0")[0].decode("utf-8", "backslashreplace")
+        for name in ranks["node_name"].tolist()
+    ]
 
 
 def _apxc_header(header) -> dict:
@@ -130,13 +136,34 @@ def _apmpi_header(header) -> dict:
     return {name: v for name, v in values.items() if v}
 
 
-def _rank_values(mod: str, record):
-    """(name, value) of an AutoPerf record of a rank (a router), darshan-parser's order."""
+def _rank_values(mod: str, ranks) -> list[dict]:
+    """{name: value} of the values not 0 of each AutoPerf record of a rank (a router), in
+    darshan-parser's order. A whole field of all the records at once: a router's 392 counters
+    one by one took most of an AutoPerf log's reading."""
+    out = [{} for _ in range(len(ranks))]
+    for field, names in _named_fields(mod):
+        block = (
+            np.column_stack([ranks[f] for f in field]) if isinstance(field, tuple) else ranks[field]
+        )
+        rows, cols = np.nonzero(block)
+        picked, values = names[cols].tolist(), block[rows, cols].tolist()
+        bounds = np.searchsorted(rows, np.arange(len(ranks) + 1)).tolist()
+        for record, (start, end) in zip(out, itertools.pairwise(bounds), strict=True):
+            record.update(zip(picked[start:end], values[start:end], strict=True))
+    return out
+
+
+@functools.cache
+def _named_fields(mod: str) -> list[tuple]:
+    """(field, its counters' names as an object array) of an AutoPerf record of a rank (a
+    router), in darshan-parser's order; APXC's four fields that place its router come first,
+    as one (a tuple of fields)."""
+    out = []
     if mod == "APXC":
-        for field in ("group", "chassis", "blade", "node"):
-            yield f"APXC_{field.upper()}", int(record[field])
-    for field, names in _names(mod).items():
-        yield from zip(names, record[field].tolist(), strict=True)
+        place = ("group", "chassis", "blade", "node")
+        out.append((place, np.array([f"APXC_{f.upper()}" for f in place], dtype=object)))
+    out += [(field, np.array(names, dtype=object)) for field, names in _names(mod).items()]
+    return out
 
 
 def generic_records(mod: str, stored: bytes) -> list[dict]:
@@ -155,27 +182,26 @@ def generic_records(mod: str, stored: bytes) -> list[dict]:
     return records
 
 
-def rows(log: dict, run: dict) -> list[dict]:
-    """The jobcounters rows of a log (the dict of :func:`iostudy.logs.darshanlog_worker.read`):
-    its job-level modules' records, a row per value (an int in ``value``, a float in
-    ``fvalue``), with the record's node (APMPI's) and its index among its module's (0:
-    AutoPerf's header; a rank's record may share its rank, and a counter's name: APXC_CHASSIS
-    is the job's chassis in the header, a router's in the others)."""
-    out = []
-    for mod, records in log["job_records"].items():
-        for k, record in enumerate(records):
-            for counter, v in record["values"].items():
-                out.append(
-                    {
-                        "run_id": run["run_id"],
-                        "log_sha256": run["log_sha256"],
-                        "module": mod,
-                        "record": k,
-                        "rank": record["rank"],
-                        "node": record["node"],
-                        "counter": counter,
-                        "value": v if isinstance(v, int) else None,
-                        "fvalue": v if isinstance(v, float) else None,
-                    }
-                )
+# The jobcounters table's columns (iostudy.store.store.TABLES)
+COLUMNS = ("run_id", "log_sha256", "module", "record", "rank", "node", "counter", "value", "fvalue")
+
+
+def columns(entries) -> dict[str, list]:
+    """The jobcounters rows of logs [(run, log)] (log: the dict of
+    :func:`iostudy.logs.darshanlog_worker.read`) as {column: its values}: each log's job-level
+    modules' records, a row per value (an int in ``value``, a float in ``fvalue``), with the
+    record's node (APMPI's) and its index among its module's (0: AutoPerf's header; a rank's
+    record may share its rank, and a counter's name: APXC_CHASSIS is the job's chassis in the
+    header, a router's in the others). Column-wise: an AutoPerf log has thousands of rows."""
+    out = {name: [] for name in COLUMNS}
+    for run, log in entries:
+        for mod, records in log["job_records"].items():
+            for k, record in enumerate(records):
+                values = record["values"]
+                same = (run["run_id"], run["log_sha256"], mod, k, record["rank"], record["node"])
+                for name, value in zip(COLUMNS, same, strict=False):
+                    out[name] += itertools.repeat(value, len(values))
+                out["counter"] += values
+                out["value"] += [v if isinstance(v, int) else None for v in values.values()]
+                out["fvalue"] += [v if isinstance(v, float) else None for v in values.values()]
     return out

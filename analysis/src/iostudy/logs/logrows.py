@@ -396,13 +396,14 @@ def _as_columns(rows: list[dict]) -> list[Columns]:
     return [Columns(len(rows), {k: [r[k] for r in rows] for k in rows[0]})] if rows else []
 
 
-def _plausible_at_once(table: str, rows: list[dict]) -> bool:
-    """Whether rows pass the store's rule judged as one table (vectorized); False when they do
-    not, or cannot be typed as one: each row is then judged alone, to name its log. A batch of
-    AutoPerf logs has tens of thousands of counters rows, which row_problems took a
-    millisecond a log to judge one by one."""
+def _plausible_at_once(table: str, columns: dict[str, list]) -> bool:
+    """Whether rows ({column: values}) pass the store's rule judged as one table (vectorized);
+    False when they do not, or cannot be typed as one: each row is then judged alone, to name
+    its log. A batch of AutoPerf logs has tens of thousands of counters rows, which
+    row_problems took a millisecond a log to judge one by one, and a log's jobs row alone took
+    a tenth of the reading of a small log."""
     try:
-        data = pa.Table.from_pylist(rows)
+        data = pa.Table.from_pydict(columns)
         typed = [field.name for field in data.schema if not pa.types.is_null(field.type)]
         return not plausibility.table_problems(table, data.select(typed))
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -427,18 +428,16 @@ def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list, list]:
             own = [r for c in files_columns([(run, log)]) for r in c.rows()]
             probes += proberows.probe_rows(job, own)
     lustre = [row for run, log in entries for row in lustre_rows(log, run)]
-    counters = [row for run, log in entries for row in jobmodules.rows(log, run)]
-    for table, rows in (("jobs", jobs), ("probes", probes), ("jobcounters", counters)):
-        if table == "jobcounters" and _plausible_at_once(table, rows):
-            continue
-        for row in rows:  # lustre's: check_job's
-            plausibility.raise_problems(
-                [f"{table} {p}" for p in plausibility.row_problems(table, row)]
-            )
-    return (
-        _as_columns(jobs),
-        files,
-        _as_columns(probes),
-        _as_columns(lustre),
-        _as_columns(counters),
-    )
+    counters = jobmodules.columns(entries)
+    tables = {
+        "jobs": _as_columns(jobs),
+        "probes": _as_columns(probes),
+        "jobcounters": [Columns(len(counters["counter"]), counters)] if counters["counter"] else [],
+    }
+    for table, parts in tables.items():
+        for part in parts:
+            if not _plausible_at_once(table, part.data):
+                for row in part.rows():  # lustre's: check_job's
+                    problems = plausibility.row_problems(table, row)
+                    plausibility.raise_problems([f"{table} {p}" for p in problems])
+    return tables["jobs"], files, tables["probes"], _as_columns(lustre), tables["jobcounters"]
