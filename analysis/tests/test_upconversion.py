@@ -3,11 +3,12 @@ older record and fills such a counter with -1; iostudy stores it as null, never 
 it as "not recorded (module version N)", and allows that -1 for that version only.
 
 The table (iostudy.logs.upconversion.ADDED, read off darshan-util 3.5.0's up-conversion code) is
-checked against every real test log as PyDarshan reads it. No real test log holds an older
-PNETCDF_FILE record (the issue's: a 3.3.1 log of 512 processes, PnetCDF version 2), so one is
-crafted: the 3.41 PnetCDF log with its record written in version 2's layout (tests.logcraft),
-which libdarshan-util up-converts as it reads it. The real older records are the release logs'
-(POSIX 1 and 3, MPI-IO 1 and 2, STDIO 1).
+checked against every real test log as PyDarshan reads it. The real older records are the
+release logs' (POSIX 1 and 3, MPI-IO 1 and 2, STDIO 1) and those Darshan 3.1.6, 3.1.8 and 3.3.1
+wrote of iostudy's own programs (tests/data/darshan-logs/darshan-built: H5F 1 and 2,
+PNETCDF_FILE 1 and 2; version 2 is the issue's, a 3.3.1 log of 512 processes). A version 2
+PNETCDF_FILE record of chosen opens is crafted too: the 3.41 PnetCDF log with its record written
+in version 2's layout (tests.logcraft), which libdarshan-util up-converts as it reads it.
 """
 
 import json
@@ -26,7 +27,7 @@ from iostudy.metrics import jobdetail
 from iostudy.report import jobpage
 from iostudy.store import store
 from tests import logcraft
-from tests.testdata import DARSHAN_LOGS, RELEASE_350
+from tests.testdata import DARSHAN_LOGS, OWN_LOGS, RELEASE_350
 
 PNETCDF = (
     "ior_pnetcdf_hdf5/shane_ior-PNETCDF_id438100-438100_11-9-41525-10280033558448664385_1.darshan"
@@ -34,12 +35,32 @@ PNETCDF = (
 # Its 4 ranks created the file and opened it again, collectively: version 2 counted both as
 # collective opens (as the 3.3.1 log does: 0 independent, 512 collective opens of 512 ranks).
 COLL_OPENS = 8
-# the test data's and the PyDarshan wheel's sample logs (its examples and tests)
-REAL_LOGS = sorted(DARSHAN_LOGS.rglob("*.darshan")) + sorted(
-    Path(darshan.__file__).parent.rglob("*.darshan")
-)
+# the test data's, the PyDarshan wheel's sample logs (its examples and tests) and those kept here
+REAL_LOGS = [
+    *sorted(DARSHAN_LOGS.rglob("*.darshan")),
+    *sorted(Path(darshan.__file__).parent.rglob("*.darshan")),
+    *sorted(OWN_LOGS.rglob("*.darshan")),
+]
 # What the real logs hold of older versions (more would be welcome; fewer: data missing)
-OLDER = {("POSIX", 1), ("POSIX", 3), ("MPI-IO", 1), ("MPI-IO", 2), ("STDIO", 1)}
+OLDER = {
+    ("POSIX", 1),
+    ("POSIX", 3),
+    ("MPI-IO", 1),
+    ("MPI-IO", 2),
+    ("STDIO", 1),
+    ("H5F", 1),
+    ("H5F", 2),
+    ("PNETCDF_FILE", 1),
+    ("PNETCDF_FILE", 2),
+}
+# Darshan 3.1.6's and 3.1.8's logs of iostudy's own programs: H5F 1 and 2, PNETCDF_FILE 1 and 2
+BUILT = OWN_LOGS / "darshan-built"
+BUILT_OLDER = {
+    "darshan-3.1.6-hdf5_file-h5f-v1": ("H5F", 1),
+    "darshan-3.1.8-hdf5_file-h5f-v2": ("H5F", 2),
+    "darshan-3.1.6-pnetcdf_file-v1": ("PNETCDF_FILE", 1),
+    "darshan-3.1.8-pnetcdf_file-v2": ("PNETCDF_FILE", 2),
+}
 STDIO_V1_LOGS = [f"release_logs/mpi-io-test-x86_64-3.1.{v}.darshan" for v in range(7)]
 NOT_RECORDED = "not recorded (module version 2)"
 
@@ -225,6 +246,47 @@ def test_real_stdio_v1_logs_stored_and_summarised_without_the_readers_minus_one(
         stdio = next(m for m in summary["modules"] if m["name"] == "STDIO")
         assert stdio["opens"] == opens
         assert stdio["version"] == 1
+
+
+def test_real_h5f_and_pnetcdf_file_records_of_older_versions_stored_with_what_they_lacked_null(
+    tmp_path,
+):
+    """The real H5F 1 and 2 and PNETCDF_FILE 1 and 2 records (Darshan 3.1.6 and 3.1.8): their
+    opens (PnetCDF's: independent plus collective, a create counted as an open) and open and
+    close times as PyDarshan reads them, what their version lacked null, the job flagged."""
+    tree = tmp_path / "logs"
+    tree.mkdir()
+    for name in BUILT_OLDER:
+        (tree / f"{name}.darshan").write_bytes((BUILT / f"{name}.darshan").read_bytes())
+    st = tmp_path / "store"
+    assert main(["ingest", str(tree), "--store", str(st)]) == 0
+    con = store.connect(st)
+    assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+    for name, (mod, version) in BUILT_OLDER.items():
+        found, counters, fcounters = _pydarshan(BUILT / f"{name}.darshan")[mod]
+        assert found == version
+        prefix = modules.FPREFIX[mod]
+        times = dict(zip(backend.fcounter_names(mod), fcounters[0], strict=True))
+        opens = int(counters[0, backend.counter_names(mod).index(f"{mod}_OPENS")])
+        sha, flags = _job(st, name)
+        columns = ("bytes_read, bytes_written, " if mod == "PNETCDF_FILE" else "") + "meta_time"
+        assert json.loads(flags) == [
+            f"{mod} records of module version {version}: {columns} not recorded (module "
+            f"version {version}), stored as null"
+        ]
+        (row,) = con.execute(
+            "SELECT bytes_read, bytes_written, meta_time, opens, open_start, close_end FROM files "
+            "WHERE log_sha256 = ? AND module = ?",
+            [sha, modules.TOKENS[mod]],
+        ).fetchall()
+        assert row == (
+            None,
+            None,
+            None,
+            opens,
+            times[f"{prefix}OPEN_START_TIMESTAMP"],
+            times[f"{prefix}CLOSE_END_TIMESTAMP"],
+        ), name
 
 
 def test_log_summary_says_not_recorded(tmp_path, capsys):
