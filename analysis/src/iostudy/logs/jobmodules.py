@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import itertools
 
+from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.logs.recordlayout import record_layout, struct_dtype
 
@@ -180,6 +181,22 @@ def generic_records(mod: str, stored: bytes) -> list[dict]:
         values = {n: v for n, v in pairs if v}
         records.append({"rank": int(record["rank"]), "node": None, "values": values})
     return records
+
+
+def nodes(job_records: dict, nprocs: int) -> int | None:
+    """The job's compute nodes as its job-level modules say (iostudy.core.nodecount's "log"),
+    or None: BG/Q's block, its ranks over BGQ_RANKSPERNODE at most BGQ_NNODES (a job of 4
+    ranks at 16 a node in a block of 128 nodes ran on 1); else APMPI's records, when there is
+    one of every rank, by their distinct MPI_PROCESSOR_NAME."""
+    if bgq := job_records.get("BG/Q"):
+        values = bgq[0]["values"]
+        per_node, block = values.get("BGQ_RANKSPERNODE"), values.get("BGQ_NNODES")
+        if per_node and block and nprocs > 0:
+            return min(block, nodecount.nodes_for(nprocs, per_node))
+    ranks = job_records.get("APMPI", [])[1:]  # after its header
+    if ranks and len({r["rank"] for r in ranks}) == nprocs and all(r["node"] for r in ranks):
+        return len({r["node"] for r in ranks})
+    return None
 
 
 # The jobcounters table's columns (iostudy.store.store.TABLES)

@@ -192,7 +192,8 @@ def job_row(log: dict, run: dict) -> dict:
     start = epoch_utc(job["start_time_sec"], job.get("start_time_nsec", 0))
     end = epoch_utc(job["end_time_sec"], job.get("end_time_nsec", 0))
     nprocs = int(job["nprocs"])
-    nodes, nodes_source = nodecount.job_nodes(nprocs, tags, run.get("system_config"))
+    logged = jobmodules.nodes(log["job_records"], nprocs)
+    nodes, nodes_source = nodecount.job_nodes(nprocs, tags, run.get("system_config"), logged)
     row = {
         "run_id": run["run_id"],
         "log_path": run["log_path"],
