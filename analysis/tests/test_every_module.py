@@ -220,8 +220,19 @@ def test_a_bgq_record_of_version_1_reads_as_version_2(tmp_path):
     assert read_log(v1)["job_records"]["BG/Q"] == _pydarshan_bgq(v1)
 
 
+RELEASES = DARSHAN_LOGS / "release_logs"
+BUILT = OWN_LOGS / "darshan-built"  # Darshan 3.1.6's and 3.1.8's: H5F and PNETCDF_FILE 1 and 2
+
+
+def _release(name: str):
+    """What reads the bytes of the mpi-io-test log of a release ("x86_64-3.1.6")."""
+    return (RELEASES / f"mpi-io-test-{name}.darshan").read_bytes
+
+
 # (log's bytes, module, the version its records are stored at, the record's size: its C struct
-# of Darshan 3.5.0's include/darshan-*-log-format.h, and darshan-util's older sizes)
+# of Darshan 3.5.0's include/darshan-*-log-format.h, and darshan-util's older sizes: the macro
+# of darshan-*-logutils.c its get function reads such a record at; every older version a real
+# log holds, tests/test_older_records.py)
 FIXED = [
     (lambda: HDF5.read_bytes(), "H5D", 2, 912),  # base, file record id, 94 and 17 counters
     (lambda: H5D_V1.read_bytes(), "H5D", 1, 904),  # DARSHAN_H5D_DATASET_SIZE_1: no file id
@@ -230,6 +241,15 @@ FIXED = [
     (lambda: DFS_LOG.read_bytes(), "DAOS", 1, 696),  # 64 and 15, pool, container, object id
     (lambda: BGQ_LOG.read_bytes(), "BG/Q", 2, BGQ_V2),
     (lambda: _bgq_v1(BGQ_LOG.read_bytes()), "BG/Q", 1, 120),
+    (_release("ppc64-3.0.0"), "POSIX", 1, 680),  # DARSHAN_POSIX_FILE_SIZE_1 (big-endian)
+    (_release("x86_64-3.1.6"), "POSIX", 3, 664),  # DARSHAN_POSIX_FILE_SIZE_3
+    (_release("x86_64-3.0.0"), "MPI-IO", 1, 544),  # DARSHAN_MPIIO_FILE_SIZE_1
+    (_release("ppc64-3.1.6"), "MPI-IO", 2, 544),  # DARSHAN_MPIIO_FILE_SIZE_1 too (big-endian)
+    (_release("x86_64-3.1.0"), "STDIO", 1, 240),  # DARSHAN_STDIO_FILE_SIZE_1
+    ((BUILT / "darshan-3.1.6-hdf5_file-h5f-v1.darshan").read_bytes, "H5F", 1, 40),
+    ((BUILT / "darshan-3.1.8-hdf5_file-h5f-v2.darshan").read_bytes, "H5F", 2, 56),
+    ((BUILT / "darshan-3.1.6-pnetcdf_file-v1.darshan").read_bytes, "PNETCDF_FILE", 1, 48),
+    ((BUILT / "darshan-3.1.8-pnetcdf_file-v2.darshan").read_bytes, "PNETCDF_FILE", 2, 64),
 ]
 
 

@@ -38,10 +38,12 @@ np = deferred("numpy")
 
 # The modules read (iostudy.logs.modules.READ_MODULES). Records stored at CURRENT_VERSIONS are
 # laid out as record_layout says: the bytes check_inflation inflates are then the records, and
-# libdarshan-util need not read them again (it up-converts older versions, whose records are
-# checked whole when record_size knows their size). LUSTRE and HEATMAP regions at a version of
-# VARIABLE are walked, and so are AutoPerf's (iostudy.logs.jobmodules.walk) and the DXT traces'
-# as they inflate (iostudy.logs.dxt).
+# libdarshan-util need not read them again. It up-converts the older versions it reads, whose
+# records are checked whole too, at the size it reads them at (record_size: POSIX 1 to 3, MPI-IO
+# 1 and 2, STDIO 1, H5F 1 and 2, H5D 1, PNETCDF_FILE 1 and 2, BG/Q 1); a version it does not
+# read it refuses itself. LUSTRE and HEATMAP regions at a version of VARIABLE are walked, and
+# so are AutoPerf's (iostudy.logs.jobmodules.walk) and the DXT traces' as they inflate
+# (iostudy.logs.dxt).
 
 
 class Variable(NamedTuple):
@@ -310,7 +312,8 @@ def _inflated_region(fd, whole: bytes | None, region: _Region, stop: int, keep) 
 
 def _parsed(region: _Region, header: _Header) -> bool:
     """Whether check_inflation keeps the region's bytes: the name region (but of format
-    3.00, whose entries differ), the record modules stored at their current version and the
+    3.00, whose entries differ), the record modules stored at a version libdarshan-util reads
+    (record_size: the current one, to be taken, or an older one, to be checked whole) and the
     variable-size ones at a version walk_records knows."""
     if region.name == "name":
         return header.version != b"3.00"
@@ -330,7 +333,8 @@ def native_records(mod: str, raw: bytes, order: str, version: int | None = None)
     """A module's inflated region of a log in byte order ``order``, stored at its current
     version, as _stored_records has it: the records side by side in this machine's byte
     order; None for an older ``version`` (libdarshan-util up-converts its records). LogRefused
-    when it does not hold a whole number of records."""
+    when it does not hold a whole number of records of its version's size (an older one's as
+    libdarshan-util 3.5.0 reads it, which drops a short last record without a word)."""
     older = version not in (None, CURRENT_VERSIONS[mod])
     size = record_size(mod, version if older else CURRENT_VERSIONS[mod])
     if len(raw) % size:
