@@ -153,12 +153,30 @@ def by_offsets(part: Part) -> list[tuple[Part, bool]]:
 
 
 def pieces(part: Part, size: int) -> list[Part]:
-    """``part`` in pieces of at most ``size`` segments, in order (a run may be cut in two)."""
+    """``part`` in pieces of at most ``size`` segments, in order (a run may be cut in two);
+    each piece's segments a view of the part's (a million segments are not copied again)."""
     n = len(part.segments)
     if n <= size:
         return [part]
-    index = np.arange(n)
-    return [_subset(part, (index >= at) & (index < at + size)) for at in range(0, n, size)]
+    ends = np.cumsum(part.counts)
+    starts = ends - part.counts
+    out = []
+    for at in range(0, n, size):
+        stop = min(at + size, n)
+        first, last = np.searchsorted(ends, at, "right"), np.searchsorted(starts, stop, "left")
+        counts = np.minimum(ends[first:last], stop) - np.maximum(starts[first:last], at)
+        runs = first + np.flatnonzero(counts)
+        out.append(
+            part._replace(
+                ids=part.ids[runs],
+                ranks=part.ranks[runs],
+                hosts=[part.hosts[r] for r in runs.tolist()],
+                writes=part.writes[runs],
+                counts=counts[counts > 0],
+                segments=part.segments[at:stop],
+            )
+        )
+    return out
 
 
 def _subset(part: Part, mask) -> Part:

@@ -19,7 +19,7 @@ np = deferred("numpy")
 
 # Segments a Columns of dxt rows holds at most: ingest's writer turns one into a table at a
 # time, and a log's million segments at once would cost it a few hundred MiB.
-CHUNK = 1 << 18
+CHUNK = 1 << 16
 
 #: the store's dxt table (iostudy.store.store.TABLES): its columns and their pyarrow types
 COLUMNS = (
@@ -86,16 +86,17 @@ def _columns(run_id: str, group: list, offsets: bool) -> Columns:
     """The rows of parts [(log sha256, dxt.Part, its log's names)], column-wise: the record's
     values repeated over its runs of segments."""
     per_part = np.array([len(part.segments) for _, part, _ in group])
-    runs = np.concatenate([part.counts for _, part, _ in group])
-    ids = np.concatenate([part.ids for _, part, _ in group])
-    segments = np.concatenate([part.segments for _, part, _ in group])
+    runs = _joined([part.counts for _, part, _ in group])
+    ids = _joined([part.ids for _, part, _ in group])
+    segments = _joined([part.segments for _, part, _ in group])
     paths = [names.get(rid) for _, part, names in group for rid in part.ids.tolist()]
     data = {
         "run_id": Repeated([run_id], np.array([len(segments)])),
         "log_sha256": Repeated([sha for sha, _, _ in group], per_part),
         "module": Repeated([dxt.TOKENS[part.module] for _, part, _ in group], per_part),
-        "record_id": np.repeat(ids, runs),
-        "rank": np.repeat(np.concatenate([part.ranks for _, part, _ in group]), runs),
+        # a record's values over its run of segments: repeated by the writer, a chunk at a time
+        "record_id": Repeated(ids.tolist(), runs),
+        "rank": Repeated(_joined([part.ranks for _, part, _ in group]).tolist(), runs),
         "path": Repeated(paths, runs),
         "hostname": Repeated([h for _, part, _ in group for h in part.hosts], runs),
         "operation": Repeated(
@@ -107,3 +108,9 @@ def _columns(run_id: str, group: list, offsets: bool) -> Columns:
         "end": segments["end"],
     }
     return Columns(len(segments), data)
+
+
+def _joined(arrays: list):
+    """The arrays end to end; the one array itself when there is one (a big trace's chunk:
+    its segments are a view of the log's, not copied)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)

@@ -136,6 +136,11 @@ class Repeated(NamedTuple):
         return [v for v, c in zip(self.values, self.counts.tolist(), strict=True) for _ in range(c)]
 
 
+# Rows from which a Columns' arrays are pickled each on its own (a DXT chunk's segments): the
+# stacking that spares small ones numpy's cost per array would copy megabytes
+LARGE_COLUMNS = 1 << 16
+
+
 class Columns(NamedTuple):
     """Rows of a table column-wise: ``n`` rows, {column: numpy array, Strings, Repeated or
     list}; a column left out is null. Cheap to send between processes (a pyarrow table per log
@@ -154,6 +159,8 @@ class Columns(NamedTuple):
         return [dict(zip(self.data, vals, strict=True)) for vals in zip(*columns, strict=True)]
 
     def __reduce__(self):
+        if self.n >= LARGE_COLUMNS:  # each array pickled on its own: no stacked copy of it
+            return Columns, (self.n, self.data)
         by_dtype = {}
         for name, values in self.data.items():
             if isinstance(values, np.ndarray):
