@@ -19,8 +19,12 @@ In one run, on one corpus of Darshan logs (built by corpus.py, or given with --c
    the steps lets a slow spell weigh on all of them. The figures are the medians; each round's
    ratios are printed too.
 5. Ingest again on the unchanged tree, which should find nothing to do: wall time.
-6. The figures against the targets: ingest >= 500 logs/s, >= 5x job_stats, <= 1 GiB peak RSS,
-   a damaged log <= 2x a good log.
+6. The trace step: ``iostudy ingest`` of a corpus with DXT traces (tracecorpus.py: 200 copies
+   of a 4,000-segment trace and 4 logs of 3,000,000 segments, each cut to ingest's bound of
+   1,000,000), once: its peak memory, as step 1 measures it. The corpus of steps 1 to 5 has
+   no DXT (corpus.py drops the test logs' traces): the speed targets are for logs without DXT.
+7. The figures against the targets: ingest >= 500 logs/s, >= 5x job_stats, <= 1 GiB peak RSS
+   (with and without DXT), a damaged log <= 2x a good log.
 
 With ``--baseline-src DIR`` (e.g. analysis/src of a git worktree of an older commit), every
 ingest step is run for that iostudy too (this Python, PYTHONPATH=DIR), right after this tree's,
@@ -47,6 +51,7 @@ from pathlib import Path
 
 import corpus
 import damage
+import tracecorpus
 
 TARGET_LOGS_PER_S = 500.0
 TARGET_RATIO = 5.0
@@ -381,6 +386,27 @@ def figures(n, ingests, statses, ones, damaged, n_damaged) -> Figures:
     return f
 
 
+def trace_step(tmp: Path, sizes, version: Version, jobs: int | None) -> Step | None:
+    """Ingest of the trace corpus (tracecorpus.py; ``sizes``: its copies, big logs and their
+    segments), measured as the other steps; None when there is none."""
+    copies, big, segments = sizes
+    if not copies + big:
+        return None
+    start = time.perf_counter()
+    n = tracecorpus.build(tmp / "traces", copies, big, segments)
+    print(f"bench: trace corpus: {n} logs built in {time.perf_counter() - start:.1f} s", flush=True)
+    cmd = version.ingest(tmp / "traces", tmp / "store-traces", jobs)
+    step = run_step(f"{version.label} ingest with DXT", cmd, tmp, version.env)
+    if step.ok:
+        print(f"  | {last_line(step.stdout)}")
+        print(
+            f"bench: with DXT: largest process {step.peak_single / MIB:.0f} MiB, PSS "
+            f"{step.peak_pss / MIB:.0f} MiB summed",
+            flush=True,
+        )
+    return step
+
+
 def main(argv=None) -> int:  # noqa: C901
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--logs", type=int, default=10_000, help="corpus size (default 10000)")
@@ -412,6 +438,15 @@ def main(argv=None) -> int:  # noqa: C901
         metavar="N",
         help="the baseline ingests the first N damaged logs only (default 100: an older iostudy "
         "may take about a second per damaged log)",
+    )
+    p.add_argument(
+        "--trace-logs",
+        type=int,
+        nargs=3,
+        default=(200, 4, 3_000_000),
+        metavar=("COPIES", "BIG", "SEGMENTS"),
+        help="the trace step's corpus: COPIES of a 4,000-segment trace and BIG logs of SEGMENTS "
+        "segments (default 200 4 3000000); 0 0 0: no trace step",
     )
     p.add_argument("--keep", action="store_true", help="keep the temporary folder (corpus, store)")
     args = p.parse_args(argv)
@@ -510,13 +545,20 @@ def main(argv=None) -> int:  # noqa: C901
                     steps[v.label, "one"].append(
                         run_step(f"{v.label} one log {i}", cmd, tmp, v.env)
                     )
+        traced = trace_step(tmp, args.trace_logs, versions[0], args.jobs)
         agains = {}
         for v in versions:
             last = steps[v.label, "ingest"][-1]
             if last.ok:
                 cmd = v.ingest(tree, tmp / f"store-{v.label}-{args.rounds}", args.jobs)
                 agains[v.label] = run_step(f"{v.label} ingest again", cmd, tmp, v.env)
-        for step in [*statses, *agains.values(), *(s for ss in steps.values() for s in ss)]:
+        traces = [traced] if traced else []
+        for step in [
+            *statses,
+            *traces,
+            *agains.values(),
+            *(s for ss in steps.values() for s in ss),
+        ]:
             if not step.ok:
                 failed.append(step.name)
 
@@ -629,6 +671,16 @@ def main(argv=None) -> int:  # noqa: C901
                 "",
             ),
         ]
+        if traced:
+            peak = traced.peak_sum if traced.ok else None
+            rows.append(
+                (
+                    "with DXT: peak RSS (tree sum)",
+                    fmt(peak and peak / MIB, ".0f", " MiB"),
+                    f"<= {TARGET_PEAK_RSS / MIB:.0f} MiB",
+                    *verdict(peak, TARGET_PEAK_RSS, higher_is_better=False),
+                )
+            )
         if damaged_trees:
             rows += [
                 (

@@ -6,7 +6,9 @@ tree laid out as a facility's Darshan log root is: ``DIR/<Y>/<M>/<D>/<user>_<exe
 Every log has its own job id. They are copies of
 
 - every real log in ``../shared/testdata/darshan-logs`` (formats 3.00 to 3.41, little and
-  big endian), and
+  big endian), without their DXT traces (:func:`without_dxt`; ``--dxt`` keeps them: ingest's
+  speed target holds for logs without DXT, its memory with DXT is bench_ingest's trace step),
+  and
 - logs our runtime writes (``build/runtime/libiostudy.so``, LD_PRELOADed into ``dd`` and
   ``cp`` runs of a few files each), a tenth of the corpus by default,
 
@@ -63,6 +65,7 @@ LAYOUTS = {
     "3.21": LAYOUT_LEGACY,
 }
 POSIX_SLOT = 1  # the POSIX module's index in every format version
+DXT_IDS = (10, 11)  # DXT_POSIX and DXT_MPIIO
 
 
 class LogFormatError(ValueError):
@@ -165,6 +168,28 @@ def set_jobid(data: bytes, jobid: int) -> bytes:
     return bytes(header) + new_job + data[end:]
 
 
+def module_id(slot: int, version: str) -> int:
+    """The 3.41 id of module slot ``slot`` of a log of format ``version``: formats below 3.20
+    lack H5D (id 4), below 3.41 PNETCDF_VAR (id 6) (the reference, section 2.1)."""
+    if version < "3.20" and slot >= 4:
+        slot += 1
+    if version < "3.41" and slot >= 6:
+        slot += 1
+    return slot
+
+
+def without_dxt(data: bytes) -> bytes:
+    """The log ``data`` without its DXT traces: the header's map entries of DXT_POSIX and
+    DXT_MPIIO (ids 10 and 11) zeroed, which readers take as modules the log does not hold
+    (their bytes stay in the file, unread)."""
+    hdr = read_header(data)
+    header = bytearray(data[: hdr.layout.header_size])
+    for slot in range(hdr.layout.slots):
+        if module_id(slot, hdr.version) in DXT_IDS:
+            struct.pack_into(hdr.order + "QQ", header, hdr.layout.mod_map + 16 * slot, 0, 0)
+    return bytes(header) + data[len(header) :]
+
+
 def has_posix(data: bytes) -> bool:
     """Whether the header lists POSIX data (a region of non-zero length)."""
     return read_header(data).mod_offs[POSIX_SLOT][1] > 0
@@ -195,8 +220,9 @@ def _name_parts(path: Path) -> tuple[str, str]:
     return user, re.sub(r"[^A-Za-z0-9.+-]", "-", exe)
 
 
-def testdata_sources(shared: Path) -> list[Source]:
-    """Every log under shared/testdata/darshan-logs, in path order."""
+def testdata_sources(shared: Path, dxt: bool = False) -> list[Source]:
+    """Every log under shared/testdata/darshan-logs, in path order; without their DXT traces
+    unless ``dxt``."""
     root = Path(shared) / TESTDATA
     paths = sorted(root.rglob("*.darshan"))
     if not paths:
@@ -205,6 +231,7 @@ def testdata_sources(shared: Path) -> list[Source]:
     for p in paths:
         data = p.read_bytes()
         read_header(data)  # refuse a log set_jobid cannot rewrite now, not midway
+        data = data if dxt else without_dxt(data)
         user, exe = _name_parts(p)
         sources.append(Source(str(p.relative_to(root)), "testdata", data, user, exe))
     return sources
@@ -353,14 +380,16 @@ def build(
     runtime_share=0.1,
     seed=0,
     progress=print,
+    dxt=False,
 ):
     """Build the corpus in ``out`` (created; must not hold files yet). ``runtime_logs`` = 0
-    leaves the runtime's logs out. Returns the list of (path, Source) written."""
+    leaves the runtime's logs out; ``dxt``: the test logs keep their DXT traces. Returns the
+    list of (path, Source) written."""
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty")
     out.mkdir(parents=True, exist_ok=True)
-    sources = testdata_sources(shared)
+    sources = testdata_sources(shared, dxt)
     if progress:
         progress(f"corpus: {len(sources)} test logs from {Path(shared) / TESTDATA}")
     if runtime_logs:
@@ -399,6 +428,7 @@ def main(argv=None) -> int:
         help="fraction of the corpus copied from the runtime's logs (default 0.1)",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dxt", action="store_true", help="the test logs keep their DXT traces")
     args = p.parse_args(argv)
     if args.logs < 1:
         p.error("--logs must be at least 1")
@@ -412,6 +442,7 @@ def main(argv=None) -> int:
             args.runtime_share,
             args.seed,
             progress=lambda msg: print(msg, flush=True),
+            dxt=args.dxt,
         )
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"corpus: error: {exc}", file=sys.stderr)

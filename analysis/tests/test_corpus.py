@@ -118,7 +118,12 @@ def _corpus_logs(written) -> tuple[list[Path], list[int]]:
 def test_small_corpus_of_test_logs(tmp_path, darshan_logs, originals):
     messages = []
     written = corpus.build(
-        tmp_path / "c", 60, darshan_logs.parents[1], runtime_logs=0, progress=messages.append
+        tmp_path / "c",
+        60,
+        darshan_logs.parents[1],
+        runtime_logs=0,
+        progress=messages.append,
+        dxt=True,
     )
     assert messages[-1] == "corpus: 60/60 logs written"
     paths, jobids = _corpus_logs(written)
@@ -130,6 +135,30 @@ def test_small_corpus_of_test_logs(tmp_path, darshan_logs, originals):
         got_jobid, got = split_jobid(log)
         assert got_jobid == jobid, path
         assert not differences(split_jobid(originals[src.label])[1], got), (path, src.label)
+
+
+DXT = {"DXT_POSIX", "DXT_MPIIO"}
+
+
+def test_without_dxt_drops_the_traces_and_nothing_else(
+    sample_logs, originals, darshan_logs, tmp_path
+):
+    """The bench's corpus has no DXT (its speed target is for logs without): each log with a
+    trace reads back as its original without the DXT modules, every other module the same."""
+    traced = [
+        p
+        for p in sample_logs
+        if DXT & originals[str(p.relative_to(darshan_logs))]["modules"].keys()
+    ]
+    assert len(traced) >= 5  # both byte orders, DXT_MPIIO 1 and 2
+    for path in traced:
+        original = originals[str(path.relative_to(darshan_logs))]
+        out = tmp_path / "without-dxt.darshan"
+        out.write_bytes(corpus.without_dxt(path.read_bytes()))
+        stripped = read_log(out)
+        assert set(stripped["modules"]) == set(original["modules"]) - DXT, path
+        assert differences(original, stripped) == ["modules", "path"], path
+        assert {m: original["modules"][m] for m in stripped["modules"]} == stripped["modules"]
 
 
 def test_corpus_is_deterministic(tmp_path, darshan_logs):
