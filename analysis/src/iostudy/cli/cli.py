@@ -71,13 +71,32 @@ _FIGURES = {
 }
 
 
-def _figures(figures: dict, version: int) -> dict:
-    """A module's (or file's) figures as printed; None: the module version had no counter of
-    it."""
+def _figures(figures: dict, version: int, not_counted=()) -> dict:
+    """A module's (or file's) figures as printed: "-" where the module counts no such thing
+    (``not_counted``), "not recorded (module version N)" where its version had no counter of
+    it (None)."""
     return {
-        k: upconversion.text(version) if figures[k] is None else shown(figures[k])
-        for k, shown in _FIGURES.items()
+        k: _figure(figures[k], shown, version, k in not_counted) for k, shown in _FIGURES.items()
     }
+
+
+def _figure(value, shown, version: int, uncounted: bool) -> str:
+    if uncounted:
+        return "-"
+    return upconversion.text(version) if value is None else shown(value)
+
+
+def _totals_line(m: dict) -> str:
+    """A module's totals in words, without what it counts nowhere (H5F's bytes and operations:
+    HDF5's are its datasets', H5D's)."""
+    fig, uncounted = _figures(m, m["version"], m["not_counted"]), set(m["not_counted"])
+    said = []
+    for verb, moved, ops in (("read", "bytes_read", "reads"), ("wrote", "bytes_written", "writes")):
+        if moved not in uncounted:
+            said.append(
+                f"{verb} {fig[moved]}" + ("" if ops in uncounted else f" in {fig[ops]} ops")
+            )
+    return ", ".join([*said, f"{fig['opens']} opens"])
 
 
 def _print_summary(s, console):
@@ -99,12 +118,7 @@ def _print_summary(s, console):
         if m["partial"]:
             title += " [PARTIAL: the runtime ran out of memory, records are missing]"
         console.print()
-        fig = _figures(m, m["version"])
-        console.print(
-            f"[bold]{title}[/bold]  read {fig['bytes_read']} in {fig['reads']} ops, "
-            f"wrote {fig['bytes_written']} in {fig['writes']} ops, {fig['opens']} opens",
-            highlight=False,
-        )
+        console.print(f"[bold]{title}[/bold]  {_totals_line(m)}", highlight=False)
         # File names are the point of the table: fold them rather than cut them.
         table = Table(Column("file", overflow="fold"), "ranks")
         # a size fits its column whole; "not recorded (module version N)" wraps
@@ -114,7 +128,7 @@ def _print_summary(s, console):
             table.add_column(heading, justify="right", no_wrap=True)
         for f in m["top_files"]:
             ranks = f"{f['sharing']} ({f['nranks'] or 'all'})"
-            table.add_row(f["name"], ranks, *_figures(f, m["version"]).values())
+            table.add_row(f["name"], ranks, *_figures(f, m["version"], m["not_counted"]).values())
         console.print(table, highlight=False)
 
     others = [

@@ -94,11 +94,17 @@ MODULE_COUNTERS = {
 
 def _figures(mod, counters, missing):
     """A record's figures: the sums of their counters, those its version had (``missing``:
-    those it did not; libdarshan-util reads them as -1)."""
+    those it did not; libdarshan-util reads them as -1); None for a figure the module counts
+    nowhere (H5F's bytes: HDF5's are its datasets', H5D)."""
     return {
-        key: sum(counters[c] for c in names if c not in missing)
+        key: sum(counters[c] for c in names if c not in missing) if names else None
         for key, names in MODULE_COUNTERS[mod].items()
     }
+
+
+def not_counted(mod: str) -> list[str]:
+    """The figures a module has no counter of, at any version (H5F's bytes, reads, writes)."""
+    return [key for key, names in MODULE_COUNTERS[mod].items() if not names]
 
 
 def _unrecorded(mod, missing) -> list[str]:
@@ -127,18 +133,23 @@ def _module_summary(log, mod, top, file_classes):
     records = log["records"][mod]
     version = log["modules"][mod]["ver"]
     missing = upconversion.not_recorded(mod, version)
-    totals = dict.fromkeys(MODULE_COUNTERS[mod], 0)
+    uncounted = not_counted(mod)
+    zero = {key: None if key in uncounted else 0 for key in MODULE_COUNTERS[mod]}
+    totals = dict(zero)
     # Records are per (file, rank); a file seen by several ranks is one row of the top list.
     files = {}
     for rec in records:
         figures = _figures(mod, rec["counters"], missing)
-        f = files.setdefault(rec["id"], {"ranks": set(), **dict.fromkeys(figures, 0)})
+        f = files.setdefault(rec["id"], {"ranks": set(), **zero})
         f["ranks"].add(rec["rank"])
         for key, value in figures.items():
-            totals[key] += value
-            f[key] += value
+            if value is not None:
+                totals[key] += value
+                f[key] += value
     ranked = sorted(
-        files.items(), key=lambda kv: kv[1]["bytes_read"] + kv[1]["bytes_written"], reverse=True
+        files.items(),
+        key=lambda kv: (kv[1]["bytes_read"] or 0) + (kv[1]["bytes_written"] or 0),
+        reverse=True,
     )
     unrecorded = dict.fromkeys(_unrecorded(mod, missing))  # None: not recorded
     top_files = []
@@ -159,6 +170,7 @@ def _module_summary(log, mod, top, file_classes):
         "records": len(records),
         "files": len(files),
         "partial": log["modules"][mod]["partial_flag"],
+        "not_counted": uncounted,
         **totals,
         **unrecorded,
         "top_files": top_files,
