@@ -11,8 +11,9 @@ reads those of many logs in one query):
   (POSIX's, DFS's and DAOS's are what reached storage; MPI-IO's, HDF5 datasets' and PnetCDF
   variables' the sizes the application asked for);
 - :func:`file_table`: per file (a module's records of one path): bytes, time, ranks, class;
-- :func:`rank_balance`: per rank, its bytes and time in its own (non-shared) POSIX records; the
-  fastest, the slowest, their mean and variance.
+- :func:`rank_balance`: per rank, its bytes and time in its own (non-shared) records of the
+  layers a job's totals count (POSIX, STDIO, DFS or DAOS); the fastest, the slowest, their
+  mean and variance.
 
 From its jobcounters rows (:func:`jobcounters_of`): :func:`job_modules`, its job-level
 modules (BG/Q's block; AutoPerf's Cray XC job and routers, its MPI operations and ranks).
@@ -44,9 +45,13 @@ _COUNTS = ["bytes_read", "bytes_written", "reads", "writes", "opens", "seeks"]
 
 
 def files_of(con, shas) -> pd.DataFrame:
-    """The files rows of the logs ``shas`` (their sha256), every module, in one query."""
+    """The files rows of the logs ``shas`` (their sha256), every module, in one query, with
+    ``counted``: whether the row is one a job's totals count (iostudy.logs.modules.counted: the
+    layers that moved the bytes, each byte once)."""
+    rule = modules.counted(modules.DEFAULT_SCOPE)
     return con.execute(
-        "SELECT * FROM files WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
+        f"SELECT *, ({rule}) AS counted FROM files "
+        "WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
         [sorted(set(shas))],
     ).df()
 
@@ -124,11 +129,13 @@ def file_table(files: pd.DataFrame) -> pd.DataFrame:
 
 
 def rank_balance(files: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """Per rank (POSIX records of one rank: a shared record is not any one rank's): bytes and
-    I/O time; and {ranks, fastest, slowest (rank and seconds), mean_s, variance_s2,
-    shared_slowest_s: the slowest rank's time over the shared records, as the log kept it}."""
-    posix = files[files["module"] == "posix"]
-    own = posix[posix["rank"] >= 0]
+    """Per rank (the records of one rank a job's totals count, ``files_of``'s ``counted``:
+    POSIX's and STDIO's, DFS's or DAOS's where the I/O bypassed POSIX; a shared record is not
+    any one rank's): bytes and I/O time; and {ranks, fastest, slowest (rank and seconds),
+    mean_s, variance_s2, shared_slowest_s: the slowest rank's time over the shared records, as
+    the log kept it}."""
+    moved = files[files["counted"]]
+    own = moved[moved["rank"] >= 0]
     per_rank = own.groupby("rank").agg(bytes_read=("bytes_read", "sum"),
                                        bytes_written=("bytes_written", "sum"),
                                        read_time=("read_time", "sum"),
@@ -136,7 +143,7 @@ def rank_balance(files: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
                                        meta_time=("meta_time", "sum"))  # fmt: skip
     per_rank["io_time"] = per_rank[_TIMES].sum(axis=1)
     per_rank = per_rank.reset_index()
-    shared = posix.loc[posix["rank"] < 0, "slowest_rank_time"].sum()
+    shared = moved.loc[moved["rank"] < 0, "slowest_rank_time"].sum()
     if per_rank.empty:
         return per_rank, {"ranks": 0, "shared_slowest_s": shared}
     t = per_rank.set_index("rank")["io_time"]

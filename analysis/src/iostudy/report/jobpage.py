@@ -167,17 +167,26 @@ def _files(item, files, flags):
     ]  # fmt: skip
 
 
+# The layers a job's totals count (iostudy.logs.modules.DEFAULT_SCOPE), as a caption names them
+_MOVED = "POSIX, STDIO, and DFS or DAOS where the I/O bypassed POSIX"
+
+
 def _ranks(item, files):
     per_rank, s = jobdetail.rank_balance(files)
     if per_rank.empty:
-        return [item("note", "ranks", "No rank has POSIX records of its own (only shared "
-                     f"records: their slowest rank took {s['shared_slowest_s']:.3g} s).",
-                     per_rank)]  # fmt: skip
-    caption = (f"Each rank's I/O time in its own POSIX records: {s['ranks']:,} ranks, the "
-               f"fastest rank {s['fastest_rank']} ({s['fastest_s']:.3g} s), the slowest rank "
-               f"{s['slowest_rank']} ({s['slowest_s']:.3g} s), mean {s['mean_s']:.3g} s, "
-               f"variance {s['variance_s2']:.3g} s²; records shared by all ranks add their "
-               f"slowest rank's {s['shared_slowest_s']:.3g} s.")  # fmt: skip
+        note = (
+            f"No rank has records of its own in the layers that moved the bytes ({_MOVED}; "
+            f"only shared records: their slowest rank took {s['shared_slowest_s']:.3g} s)."
+        )
+        return [item("note", "ranks", note, per_rank)]
+    caption = (
+        f"Each rank's I/O time in its own records of the layers that moved the bytes "
+        f"({_MOVED}): {s['ranks']:,} ranks, the fastest rank {s['fastest_rank']} "
+        f"({s['fastest_s']:.3g} s), the slowest rank {s['slowest_rank']} "
+        f"({s['slowest_s']:.3g} s), mean {s['mean_s']:.3g} s, variance {s['variance_s2']:.3g} "
+        f"s²; records shared by all ranks add their slowest rank's "
+        f"{s['shared_slowest_s']:.3g} s."
+    )
     if len(per_rank) < 2:  # one bar says no more than the caption
         return [item("note", "ranks", caption, per_rank)]
     return [item("figure", "ranks", caption, per_rank, fig=jobfigures.ranks_figure(per_rank))]
