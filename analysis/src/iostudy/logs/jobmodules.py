@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from typing import NamedTuple
 
 from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
@@ -199,26 +200,49 @@ def nodes(job_records: dict, nprocs: int) -> int | None:
     return None
 
 
-# The jobcounters table's columns (iostudy.store.store.TABLES)
-COLUMNS = ("run_id", "log_sha256", "module", "record", "rank", "node", "counter", "value", "fvalue")
+# A record's values on each of its jobcounters rows (iostudy.store.store.TABLES); then the
+# counter's name and its value (an int in ``value``, a float in ``fvalue``)
+SAME = ("run_id", "log_sha256", "module", "record", "rank", "node")
 
 
-def columns(entries) -> dict[str, list]:
+class CounterRows(NamedTuple):
+    """The jobcounters rows of one kind of value: each record's SAME values and how many rows
+    it has, then every row's counter and value, in order."""
+
+    records: list
+    counts: list
+    counters: list
+    values: list
+
+
+def counter_rows(entries) -> dict[type, CounterRows]:
     """The jobcounters rows of logs [(run, log)] (log: the dict of
-    :func:`iostudy.logs.darshanlog_worker.read`) as {column: its values}: each log's job-level
-    modules' records, a row per value (an int in ``value``, a float in ``fvalue``), with the
-    record's node (APMPI's) and its index among its module's (0: AutoPerf's header; a rank's
-    record may share its rank, and a counter's name: APXC_CHASSIS is the job's chassis in the
-    header, a router's in the others). Column-wise: an AutoPerf log has thousands of rows."""
-    out = {name: [] for name in COLUMNS}
+    :func:`iostudy.logs.darshanlog_worker.read`), by the kind of their value (int, float):
+    each log's job-level modules' records, a row per value, with the record's node (APMPI's)
+    and its index among its module's (0: AutoPerf's header; a rank's record may share its rank,
+    and a counter's name: APXC_CHASSIS is the job's chassis in the header, a router's in the
+    others). A record's values are given once per record: an AutoPerf log has thousands of
+    rows."""
+    out = {kind: CounterRows([], [], [], []) for kind in (int, float)}
     for run, log in entries:
         for mod, records in log["job_records"].items():
             for k, record in enumerate(records):
-                values = record["values"]
                 same = (run["run_id"], run["log_sha256"], mod, k, record["rank"], record["node"])
-                for name, value in zip(COLUMNS, same, strict=False):
-                    out[name] += itertools.repeat(value, len(values))
-                out["counter"] += values
-                out["value"] += [v if isinstance(v, int) else None for v in values.values()]
-                out["fvalue"] += [v if isinstance(v, float) else None for v in values.values()]
+                for kind, (names, values) in _by_kind(record["values"]).items():
+                    if names:
+                        rows = out[kind]
+                        rows.records.append(same)
+                        rows.counts.append(len(names))
+                        rows.counters.extend(names)
+                        rows.values.extend(values)
+    return out
+
+
+def _by_kind(values: dict) -> dict[type, tuple[list, list]]:
+    """A record's {counter: value} as ([counters], [values]) per kind of value."""
+    out = {int: ([], []), float: ([], [])}
+    for name, value in values.items():
+        names, kept = out[float if isinstance(value, float) else int]
+        names.append(name)
+        kept.append(value)
     return out

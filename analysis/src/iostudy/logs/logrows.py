@@ -404,18 +404,44 @@ def _as_columns(rows: list[dict]) -> list[Columns]:
     return [Columns(len(rows), {k: [r[k] for r in rows] for k in rows[0]})] if rows else []
 
 
-def _plausible_at_once(table: str, columns: dict[str, list]) -> bool:
-    """Whether rows ({column: values}) pass the store's rule judged as one table (vectorized);
-    False when they do not, or cannot be typed as one: each row is then judged alone, to name
-    its log. A batch of AutoPerf logs has tens of thousands of counters rows, which
-    row_problems took a millisecond a log to judge one by one, and a log's jobs row alone took
-    a tenth of the reading of a small log."""
+def _plausible_at_once(table: str, part: Columns) -> bool:
+    """Whether rows pass the store's rule judged a column at a time (vectorized; a Repeated
+    column by its values, text not at all: it has no bounds); False when they do not, or a
+    column cannot be typed: each row is then judged alone, to name its log. A batch of
+    AutoPerf logs has tens of thousands of counters rows, which row_problems took a
+    millisecond a log to judge one by one, and a log's jobs row alone took a tenth of the
+    reading of a small log."""
     try:
-        data = pa.Table.from_pydict(columns)
-        typed = [field.name for field in data.schema if not pa.types.is_null(field.type)]
-        return not plausibility.table_problems(table, data.select(typed))
+        for name, values in part.data.items():
+            if isinstance(values, Strings):
+                continue
+            data = pa.array(values.values if isinstance(values, Repeated) else values)
+            if not pa.types.is_null(data.type) and plausibility.table_problems(
+                table, pa.table({name: data})
+            ):
+                return False
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return False
+    return True
+
+
+def _counter_columns(entries) -> list[Columns]:
+    """The jobcounters rows of a batch (:func:`iostudy.logs.jobmodules.counter_rows`), a
+    Columns per kind of value (the other value column left out: null)."""
+    out = []
+    for kind, rows in jobmodules.counter_rows(entries).items():
+        if not rows.counters:
+            continue
+        counts = np.array(rows.counts)
+        data = {
+            name: Repeated([same[i] for same in rows.records], counts)
+            for i, name in enumerate(jobmodules.SAME)
+        }
+        data["counter"] = Strings.of(rows.counters)
+        value, dtype = ("value", np.int64) if kind is int else ("fvalue", np.float64)
+        data[value] = np.array(rows.values, dtype)
+        out.append(Columns(len(rows.counters), data))
+    return out
 
 
 def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list, list]:
@@ -436,15 +462,14 @@ def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list, list]:
             own = [r for c in files_columns([(run, log)]) for r in c.rows()]
             probes += proberows.probe_rows(job, own)
     lustre = [row for run, log in entries for row in lustre_rows(log, run)]
-    counters = jobmodules.columns(entries)
     tables = {
         "jobs": _as_columns(jobs),
         "probes": _as_columns(probes),
-        "jobcounters": [Columns(len(counters["counter"]), counters)] if counters["counter"] else [],
+        "jobcounters": _counter_columns(entries),
     }
     for table, parts in tables.items():
         for part in parts:
-            if not _plausible_at_once(table, part.data):
+            if not _plausible_at_once(table, part):
                 for row in part.rows():  # lustre's: check_job's
                     problems = plausibility.row_problems(table, row)
                     plausibility.raise_problems([f"{table} {p}" for p in problems])

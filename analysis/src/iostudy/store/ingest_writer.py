@@ -20,6 +20,7 @@ from iostudy.store.store import RUN_TABLES, TABLES, IngestError, Store
 
 np = deferred("numpy")
 pa = deferred("pyarrow")
+pc = deferred("pyarrow.compute")
 pq = deferred("pyarrow.parquet")
 
 
@@ -82,14 +83,24 @@ def _columns_table(table: str, chunks: list[Columns]) -> pa.Table:
                     for p in parts], f.type))  # fmt: skip
             elif isinstance(parts[0], Repeated):
                 values = pa.array([v for p in parts for v in p.values], f.type)
-                counts = np.concatenate([p.counts for p in parts])
-                arrays.append(values.take(np.repeat(np.arange(len(counts)), counts)))
+                arrays.append(_expanded(values, np.concatenate([p.counts for p in parts])))
             elif isinstance(parts[0], np.ndarray):
                 arrays.append(pa.array(np.concatenate(parts)).cast(f.type))
             else:
                 arrays.append(pa.array([x for p in parts for x in p], f.type))
         tables.append(pa.Table.from_arrays(arrays, schema=schema))
     return pa.concat_tables(tables)
+
+
+def _expanded(values: pa.Array, counts: np.ndarray) -> pa.Array:
+    """values[i] counts[i] times, in turn: run-end decoded, which takes a tenth of the time of
+    a take of every row's index (a batch of AutoPerf logs repeats a record's values over its
+    hundreds of counters)."""
+    if not (counts > 0).all():  # run ends must increase
+        keep = counts > 0
+        values, counts = values.filter(pa.array(keep)), counts[keep]
+    ends = pa.array(np.cumsum(counts, dtype=np.int64))
+    return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(ends, values))
 
 
 class PartWriter:
