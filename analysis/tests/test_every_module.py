@@ -30,6 +30,7 @@ from darshan.backend import cffi_backend as backend
 from iostudy.cli import cli
 from iostudy.logs import logrows, plausibility, summary
 from iostudy.logs.darshanlog import DarshanLogError, read_log
+from iostudy.metrics import jobdetail
 from iostudy.store import ingest, store
 from tests import chromium, logcraft
 from tests.testdata import APXC_LOG, DARSHAN_LOGS, DFS_LOG, OWN_LOGS
@@ -152,6 +153,17 @@ def test_every_record_modules_bytes_are_pydarshans(stored, path):
         assert _stored_bytes(stored, path) == expected
 
 
+@pytest.mark.parametrize("path", LOGS, ids=_flat)
+def test_the_log_summary_gives_pydarshans_bytes_and_none_where_a_module_counts_none(path):
+    """`iostudy log summary`'s totals per module: PyDarshan's bytes, and no bytes (None, "-")
+    where the module has no counter of them (H5F: HDF5's bytes are its datasets'), not 0."""
+    read = summary.summarize(read_log(path))["modules"]
+    got = {m["name"]: (m["bytes_read"], m["bytes_written"], m["records"]) for m in read}
+    assert {m: v for m, v in got.items() if m in BYTES} == _pydarshan_bytes(path)
+    for m in read:
+        assert ("bytes_read" in m["not_counted"]) == (BYTES[m["name"]][0] is None)
+
+
 def test_the_logs_hold_every_module_version(stored):
     found = {(mod, info["ver"]) for path in LOGS for mod, info in _report(path).modules.items()}
     assert found >= VERSIONS
@@ -191,6 +203,51 @@ def test_a_dfs_jobs_bytes_are_those_that_reached_daos_counted_once(stored):
     assert moved == sum(expected[m][0] + expected[m][1] for m in ("POSIX", "STDIO", "DAOS"))
     assert moved > 32 << 20
     assert row["interfaces"] == "POSIX+STDIO+DFS+DAOS"
+
+
+def _pydarshan_ranks(path: Path) -> tuple[dict, float]:
+    """({rank: bytes moved} of a log's records of one rank, the slowest rank's time summed over
+    its shared records) in the layers a job's totals count, as PyDarshan reads them: POSIX,
+    STDIO, DAOS, and DFS where DAOS kept no record of the object."""
+    report = _report(path)
+    frames = {}
+    for mod in {"POSIX", "STDIO", "DFS", "DAOS"} & set(report.modules):
+        report.mod_read_all_records(mod, warnings=False)
+        frames[mod] = (
+            report.records[mod].to_df()["counters"],
+            report.records[mod].to_df()["fcounters"],
+        )
+    # (a Series: PyDarshan reads DFS's ids as int64, DAOS's as uint64, which a set tells apart)
+    below = frames["DAOS"][0]["id"] if "DAOS" in frames else []
+    per_rank, shared = Counter(), 0.0
+    for mod, (counters, fcounters) in frames.items():
+        kept = ~counters["id"].isin(below) if mod == "DFS" else counters["id"].notna()
+        counters, fcounters = counters[kept], fcounters[kept]
+        prefix = BYTES[mod][0].rsplit("_BYTES", 1)[0]
+        moved = counters[f"{prefix}_BYTES_READ"] + counters[f"{prefix}_BYTES_WRITTEN"]
+        for rank, total in zip(counters["rank"], moved, strict=True):
+            if rank >= 0:
+                per_rank[int(rank)] += int(total)
+        shared += fcounters.loc[fcounters["rank"] < 0, f"{prefix}_F_SLOWEST_RANK_TIME"].sum()
+    return dict(per_rank), shared
+
+
+@pytest.mark.parametrize("path", [DFS_LOG, *DARSHAN_LOGS.glob("dlio_logs/*.darshan")], ids=_flat)
+def test_rank_balance_counts_the_layers_that_moved_the_bytes(stored, path):
+    """The job page's rank balance: each rank's bytes in its own records of POSIX, STDIO and
+    DFS or DAOS, and the slowest rank's time in the shared ones (a DFS job's 16 ranks moved
+    their 32 MiB through DFS and DAOS, shared records all, not through POSIX)."""
+    con = store.connect(stored)
+    (sha,) = con.execute(
+        "SELECT log_sha256 FROM jobs WHERE log_path LIKE ?", [f"%/{_name(path)}"]
+    ).fetchone()
+    per_rank, summary = jobdetail.rank_balance(jobdetail.files_of(con, [sha]))
+    moved = per_rank["bytes_read"] + per_rank["bytes_written"]
+    got = {int(r): int(b) for r, b in zip(per_rank["rank"], moved, strict=True)}
+    expected, shared = _pydarshan_ranks(path)
+    assert got == expected
+    assert summary["shared_slowest_s"] == pytest.approx(shared, rel=1e-9)
+    assert expected or shared > 0
 
 
 HDF5, PNETCDF = (
@@ -496,7 +553,7 @@ def test_a_batch_of_counters_is_judged_at_once_and_a_bad_one_still_named(bad, na
     good = [_counter_row(value=7), _counter_row(fvalue=0.5)] * 1000
 
     def columns(rows):
-        return {name: [row[name] for row in rows] for name in rows[0]}
+        return logrows.Columns(len(rows), {name: [row[name] for row in rows] for name in rows[0]})
 
     assert logrows._plausible_at_once("jobcounters", columns(good))
     assert not logrows._plausible_at_once("jobcounters", columns([*good, bad]))
