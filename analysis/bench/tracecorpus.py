@@ -17,9 +17,14 @@ from pathlib import Path
 import corpus
 
 SOURCE = (
-    corpus.REPO_ROOT / "analysis" / "tests" / "data" / "darshan-logs" / "darshan-built"
+    corpus.REPO_ROOT
+    / "analysis"
+    / "tests"
+    / "data"
+    / "darshan-logs"
+    / "darshan-built"
     / "darshan-3.5.0-io_patterns-small-dxt.darshan"
-)  # fmt: skip
+)
 DXT_POSIX_SLOT = 10  # of format 3.41
 # A DXT record's fixed part: base record (16), shared_record, hostname[64], write_count,
 # read_count; then 32 bytes a segment (offset, length, start, end), writes first

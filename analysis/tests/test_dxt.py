@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 
 WHEEL = Path(darshan.__file__).parent
 BUILT = Path(__file__).resolve().parent / "data" / "darshan-logs" / "darshan-built"
-SAMPLES = [WHEEL / "examples/example_logs/dxt.darshan",
-           WHEEL / "examples/example_logs/ior_hdf5_example.darshan",
-           WHEEL / "tests/input/sample-dxt-simple.darshan"]  # fmt: skip
+SAMPLES = [
+    WHEEL / "examples/example_logs/dxt.darshan",
+    WHEEL / "examples/example_logs/ior_hdf5_example.darshan",
+    WHEEL / "tests/input/sample-dxt-simple.darshan",
+]
 MODULES = ("DXT_POSIX", "DXT_MPIIO")
 # where a DXT record's counts are, and its fixed part's size
 WRITES_AT, READS_AT, FIXED, SEGMENT = 88, 96, 104, 32
@@ -79,9 +81,15 @@ def _pydarshan(path: Path) -> dict:
             hosts[key] = rec["hostname"]
             for op in ("write", "read"):
                 frame = rec[f"{op}_segments"]
-                segments[(*key, op)] = [] if frame.empty else list(
-                    frame[["offset", "length", "start_time", "end_time"]].itertuples(
-                        index=False, name=None))  # fmt: skip
+                segments[(*key, op)] = (
+                    []
+                    if frame.empty
+                    else list(
+                        frame[["offset", "length", "start_time", "end_time"]].itertuples(
+                            index=False, name=None
+                        )
+                    )
+                )
     return {
         "segments": segments,
         "hosts": hosts,
@@ -94,8 +102,13 @@ def _ours(trace: dxt.Trace) -> dict:
     segments, hosts = {}, {}
     for part in trace.parts:
         at = 0
-        runs = (part.ids.tolist(), part.ranks.tolist(), part.hosts, part.writes.tolist(),
-                part.counts.tolist())  # fmt: skip
+        runs = (
+            part.ids.tolist(),
+            part.ranks.tolist(),
+            part.hosts,
+            part.writes.tolist(),
+            part.counts.tolist(),
+        )
         for rid, rank, host, writes, n in zip(*runs, strict=True):
             seg = part.segments[at : at + n]
             at += n
@@ -193,15 +206,19 @@ def _largest() -> Path:
 def _as_stored(want: dict, q: int | None = None) -> dict:
     """PyDarshan's segments as the dxt table holds them: each run's first q (None: all), sorted,
     DXT_MPIIO's offsets of -1 (not recorded) as null."""
-    return {k: sorted((None if k[0] == "DXT_MPIIO" and o == -1 else o, *rest)
-                      for o, *rest in s[:q]) for k, s in want.items() if s}  # fmt: skip
+    return {
+        k: sorted((None if k[0] == "DXT_MPIIO" and o == -1 else o, *rest) for o, *rest in s[:q])
+        for k, s in want.items()
+        if s
+    }
 
 
 def _stored_segments(st: Path) -> dict:
     """The dxt table's segments by (module, record id, rank, operation), sorted."""
     con = store.connect(st)
-    rows = con.execute('SELECT module, record_id, rank, operation, "offset", length, start, "end" '
-                       "FROM dxt").fetchall()  # fmt: skip
+    rows = con.execute(
+        'SELECT module, record_id, rank, operation, "offset", length, start, "end" FROM dxt'
+    ).fetchall()
     con.close()
     got = {}
     for module, rid, rank, op, *segment in rows:

@@ -252,9 +252,11 @@ def test_rank_balance_counts_the_layers_that_moved_the_bytes(stored, path):
 
 HDF5, PNETCDF = (
     DARSHAN_LOGS / "ior_pnetcdf_hdf5" / name
-    for name in ("shane_ior-HDF5_id438090-438090_11-9-41522-17417065676046418211_1.darshan",
-                 "shane_ior-PNETCDF_id438100-438100_11-9-41525-10280033558448664385_1.darshan")
-)  # fmt: skip
+    for name in (
+        "shane_ior-HDF5_id438090-438090_11-9-41522-17417065676046418211_1.darshan",
+        "shane_ior-PNETCDF_id438100-438100_11-9-41525-10280033558448664385_1.darshan",
+    )
+)
 H5D_V1 = WHEEL / "examples" / "example_logs" / "ior_hdf5_example.darshan"
 BGQ_LOG = DARSHAN_LOGS / "release_logs" / "mpi-io-test-ppc64-3.1.8.darshan"  # big-endian
 BGQ_V2 = 112  # base record, 11 counters, 1 fcounter
@@ -346,8 +348,9 @@ AUTOPERF_DAMAGE = [
 def test_a_damaged_autoperf_region_is_refused(tmp_path, module, damage, says):
     data = APXC_LOG.read_bytes()
     bad = tmp_path / "bad.darshan"
-    bad.write_bytes(logcraft.set_module_region(data, module, damage(logcraft.module_region(
-        data, module))))  # fmt: skip
+    bad.write_bytes(
+        logcraft.set_module_region(data, module, damage(logcraft.module_region(data, module)))
+    )
     with pytest.raises(DarshanLogError, match=f"{module} region: .*{re.escape(says)}"):
         read_log(bad)
 
@@ -384,8 +387,13 @@ def _pydarshan_autoperf(path: Path) -> dict:
     """{module: [{rank, node, values}]} of a log's AutoPerf modules as PyDarshan reads them (in
     a process of its own), the values named as darshan-parser prints them, those not 0 (APXC's
     modes by their code); node: APMPI's MPI_PROCESSOR_NAME of a rank."""
-    run = subprocess.run([sys.executable, "-c", _AUTOPERF_SCRIPT, str(path)],
-                         capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", _AUTOPERF_SCRIPT, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     found = json.loads(run.stdout)
     out = {}
     for mod, (header, *ranks) in found.items():
@@ -395,17 +403,33 @@ def _pydarshan_autoperf(path: Path) -> dict:
                 head["MPI_TOTAL_COMM_SYNC_TIME_VARIANCE"] = header["variance_total_mpisynctime"]
             per_rank = [(r["node_name"], r["all_counters"]) for r in ranks]
         else:
-            head = {"APXC_GROUPS": header["ngroups"], "APXC_CHASSIS": header["nchassis"],
-                    "APXC_BLADES": header["nblades"], "APXC_APPLICATION_ID": header["appid"],
-                    **{f"APXC_{m.upper()}": MODES[m].index(header[m]) for m in MODES}}  # fmt: skip
-            per_rank = [(None, {"APXC_GROUP": r["group"], "APXC_CHASSIS": r["chassis"],
-                                "APXC_BLADE": r["blade"], "APXC_NODE": r["node"],
-                                **r["counters"]}) for r in ranks]  # fmt: skip
+            head = {
+                "APXC_GROUPS": header["ngroups"],
+                "APXC_CHASSIS": header["nchassis"],
+                "APXC_BLADES": header["nblades"],
+                "APXC_APPLICATION_ID": header["appid"],
+                **{f"APXC_{m.upper()}": MODES[m].index(header[m]) for m in MODES},
+            }
+            per_rank = [
+                (
+                    None,
+                    {
+                        "APXC_GROUP": r["group"],
+                        "APXC_CHASSIS": r["chassis"],
+                        "APXC_BLADE": r["blade"],
+                        "APXC_NODE": r["node"],
+                        **r["counters"],
+                    },
+                )
+                for r in ranks
+            ]
         records = [(header["rank"], None, head)] + [
             (r["rank"], node, v) for r, (node, v) in zip(ranks, per_rank, strict=True)
         ]
-        out[mod] = [{"rank": rank, "node": node, "values": {k: v for k, v in values.items() if v}}
-                    for rank, node, values in records]  # fmt: skip
+        out[mod] = [
+            {"rank": rank, "node": node, "values": {k: v for k, v in values.items() if v}}
+            for rank, node, values in records
+        ]
     return out
 
 
@@ -413,10 +437,17 @@ def _without_consistency(found: dict) -> dict:
     """AutoPerf's records without APXC's flags of modes the same on every node (PyDarshan
     drops them)."""
     return {
-        mod: [{**r, "values": {k: v for k, v in r["values"].items()
-                               if not k.endswith("_MODE_CONSISTENT")}} for r in records]
+        mod: [
+            {
+                **r,
+                "values": {
+                    k: v for k, v in r["values"].items() if not k.endswith("_MODE_CONSISTENT")
+                },
+            }
+            for r in records
+        ]
         for mod, records in found.items()
-    }  # fmt: skip
+    }
 
 
 AUTOPERF_LOGS = [p for p in LOGS if {"APMPI", "APXC"} & set(_report(p).modules)]
@@ -477,8 +508,11 @@ def test_job_level_modules_are_stored_as_pydarshan_reads_them(stored, path):
         for k, record in enumerate(records)
         for counter, value in record["values"].items()
     )
-    got = Counter(row for row in _stored_counters(stored, path).elements()
-                  if not row[4].endswith("_MODE_CONSISTENT"))  # fmt: skip
+    got = Counter(
+        row
+        for row in _stored_counters(stored, path).elements()
+        if not row[4].endswith("_MODE_CONSISTENT")
+    )
     assert got == rows
 
 
@@ -498,8 +532,12 @@ def test_the_job_pages_show_the_layers_bytes_and_the_job_level_modules(tmp_path)
     st = tmp_path / "store"
     assert cli.main(["ingest", str(tree), "--store", str(st), "--study", "modules"]) == 0
     index = report.build(st, "modules", tmp_path / "reports")
-    pages = {name: index.parent / f"job-{sha}.html" for name, sha in store.connect(st).execute(
-        "SELECT regexp_extract(log_path, '[^/]+$'), log_sha256 FROM jobs").fetchall()}  # fmt: skip
+    pages = {
+        name: index.parent / f"job-{sha}.html"
+        for name, sha in store.connect(st)
+        .execute("SELECT regexp_extract(log_path, '[^/]+$'), log_sha256 FROM jobs")
+        .fetchall()
+    }
     dfs = pages[_name(DFS_LOG)].read_text()
     layers = [b for m, b in _pydarshan_bytes(DFS_LOG).items() if m in ("POSIX", "STDIO", "DAOS")]
     for k in (0, 1):  # read, written

@@ -57,8 +57,14 @@ KEEP_WALKED = 1 << 20
 
 
 def segment_dtype(order: str = "="):
-    return np.dtype([("offset", order + "i8"), ("length", order + "i8"),
-                     ("start", order + "f8"), ("end", order + "f8")])  # fmt: skip
+    return np.dtype(
+        [
+            ("offset", order + "i8"),
+            ("length", order + "i8"),
+            ("start", order + "f8"),
+            ("end", order + "f8"),
+        ]
+    )
 
 
 class Walk:

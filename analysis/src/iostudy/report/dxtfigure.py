@@ -56,8 +56,12 @@ def summary(seg: pd.DataFrame, paths: pd.DataFrame) -> pd.DataFrame:
     """The trace per module, rank, file and operation: segments, bytes, first start and last
     end (the figures' CSV)."""
     keys = ["module", "rank", "record_id", "operation"]
-    spans = {"segments": ("length", "size"), "bytes": ("length", "sum"),
-             "first_start": ("start", "min"), "last_end": ("end", "max")}  # fmt: skip
+    spans = {
+        "segments": ("length", "size"),
+        "bytes": ("length", "sum"),
+        "first_start": ("start", "min"),
+        "last_end": ("end", "max"),
+    }
     out = seg.groupby(keys, sort=True).agg(**spans).reset_index()
     out = out.merge(paths, on="record_id", how="left")
     out["module"] = out["module"].map(modules.display)
