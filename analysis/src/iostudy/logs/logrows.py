@@ -37,12 +37,25 @@ EXTRA_COUNTERS = {
     "seeks": {"POSIX": ["POSIX_SEEKS"], "STDIO": ["STDIO_SEEKS"]},
     "unaligned": {"POSIX": ["POSIX_FILE_NOT_ALIGNED"]},
     "seq_ops": {"POSIX": ["POSIX_SEQ_READS", "POSIX_SEQ_WRITES"]},
+    "seq_reads": {"POSIX": ["POSIX_SEQ_READS"]},
+    "unaligned_mem": {"POSIX": ["POSIX_MEM_NOT_ALIGNED"]},
     "small_reads": {"POSIX": [f"POSIX_SIZE_READ_{b}" for b in _SMALL]},
     "small_writes": {"POSIX": [f"POSIX_SIZE_WRITE_{b}" for b in _SMALL]},
     "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"],
                  "PNETCDF_VAR": ["PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_COLL_WRITES"]},
     "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"],
                   "PNETCDF_VAR": ["PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_INDEP_WRITES"]},
+    "coll_reads": {"MPI-IO": ["MPIIO_COLL_READS"], "PNETCDF_VAR": ["PNETCDF_VAR_COLL_READS"]},
+    "indep_reads": {"MPI-IO": ["MPIIO_INDEP_READS"],
+                    "PNETCDF_VAR": ["PNETCDF_VAR_INDEP_READS"]},
+    # a record shared by all ranks: the ranks that spent the least and the most time on it,
+    # and their bytes (Drishti P18's stragglers)
+    **{
+        f"{end}_rank{what.lower()}": {m: [f"{m.replace('-', '')}_{end.upper()}_RANK{what}"]
+                                      for m in ("POSIX", "MPI-IO", "STDIO")}
+        for end in ("fastest", "slowest")
+        for what in ("", "_BYTES")
+    },
     "mode": {"POSIX": ["POSIX_MODE"]},
     # the sizes that reached storage (POSIX, DFS, DAOS), or that the application asked a
     # library for (MPI-IO's aggregate sizes, HDF5's datasets, PnetCDF's variables)
@@ -76,6 +89,7 @@ _FCOLUMNS = {
     "write_end": "WRITE_END_TIMESTAMP",
     "close_end": "CLOSE_END_TIMESTAMP",
     "slowest_rank_time": "SLOWEST_RANK_TIME",
+    "fastest_rank_time": "FASTEST_RANK_TIME",
     "read_start": "READ_START_TIMESTAMP",
     "write_start": "WRITE_START_TIMESTAMP",
 }

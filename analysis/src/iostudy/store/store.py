@@ -142,6 +142,20 @@ TABLES: dict[str, pa.Schema] = {
             ("coll_ops", pa.int64()),  # MPI-IO, PnetCDF's variables: collective reads, writes
             ("indep_ops", pa.int64()),  # MPI-IO, PnetCDF's variables: independent ones
             ("mode", pa.int64()),  # POSIX_MODE: the mode given at open, set when it created
+            # what Drishti's triggers read beyond the above: POSIX reads after the previous
+            # one's offset, accesses from memory not aligned (POSIX_MEM_NOT_ALIGNED), MPI-IO's
+            # (and PnetCDF variables') collective and independent reads
+            ("seq_reads", pa.int64()),
+            ("unaligned_mem", pa.int64()),
+            ("coll_reads", pa.int64()),
+            ("indep_reads", pa.int64()),
+            # a record shared by all ranks: the ranks that spent the least and the most time
+            # on it, their bytes, and the least time (slowest_rank_time: the most)
+            ("fastest_rank", pa.int64()),
+            ("fastest_rank_bytes", pa.int64()),
+            ("slowest_rank", pa.int64()),
+            ("slowest_rank_bytes", pa.int64()),
+            ("fastest_rank_time", pa.float64()),
             # accesses per size bin (POSIX, DFS, DAOS; MPI-IO's aggregate sizes, HDF5's
             # datasets', PnetCDF's variables'), seed 000's Fig. 9
             *((f"{op}_{b.lower()}", pa.int64()) for op in ("read", "write") for b in SIZE_BINS),
