@@ -13,3 +13,15 @@ DFS_LOG = (
     OWN_LOGS / "ior_daos/snyder_ior-DFS_id4681120-53379_5-8-15060-3270540599978592154_1.darshan"
 )
 APXC_LOG = OWN_LOGS / "apmpi_apxc/mpi-io-test.darshan"
+# 496 processes, 295 of which moved bytes in records of their own (data/darshan-logs/README.md)
+IMBALANCED_LOG = OWN_LOGS / "imbalanced_io/imbalanced-io.darshan"
+
+
+def corpus_logs() -> list[Path]:
+    """Every real log of the tests: the shared test data's, the PyDarshan wheel's samples and
+    the ones kept here."""
+    import darshan
+
+    wheel = Path(darshan.__file__).parent
+    found = [DARSHAN_LOGS.rglob("*.darshan"), wheel.rglob("*.darshan"), OWN_LOGS.rglob("*.darshan")]
+    return [log for logs in found for log in sorted(logs)]
