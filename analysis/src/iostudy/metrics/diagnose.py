@@ -54,8 +54,17 @@ def diagnose(facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
         if fired.empty:
             continue
         said = [rule.says(r) for r in fired.itertuples()]
-        found.append(fired.assign(rule=rule.name, drishti=rule.drishti, advice=rule.advice,
-                                  found=said, files=None, ranks=None, history=None))  # fmt: skip
+        found.append(
+            fired.assign(
+                rule=rule.name,
+                drishti=rule.drishti,
+                advice=rule.advice,
+                found=said,
+                files=None,
+                ranks=None,
+                history=None,
+            )
+        )
     if not found:
         return pd.DataFrame(columns=COLUMNS)
     out = pd.concat(found, ignore_index=True).reindex(columns=COLUMNS)
@@ -178,8 +187,11 @@ def cmd_diagnose(args) -> int:
     facts, found = findings(store_mod.connect(args.store), limits)
     write_table(found, args, sys.stdout)
     counts = found["rule"].value_counts().to_dict() if len(found) else {}
-    print(f"diagnose: {len(facts)} jobs, {found['log_sha256'].nunique()} with a finding: "
-          f"{json.dumps(counts)}", file=sys.stderr)  # fmt: skip
+    print(
+        f"diagnose: {len(facts)} jobs, {found['log_sha256'].nunique()} with a finding: "
+        f"{json.dumps(counts)}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -103,8 +103,14 @@ def job_facts(con, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
     counted = modules.counted(jobstats.DEFAULT_SCOPE, "f")  # md_cost_pct's records
     counters = con.execute(_COUNTERS.format(counted=counted)).df()
     facts = jobs.merge(counters, on="log_sha256", how="left")
-    spreads = ["shared_size_spread", "shared_time_spread", "write_spread", "read_spread",
-               "busiest_rank", "idlest_rank"]  # fmt: skip
+    spreads = [
+        "shared_size_spread",
+        "shared_time_spread",
+        "write_spread",
+        "read_spread",
+        "busiest_rank",
+        "idlest_rank",
+    ]
     numeric = counters.columns.drop(["log_sha256", *spreads])
     facts[numeric] = facts[numeric].astype(float).fillna(0)
     facts[spreads] = facts[spreads].astype(float)

@@ -233,8 +233,10 @@ def _imbalance(direction: str, code: str) -> Rule:
 
 def _misaligned(where: str, code: str, column: str, advice: str) -> Rule:
     name = {"file": "misaligned-file", "memory": "misaligned-memory"}[where]
-    said = {"file": "at offsets not aligned to the file system's block",
-            "memory": "from memory not aligned to the system's boundary"}[where]  # fmt: skip
+    said = {
+        "file": "at offsets not aligned to the file system's block",
+        "memory": "from memory not aligned to the system's boundary",
+    }[where]
     return Rule(
         name,
         code,
@@ -266,17 +268,21 @@ def _shared_spread(kind: str, code: str) -> Rule:
         {"size": "shared-size-imbalance", "time": "stragglers"}[kind],
         code,
         "balance the shared file's "
-        + ("data over the ranks (or aggregate through MPI-IO collective I/O)" if kind == "size"
-           else "work over the ranks; look for the slow rank's node, its other I/O or its data")
+        + (
+            "data over the ranks (or aggregate through MPI-IO collective I/O)"
+            if kind == "size"
+            else "work over the ranks; look for the slow rank's node, its other I/O or its data"
+        )
         + ": every rank waits for the slowest",
         lambda f, t: f[spread] > t["share"],
         lambda r: (
             f"in a file shared by all ranks, its slowest and fastest ranks' {what} differ by "
             f"{pct(getattr(r, spread))} of the file's {what}"
         ),
-        Evidence("posix", per_record, lambda v: f"{pct(v)} of its {what} apart", agg="max",
-                 extremes=True),
-    )  # fmt: skip
+        Evidence(
+            "posix", per_record, lambda v: f"{pct(v)} of its {what} apart", agg="max", extremes=True
+        ),
+    )
 
 
 def _slow_metadata() -> Rule:
@@ -318,7 +324,7 @@ def _stdio_heavy() -> Rule:
             "stdio",
             lambda rows, t: rows["bytes_read"] + rows["bytes_written"],
             lambda v: f"{binary_bytes(v)} moved",
-        ),  # fmt: skip
+        ),
     )
 
 
@@ -355,18 +361,9 @@ def _own_rules() -> tuple[Rule, ...]:
                 "posix",
                 lambda rows, t: rows["bytes_read"] + rows["bytes_written"],
                 lambda v: f"{binary_bytes(v)} moved",
-            ),  # fmt: skip
-        ),
-        Rule(
-            "many-files",
-            None,
-            "write fewer, larger files (a file per node, or a shared file through MPI-IO or "
-            "HDF5): every file costs metadata operations on the servers",
-            lambda f, t: f.files_per_proc >= t["per_process"],
-            lambda r: (
-                f"{r.files:,} files for {processes(r.nprocs)} ({r.files_per_proc:,.0f} per process)"
             ),
         ),
+        _many_files(),
         Rule(
             "rank-imbalance",
             None,
@@ -385,7 +382,20 @@ def _own_rules() -> tuple[Rule, ...]:
                 "posix",
                 lambda rows, t: rows["bytes_read"] + rows["bytes_written"],
                 lambda v: f"{binary_bytes(v)} moved",
-            ),  # fmt: skip
+            ),
+        ),
+    )
+
+
+def _many_files() -> Rule:
+    return Rule(
+        "many-files",
+        None,
+        "write fewer, larger files (a file per node, or a shared file through MPI-IO or "
+        "HDF5): every file costs metadata operations on the servers",
+        lambda f, t: f.files_per_proc >= t["per_process"],
+        lambda r: (
+            f"{r.files:,} files for {processes(r.nprocs)} ({r.files_per_proc:,.0f} per process)"
         ),
     )
 
@@ -401,12 +411,20 @@ RULES: tuple[Rule, ...] = (
     _stdio_heavy(),
     _small("read", "P05", _SMALL_ADVICE["read"]),
     _small("write", "P06", _SMALL_ADVICE["write"]),
-    _misaligned("memory", "P07", "unaligned_mem",
-                "allocate I/O buffers aligned (posix_memalign, aligned_alloc) so that no copy "
-                "is made to align them"),
-    _misaligned("file", "P08", "unaligned",
-                "align offsets and request sizes to the file system's block or stripe (MPI-IO "
-                "hints striping_unit, HDF5 H5Pset_alignment)"),
+    _misaligned(
+        "memory",
+        "P07",
+        "unaligned_mem",
+        "allocate I/O buffers aligned (posix_memalign, aligned_alloc) so that no copy "
+        "is made to align them",
+    ),
+    _misaligned(
+        "file",
+        "P08",
+        "unaligned",
+        "align offsets and request sizes to the file system's block or stripe (MPI-IO "
+        "hints striping_unit, HDF5 H5Pset_alignment)",
+    ),
     _repeated("read", "P09"),
     _repeated("write", "P10"),
     _random("read", "P11"),
@@ -421,22 +439,28 @@ RULES: tuple[Rule, ...] = (
     _collective("read", "M02"),
     _collective("write", "M03"),
     *_own_rules(),
-)  # fmt: skip
+)
 
 #: Drishti 0.8's triggers without an iostudy rule of their own, and why
 NOT_RULES = {
-    **dict.fromkeys(("P01", "P02", "P03", "P04"),
-                    "a description, not a problem (Drishti INFO: more writes than reads, or the "
-                    "reverse): the job page's operations and bytes tables show it"),
-    **dict.fromkeys(("P12", "P14", "M04", "M05", "M08", "M10"),
-                    "a good practice found (Drishti OK: sequential access, collective MPI-IO, "
-                    "one aggregator per node), not a problem"),
+    **dict.fromkeys(
+        ("P01", "P02", "P03", "P04"),
+        "a description, not a problem (Drishti INFO: more writes than reads, or the "
+        "reverse): the job page's operations and bytes tables show it",
+    ),
+    **dict.fromkeys(
+        ("P12", "P14", "M04", "M05", "M08", "M10"),
+        "a good practice found (Drishti OK: sequential access, collective MPI-IO, "
+        "one aggregator per node), not a problem",
+    ),
     "M01": "advice, not a problem found (Drishti WARN on every job without MPI-IO): iostudy "
     "names the problems MPI-IO would solve (small-writes, shared-small-writes, many-files)",
-    **dict.fromkeys(("M06", "M07"),
-                    "Drishti warns on every MPI-IO job with no nonblocking call, whatever its "
-                    "I/O's share of the run: a log cannot show that overlap would help"),
+    **dict.fromkeys(
+        ("M06", "M07"),
+        "Drishti warns on every MPI-IO job with no nonblocking call, whatever its "
+        "I/O's share of the run: a log cannot show that overlap would help",
+    ),
     "M09": "Drishti compares the cb_nodes of the log's 'h' line, the hints Darshan used to "
     "write its own log (DARSHAN_LOGHINTS, default cb_nodes=4), not the application's, with "
     "sacct's node count; the application's hints are not in a Darshan log",
-}  # fmt: skip
+}

@@ -13,16 +13,21 @@ TOP_RULES = 3  # rules named per project on the page
 
 
 def by_rule(found: pd.DataFrame, jobs: int) -> pd.DataFrame:
-    """Each rule that fired: jobs, their share, projects, and the advice."""
-    rows = []
-    for rule in diagnose.RULES:
-        mine = found[found["rule"] == rule.name]
-        if len(mine):
-            rows.append({"rule": rule.name, "jobs": mine["log_sha256"].nunique(),
-                         "jobs_pct": 100 * mine["log_sha256"].nunique() / jobs,
-                         "projects": mine["account"].fillna("(unknown)").nunique(),
-                         "advice": rule.advice})  # fmt: skip
-    return pd.DataFrame(rows, columns=["rule", "jobs", "jobs_pct", "projects", "advice"])
+    """Each rule that fired: its Drishti code, jobs, their share, projects, and the advice;
+    the most frequent first."""
+    columns = ["rule", "drishti", "jobs", "jobs_pct", "projects", "advice"]
+    if found.empty:
+        return pd.DataFrame(columns=columns)
+    g = found.assign(project=found["account"].fillna("(unknown)")).groupby("rule", sort=False)
+    table = g.agg(
+        drishti=("drishti", "first"),
+        jobs=("log_sha256", "nunique"),
+        projects=("project", "nunique"),
+        advice=("advice", "first"),
+    ).reset_index()
+    table["jobs_pct"] = 100 * table["jobs"] / jobs
+    table = table.sort_values("jobs", ascending=False, kind="stable")
+    return table[columns].reset_index(drop=True)
 
 
 def by_project(found: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
@@ -45,33 +50,51 @@ def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None):
     """The section through report.render's add(); nothing when the study has no job log.
     jobs: the study's job table when the caller has it already. Returns the findings (names
     anonymized when asked; None: no job log)."""
-    facts = diagnose.job_facts(con, jobs)
+    facts, found = diagnose.findings(con, diagnose.thresholds(), jobs)
     if facts.empty:
         return None
-    found = diagnose.diagnose(facts, diagnose.thresholds())
     if anonymizer is not None:
         facts, found = anonymizer.frame(facts), anonymizer.frame(found)
     jobs = len(facts)
-    add(SECTION, "table", "diagnoses-by-rule",
+    add(
+        SECTION,
+        "table",
+        "diagnoses-by-rule",
         f"What slows the {jobs:,} jobs: each diagnosis rule that fired (iostudy diagnose; "
-        "thresholds in configs/diagnoses.json, from seed 000 and Drishti's triggers), the jobs "
-        "it fired on and their share, the projects, and its advice.",
-        by_rule(found, jobs), table=True)  # fmt: skip
+        "thresholds in configs/diagnoses.json, from seed 000 and Drishti's triggers) with its "
+        "Drishti code (none: iostudy's own), the jobs it fired on and their share, the "
+        "projects, and its advice.",
+        by_rule(found, jobs),
+        table=True,
+    )
     if found.empty:
         return found
-    add(SECTION, "table", "diagnoses-by-project",
+    add(
+        SECTION,
+        "table",
+        "diagnoses-by-project",
         "Per project (Slurm account; (unknown) without accounting): its jobs, those with a "
         f"finding, and its {TOP_RULES} most frequent rules with their jobs; most affected first.",
-        by_project(found, facts), table=True)  # fmt: skip
-    add(SECTION, "table", "diagnoses-findings",
-        "Every finding: the job, the rule and the numbers that fired it (the advice per rule is "
+        by_project(found, facts),
+        table=True,
+    )
+    add(
+        SECTION,
+        "table",
+        "diagnoses-findings",
+        "Every finding: the job, the rule and the numbers that fired it, the files with the "
+        "most of it and the ranks, and whether its code had it before (the advice per rule is "
         "in the table above; all findings in the CSV).",
-        found, table=True, hide=["log_sha256", "advice", "run_id"])  # fmt: skip
+        found,
+        table=True,
+        hide=["log_sha256", "advice", "run_id"],
+    )
     return found
 
 
 def section(r) -> None:
     """The section of a report being made (iostudy.report.sections.Report); its findings go
     into r.found["diagnoses"] for the job and project pages."""
-    r.found["diagnoses"] = add_section(r.add, r.data.con, r.options.anonymizer,
-                                       jobs=r.data.job_table())  # fmt: skip
+    r.found["diagnoses"] = add_section(
+        r.add, r.data.con, r.options.anonymizer, jobs=r.data.job_table()
+    )

@@ -95,12 +95,14 @@ def sections(
 def _diagnoses(item, findings):
     caption = (
         "The diagnosis rules that fired on this job (iostudy diagnose; thresholds in "
-        "configs/diagnoses.json), with the numbers that fired them and their advice."
+        "configs/diagnoses.json), with Drishti's code of the same problem (none: iostudy's "
+        "own), the numbers that fired them, the files with the most of it and the ranks, "
+        "whether this job's code had it before, and the advice."
     )
     if findings.empty:
         return [item("note", "diagnoses", f"{caption} None fired.", findings)]
-    return [item("table", "diagnoses", caption, findings[["rule", "found", "advice"]],
-                 table=True)]  # fmt: skip
+    shown = ["rule", "drishti", "found", "files", "ranks", "history", "advice"]
+    return [item("table", "diagnoses", caption, findings[shown], table=True)]
 
 
 def _modules(item, files, flags):

@@ -5,8 +5,7 @@ seed 000's Table V (its jobs: MiB/s/CN, metadata %, key access size, strategy) a
 from __future__ import annotations
 
 from iostudy.core.deferred import deferred
-from iostudy.metrics import diagnose
-from iostudy.report import figures
+from iostudy.report import diagnoses, figures
 
 pd = deferred("pandas")
 
@@ -39,14 +38,10 @@ def table_vi(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def rules(found: pd.DataFrame, jobs: int) -> pd.DataFrame:
-    """Per diagnosis rule that fired on the project's jobs: jobs, their share, the advice."""
-    rows = []
-    for rule in diagnose.RULES:
-        n = found.loc[found["rule"] == rule.name, "log_sha256"].nunique()
-        if n:
-            rows.append({"rule": rule.name, "jobs": n, "jobs_pct": 100 * n / jobs,
-                         "advice": rule.advice})  # fmt: skip
-    return pd.DataFrame(rows, columns=["rule", "jobs", "jobs_pct", "advice"])
+    """Per diagnosis rule that fired on the project's jobs: its Drishti code, jobs, their
+    share, the advice; the most frequent first."""
+    table = diagnoses.by_rule(found, jobs)
+    return table.drop(columns="projects")
 
 
 def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, links):
