@@ -98,7 +98,7 @@ def _evidence(ev, rows: pd.DataFrame, logs: pd.Series, limits: dict) -> pd.DataF
     of their records (a set; or, ``extremes``, the slowest and fastest rank of the top one)."""
     recs = rows[(rows["module"] == ev.module) & rows["log_sha256"].isin(logs)]
     recs = recs.assign(measure=ev.measure(recs, limits))
-    per_file = recs.groupby(["log_sha256", "path"], sort=False)["measure"].agg(ev.agg)
+    per_file = _per_file(recs.groupby(["log_sha256", "path"], sort=False)["measure"], ev.agg)
     per_file = per_file[per_file.fillna(0) > 0].rename("measure").reset_index()
     top = per_file.sort_values(["log_sha256", "measure", "path"], ascending=[True, False, True])
     top = top.groupby("log_sha256", sort=False).head(TOP_FILES)
@@ -112,6 +112,16 @@ def _evidence(ev, rows: pd.DataFrame, logs: pd.Series, limits: dict) -> pd.DataF
         behind = behind[behind["measure"].fillna(0) > 0] if ev.agg == "sum" else behind
         ranks = behind.groupby("log_sha256")["rank"].agg(set)
     return pd.DataFrame({"files": files, "ranks": ranks})
+
+
+def _per_file(measures, agg: str) -> pd.Series:
+    """Each file's measure from its records': their sum, maximum, or spread ((max - min) /
+    max, 0 for a file of one record)."""
+    if agg != "spread":
+        return measures.agg(agg)
+    stats = measures.agg(["max", "min", "count"])
+    spread = (stats["max"] - stats["min"]) / stats["max"].where(stats["max"] > 0)
+    return spread.where(stats["count"] > 1, 0)
 
 
 def _extremes(row) -> str:

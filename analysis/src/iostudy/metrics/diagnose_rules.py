@@ -31,14 +31,15 @@ SMALL = "at most 1 MiB"  # Darshan's bins 0_100 to 100K_1M, 1,048,576 bytes incl
 class Evidence:
     """The files behind a finding: the job's records of ``module``, each with its part of the
     problem (``measure``: files rows, thresholds -> a value per row, 0: none), summed per file
-    (``agg``: or any pandas aggregation of the rows' values); the top files by it, written
-    with ``shown``. ``extremes``: the ranks named are the slowest and fastest of the top
-    file (records shared by all ranks), not the ranks of the records."""
+    (``agg``: or "max", or "spread": (max - min) / max over the file's records, Drishti
+    P21/P22's); the top files by it, written with ``shown``. ``extremes``: the ranks named
+    are the slowest and fastest of the top file (records shared by all ranks), not the ranks
+    of the records."""
 
     module: str
     measure: Callable
     shown: Callable[[float], str]
-    agg: str | Callable = "sum"
+    agg: str = "sum"
     extremes: bool = False
 
 
@@ -74,13 +75,6 @@ def _count(unit: str) -> Callable[[float], str]:
 
 def _col(name: str) -> Callable:
     return lambda rows, t: rows[name].fillna(0)
-
-
-def _spread(values: pd.Series) -> float:
-    """(max - min) / max of a file's records (Drishti P21/P22), 0 with one record."""
-    values = values.dropna()
-    top = values.max()
-    return float((top - values.min()) / top) if len(values) > 1 and top > 0 else 0.0
 
 
 def _all_bytes(stdio, posix, mpiio):
@@ -226,7 +220,7 @@ def _imbalance(direction: str, code: str) -> Rule:
             "posix",
             lambda rows, t: rows[moved].where(rows["rank"] >= 0),
             lambda v: f"{pct(v)} apart",
-            agg=_spread,
+            agg="spread",
         ),
     )
 
