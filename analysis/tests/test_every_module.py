@@ -238,10 +238,10 @@ def test_rank_balance_counts_the_layers_that_moved_the_bytes(stored, path):
     DFS or DAOS, and the slowest rank's time in the shared ones (a DFS job's 16 ranks moved
     their 32 MiB through DFS and DAOS, shared records all, not through POSIX)."""
     con = store.connect(stored)
-    (sha,) = con.execute(
-        "SELECT log_sha256 FROM jobs WHERE log_path LIKE ?", [f"%/{_name(path)}"]
+    sha, nprocs = con.execute(
+        "SELECT log_sha256, nprocs FROM jobs WHERE log_path LIKE ?", [f"%/{_name(path)}"]
     ).fetchone()
-    per_rank, summary = jobdetail.rank_balance(jobdetail.files_of(con, [sha]))
+    per_rank, summary = jobdetail.rank_balance(jobdetail.files_of(con, [sha]), nprocs)
     moved = per_rank["bytes_read"] + per_rank["bytes_written"]
     got = {int(r): int(b) for r, b in zip(per_rank["rank"], moved, strict=True)}
     expected, shared = _pydarshan_ranks(path)

@@ -20,7 +20,7 @@ from iostudy.cli import listing
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
 from iostudy.core.safeio import NoSpace
-from iostudy.logs import logmerge, logroot, upconversion
+from iostudy.logs import logmerge, logroot, sharing, upconversion
 from iostudy.logs.darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
 from iostudy.logs.summary import summarize
 from iostudy.run import profiles
@@ -103,7 +103,7 @@ def _print_summary(s, console):
     console.print(f"[bold]{s['path']}[/bold]", highlight=False)
     facts = Table.grid(Column(no_wrap=True), Column(overflow="fold"), padding=(0, 2))
     facts.add_row("job id", str(s["jobid"]))
-    facts.add_row("nprocs", str(s["nprocs"]))
+    facts.add_row("processes", f"{s['nprocs']:,} (nprocs)")
     facts.add_row("run time", f"{s['run_time']:.3f} s ({s['start']} .. {s['end']})")
     facts.add_row("exe", s["exe"])
     facts.add_row("format", s["log_ver"])
@@ -120,15 +120,15 @@ def _print_summary(s, console):
         console.print()
         console.print(f"[bold]{title}[/bold]  {_totals_line(m)}", highlight=False)
         # File names are the point of the table: fold them rather than cut them.
-        table = Table(Column("file", overflow="fold"), "ranks")
+        table = Table(Column("file", overflow="fold"), "processes")
         # a size fits its column whole; "not recorded (module version N)" wraps
         for heading in ("read", "written"):
             table.add_column(heading, justify="right", min_width=len("1023.9 KiB"))
         for heading in ("reads", "writes", "opens"):
             table.add_column(heading, justify="right", no_wrap=True)
         for f in m["top_files"]:
-            ranks = f"{f['sharing']} ({f['nranks'] or 'all'})"
-            table.add_row(f["name"], ranks, *_figures(f, m["version"], m["not_counted"]).values())
+            procs = f"{f['sharing']} ({sharing.processes_text(f['processes'], s['nprocs'])})"
+            table.add_row(f["name"], procs, *_figures(f, m["version"], m["not_counted"]).values())
         console.print(table, highlight=False)
 
     others = [

@@ -10,6 +10,14 @@ STDIO, MPI-IO, HDF5 and PnetCDF records of one path share its record id): an MPI
 by every rank whose POSIX bytes only the aggregators moved is N:1. Ingest stores it in the files
 table's ``sharing`` column (:mod:`iostudy.logs.logrows`); :data:`SQL` is the same rule for the
 rows of stores made before that column.
+
+A file one process accessed is never shared, whatever its records look like: the runtime
+reduces a file every process opened to one rank -1 record, and in a one-process job that is
+the one process's file (N:N, :func:`processes` 1, :func:`own_ranks` rank 0's). How the
+processes of a file are counted and said, by every page and summary:
+- :func:`processes`: how many of the job's processes accessed it (a rank -1 record: all of them);
+- :func:`processes_text`: that count in words ("1", "all 4", "3 of 4");
+- :func:`own_ranks`: the process each record is of (-1: every process of a parallel job).
 """
 
 from __future__ import annotations
@@ -43,6 +51,31 @@ def classes(logs: np.ndarray, ids: np.ndarray, ranks: np.ndarray, nprocs: np.nda
     out = np.empty(len(ids), np.int8)
     out[order] = of_file[group]
     return out
+
+
+def processes(ranks, reduced, nprocs):
+    """How many of a job's ``nprocs`` processes accessed a file (scalars, or arrays of files):
+    ``ranks`` its distinct ranks >= 0 with a record (of one module, or of all), ``reduced``
+    whether it has a rank -1 record, which is every process's (the one of a one-process
+    job)."""
+    return np.where(reduced, nprocs, ranks).astype(np.int64)
+
+
+def processes_text(n: int, nprocs: int) -> str:
+    """:func:`processes`' count of a job of ``nprocs`` processes as a table says it: "1" (one
+    process: never "all", also the one of a one-process job), "all 4" (every process of a
+    parallel job), "3 of 4" (some)."""
+    if n <= 1 or nprocs <= 1:
+        return f"{n:,}"
+    return f"all {nprocs:,}" if n >= nprocs else f"{n:,} of {nprocs:,}"
+
+
+def own_ranks(ranks: np.ndarray, nprocs: int) -> np.ndarray:
+    """The process each record of a job of ``nprocs`` processes is of: its rank, and rank 0
+    for a rank -1 record of a one-process job (its only process's); -1 stays in a parallel
+    job (a record of all its processes, no one process's)."""
+    ranks = np.asarray(ranks)
+    return np.where((ranks < 0) & (nprocs <= 1), 0, ranks)
 
 
 def as_bytes(index: np.ndarray) -> tuple[np.ndarray, bytes]:

@@ -155,11 +155,13 @@ def _module_summary(log, mod, top, file_classes):
     top_files = []
     for rec_id, f in ranked[:top]:
         ranks = f.pop("ranks")
+        nranks, nprocs = len(ranks - {-1}), int(log["job"]["nprocs"])
         top_files.append(
             {
                 "name": log["name_records"].get(rec_id, rec_id),
                 "sharing": file_classes[rec_id],
-                "nranks": len(ranks - {-1}),
+                "nranks": nranks,
+                "processes": int(sharing.processes(nranks, -1 in ranks, nprocs)),
                 **f,
                 **unrecorded,
             }

@@ -10,10 +10,12 @@ reads those of many logs in one query):
 - :func:`size_bins`: accesses per size bin and direction of the modules that count them
   (POSIX's, DFS's and DAOS's are what reached storage; MPI-IO's, HDF5 datasets' and PnetCDF
   variables' the sizes the application asked for);
-- :func:`file_table`: per file (a module's records of one path): bytes, time, ranks, class;
-- :func:`rank_balance`: per rank, its bytes and time in its own (non-shared) records of the
-  layers a job's totals count (POSIX, STDIO, DFS or DAOS); the fastest, the slowest, their
-  mean and variance.
+- :func:`file_table`: per file (a module's records of one path): bytes, time, class and the
+  processes that accessed it (:mod:`iostudy.logs.sharing`: one process is never shared);
+- :func:`rank_balance`: per rank, its bytes and time in its own records of the layers a job's
+  totals count (POSIX, STDIO, DFS or DAOS; a one-process job's rank -1 records are its one
+  process's); the processes with such records and those that moved bytes in them, of the
+  job's nprocs; the fastest, the slowest, their mean and variance.
 
 From its jobcounters rows (:func:`jobcounters_of`): :func:`job_modules`, its job-level
 modules (BG/Q's block; AutoPerf's Cray XC job and routers, its MPI operations and ranks).
@@ -30,7 +32,7 @@ from __future__ import annotations
 import re
 
 from iostudy.core.deferred import deferred
-from iostudy.logs import jobmodules, logrows, modules
+from iostudy.logs import jobmodules, logrows, modules, sharing
 from iostudy.metrics import jobstats
 
 pd = deferred("pandas")
@@ -92,14 +94,16 @@ def size_bins(files: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["module", "operation", "size", "accesses"])
 
 
-def file_table(files: pd.DataFrame) -> pd.DataFrame:
-    """Per file and module: its path, class (N:N, N:1, N:M), ranks with a record (all: a
-    shared record), bytes read and written, and its I/O time summed over the processes."""
+def file_table(files: pd.DataFrame, nprocs: int) -> pd.DataFrame:
+    """Per file and module: its path, class (N:N, N:1, N:M), the processes of the job's
+    ``nprocs`` that accessed it (iostudy.logs.sharing.processes: a record of all of them counts
+    them all; one process is 1, in a one-process job too), bytes read and written, and its I/O
+    time summed over the processes."""
     cols = [
         "path",
         "module",
         "sharing",
-        "ranks",
+        "processes",
         "bytes_read",
         "bytes_written",
         "bytes",
@@ -113,28 +117,31 @@ def file_table(files: pd.DataFrame) -> pd.DataFrame:
     ]
     if files.empty:
         return pd.DataFrame(columns=cols)
-    f = files.assign(all_ranks=files["rank"] < 0)
-    g = f.groupby(["path", "module"], dropna=False)
+    own = files.assign(own=files["rank"].where(files["rank"] >= 0))
+    g = own.groupby(["path", "module"], dropna=False)
     # a column of null only (a value the log's module version did not record) stays null
     table = g[["bytes_read", "bytes_written", *_TIMES, "opens", "reads", "writes"]].sum(min_count=1)
     table["sharing"] = g["sharing"].first()
-    table["ranks"] = g["rank"].nunique().where(~g["all_ranks"].any(), other=-1)
+    reduced = g["rank"].min() < 0
+    table["processes"] = sharing.processes(g["own"].nunique(), reduced, nprocs)
     table["bytes"] = table["bytes_read"] + table["bytes_written"]
     table["io_time"] = table[_TIMES].sum(axis=1)
     table = table.reset_index()
-    table["ranks"] = table["ranks"].astype("int64").astype(object).where(
-        table["ranks"] >= 0, "all")  # fmt: skip
     table["module"] = table["module"].map(modules.display)
     return table[cols]
 
 
-def rank_balance(files: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+def rank_balance(files: pd.DataFrame, nprocs: int) -> tuple[pd.DataFrame, dict]:
     """Per rank (the records of one rank a job's totals count, ``files_of``'s ``counted``:
-    POSIX's and STDIO's, DFS's or DAOS's where the I/O bypassed POSIX; a shared record is not
-    any one rank's): bytes and I/O time; and {ranks, fastest, slowest (rank and seconds),
-    mean_s, variance_s2, shared_slowest_s: the slowest rank's time over the shared records, as
-    the log kept it}."""
+    POSIX's and STDIO's, DFS's or DAOS's where the I/O bypassed POSIX; a record of all the
+    processes of a parallel job is not any one rank's, that of a one-process job is rank 0's:
+    iostudy.logs.sharing.own_ranks): bytes and I/O time; and {nprocs, records (those
+    counted), ranks (the processes with records of their own), moved (those of them that moved
+    bytes in them), fastest, slowest (rank and seconds), mean_s, variance_s2,
+    shared_slowest_s: the slowest rank's time over the records of all the processes, as the
+    log kept it}."""
     moved = files[files["counted"]]
+    moved = moved.assign(rank=sharing.own_ranks(moved["rank"].to_numpy(), nprocs))
     own = moved[moved["rank"] >= 0]
     per_rank = own.groupby("rank").agg(bytes_read=("bytes_read", "sum"),
                                        bytes_written=("bytes_written", "sum"),
@@ -144,12 +151,20 @@ def rank_balance(files: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     per_rank["io_time"] = per_rank[_TIMES].sum(axis=1)
     per_rank = per_rank.reset_index()
     shared = moved.loc[moved["rank"] < 0, "slowest_rank_time"].sum()
+    moved_bytes = (per_rank["bytes_read"] + per_rank["bytes_written"]) > 0
+    counts = {
+        "nprocs": int(nprocs),
+        "records": len(moved),
+        "ranks": len(per_rank),
+        "moved": int(moved_bytes.sum()),
+        "shared_slowest_s": shared,
+    }
     if per_rank.empty:
-        return per_rank, {"ranks": 0, "shared_slowest_s": shared}
+        return per_rank, counts
     t = per_rank.set_index("rank")["io_time"]
-    summary = {"ranks": len(t), "fastest_rank": int(t.idxmin()), "fastest_s": t.min(),
+    summary = {"fastest_rank": int(t.idxmin()), "fastest_s": t.min(),
                "slowest_rank": int(t.idxmax()), "slowest_s": t.max(), "mean_s": t.mean(),
-               "variance_s2": t.var(ddof=0), "shared_slowest_s": shared}  # fmt: skip
+               "variance_s2": t.var(ddof=0), **counts}  # fmt: skip
     return per_rank, summary
 
 

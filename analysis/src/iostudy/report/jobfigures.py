@@ -90,7 +90,7 @@ def sizes_figure(bins: pd.DataFrame) -> Figure:
 
 def ranks_figure(per_rank: pd.DataFrame) -> Figure:
     """Each rank's I/O time in its own records: a bar per rank (up to RANKS_DRAWN), else a
-    histogram of the ranks' times."""
+    histogram of the processes' times."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 2.6), layout="constrained")
@@ -102,8 +102,8 @@ def ranks_figure(per_rank: pd.DataFrame) -> Figure:
         ax.tick_params(axis="x", labelsize=6)
     else:
         ax.hist(per_rank["io_time"], bins=30, color="#4c78a8")
-        ax.set_xlabel("I/O time of a rank (s)", fontsize=8)
-        ax.set_ylabel("ranks", fontsize=8)
+        ax.set_xlabel("I/O time of a process in its own records (s)", fontsize=8)
+        ax.set_ylabel("processes", fontsize=8)
         count_ticks(ax.yaxis)
     ax.tick_params(axis="y", labelsize=7)
     ax.grid(axis="y", alpha=0.3)

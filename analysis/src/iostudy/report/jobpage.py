@@ -12,7 +12,7 @@ from pathlib import Path
 
 from iostudy.core import nodecount, provenance
 from iostudy.core.deferred import deferred
-from iostudy.logs import darshanlog
+from iostudy.logs import darshanlog, sharing
 from iostudy.metrics import jobdetail
 from iostudy.report import dxtfigure, figures, jobfigures
 
@@ -24,6 +24,8 @@ RECORD = ["log", "ingested_from", "jobid", "system", "run_id", "user", "account"
           "bytes_read", "bytes_written", "io_time_slowest_s", "agg_perf_mib_s", "mib_s_per_cn",
           "md_cost_pct", "key_access_size", "files", "dxt_segments", "flags",
           "log_sha256"]  # fmt: skip
+#: the record table's names of fields it words otherwise than every table (figures.HEADERS)
+LABELS = {"nprocs": "processes (nprocs)"}
 
 
 def find_own_log(places: list[Path], sha256: str, show) -> tuple[dict | None, str]:
@@ -54,7 +56,8 @@ def record_table(job: pd.Series) -> pd.DataFrame:
         if figures.is_bytes(field) and pd.api.types.is_number(value) and pd.notna(value):
             # the exact count beside the binary prefix
             text += f" ({int(value):,} bytes)"
-        rows.append({"field": figures.HEADERS.get(field, field), "value": text})
+        label = LABELS.get(field) or figures.HEADERS.get(field, field)
+        rows.append({"field": label, "value": text})
     return pd.DataFrame(rows)
 
 
@@ -82,8 +85,9 @@ def sections(
     out.append(("Diagnoses", _diagnoses(item, findings)))
     out.append(("I/O time and operations per module", _modules(item, files, job.get("flags"))))
     out.append(("Access sizes", _sizes(item, files, log, why_no_log)))
-    out.append(("Files", _files(item, files, job.get("flags"))))
-    out.append(("Rank balance", _ranks(item, files)))
+    nprocs = int(job["nprocs"])
+    out.append(("Files", _files(item, files, job.get("flags"), nprocs)))
+    out.append(("Rank balance", _ranks(item, files, nprocs)))
     if counters is not None and not counters.empty:
         out.append(("Job-level modules", _job_modules(item, counters)))
     out.append(("Heatmap: bytes over time", _heatmap(item, log, why_no_log)))
@@ -151,17 +155,19 @@ def _sizes(item, files, log, why_no_log):
     return out
 
 
-def _files(item, files, flags):
-    table = jobdetail.file_table(files)
+def _files(item, files, flags, nprocs):
+    table = jobdetail.file_table(files, nprocs)
     if table.empty:
         return [item("note", "files", "No file record.", table)]
     by_bytes = table.sort_values(["bytes", "path"], ascending=[False, True])
     by_time = table.sort_values(["io_time", "path"], ascending=[False, True])
     by_bytes, by_time = (jobfigures.not_recorded(t, flags) for t in (by_bytes, by_time))
     top = len(figures.page_rows(table))
+    of_job = processes_text(nprocs)
     return [
         item("table", "files-by-bytes", f"The {top} of {len(table):,} files (per module) that "
-             "moved the most bytes; every file in the CSV.", by_bytes,
+             "moved the most bytes, each with its sharing class and the processes that "
+             f"accessed it (of the job's {of_job}); every file in the CSV.", by_bytes,
              table=True, hide=["read_time", "write_time", "meta_time"]),
         item("table", "files-by-time", f"The {top} files that took the most I/O time (summed "
              "over the processes); every file in the CSV.", by_time,
@@ -173,25 +179,56 @@ def _files(item, files, flags):
 _MOVED = "POSIX, STDIO, and DFS or DAOS where the I/O bypassed POSIX"
 
 
-def _ranks(item, files):
-    per_rank, s = jobdetail.rank_balance(files)
+def processes_moved(job: pd.Series, files: pd.DataFrame) -> str:
+    """How many of the job's processes moved bytes in records of their own, when some did and
+    some did not ("295 of 496 processes moved bytes in records of their own"), else "": a page
+    says the job's processes (nprocs) as processes, and any other count of them of what."""
+    nprocs = int(job["nprocs"])
+    _, s = jobdetail.rank_balance(files, nprocs)
+    if not 0 < s["moved"] < nprocs:
+        return ""
+    return f"{processes_text(s['moved'], nprocs)} moved bytes in records of their own"
+
+
+def processes_text(n: int, nprocs: int | None = None) -> str:
+    """n processes in words, of the job's nprocs when given (iostudy.logs.sharing's
+    processes_text: "1 process", "all 4 processes", "295 of 496 processes")."""
+    text = f"{n:,}" if nprocs is None else sharing.processes_text(n, nprocs)
+    return f"{text} process{'' if n == 1 else 'es'}"
+
+
+def _ranks(item, files, nprocs):
+    per_rank, s = jobdetail.rank_balance(files, nprocs)
+    where = f"the layers that moved the bytes ({_MOVED})"
+    everyone = f"records of {processes_text(nprocs, nprocs)}"
+    if not s["records"]:
+        return [item("note", "ranks", f"The job's log has no record of {where}.", per_rank)]
     if per_rank.empty:
         note = (
-            f"No rank has records of its own in the layers that moved the bytes ({_MOVED}; "
-            f"only shared records: their slowest rank took {s['shared_slowest_s']:.3g} s)."
+            f"No process has records of its own in {where}: only {everyone}, whose slowest "
+            f"rank took {s['shared_slowest_s']:.3g} s."
+        )
+        return [item("note", "ranks", note, per_rank)]
+    if nprocs == 1:  # its records are its one process's, whatever their rank
+        note = (
+            f"The job's one process (rank {s['slowest_rank']}) took {s['slowest_s']:.3g} s of "
+            f"I/O time in {where}."
         )
         return [item("note", "ranks", note, per_rank)]
     caption = (
-        f"Each rank's I/O time in its own records of the layers that moved the bytes "
-        f"({_MOVED}): {s['ranks']:,} ranks, the fastest rank {s['fastest_rank']} "
-        f"({s['fastest_s']:.3g} s), the slowest rank {s['slowest_rank']} "
+        f"Each process's I/O time in its own records of {where}: "
+        f"{processes_text(s['ranks'], nprocs)} have records of their own, "
+        f"{processes_text(s['moved'], nprocs)} moved bytes in them; the fastest rank "
+        f"{s['fastest_rank']} ({s['fastest_s']:.3g} s), the slowest rank {s['slowest_rank']} "
         f"({s['slowest_s']:.3g} s), mean {s['mean_s']:.3g} s, variance {s['variance_s2']:.3g} "
-        f"s²; records shared by all ranks add their slowest rank's "
-        f"{s['shared_slowest_s']:.3g} s."
+        f"s²"
     )
+    if s["shared_slowest_s"] > 0:
+        caption += f"; {everyone} add their slowest rank's {s['shared_slowest_s']:.3g} s"
     if len(per_rank) < 2:  # one bar says no more than the caption
-        return [item("note", "ranks", caption, per_rank)]
-    return [item("figure", "ranks", caption, per_rank, fig=jobfigures.ranks_figure(per_rank))]
+        return [item("note", "ranks", f"{caption}.", per_rank)]
+    fig = jobfigures.ranks_figure(per_rank)
+    return [item("figure", "ranks", f"{caption}.", per_rank, fig=fig)]
 
 
 # What each table of the job-level modules' section shows (jobdetail.job_modules' names)

@@ -124,8 +124,9 @@ class Pages:
             )
             project = projectpage.project_of(job.to_frame().T).iloc[0]
             up = project_href(project) if project_href(project) in self.written else None
-            _write(out, job_href(sha), f"Job {_job_name(job)}", _job_top(job, found, sha),
-                   secs, page, up=(up, f"project {project}"))  # fmt: skip
+            top = _job_top(job, found, sha, jobpage.processes_moved(job, mine))
+            _write(out, job_href(sha), f"Job {_job_name(job)}", top, secs, page,
+                   up=(up, f"project {project}"))  # fmt: skip
 
     def _trace(self, sha: str, job: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame] | None:
         """The job's DXT segments and their files' paths (names anonymized when asked);
@@ -173,27 +174,32 @@ def _job_name(job: pd.Series) -> str:
     return f"{int(jobid)}" if pd.notna(jobid) else Path(str(job.get("log"))).name
 
 
-def _job_top(job: pd.Series, found: pd.DataFrame, sha: str) -> tuple[str, list[str]]:
+def _job_top(job: pd.Series, found: pd.DataFrame, sha: str, moved: str) -> tuple[str, list[str]]:
     """The job page's verdict: DIAGNOSED or NO FINDING, and its first lines: what is wrong
-    with its I/O, then its key figures."""
+    with its I/O, then its key figures (``moved``: how many of its processes moved bytes,
+    when not all, jobpage.processes_moved)."""
     mine = found[found[JOB_KEY] == sha]
     lines = [f"{r.rule}: {r.found}" for r in mine.itertuples()] or [
         "No diagnosis rule fired on this job."
     ]
-    lines.append(
-        f"{_rate_on_nodes(job)}; strategy {job['strategy']}; metadata "
-        f"{_pct(job.get('md_cost_pct'))} of the I/O time."
-    )
+    said = [
+        _rate_on_nodes(job),
+        moved,
+        f"strategy {job['strategy']}",
+        f"metadata {_pct(job.get('md_cost_pct'))} of the I/O time.",
+    ]
+    lines.append("; ".join(part for part in said if part))
     return ("DIAGNOSED" if len(mine) else "NO FINDING"), lines
 
 
 def _rate_on_nodes(job: pd.Series) -> str:
     """The job's MiB/s/CN and where it ran, or why it has none."""
-    procs, nodes, rate = int(job["nprocs"]), job.get("nodes"), job.get("mib_s_per_cn")
+    procs = jobpage.processes_text(int(job["nprocs"]))
+    nodes, rate = job.get("nodes"), job.get("mib_s_per_cn")
     if pd.isna(nodes):
-        return f"no MiB/s/CN ({nodecount.WHY_UNKNOWN}); {procs:,} processes"
+        return f"no MiB/s/CN ({nodecount.WHY_UNKNOWN}); {procs}"
     rate = f"{fmt(rate)} MiB/s/CN" if pd.notna(rate) else "no MiB/s/CN (no I/O time)"
-    return f"{rate}; {procs:,} processes on {int(nodes):,} node{'s' if nodes != 1 else ''}"
+    return f"{rate}; {procs} on {int(nodes):,} node{'s' if nodes != 1 else ''}"
 
 
 def _pct(value) -> str:
