@@ -68,25 +68,26 @@ SAID = {
                     "previous one",
     "random-writes": "4,000 of 4,064 POSIX writes (98%) not at a higher offset than the "
                      "previous one",
-    "shared-small-reads": "1,500 of 2,000 POSIX reads (75%) to files shared by all ranks at "
-                          "most 1 MiB",
-    "shared-small-writes": "3,000 of 3,000 POSIX writes (100%) to files shared by all ranks "
-                           "at most 1 MiB",
+    "shared-small-reads": "1,500 of 2,000 POSIX reads (75%) to files shared by all 4 "
+                          "processes at most 1 MiB",
+    "shared-small-writes": "3,000 of 3,000 POSIX writes (100%) to files shared by all 4 "
+                           "processes at most 1 MiB",
     "slow-metadata": "a file's metadata took 31 s (its records' ranks together)",
-    "shared-size-imbalance": "in a file shared by all ranks, its slowest and fastest ranks' "
-                             "bytes differ by 50% of the file's bytes",
-    "stragglers": "in a file shared by all ranks, its slowest and fastest ranks' I/O time "
-                  "differ by 25% of the file's I/O time",
-    "write-imbalance": "in a file of several ranks (not all), the rank that wrote least wrote "
+    "shared-size-imbalance": "in a file shared by all 4 processes, its slowest and fastest "
+                             "ranks' bytes differ by 50% of the file's bytes",
+    "stragglers": "in a file shared by all 4 processes, its slowest and fastest ranks' "
+                  "I/O time differ by 25% of the file's I/O time",
+    "write-imbalance": "in a file of several processes (not all), the rank that wrote least wrote "
                        "88% less than the rank that wrote most",
-    "read-imbalance": "in a file of several ranks (not all), the rank that read least read "
+    "read-imbalance": "in a file of several processes (not all), the rank that read least read "
                       "50% less than the rank that read most",
     "no-collective-reads": "2,000 of 2,000 MPI-IO reads (100%) independent",
     "no-collective-writes": "1,200 of 1,200 MPI-IO writes (100%) independent",
     "metadata-dominated": "metadata 80% of the I/O time (3 s over the processes)",
     "rank0-only": "rank 0 of 4 processes moved all 256.0 MiB",
     "many-files": "400 files for 4 processes (100 per process)",
-    "rank-imbalance": "the busiest of 4 ranks (rank 0) moved 64.0 MiB, the least busy (rank 1) "
+    "rank-imbalance": "of the 4 processes that moved bytes in records of their own, the "
+                      "busiest (rank 0) moved 64.0 MiB, the least busy (rank 1) "
                       "16.0 MiB",
 }  # fmt: skip
 

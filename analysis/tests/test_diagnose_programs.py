@@ -163,12 +163,13 @@ EXPECTED = {
     # MiB, all through fwrite_unlocked (STDIO; glibc's own write of its buffer is not a call the
     # runtime sees): 100% (test_stdio_heavy_counts_what_seq_wrote checks the size)
     "stdio-heavy": Shows("seq", "STDIO moved 2.56 MiB, 100% of the bytes (STDIO, POSIX beyond "
-                         "MPI-IO, MPI-IO)", "<STDOUT> (2.56 MiB moved)", "0 (1 of 1 processes)"),
+                         "MPI-IO, MPI-IO)", "<STDOUT> (2.56 MiB moved)",
+                         "0 (the job's one process)"),
     # 2 MiB (2,097,152 bytes) in reads of 100: 20,971 whole ones, one of 52, one at the end of
     # the file that returns 0
     "small-reads": Shows("dd-small", "20,973 of 20,973 POSIX reads (100%) at most 1 MiB",
                          "{work}/two-mib.dat (20,973 reads at most 1 MiB)",
-                         "0 (1 of 1 processes)"),
+                         "0 (the job's one process)"),
     # 2 ranks x 2,000 writes of 100 bytes
     "small-writes": Shows("small", "4,000 of 4,000 POSIX writes (100%) at most 1 MiB",
                           "{work}/small0.dat (2,000 writes at most 1 MiB); {work}/small1.dat "
@@ -183,10 +184,10 @@ EXPECTED = {
     # 1,024, ..., 20,480: 21 reads), and 2,097,152 = 512 x 4,096 is: 22 aligned, 20,951 not
     "misaligned-file": Shows("dd-small", "20,951 of 20,973 POSIX accesses (100%) at offsets not "
                              "aligned to the file system's block", "{work}/two-mib.dat (20,951 "
-                             "unaligned accesses (file))", "0 (1 of 1 processes)"),
+                             "unaligned accesses (file))", "0 (the job's one process)"),
     # the 2 MiB file read three times by one process
     "repeated-reads": Shows("cat-thrice", "6.0 MiB read in files of 2.0 MiB (3.0 times)",
-                            "{work}/two-mib.dat (3.0 times its size)", "0 (1 of 1 processes)"),
+                            "{work}/two-mib.dat (3.0 times its size)", "0 (the job's one process)"),
     # 2 ranks x the same 1 MiB of its own file written 4 times: 8 MiB in 2 x 1 MiB
     "repeated-writes": Shows("rewrite", "8.0 MiB written in files of 2.0 MiB (4.0 times)",
                              "{work}/rewrite0.dat (4.0 times its size); {work}/rewrite1.dat "
@@ -204,12 +205,12 @@ EXPECTED = {
                            "0-1 (2 of 2 processes)"),
     # one file opened by both ranks (one record of rank -1), each 600 reads of 4 KiB
     "shared-small-reads": Shows("sharedsmall", "1,200 of 1,200 POSIX reads (100%) to files shared "
-                                "by all ranks at most 1 MiB", "{work}/sharedsmall.dat (1,200 "
+                                "by all 2 processes at most 1 MiB", "{work}/sharedsmall.dat (1,200 "
                                 "reads at most 1 MiB)", "all 2"),
     # and 600 writes of 4 KiB each
     "shared-small-writes": Shows("sharedsmall", "1,200 of 1,200 POSIX writes (100%) to files "
-                                 "shared by all ranks at most 1 MiB", "{work}/sharedsmall.dat "
-                                 "(1,200 writes at most 1 MiB)", "all 2"),
+                                 "shared by all 2 processes at most 1 MiB",
+                                 "{work}/sharedsmall.dat (1,200 writes at most 1 MiB)", "all 2"),
     # 50,000 opens, fstats and closes of each rank's own file, its time over META_SECONDS
     # (test_slow_metadata_says_the_log_s_time checks the seconds against the log)
     "slow-metadata": Shows("meta", timed(r"a file's metadata took " + SECONDS + r" s \(its "
@@ -217,24 +218,24 @@ EXPECTED = {
                            "0-1 (2 of 2 processes)"),
     # one file of both ranks: rank 0 wrote 8 MiB, rank 1 1 MiB: |8 - 1| / 9 = 78%; which of
     # the two took longer is the machine's
-    "shared-size-imbalance": Shows("sizeimb", "in a file shared by all ranks, its slowest and "
-                                   "fastest ranks' bytes differ by 78% of the file's bytes",
+    "shared-size-imbalance": Shows("sizeimb", "in a file shared by all 2 processes, its slowest "
+                                   "and fastest ranks' bytes differ by 78% of the file's bytes",
                                    "{work}/sizeimb.dat (78% of its bytes apart)",
                                    timed(r"0 \(slowest\), 1 \(fastest\)|1 \(slowest\), 0 "
                                          r"\(fastest\)")),
     # one file of both ranks, 1 MiB each; rank 1's 500,000 lseeks are its metadata time: about
     # all of the file's time (the share is the machine's), rank 1 the slowest
-    "stragglers": Shows("straggler", timed(r"in a file shared by all ranks, its slowest and "
-                        rf"fastest ranks' I/O time differ by {PERCENT} of the file's I/O time"),
+    "stragglers": Shows("straggler", timed(r"in a file shared by all 2 processes, its slowest "
+                        rf"and fastest ranks' I/O time differ by {PERCENT} of the file's I/O time"),
                         timed(rf"{{work}}/straggler\.dat \({PERCENT} of its I/O time apart\)"),
                         "1 (slowest), 0 (fastest)"),
     # a file of ranks 0 and 1 of 3 (a record each): 8 MiB and 1 MiB written, (8 - 1) / 8 = 88%
-    "write-imbalance": Shows("partial", "in a file of several ranks (not all), the rank that wrote "
-                             "least wrote 88% less than the rank that wrote most",
+    "write-imbalance": Shows("partial", "in a file of several processes (not all), the "
+                             "rank that wrote least wrote 88% less than the rank that wrote most",
                              "{work}/partial.dat (88% apart)", "0-1 (2 of 3 processes)"),
     # and the same read back
-    "read-imbalance": Shows("partial", "in a file of several ranks (not all), the rank that read "
-                            "least read 88% less than the rank that read most",
+    "read-imbalance": Shows("partial", "in a file of several processes (not all), the "
+                            "rank that read least read 88% less than the rank that read most",
                             "{work}/partial.dat (88% apart)", "0-1 (2 of 3 processes)"),
     # 2 ranks x 600 MPI_File_read_at (and 600 MPI_File_write_at) on one file: a record of rank -1
     "no-collective-reads": Shows("indep", "1,200 of 1,200 MPI-IO reads (100%) independent",
@@ -250,8 +251,9 @@ EXPECTED = {
     # the 3,000 files it creates and the standard output it prints "done 3000" to
     "many-files": Shows("many-files", "3,001 files for 1 process (3,001 per process)", None, None),
     # rank 0 wrote 1 MiB to its file, rank 1 8 MiB to its own
-    "rank-imbalance": Shows("imbalance", "the busiest of 2 ranks (rank 1) moved 8.0 MiB, the least "
-                            "busy (rank 0) 1.0 MiB", "{work}/imb1.dat (8 MiB moved); "
+    "rank-imbalance": Shows("imbalance", "of the 2 processes that moved bytes in records of "
+                            "their own, the busiest (rank 1) moved 8.0 MiB, the least busy "
+                            "(rank 0) 1.0 MiB", "{work}/imb1.dat (8 MiB moved); "
                             "{work}/imb0.dat (1 MiB moved)", "0-1 (2 of 2 processes)"),
 }  # fmt: skip
 #: rules Drishti 0.8 does not set on their own programs, and why (tests/drishti.py's why names it

@@ -132,6 +132,8 @@ def _rank_list(ranks, nprocs) -> str | None:
     """'all 16', or '0-3, 7 (5 of 16 processes)'; runs of consecutive ranks joined."""
     if not isinstance(ranks, set) or not ranks:
         return None
+    if nprocs is not None and nprocs <= 1:
+        return "0 (the job's one process)"
     if -1 in ranks:
         return f"all {nprocs:,.0f}"
     runs, ordered = [], sorted(int(r) for r in ranks)

@@ -22,7 +22,7 @@ pd = deferred("pandas")
 _COUNTERS = """
 WITH rank_bytes AS (
     SELECT log_sha256, rank, SUM(bytes_read::HUGEINT + bytes_written) AS bytes
-    FROM files WHERE module = 'posix' AND rank >= 0 GROUP BY ALL
+    FROM files f WHERE {counted} AND rank >= 0 GROUP BY ALL
     HAVING SUM(bytes_read::HUGEINT + bytes_written) > 0
 ),
 ranks AS (
@@ -100,7 +100,8 @@ def job_facts(con, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
     jobs = jobstats.job_table(con) if jobs is None else jobs
     if jobs.empty:
         return jobs
-    counted = modules.counted(jobstats.DEFAULT_SCOPE, "f")  # md_cost_pct's records
+    # the records of the layers that moved the bytes (md_cost_pct's, the rank balance's)
+    counted = modules.counted(jobstats.DEFAULT_SCOPE, "f")
     counters = con.execute(_COUNTERS.format(counted=counted)).df()
     facts = jobs.merge(counters, on="log_sha256", how="left")
     spreads = [

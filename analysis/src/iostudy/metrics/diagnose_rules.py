@@ -102,10 +102,12 @@ def _shared_small(direction: str, code: str) -> Rule:
         code,
         f"aggregate the small {direction}s to the shared file (MPI-IO collective {direction}s, "
         "or a buffer per node): every rank's small request locks and contends on the same file",
-        lambda f, t: (share(f[small], f[total]) > t["share"]) & (f[small] > t["min_count"]),
+        lambda f, t: (
+            (share(f[small], f[total]) > t["share"]) & (f[small] > t["min_count"]) & (f.nprocs > 1)
+        ),
         lambda r: (
             _of(getattr(r, small), getattr(r, total), f"POSIX {direction}s")
-            + f" to files shared by all ranks {SMALL}"
+            + f" to files shared by all {r.nprocs:,.0f} processes {SMALL}"
         ),
         Evidence(
             "posix",
@@ -213,7 +215,7 @@ def _imbalance(direction: str, code: str) -> Rule:
         f"{direction} it): the file's slowest rank holds the others",
         lambda f, t: f[spread] > t["share"],
         lambda r: (
-            f"in a file of several ranks (not all), the rank that {verb} least {verb} "
+            f"in a file of several processes (not all), the rank that {verb} least {verb} "
             f"{pct(getattr(r, spread))} less than the rank that {verb} most"
         ),
         Evidence(
@@ -270,7 +272,8 @@ def _shared_spread(kind: str, code: str) -> Rule:
         + ": every rank waits for the slowest",
         lambda f, t: f[spread] > t["share"],
         lambda r: (
-            f"in a file shared by all ranks, its slowest and fastest ranks' {what} differ by "
+            f"in a file shared by all {r.nprocs:,.0f} processes, its slowest and fastest "
+            f"ranks' {what} differ by "
             f"{pct(getattr(r, spread))} of the file's {what}"
         ),
         Evidence(
@@ -368,7 +371,8 @@ def _own_rules() -> tuple[Rule, ...]:
                 & (share(f.busiest_bytes - f.idlest_bytes, f.busiest_bytes) > t["share"])
             ),
             lambda r: (
-                f"the busiest of {r.ranks_moving:,.0f} ranks (rank {r.busiest_rank:.0f}) moved "
+                f"of the {r.ranks_moving:,.0f} processes that moved bytes in records of their "
+                f"own, the busiest (rank {r.busiest_rank:.0f}) moved "
                 f"{r.busiest_bytes / MIB:,.1f} MiB, the least busy (rank {r.idlest_rank:.0f}) "
                 f"{r.idlest_bytes / MIB:,.1f} MiB"
             ),
