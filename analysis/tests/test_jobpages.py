@@ -115,8 +115,11 @@ def test_the_posix_job_page_shows_the_hand_derived_counts(built):
     posix = _csv(built, 7001, "modules").set_index("module").loc["POSIX"]
     assert (posix["writes"], posix["bytes_written"]) == (4, 16 * MIB)
     sizes = _csv(built, 7001, "sizes").set_index(["module", "operation", "size"])["accesses"]
-    # Darshan's bins hold their upper bound: 4 MiB is in 1-4 MiB (POSIX_SIZE_WRITE_1M_4M)
-    assert sizes[("POSIX", "write", "1-4 MiB")] == 4 and sizes.xs("write", level=1).sum() == 4
+    # Darshan's bins hold their upper bound: 4 MiB is in 1M_4M (POSIX_SIZE_WRITE_1M_4M)
+    assert (
+        sizes[("POSIX", "write", "over 1 MiB to 4 MiB")] == 4
+        and sizes.xs("write", level=1).sum() == 4
+    )
     common = _csv(built, 7001, "common-sizes")
     assert (common.iloc[0]["module"], common.iloc[0]["size"]) == ("POSIX", 4 * MIB)
     files = _csv(built, 7001, "files-by-bytes")
@@ -135,7 +138,7 @@ def test_the_mpiio_job_page_shows_both_levels_and_both_ranks(built):
     shared = str(built["root"] / "work" / "good.dat")
     assert files[("POSIX", shared)] == files[("MPI-IO", shared)] == 16 * MIB
     sizes = _csv(built, 7004, "sizes").set_index(["module", "operation", "size"])["accesses"]
-    assert sizes[("MPI-IO", "write", "4-10 MiB")] == 2
+    assert sizes[("MPI-IO", "write", "over 4 MiB to 10 MiB")] == 2
     heat = _csv(built, 7004, "heatmap")
     # the HEATMAP records and the POSIX counters are two records of the same bytes (Open MPI's
     # shared-file-pointer file among them)
@@ -149,8 +152,9 @@ def test_the_small_writes_job_page_says_what_is_wrong_first(built):
     page = _page(built, 7003).read_text()
     top = page[: page.index('<nav class="toc">')]
     assert '<p class="word">DIAGNOSED</p>' in top
-    # 2 ranks x 2,000 writes of 100 bytes (the same line iostudy diagnose prints)
-    assert "small-writes: 4,000 of 4,000 POSIX writes (100%) under 1 MiB" in top
+    # 2 ranks x 2,000 writes of 100 bytes (the same line iostudy diagnose prints): small is at
+    # most 1 MiB, Darshan's bins up to 100K_1M, which holds 1,048,576 bytes
+    assert "small-writes: 4,000 of 4,000 POSIX writes (100%) at most 1 MiB" in top
     ranks = _csv(built, 7003, "ranks").set_index("rank")
     # each rank's 2,000 x 100 bytes through POSIX, and rank 0's "done small\n" (11 bytes)
     # through STDIO: the rank balance counts every layer that moved bytes
@@ -165,7 +169,10 @@ def test_the_project_page_lists_its_jobs_and_its_performance_by_size(built):
     stem = climate.stem
     jobs = pd.read_csv(version / f"{stem}-jobs.csv")
     assert sorted(jobs["jobid"]) == [7003, 7004]
-    assert set(jobs["key_access_size"]) == {"0-100 B (w)", "4-10 MiB (w)"}  # from the patterns
+    assert set(jobs["key_access_size"]) == {
+        "0-100 B (w)",
+        "over 4 MiB to 10 MiB (w)",
+    }  # from the patterns
     assert {f"job-{built['shas'][j]}.html" for j in (7003, 7004)} <= _hrefs(climate)
     by_size = pd.read_csv(version / f"{stem}-by-size.csv").set_index("nodes")["jobs"]
     assert by_size.to_dict() == {1: 1, 2: 1}  # the accounting's node counts
@@ -197,7 +204,7 @@ def test_compare_jobs_sets_the_levels_side_by_side(built, capsys):
     assert levels.at[("MPI-IO", "writes"), "b"] == 2 and levels.at[("MPI-IO", "writes"), "a"] == 0
     sizes = rows[rows["table"] == "sizes"].set_index(["module", "operation", "size"])
     assert sizes.at[("POSIX", "write", "0-100 B"), "a"] == 4000
-    assert sizes.at[("MPI-IO", "write", "4-10 MiB"), "b"] == 2
+    assert sizes.at[("MPI-IO", "write", "over 4 MiB to 10 MiB"), "b"] == 2
     page = built["index"].read_text()
     assert 'id="section-before-after"' in page and "A = job 7003" in page
 

@@ -297,11 +297,11 @@ def test_project_averages(jobs):
 def test_access_sizes(jobs):
     t = workload_tables.access_sizes(workload_tables.large_jobs(jobs), ["physics"])
     assert len(t) == 2 * len(SIZES)
-    # 50 reads 0-100, 100 reads 1M-4M, 150 reads 4M-10M, 50 + 250 writes 1M-4M: 600 accesses.
-    assert pick(t, operation="read", size="0-100")["pct"] == pytest.approx(100 * 50 / 600)
-    assert pick(t, operation="read", size="1M-4M")["accesses"] == 100
-    assert pick(t, operation="read", size="4M-10M")["pct"] == pytest.approx(25)
-    assert pick(t, operation="write", size="1M-4M")["pct"] == pytest.approx(50)
+    # 50 reads 0_100, 100 reads 1M_4M, 150 reads 4M_10M, 50 + 250 writes 1M_4M: 600 accesses.
+    assert pick(t, operation="read", size="0-100 B")["pct"] == pytest.approx(100 * 50 / 600)
+    assert pick(t, operation="read", size="over 1 MiB to 4 MiB")["accesses"] == 100
+    assert pick(t, operation="read", size="over 4 MiB to 10 MiB")["pct"] == pytest.approx(25)
+    assert pick(t, operation="write", size="over 1 MiB to 4 MiB")["pct"] == pytest.approx(50)
     assert t["pct"].sum() == pytest.approx(100)
 
 

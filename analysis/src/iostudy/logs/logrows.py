@@ -21,14 +21,14 @@ from iostudy.core.deferred import deferred
 from iostudy.logs import jobmodules, modules, plausibility, proberows, sharing, upconversion
 from iostudy.logs.darshanlog_worker import CheckedLog, read
 from iostudy.logs.recordlayout import record_layout
+from iostudy.logs.sizebins import NAMES
 from iostudy.logs.summary import MODULE_COUNTERS
 
 np = deferred("numpy")
 pa = deferred("pyarrow")
 
 # Darshan's access-size histogram bins (the counters' suffixes), smallest first.
-SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
-             "100M_1G", "1G_PLUS")  # fmt: skip
+SIZE_BINS = NAMES
 
 # The files table's counter columns beyond MODULE_COUNTERS': {column: {module: counters summed}};
 # a module without an entry gets null.

@@ -32,12 +32,11 @@ from __future__ import annotations
 import re
 
 from iostudy.core.deferred import deferred
-from iostudy.logs import jobmodules, logrows, modules, sharing
-from iostudy.metrics import jobstats
+from iostudy.logs import jobmodules, logrows, modules, sharing, sizebins
 
 pd = deferred("pandas")
 
-SIZE_BINS, SIZE_LABELS = logrows.SIZE_BINS, jobstats.SIZE_LABELS
+SIZE_BINS, SIZE_LABELS = sizebins.NAMES, sizebins.LABELS
 #: the files table's modules in the order a page shows them
 MODULE_ORDER = modules.TOKEN_ORDER
 #: the modules whose records count accesses per size bin, in that order

@@ -36,9 +36,11 @@ MPI-IO, HDF5 and PnetCDF are layers above, whose bytes those moved):
   003's model coordinates.
 - interfaces: every layer the log's modules name (POSIX, STDIO, MPI-IO, HDF5, PnetCDF, DFS,
   DAOS), whatever the scope.
-- read_* / write_*: accesses per size bin of the scope's modules that count them.
-- key_access_size (seed 000's Table V): the size bin with the most accesses of the scope, with
-  their direction: (r), (w) or (r+w); empty when the job made no access.
+- read_* / write_*: accesses per size bin of the scope's modules that count them (Darshan's
+  bins: :mod:`iostudy.logs.sizebins`, each holding its upper edge).
+- key_access_size (seed 000's Table V): the size bin with the most accesses of the scope, by
+  its label (sizebins.LABELS: "over 100 KiB to 1 MiB"), with their direction: (r), (w) or
+  (r+w); empty when the job made no access.
 - dxt_segments: the DXT segments the store holds of the log (the dxt table,
   :mod:`iostudy.logs.dxt`): fewer than the log's when they were more than ingest's bound (flags
   says how many were dropped).
@@ -60,18 +62,14 @@ from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import MIB, integral
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
-from iostudy.logs import logrows, modules, sharing
+from iostudy.logs import modules, sharing, sizebins
 from iostudy.store import store as store_mod
 
 pd = deferred("pandas")
 
 DEFAULT_SCOPE = modules.DEFAULT_SCOPE
 STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
-SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in logrows.SIZE_BINS]
-#: a size bin as a reader knows it (Darshan's bins, 1K = 1,024 bytes)
-SIZE_LABELS = dict(zip(logrows.SIZE_BINS, ("0-100 B", "100 B-1 KiB", "1-10 KiB", "10-100 KiB",
-                   "100 KiB-1 MiB", "1-4 MiB", "4-10 MiB", "10-100 MiB", "100 MiB-1 GiB",
-                   ">= 1 GiB"), strict=True))  # fmt: skip
+SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in sizebins.NAMES]
 # Totals the query sums: HUGEINT there (SUM of BIGINT), never cast back to BIGINT, where they could
 # overflow; int64 here when they are exact (numfmt.integral).
 SUMMED = ["bytes_read", "bytes_written", "unique_bytes", "shared_bytes", "partial_bytes",
@@ -299,11 +297,11 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
 
 
 def _key_access_sizes(df: pd.DataFrame) -> list[str]:
-    bins = [b.lower() for b in logrows.SIZE_BINS]
+    bins = [b.lower() for b in sizebins.NAMES]
     reads = df[[f"read_{b}" for b in bins]].to_numpy(float)
     writes = df[[f"write_{b}" for b in bins]].to_numpy(float)
     best = (reads + writes).argmax(axis=1) if len(df) else []
-    labels = list(SIZE_LABELS.values())
+    labels = list(sizebins.LABELS.values())
     out = []
     for i, b in enumerate(best):
         r, w = reads[i, b], writes[i, b]

@@ -32,7 +32,7 @@ from __future__ import annotations
 from iostudy.collect import sacct
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import integral
-from iostudy.logs import modules
+from iostudy.logs import modules, sizebins
 from iostudy.metrics import jobstats
 from iostudy.metrics.workload_figures import (
     access_sizes_figure,
@@ -276,7 +276,7 @@ def _add_large_jobs(add, jobs, projects: list[str], large_procs: int, large_mib:
         "access-sizes-by-project",
         f"Access sizes of large jobs by project (seed 000, Fig. 9): jobs with {which}; per "
         "project, the share of its reads and writes in each size bin (bars of a project sum "
-        "to 100%).",
+        f"to 100%; {sizebins.EDGES}).",
         access_sizes(large, projects),
         access_sizes_figure,
         none,

@@ -279,9 +279,9 @@ def access_sizes_figure(sizes: pd.DataFrame) -> Figure:
         ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=6)
         ax.tick_params(axis="y", labelsize=7)
         ax.set_ylabel("% of accesses", fontsize=7)
+        ax.set_xlabel("access size", fontsize=7)  # a panel's own: a figure's would meet the legend
         ax.grid(axis="y", alpha=0.3)
     legend_below(fig)
-    fig.supxlabel("access size (bytes)", fontsize=8)
     return fig
 
 

@@ -21,7 +21,7 @@ import re
 from iostudy.collect import sacct
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, integral
-from iostudy.logs import logrows, modules
+from iostudy.logs import modules, sizebins
 from iostudy.metrics import jobstats
 
 np = deferred("numpy")
@@ -40,10 +40,8 @@ INTERFACES = modules.INTERFACE_ORDER
 STRATEGIES = jobstats.STRATEGIES
 # The byte classes of Fig. 3: files accessed by one process, by all, by some.
 BYTE_CLASSES = {"N:N": "unique_bytes", "N:1": "shared_bytes", "N:M": "partial_bytes"}
-# Darshan's access-size bins: the job table's column suffixes and their labels.
-SIZE_BINS = dict(zip((b.lower() for b in logrows.SIZE_BINS),
-                     ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M",
-                      "10M-100M", "100M-1G", "1G+"), strict=True))  # fmt: skip
+# Darshan's access-size bins: the job table's column suffixes and their labels (sizebins').
+SIZE_BINS = {b.lower(): label for b, label in sizebins.LABELS.items()}
 # Table IV's columns: per large job, averaged per project.
 AVERAGED = (
     "mib_s_per_cn",

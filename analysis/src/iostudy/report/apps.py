@@ -15,8 +15,9 @@ reframe-checks/README.md and iostudy.{btio,madbench,flashio,haccio,hmmer}.
   accessed + 1), I/O volume (bytes read + written), I/O time (read + write + metadata time),
   I/O count (reads + writes) and seek count.
 - Access patterns (what seeds 001 and 002 discuss), per run and application log: the share of
-  POSIX accesses not aligned to the file system's block, the share of small ones (< 1 MiB), MPI-IO
-  collective and independent operations, and the bytes moved through each module.
+  POSIX accesses not aligned to the file system's block, the share of small ones (at most 1 MiB:
+  Darshan's size bins up to 'over 100 KiB to 1 MiB', iostudy.logs.sizebins), MPI-IO collective
+  and independent operations, and the bytes moved through each module.
 
 Sums of counts and bytes are float64, integers when every one is exact
 (:func:`iostudy.core.numfmt.integral`): a store's values are each below 2^62, but a few of them
@@ -310,7 +311,7 @@ def _share(part, whole) -> float:
 def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     """One row per log of an application check (in jobs): the check and its parameters (the
     log's tags beyond the generic ones), then from its records: POSIX reads + writes, the share
-    of them not aligned to the file system's block (unaligned_pct) and below 1 MiB (small_pct),
+    of them not aligned to the file system's block (unaligned_pct) and at most 1 MiB (small_pct),
     MPI-IO collective and independent reads + writes and the collective share, and the bytes
     read + written through each module. Shares are empty when there is no operation."""
     apps = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
@@ -438,7 +439,7 @@ def _add_access(add, app_jobs: pd.DataFrame, files: pd.DataFrame, runs: pd.DataF
             "table",
             f"app-access-{_safe(run.run_id)}",
             f"{run.system}, run {run.run_id}: access patterns of each application log (seeds "
-            "001, 002): POSIX accesses not aligned to the file system block and below 1 MiB "
+            "001, 002): POSIX accesses not aligned to the file system block and at most 1 MiB "
             "(% of reads + writes), MPI-IO collective and independent operations, bytes read + "
             "written per module.",
             table,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from iostudy.core.deferred import deferred
+from iostudy.logs import sizebins
 from iostudy.metrics import comparejobs
 from iostudy.report import jobfigures
 
@@ -42,7 +43,7 @@ def add_section(add, con, pairs, anonymizer=None, jobs: pd.DataFrame | None = No
             "what the file system served, MPI-IO and HDF5 what the application asked for.",
             wide_levels(pair["levels"]), table=True, whole=True)  # fmt: skip
         add(SECTION, "table", f"before-after-{n}-sizes",
-            "Accesses per size bin at each level (the bins either job used).",
+            f"Accesses per size bin at each level (the bins either job used; {sizebins.EDGES}).",
             pair["sizes"], table=True)  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from iostudy.core import nodecount, provenance
 from iostudy.core.deferred import deferred
-from iostudy.logs import darshanlog, sharing
+from iostudy.logs import darshanlog, sharing, sizebins
 from iostudy.metrics import jobdetail
 from iostudy.report import dxtfigure, figures, jobfigures
 
@@ -139,7 +139,7 @@ def _sizes(item, files, log, why_no_log):
                 "sizes",
                 "Accesses per size bin: POSIX's, DFS's and DAOS's are what reached "
                 "storage; MPI-IO's, HDF5 datasets' and PnetCDF variables' the sizes the "
-                "application asked for.",
+                f"application asked for ({sizebins.EDGES}).",
                 bins,
                 fig=jobfigures.sizes_figure(moved),
             )

@@ -5,6 +5,7 @@ seed 000's Table V (its jobs: MiB/s/CN, metadata %, key access size, strategy) a
 from __future__ import annotations
 
 from iostudy.core.deferred import deferred
+from iostudy.logs import sizebins
 from iostudy.report import diagnoses, figures
 
 pd = deferred("pandas")
@@ -61,11 +62,13 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
     out = [("Project", [item("table", "summary", "The project's jobs with a log, their bytes "
                              "and median MiB/s/CN (seed 000's metric, as on every page).",
                              summary, table=True)])]  # fmt: skip
-    out.append(("Its jobs (seed 000, Table V)", [item(
-        "table", "jobs", f"The {shown} of its {len(jobs):,} jobs that moved the most bytes "
-        "(each links to its page; every job in the CSV): MiB/s/CN, metadata share of the I/O "
-        "time, key access size (the size bin of most accesses; r: reads, w: writes) and "
-        "strategy.", v, table=True, hide=["log_sha256"], links=links)]))  # fmt: skip
+    caption = (
+        f"The {shown} of its {len(jobs):,} jobs that moved the most bytes (each links to its "
+        "page; every job in the CSV): MiB/s/CN, metadata share of the I/O time, key access size "
+        f"(the size bin of most accesses, r: reads, w: writes; {sizebins.EDGES}) and strategy."
+    )
+    jobs_v = item("table", "jobs", caption, v, table=True, hide=["log_sha256"], links=links)
+    out.append(("Its jobs (seed 000, Table V)", [jobs_v]))
     vi = table_vi(jobs)
     by_size = [
         item(
