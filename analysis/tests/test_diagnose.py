@@ -196,7 +196,7 @@ def test_a_findings_files_and_ranks_are_pydarshans_top_three(tmp_path):
     said = [f"{report.name_records[i]} ({n:,} writes at most 1 MiB)" for i, n in top.items()]
     assert small["files"] == "; ".join(said)
     assert small["ranks"] == "all 16" and small["drishti"] == "P06"
-    assert small["history"] == "first job of macsio"
+    assert small["history"] == "first job of its code" and small["executable"] == "macsio"
 
 
 def test_history_says_whether_a_finding_is_new_or_usual_for_its_code():
@@ -210,9 +210,10 @@ def test_history_says_whether_a_finding_is_new_or_usual_for_its_code():
     days = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"]
     jobs["start"] = pd.to_datetime(days)
     found = diagnose.with_history(diagnose.diagnose(jobs, diagnose.thresholds()), jobs)
+    assert found["executable"].tolist() == ["lmp"] * 3 + ["other"]
     assert found.set_index("log_sha256")["history"].to_dict() == {
-        "b": "new: none of 1 earlier jobs of lmp",
-        "c": "usual: 1 of 2 earlier jobs of lmp",
-        "d": "usual: 2 of 3 earlier jobs of lmp",
-        "e": "first job of other",
+        "b": "new: none of 1 earlier jobs of its code",
+        "c": "usual: 1 of 2 earlier jobs of its code",
+        "d": "usual: 2 of 3 earlier jobs of its code",
+        "e": "first job of its code",
     }

@@ -72,6 +72,7 @@ COLUMNS = {
     "account": "project",
     "project": "project",
     "exe": "command",
+    "executable": "command",  # a program's file name (iostudy diagnose's findings)
     "command_line": "command",
     "log": "path",
     "log_path": "path",

@@ -7,8 +7,9 @@ Drishti code); they read one row of facts per job log (:mod:`iostudy.metrics.dia
 and fire where their numbers pass the thresholds of ``configs/diagnoses.json`` (a site edits
 the file). A finding says which rule and its Drishti code (``drishti``; null: iostudy's own),
 the numbers that fired it in one line (``found``), the files with the most of the problem
-(``files``: the top three by the rule's measure), the ranks concerned (``ranks``), how often
-the same code had it before (``history``), and one line of advice.
+(``files``: the top three by the rule's measure), the ranks concerned (``ranks``), the job's
+code (``executable``) and how often its earlier jobs had it (``history``), and one line of
+advice.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ pd = deferred("pandas")
 CONFIG = "diagnoses.json"
 TOP_FILES = 3  # files named per finding
 SHOWN_RANKS = 8  # ranks (or runs of ranks) named per finding before "..."
-COLUMNS = ["log", "jobid", "run_id", "account", "nprocs", "rule", "drishti", "found", "files",
-           "ranks", "history", "advice", "log_sha256"]  # fmt: skip
+COLUMNS = ["log", "jobid", "run_id", "account", "executable", "nprocs", "rule", "drishti",
+           "found", "files", "ranks", "history", "advice", "log_sha256"]  # fmt: skip
 job_facts = diagnose_facts.job_facts
 __all__ = ["NOT_RULES", "RULES", "diagnose", "job_facts", "thresholds", "with_evidence"]
 
@@ -68,7 +69,7 @@ def diagnose(facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
     if not found:
         return pd.DataFrame(columns=COLUMNS)
     out = pd.concat(found, ignore_index=True).reindex(columns=COLUMNS)
-    return out.astype(dict.fromkeys(("drishti", "files", "ranks", "history"), object))
+    return out.astype(dict.fromkeys(("drishti", "files", "ranks", "history", "executable"), object))
 
 
 def with_evidence(con, found: pd.DataFrame, facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
@@ -155,28 +156,29 @@ def code_of(exe) -> str | None:
 
 
 def with_history(found: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
-    """``found`` with, per finding, how often the earlier jobs of the same code had the same
-    finding: "first job of X", "new: none of N earlier jobs of X", "usual: K of N ..."."""
+    """``found`` with each finding's job's code (``executable``: :func:`code_of`) and how often
+    the earlier jobs of that code had the same finding (``history``): "first job of its code",
+    "new: none of N earlier jobs of its code", "usual: K of N earlier jobs of its code"."""
     if found.empty:
         return found
     jobs = facts[["log_sha256", "exe", "start"]].drop_duplicates("log_sha256")
     jobs = jobs.assign(code=jobs["exe"].map(code_of)).sort_values(["start", "log_sha256"])
     jobs["earlier"] = jobs.groupby("code", dropna=False).cumcount()
-    mine = found.merge(jobs[["log_sha256", "code", "start", "earlier"]], on="log_sha256")
+    mine = found[["log_sha256", "rule"]].reset_index()
+    mine = mine.merge(jobs[["log_sha256", "code", "start", "earlier"]], on="log_sha256")
     mine = mine.sort_values(["start", "log_sha256"])
     mine["earlier_with"] = mine.groupby(["code", "rule"], dropna=False).cumcount()
-    said = [_history(r.code, r.earlier, r.earlier_with) for r in mine.itertuples()]
-    history = pd.Series(said, index=mine.index)
-    return found.assign(history=history.reindex(found.index))
+    said = [_history(r.earlier, r.earlier_with) for r in mine.itertuples()]
+    mine = mine.set_index("index").assign(history=said)
+    return found.assign(executable=mine["code"], history=mine["history"])
 
 
-def _history(code, earlier: int, earlier_with: int) -> str:
-    name = code or "an unknown code"
+def _history(earlier: int, earlier_with: int) -> str:
     if earlier == 0:
-        return f"first job of {name}"
+        return "first job of its code"
     if earlier_with == 0:
-        return f"new: none of {earlier:,} earlier jobs of {name}"
-    return f"usual: {earlier_with:,} of {earlier:,} earlier jobs of {name}"
+        return f"new: none of {earlier:,} earlier jobs of its code"
+    return f"usual: {earlier_with:,} of {earlier:,} earlier jobs of its code"
 
 
 def findings(con, limits: dict, jobs: pd.DataFrame | None = None) -> tuple:

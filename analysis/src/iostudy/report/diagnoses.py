@@ -55,6 +55,7 @@ def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None):
         return None
     if anonymizer is not None:
         facts, found = anonymizer.frame(facts), anonymizer.frame(found)
+        found["files"] = found["files"].map(anonymizer.text, na_action="ignore")  # their paths
     jobs = len(facts)
     add(
         SECTION,
