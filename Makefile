@@ -35,7 +35,7 @@ C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/t
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
 .PHONY: help setup apt-packages build-runtime build-checks build-fswalk venv test test-fast test-runtime \
-	test-python test-cluster lint demo bench bench-cli bench-runtime bench-analysis bench-fsstats bench-report format clean lock cluster-up \
+	test-python test-cluster lint demo bench bench-cli bench-runtime bench-analysis bench-fsstats bench-report bench-diagnose format clean lock cluster-up \
 	cluster-down spack spack-check
 
 help: ## list the targets
@@ -151,6 +151,13 @@ BENCH_JOBS ?= 100000
 bench-report: setup ## report build time, peak memory and page size on a store of BENCH_JOBS jobs
 	$(VENV)/bin/python analysis/bench/bench_report.py --jobs $(BENCH_JOBS)
 
+# The synthetic store of bench-diagnose (jobs' POSIX, MPI-IO and STDIO records written straight
+# into the tables); BASELINE_SRC (below): an older checkout whose diagnose runs beside.
+BENCH_DIAG_JOBS ?= 100000
+bench-diagnose: setup ## iostudy diagnose time and peak memory on BENCH_DIAG_JOBS jobs (BASELINE_SRC: beside an older checkout)
+	$(VENV)/bin/python analysis/bench/bench_diagnose.py --jobs $(BENCH_DIAG_JOBS) \
+		$(if $(BASELINE_SRC),--baseline-src $(BASELINE_SRC)/analysis/src)
+
 spack: venv ## build the runtime and every benchmark with Spack for SYSTEM (FRESH=1: ignore the lock)
 	@if [ -f configs/systems/$(SYSTEM)/spack/apt-packages.txt ]; then \
 		ci/install-apt-packages.sh configs/systems/$(SYSTEM)/spack/apt-packages.txt; fi
@@ -172,7 +179,7 @@ BASELINE_SRC ?=
 bench-cli: venv ## how soon every --help and snakemake -n answer (BASELINE_SRC: beside an older checkout)
 	$(VENV)/bin/python analysis/bench/bench_cli.py $(if $(BASELINE_SRC),--baseline-src $(BASELINE_SRC))
 
-bench: bench-runtime bench-analysis bench-fsstats bench-report bench-cli ## run every benchmark
+bench: bench-runtime bench-analysis bench-fsstats bench-report bench-diagnose bench-cli ## run every benchmark
 
 format: venv ## rewrite Python (ruff) and C (clang-format) sources in place
 	$(VENV)/bin/ruff check --select I --fix $(PY_DIRS)

@@ -2,8 +2,8 @@
 
 1. A store of ``--jobs`` synthetic job logs (100,000 by default) is written straight into the
    store's tables (one log tree's run, study "facility": jobs of 1 to 4,096 processes over a
-   year, a POSIX and a STDIO record each, bytes and times spread over decades), so that the
-   report, not ingest, is what is measured.
+   year, a POSIX and a STDIO record each, bytes and times spread over decades; synthstore.py's
+   ``make_store``), so that the report, not ingest, is what is measured.
 2. ``iostudy report build --store STORE --study facility`` runs in a child process: wall time,
    and peak resident memory (the child's getrusage maximum), the page's size.
 3. With ``--baseline-src DIR`` (analysis/src of a git worktree of an older commit), the same
@@ -20,7 +20,6 @@ never timed assertions in tests.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import os
 import subprocess
@@ -29,102 +28,18 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-
-from iostudy.store.ingest_writer import PartWriter
-from iostudy.store.store import TABLES, TREE_STATUS, Store
+from synthstore import make_store
 
 TARGET_S, TARGET_GIB, TARGET_PAGE_MB, TARGET_PAGE_KPX = 30.0, 2.0, 2.0, 15.0
 # Job and project pages are made for the jobs and projects the report's tables show (a few
 # tables of at most 16 rows, and a project page's Table V): a bound that does not grow with jobs.
 TARGET_PAGES = 500
-RUN = "facility-tree"
 # A child that runs the command and reports its own children's peak RSS (KiB) on stderr last.
 MEASURE = (
     "import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
     "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
     "sys.exit(p.returncode)"
 )
-
-
-def synthetic_jobs(n: int, rng) -> pa.Table:
-    nprocs = 2 ** rng.integers(0, 13, n)
-    start = np.datetime64("2026-01-01T00:00:00", "s") + rng.integers(0, 365 * 86400, n)
-    run_time = rng.lognormal(6, 1.5, n)
-    columns = {
-        "run_id": [RUN] * n,
-        "log_path": [
-            f"2026/{i % 12 + 1}/{i % 28 + 1}/user{i % 300}_app_id{i}.darshan" for i in range(n)
-        ],  # fmt: skip
-        "log_sha256": [hashlib.sha256(str(i).encode()).hexdigest() for i in range(n)],
-        "jobid": np.arange(n) + 1_000_000,
-        "nprocs": nprocs,
-        "nodes": np.maximum(1, nprocs // 64),
-        "start": start,
-        "end": start + run_time.astype("timedelta64[s]"),
-        "run_time": run_time,
-        "exe": [f"/apps/app{i % 40}/bin/app{i % 40}" for i in range(n)],
-        "system": ["facility"] * n,
-        "uid": 1000 + np.arange(n) % 300,
-        "modules": ["POSIX+STDIO"] * n,
-        "nodes_source": ["system"] * n,
-    }
-    return _table("jobs", n, columns)
-
-
-def synthetic_files(jobs: pa.Table, rng) -> pa.Table:
-    n = jobs.num_rows
-    logs = np.repeat(np.arange(n), 2)
-    nprocs = np.asarray(jobs["nprocs"])[logs]
-    shared = (rng.random(2 * n) < 0.3) & (nprocs > 1)
-    written = rng.lognormal(20, 3, 2 * n).astype(np.int64)
-    columns = {
-        "run_id": [RUN] * (2 * n),
-        "log_sha256": np.asarray(jobs["log_sha256"])[logs],
-        "module": ["posix", "stdio"] * n,
-        "record_id": rng.integers(1, 2**63, 2 * n).astype(np.uint64),
-        "rank": np.where(shared, -1, 0),
-        "path": [f"/scratch/p{i % 500}/out{i}.dat" for i in range(2 * n)],
-        "bytes_read": (written * rng.random(2 * n)).astype(np.int64),
-        "bytes_written": written,
-        "reads": rng.integers(1, 10_000, 2 * n),
-        "writes": rng.integers(1, 10_000, 2 * n),
-        "read_time": rng.lognormal(0, 2, 2 * n),
-        "write_time": rng.lognormal(1, 2, 2 * n),
-        "meta_time": rng.lognormal(-2, 2, 2 * n),
-        "open_start": rng.uniform(0.1, 10, 2 * n),
-        "write_end": rng.uniform(10, 100, 2 * n),
-        "slowest_rank_time": rng.lognormal(1, 2, 2 * n),
-        "shared": shared,
-        "sharing": np.where(shared, "N:1", "N:N"),
-        "opens": rng.integers(1, 100, 2 * n),
-    }
-    return _table("files", 2 * n, columns)
-
-
-def _table(name: str, n: int, columns: dict) -> pa.Table:
-    """The table with the store's schema: the columns given, the others null."""
-    schema = TABLES[name]
-    arrays = [
-        pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type)
-        for f in schema
-    ]
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def make_store(root: Path, n: int) -> Path:
-    rng = np.random.default_rng(2026)
-    store = Store(root)
-    writer = PartWriter(store, RUN)
-    jobs = synthetic_jobs(n, rng)
-    writer.write("jobs", jobs)
-    writer.write("files", synthetic_files(jobs, rng))
-    writer.write("runs", [{"run_id": RUN, "system": "facility", "status": TREE_STATUS,
-                           "study": "facility", "manifest_path": "facility-logs"}])  # fmt: skip
-    writer.commit()
-    store.refresh_views(None)
-    return root
 
 
 def build(store: Path, reports: Path, src: str | None) -> dict:
