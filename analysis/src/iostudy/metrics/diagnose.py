@@ -24,7 +24,7 @@ from iostudy.core.deferred import deferred
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
-from iostudy.metrics import diagnose_facts, jobstats
+from iostudy.metrics import diagnose_beyond, diagnose_facts, jobstats
 from iostudy.metrics.diagnose_rules import NOT_RULES, RULES
 from iostudy.store import store as store_mod
 
@@ -187,6 +187,8 @@ def findings(con, limits: dict, jobs: pd.DataFrame | None = None) -> tuple:
     if facts.empty:
         return facts, pd.DataFrame(columns=COLUMNS)
     found = with_evidence(con, diagnose(facts, limits), facts, limits)
+    beyond = diagnose_beyond.findings(con, facts, limits, found)
+    found = pd.concat([found, beyond], ignore_index=True) if len(beyond) else found
     return facts, with_history(found, facts)
 
 
