@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-from math import nan
 from pathlib import Path
 
 from iostudy.core import config
@@ -25,14 +24,13 @@ from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import add_format_options, write_table
 from iostudy.metrics import diagnose_beyond, diagnose_facts, jobstats
+from iostudy.metrics.diagnose_evidence import with_evidence
 from iostudy.metrics.diagnose_rules import NOT_RULES, RULES
 from iostudy.store import store as store_mod
 
 pd = deferred("pandas")
 
 CONFIG = "diagnoses.json"
-TOP_FILES = 3  # files named per finding
-SHOWN_RANKS = 8  # ranks (or runs of ranks) named per finding before "..."
 COLUMNS = ["log", "jobid", "run_id", "account", "executable", "nprocs", "rule", "drishti",
            "found", "files", "ranks", "history", "advice", "log_sha256"]  # fmt: skip
 job_facts = diagnose_facts.job_facts
@@ -70,82 +68,6 @@ def diagnose(facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     out = pd.concat(found, ignore_index=True).reindex(columns=COLUMNS)
     return out.astype(dict.fromkeys(("drishti", "files", "ranks", "history", "executable"), object))
-
-
-def with_evidence(con, found: pd.DataFrame, facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
-    """``found`` with each finding's files (the top :data:`TOP_FILES` by its rule's measure,
-    with it) and ranks, from the store's files rows (``con``)."""
-    if found.empty:
-        return found
-    rows = diagnose_facts.evidence_rows(con, found["log_sha256"])
-    nprocs = facts.drop_duplicates("log_sha256").set_index("log_sha256")["nprocs"]
-    found = found.copy()
-    for rule in RULES:
-        mine = found["rule"] == rule.name
-        if rule.evidence is None or not mine.any():
-            continue
-        shown = _evidence(rule.evidence, rows, found.loc[mine, "log_sha256"], limits[rule.name])
-        logs = found.loc[mine, "log_sha256"]
-        found.loc[mine, "files"] = logs.map(shown["files"]).astype(object).replace(nan, None)
-        ranks = logs.map(shown["ranks"]).astype(object).replace(nan, None)
-        if not rule.evidence.extremes:
-            ranks = [_rank_list(r, nprocs.get(log)) for log, r in zip(logs, ranks, strict=True)]
-        found.loc[mine, "ranks"] = ranks
-    return found
-
-
-def _evidence(ev, rows: pd.DataFrame, logs: pd.Series, limits: dict) -> pd.DataFrame:
-    """Per job log (index): its top files written with their measure (files), and the ranks
-    of their records (a set; or, ``extremes``, the slowest and fastest rank of the top one)."""
-    recs = rows[(rows["module"] == ev.module) & rows["log_sha256"].isin(logs)]
-    recs = recs.assign(measure=ev.measure(recs, limits))
-    per_file = _per_file(recs.groupby(["log_sha256", "path"], sort=False)["measure"], ev.agg)
-    per_file = per_file[per_file.fillna(0) > 0].rename("measure").reset_index()
-    top = per_file.sort_values(["log_sha256", "measure", "path"], ascending=[True, False, True])
-    top = top.groupby("log_sha256", sort=False).head(TOP_FILES)
-    said = top["path"] + " (" + top["measure"].map(ev.shown) + ")"
-    files = said.groupby(top["log_sha256"], sort=False).agg("; ".join)
-    behind = recs.merge(top[["log_sha256", "path"]], on=["log_sha256", "path"])
-    if ev.extremes:
-        first = behind.sort_values("measure", ascending=False).drop_duplicates("log_sha256")
-        ranks = first.set_index("log_sha256").apply(_extremes, axis=1)
-    else:
-        behind = behind[behind["measure"].fillna(0) > 0] if ev.agg == "sum" else behind
-        ranks = behind.groupby("log_sha256")["rank"].agg(set)
-    return pd.DataFrame({"files": files, "ranks": ranks})
-
-
-def _per_file(measures, agg: str) -> pd.Series:
-    """Each file's measure from its records': their sum, maximum, or spread ((max - min) /
-    max, 0 for a file of one record)."""
-    if agg != "spread":
-        return measures.agg(agg)
-    stats = measures.agg(["max", "min", "count"])
-    spread = (stats["max"] - stats["min"]) / stats["max"].where(stats["max"] > 0)
-    return spread.where(stats["count"] > 1, 0)
-
-
-def _extremes(row) -> str:
-    return f"{row['slowest_rank']:.0f} (slowest), {row['fastest_rank']:.0f} (fastest)"
-
-
-def _rank_list(ranks, nprocs) -> str | None:
-    """'all 16', or '0-3, 7 (5 of 16 processes)'; runs of consecutive ranks joined."""
-    if not isinstance(ranks, set) or not ranks:
-        return None
-    if nprocs is not None and nprocs <= 1:
-        return "0 (the job's one process)"
-    if -1 in ranks:
-        return f"all {nprocs:,.0f}"
-    runs, ordered = [], sorted(int(r) for r in ranks)
-    for r in ordered:
-        if runs and r == runs[-1][1] + 1:
-            runs[-1][1] = r
-        else:
-            runs.append([r, r])
-    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:SHOWN_RANKS])
-    text += ", ..." if len(runs) > SHOWN_RANKS else ""
-    return f"{text} ({len(ordered):,} of {nprocs:,.0f} processes)"
 
 
 def code_of(exe) -> str | None:
