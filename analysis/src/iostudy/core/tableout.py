@@ -1,5 +1,6 @@
 """How a command prints a table, one way for every command: aligned text for a reader, or
-with ``--csv`` or ``--json`` (a list of objects; NaN as null, times in ISO 8601) for a program."""
+with ``--csv`` or ``--json`` (a list of objects, one a line; NaN as null, times in ISO 8601) for
+a program."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ def write_table(frame, args, out=None, text=None) -> None:
     its to_string without the index)."""
     out = out or sys.stdout
     if getattr(args, "json", False):
-        # through pandas for NaN and times, through json for plain slashes and layout
+        # through pandas for NaN and times, through json for plain slashes; an object a line
+        # (json's C encoder: an indented dump is pure Python, 4 s for 340,000 findings)
         records = json.loads(
             frame.to_json(orient="records", date_format="iso", double_precision=15)
         )
-        json.dump(records, out, indent=2)
-        out.write("\n")
+        lines = ",\n".join(map(json.dumps, records))
+        out.write(f"[\n{lines}\n]\n" if records else "[]\n")
     elif getattr(args, "csv", False):
         frame.to_csv(out, index=False, lineterminator="\n")
     else:

@@ -30,14 +30,15 @@ SMALL = "at most 1 MiB"  # Darshan's bins 0_100 to 100K_1M, 1,048,576 bytes incl
 @dataclass(frozen=True)
 class Evidence:
     """The files behind a finding: the job's records of ``module``, each with its part of the
-    problem (``measure``: files rows, thresholds -> a value per row, 0: none), summed per file
+    problem (``measure``: an SQL expression over a files row, 0 or null: none; ``{name}``: the
+    rule's threshold of that name), summed per file
     (``agg``: or "max", or "spread": (max - min) / max over the file's records, Drishti
     P21/P22's); the top files by it, written with ``shown``. ``extremes``: the ranks named
     are the slowest and fastest of the top file (records shared by all ranks), not the ranks
     of the records."""
 
     module: str
-    measure: Callable
+    measure: str
     shown: Callable[[float], str]
     agg: str = "sum"
     extremes: bool = False
@@ -73,10 +74,6 @@ def _count(unit: str) -> Callable[[float], str]:
     return lambda v: f"{v:,.0f} {unit}"
 
 
-def _col(name: str) -> Callable:
-    return lambda rows, t: rows[name].fillna(0)
-
-
 def _all_bytes(stdio, posix, mpiio):
     """Drishti S01's total of a job (columns or one row's values): STDIO's bytes, POSIX's less
     those MPI-IO moved through it (when POSIX has them all), and MPI-IO's."""
@@ -91,7 +88,7 @@ def _small(direction: str, code: str, advice: str) -> Rule:
         advice,
         lambda f, t: (share(f[small], f[total]) > t["share"]) & (f[small] > t["min_count"]),
         lambda r: _of(getattr(r, small), getattr(r, total), f"POSIX {direction}s") + f" {SMALL}",
-        Evidence("posix", _col(small), _count(f"{direction}s {SMALL}")),
+        Evidence("posix", small, _count(f"{direction}s {SMALL}")),
     )
 
 
@@ -111,7 +108,7 @@ def _shared_small(direction: str, code: str) -> Rule:
         ),
         Evidence(
             "posix",
-            lambda rows, t: rows[f"small_{direction}s"].where(rows["rank"] < 0, 0),
+            f"CASE WHEN rank < 0 THEN small_{direction}s ELSE 0 END",
             _count(f"{direction}s {SMALL}"),
         ),
     )
@@ -121,11 +118,11 @@ def _random(direction: str, code: str) -> Rule:
     total, seq = f"posix_{direction}s", f"seq_{direction}s"
     ops = f"{direction}s"
 
-    def per_record(rows, t):
-        sequential = (
-            rows["seq_reads"] if direction == "read" else rows["seq_ops"] - rows["seq_reads"]
-        )
-        return (rows[ops] - sequential.fillna(0)).clip(lower=0)
+    per_record = (
+        "GREATEST(reads - COALESCE(seq_reads, 0), 0)"
+        if direction == "read"
+        else "GREATEST(writes - COALESCE(seq_ops - seq_reads, 0), 0)"
+    )
 
     return Rule(
         f"random-{direction}s",
@@ -168,9 +165,7 @@ def _repeated(direction: str, code: str) -> Rule:
         ),
         Evidence(
             "posix",
-            lambda rows, t: (
-                rows[f"bytes_{verb}"] / (rows["max_byte"] + 1).where(rows["max_byte"] >= 0)
-            ),
+            f"bytes_{verb} / NULLIF(GREATEST(max_byte + 1, 0), 0)",
             lambda v: f"{v:.1f} times its size",
             agg="max",
         ),
@@ -180,10 +175,7 @@ def _repeated(direction: str, code: str) -> Rule:
 def _collective(direction: str, code: str) -> Rule:
     coll, indep = f"coll_{direction}s", f"indep_{direction}s"
 
-    def per_record(rows, t):
-        if direction == "read":
-            return rows["indep_reads"].fillna(0)
-        return (rows["indep_ops"] - rows["indep_reads"]).fillna(0)
+    per_record = "indep_reads" if direction == "read" else "indep_ops - indep_reads"
 
     return Rule(
         f"no-collective-{direction}s",
@@ -220,7 +212,7 @@ def _imbalance(direction: str, code: str) -> Rule:
         ),
         Evidence(
             "posix",
-            lambda rows, t: rows[moved].where(rows["rank"] >= 0),
+            f"CASE WHEN rank >= 0 THEN {moved} END",
             lambda v: f"{pct(v)} apart",
             agg="spread",
         ),
@@ -241,7 +233,7 @@ def _misaligned(where: str, code: str, column: str, advice: str) -> Rule:
         lambda r: (
             _of(getattr(r, column), r.posix_reads + r.posix_writes, "POSIX accesses") + f" {said}"
         ),
-        Evidence("posix", _col(column), _count(f"unaligned accesses ({where})")),
+        Evidence("posix", column, _count(f"unaligned accesses ({where})")),
     )
 
 
@@ -250,14 +242,13 @@ def _shared_spread(kind: str, code: str) -> Rule:
     differ by more than a share of its total."""
     spread = f"shared_{kind}_spread"
 
-    def per_record(rows, t):
-        if kind == "size":
-            gap = (rows["slowest_rank_bytes"] - rows["fastest_rank_bytes"]).abs()
-            whole = rows["bytes_read"] + rows["bytes_written"]
-        else:
-            gap = (rows["slowest_rank_time"] - rows["fastest_rank_time"]).abs()
-            whole = rows["read_time"] + rows["write_time"] + rows["meta_time"].fillna(0)
-        return (gap / whole.where(whole > 0)).where(rows["rank"] < 0)
+    per_record = {
+        "size": "ABS(slowest_rank_bytes - fastest_rank_bytes)"
+        " / NULLIF(bytes_read::DOUBLE + bytes_written, 0)",
+        "time": "ABS(slowest_rank_time - fastest_rank_time)"
+        " / NULLIF(read_time + write_time + COALESCE(meta_time, 0), 0)",
+    }[kind]
+    per_record = f"CASE WHEN rank < 0 THEN {per_record} END"
 
     what = {"size": "bytes", "time": "I/O time"}[kind]
     return Rule(
@@ -292,7 +283,7 @@ def _slow_metadata() -> Rule:
         lambda r: f"a file's metadata took {r.file_meta_s:,.3g} s (its records' ranks together)",
         Evidence(
             "posix",
-            lambda rows, t: rows["meta_time"].where(rows["meta_time"] > t["seconds"], 0),
+            "CASE WHEN meta_time > {seconds} THEN meta_time ELSE 0 END",
             lambda v: f"{v:,.3g} s of metadata",
         ),
     )
@@ -319,7 +310,7 @@ def _stdio_heavy() -> Rule:
         ),
         Evidence(
             "stdio",
-            lambda rows, t: rows["bytes_read"] + rows["bytes_written"],
+            "bytes_read + bytes_written",
             lambda v: f"{binary_bytes(v)} moved",
         ),
     )
@@ -338,7 +329,7 @@ def _own_rules() -> tuple[Rule, ...]:
                 f"metadata {r.md_cost_pct:.0f}% of the I/O time "
                 f"({r.meta_s:.3g} s over the processes)"
             ),
-            Evidence("posix", _col("meta_time"), lambda v: f"{v:,.3g} s of metadata"),
+            Evidence("posix", "meta_time", lambda v: f"{v:,.3g} s of metadata"),
         ),
         Rule(
             "rank0-only",
@@ -356,7 +347,7 @@ def _own_rules() -> tuple[Rule, ...]:
             ),
             Evidence(
                 "posix",
-                lambda rows, t: rows["bytes_read"] + rows["bytes_written"],
+                "bytes_read + bytes_written",
                 lambda v: f"{binary_bytes(v)} moved",
             ),
         ),
@@ -378,7 +369,7 @@ def _own_rules() -> tuple[Rule, ...]:
             ),
             Evidence(
                 "posix",
-                lambda rows, t: rows["bytes_read"] + rows["bytes_written"],
+                "bytes_read + bytes_written",
                 lambda v: f"{binary_bytes(v)} moved",
             ),
         ),
