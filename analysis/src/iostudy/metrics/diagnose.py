@@ -47,12 +47,13 @@ def diagnose(facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
     """Every rule that fires on a job of ``facts`` (:func:`job_facts`): one row each, with its
     Drishti code, the numbers that fired it and the advice (files, ranks and history: see
     :func:`with_evidence` and :func:`with_history`)."""
-    found = []
+    found, numbers = [], facts.select_dtypes("number")  # what a rule's words read
     for rule in RULES:
-        fired = facts[rule.fires(facts, limits[rule.name]).fillna(False).astype(bool)]
+        mask = rule.fires(facts, limits[rule.name]).fillna(False).astype(bool)
+        fired = facts[mask]
         if fired.empty:
             continue
-        said = [rule.says(r) for r in fired.itertuples()]
+        said = [rule.says(r) for r in numbers[mask].itertuples()]
         found.append(
             fired.assign(
                 rule=rule.name,

@@ -17,7 +17,8 @@ pd = deferred("pandas")
 TOP_FILES = 3  # files named per finding
 SHOWN_RANKS = 8  # ranks (or runs of ranks) named per finding before "..."
 
-# A rule's files rows of the jobs it fired on (relation ``fired``: log_sha256, nprocs), each
+# A rule's files rows of the jobs it fired on (relation ``fired``: log_sha256, job (an integer
+# key: the groups below hash no 64-character digest), nprocs), each
 # with its part of the problem (``measure``), per file, the top files of each job (``nth`` 0:
 # the most of it) and the ranks of their records (``ranked``: all of them, or those with some of
 # the problem); then each top file with its job's ranks as text (``ranks``): "all 16", "0 (the
@@ -25,54 +26,65 @@ SHOWN_RANKS = 8  # ranks (or runs of ranks) named per finding before "..."
 # slowest and fastest ranks of the top file (``extremes``).
 _QUERY = """
 WITH recs AS (
-    SELECT log_sha256, record_id, rank, path, slowest_rank, fastest_rank,
-           ({measure})::DOUBLE AS measure
-    FROM files SEMI JOIN fired USING (log_sha256) WHERE module = '{module}'
+    SELECT job, record_id, rank, slowest_rank, fastest_rank, ({measure})::DOUBLE AS measure
+    FROM files JOIN fired USING (log_sha256) WHERE module = '{module}'
 ),
-top AS (
-    SELECT log_sha256, record_id, any_value(path) AS path, {per_file} AS measure,
-           row_number() OVER (PARTITION BY log_sha256
-                              ORDER BY {per_file} DESC, any_value(path), record_id) - 1 AS nth
-    FROM recs {kept} GROUP BY log_sha256, record_id HAVING {per_file} > 0 QUALIFY nth < {most}
+per_file AS (
+    SELECT job, record_id, {per_file} AS measure
+    FROM recs {kept} GROUP BY job, record_id HAVING {per_file} > 0
+),
+top AS (  -- each job's top files: max_by keeps the best few per group, no sort of them all
+    SELECT job, unnest(ids) AS record_id, generate_subscripts(ids, 1) - 1 AS nth
+    FROM (
+        SELECT job, max_by(record_id, {{'m': measure, 'r': -record_id::HUGEINT}},
+                                  {most}) AS ids
+        FROM per_file GROUP BY job
+    )
+),
+named AS (  -- the paths of the top files only: a path is the widest column
+    SELECT DISTINCT job, record_id, path
+    FROM files JOIN fired USING (log_sha256) SEMI JOIN top USING (job, record_id)
+    WHERE module = '{module}'
 ),
 ranked AS (
-    SELECT DISTINCT log_sha256, r.rank FROM recs r JOIN top t USING (log_sha256, record_id)
+    SELECT DISTINCT job, r.rank FROM recs r JOIN top t USING (job, record_id)
     {ranked}
 ),
 spans AS (
-    SELECT log_sha256, MIN(rank) AS low, MAX(rank) AS high FROM (
-        SELECT log_sha256, rank,
-               rank - row_number() OVER (PARTITION BY log_sha256 ORDER BY rank) AS run
+    SELECT job, MIN(rank) AS low, MAX(rank) AS high FROM (
+        SELECT job, rank,
+               rank - row_number() OVER (PARTITION BY job ORDER BY rank) AS run
         FROM ranked WHERE rank >= 0
-    ) GROUP BY log_sha256, run
+    ) GROUP BY job, run
 ),
 own AS (
-    SELECT log_sha256,
+    SELECT job,
            string_agg(CASE WHEN low = high THEN low::VARCHAR ELSE low || '-' || high END, ', '
                       ORDER BY low) FILTER (WHERE k <= {shown}) AS runs,
            COUNT(*) > {shown} AS more, SUM(high - low + 1) AS count
-    FROM (SELECT *, row_number() OVER (PARTITION BY log_sha256 ORDER BY low) AS k FROM spans)
-    GROUP BY log_sha256
+    FROM (SELECT *, row_number() OVER (PARTITION BY job ORDER BY low) AS k FROM spans)
+    GROUP BY job
 ),
 extremes AS (
-    SELECT log_sha256, any_value(r.slowest_rank) || ' (slowest), '
+    SELECT job, any_value(r.slowest_rank) || ' (slowest), '
            || any_value(r.fastest_rank) || ' (fastest)' AS text
-    FROM recs r JOIN top t USING (log_sha256, record_id) WHERE t.nth = 0 AND r.rank < 0
-    GROUP BY log_sha256
+    FROM recs r JOIN top t USING (job, record_id) WHERE t.nth = 0 AND r.rank < 0
+    GROUP BY job
 ),
 ranks AS (
-    SELECT log_sha256, CASE
+    SELECT job, CASE
         WHEN {extremes} THEN e.text
         WHEN f.nprocs <= 1 THEN '0 (the job''s one process)'
-        WHEN EXISTS (SELECT 1 FROM ranked a WHERE a.log_sha256 = f.log_sha256 AND a.rank < 0)
+        WHEN EXISTS (SELECT 1 FROM ranked a WHERE a.job = f.job AND a.rank < 0)
             THEN 'all ' || format('{{:,}}', f.nprocs)
         ELSE o.runs || CASE WHEN o.more THEN ', ...' ELSE '' END || ' ('
              || format('{{:,}}', o.count) || ' of ' || format('{{:,}}', f.nprocs)
              || ' processes)'
     END AS ranks
-    FROM fired f LEFT JOIN own o USING (log_sha256) LEFT JOIN extremes e USING (log_sha256)
+    FROM fired f LEFT JOIN own o USING (job) LEFT JOIN extremes e USING (job)
 )
-SELECT log_sha256, nth, path, measure, ranks FROM top JOIN ranks USING (log_sha256)
+SELECT log_sha256, path, measure, ranks FROM top JOIN per_file USING (job, record_id)
+JOIN named USING (job, record_id) JOIN ranks USING (job) JOIN fired USING (job)
 """
 # A file's measure from its records': Evidence.agg's
 _PER_FILE = {
@@ -117,13 +129,16 @@ def _evidence(con, ev, logs: pd.Series, limits: dict, nprocs: pd.Series) -> tupl
         shown=SHOWN_RANKS,
         extremes="TRUE" if ev.extremes else "FALSE",
     )
-    fired = pd.DataFrame({"log_sha256": logs.to_numpy()})
+    fired = pd.DataFrame({"log_sha256": logs.to_numpy(), "job": range(len(logs))})
     fired["nprocs"] = nprocs.reindex(fired["log_sha256"]).to_numpy()
     con.register("fired", fired)
     try:
         files = con.execute(query).df()
     finally:
         con.unregister("fired")
+    # a job's top files, the most of the problem first (equal ones by path)
+    files = files.sort_values(["log_sha256", "measure", "path"], ascending=[True, False, True])
+    files["nth"] = files.groupby("log_sha256", sort=False).cumcount()
     files["text"] = files["path"] + " (" + files["measure"].map(ev.shown) + ")"
     ranks = files.loc[files["nth"] == 0].set_index("log_sha256")["ranks"]
     return _joined(files, TOP_FILES, "; "), ranks

@@ -50,7 +50,7 @@ class Rule:
     drishti: str | None  # Drishti 0.8's code of the same problem; None: iostudy's own
     advice: str
     fires: Callable  # facts, thresholds -> a mask
-    says: Callable  # one fired row -> the numbers that fired it
+    says: Callable  # one fired row (its numeric columns) -> the numbers that fired it
     evidence: Evidence | None = None
 
 
