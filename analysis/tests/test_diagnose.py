@@ -87,8 +87,8 @@ SAID = {
     "rank0-only": "rank 0 of 4 processes moved all 256.0 MiB",
     "many-files": "400 files for 4 processes (100 per process)",
     "rank-imbalance": "of the 4 processes that moved bytes in records of their own, the "
-                      "busiest (rank 0) moved 64.0 MiB, the least busy (rank 1) "
-                      "16.0 MiB",
+                      "busiest (rank 0) moved 64 MiB, the least busy (rank 1) "
+                      "16 MiB",
 }  # fmt: skip
 
 

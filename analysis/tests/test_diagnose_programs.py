@@ -252,8 +252,8 @@ EXPECTED = {
     "many-files": Shows("many-files", "3,001 files for 1 process (3,001 per process)", None, None),
     # rank 0 wrote 1 MiB to its file, rank 1 8 MiB to its own
     "rank-imbalance": Shows("imbalance", "of the 2 processes that moved bytes in records of "
-                            "their own, the busiest (rank 1) moved 8.0 MiB, the least busy "
-                            "(rank 0) 1.0 MiB", "{work}/imb1.dat (8 MiB moved); "
+                            "their own, the busiest (rank 1) moved 8 MiB, the least busy "
+                            "(rank 0) 1 MiB", "{work}/imb1.dat (8 MiB moved); "
                             "{work}/imb0.dat (1 MiB moved)", "0-1 (2 of 2 processes)"),
 }  # fmt: skip
 #: rules Drishti 0.8 does not set on their own programs, and why (tests/drishti.py's why names it

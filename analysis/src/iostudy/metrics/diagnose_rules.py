@@ -364,12 +364,12 @@ def _own_rules() -> tuple[Rule, ...]:
             lambda r: (
                 f"of the {r.ranks_moving:,.0f} processes that moved bytes in records of their "
                 f"own, the busiest (rank {r.busiest_rank:.0f}) moved "
-                f"{r.busiest_bytes / MIB:,.1f} MiB, the least busy (rank {r.idlest_rank:.0f}) "
-                f"{r.idlest_bytes / MIB:,.1f} MiB"
+                f"{binary_bytes(r.busiest_bytes)}, the least busy (rank {r.idlest_rank:.0f}) "
+                f"{binary_bytes(r.idlest_bytes)}"
             ),
             Evidence(
                 "posix",
-                "bytes_read + bytes_written",
+                "CASE WHEN rank >= 0 THEN bytes_read + bytes_written END",  # the ranks' own records
                 lambda v: f"{binary_bytes(v)} moved",
             ),
         ),
