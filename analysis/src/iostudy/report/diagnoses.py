@@ -83,12 +83,13 @@ def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None):
         SECTION,
         "table",
         "diagnoses-findings",
-        "Every finding: the job, the rule and the numbers that fired it, the files with the "
-        "most of it and the ranks, and whether its code had it before (the advice per rule is "
-        "in the table above; all findings in the CSV).",
+        "Every finding: the job (its id links to its page), its code, the rule and the numbers "
+        "that fired it, the files with the most of it and the ranks, and whether its code had it "
+        "before (the advice per rule is in the table above; the log, processes and advice of "
+        "every finding in the CSV).",
         found,
         table=True,
-        hide=["log_sha256", "advice", "run_id"],
+        hide=["log_sha256", "advice", "run_id", "log", "nprocs"],
     )
     return found
 
