@@ -217,3 +217,12 @@ def test_history_says_whether_a_finding_is_new_or_usual_for_its_code():
         "d": "usual: 2 of 3 earlier jobs of its code",
         "e": "first job of its code",
     }
+
+
+def test_a_jobs_code_is_its_executables_file_name():
+    """Darshan's exe line: the program's path, then its arguments (by hand)."""
+    from iostudy.metrics.diagnose_facts import code_of
+
+    lines = pd.Series(["/opt/lammps/bin/lmp -in in.lj", "a.out", "./ior -a MPIIO", None, "  "])
+    assert code_of(lines).tolist()[:3] == ["lmp", "a.out", "ior"]
+    assert code_of(lines).isna().tolist()[3:] == [True, True]

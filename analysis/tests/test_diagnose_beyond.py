@@ -591,10 +591,3 @@ def test_project_and_code_wide_findings_count_the_per_job_ones(facility):
     rules = {(w, n, of): r for (w, _, _, of), by_n in counts.items() for n, r in by_n.items()}
     assert "small-writes" in rules[("project-wide", 3, 3)] and len(counts) == 2
     assert "small-writes" in rules[("code-wide", 4, 5)]
-
-
-def test_code_of_is_diagnoses_on_every_jobs_executable(facility, traced, striped):
-    for root in (facility["root"], traced["root"], striped["root"]):
-        facts = diagnose.job_facts(store_mod.connect(root / "store"))
-        ours = [None if pd.isna(c) else c for c in diagnose_beyond.code_of(facts["exe"])]
-        assert ours == [diagnose.code_of(e) for e in facts["exe"]]

@@ -71,21 +71,16 @@ def diagnose(facts: pd.DataFrame, limits: dict) -> pd.DataFrame:
     return out.astype(dict.fromkeys(("drishti", "files", "ranks", "history", "executable"), object))
 
 
-def code_of(exe) -> str | None:
-    """A job's code: its executable's file name (the first word of Darshan's exe line)."""
-    if not isinstance(exe, str) or not exe.split():
-        return None
-    return exe.split()[0].rsplit("/", 1)[-1]
-
-
 def with_history(found: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
-    """``found`` with each finding's job's code (``executable``: :func:`code_of`) and how often
-    the earlier jobs of that code had the same finding (``history``): "first job of its code",
+    """``found`` with each finding's job's code (``executable``:
+    :func:`iostudy.metrics.diagnose_facts.code_of`) and how often the earlier jobs of that code
+    had the same finding (``history``): "first job of its code",
     "new: none of N earlier jobs of its code", "usual: K of N earlier jobs of its code"."""
     if found.empty:
         return found
     jobs = facts[["log_sha256", "exe", "start"]].drop_duplicates("log_sha256")
-    jobs = jobs.assign(code=jobs["exe"].map(code_of)).sort_values(["start", "log_sha256"])
+    jobs = jobs.assign(code=diagnose_facts.code_of(jobs["exe"]).to_numpy())
+    jobs = jobs.sort_values(["start", "log_sha256"])
     jobs["earlier"] = jobs.groupby("code", dropna=False).cumcount()
     mine = found[["log_sha256", "rule"]].reset_index()
     mine = mine.merge(jobs[["log_sha256", "code", "start", "earlier"]], on="log_sha256")

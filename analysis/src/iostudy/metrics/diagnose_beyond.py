@@ -62,11 +62,11 @@ from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, binary_bytes
 from iostudy.logs import modules
 from iostudy.metrics import diagnose_beyond_sql as sql
+from iostudy.metrics import diagnose_evidence as evidence
+from iostudy.metrics import diagnose_facts
 
 pd = deferred("pandas")
 
-TOP_FILES = 3  # files named per finding, as diagnose's
-SHOWN_RANKS = 8  # runs of ranks named before "..."
 FILLED = ("log", "jobid", "run_id", "account", "nprocs")  # from the job's facts
 
 
@@ -102,42 +102,14 @@ def _said(frame: pd.DataFrame, text: Callable, index=None) -> pd.Series:
     return pd.Series(said, index=frame.index if index is None else index, dtype=object)
 
 
-def _top(rows: pd.DataFrame, measure: str, shown: Callable) -> pd.Series:
-    """Per log (index): its top files by ``measure`` written as "path (shown); ..."."""
-    order = ["log_sha256", measure, "path"]
-    rows = rows[rows[measure] > 0].sort_values(order, ascending=[True, False, True])
-    top = rows.groupby("log_sha256", sort=False).head(TOP_FILES)
-    said = top["path"] + " (" + top[measure].map(shown) + ")"
-    return said.groupby(top["log_sha256"], sort=False).agg("; ".join)
-
-
 def _by_file(rows: pd.DataFrame, measure: str) -> pd.DataFrame:
     return rows.groupby(["log_sha256", "path"], as_index=False)[measure].sum()
 
 
-def _rank_text(ranks, nprocs) -> str | None:
-    """'0-3, 7 (5 of 16 processes)'; 'all 16' for a record of every rank (-1)."""
-    ranks = sorted({int(r) for r in ranks})
-    if not ranks:
-        return None
-    if ranks[0] < 0:
-        return f"all {nprocs:,.0f}"
-    runs: list[list[int]] = []
-    for r in ranks:
-        if runs and r == runs[-1][1] + 1:
-            runs[-1][1] = r
-        else:
-            runs.append([r, r])
-    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:SHOWN_RANKS])
-    text += ", ..." if len(runs) > SHOWN_RANKS else ""
-    return f"{text} ({len(ranks):,} of {nprocs:,.0f} processes)"
-
-
-def _ranks(rows: pd.DataFrame, facts: pd.DataFrame) -> pd.Series:
-    """Per log (index): the ranks of ``rows`` (log_sha256, rank) written with _rank_text."""
+def _ranks(con, rows: pd.DataFrame, facts: pd.DataFrame) -> pd.Series:
+    """Per log (index): the ranks of ``rows`` (log_sha256, rank) in a finding's words."""
     nprocs = facts.drop_duplicates("log_sha256").set_index("log_sha256")["nprocs"]
-    sets = rows.groupby("log_sha256")["rank"].agg(set)
-    return pd.Series({log: _rank_text(r, nprocs.get(log)) for log, r in sets.items()}, dtype=object)
+    return evidence.rank_texts(con, rows[["log_sha256", "rank"]], nprocs)
 
 
 def _rows(said: pd.Series, files=None, ranks=None) -> pd.DataFrame:
@@ -179,8 +151,10 @@ def _stragglers(con, facts, t) -> pd.DataFrame:
         last["log_sha256"],
     )
     files = con.execute(sql.LATE_FILES, params).df()
-    shown = _top(files, "seconds", lambda v: f"{v:.3g} s of I/O after the median rank's end")
-    return _rows(said, shown, _ranks(late, facts))
+    shown = evidence.top_files(
+        files, "seconds", lambda v: f"{v:.3g} s of I/O after the median rank's end"
+    )
+    return _rows(said, shown, _ranks(con, late, facts))
 
 
 def _random(con, facts, t) -> pd.DataFrame:
@@ -199,8 +173,10 @@ def _random(con, facts, t) -> pd.DataFrame:
         ),
     )
     mine = rows[rows["log_sha256"].isin(fired.index)]
-    files = _top(_by_file(mine, "random"), "random", lambda v: f"{v:,.0f} random accesses")
-    return _rows(said, files, _ranks(mine[mine["random"] > 0], facts))
+    files = evidence.top_files(
+        _by_file(mine, "random"), "random", lambda v: f"{v:,.0f} random accesses"
+    )
+    return _rows(said, files, _ranks(con, mine[mine["random"] > 0], facts))
 
 
 def _bursts(con, facts, t) -> pd.DataFrame:
@@ -227,8 +203,8 @@ def _bursts(con, facts, t) -> pd.DataFrame:
         ),
     )
     traced = _fired_rows(con, sql.TRACED, jobs.index)
-    files = _top(_by_file(traced, "bytes"), "bytes", binary_bytes)
-    return _rows(said, files, _ranks(traced, facts))
+    files = evidence.top_files(_by_file(traced, "bytes"), "bytes", binary_bytes)
+    return _rows(said, files, _ranks(con, traced, facts))
 
 
 def _storms(con, facts, t) -> pd.DataFrame:
@@ -247,8 +223,10 @@ def _storms(con, facts, t) -> pd.DataFrame:
         ),
     )
     by_file = _by_file(rows, "accesses")
-    files = _top(by_file, "accesses", lambda v: f"{v:,.0f} small accesses in the window")
-    return _rows(said, files, _ranks(rows, facts))
+    files = evidence.top_files(
+        by_file, "accesses", lambda v: f"{v:,.0f} small accesses in the window"
+    )
+    return _rows(said, files, _ranks(con, rows, facts))
 
 
 # --- Lustre -------------------------------------------------------------------------------
@@ -282,7 +260,7 @@ def _single_stripe(con, facts, t) -> pd.DataFrame:
     )
     where = " (OST " + hit["ost"].astype(str) + ", " + hit["writers"].map("{:,.0f}".format)
     shown = hit.assign(path=hit["path"] + where + " writers)", measure=hit["size"].astype(float))
-    return _rows(said, _top(shown, "measure", binary_bytes))
+    return _rows(said, evidence.top_files(shown, "measure", binary_bytes))
 
 
 def _small_striped(con, facts, t) -> pd.DataFrame:
@@ -303,7 +281,7 @@ def _small_striped(con, facts, t) -> pd.DataFrame:
     )
     named = hit["path"] + ", " + hit["size"].map(binary_bytes)
     shown = hit.assign(path=named, measure=hit["first_stripes"].astype(float))
-    return _rows(said, _top(shown, "measure", lambda v: f"{v:,.0f} stripes"))
+    return _rows(said, evidence.top_files(shown, "measure", lambda v: f"{v:,.0f} stripes"))
 
 
 def _ost_imbalance(con, facts, t) -> pd.DataFrame:
@@ -321,7 +299,7 @@ def _ost_imbalance(con, facts, t) -> pd.DataFrame:
             "OSTs)"
         ),
     )
-    return _rows(said, _top(rows, "bytes", lambda v: f"{binary_bytes(v)} on it"))
+    return _rows(said, evidence.top_files(rows, "bytes", lambda v: f"{binary_bytes(v)} on it"))
 
 
 def _slow_ost(con, facts, t) -> pd.DataFrame:
@@ -341,8 +319,10 @@ def _slow_ost(con, facts, t) -> pd.DataFrame:
         ),
         slowest["log_sha256"],
     )
-    files = _top(_by_file(rows, "file_seconds"), "file_seconds", lambda v: f"{v:,.1f} s of I/O")
-    return _rows(said, files, _ranks(rows, facts))
+    files = evidence.top_files(
+        _by_file(rows, "file_seconds"), "file_seconds", lambda v: f"{v:,.1f} s of I/O"
+    )
+    return _rows(said, files, _ranks(con, rows, facts))
 
 
 # --- Slurm accounting, the facility -------------------------------------------------------
@@ -367,7 +347,7 @@ def _io_bound(con, facts, t) -> pd.DataFrame:
     )
     query = sql.FILE_TIME.format(counted=modules.counted(modules.DEFAULT_SCOPE, "f"))
     time = _fired_rows(con, query, hit.index)
-    return _rows(said, _top(time, "seconds", lambda v: f"{v:,.3g} s of I/O"))
+    return _rows(said, evidence.top_files(time, "seconds", lambda v: f"{v:,.3g} s of I/O"))
 
 
 def _spread(key: str, what: str) -> Callable:
@@ -390,14 +370,6 @@ def _spread(key: str, what: str) -> Callable:
         return _rows(said + "; this job is its latest")
 
     return find
-
-
-def code_of(exe: pd.Series) -> pd.Series:
-    """diagnose.code_of, vectorised: the executable's file name, the first word of Darshan's
-    exe line (null: none). (diagnose imports this module, which so cannot import it.)"""
-    exe = exe.astype(object)
-    first = exe.where(exe.map(lambda e: isinstance(e, str))).str.split().str[0]
-    return first.str.rsplit("/", n=1).str[-1]
 
 
 #: every rule of this module: the DXT, Lustre and accounting rules on each job, then the
@@ -475,7 +447,11 @@ def findings(con, facts: pd.DataFrame, limits: dict, found: pd.DataFrame) -> pd.
     per_job = [r for r in BEYOND_RULES if not r.over_findings]
     mine = [m for r in per_job if (m := _run(r, con, facts, limits, jobs)) is not None]
     diagnosed = pd.concat([f[["log_sha256", "rule"]] for f in (found, *mine)], ignore_index=True)
-    codes = jobs[["account", "start"]].reset_index().assign(code=code_of(jobs["exe"]).to_numpy())
+    codes = (
+        jobs[["account", "start"]]
+        .reset_index()
+        .assign(code=diagnose_facts.code_of(jobs["exe"]).to_numpy())
+    )
     con.register("diagnosed", diagnosed.astype(str))
     con.register("beyond_jobs", codes)
     try:

@@ -17,13 +17,42 @@ pd = deferred("pandas")
 TOP_FILES = 3  # files named per finding
 SHOWN_RANKS = 8  # ranks (or runs of ranks) named per finding before "..."
 
+# A job's ranks (relation ``ranked``: job, rank; -1: all) as words (``words``: job, text), for
+# the jobs of relation ``fired`` (job, nprocs): "all 16", "0 (the job's one process)", or runs
+# of consecutive ranks, "0-3, 7 (5 of 16 processes)" (the first SHOWN_RANKS runs, then "...").
+_WORDS = f"""
+spans AS (
+    SELECT job, MIN(rank) AS low, MAX(rank) AS high FROM (
+        SELECT job, rank, rank - row_number() OVER (PARTITION BY job ORDER BY rank) AS run
+        FROM ranked WHERE rank >= 0
+    ) GROUP BY job, run
+),
+own AS (
+    SELECT job,
+           string_agg(CASE WHEN low = high THEN low::VARCHAR ELSE low || '-' || high END, ', '
+                      ORDER BY low) FILTER (WHERE k <= {SHOWN_RANKS}) AS runs,
+           COUNT(*) > {SHOWN_RANKS} AS more, SUM(high - low + 1) AS count
+    FROM (SELECT *, row_number() OVER (PARTITION BY job ORDER BY low) AS k FROM spans)
+    GROUP BY job
+),
+words AS (
+    SELECT job, CASE
+        WHEN f.nprocs <= 1 THEN '0 (the job''s one process)'
+        WHEN EXISTS (SELECT 1 FROM ranked a WHERE a.job = f.job AND a.rank < 0)
+            THEN 'all ' || format('{{:,}}', f.nprocs)
+        WHEN o.runs IS NOT NULL THEN o.runs || CASE WHEN o.more THEN ', ...' ELSE '' END
+             || ' (' || format('{{:,}}', o.count) || ' of ' || format('{{:,}}', f.nprocs)
+             || ' processes)'
+    END AS text
+    FROM fired f LEFT JOIN own o USING (job)
+)
+"""
 # A rule's files rows of the jobs it fired on (relation ``fired``: log_sha256, job (an integer
-# key: the groups below hash no 64-character digest), nprocs), each
-# with its part of the problem (``measure``), per file, the top files of each job (``nth`` 0:
-# the most of it) and the ranks of their records (``ranked``: all of them, or those with some of
-# the problem); then each top file with its job's ranks as text (``ranks``): "all 16", "0 (the
-# job's one process)", or runs of consecutive ranks, "0-3, 7 (5 of 16 processes)", or the
-# slowest and fastest ranks of the top file (``extremes``).
+# key: the groups below hash no 64-character digest), nprocs), each with its part of the
+# problem (``measure``), per file, the top files of each job (``nth`` 0: the most of it) and
+# the ranks of their records (``ranked``: all of them, or those with some of the problem); then
+# each top file with its job's ranks in words (_WORDS), or the slowest and fastest ranks of
+# the top file (``extremes``).
 _QUERY = """
 WITH recs AS (
     SELECT job, record_id, rank, slowest_rank, fastest_rank, ({measure})::DOUBLE AS measure
@@ -50,21 +79,7 @@ ranked AS (
     SELECT DISTINCT job, r.rank FROM recs r JOIN top t USING (job, record_id)
     {ranked}
 ),
-spans AS (
-    SELECT job, MIN(rank) AS low, MAX(rank) AS high FROM (
-        SELECT job, rank,
-               rank - row_number() OVER (PARTITION BY job ORDER BY rank) AS run
-        FROM ranked WHERE rank >= 0
-    ) GROUP BY job, run
-),
-own AS (
-    SELECT job,
-           string_agg(CASE WHEN low = high THEN low::VARCHAR ELSE low || '-' || high END, ', '
-                      ORDER BY low) FILTER (WHERE k <= {shown}) AS runs,
-           COUNT(*) > {shown} AS more, SUM(high - low + 1) AS count
-    FROM (SELECT *, row_number() OVER (PARTITION BY job ORDER BY low) AS k FROM spans)
-    GROUP BY job
-),
+{words},
 extremes AS (
     SELECT job, any_value(r.slowest_rank) || ' (slowest), '
            || any_value(r.fastest_rank) || ' (fastest)' AS text
@@ -72,16 +87,8 @@ extremes AS (
     GROUP BY job
 ),
 ranks AS (
-    SELECT job, CASE
-        WHEN {extremes} THEN e.text
-        WHEN f.nprocs <= 1 THEN '0 (the job''s one process)'
-        WHEN EXISTS (SELECT 1 FROM ranked a WHERE a.job = f.job AND a.rank < 0)
-            THEN 'all ' || format('{{:,}}', f.nprocs)
-        ELSE o.runs || CASE WHEN o.more THEN ', ...' ELSE '' END || ' ('
-             || format('{{:,}}', o.count) || ' of ' || format('{{:,}}', f.nprocs)
-             || ' processes)'
-    END AS ranks
-    FROM fired f LEFT JOIN own o USING (job) LEFT JOIN extremes e USING (job)
+    SELECT job, CASE WHEN {extremes} THEN e.text ELSE w.text END AS ranks
+    FROM fired LEFT JOIN words w USING (job) LEFT JOIN extremes e USING (job)
 )
 SELECT log_sha256, path, measure, ranks FROM top JOIN per_file USING (job, record_id)
 JOIN named USING (job, record_id) JOIN ranks USING (job) JOIN fired USING (job)
@@ -126,7 +133,7 @@ def _evidence(con, ev, logs: pd.Series, limits: dict, nprocs: pd.Series) -> tupl
         kept="" if ev.agg == "spread" else "WHERE measure > 0",  # 0 adds to no sum, no max
         ranked="WHERE r.measure > 0" if ev.agg == "sum" else "",
         most=TOP_FILES,
-        shown=SHOWN_RANKS,
+        words=_WORDS.strip(),
         extremes="TRUE" if ev.extremes else "FALSE",
     )
     fired = pd.DataFrame({"log_sha256": logs.to_numpy(), "job": range(len(logs))})
@@ -136,12 +143,37 @@ def _evidence(con, ev, logs: pd.Series, limits: dict, nprocs: pd.Series) -> tupl
         files = con.execute(query).df()
     finally:
         con.unregister("fired")
-    # a job's top files, the most of the problem first (equal ones by path)
-    files = files.sort_values(["log_sha256", "measure", "path"], ascending=[True, False, True])
-    files["nth"] = files.groupby("log_sha256", sort=False).cumcount()
-    files["text"] = files["path"] + " (" + files["measure"].map(ev.shown) + ")"
-    ranks = files.loc[files["nth"] == 0].set_index("log_sha256")["ranks"]
-    return _joined(files, TOP_FILES, "; "), ranks
+    ranks = files.drop_duplicates("log_sha256").set_index("log_sha256")["ranks"]
+    return top_files(files, "measure", ev.shown), ranks
+
+
+def top_files(rows: pd.DataFrame, measure: str, shown) -> pd.Series:
+    """Per job log (index): its top :data:`TOP_FILES` files by ``measure`` (rows: log_sha256,
+    path and the measure, a row a file), the most first (equal ones by path), written
+    "path (shown(measure)); ...". Files of none of it (0) are left out."""
+    order = ["log_sha256", measure, "path"]
+    rows = rows[rows[measure] > 0].sort_values(order, ascending=[True, False, True])
+    rows = rows.assign(nth=rows.groupby("log_sha256", sort=False).cumcount())
+    rows = rows[rows["nth"] < TOP_FILES]
+    rows = rows.assign(text=rows["path"] + " (" + rows[measure].map(shown) + ")")
+    return _joined(rows, TOP_FILES, "; ")
+
+
+def rank_texts(con, ranks: pd.DataFrame, nprocs: pd.Series) -> pd.Series:
+    """Per job log (index): its ranks (rows: log_sha256, rank; -1: a record of all) in words,
+    as findings name them; ``nprocs``: each log's processes."""
+    logs = pd.unique(ranks["log_sha256"])
+    fired = pd.DataFrame({"log_sha256": logs, "job": range(len(logs))})
+    fired["nprocs"] = nprocs.reindex(logs).to_numpy()
+    ranked = ranks.merge(fired[["log_sha256", "job"]])[["job", "rank"]].drop_duplicates()
+    con.register("fired", fired)
+    con.register("ranked", ranked)
+    try:
+        said = con.execute(f"WITH {_WORDS.strip()} SELECT job, text FROM words").df()
+    finally:
+        con.unregister("fired")
+        con.unregister("ranked")
+    return said.set_index(fired["log_sha256"].to_numpy()[said["job"]])["text"]
 
 
 def _joined(parts: pd.DataFrame, most: int, sep: str) -> pd.Series:

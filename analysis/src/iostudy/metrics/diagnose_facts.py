@@ -127,3 +127,11 @@ def evidence_rows(con, logs) -> pd.DataFrame:
         return con.execute(query).df()
     finally:
         con.unregister("fired")
+
+
+def code_of(exe: pd.Series) -> pd.Series:
+    """Each job's code: its executable's file name, the first word of Darshan's exe line
+    (null: none)."""
+    exe = exe.astype(object)
+    first = exe.where(exe.map(lambda e: isinstance(e, str))).str.split().str[0]
+    return first.str.rsplit("/", n=1).str[-1]
