@@ -36,6 +36,7 @@ from iostudy.collect.sacct import SACCT_FORMAT
 from iostudy.metrics import diagnose, diagnose_beyond
 from iostudy.store import store as store_mod
 
+from .diagnosejson import diagnose_json
 from .rundirs import RUNTIME, runtime_env
 from .testdata import DARSHAN_LOGS, OWN_LOGS, RELEASE_350, REPO_ROOT
 
@@ -63,15 +64,7 @@ BEYOND = {rule.name for rule in diagnose_beyond.BEYOND_RULES}
 def _diagnose(store: Path, out: Path, config: dict | None = None) -> pd.DataFrame:
     """`iostudy diagnose --json` (thresholds: the defaults, with ``config``'s rules changed):
     the findings of this module's rules, the log by its file name."""
-    args = ["diagnose", "--store", str(store), "--json"]
-    if config:
-        path = out.with_suffix(".config.json")
-        path.write_text(json.dumps({"rules": config}))
-        args += ["--config", str(path)]
-    with open(out, "w") as f, pytest.MonkeyPatch.context() as mp:
-        mp.setattr("sys.stdout", f)
-        assert main(args) == 0
-    found = pd.DataFrame(json.loads(out.read_text()))
+    found = pd.DataFrame(diagnose_json(store, out, config))
     found = found[found["rule"].isin(BEYOND)].copy()
     found["name"] = found["log"].map(lambda p: Path(p).name if isinstance(p, str) else None)
     return found

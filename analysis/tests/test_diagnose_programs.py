@@ -15,7 +15,6 @@ rank, 40 bytes written by one), a shared file with one rank's bytes that no prog
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -28,6 +27,7 @@ import pytest
 from iostudy.cli.cli import main
 from iostudy.metrics import diagnose
 
+from .diagnosejson import diagnose_json
 from .rundirs import RUNTIME, runtime_env
 from .testdata import REPO_ROOT
 
@@ -94,16 +94,8 @@ def run_all(tree: Path, work: Path) -> None:
 def run_diagnose(store: Path, out: Path, limits: dict | None = None) -> dict[str, dict]:
     """`iostudy diagnose --json` on the store (with ``limits``, a diagnoses.json's rules, when
     given): log name -> {rule: its finding's row}."""
-    args = ["diagnose", "--store", str(store), "--json"]
-    if limits is not None:
-        config = out.with_suffix(".config.json")
-        config.write_text(json.dumps({"rules": limits}))
-        args += ["--config", str(config)]
-    with open(out, "w") as f, pytest.MonkeyPatch.context() as mp:
-        mp.setattr("sys.stdout", f)
-        assert main(args) == 0
     found: dict[str, dict] = {}
-    for row in json.loads(out.read_text()):
+    for row in diagnose_json(store, out, limits):
         found.setdefault(Path(row["log"]).stem, {})[row["rule"]] = row
     return found
 
