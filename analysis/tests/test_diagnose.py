@@ -226,3 +226,19 @@ def test_a_jobs_code_is_its_executables_file_name():
     lines = pd.Series(["/opt/lammps/bin/lmp -in in.lj", "a.out", "./ior -a MPIIO", None, "  "])
     assert code_of(lines).tolist()[:3] == ["lmp", "a.out", "ior"]
     assert code_of(lines).isna().tolist()[3:] == [True, True]
+
+
+def test_the_text_for_a_reader_groups_the_findings_by_job():
+    jobs = facts(SICK["small-writes"], {**SICK["small-writes"], **SICK["many-files"]})
+    jobs["log_sha256"] = ["a", "b"]
+    found = diagnose.diagnose(jobs, diagnose.thresholds()).assign(executable="lmp")
+    lines = diagnose.as_text(found).splitlines()
+    heads = [line for line in lines if not line.startswith(" ")]
+    assert heads == ["job0 (job 1, code lmp):", "job1 (job 1, code lmp):"]
+    job1 = lines[lines.index(heads[1]) + 1 :]
+    assert [line.split(":")[0] for line in job1 if not line.startswith("    ")] == [
+        "  small-writes [Drishti P06]",
+        "  many-files",
+    ]
+    assert f"    advice: {diagnose.RULES[2].advice}" in lines
+    assert diagnose.as_text(found.iloc[:0]) == "no finding"

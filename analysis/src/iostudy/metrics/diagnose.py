@@ -110,6 +110,23 @@ def findings(con, limits: dict, jobs: pd.DataFrame | None = None) -> tuple:
     return facts, with_history(found, facts)
 
 
+def as_text(found: pd.DataFrame) -> str:
+    """The findings for a reader: per job its log, then each finding with its code, numbers,
+    files, ranks, history and advice on lines of their own."""
+    lines, job = [], None
+    for r in found.sort_values("log", kind="stable").itertuples():  # rules in their order
+        if r.log_sha256 != job:
+            job = r.log_sha256
+            code = r.executable if isinstance(r.executable, str) else "unknown"
+            lines.append(f"{r.log} (job {r.jobid}, code {code}):")
+        code = f" [Drishti {r.drishti}]" if isinstance(r.drishti, str) else ""
+        lines.append(f"  {r.rule}{code}: {r.found}")
+        for name in ("files", "ranks", "history", "advice"):
+            value = getattr(r, name)
+            lines += [f"    {name}: {value}"] if isinstance(value, str) else []
+    return "\n".join(lines) if lines else "no finding"
+
+
 def cmd_diagnose(args) -> int:
     if not jobstats.has_jobs(args.store):
         return EXIT_BAD_INPUT
@@ -119,7 +136,7 @@ def cmd_diagnose(args) -> int:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     facts, found = findings(store_mod.connect(args.store), limits)
-    write_table(found, args, sys.stdout)
+    write_table(found, args, sys.stdout, text=as_text)
     counts = found["rule"].value_counts().to_dict() if len(found) else {}
     print(
         f"diagnose: {len(facts)} jobs, {found['log_sha256'].nunique()} with a finding: "
