@@ -10,6 +10,7 @@ joined a position at a time, not per job.
 from __future__ import annotations
 
 from iostudy.core.deferred import deferred
+from iostudy.metrics.diagnose_facts import SPREAD
 from iostudy.metrics.diagnose_rules import RULES
 
 pd = deferred("pandas")
@@ -97,8 +98,7 @@ JOIN named USING (job, record_id) JOIN ranks USING (job) JOIN fired USING (job)
 _PER_FILE = {
     "sum": "SUM(measure)",
     "max": "MAX(measure)",
-    "spread": "CASE WHEN COUNT(measure) > 1 AND MAX(measure) > 0 "
-    "THEN (MAX(measure) - MIN(measure)) / MAX(measure) ELSE 0 END",
+    "spread": SPREAD.format(x="measure"),
 }
 
 

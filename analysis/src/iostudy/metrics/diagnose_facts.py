@@ -18,6 +18,23 @@ from iostudy.metrics import jobstats
 
 pd = deferred("pandas")
 
+# A record shared by all ranks (rank -1): how far apart its slowest and fastest ranks are, as a
+# share of the file's bytes, or of its I/O time (Drishti P18, P19); the job facts take each
+# job's largest, the rules' evidence each file's.
+SHARED_BYTES_APART = (
+    "ABS(slowest_rank_bytes - fastest_rank_bytes) / NULLIF(bytes_read::DOUBLE + bytes_written, 0)"
+)
+SHARED_TIME_APART = (
+    "ABS(slowest_rank_time - fastest_rank_time)"
+    " / NULLIF(read_time + write_time + COALESCE(meta_time, 0), 0)"
+)
+
+# A file's records' spread of a value (Drishti P21, P22's): (max - min) / max, 0 for a file of
+# one record or none of it; ``{x}``: the value (null in a record: left out).
+SPREAD = (
+    "CASE WHEN COUNT({x}) > 1 AND MAX({x}) > 0 THEN (MAX({x}) - MIN({x})) / MAX({x}) ELSE 0 END"
+)
+
 # Per log, what job_table does not give (POSIX unless named): see the module docstring.
 _COUNTERS = """
 WITH rank_bytes AS (
@@ -33,8 +50,7 @@ ranks AS (
 ),
 file_spread AS (
     SELECT log_sha256, record_id,
-           (MAX(bytes_written) - MIN(bytes_written)) / NULLIF(MAX(bytes_written), 0) AS w,
-           (MAX(bytes_read) - MIN(bytes_read)) / NULLIF(MAX(bytes_read), 0) AS r
+           {written_spread} AS w, {read_spread} AS r
     FROM files WHERE module = 'posix' AND rank >= 0 GROUP BY ALL HAVING COUNT(*) > 1
 ),
 spread AS (
@@ -58,12 +74,8 @@ SELECT f.log_sha256,
     SUM(bytes_read::HUGEINT + bytes_written) FILTER (WHERE module = 'mpiio') AS mpiio_bytes,
     SUM(meta_time) FILTER (WHERE {counted}) AS meta_s,
     MAX(meta_time) FILTER (WHERE module = 'posix') AS file_meta_s,
-    MAX(ABS(slowest_rank_bytes - fastest_rank_bytes)
-        / NULLIF(bytes_read::DOUBLE + bytes_written, 0))
-        FILTER (WHERE module = 'posix' AND rank = -1) AS shared_size_spread,
-    MAX(ABS(slowest_rank_time - fastest_rank_time)
-        / NULLIF(read_time + write_time + COALESCE(meta_time, 0), 0))
-        FILTER (WHERE module = 'posix' AND rank = -1) AS shared_time_spread,
+    MAX({bytes_apart}) FILTER (WHERE module = 'posix' AND rank = -1) AS shared_size_spread,
+    MAX({time_apart}) FILTER (WHERE module = 'posix' AND rank = -1) AS shared_time_spread,
     SUM(coll_reads) FILTER (WHERE module = 'mpiio') AS coll_reads,
     SUM(indep_reads) FILTER (WHERE module = 'mpiio') AS indep_reads,
     SUM(coll_ops - coll_reads) FILTER (WHERE module = 'mpiio') AS coll_writes,
@@ -80,19 +92,6 @@ FROM files f LEFT JOIN ranks r USING (log_sha256) LEFT JOIN spread s USING (log_
 GROUP BY ALL
 """
 
-# The files rows a finding's evidence is drawn from: those of the jobs that have one.
-EVIDENCE_COLUMNS = (
-    "log_sha256", "module", "record_id", "rank", "path", "bytes_read", "bytes_written", "reads",
-    "writes", "read_time", "write_time", "meta_time", "small_reads", "small_writes", "unaligned",
-    "unaligned_mem", "seq_reads", "seq_ops", "coll_reads", "indep_reads", "coll_ops",
-    "indep_ops", "max_byte", "fastest_rank", "slowest_rank", "fastest_rank_bytes",
-    "slowest_rank_bytes", "fastest_rank_time", "slowest_rank_time",
-)  # fmt: skip
-_EVIDENCE = """
-SELECT {columns} FROM files JOIN fired USING (log_sha256)
-WHERE module IN ('posix', 'mpiio', 'stdio')
-"""
-
 
 def job_facts(con, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per job log: jobstats.job_table's columns (``jobs`` when the caller has them)
@@ -102,7 +101,14 @@ def job_facts(con, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
         return jobs
     # the records of the layers that moved the bytes (md_cost_pct's, the rank balance's)
     counted = modules.counted(jobstats.DEFAULT_SCOPE, "f")
-    counters = con.execute(_COUNTERS.format(counted=counted)).df()
+    query = _COUNTERS.format(
+        counted=counted,
+        bytes_apart=SHARED_BYTES_APART,
+        time_apart=SHARED_TIME_APART,
+        written_spread=SPREAD.format(x="bytes_written"),
+        read_spread=SPREAD.format(x="bytes_read"),
+    )
+    counters = con.execute(query).df()
     facts = jobs.merge(counters, on="log_sha256", how="left")
     spreads = [
         "shared_size_spread",
@@ -116,17 +122,6 @@ def job_facts(con, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
     facts[numeric] = facts[numeric].astype(float).fillna(0)
     facts[spreads] = facts[spreads].astype(float)
     return facts
-
-
-def evidence_rows(con, logs) -> pd.DataFrame:
-    """The POSIX, MPI-IO and STDIO files rows of the job logs ``logs`` (their sha256)."""
-    fired = pd.DataFrame({"log_sha256": pd.unique(pd.Series(list(logs), dtype=object))})
-    con.register("fired", fired)
-    try:
-        query = _EVIDENCE.format(columns=", ".join(EVIDENCE_COLUMNS))
-        return con.execute(query).df()
-    finally:
-        con.unregister("fired")
 
 
 def code_of(exe: pd.Series) -> pd.Series:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, binary_bytes
+from iostudy.metrics.diagnose_facts import SHARED_BYTES_APART, SHARED_TIME_APART
 
 pd = deferred("pandas")
 
@@ -242,12 +243,7 @@ def _shared_spread(kind: str, code: str) -> Rule:
     differ by more than a share of its total."""
     spread = f"shared_{kind}_spread"
 
-    per_record = {
-        "size": "ABS(slowest_rank_bytes - fastest_rank_bytes)"
-        " / NULLIF(bytes_read::DOUBLE + bytes_written, 0)",
-        "time": "ABS(slowest_rank_time - fastest_rank_time)"
-        " / NULLIF(read_time + write_time + COALESCE(meta_time, 0), 0)",
-    }[kind]
+    per_record = {"size": SHARED_BYTES_APART, "time": SHARED_TIME_APART}[kind]
     per_record = f"CASE WHEN rank < 0 THEN {per_record} END"
 
     what = {"size": "bytes", "time": "I/O time"}[kind]
