@@ -35,7 +35,7 @@ def test_summary_text(release_log, capsys):
     out = capsys.readouterr().out
     for expected in ("3171794", "nprocs", "lib_ver", "romio_no_indep_rw", "POSIX: 1 records"):
         assert expected in out
-    assert "64.0 MiB" in out and "<STDOUT>" in out
+    assert "64 MiB" in out and "<STDOUT>" in out
 
 
 def test_summary_text_flags_partial_module(darshan_logs, capsys):

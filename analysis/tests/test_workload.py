@@ -496,6 +496,23 @@ def test_binary_bytes():
     assert numfmt.binary_bytes(512) == "512 B"
     assert numfmt.binary_bytes(1536) == "1.5 KiB"
     assert numfmt.binary_bytes(3 * 2**40) == "3 TiB"
+    # by hand: 1,000 KiB has 4 digits before the point, never an exponent ("1e+03 KiB")
+    assert numfmt.binary_bytes(1000 * 1024) == "1000 KiB"
+    assert numfmt.binary_bytes(1023 * 1024 + 1023) == "1024 KiB"  # 1023.999 KiB
+    assert numfmt.binary_bytes(1536 * 2**20, digits=4) == "1.5 GiB"
+    assert numfmt.binary_bytes(1234567, digits=4) == "1.177 MiB"  # 1,234,567 / 2^20
+    assert numfmt.binary_bytes(5 * 2**60) == "5 EiB"
+
+
+def test_every_size_is_written_by_one_formatter(release_log, capsys, tmp_path):
+    """The log summary, the fsstats scan and the report's ticks used three formatters that
+    wrote 64 MiB as "64.0 MiB", "64 MiB" and "64 MiB": now each says what numfmt says."""
+    from iostudy.cli.cli import main
+    from iostudy.collect import fsstats
+
+    assert main(["log", "summary", str(release_log)]) == 0
+    assert numfmt.binary_bytes(64 * 2**20) in capsys.readouterr().out  # the MPI-IO file
+    assert fsstats._human(64 * 2**20) == numfmt.binary_bytes(64 * 2**20, digits=4) == "64 MiB"
 
 
 # Near the store's bound (iostudy.logs.plausibility: values below 2^62) and multiples of 2^14, so

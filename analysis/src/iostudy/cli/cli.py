@@ -19,6 +19,7 @@ from iostudy import __version__
 from iostudy.cli import listing
 from iostudy.core import config
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.numfmt import binary_bytes
 from iostudy.core.safeio import NoSpace
 from iostudy.logs import logmerge, logroot, sharing, upconversion
 from iostudy.logs.darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
@@ -53,18 +54,10 @@ GROUP_MODULES = {
 INLINE_GROUPS = ("log", "logs", "config", "list")
 
 
-def _bytes(n):
-    """Binary-prefixed size, e.g. 64.0 MiB."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-
-
 # A module's figures as the summary prints them, in its table's order.
 _FIGURES = {
-    "bytes_read": _bytes,
-    "bytes_written": _bytes,
+    "bytes_read": binary_bytes,
+    "bytes_written": binary_bytes,
     "reads": str,
     "writes": str,
     "opens": str,
@@ -123,7 +116,7 @@ def _print_summary(s, console):
         table = Table(Column("file", overflow="fold"), "processes")
         # a size fits its column whole; "not recorded (module version N)" wraps
         for heading in ("read", "written"):
-            table.add_column(heading, justify="right", min_width=len("1023.9 KiB"))
+            table.add_column(heading, justify="right", min_width=len("1000 KiB"))
         for heading in ("reads", "writes", "opens"):
             table.add_column(heading, justify="right", no_wrap=True)
         for f in m["top_files"]:

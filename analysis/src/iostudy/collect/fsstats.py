@@ -28,7 +28,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from iostudy.collect.fsstats_diff import growth_table, size_cdf, size_label, unmodified_shares
+from iostudy.collect.fsstats_diff import growth_table, size_cdf, unmodified_shares
 from iostudy.collect.fsstats_scan import scan
 from iostudy.collect.fsstats_snapshot import (
     ERROR_EXAMPLES,
@@ -39,12 +39,13 @@ from iostudy.collect.fsstats_snapshot import (
 from iostudy.collect.fsstats_store import TABLE, part_name, snapshot_rows
 from iostudy.collect.fsstats_walker import default_threads
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_STOPPED
+from iostudy.core.numfmt import binary_bytes
 from iostudy.core.paths import add_store_option
 from iostudy.core.tableout import write_table
 
 
 def _human(nbytes) -> str:
-    return size_label(int(nbytes)) if nbytes == nbytes else ""
+    return binary_bytes(nbytes, digits=4) if nbytes == nbytes else ""
 
 
 def _error_summary(errors: dict) -> str:

@@ -139,18 +139,3 @@ def unmodified_shares(snapshot, days=(64, 128)):
             }
         )
     return pd.DataFrame(rows)
-
-
-def size_label(nbytes: int) -> str:
-    """A size with a binary prefix and 4 significant digits: 1.5 GiB."""
-    for unit, factor in (
-        ("EiB", 1 << 60),
-        ("PiB", 1 << 50),
-        ("TiB", 1 << 40),
-        ("GiB", 1 << 30),
-        ("MiB", 1 << 20),
-        ("KiB", 1 << 10),
-    ):
-        if nbytes >= factor:
-            return f"{nbytes / factor:.4g} {unit}"
-    return f"{nbytes} B"

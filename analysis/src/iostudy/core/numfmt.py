@@ -27,11 +27,16 @@ def short(value) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def binary_bytes(value: float) -> str:
-    """Bytes with a binary prefix: 0 B, 512 B, 1.5 KiB, 3.2 TiB."""
+def binary_bytes(value: float, digits: int = 3) -> str:
+    """Bytes with a binary prefix and ``digits`` significant digits: 0 B, 512 B, 1.5 KiB,
+    1000 KiB, 3.2 TiB (never an exponent). iostudy's one size formatter: tables, figures' ticks,
+    messages."""
     v = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(v) < 1024 or unit == "PiB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.3g} {unit}"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(v) < 1024 or unit == "EiB":
+            break
         v /= 1024
-    return f"{v:.3g} EiB"  # pragma: no cover
+    if unit == "B":
+        return f"{v:.0f} B"
+    text = f"{v:.{digits}g}"
+    return f"{v:.0f} {unit}" if "e" in text else f"{text} {unit}"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from iostudy.collect.fsstats_diff import growth_table, size_cdf, size_label, unmodified_shares
+from iostudy.collect.fsstats_diff import growth_table, size_cdf, unmodified_shares
+from iostudy.core.numfmt import binary_bytes
 from iostudy.core.plotting import legend_below
 
 
@@ -25,7 +26,7 @@ def size_cdf_figure(whole, without, title: str):
     ax.set_xscale("log", base=2)
     ticks = [1 << k for k in range(0, 64, 4) if ax.get_xlim()[0] <= (1 << k) <= ax.get_xlim()[1]]
     if ticks:
-        ax.set_xticks(ticks, [size_label(t) for t in ticks], rotation=45, fontsize=7)
+        ax.set_xticks(ticks, [binary_bytes(t, digits=4) for t in ticks], rotation=45, fontsize=7)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("file size (less than)", fontsize=8)
     ax.set_ylabel("fraction of files", fontsize=8)
