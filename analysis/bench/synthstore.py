@@ -44,14 +44,49 @@ BIN_EDGES = np.array([100, KIB, 10 * KIB, 100 * KIB, MIB, 4 * MIB, 10 * MIB, 100
 SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in SIZE_BINS]
 # The files columns diagnosable_files fills (or leaves null) knowingly; others: generic_column.
 KNOWN = {
-    *SIZE_COLUMNS, "run_id", "log_sha256", "module", "record_id", "rank", "path", "bytes_read",
-    "bytes_written", "reads", "writes", "read_time", "write_time", "meta_time", "open_start",
-    "read_end", "write_end", "close_end", "slowest_rank_time", "shared", "sharing", "opens",
-    "read_start", "write_start", "seeks", "max_byte", "unaligned", "seq_ops", "small_reads",
-    "small_writes", "coll_ops", "indep_ops", "mode", "unaligned_mem", "seq_reads", "coll_reads",
-    "indep_reads", "fastest_rank", "slowest_rank", "fastest_rank_bytes", "slowest_rank_bytes",
+    *SIZE_COLUMNS,
+    "run_id",
+    "log_sha256",
+    "module",
+    "record_id",
+    "rank",
+    "path",
+    "bytes_read",
+    "bytes_written",
+    "reads",
+    "writes",
+    "read_time",
+    "write_time",
+    "meta_time",
+    "open_start",
+    "read_end",
+    "write_end",
+    "close_end",
+    "slowest_rank_time",
+    "shared",
+    "sharing",
+    "opens",
+    "read_start",
+    "write_start",
+    "seeks",
+    "max_byte",
+    "unaligned",
+    "seq_ops",
+    "small_reads",
+    "small_writes",
+    "coll_ops",
+    "indep_ops",
+    "mode",
+    "unaligned_mem",
+    "seq_reads",
+    "coll_reads",
+    "indep_reads",
+    "fastest_rank",
+    "slowest_rank",
+    "fastest_rank_bytes",
+    "slowest_rank_bytes",
     "fastest_rank_time",
-}  # fmt: skip
+}
 
 
 def synthetic_jobs(n: int, rng) -> pa.Table:
@@ -344,9 +379,24 @@ def _mpiio_rows(p: dict, posix: dict, rng) -> dict:
     path, bytes), the application's calls of the job's access size, collective or independent
     in the job's proportion, their times a little above POSIX's."""
     sel = (posix["rank"] == -1) & p["mpiio"][posix["job"]]
-    same = ("job", "k", "kind", "rank", "shared", "sharing", "bytes_read", "bytes_written",
-            "open_start", "read_start", "write_start", "close_end", "fastest_rank",
-            "slowest_rank", "fastest_rank_bytes", "slowest_rank_bytes")  # fmt: skip
+    same = (
+        "job",
+        "k",
+        "kind",
+        "rank",
+        "shared",
+        "sharing",
+        "bytes_read",
+        "bytes_written",
+        "open_start",
+        "read_start",
+        "write_start",
+        "close_end",
+        "fastest_rank",
+        "slowest_rank",
+        "fastest_rank_bytes",
+        "slowest_rank_bytes",
+    )
     cols = {c: posix[c][sel] for c in same}
     job, m = cols["job"], int(sel.sum())
     size = p["size"][job] * rng.lognormal(0, 0.3, m)
@@ -401,8 +451,15 @@ def _stdio_rows(p: dict, rng) -> dict:
 
 # A record's path by its category (_names): a process's file, rank 0's input, an input every
 # rank reads, a shared file, a group's file, STDOUT, a STDIO data file.
-PATHS = ("{d}/rank{r}/out{k}.dat", "/home/u{u}/input{k}.cfg", "{d}/input.nc", "{d}/shared{k}.h5",
-         "{d}/node{k}.dat", "<STDOUT>", "{d}/log{k}.txt")  # fmt: skip
+PATHS = (
+    "{d}/rank{r}/out{k}.dat",
+    "/home/u{u}/input{k}.cfg",
+    "{d}/input.nc",
+    "{d}/shared{k}.h5",
+    "{d}/node{k}.dat",
+    "<STDOUT>",
+    "{d}/log{k}.txt",
+)
 
 
 def _names(p: dict, cols: dict) -> tuple:
@@ -519,8 +576,18 @@ def make_store(
         for name, data in (("jobs", with_modules(some, rows)), ("files", rows)):
             for at in range(0, data.num_rows, group or max(data.num_rows, 1)):
                 writer.write(name, data.slice(at, group or data.num_rows))
-    writer.write("runs", [{"run_id": RUN, "system": "facility", "status": TREE_STATUS,
-                           "study": "facility", "manifest_path": "facility-logs"}])  # fmt: skip
+    writer.write(
+        "runs",
+        [
+            {
+                "run_id": RUN,
+                "system": "facility",
+                "status": TREE_STATUS,
+                "study": "facility",
+                "manifest_path": "facility-logs",
+            }
+        ],
+    )
     writer.commit()
     store.refresh_views(None)
     return root

@@ -21,8 +21,25 @@ from pathlib import Path
 from iostudy.metrics.diagnose_rules import RULES
 
 #: Drishti 0.8's HIGH insights (includes/module.py: the codes it raises with HIGH)
-HIGH = {"S01", "P05", "P06", "P07", "P08", "P11", "P13", "P15", "P16", "P17", "P18", "P19",
-        "P21", "P22", "M02", "M03", "M09"}  # fmt: skip
+HIGH = {
+    "S01",
+    "P05",
+    "P06",
+    "P07",
+    "P08",
+    "P11",
+    "P13",
+    "P15",
+    "P16",
+    "P17",
+    "P18",
+    "P19",
+    "P21",
+    "P22",
+    "M02",
+    "M03",
+    "M09",
+}
 #: the codes iostudy's rules share with Drishti
 CODES = {r.drishti for r in RULES if r.drishti}
 RULE_OF = {r.drishti: r.name for r in RULES if r.drishti}

@@ -59,37 +59,36 @@ SAID = {
     "small-reads": "2,000 of 3,000 POSIX reads (67%) at most 1 MiB",
     "small-writes": "4,990 of 5,000 POSIX writes (100%) at most 1 MiB",
     "misaligned-memory": "8 of 64 POSIX accesses (12%) from memory not aligned to the "
-                         "system's boundary",
+    "system's boundary",
     "misaligned-file": "16 of 64 POSIX accesses (25%) at offsets not aligned to the file "
-                       "system's block",
+    "system's block",
     "repeated-reads": "30.0 MiB read in files of 10.0 MiB (3.0 times)",
     "repeated-writes": "512.0 MiB written in files of 256.0 MiB (2.0 times)",
-    "random-reads": "3,000 of 4,000 POSIX reads (75%) not at a higher offset than the "
-                    "previous one",
+    "random-reads": "3,000 of 4,000 POSIX reads (75%) not at a higher offset than the previous one",
     "random-writes": "4,000 of 4,064 POSIX writes (98%) not at a higher offset than the "
-                     "previous one",
+    "previous one",
     "shared-small-reads": "1,500 of 2,000 POSIX reads (75%) to files shared by all 4 "
-                          "processes at most 1 MiB",
+    "processes at most 1 MiB",
     "shared-small-writes": "3,000 of 3,000 POSIX writes (100%) to files shared by all 4 "
-                           "processes at most 1 MiB",
+    "processes at most 1 MiB",
     "slow-metadata": "a file's metadata took 31 s (its records' ranks together)",
     "shared-size-imbalance": "in a file shared by all 4 processes, its slowest and fastest "
-                             "ranks' bytes differ by 50% of the file's bytes",
+    "ranks' bytes differ by 50% of the file's bytes",
     "stragglers": "in a file shared by all 4 processes, its slowest and fastest ranks' "
-                  "I/O time differ by 25% of the file's I/O time",
+    "I/O time differ by 25% of the file's I/O time",
     "write-imbalance": "in a file of several processes (not all), the rank that wrote least wrote "
-                       "88% less than the rank that wrote most",
+    "88% less than the rank that wrote most",
     "read-imbalance": "in a file of several processes (not all), the rank that read least read "
-                      "50% less than the rank that read most",
+    "50% less than the rank that read most",
     "no-collective-reads": "2,000 of 2,000 MPI-IO reads (100%) independent",
     "no-collective-writes": "1,200 of 1,200 MPI-IO writes (100%) independent",
     "metadata-dominated": "metadata 80% of the I/O time (3 s over the processes)",
     "rank0-only": "rank 0 of 4 processes moved all 256.0 MiB",
     "many-files": "400 files for 4 processes (100 per process)",
     "rank-imbalance": "of the 4 processes that moved bytes in records of their own, the "
-                      "busiest (rank 0) moved 64 MiB, the least busy (rank 1) "
-                      "16 MiB",
-}  # fmt: skip
+    "busiest (rank 0) moved 64 MiB, the least busy (rank 1) "
+    "16 MiB",
+}
 
 
 def facts(*changes) -> pd.DataFrame:

@@ -34,9 +34,21 @@ from .testdata import REPO_ROOT
 PROGRAMS = REPO_ROOT / "build" / "runtime" / "tests"
 MIB = 1 << 20
 #: io_patterns modes run, and on how many ranks
-MODES = {"small": 2, "rank0": 2, "indep": 2, "imbalance": 2, "meta": 2, "good": 2, "memalign": 2,
-         "backward": 2, "sharedsmall": 2, "sizeimb": 2, "straggler": 2, "partial": 3,
-         "rewrite": 2}  # fmt: skip
+MODES = {
+    "small": 2,
+    "rank0": 2,
+    "indep": 2,
+    "imbalance": 2,
+    "meta": 2,
+    "good": 2,
+    "memalign": 2,
+    "backward": 2,
+    "sharedsmall": 2,
+    "sizeimb": 2,
+    "straggler": 2,
+    "partial": 3,
+    "rewrite": 2,
+}
 #: seconds of one file's metadata above which slow-metadata fires in the lowered run (and
 #: Drishti's P17, metadata_time_rank): the default, 30 s, would take the meta program minutes;
 #: the 50,000 opens, fstats and closes of each of its files take well over this anywhere
@@ -61,8 +73,16 @@ def run_mpi(mode: str, tree: Path, work: Path, jobid: int | None = None, ranks: 
     if launcher is None or not prog.is_file():
         pytest.skip(f"needs mpirun.openmpi and {prog} (make setup builds it with Open MPI)")
     log = tree / f"{mode}.darshan"
-    cmd = [launcher, "--oversubscribe", "--allow-run-as-root", "-np", str(ranks),
-           "--mca", "sharedfp", "individual"]  # fmt: skip
+    cmd = [
+        launcher,
+        "--oversubscribe",
+        "--allow-run-as-root",
+        "-np",
+        str(ranks),
+        "--mca",
+        "sharedfp",
+        "individual",
+    ]
     for key in ("LD_PRELOAD", "DARSHAN_LOGFILE"):  # to the ranks, not to mpirun
         cmd += ["-x", f"{key}={runtime_env(log, mpi=True)[key]}"]
     if jobid is not None:

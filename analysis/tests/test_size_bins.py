@@ -66,10 +66,25 @@ def expected_per_label() -> dict[str, int]:
 def test_the_bins_at_their_edges():
     """The hand-written rule itself, at both sides of every edge."""
     assert [bin_of(s) for s in SIZES] == [
-        "0_100", "100_1K", "100_1K", "1K_10K", "1K_10K", "10K_100K", "10K_100K", "100K_1M",
-        "100K_1M", "1M_4M", "1M_4M", "4M_10M", "4M_10M", "10M_100M", "10M_100M", "100M_1G",
-        "100M_1G", "1G_PLUS",
-    ]  # fmt: skip
+        "0_100",
+        "100_1K",
+        "100_1K",
+        "1K_10K",
+        "1K_10K",
+        "10K_100K",
+        "10K_100K",
+        "100K_1M",
+        "100K_1M",
+        "1M_4M",
+        "1M_4M",
+        "4M_10M",
+        "4M_10M",
+        "10M_100M",
+        "10M_100M",
+        "100M_1G",
+        "100M_1G",
+        "1G_PLUS",
+    ]
     ends = ("0_100", "1G_PLUS")  # one edge each; every other bin holds two
     assert expected_per_label() == {label: 1 if name in ends else 2 for name, _, label in BINS}
 

@@ -31,8 +31,22 @@ from iostudy.store import store as store_mod
 pd = deferred("pandas")
 
 CONFIG = "diagnoses.json"
-COLUMNS = ["log", "jobid", "run_id", "account", "executable", "nprocs", "rule", "drishti",
-           "found", "files", "ranks", "history", "advice", "log_sha256"]  # fmt: skip
+COLUMNS = [
+    "log",
+    "jobid",
+    "run_id",
+    "account",
+    "executable",
+    "nprocs",
+    "rule",
+    "drishti",
+    "found",
+    "files",
+    "ranks",
+    "history",
+    "advice",
+    "log_sha256",
+]
 job_facts = diagnose_facts.job_facts
 __all__ = ["NOT_RULES", "RULES", "diagnose", "job_facts", "thresholds", "with_evidence"]
 

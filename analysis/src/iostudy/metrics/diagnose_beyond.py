@@ -375,53 +375,92 @@ def _spread(key: str, what: str) -> Callable:
 #: every rule of this module: the DXT, Lustre and accounting rules on each job, then the
 #: facility's over every per-job finding
 BEYOND_RULES: tuple[Beyond, ...] = (
-    Beyond("straggler-rank",
-           "look at the late rank: its node (slow, or shared with other work), its share of the "
-           "data, its file system client; every rank waits for it at the next barrier or at "
-           "the end", _stragglers, "dxt"),
-    Beyond("random-offsets",
-           "access each file in offset order, or gather the scattered requests (MPI-IO "
-           "collective I/O, sorting them in memory first, a library that aggregates): random "
-           "offsets defeat read-ahead, write-behind and the file system's aggregation",
-           _random, "dxt"),
-    Beyond("io-bursts",
-           "overlap the bursts with computation (asynchronous I/O: MPI_File_iwrite_all, HDF5's "
-           "async VOL, a burst buffer or node-local staging drained in the background): the "
-           "job waits for the file system at each burst and leaves it idle between",
-           _bursts, "dxt"),
-    Beyond("small-io-storm",
-           "buffer the small requests into large ones (a larger buffer, MPI-IO collective I/O, "
-           "HDF5 chunking and its metadata cache): a storm of small requests at once loads the "
-           "file system's servers for every job on it", _storms, "dxt"),
-    Beyond("single-stripe-shared",
-           "stripe the shared file over more OSTs before it is written (lfs setstripe -c, or "
-           "the MPI-IO hint striping_factor): every writer's data goes through one OST",
-           _single_stripe, "lustre"),
-    Beyond("small-file-striped",
-           "keep small files on one stripe (lfs setstripe -c 1 on their directory, or a "
-           "progressive layout whose first component has one): each extra stripe is an "
-           "object to create, lock and stat on another OST", _small_striped, "lustre"),
-    Beyond("ost-imbalance",
-           "spread the data over the OSTs (stripe the large files wider, or let Lustre place "
-           "the files instead of a fixed OST index): the busiest OST bounds the job's "
-           "bandwidth", _ost_imbalance, "lustre"),
-    Beyond("slow-ost",
-           "tell the site: the OST (or its server, disks or network) is slow for every job; "
-           "until it is fixed, keep the files off it (lfs setstripe -o, or a pool without it)",
-           _slow_ost, "lustre"),
-    Beyond("io-bound",
-           "the job's I/O takes most of its allocation: fix its other findings first, then "
-           "overlap I/O with computation or write less (compression, fewer checkpoints)",
-           _io_bound, "sched"),
-    Beyond("project-wide",
-           "fix it once where the project's jobs share it (their job scripts, input decks, "
-           "I/O library settings): one change mends every job; the rule's own advice says how",
-           _spread("account", "project"), "jobs", over_findings=True),
-    Beyond("code-wide",
-           "fix it once in the code (or in its I/O library's settings): every job of it has "
-           "the problem; the rule's own advice says how",
-           _spread("code", "code"), "jobs", over_findings=True),
-)  # fmt: skip
+    Beyond(
+        "straggler-rank",
+        "look at the late rank: its node (slow, or shared with other work), its share of the "
+        "data, its file system client; every rank waits for it at the next barrier or at "
+        "the end",
+        _stragglers,
+        "dxt",
+    ),
+    Beyond(
+        "random-offsets",
+        "access each file in offset order, or gather the scattered requests (MPI-IO "
+        "collective I/O, sorting them in memory first, a library that aggregates): random "
+        "offsets defeat read-ahead, write-behind and the file system's aggregation",
+        _random,
+        "dxt",
+    ),
+    Beyond(
+        "io-bursts",
+        "overlap the bursts with computation (asynchronous I/O: MPI_File_iwrite_all, HDF5's "
+        "async VOL, a burst buffer or node-local staging drained in the background): the "
+        "job waits for the file system at each burst and leaves it idle between",
+        _bursts,
+        "dxt",
+    ),
+    Beyond(
+        "small-io-storm",
+        "buffer the small requests into large ones (a larger buffer, MPI-IO collective I/O, "
+        "HDF5 chunking and its metadata cache): a storm of small requests at once loads the "
+        "file system's servers for every job on it",
+        _storms,
+        "dxt",
+    ),
+    Beyond(
+        "single-stripe-shared",
+        "stripe the shared file over more OSTs before it is written (lfs setstripe -c, or "
+        "the MPI-IO hint striping_factor): every writer's data goes through one OST",
+        _single_stripe,
+        "lustre",
+    ),
+    Beyond(
+        "small-file-striped",
+        "keep small files on one stripe (lfs setstripe -c 1 on their directory, or a "
+        "progressive layout whose first component has one): each extra stripe is an "
+        "object to create, lock and stat on another OST",
+        _small_striped,
+        "lustre",
+    ),
+    Beyond(
+        "ost-imbalance",
+        "spread the data over the OSTs (stripe the large files wider, or let Lustre place "
+        "the files instead of a fixed OST index): the busiest OST bounds the job's "
+        "bandwidth",
+        _ost_imbalance,
+        "lustre",
+    ),
+    Beyond(
+        "slow-ost",
+        "tell the site: the OST (or its server, disks or network) is slow for every job; "
+        "until it is fixed, keep the files off it (lfs setstripe -o, or a pool without it)",
+        _slow_ost,
+        "lustre",
+    ),
+    Beyond(
+        "io-bound",
+        "the job's I/O takes most of its allocation: fix its other findings first, then "
+        "overlap I/O with computation or write less (compression, fewer checkpoints)",
+        _io_bound,
+        "sched",
+    ),
+    Beyond(
+        "project-wide",
+        "fix it once where the project's jobs share it (their job scripts, input decks, "
+        "I/O library settings): one change mends every job; the rule's own advice says how",
+        _spread("account", "project"),
+        "jobs",
+        over_findings=True,
+    ),
+    Beyond(
+        "code-wide",
+        "fix it once in the code (or in its I/O library's settings): every job of it has "
+        "the problem; the rule's own advice says how",
+        _spread("code", "code"),
+        "jobs",
+        over_findings=True,
+    ),
+)
 
 
 def _run(rule: Beyond, con, facts: pd.DataFrame, limits: dict, jobs: pd.DataFrame):

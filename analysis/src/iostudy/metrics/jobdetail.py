@@ -161,9 +161,15 @@ def rank_balance(files: pd.DataFrame, nprocs: int) -> tuple[pd.DataFrame, dict]:
     if per_rank.empty:
         return per_rank, counts
     t = per_rank.set_index("rank")["io_time"]
-    summary = {"fastest_rank": int(t.idxmin()), "fastest_s": t.min(),
-               "slowest_rank": int(t.idxmax()), "slowest_s": t.max(), "mean_s": t.mean(),
-               "variance_s2": t.var(ddof=0), **counts}  # fmt: skip
+    summary = {
+        "fastest_rank": int(t.idxmin()),
+        "fastest_s": t.min(),
+        "slowest_rank": int(t.idxmax()),
+        "slowest_s": t.max(),
+        "mean_s": t.mean(),
+        "variance_s2": t.var(ddof=0),
+        **counts,
+    }
     return per_rank, summary
 
 

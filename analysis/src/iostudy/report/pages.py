@@ -125,8 +125,15 @@ class Pages:
             project = projectpage.project_of(job.to_frame().T).iloc[0]
             up = project_href(project) if project_href(project) in self.written else None
             top = _job_top(job, found, sha, jobpage.processes_moved(job, mine))
-            _write(out, job_href(sha), f"Job {_job_name(job)}", top, secs, page,
-                   up=(up, f"project {project}"))  # fmt: skip
+            _write(
+                out,
+                job_href(sha),
+                f"Job {_job_name(job)}",
+                top,
+                secs,
+                page,
+                up=(up, f"project {project}"),
+            )
 
     def _trace(self, sha: str, job: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame] | None:
         """The job's DXT segments and their files' paths (names anonymized when asked);
