@@ -30,8 +30,10 @@ def main() -> int:
     bad = problems()
     for line in bad:
         print(f"check_sizes: {line}", file=sys.stderr)
-    print(f"check_sizes: {len(bad)} over the limits ({MODULE_LINES} lines a module, "
-          f"{FUNCTION_LINES} a function)")  # fmt: skip
+    print(
+        f"check_sizes: {len(bad)} over the limits ({MODULE_LINES} lines a module, "
+        f"{FUNCTION_LINES} a function)"
+    )
     return 1 if bad else 0
 
 

@@ -55,8 +55,9 @@ class adaptive_check(BenchmarkCheck):
             start, stop = adaptive.interference_commands(self.targets)
             self.prerun_cmds += start
             self.postrun_cmds = stop + self.postrun_cmds
-        self.executable_opts = adaptive.arguments(workdir, self.targets, self.mode, self.size,
-                                                  self.block) + ["--verify"]  # fmt: skip
+        self.executable_opts = adaptive.arguments(
+            workdir, self.targets, self.mode, self.size, self.block
+        ) + ["--verify"]
 
     def target_folders(self, system: dict, workdir: Path) -> list[Path]:
         """This case's folder on each storage target the system lists, else K folders under
@@ -76,8 +77,9 @@ class adaptive_check(BenchmarkCheck):
         return adaptive.parse(text)
 
     def problems(self, parsed):
-        return adaptive.sanity(parsed, self.mode, self.procs, len(self.targets),
-                               checks.parse_size(self.size))  # fmt: skip
+        return adaptive.sanity(
+            parsed, self.mode, self.procs, len(self.targets), checks.parse_size(self.size)
+        )
 
     def figures(self, parsed):
         return adaptive.performance(parsed)

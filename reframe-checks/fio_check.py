@@ -46,9 +46,14 @@ class fio_check(BenchmarkCheck):
         self.procs, self.procs_per_node = 1, 1  # fio starts its jobs itself, on one node
         program = components.fio_program(self.current_system.name)
         why = "fio is not installed (Debian's fio package, or fio in the Spack view)"
-        tags = {"operation": self.operation, "jobs": self.jobs, "size": self.size,
-                "block": self.block, "iodepth": self.iodepth,
-                "storage_target": self.storage_target}  # fmt: skip
+        tags = {
+            "operation": self.operation,
+            "jobs": self.jobs,
+            "size": self.size,
+            "block": self.block,
+            "iodepth": self.iodepth,
+            "storage_target": self.storage_target,
+        }
         target = self.listed_target()
         workdir = self.prepare(CHECK, program, why, tags)
         if target:
@@ -88,8 +93,9 @@ class fio_check(BenchmarkCheck):
         return components.fio_parse(text)
 
     def problems(self, parsed):
-        return components.fio_sanity(parsed, self.operation, self.jobs,
-                                     checks.parse_size(self.size))  # fmt: skip
+        return components.fio_sanity(
+            parsed, self.operation, self.jobs, checks.parse_size(self.size)
+        )
 
     def figures(self, parsed):
         return components.fio_performance(parsed, self.operation)
@@ -98,7 +104,12 @@ class fio_check(BenchmarkCheck):
     def save_records(self):
         if self.is_dry_run():
             return
-        records = components.fio_records(self.parsed(), self.operation, self.jobs,
-                                         checks.parse_size(self.block), self.iodepth,
-                                         self.storage_target)  # fmt: skip
+        records = components.fio_records(
+            self.parsed(),
+            self.operation,
+            self.jobs,
+            checks.parse_size(self.block),
+            self.iodepth,
+            self.storage_target,
+        )
         checks.save_json_lines(records, Path(self.stagedir, "components.jsonl"), self.log_tags)

@@ -70,8 +70,9 @@ class haccio_check(BenchmarkCheck):
         haccio.arguments(self.particles, haccio.PREFIX)
         switches = haccio.environment(self.interface, bool(self.osync))
         system, environ = self.current_system.name, self.current_environ.name
-        found = {launch: checks.spack_program(system, name, environ)
-                 for launch, name in launches.items()}  # fmt: skip
+        found = {
+            launch: checks.spack_program(system, name, environ) for launch, name in launches.items()
+        }
         missing = [why for program, why in found.values() if program is None]
         program = found["verify" if self.verify else "read"][0]
         tags = {

@@ -74,8 +74,10 @@ class hmmer_check(BenchmarkCheck):
         quiet = "env -u LD_PRELOAD"  # the preparation is not the search: no log of its own
         q = shlex.quote
         if own:
-            self.prerun_cmds += [f"{quiet} cp {q(self.hmm_file)} {q(str(hmm))}",
-                                 f"{quiet} cp {q(self.fasta_file)} {q(str(db))}"]  # fmt: skip
+            self.prerun_cmds += [
+                f"{quiet} cp {q(self.hmm_file)} {q(str(hmm))}",
+                f"{quiet} cp {q(self.fasta_file)} {q(str(db))}",
+            ]
         else:
             build = program.parent / "hmmbuild"
             self.prerun_cmds += [
@@ -83,8 +85,10 @@ class hmmer_check(BenchmarkCheck):
                 f"{quiet} cp {q(str(fasta))} {q(str(db))}",
             ]
         if self.config == "C":
-            self.prerun_cmds += [f"mkdir -p {q(str(memory))}",
-                                 f"{quiet} cp {q(str(db))} {q(str(searched))}"]  # fmt: skip
+            self.prerun_cmds += [
+                f"mkdir -p {q(str(memory))}",
+                f"{quiet} cp {q(str(db))} {q(str(searched))}",
+            ]
             self.postrun_cmds += [f"rm -rf {q(str(memory))}"]
             # The runtime leaves /dev/ out by default: the copy in memory is the one searched.
             self.env_vars["DARSHAN_EXCLUDE_DIRS"] = ",".join(checks.RUNTIME_EXCLUDES_BUT_DEV)

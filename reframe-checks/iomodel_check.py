@@ -68,11 +68,15 @@ class iomodel_check(RuntimeCheck):
         }
         self.preload(CHECK, program, workdir, tags)
         self.executable_opts = [
-            "--size", self.size,
-            "--max-procs", str(procs),
-            "--procs-per-node", str(per_node),
-            "--dir", str(workdir),
-        ] + (["--read-back"] if self.read_back else [])  # fmt: skip
+            "--size",
+            self.size,
+            "--max-procs",
+            str(procs),
+            "--procs-per-node",
+            str(per_node),
+            "--dir",
+            str(workdir),
+        ] + (["--read-back"] if self.read_back else [])
 
     def _lines(self):
         return checks.iomodel_lines(Path(self.stagedir, "iomodel.jsonl").read_text())

@@ -73,11 +73,16 @@ class ior_check(BenchmarkCheck):
         self.drop_pages = checks.drop_cached_pages_command(workdir)
         self.ior_options = {
             phase: checks.ior_arguments(
-                self.api, self.layout, self.transfer, self.transfers, self.iterations,
-                workdir / "testfile", phase,
+                self.api,
+                self.layout,
+                self.transfer,
+                self.transfers,
+                self.iterations,
+                workdir / "testfile",
+                phase,
             )
             for phase in checks.IOR_PHASES
-        }  # fmt: skip
+        }
         self.executable_opts = self.ior_options["read"]
 
     @run_before("run")

@@ -53,9 +53,16 @@ class madbench_check(BenchmarkCheck):
     @run_after("setup")
     def set_job(self):
         why_not = madbench.problem(
-            self.procs, self.npix, self.nbin, self.sblocksize, self.fblocksize,
-            self.rmod, self.wmod, self.iomethod, self.filetype,
-        )  # fmt: skip
+            self.procs,
+            self.npix,
+            self.nbin,
+            self.sblocksize,
+            self.fblocksize,
+            self.rmod,
+            self.wmod,
+            self.iomethod,
+            self.filetype,
+        )
         if why_not:
             raise ValueError(f"{CHECK}: {why_not}")
         program, why = checks.spack_program(
@@ -89,9 +96,16 @@ class madbench_check(BenchmarkCheck):
 
     def problems(self, parsed):
         return madbench.sanity(
-            parsed, self.procs, self.npix, self.nbin, self.rmod, self.wmod,
-            self.iomethod, self.filetype, self.bwexp,
-        )  # fmt: skip
+            parsed,
+            self.procs,
+            self.npix,
+            self.nbin,
+            self.rmod,
+            self.wmod,
+            self.iomethod,
+            self.filetype,
+            self.bwexp,
+        )
 
     def figures(self, parsed):
         """(value, unit) pairs: seconds and MiB/s."""

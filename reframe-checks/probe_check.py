@@ -42,8 +42,12 @@ class probe_check(BenchmarkCheck):
         self.procs = probe.writers(self.targets, self.writers_per_target)
         program = checks.benchmark_program(system, "ioprobe", self.current_environ.name)
         why = f"{program} is not built (run `make build-checks`)"
-        tags = {"writers_per_target": self.writers_per_target, "targets": self.targets,
-                "size": self.size, "transfer": self.transfer}  # fmt: skip
+        tags = {
+            "writers_per_target": self.writers_per_target,
+            "targets": self.targets,
+            "size": self.size,
+            "transfer": self.transfer,
+        }
         workdir = self.prepare(CHECK, program if program.is_file() else None, why, tags)
         self.executable_opts = probe.arguments(workdir, self.size, self.transfer, self.targets)
 

@@ -531,8 +531,15 @@ def main(argv=None) -> int:  # noqa: C901
             for v in versions:
                 cmd = v.ingest(tree, tmp / f"store-{v.label}-{i}", args.jobs)
                 steps[v.label, "ingest"].append(run_step(f"{v.label} ingest {i}", cmd, tmp, v.env))
-            stats_cmd = [sys.executable, "-m", "darshan", "job_stats", "--csv",
-                         "--log_paths_file", listing]  # fmt: skip
+            stats_cmd = [
+                sys.executable,
+                "-m",
+                "darshan",
+                "job_stats",
+                "--csv",
+                "--log_paths_file",
+                listing,
+            ]
             statses.append(run_step(f"job_stats {i}", stats_cmd, tmp))
             if damaged_trees:
                 for v in versions:

@@ -45,9 +45,22 @@ MEASURE = (
 def build(store: Path, reports: Path, src: str | None) -> dict:
     """One report build in a child process: seconds, peak GiB, the page's MB and height."""
     env = dict(os.environ, PYTHONPATH=src) if src else dict(os.environ)
-    cmd = [sys.executable, "-c", MEASURE, sys.executable, "-m", "iostudy.cli.cli", "report",
-           "build", "--store", str(store), "--study", "facility",
-           "--reports", str(reports)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        MEASURE,
+        sys.executable,
+        "-m",
+        "iostudy.cli.cli",
+        "report",
+        "build",
+        "--store",
+        str(store),
+        "--study",
+        "facility",
+        "--reports",
+        str(reports),
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     seconds = time.monotonic() - t0
@@ -57,10 +70,15 @@ def build(store: Path, reports: Path, src: str | None) -> dict:
     page = Path(proc.stdout.strip().splitlines()[-1])
     details = sorted(page.parent.glob("job-*.html")) + sorted(page.parent.glob("project-*.html"))
     largest = max(details, key=lambda p: p.stat().st_size, default=None)
-    return {"s": seconds, "gib": peak_kib / 2**20, "mb": page.stat().st_size / 1e6,
-            "kpx": page_height(page) / 1000, "pages": len(details),
-            "detail_mb": largest.stat().st_size / 1e6 if largest else 0.0,
-            "detail_kpx": page_height(largest) / 1000 if largest else 0.0}  # fmt: skip
+    return {
+        "s": seconds,
+        "gib": peak_kib / 2**20,
+        "mb": page.stat().st_size / 1e6,
+        "kpx": page_height(page) / 1000,
+        "pages": len(details),
+        "detail_mb": largest.stat().st_size / 1e6 if largest else 0.0,
+        "detail_kpx": page_height(largest) / 1000 if largest else 0.0,
+    }
 
 
 def page_height(page: Path) -> float:
@@ -86,16 +104,21 @@ def main(argv=None) -> int:
         store = make_store(Path(tmp) / "store", args.jobs)
         print(f"bench-report: a store of {args.jobs:,} job logs in {time.monotonic() - t0:.1f} s")
         this = build(store, Path(tmp) / "reports", None)
-        base = build(store, Path(tmp) / "reports-base", args.baseline_src) if (
-            args.baseline_src) else None  # fmt: skip
+        base = (
+            build(store, Path(tmp) / "reports-base", args.baseline_src)
+            if (args.baseline_src)
+            else None
+        )
     print(f"{'':28}{'this tree':>12}" + (f"{'baseline':>12}{'ratio':>8}" if base else ""))
-    for key, what, target in (("s", "report build, s", TARGET_S),
-                              ("gib", "peak memory, GiB", TARGET_GIB),
-                              ("mb", "page, MB", TARGET_PAGE_MB),
-                              ("kpx", "page at 1,400 px, kpx tall", TARGET_PAGE_KPX),
-                              ("pages", "job and project pages", TARGET_PAGES),
-                              ("detail_mb", "largest of them, MB", TARGET_PAGE_MB),
-                              ("detail_kpx", "largest, kpx tall", TARGET_PAGE_KPX)):  # fmt: skip
+    for key, what, target in (
+        ("s", "report build, s", TARGET_S),
+        ("gib", "peak memory, GiB", TARGET_GIB),
+        ("mb", "page, MB", TARGET_PAGE_MB),
+        ("kpx", "page at 1,400 px, kpx tall", TARGET_PAGE_KPX),
+        ("pages", "job and project pages", TARGET_PAGES),
+        ("detail_mb", "largest of them, MB", TARGET_PAGE_MB),
+        ("detail_kpx", "largest, kpx tall", TARGET_PAGE_KPX),
+    ):
         line = f"{what:28}{this[key]:12.2f}"
         if base:
             ratio = f"{this[key] / base[key]:8.2f}" if base[key] else f"{'-':>8}"

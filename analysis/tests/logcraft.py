@@ -44,14 +44,36 @@ LogFormatError = corpus.LogFormatError
 
 # Offsets of the darshan_job fields (reference section 3.1): 3.41, and the formats before it.
 JOB_FIELDS = {
-    "3.41": {"uid": 0, "start_time_sec": 8, "start_time_nsec": 16, "end_time_sec": 24,
-             "end_time_nsec": 32, "nprocs": 40, "jobid": 48},
+    "3.41": {
+        "uid": 0,
+        "start_time_sec": 8,
+        "start_time_nsec": 16,
+        "end_time_sec": 24,
+        "end_time_nsec": 32,
+        "nprocs": 40,
+        "jobid": 48,
+    },
     "legacy": {"uid": 0, "start_time_sec": 8, "end_time_sec": 16, "nprocs": 24, "jobid": 32},
-}  # fmt: skip
+}
 # Module ids in the 3.41 numbering (reference section 5).
-MODULE_IDS = {"POSIX": 1, "MPI-IO": 2, "H5F": 3, "H5D": 4, "PNETCDF_FILE": 5, "PNETCDF_VAR": 6,
-              "BG/Q": 7, "LUSTRE": 8, "STDIO": 9, "DXT_POSIX": 10, "DXT_MPIIO": 11, "APXC": 13,
-              "APMPI": 14, "HEATMAP": 15, "DFS": 16, "DAOS": 17}  # fmt: skip
+MODULE_IDS = {
+    "POSIX": 1,
+    "MPI-IO": 2,
+    "H5F": 3,
+    "H5D": 4,
+    "PNETCDF_FILE": 5,
+    "PNETCDF_VAR": 6,
+    "BG/Q": 7,
+    "LUSTRE": 8,
+    "STDIO": 9,
+    "DXT_POSIX": 10,
+    "DXT_MPIIO": 11,
+    "APXC": 13,
+    "APMPI": 14,
+    "HEATMAP": 15,
+    "DFS": 16,
+    "DAOS": 17,
+}
 # Current record versions (what the records must be stored at to be patched in place):
 # CURRENT_VERSIONS, the wheel's libdarshan-util's, which test_log_regions checks; those of the
 # variable-size modules (reference section 5), whose regions are replaced whole.
@@ -267,8 +289,10 @@ def flip_bits(data: bytes, count: int, seed: int, start: int = 0, end: int | Non
     """``data`` with ``count`` bits flipped at offsets drawn with ``seed`` from [start, end);
     returns (the bytes, [(offset, bit)])."""
     rng = random.Random(seed)
-    flips = [(rng.randrange(start, len(data) if end is None else end), rng.randrange(8))
-             for _ in range(count)]  # fmt: skip
+    flips = [
+        (rng.randrange(start, len(data) if end is None else end), rng.randrange(8))
+        for _ in range(count)
+    ]
     for offset, bit in flips:
         data = flip(data, offset, bit)
     return data, flips

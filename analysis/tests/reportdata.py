@@ -193,28 +193,66 @@ def _scaling_rows(run_id, system, scale):
                 for op, factor in (("write", 1), ("read", 2)):
                     bw = per_proc * procs * factor * scale
                     ior.append(
-                        {"run_id": run_id, "system": system, "partition": "default",
-                         "environ": "openmpi", "repetition": 0, "api": "POSIX",
-                         "layout": layout, "target": target, "transfer_size": 4 * 2**20,
-                         "block_size": 2**30, "procs": procs, "procs_per_node": PPN,
-                         "nodes": max(procs // PPN, 1), "operation": op, "iteration": 0,
-                         "bw_mib_s": bw, "aggregate_bytes": procs * 2**30,
-                         "total_s": procs * 1024 / bw, "log_tags": "{}"}
-                    )  # fmt: skip
-                    perf.append(_perf(run_id, system, "ior_check", params, f"{op}_mib_s", bw,
-                                      "MiB/s", 100.0))  # fmt: skip
+                        {
+                            "run_id": run_id,
+                            "system": system,
+                            "partition": "default",
+                            "environ": "openmpi",
+                            "repetition": 0,
+                            "api": "POSIX",
+                            "layout": layout,
+                            "target": target,
+                            "transfer_size": 4 * 2**20,
+                            "block_size": 2**30,
+                            "procs": procs,
+                            "procs_per_node": PPN,
+                            "nodes": max(procs // PPN, 1),
+                            "operation": op,
+                            "iteration": 0,
+                            "bw_mib_s": bw,
+                            "aggregate_bytes": procs * 2**30,
+                            "total_s": procs * 1024 / bw,
+                            "log_tags": "{}",
+                        }
+                    )
+                    perf.append(
+                        _perf(
+                            run_id, system, "ior_check", params, f"{op}_mib_s", bw, "MiB/s", 100.0
+                        )
+                    )
     for procs in (1, 2, 4):
         rate = 1000.0 * procs if procs < 4 else 50.0
-        perf.append(_perf(run_id, system, "mdtest_check", {"procs": procs},
-                          "file_create_ops_s", rate, "ops/s", 1000.0))  # fmt: skip
+        perf.append(
+            _perf(
+                run_id,
+                system,
+                "mdtest_check",
+                {"procs": procs},
+                "file_create_ops_s",
+                rate,
+                "ops/s",
+                1000.0,
+            )
+        )
     return ior, perf
 
 
 def _perf(run_id, system, check, params, variable, value, unit, floor):
-    return {"run_id": run_id, "system": system, "partition": "default", "environ": "openmpi",
-            "check": check, "parameters": json.dumps(params), "variable": variable,
-            "value": value, "unit": unit, "reference": floor * 2, "lower": -0.5, "upper": None,
-            "result": "pass" if value >= floor else "fail"}  # fmt: skip
+    return {
+        "run_id": run_id,
+        "system": system,
+        "partition": "default",
+        "environ": "openmpi",
+        "check": check,
+        "parameters": json.dumps(params),
+        "variable": variable,
+        "value": value,
+        "unit": unit,
+        "reference": floor * 2,
+        "lower": -0.5,
+        "upper": None,
+        "result": "pass" if value >= floor else "fail",
+    }
 
 
 def make_study(root: Path) -> tuple[Path, Path]:

@@ -36,18 +36,51 @@ def empty_tables() -> dict[str, pd.DataFrame]:
 
 
 def job(run_id, sha, check, tags, jobid, start="2026-03-02 09:00:00", nprocs=2, system="local"):
-    tags = {"campaign": "apps", "check": check, "system": system, "environ": "openmpi",
-            "partition": "default", "run_id": run_id, "repetition": "0", **tags}  # fmt: skip
-    return {"run_id": run_id, "log_sha256": sha, "check": check, "system": system,
-            "environ": "openmpi", "repetition": 0, "jobid": jobid, "nprocs": nprocs,
-            "start": pd.Timestamp(start), "tags": json.dumps(tags, sort_keys=True)}  # fmt: skip
+    tags = {
+        "campaign": "apps",
+        "check": check,
+        "system": system,
+        "environ": "openmpi",
+        "partition": "default",
+        "run_id": run_id,
+        "repetition": "0",
+        **tags,
+    }
+    return {
+        "run_id": run_id,
+        "log_sha256": sha,
+        "check": check,
+        "system": system,
+        "environ": "openmpi",
+        "repetition": 0,
+        "jobid": jobid,
+        "nprocs": nprocs,
+        "start": pd.Timestamp(start),
+        "tags": json.dumps(tags, sort_keys=True),
+    }
 
 
 def rec(run_id, sha, module, path, rank=-1, **counters):
-    base = {"bytes_read": 0, "bytes_written": 0, "reads": 0, "writes": 0, "read_time": 0.0,
-            "write_time": 0.0, "meta_time": 0.0, "seeks": 0, "max_byte": -1}  # fmt: skip
-    return {"run_id": run_id, "log_sha256": sha, "module": module, "path": path, "rank": rank,
-            **base, **counters}  # fmt: skip
+    base = {
+        "bytes_read": 0,
+        "bytes_written": 0,
+        "reads": 0,
+        "writes": 0,
+        "read_time": 0.0,
+        "write_time": 0.0,
+        "meta_time": 0.0,
+        "seeks": 0,
+        "max_byte": -1,
+    }
+    return {
+        "run_id": run_id,
+        "log_sha256": sha,
+        "module": module,
+        "path": path,
+        "rank": rank,
+        **base,
+        **counters,
+    }
 
 
 def hmmer_rows(run_id=RUN1):
@@ -59,23 +92,89 @@ def hmmer_rows(run_id=RUN1):
         job(run_id, "b", "hmmer_check", {"config": "B", "procs": "2"}, 12),
     ]
     files = [
-        rec(run_id, "a", "stdio", f"{SCRATCH}/families.hmm", bytes_read=3000, reads=30,
-            read_time=0.25, meta_time=0.05, max_byte=1499),
-        rec(run_id, "a", "stdio", f"{SCRATCH}/db.fa", rank=0, bytes_read=4000, reads=40,
-            read_time=1.0, meta_time=0.5, seeks=3, max_byte=999),
-        rec(run_id, "a", "stdio", f"{SCRATCH}/db.fa", rank=1, bytes_read=2000, reads=20,
-            read_time=0.5, seeks=2, max_byte=799),
-        rec(run_id, "a", "stdio", "<STDOUT>", rank=0, bytes_written=600, writes=6,
-            write_time=0.125, max_byte=599),
+        rec(
+            run_id,
+            "a",
+            "stdio",
+            f"{SCRATCH}/families.hmm",
+            bytes_read=3000,
+            reads=30,
+            read_time=0.25,
+            meta_time=0.05,
+            max_byte=1499,
+        ),
+        rec(
+            run_id,
+            "a",
+            "stdio",
+            f"{SCRATCH}/db.fa",
+            rank=0,
+            bytes_read=4000,
+            reads=40,
+            read_time=1.0,
+            meta_time=0.5,
+            seeks=3,
+            max_byte=999,
+        ),
+        rec(
+            run_id,
+            "a",
+            "stdio",
+            f"{SCRATCH}/db.fa",
+            rank=1,
+            bytes_read=2000,
+            reads=20,
+            read_time=0.5,
+            seeks=2,
+            max_byte=799,
+        ),
+        rec(
+            run_id,
+            "a",
+            "stdio",
+            "<STDOUT>",
+            rank=0,
+            bytes_written=600,
+            writes=6,
+            write_time=0.125,
+            max_byte=599,
+        ),
         rec(run_id, "a", "posix", f"{SCRATCH}/db.fa", rank=0, bytes_read=99999, reads=9),
-        rec(run_id, "b", "stdio", f"{SCRATCH}/families.hmm", bytes_read=1500, reads=15,
-            read_time=0.5, max_byte=1499),
-        rec(run_id, "b", "stdio", f"{SCRATCH}/db.fasta", bytes_read=2000, reads=10,
-            read_time=2.0, seeks=1, max_byte=999),
-        rec(run_id, "b", "stdio", f"{SCRATCH}/hmmsearch.out", rank=0, bytes_written=700,
-            writes=7, write_time=0.25, meta_time=0.25, max_byte=699),
+        rec(
+            run_id,
+            "b",
+            "stdio",
+            f"{SCRATCH}/families.hmm",
+            bytes_read=1500,
+            reads=15,
+            read_time=0.5,
+            max_byte=1499,
+        ),
+        rec(
+            run_id,
+            "b",
+            "stdio",
+            f"{SCRATCH}/db.fasta",
+            bytes_read=2000,
+            reads=10,
+            read_time=2.0,
+            seeks=1,
+            max_byte=999,
+        ),
+        rec(
+            run_id,
+            "b",
+            "stdio",
+            f"{SCRATCH}/hmmsearch.out",
+            rank=0,
+            bytes_written=700,
+            writes=7,
+            write_time=0.25,
+            meta_time=0.25,
+            max_byte=699,
+        ),
         rec(run_id, "b", "stdio", "<STDOUT>", rank=0),
-    ]  # fmt: skip
+    ]
     return jobs, files
 
 
@@ -100,8 +199,14 @@ def test_hmmer_table_by_hand():
     for key, values in expected.items():
         assert [got[key][c] for c in columns] == pytest.approx(list(values)), key
     # the seed's order: a role's configurations together, the totals last
-    assert list(t["role"]) == ["HMM (input)"] * 2 + ["sequence DB (input)"] * 2 + ["output"] * 2 \
-        + ["other"] + ["totals"] * 2  # fmt: skip
+    assert (
+        list(t["role"])
+        == ["HMM (input)"] * 2
+        + ["sequence DB (input)"] * 2
+        + ["output"] * 2
+        + ["other"]
+        + ["totals"] * 2
+    )
     assert list(t["config"][:2]) == ["A", "B"] and list(t["jobid"][:2]) == [11, 12]
     assert t.loc[t["file"] == "db.fa", "path"].item() == f"{SCRATCH}/db.fa"
 
@@ -123,18 +228,58 @@ def test_access_table_by_hand():
     ]
     files = [
         # BTIO: 100 POSIX ops (25 unaligned, 80 small); MPI-IO 30 collective, 10 independent
-        rec(RUN1, "w", "posix", "/s/btio.mpi", rank=0, reads=10, writes=50, unaligned=15,
-            small_reads=10, small_writes=40, bytes_written=5000, bytes_read=1000),
-        rec(RUN1, "w", "posix", "/s/btio.mpi", rank=1, writes=40, unaligned=10, small_writes=30,
-            bytes_written=4000),
-        rec(RUN1, "w", "mpiio", "/s/btio.mpi", rank=-1, coll_ops=30, indep_ops=10,
-            bytes_written=9000, bytes_read=1000),
+        rec(
+            RUN1,
+            "w",
+            "posix",
+            "/s/btio.mpi",
+            rank=0,
+            reads=10,
+            writes=50,
+            unaligned=15,
+            small_reads=10,
+            small_writes=40,
+            bytes_written=5000,
+            bytes_read=1000,
+        ),
+        rec(
+            RUN1,
+            "w",
+            "posix",
+            "/s/btio.mpi",
+            rank=1,
+            writes=40,
+            unaligned=10,
+            small_writes=30,
+            bytes_written=4000,
+        ),
+        rec(
+            RUN1,
+            "w",
+            "mpiio",
+            "/s/btio.mpi",
+            rank=-1,
+            coll_ops=30,
+            indep_ops=10,
+            bytes_written=9000,
+            bytes_read=1000,
+        ),
         rec(RUN1, "w", "stdio", "<STDOUT>", rank=0, bytes_written=123, writes=3),
         # HACC-IO: POSIX only, 8 ops all aligned and large
-        rec(RUN1, "h", "posix", "/s/part0", rank=0, writes=8, unaligned=0, small_reads=0,
-            small_writes=0, bytes_written=8 << 20),
+        rec(
+            RUN1,
+            "h",
+            "posix",
+            "/s/part0",
+            rank=0,
+            writes=8,
+            unaligned=0,
+            small_reads=0,
+            small_writes=0,
+            bytes_written=8 << 20,
+        ),
         rec(RUN1, "i", "posix", "/s/ior", rank=0, writes=1, bytes_written=1),
-    ]  # fmt: skip
+    ]
     t = apps.access_table(frame("jobs", jobs), frame("files", files))
     assert list(t["check"]) == ["btio_check", "haccio_check"]
     btio, hacc = t.to_dict("records")
@@ -178,7 +323,7 @@ def madbench_perf():
                     "result": "fail" if result == "fail" and unit == "s" else "pass",
                 }
             )
-    return frame("perf", rows)  # fmt: skip
+    return frame("perf", rows)
 
 
 def test_perf_table_and_bars_by_hand():
@@ -199,7 +344,10 @@ def test_perf_table_and_bars_by_hand():
     ]
     # numbers before text, repetitions apart
     assert [(r.iomethod, r.repetition) for r in t.itertuples()] == [
-        ("MPI", 0), ("POSIX", 0), ("POSIX", 1)]  # fmt: skip
+        ("MPI", 0),
+        ("POSIX", 0),
+        ("POSIX", 1),
+    ]
     assert list(t["write_mib_s"]) == [50.0, 100.0, 300.0]
     assert list(t["result"]) == ["pass", "pass", "fail"]
     bars = apps.perf_bars(perf, "madbench_check")
@@ -215,8 +363,11 @@ def test_perf_table_and_bars_by_hand():
     other = perf.assign(system="testcluster", run_id=RUN2)
     bars = apps.perf_bars(pd.concat([perf, other], ignore_index=True), "madbench_check")
     assert list(dict.fromkeys(bars["group"])) == [
-        "local: iomethod=MPI", "local: iomethod=POSIX",
-        "testcluster: iomethod=MPI", "testcluster: iomethod=POSIX"]  # fmt: skip
+        "local: iomethod=MPI",
+        "local: iomethod=POSIX",
+        "testcluster: iomethod=MPI",
+        "testcluster: iomethod=POSIX",
+    ]
     fig = apps.perf_figure(bars, "MADbench2")
     assert len([ax for ax in fig.axes if ax.get_visible()]) == 2
 
@@ -225,8 +376,18 @@ def collect(tables):
     items = []
 
     def add(section, kind, ident, caption, df, fig=None, table=False, hide=()):
-        items.append({"section": section, "kind": kind, "id": ident, "caption": caption,
-                      "df": df, "fig": fig, "table": table, "hide": list(hide)})  # fmt: skip
+        items.append(
+            {
+                "section": section,
+                "kind": kind,
+                "id": ident,
+                "caption": caption,
+                "df": df,
+                "fig": fig,
+                "table": table,
+                "hide": list(hide),
+            }
+        )
 
     data = StudyData.of_frames(tables)
     try:
@@ -240,8 +401,10 @@ def test_no_application_data_adds_nothing():
     assert collect(empty_tables()) == []
     tables = empty_tables()
     tables["jobs"] = frame("jobs", [job(RUN1, "i", "ior_check", {}, 1)])
-    tables["perf"] = frame("perf", [{"run_id": RUN1, "check": "ior_check", "variable": "x",
-                                     "value": 1.0, "unit": "MiB/s"}])  # fmt: skip
+    tables["perf"] = frame(
+        "perf",
+        [{"run_id": RUN1, "check": "ior_check", "variable": "x", "value": 1.0, "unit": "MiB/s"}],
+    )
     assert collect(tables) == []
 
 
@@ -254,10 +417,13 @@ def test_section_items():
     tables["jobs"] = frame("jobs", jobs1 + jobs2)
     tables["files"] = frame("files", files1 + files2)
     tables["perf"] = madbench_perf()
-    tables["runs"] = frame("runs", [
-        {"run_id": RUN2, "system": "local", "started": pd.Timestamp("2026-03-03 09:00")},
-        {"run_id": RUN1, "system": "local", "started": pd.Timestamp("2026-03-02 09:00")},
-    ])  # fmt: skip
+    tables["runs"] = frame(
+        "runs",
+        [
+            {"run_id": RUN2, "system": "local", "started": pd.Timestamp("2026-03-03 09:00")},
+            {"run_id": RUN1, "system": "local", "started": pd.Timestamp("2026-03-02 09:00")},
+        ],
+    )
     items = collect(tables)
     assert [i["id"] for i in items] == [
         "app-perf-madbench_check",
@@ -305,19 +471,41 @@ class Tables(HTMLParser):
 
 
 def test_report_of_a_real_hmmer_campaign(configs_copy, tmp_path, capsys):
-    point = {"check": "hmmer_check", "parameters": {"config": ["A", "B", "C"], "procs": 2,
-             "families": 2, "sequences": 500}}  # fmt: skip
+    point = {
+        "check": "hmmer_check",
+        "parameters": {"config": ["A", "B", "C"], "procs": 2, "families": 2, "sequences": 500},
+    }
     # one MPI flavour: without a Spack view Debian's hmmsearch (no MPI) would run once per flavour
-    doc = {"name": "hmmerapps", "description": "test", "study": "tests", "checks": [point],
-           "environs": ["openmpi"]}  # fmt: skip
+    doc = {
+        "name": "hmmerapps",
+        "description": "test",
+        "study": "tests",
+        "checks": [point],
+        "environs": ["openmpi"],
+    }
     (configs_copy / "campaigns" / "hmmerapps.json").write_text(json.dumps(doc))
     results, store_dir, reports = tmp_path / "results", tmp_path / "store", tmp_path / "reports"
     status = main(["campaign", "run", "hmmerapps", "--system", "local", "--results", str(results)])
     assert status == 0, capsys.readouterr().out[-3000:]
     (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
     assert main(["ingest", str(run_dir), "--store", str(store_dir)]) == 0
-    assert main(["report", "build", "--store", str(store_dir), "--study", "tests",
-                 "--reports", str(reports), "--results", str(results)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "report",
+                "build",
+                "--store",
+                str(store_dir),
+                "--study",
+                "tests",
+                "--reports",
+                str(reports),
+                "--results",
+                str(results),
+            ]
+        )
+        == 0
+    )
     v1 = reports / "tests" / "v1"
     html = (v1 / "index.html").read_text()
     # an applications study: its layout within the page budget, no console error; the three
@@ -373,8 +561,15 @@ def runtime_log(log: Path, cwd: Path, tags: str, *command: str) -> bytes:
         pytest.fail(f"{RUNTIME} not found: run `make setup` (it builds the runtime)")
     env = runtime_env(log, tags)
     with open(cwd / "input.txt", "rb") as stdin:
-        subprocess.run(command, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.DEVNULL,
-                       check=True, timeout=60)  # fmt: skip
+        subprocess.run(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            stdout=subprocess.DEVNULL,
+            check=True,
+            timeout=60,
+        )
     return log.read_bytes()
 
 
@@ -403,20 +598,39 @@ def test_report_totals_near_the_bound_do_not_wrap_around(tmp_path):
     tags = "campaign=apps;system=local;environ=gnu;repetition=0;check="
     tree = tmp_path / "tree"
     tree.mkdir()
-    sed = runtime_log(tmp_path / "sed.darshan", work, tags + "hmmer_check;config=A",
-                      "sed", "-n", "", "families.hmm", "db.fa")  # fmt: skip
+    sed = runtime_log(
+        tmp_path / "sed.darshan",
+        work,
+        tags + "hmmer_check;config=A",
+        "sed",
+        "-n",
+        "",
+        "families.hmm",
+        "db.fa",
+    )
     assert len(logcraft.records(sed, "STDIO")) == 2  # the two files sed read
-    stdio = ["STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN", "STDIO_READS", "STDIO_WRITES",
-             "STDIO_SEEKS"]  # fmt: skip
+    stdio = [
+        "STDIO_BYTES_READ",
+        "STDIO_BYTES_WRITTEN",
+        "STDIO_READS",
+        "STDIO_WRITES",
+        "STDIO_SEEKS",
+    ]
     sed = near_bound(sed, "STDIO", stdio)
     sizes = [NEAR + k * UNIT for k in (1, 2)]  # a file's size: its highest byte + 1
     for k, size in enumerate(sizes):
         sed = logcraft.set_counter(sed, "STDIO", k, "STDIO_MAX_BYTE_READ", size - 1)
     (tree / "sed.darshan").write_bytes(sed)
-    tee = runtime_log(tmp_path / "tee.darshan", work, tags + "btio_check;problem_class=S",
-                      "tee", "a.dat", "b.dat")  # fmt: skip
-    posix = ["POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN",
-             "POSIX_FILE_NOT_ALIGNED"]  # fmt: skip
+    tee = runtime_log(
+        tmp_path / "tee.darshan", work, tags + "btio_check;problem_class=S", "tee", "a.dat", "b.dat"
+    )
+    posix = [
+        "POSIX_READS",
+        "POSIX_WRITES",
+        "POSIX_BYTES_READ",
+        "POSIX_BYTES_WRITTEN",
+        "POSIX_FILE_NOT_ALIGNED",
+    ]
     # POSIX: a.dat, b.dat and <STDIN>, <STDOUT>, <STDERR>; STDIO: a.dat, b.dat and <STDOUT>
     # (tee writes all three with fwrite_unlocked).
     assert len(logcraft.records(tee, "POSIX")) == 5 and len(logcraft.records(tee, "STDIO")) == 3

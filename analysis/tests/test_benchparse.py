@@ -34,43 +34,88 @@ TASKS = 2  # every capture ran with mpirun -np 2
 IOR_RUNS = {
     "posix-fpp": dict(
         cmd="-a POSIX -F -w -r -b 1m -t 256k -i 3 -o testfile",
-        api="POSIX", fpp=[True], block=1 * MiB, xfer=256 * KiB, segments=1, reps=3,
+        api="POSIX",
+        fpp=[True],
+        block=1 * MiB,
+        xfer=256 * KiB,
+        segments=1,
+        reps=3,
     ),
     "posix-shared": dict(
         cmd="-a POSIX -w -r -b 1m -t 256k -i 3 -o testfile",
-        api="POSIX", fpp=[False], block=1 * MiB, xfer=256 * KiB, segments=1, reps=3,
+        api="POSIX",
+        fpp=[False],
+        block=1 * MiB,
+        xfer=256 * KiB,
+        segments=1,
+        reps=3,
     ),
     "mpiio-coll": dict(
         cmd="-a MPIIO -c -w -r -b 1m -t 256k -i 3 -o testfile",
-        api="MPIIO", fpp=[False], block=1 * MiB, xfer=256 * KiB, segments=1, reps=3,
+        api="MPIIO",
+        fpp=[False],
+        block=1 * MiB,
+        xfer=256 * KiB,
+        segments=1,
+        reps=3,
         collective=True,
     ),
     "hdf5": dict(
         cmd="-a HDF5 -w -r -b 1m -t 256k -i 3 -o testfile",
-        api="HDF5", fpp=[False], block=1 * MiB, xfer=256 * KiB, segments=1, reps=3,
+        api="HDF5",
+        fpp=[False],
+        block=1 * MiB,
+        xfer=256 * KiB,
+        segments=1,
+        reps=3,
     ),
     "ncmpi": dict(
         cmd="-a NCMPI -w -r -b 1m -t 256k -i 3 -o testfile",
-        api="NCMPI", fpp=[False], block=1 * MiB, xfer=256 * KiB, segments=1, reps=3,
+        api="NCMPI",
+        fpp=[False],
+        block=1 * MiB,
+        xfer=256 * KiB,
+        segments=1,
+        reps=3,
     ),
     "posix-unaligned": dict(
         cmd="-a POSIX -w -r -b 4000000 -t 1000000 -i 3 -o testfile",
-        api="POSIX", fpp=[False], block=4000000, xfer=1000000, segments=1, reps=3,
+        api="POSIX",
+        fpp=[False],
+        block=4000000,
+        xfer=1000000,
+        segments=1,
+        reps=3,
     ),
     "posix-segments": dict(
         cmd="-a POSIX -w -r -b 512k -t 128k -s 4 -i 3 -o testfile",
-        api="POSIX", fpp=[False], block=512 * KiB, xfer=128 * KiB, segments=4, reps=3,
+        api="POSIX",
+        fpp=[False],
+        block=512 * KiB,
+        xfer=128 * KiB,
+        segments=4,
+        reps=3,
     ),
     # multi.script: blockSize=1m transferSize=256k repetitions=2; filePerProc=1, then 0.
     "multi-test": dict(
         cmd="-f multi.script",
-        api="POSIX", fpp=[True, False], block=1 * MiB, xfer=256 * KiB, segments=1, reps=2,
+        api="POSIX",
+        fpp=[True, False],
+        block=1 * MiB,
+        xfer=256 * KiB,
+        segments=1,
+        reps=2,
     ),
     "posix-fpp-verbose": dict(
         cmd="-a POSIX -F -w -r -b 1m -t 256k -i 3 -o testfile -v",
-        api="POSIX", fpp=[True], block=1 * MiB, xfer=256 * KiB, segments=1, reps=3,
+        api="POSIX",
+        fpp=[True],
+        block=1 * MiB,
+        xfer=256 * KiB,
+        segments=1,
+        reps=3,
     ),
-}  # fmt: skip
+}
 # posix-fpp-verbose.json is the invalid JSON IOR 4.0.0 writes with -v (tested apart).
 JSON_RUNS = sorted(n for n in IOR_RUNS if (IOR / f"{n}.json").exists() and "verbose" not in n)
 TEXT_RUNS = sorted(n for n in IOR_RUNS if (IOR / f"{n}.txt").exists())
@@ -78,9 +123,17 @@ PAIRS = sorted(set(JSON_RUNS) & set(TEXT_RUNS))
 CASES = [(n, "json") for n in JSON_RUNS] + [(n, "txt") for n in TEXT_RUNS]
 
 MDTEST_OPS = {
-    "Directory creation", "Directory stat", "Directory rename", "Directory removal",
-    "File creation", "File stat", "File read", "File removal", "Tree creation", "Tree removal",
-}  # fmt: skip
+    "Directory creation",
+    "Directory stat",
+    "Directory rename",
+    "Directory removal",
+    "File creation",
+    "File stat",
+    "File read",
+    "File removal",
+    "Tree creation",
+    "Tree removal",
+}
 MDTEST_RUNS = ["mdtest-basic", "mdtest-unique", "mdtest-verbose", "mdtest-ranks"]
 
 
@@ -364,8 +417,11 @@ def test_ior_warnings_inside_the_json_on_stdout_are_taken_out():
     got = benchparse.ior_json(text)
     assert got["warnings"] == ["File write only not implemented in NCMPI"] * 4
     assert [(r["operation"], r["iteration"]) for r in got["results"]] == [
-        ("write", 0), ("read", 0), ("write", 1), ("read", 1)
-    ]  # fmt: skip
+        ("write", 0),
+        ("read", 0),
+        ("write", 1),
+        ("read", 1),
+    ]
     assert {r["api"] for r in got["results"]} == {"NCMPI"}
     assert {r["aggregate_bytes"] for r in got["results"]} == {2 * 2 * 2**20}
 

@@ -113,8 +113,21 @@ def test_cross_site_report_from_two_sites(site_a, tmp_path):
     for out in (out_a, out_b):
         assert cli.main(["import", str(out), "--store", str(third)]) == 0
     reports = tmp_path / "reports"
-    assert cli.main(["report", "build", "--store", str(third), "--study", "quick",
-                     "--reports", str(reports)]) == 0  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "report",
+                "build",
+                "--store",
+                str(third),
+                "--study",
+                "quick",
+                "--reports",
+                str(reports),
+            ]
+        )
+        == 0
+    )
     with open(reports / "quick" / "v1" / "cross-site.csv", newline="") as f:
         systems = {row["system"] for row in csv.DictReader(f)}
     assert {"site-a/local", "site-b/local", "site-a/testcluster", "site-b/testcluster"} <= systems
@@ -125,8 +138,9 @@ def test_cross_site_report_from_two_sites(site_a, tmp_path):
     # reportdata's mdtest points fail their reference at 4 processes on every system.
     report = chromium.verdict_at_top(page)
     assert report["kind"] == "cross-site" and report["verdict"] == "FAIL"
-    assert any(r.startswith("mdtest_check file_create_ops_s on site-b/local: ")
-               for r in report["reasons"])  # fmt: skip
+    assert any(
+        r.startswith("mdtest_check file_create_ops_s on site-b/local: ") for r in report["reasons"]
+    )
     chromium.assert_within_budget(page)
     sections = chromium.assert_no_empty_section(page)
     assert sections[:4] == ["counts", "cross-site", "systems", "perf"]
@@ -196,19 +210,35 @@ def test_anonymized_export_of_a_store_holding_every_kind_of_data(site_a, tmp_pat
     mixed = tree_store(tmp_path / "mixed", darshan_logs, "local")
     anon_b = tmp_path / "anon-b.tar"
     other = tree_store(tmp_path / "b", darshan_logs, "local")
-    assert cli.main(["export", "--store", str(other), "--out", str(anon_b), "--site", "site-b",
-                     "--anonymize"]) == 0  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "export",
+                "--store",
+                str(other),
+                "--out",
+                str(anon_b),
+                "--site",
+                "site-b",
+                "--anonymize",
+            ]
+        )
+        == 0
+    )
     for bundle_path in (out_a, anon_b):
-        assert cli.main(["import", str(bundle_path), "--store", str(mixed),
-                         "--trust-on-first-use"]) == 0  # fmt: skip
+        assert (
+            cli.main(["import", str(bundle_path), "--store", str(mixed), "--trust-on-first-use"])
+            == 0
+        )
     assert cli.main(["jobs", "--store", str(mixed)]) == 0
     out = tmp_path / "mixed-anon.tar"
     argv = ["export", "--store", str(mixed), "--out", str(out), "--site", "site-m", "--anonymize"]
     assert cli.main(argv) == 0
     with tarfile.open(out) as tar:
         meta = json.load(tar.extractfile(bundlecheck.META))
-    assert [r["run_id"] for r in meta["runs"]] == list(store.read_table(mixed, "runs").query(
-        "site.isna()")["run_id"])  # fmt: skip
+    assert [r["run_id"] for r in meta["runs"]] == list(
+        store.read_table(mixed, "runs").query("site.isna()")["run_id"]
+    )
     target = ["--store", str(tmp_path / "fourth"), "--trust-on-first-use"]
     assert cli.main(["import", str(out), *target]) == 0
     assert len(store.read_table(tmp_path / "fourth", "jobs")) == len(LOGS)

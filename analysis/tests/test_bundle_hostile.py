@@ -48,9 +48,13 @@ def write_bundle(out: Path, content: dict[str, bytes], key=None, site="site-a") 
         sums = "".join(f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, d in sorted(body.items()))
         content[bundlecheck.SUMS] = sums.encode()
         raw = siteid.raw_public(key.public_key())
-        content[bundlecheck.SIGNATURE] = json.dumps({
-            "site": site, "key": base64.b64encode(raw).decode(),
-            "signature": base64.b64encode(key.sign(sums.encode())).decode()}).encode()  # fmt: skip
+        content[bundlecheck.SIGNATURE] = json.dumps(
+            {
+                "site": site,
+                "key": base64.b64encode(raw).decode(),
+                "signature": base64.b64encode(key.sign(sums.encode())).decode(),
+            }
+        ).encode()
     with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as tar:
         for name, data in content.items():
             info = tarfile.TarInfo(name)
@@ -74,9 +78,14 @@ def changed(site, tmp_path, change, key=None) -> Path:
 
 def state(folder: Path) -> dict:
     """Every path under folder, files with size and mtime, folders too."""
-    return {p.relative_to(folder).as_posix(): (p.is_dir(), p.lstat().st_size if p.is_file()
-                                               else 0, p.lstat().st_mtime_ns)
-            for p in sorted(folder.rglob("*"))}  # fmt: skip
+    return {
+        p.relative_to(folder).as_posix(): (
+            p.is_dir(),
+            p.lstat().st_size if p.is_file() else 0,
+            p.lstat().st_mtime_ns,
+        )
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 def refused(bundle_path: Path, target: Path, capsys, *extra) -> str:
@@ -176,14 +185,20 @@ def _unlisted_manifest(content):
 CASES = {
     # bundle.json: names that would become paths
     "traversal in a table file name": (
-        with_table_names("jobs", ["x/../../../P.parquet"]), "bundle.json.tables.jobs[0]"),
-    "absolute table file name": (with_table_names("perf", ["/etc/passwd.parquet"]),
-                                 "bundle.json.tables.perf[0]"),
+        with_table_names("jobs", ["x/../../../P.parquet"]),
+        "bundle.json.tables.jobs[0]",
+    ),
+    "absolute table file name": (
+        with_table_names("perf", ["/etc/passwd.parquet"]),
+        "bundle.json.tables.perf[0]",
+    ),
     "dot-dot part name": (with_table_names("perf", ["..parquet"]), "part '.'"),
     # bundle.json: fields of the wrong type or absent
     "tables is a list": (with_meta("tables", ["perf"]), "bundle.json.tables"),
-    "tables absent": (lambda c: set_meta(c, {k: v for k, v in meta_of(c).items()
-                                             if k != "tables"}), "'tables' is a required"),
+    "tables absent": (
+        lambda c: set_meta(c, {k: v for k, v in meta_of(c).items() if k != "tables"}),
+        "'tables' is a required",
+    ),
     "unknown table": (with_table_names("secrets", []), "bundle.json.tables"),
     "run id with a slash": (with_meta("runs", [{"run_id": "a/b"}]), "bundle.json.runs[0].run_id"),
     "site not a site name": (with_meta("site", "Site A!"), "bundle.json.site"),
@@ -198,7 +213,7 @@ CASES = {
     "column the store does not have": (with_rows("perf", _extra_column), "column 'payload'"),
     "value out of bounds": (with_rows("perf", _negative_value), "value = inf in row 0"),
     "rows of another run": (with_rows("perf", _foreign_run), "rows of run 'someone-else'"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -253,8 +268,11 @@ def test_a_signature_over_other_sums_is_refused(site, tmp_path, capsys):
     name = first_table(content, "perf")
     content[name] = content[name][:-1] + bytes([content[name][-1] ^ 1])
     # the SUMS made anew for the changed table, the original SIGNATURE kept: it signs old SUMS
-    sums = "".join(f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, d in sorted(content.items())
-                   if n not in (bundlecheck.SUMS, bundlecheck.SIGNATURE)).encode()  # fmt: skip
+    sums = "".join(
+        f"{hashlib.sha256(d).hexdigest()}  {n}\n"
+        for n, d in sorted(content.items())
+        if n not in (bundlecheck.SUMS, bundlecheck.SIGNATURE)
+    ).encode()
     content[bundlecheck.SUMS] = sums
     hostile = write_bundle(tmp_path / "hostile.tar", content)
     target = tmp_path / "stores" / "third"
@@ -270,8 +288,9 @@ def test_an_unsigned_bundle_is_refused(site, tmp_path, capsys):
     unsigned = write_bundle(tmp_path / "unsigned.tar", content)
     target = tmp_path / "stores" / "third"
     target.parent.mkdir()
-    assert "no SIGNATURE: an unsigned bundle" in refused(unsigned, target, capsys,
-                                                          "--trust-on-first-use")  # fmt: skip
+    assert "no SIGNATURE: an unsigned bundle" in refused(
+        unsigned, target, capsys, "--trust-on-first-use"
+    )
 
 
 def test_replacing_a_sites_data_needs_replace(site, tmp_path, capsys):
@@ -332,8 +351,9 @@ def test_a_store_cannot_take_the_name_of_a_site_it_imported(site, tmp_path, caps
     trust(target, store_dir, "site-a")
     assert cli.main(["import", str(out), "--store", str(target)]) == 0
     capsys.readouterr()
-    status = cli.main(["export", "--store", str(target), "--out", str(tmp_path / "x.tar"),
-                       "--site", "site-a"])  # fmt: skip
+    status = cli.main(
+        ["export", "--store", str(target), "--out", str(tmp_path / "x.tar"), "--site", "site-a"]
+    )
     assert status == 2 and "another site of that name" in capsys.readouterr().err
     assert not (target / siteid.SITE_FILE).exists()
 

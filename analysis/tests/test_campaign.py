@@ -206,16 +206,20 @@ def test_excluded_combinations_must_be_of_the_scan(
     configs_copy, tmp_path, capsys, exclude, message
 ):
     # quick's ior_check scans layout (shared, fpp); its api is one value.
-    bad_campaign(configs_copy, lambda c: c["checks"][1].update(
-        exclude=[{"parameters": exclude, "why": "test"}]))  # fmt: skip
+    bad_campaign(
+        configs_copy,
+        lambda c: c["checks"][1].update(exclude=[{"parameters": exclude, "why": "test"}]),
+    )
     status = main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)])
     assert status == 2
     assert f"campaign quick: checks[1].exclude[0]: {message}" in capsys.readouterr().err
 
 
 def test_a_check_without_exclusions_refuses_them(configs_copy, tmp_path, capsys):
-    bad_campaign(configs_copy, lambda c: c["checks"][0].update(
-        exclude=[{"parameters": {"max_procs": 2}, "why": "test"}]))  # fmt: skip
+    bad_campaign(
+        configs_copy,
+        lambda c: c["checks"][0].update(exclude=[{"parameters": {"max_procs": 2}, "why": "test"}]),
+    )
     status = main(["campaign", "run", "quick", "--system", "local", "--results", str(tmp_path)])
     assert status == 2
     assert (
@@ -238,8 +242,11 @@ def test_programs_and_versions_of_the_checks(spack_build):
     versions = campaign.benchmark_versions({"checks": entries}, "local")
     own = f"iostudy@{__version__}"
     assert versions == {
-        "iomodel_check": own, "probe_check": own, "ior_check": None, "hmmer_check": None
-    }  # fmt: skip
+        "iomodel_check": own,
+        "probe_check": own,
+        "ior_check": None,
+        "hmmer_check": None,
+    }
 
 
 def test_excluded_by_needs_every_value():
@@ -264,9 +271,11 @@ def test_memory_target_tree_goes_only_where_empty(tmp_path):
     checks.remove_empty_dirs(root)
     assert left.read_text() == "a job's file"
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
-        "debug", "debug/mpich", "debug/mpich/metarates_check_3",
+        "debug",
+        "debug/mpich",
+        "debug/mpich/metarates_check_3",
         "debug/mpich/metarates_check_3/file.0",
-    ]  # fmt: skip
+    ]
     left.unlink()
     checks.remove_empty_dirs(root)
     assert not root.exists()
@@ -352,9 +361,19 @@ def test_dry_run_manifest(tmp_path, capsys, monkeypatch):
     assert "[ DRY      ] iomodel_check" in out, "ReFrame's progress is shown"
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert set(manifest) >= {
-        "run_id", "campaign", "system", "started", "finished", "status", "git_commit",
-        "git_dirty", "tool_versions", "command_line", "effective_config", "spack_build",
-    }  # fmt: skip
+        "run_id",
+        "campaign",
+        "system",
+        "started",
+        "finished",
+        "status",
+        "git_commit",
+        "git_dirty",
+        "tool_versions",
+        "command_line",
+        "effective_config",
+        "spack_build",
+    }
     assert manifest["run_id"] == run_dir.name
     assert manifest["status"] == "dry-run" and manifest["exit_code"] == 0
     assert re.fullmatch(r"[0-9a-f]{40}", manifest["git_commit"])
@@ -391,10 +410,13 @@ def test_each_storage_target_is_a_test_case_where_the_system_lists_targets(tmp_p
 
 
 def test_more_ranks_a_node_than_cores_is_refused_not_left_pending(configs_copy, tmp_path, capsys):
-    edit(configs_copy / "campaigns" / "adaptive.json",
-         lambda c: c["checks"][0]["parameters"].update(procs=8, procs_per_node=4))  # fmt: skip
-    status = main(["campaign", "run", "adaptive", "--system", "testcluster",
-                   "--results", str(tmp_path)])  # fmt: skip
+    edit(
+        configs_copy / "campaigns" / "adaptive.json",
+        lambda c: c["checks"][0]["parameters"].update(procs=8, procs_per_node=4),
+    )
+    status = main(
+        ["campaign", "run", "adaptive", "--system", "testcluster", "--results", str(tmp_path)]
+    )
     assert status == 2
     assert (
         "campaign adaptive: checks[0].parameters: procs_per_node 4 exceeds the 2 cores per node "
@@ -407,8 +429,9 @@ def test_a_storage_target_the_system_does_not_list_is_refused(configs_copy, tmp_
         configs_copy / "campaigns" / "components.json",
         lambda c: c["checks"][0]["parameters"].update(storage_target=["n1-disk", "n9"]),
     )
-    status = main(["campaign", "run", "components", "--system", "testcluster",
-                   "--results", str(tmp_path)])  # fmt: skip
+    status = main(
+        ["campaign", "run", "components", "--system", "testcluster", "--results", str(tmp_path)]
+    )
     assert status == 2
     assert (
         "campaign components: checks[0].parameters.storage_target: 'n9' is not a storage target "
@@ -439,16 +462,22 @@ def test_an_unset_variable_in_a_storage_path_is_named(monkeypatch):
 @pytest.mark.parametrize(
     ("targets", "problem"),
     [
-        ([{"name": "a", "path": "x"}, {"name": "a", "path": "y"}],
-         "storage[0].targets[1].name: 'a' names another target too"),
-        ([{"name": "a", "path": "x", "node": "n7"}],
-         "storage[0].targets[0].node: 'n7' is not one of the system's nodes (n1, n2)"),
+        (
+            [{"name": "a", "path": "x"}, {"name": "a", "path": "y"}],
+            "storage[0].targets[1].name: 'a' names another target too",
+        ),
+        (
+            [{"name": "a", "path": "x", "node": "n7"}],
+            "storage[0].targets[0].node: 'n7' is not one of the system's nodes (n1, n2)",
+        ),
         ([{"name": "a b", "path": "x"}], "storage[0].targets[0].name: 'a b' does not match"),
     ],
-)  # fmt: skip
+)
 def test_bad_storage_targets_name_the_entry(configs_copy, targets, problem):
-    path = edit(configs_copy / "systems" / "testcluster" / "system.json",
-                lambda s: s["storage"][0].update(targets=targets))  # fmt: skip
+    path = edit(
+        configs_copy / "systems" / "testcluster" / "system.json",
+        lambda s: s["storage"][0].update(targets=targets),
+    )
     with pytest.raises(config.ConfigError) as err:
         config.load_system("testcluster")
     assert str(err.value).startswith(f"{path}: {problem}")

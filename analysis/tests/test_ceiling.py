@@ -12,28 +12,42 @@ PEAKS = {"storage_targets": 2, "client_network_mib_s": 500.0, "aggregate_mib_s":
 
 
 def component(kind, op, rate, aggregate, jobs=None, nodes=1, procs=1, size=None, target=None):
-    return {"run_id": "r1", "system": "two", "component": kind, "target": target,
-            "operation": op,
-            "block": 4 << 20 if kind == "storage" else None, "jobs": jobs, "bytes": size,
-            "procs": procs, "nodes": nodes, "mib_s": rate,
-            "aggregate_mib_s": aggregate}  # fmt: skip
+    return {
+        "run_id": "r1",
+        "system": "two",
+        "component": kind,
+        "target": target,
+        "operation": op,
+        "block": 4 << 20 if kind == "storage" else None,
+        "jobs": jobs,
+        "bytes": size,
+        "procs": procs,
+        "nodes": nodes,
+        "mib_s": rate,
+        "aggregate_mib_s": aggregate,
+    }
 
 
 # fio on one target: writes 100 (1 job) and 180 MiB/s (2 jobs), reads 250: x 2 targets
 # -> storage 360 (write), 500 (read). netbw across two nodes: one pair 300, all pairs 550;
 # on one node (shared memory) 9,000, which is no network.
-COMPONENTS = pd.DataFrame([
-    component("storage", "write", 100, 100, jobs=1), component("storage", "write", 90, 180, 2),
-    component("storage", "read", 250, 250, jobs=1),
-    component("storage", "syncwrite", 6, 6, jobs=1),
-    component("network", "pingpong", 300, 550, nodes=2, procs=4, size=1 << 20),
-    component("network", "pingpong", 9000, 9000, nodes=1, procs=2, size=1 << 20),
-])  # fmt: skip
+COMPONENTS = pd.DataFrame(
+    [
+        component("storage", "write", 100, 100, jobs=1),
+        component("storage", "write", 90, 180, 2),
+        component("storage", "read", 250, 250, jobs=1),
+        component("storage", "syncwrite", 6, 6, jobs=1),
+        component("network", "pingpong", 300, 550, nodes=2, procs=4, size=1 << 20),
+        component("network", "pingpong", 9000, 9000, nodes=1, procs=2, size=1 << 20),
+    ]
+)
 # IOR to memory: 800 MiB/s writing on 2 nodes (400 a node), 1,000 reading (500 a node)
-MEMORY = pd.DataFrame([
-    {"target": "memory", "operation": "write", "mib_s": 800.0, "nodes": 2, "procs": 4},
-    {"target": "memory", "operation": "read", "mib_s": 1000.0, "nodes": 2, "procs": 4},
-])  # fmt: skip
+MEMORY = pd.DataFrame(
+    [
+        {"target": "memory", "operation": "write", "mib_s": 800.0, "nodes": 2, "procs": 4},
+        {"target": "memory", "operation": "read", "mib_s": 1000.0, "nodes": 2, "procs": 4},
+    ]
+)
 
 
 @pytest.fixture
@@ -83,14 +97,40 @@ def test_the_ceiling_is_the_smallest_limit_at_each_scale(limits, op, nodes, valu
 
 
 def test_a_point_gets_its_fraction_of_the_ceiling_at_its_nodes(limits):
-    curves = pd.DataFrame([
-        {"run_id": "r1", "system": "two", "api": "POSIX", "layout": "shared", "target": t,
-         "transfer": "4 MiB, aligned", "procs": p, "nodes": n, "operation": op, "mib_s": v}
-        for t, p, n, op, v in [("scratch", 4, 2, "write", 306.0), ("scratch", 2, 1, "read", 150.0),
-                               ("memory", 4, 2, "write", 800.0)]
-    ])  # fmt: skip
-    iomodel = pd.DataFrame([{"run_id": "r1", "system": "two", "model": "fpp", "io_procs": 4,
-                             "nodes": 2, "write_mib_s": 180.0, "read_mib_s": None}])  # fmt: skip
+    curves = pd.DataFrame(
+        [
+            {
+                "run_id": "r1",
+                "system": "two",
+                "api": "POSIX",
+                "layout": "shared",
+                "target": t,
+                "transfer": "4 MiB, aligned",
+                "procs": p,
+                "nodes": n,
+                "operation": op,
+                "mib_s": v,
+            }
+            for t, p, n, op, v in [
+                ("scratch", 4, 2, "write", 306.0),
+                ("scratch", 2, 1, "read", 150.0),
+                ("memory", 4, 2, "write", 800.0),
+            ]
+        ]
+    )
+    iomodel = pd.DataFrame(
+        [
+            {
+                "run_id": "r1",
+                "system": "two",
+                "model": "fpp",
+                "io_procs": 4,
+                "nodes": 2,
+                "write_mib_s": 180.0,
+                "read_mib_s": None,
+            }
+        ]
+    )
     table = ceiling.fractions(ceiling.points(curves, iomodel), limits)
     assert len(table) == 3  # two IOR points on scratch (memory is the client), one model
     cached = ceiling.fractions(ceiling.points(curves.assign(mib_s=3000.0), iomodel), limits)
@@ -120,8 +160,9 @@ def test_nothing_known_is_no_ceiling():
 def test_the_scaling_figure_draws_the_modelled_ceiling_at_each_points_nodes(limits):
     from iostudy.metrics import scaling
 
-    curves = pd.DataFrame({"system": "two", "operation": ["write", "write", "read"],
-                           "nodes": [1, 2, 4]})  # fmt: skip
+    curves = pd.DataFrame(
+        {"system": "two", "operation": ["write", "write", "read"], "nodes": [1, 2, 4]}
+    )
     drawn = scaling.with_ceiling(curves, {"two": limits})
     assert list(drawn["modelled_ceiling_mib_s"]) == [300, 360, 500]  # as worked out above
     assert scaling.with_ceiling(curves, {})["modelled_ceiling_mib_s"].isna().all()
@@ -130,13 +171,15 @@ def test_the_scaling_figure_draws_the_modelled_ceiling_at_each_points_nodes(limi
 def test_listed_targets_add_up_each_at_its_best():
     # n1: writes 100 (1 job), 170 (2 jobs); n2: 120, 90; scratch (not a listed target) 999:
     # the listed targets measured -> 170 + 120 = 290, whatever peaks.storage_targets says
-    rows = pd.DataFrame([
-        component("storage", "write", 100, 100, 1, target="n1"),
-        component("storage", "write", 85, 170, 2, target="n1"),
-        component("storage", "write", 120, 120, 1, target="n2"),
-        component("storage", "write", 45, 90, 2, target="n2"),
-        component("storage", "write", 999, 999, 1, target="scratch"),
-    ])  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            component("storage", "write", 100, 100, 1, target="n1"),
+            component("storage", "write", 85, 170, 2, target="n1"),
+            component("storage", "write", 120, 120, 1, target="n2"),
+            component("storage", "write", 45, 90, 2, target="n2"),
+            component("storage", "write", 999, 999, 1, target="scratch"),
+        ]
+    )
     table = ceiling.limits("two", rows, MEMORY.iloc[:0], PEAKS).set_index(["limit", "operation"])
     assert table.at[("storage", "write"), "used_mib_s"] == 290
     assert "each of 2 target(s)" in table.at[("storage", "write"), "source"]
@@ -147,19 +190,30 @@ def test_listed_targets_add_up_each_at_its_best():
 
 def test_applications_are_held_against_the_ceiling_at_their_nodes(limits):
     def perf(check, variable, value, tasks, per_node, run="r1"):
-        return {"run_id": run, "system": "two", "check": check, "variable": variable,
-                "value": value, "num_tasks": tasks, "num_tasks_per_node": per_node}  # fmt: skip
+        return {
+            "run_id": run,
+            "system": "two",
+            "check": check,
+            "variable": variable,
+            "value": value,
+            "num_tasks": tasks,
+            "num_tasks_per_node": per_node,
+        }
 
-    rows = pd.DataFrame([
-        perf("btio_check", "write_mib_s", 306.0, 4, 2),  # 2 nodes: 306 of 360 (storage)
-        perf("btio_check", "write_time_s", 9.0, 4, 2),  # a time: not a point
-        perf("flashio_check", "checkpoint_mib_s", 150.0, 4, 2, run="local"),  # 1 node: of 300
-        perf("haccio_check", "read_mib_s", float("nan"), 4, 2),  # no value: no point
-        perf("ior_check", "write_mib_s", 1.0, 4, 2),  # IOR comes from its own table
-    ])  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            perf("btio_check", "write_mib_s", 306.0, 4, 2),  # 2 nodes: 306 of 360 (storage)
+            perf("btio_check", "write_time_s", 9.0, 4, 2),  # a time: not a point
+            perf("flashio_check", "checkpoint_mib_s", 150.0, 4, 2, run="local"),  # 1 node: of 300
+            perf("haccio_check", "read_mib_s", float("nan"), 4, 2),  # no value: no point
+            perf("ior_check", "write_mib_s", 1.0, 4, 2),  # IOR comes from its own table
+        ]
+    )
     apps = ceiling.application_points(rows, one_node={"local"})
     assert sorted(zip(apps["benchmark"], apps["operation"], apps["nodes"], strict=True)) == [
-        ("BTIO", "write", 2), ("FLASH-IO", "write", 1)]  # fmt: skip
+        ("BTIO", "write", 2),
+        ("FLASH-IO", "write", 1),
+    ]
     empty_ior = pd.DataFrame(columns=["target", "api", *ceiling.POINT_COLUMNS])
     held = ceiling.fractions(ceiling.points(empty_ior, pd.DataFrame(), apps), limits)
     pct = dict(zip(held["benchmark"], held["ceiling_pct"], strict=True))

@@ -139,8 +139,16 @@ def campaign_run(campaign: Path, results: Path, wrap=None) -> str:
     """`iostudy campaign run CAMPAIGN --system local` as a subprocess (so that ``wrap`` can put
     it under a CPU quota). The run's id; the run must finish, and pass unless ``wrap`` slows it
     (then a value under its reference floor fails the check: exit status 1)."""
-    cmd = [Path(sys.executable).with_name("iostudy"), "campaign", "run", campaign,
-           "--system", "local", "--results", results]  # fmt: skip
+    cmd = [
+        Path(sys.executable).with_name("iostudy"),
+        "campaign",
+        "run",
+        campaign,
+        "--system",
+        "local",
+        "--results",
+        results,
+    ]
     cmd = wrap(cmd) if wrap else cmd
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=REPO_ROOT)
     allowed = (0, 1) if wrap else (0,)
@@ -196,15 +204,34 @@ def report_of_the_series(store: Path, results: Path, slow: str) -> None:
     first) and its fall against the history's median is among the reasons; the page keeps
     its budget and loads in Chromium."""
     reports = store.parent / "reports"
-    assert cli.main(["report", "build", "--store", str(store), "--results", str(results),
-                     "--study", "regression", "--reports", str(reports)]) == 0  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "report",
+                "build",
+                "--store",
+                str(store),
+                "--results",
+                str(results),
+                "--study",
+                "regression",
+                "--reports",
+                str(reports),
+            ]
+        )
+        == 0
+    )
     page = reports / "regression" / "v1" / "index.html"
     report = chromium.verdict_at_top(page)
     assert report["kind"] == "regression" and report["verdict"] == "FAIL", report
-    assert any(line.startswith(f"run {slow} on local: ReFrame failed") for line in
-               report["reasons"]), report  # fmt: skip
-    fell = [line for line in report["reasons"] if "_write_mib_s" in line and slow in line
-            and "% against the median (" in line]  # fmt: skip
+    assert any(
+        line.startswith(f"run {slow} on local: ReFrame failed") for line in report["reasons"]
+    ), report
+    fell = [
+        line
+        for line in report["reasons"]
+        if "_write_mib_s" in line and slow in line and "% against the median (" in line
+    ]
     assert fell, report["reasons"]
     sections = chromium.assert_no_empty_section(page)
     assert sections[:3] == ["counts", "regressions", "over-runs"], sections

@@ -28,8 +28,14 @@ def _limited():
 
 def run(args, configs: Path, timeout=60):
     env = dict(os.environ, IOSTUDY_CONFIGS=str(configs))
-    return subprocess.run([IOSTUDY, *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=_limited)  # fmt: skip
+    return subprocess.run(
+        [IOSTUDY, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_limited,
+    )
 
 
 @pytest.fixture

@@ -60,8 +60,9 @@ LOWERED = {"slow-metadata": {"seconds": META_SECONDS}}
 def run_plain(name: str, cmd: list, tree: Path, stdout=subprocess.DEVNULL) -> None:
     """cmd under the runtime, its log tree/<name>.darshan."""
     log = tree / f"{name}.darshan"
-    subprocess.run([str(c) for c in cmd], env=runtime_env(log), stdout=stdout, check=True,
-                   timeout=120)  # fmt: skip
+    subprocess.run(
+        [str(c) for c in cmd], env=runtime_env(log), stdout=stdout, check=True, timeout=120
+    )
     assert log.is_file(), f"{name}: the runtime wrote no log"
 
 
@@ -87,11 +88,16 @@ def run_mpi(mode: str, tree: Path, work: Path, jobid: int | None = None, ranks: 
         cmd += ["-x", f"{key}={runtime_env(log, mpi=True)[key]}"]
     if jobid is not None:
         cmd += ["-x", f"SLURM_JOB_ID={jobid}"]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")  # fmt: skip
+    env = dict(
+        os.environ,
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+    )
     env.pop("LD_PRELOAD", None)
-    out = subprocess.run(cmd + [str(prog), str(work), mode], env=env, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
+    out = subprocess.run(
+        cmd + [str(prog), str(work), mode], env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0 and f"done {mode}" in out.stdout, out.stdout + out.stderr
     assert log.is_file(), f"{mode}: the runtime wrote no log"
 
@@ -100,8 +106,11 @@ def run_all(tree: Path, work: Path) -> None:
     """Every program, each writing its log into tree and its files into work."""
     two = work / "two-mib.dat"
     two.write_bytes(os.urandom(2 * MIB))
-    run_plain("dd-good", ["dd", "if=/dev/zero", f"of={work / 'good.dat'}", "bs=4M", "count=4",
-                          "status=none"], tree)  # fmt: skip
+    run_plain(
+        "dd-good",
+        ["dd", "if=/dev/zero", f"of={work / 'good.dat'}", "bs=4M", "count=4", "status=none"],
+        tree,
+    )
     run_plain("dd-small", ["dd", f"if={two}", "of=/dev/null", "bs=100", "status=none"], tree)
     run_plain("cat-thrice", ["cat", two, two, two], tree)
     with open(work / "seq.txt", "w") as out:
@@ -174,100 +183,182 @@ EXPECTED = {
     # its newline: 9x2 + 90x3 + 900x4 + 9,000x5 + 90,000x6 + 300,001x7 = 2,688,895 bytes = 2.56
     # MiB, all through fwrite_unlocked (STDIO; glibc's own write of its buffer is not a call the
     # runtime sees): 100% (test_stdio_heavy_counts_what_seq_wrote checks the size)
-    "stdio-heavy": Shows("seq", "STDIO moved 2.56 MiB, 100% of the bytes (STDIO, POSIX beyond "
-                         "MPI-IO, MPI-IO)", "<STDOUT> (2.56 MiB moved)",
-                         "0 (the job's one process)"),
+    "stdio-heavy": Shows(
+        "seq",
+        "STDIO moved 2.56 MiB, 100% of the bytes (STDIO, POSIX beyond MPI-IO, MPI-IO)",
+        "<STDOUT> (2.56 MiB moved)",
+        "0 (the job's one process)",
+    ),
     # 2 MiB (2,097,152 bytes) in reads of 100: 20,971 whole ones, one of 52, one at the end of
     # the file that returns 0
-    "small-reads": Shows("dd-small", "20,973 of 20,973 POSIX reads (100%) at most 1 MiB",
-                         "{work}/two-mib.dat (20,973 reads at most 1 MiB)",
-                         "0 (the job's one process)"),
+    "small-reads": Shows(
+        "dd-small",
+        "20,973 of 20,973 POSIX reads (100%) at most 1 MiB",
+        "{work}/two-mib.dat (20,973 reads at most 1 MiB)",
+        "0 (the job's one process)",
+    ),
     # 2 ranks x 2,000 writes of 100 bytes
-    "small-writes": Shows("small", "4,000 of 4,000 POSIX writes (100%) at most 1 MiB",
-                          "{work}/small0.dat (2,000 writes at most 1 MiB); {work}/small1.dat "
-                          "(2,000 writes at most 1 MiB)", "0-1 (2 of 2 processes)"),
+    "small-writes": Shows(
+        "small",
+        "4,000 of 4,000 POSIX writes (100%) at most 1 MiB",
+        "{work}/small0.dat (2,000 writes at most 1 MiB); {work}/small1.dat "
+        "(2,000 writes at most 1 MiB)",
+        "0-1 (2 of 2 processes)",
+    ),
     # 2 ranks x 8 writes of 1 MiB, 4 of each rank's from buffer + 1 (memory alignment: 8 bytes)
-    "misaligned-memory": Shows("memalign", "8 of 16 POSIX accesses (50%) from memory not aligned "
-                               "to the system's boundary", "{work}/memalign0.dat (4 unaligned "
-                               "accesses (memory)); {work}/memalign1.dat (4 unaligned accesses "
-                               "(memory))", "0-1 (2 of 2 processes)"),
+    "misaligned-memory": Shows(
+        "memalign",
+        "8 of 16 POSIX accesses (50%) from memory not aligned to the system's boundary",
+        "{work}/memalign0.dat (4 unaligned "
+        "accesses (memory)); {work}/memalign1.dat (4 unaligned accesses "
+        "(memory))",
+        "0-1 (2 of 2 processes)",
+    ),
     # dd-small's 20,973 reads at 100 k (k = 0..20,971) and at 2,097,152 (the read that returns
     # 0); with the file system's 4,096-byte blocks, 100 k is aligned when 1,024 divides k (k = 0,
     # 1,024, ..., 20,480: 21 reads), and 2,097,152 = 512 x 4,096 is: 22 aligned, 20,951 not
-    "misaligned-file": Shows("dd-small", "20,951 of 20,973 POSIX accesses (100%) at offsets not "
-                             "aligned to the file system's block", "{work}/two-mib.dat (20,951 "
-                             "unaligned accesses (file))", "0 (the job's one process)"),
+    "misaligned-file": Shows(
+        "dd-small",
+        "20,951 of 20,973 POSIX accesses (100%) at offsets not aligned to the file system's block",
+        "{work}/two-mib.dat (20,951 unaligned accesses (file))",
+        "0 (the job's one process)",
+    ),
     # the 2 MiB file read three times by one process
-    "repeated-reads": Shows("cat-thrice", "6.0 MiB read in files of 2.0 MiB (3.0 times)",
-                            "{work}/two-mib.dat (3.0 times its size)", "0 (the job's one process)"),
+    "repeated-reads": Shows(
+        "cat-thrice",
+        "6.0 MiB read in files of 2.0 MiB (3.0 times)",
+        "{work}/two-mib.dat (3.0 times its size)",
+        "0 (the job's one process)",
+    ),
     # 2 ranks x the same 1 MiB of its own file written 4 times: 8 MiB in 2 x 1 MiB
-    "repeated-writes": Shows("rewrite", "8.0 MiB written in files of 2.0 MiB (4.0 times)",
-                             "{work}/rewrite0.dat (4.0 times its size); {work}/rewrite1.dat "
-                             "(4.0 times its size)", "0-1 (2 of 2 processes)"),
+    "repeated-writes": Shows(
+        "rewrite",
+        "8.0 MiB written in files of 2.0 MiB (4.0 times)",
+        "{work}/rewrite0.dat (4.0 times its size); {work}/rewrite1.dat (4.0 times its size)",
+        "0-1 (2 of 2 processes)",
+    ),
     # 2 ranks x 1,024 reads of 4 KiB from the last block to the first: the first is past the
     # previous offset (none: 0), the 1,023 others below it; 2,046 of 2,048
-    "random-reads": Shows("backward", "2,046 of 2,048 POSIX reads (100%) not at a higher offset "
-                          "than the previous one", "{work}/backward0.dat (1,023 reads out of "
-                          "order); {work}/backward1.dat (1,023 reads out of order)",
-                          "0-1 (2 of 2 processes)"),
+    "random-reads": Shows(
+        "backward",
+        "2,046 of 2,048 POSIX reads (100%) not at a higher offset than the previous one",
+        "{work}/backward0.dat (1,023 reads out of "
+        "order); {work}/backward1.dat (1,023 reads out of order)",
+        "0-1 (2 of 2 processes)",
+    ),
     # the same of its 1,024 writes
-    "random-writes": Shows("backward", "2,046 of 2,048 POSIX writes (100%) not at a higher offset "
-                           "than the previous one", "{work}/backward0.dat (1,023 writes out of "
-                           "order); {work}/backward1.dat (1,023 writes out of order)",
-                           "0-1 (2 of 2 processes)"),
+    "random-writes": Shows(
+        "backward",
+        "2,046 of 2,048 POSIX writes (100%) not at a higher offset than the previous one",
+        "{work}/backward0.dat (1,023 writes out of "
+        "order); {work}/backward1.dat (1,023 writes out of order)",
+        "0-1 (2 of 2 processes)",
+    ),
     # one file opened by both ranks (one record of rank -1), each 600 reads of 4 KiB
-    "shared-small-reads": Shows("sharedsmall", "1,200 of 1,200 POSIX reads (100%) to files shared "
-                                "by all 2 processes at most 1 MiB", "{work}/sharedsmall.dat (1,200 "
-                                "reads at most 1 MiB)", "all 2"),
+    "shared-small-reads": Shows(
+        "sharedsmall",
+        "1,200 of 1,200 POSIX reads (100%) to files shared by all 2 processes at most 1 MiB",
+        "{work}/sharedsmall.dat (1,200 reads at most 1 MiB)",
+        "all 2",
+    ),
     # and 600 writes of 4 KiB each
-    "shared-small-writes": Shows("sharedsmall", "1,200 of 1,200 POSIX writes (100%) to files "
-                                 "shared by all 2 processes at most 1 MiB",
-                                 "{work}/sharedsmall.dat (1,200 writes at most 1 MiB)", "all 2"),
+    "shared-small-writes": Shows(
+        "sharedsmall",
+        "1,200 of 1,200 POSIX writes (100%) to files shared by all 2 processes at most 1 MiB",
+        "{work}/sharedsmall.dat (1,200 writes at most 1 MiB)",
+        "all 2",
+    ),
     # 50,000 opens, fstats and closes of each rank's own file, its time over META_SECONDS
     # (test_slow_metadata_says_the_log_s_time checks the seconds against the log)
-    "slow-metadata": Shows("meta", timed(r"a file's metadata took " + SECONDS + r" s \(its "
-                           r"records' ranks together\)"), META_FILES,
-                           "0-1 (2 of 2 processes)"),
+    "slow-metadata": Shows(
+        "meta",
+        timed(
+            r"a file's metadata took " + SECONDS + r" s \(its "
+            r"records' ranks together\)"
+        ),
+        META_FILES,
+        "0-1 (2 of 2 processes)",
+    ),
     # one file of both ranks: rank 0 wrote 8 MiB, rank 1 1 MiB: |8 - 1| / 9 = 78%; which of
     # the two took longer is the machine's
-    "shared-size-imbalance": Shows("sizeimb", "in a file shared by all 2 processes, its slowest "
-                                   "and fastest ranks' bytes differ by 78% of the file's bytes",
-                                   "{work}/sizeimb.dat (78% of its bytes apart)",
-                                   timed(r"0 \(slowest\), 1 \(fastest\)|1 \(slowest\), 0 "
-                                         r"\(fastest\)")),
+    "shared-size-imbalance": Shows(
+        "sizeimb",
+        "in a file shared by all 2 processes, its slowest "
+        "and fastest ranks' bytes differ by 78% of the file's bytes",
+        "{work}/sizeimb.dat (78% of its bytes apart)",
+        timed(
+            r"0 \(slowest\), 1 \(fastest\)|1 \(slowest\), 0 "
+            r"\(fastest\)"
+        ),
+    ),
     # one file of both ranks, 1 MiB each; rank 1's 500,000 lseeks are its metadata time: about
     # all of the file's time (the share is the machine's), rank 1 the slowest
-    "stragglers": Shows("straggler", timed(r"in a file shared by all 2 processes, its slowest "
-                        rf"and fastest ranks' I/O time differ by {PERCENT} of the file's I/O time"),
-                        timed(rf"{{work}}/straggler\.dat \({PERCENT} of its I/O time apart\)"),
-                        "1 (slowest), 0 (fastest)"),
+    "stragglers": Shows(
+        "straggler",
+        timed(
+            r"in a file shared by all 2 processes, its slowest "
+            rf"and fastest ranks' I/O time differ by {PERCENT} of the file's I/O time"
+        ),
+        timed(rf"{{work}}/straggler\.dat \({PERCENT} of its I/O time apart\)"),
+        "1 (slowest), 0 (fastest)",
+    ),
     # a file of ranks 0 and 1 of 3 (a record each): 8 MiB and 1 MiB written, (8 - 1) / 8 = 88%
-    "write-imbalance": Shows("partial", "in a file of several processes (not all), the "
-                             "rank that wrote least wrote 88% less than the rank that wrote most",
-                             "{work}/partial.dat (88% apart)", "0-1 (2 of 3 processes)"),
+    "write-imbalance": Shows(
+        "partial",
+        "in a file of several processes (not all), the "
+        "rank that wrote least wrote 88% less than the rank that wrote most",
+        "{work}/partial.dat (88% apart)",
+        "0-1 (2 of 3 processes)",
+    ),
     # and the same read back
-    "read-imbalance": Shows("partial", "in a file of several processes (not all), the "
-                            "rank that read least read 88% less than the rank that read most",
-                            "{work}/partial.dat (88% apart)", "0-1 (2 of 3 processes)"),
+    "read-imbalance": Shows(
+        "partial",
+        "in a file of several processes (not all), the "
+        "rank that read least read 88% less than the rank that read most",
+        "{work}/partial.dat (88% apart)",
+        "0-1 (2 of 3 processes)",
+    ),
     # 2 ranks x 600 MPI_File_read_at (and 600 MPI_File_write_at) on one file: a record of rank -1
-    "no-collective-reads": Shows("indep", "1,200 of 1,200 MPI-IO reads (100%) independent",
-                                 "{work}/indep.dat (1,200 independent reads)", "all 2"),
-    "no-collective-writes": Shows("indep", "1,200 of 1,200 MPI-IO writes (100%) independent",
-                                  "{work}/indep.dat (1,200 independent writes)", "all 2"),
+    "no-collective-reads": Shows(
+        "indep",
+        "1,200 of 1,200 MPI-IO reads (100%) independent",
+        "{work}/indep.dat (1,200 independent reads)",
+        "all 2",
+    ),
+    "no-collective-writes": Shows(
+        "indep",
+        "1,200 of 1,200 MPI-IO writes (100%) independent",
+        "{work}/indep.dat (1,200 independent writes)",
+        "all 2",
+    ),
     # each rank's time is its metadata: 50,000 opens, fstats and closes beside one write of 1 KiB
-    "metadata-dominated": Shows("meta", timed(rf"metadata {PERCENT} of the I/O time \({SECONDS} s "
-                                r"over the processes\)"), META_FILES,
-                                "0-1 (2 of 2 processes)"),
-    "rank0-only": Shows("rank0", "rank 0 of 2 processes moved all 8.0 MiB",
-                        "{work}/rank0.dat (8 MiB moved)", "0 (1 of 2 processes)"),
+    "metadata-dominated": Shows(
+        "meta",
+        timed(
+            rf"metadata {PERCENT} of the I/O time \({SECONDS} s "
+            r"over the processes\)"
+        ),
+        META_FILES,
+        "0-1 (2 of 2 processes)",
+    ),
+    "rank0-only": Shows(
+        "rank0",
+        "rank 0 of 2 processes moved all 8.0 MiB",
+        "{work}/rank0.dat (8 MiB moved)",
+        "0 (1 of 2 processes)",
+    ),
     # the 3,000 files it creates and the standard output it prints "done 3000" to
     "many-files": Shows("many-files", "3,001 files for 1 process (3,001 per process)", None, None),
     # rank 0 wrote 1 MiB to its file, rank 1 8 MiB to its own
-    "rank-imbalance": Shows("imbalance", "of the 2 processes that moved bytes in records of "
-                            "their own, the busiest (rank 1) moved 8 MiB, the least busy "
-                            "(rank 0) 1 MiB", "{work}/imb1.dat (8 MiB moved); "
-                            "{work}/imb0.dat (1 MiB moved)", "0-1 (2 of 2 processes)"),
-}  # fmt: skip
+    "rank-imbalance": Shows(
+        "imbalance",
+        "of the 2 processes that moved bytes in records of "
+        "their own, the busiest (rank 1) moved 8 MiB, the least busy "
+        "(rank 0) 1 MiB",
+        "{work}/imb1.dat (8 MiB moved); {work}/imb0.dat (1 MiB moved)",
+        "0-1 (2 of 2 processes)",
+    ),
+}
 #: rules Drishti 0.8 does not set on their own programs, and why (tests/drishti.py's why names it
 #: from the log): its P09 and P10 fire when the highest offset exceeds the bytes moved, the
 #: inverse of their message

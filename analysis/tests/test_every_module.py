@@ -52,9 +52,22 @@ BYTES = {
 }
 # The modules each version of which the logs must hold (more are welcome; fewer: data missing)
 # (BG/Q 1, which no log holds, is crafted: test_a_bgq_record_of_version_1_reads_as_version_2)
-VERSIONS = {("H5F", 1), ("H5F", 2), ("H5F", 3), ("H5D", 1), ("H5D", 2), ("PNETCDF_FILE", 1),
-            ("PNETCDF_FILE", 2), ("PNETCDF_FILE", 3), ("PNETCDF_VAR", 1), ("DFS", 1), ("DAOS", 1),
-            ("BG/Q", 2), ("APXC", 1), ("APMPI", 1)}  # fmt: skip
+VERSIONS = {
+    ("H5F", 1),
+    ("H5F", 2),
+    ("H5F", 3),
+    ("H5D", 1),
+    ("H5D", 2),
+    ("PNETCDF_FILE", 1),
+    ("PNETCDF_FILE", 2),
+    ("PNETCDF_FILE", 3),
+    ("PNETCDF_VAR", 1),
+    ("DFS", 1),
+    ("DAOS", 1),
+    ("BG/Q", 2),
+    ("APXC", 1),
+    ("APMPI", 1),
+}
 
 
 def _flat(path: Path) -> str:
@@ -134,9 +147,17 @@ def _stored_bytes(st: Path, path: Path) -> dict:
         )
         .fetchall()
     )
-    names = {"posix": "POSIX", "stdio": "STDIO", "mpiio": "MPI-IO", "h5f": "H5F", "h5d": "H5D",
-             "pnetcdf": "PNETCDF_FILE", "pnetcdf_var": "PNETCDF_VAR", "dfs": "DFS",
-             "daos": "DAOS"}  # fmt: skip
+    names = {
+        "posix": "POSIX",
+        "stdio": "STDIO",
+        "mpiio": "MPI-IO",
+        "h5f": "H5F",
+        "h5d": "H5D",
+        "pnetcdf": "PNETCDF_FILE",
+        "pnetcdf_var": "PNETCDF_VAR",
+        "dfs": "DFS",
+        "daos": "DAOS",
+    }
     return {names[m]: (r, w, n) for m, r, w, n in rows}
 
 
@@ -176,8 +197,10 @@ def _jobs(st: Path, *args) -> dict[str, dict]:
     return {r["log"].rsplit("/", 1)[1]: r for r in csv.DictReader(io.StringIO(out.getvalue()))}
 
 
-@pytest.mark.parametrize("module", ["h5d", "DFS", "daos", "pnetcdf_var", "PNETCDF_FILE",
-                                    "mpi-io", "H5F", "stdio", "Posix"])  # fmt: skip
+@pytest.mark.parametrize(
+    "module",
+    ["h5d", "DFS", "daos", "pnetcdf_var", "PNETCDF_FILE", "mpi-io", "H5F", "stdio", "Posix"],
+)
 def test_jobs_takes_every_module_by_its_darshan_name(stored, module):
     rows = _jobs(stored, "--module", module)
     mod = next(m for m in BYTES if m.lower() == module.lower())
@@ -379,8 +402,10 @@ print(json.dumps(out, default=lambda v: v.item()))
 
 # APXC's memory and cluster modes by their code (darshan-apxc-log-format.h; PyDarshan's
 # apxc.py names them so)
-MODES = {"memory_mode": ("unknown", "flat", "equal", "split", "cache"),
-         "cluster_mode": ("unknown", "all2all", "quad", "hemi", "snc4", "snc2")}  # fmt: skip
+MODES = {
+    "memory_mode": ("unknown", "flat", "equal", "split", "cache"),
+    "cluster_mode": ("unknown", "all2all", "quad", "hemi", "snc4", "snc2"),
+}
 
 
 def _pydarshan_autoperf(path: Path) -> dict:
@@ -550,13 +575,17 @@ def test_the_job_pages_show_the_layers_bytes_and_the_job_level_modules(tmp_path)
     for rank in apmpi:
         calls.update({k: v for k, v in rank["values"].items() if k.endswith("_CALL_COUNT")})
     for path, table, column, expected in (
-        (APXC_LOG, "apmpi-ranks", "mpi_time_s", max(r["values"]["MPI_TOTAL_COMM_TIME"]
-                                                    for r in apmpi)),
+        (
+            APXC_LOG,
+            "apmpi-ranks",
+            "mpi_time_s",
+            max(r["values"]["MPI_TOTAL_COMM_TIME"] for r in apmpi),
+        ),
         (APXC_LOG, "apmpi-operations", "calls", max(calls.values())),
         (APXC_LOG, "apxc-routers", "stalls", None),
         (APXC_LOG, "apxc", "value", None),
         (BGQ_LOG, "bgq", "value", bgq["values"]["BGQ_NNODES"]),
-    ):  # fmt: skip
+    ):
         page = pages[_name(path)]
         assert "<h2>Job-level modules</h2>" in page.read_text()
         frame = pd.read_csv(page.parent / f"{page.stem}-{table}.csv")

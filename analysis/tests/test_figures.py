@@ -9,9 +9,14 @@ from iostudy.report import figures
 
 
 def hist(write, per_node_hour):
-    return pd.DataFrame({"x_log2_io_procs": [0, 1], "y_log2_procs_per_file": [0, 0],
-                         "max_write_mib_s": write,
-                         "max_mib_s_per_node_hour": per_node_hour})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "x_log2_io_procs": [0, 1],
+            "y_log2_procs_per_file": [0, 0],
+            "max_write_mib_s": write,
+            "max_mib_s_per_node_hour": per_node_hour,
+        }
+    )
 
 
 def test_one_colour_scale_for_every_systems_histogram():
@@ -34,7 +39,14 @@ def test_a_long_table_shows_its_failing_rows_first():
     shown = figures.page_rows(table)
     assert len(shown) == figures.ROWS_SHOWN == 12
     assert list(shown["value"][:5]) == [25, 26, 27, 28, 29] and list(shown["value"][5:]) == [
-        0, 1, 2, 3, 4, 5, 6]  # fmt: skip
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+    ]
     assert figures.page_rows(table.head(16)).equals(table.head(16))  # a short one whole
 
 
@@ -42,27 +54,44 @@ def test_time_axes_fit_the_data():
     t0 = pd.Timestamp("2026-03-02 09:00:00")
     # runs 100 s apart: 100 s and 5 s either side, not a 20-minute axis
     assert figures.time_span(pd.Series([t0, t0 + pd.Timedelta(seconds=100)])) == (
-        t0 - pd.Timedelta(seconds=5), t0 + pd.Timedelta(seconds=105))  # fmt: skip
+        t0 - pd.Timedelta(seconds=5),
+        t0 + pd.Timedelta(seconds=105),
+    )
     # runs milliseconds apart: a second either side, where a date axis still has ticks
     assert figures.time_span(pd.Series([t0, t0 + pd.Timedelta(milliseconds=3)])) == (
-        t0 - pd.Timedelta(seconds=1), t0 + pd.Timedelta(milliseconds=1003))  # fmt: skip
+        t0 - pd.Timedelta(seconds=1),
+        t0 + pd.Timedelta(milliseconds=1003),
+    )
     # one run: a minute either side, not a span of years
     assert figures.time_span(pd.Series([t0])) == (
-        t0 - pd.Timedelta(minutes=1), t0 + pd.Timedelta(minutes=1))  # fmt: skip
+        t0 - pd.Timedelta(minutes=1),
+        t0 + pd.Timedelta(minutes=1),
+    )
 
 
 def test_a_table_shows_its_verdict_second_and_states_shared_values_once():
-    table = pd.DataFrame({"run_id": ["r1", "r2", "r3"], "api": ["POSIX"] * 3,
-                          "transfer_size": [4 << 20] * 3, "value": [1.0, 2.0, 3.0],
-                          "result": ["pass", "fail", "pass"]})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "run_id": ["r1", "r2", "r3"],
+            "api": ["POSIX"] * 3,
+            "transfer_size": [4 << 20] * 3,
+            "value": [1.0, 2.0, 3.0],
+            "result": ["pass", "fail", "pass"],
+        }
+    )
     shown = figures.rows(table)
     assert shown["header"] == ["run_id", "result", "value"]
     assert shown["rows"][1] == [("r2", "", None), ("fail", "fail", None), ("2", "num", None)]
     # stated once under the table, in the page's units (a size in MiB, not 4,194,304)
     assert shown["same"] == [("api", "POSIX"), ("transfer_size", "4 MiB")]
     # two rows alike are not yet a pattern: every column stays
-    assert figures.rows(table.head(2))["header"] == ["run_id", "result", "api", "transfer_size",
-                                                     "value"]  # fmt: skip
+    assert figures.rows(table.head(2))["header"] == [
+        "run_id",
+        "result",
+        "api",
+        "transfer_size",
+        "value",
+    ]
 
 
 def test_a_cross_check_without_its_log_reads_no_log_not_no():
@@ -93,7 +122,9 @@ def test_legends_go_below_the_panels_and_axes_of_zeros_still_read():
     assert all(ax.get_legend() is None for ax in axes)  # nothing drawn over the data
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == [
-        "local", "a label long enough to need its own column of the legend"]  # fmt: skip
+        "local",
+        "a label long enough to need its own column of the legend",
+    ]
     assert legend._ncols == 1  # a 6-inch figure holds one column of that label
     assert headroom([0.0, 0.0]) == 1.0 and headroom([2.0, float("inf")], [5.0]) == 6.0
 
@@ -101,7 +132,8 @@ def test_legends_go_below_the_panels_and_axes_of_zeros_still_read():
 def test_a_figures_provenance_names_its_runs_and_systems():
     one = pd.DataFrame({"run_id": ["r1", "r1"], "system": ["local", "local"]})
     assert figures.provenance(one) == "from run r1 of local"
-    many = pd.DataFrame({"run_id": ["r2", "r1", "r3", "r4", "r5"],
-                         "system": ["a", "b", "c", "d", "a"]})  # fmt: skip
+    many = pd.DataFrame(
+        {"run_id": ["r2", "r1", "r3", "r4", "r5"], "system": ["a", "b", "c", "d", "a"]}
+    )
     assert figures.provenance(many) == "from 5 runs of a, b, c and 1 more (r1 to r5)"
     assert figures.provenance(pd.DataFrame({"bytes": [1]})) is None  # no run named

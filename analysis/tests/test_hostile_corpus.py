@@ -73,10 +73,15 @@ def _damaged(release: bytes) -> dict[str, bytes]:
         out[f"zero-{k}"] = logcraft.zero_region(log, ("job", "names", "POSIX")[min(k, 1 + k % 2)])
         out[f"magic{k}"] = logcraft.overwrite(log, 8, (k + 1).to_bytes(8, "little"))
     for k, (module, counter, value) in enumerate(
-        [("POSIX", "POSIX_BYTES_WRITTEN", -(10**12)), ("POSIX", "POSIX_BYTES_READ", 2**63 - 1),
-         ("POSIX", "POSIX_F_WRITE_TIME", math.nan), ("POSIX", "POSIX_F_READ_TIME", -5.0),
-         ("STDIO", "STDIO_BYTES_WRITTEN", 2**62), ("MPI-IO", "MPIIO_INDEP_WRITES", -7)]
-    ):  # fmt: skip
+        [
+            ("POSIX", "POSIX_BYTES_WRITTEN", -(10**12)),
+            ("POSIX", "POSIX_BYTES_READ", 2**63 - 1),
+            ("POSIX", "POSIX_F_WRITE_TIME", math.nan),
+            ("POSIX", "POSIX_F_READ_TIME", -5.0),
+            ("STDIO", "STDIO_BYTES_WRITTEN", 2**62),
+            ("MPI-IO", "MPIIO_INDEP_WRITES", -7),
+        ]
+    ):
         log = corpus.set_jobid(release, 800000 + k)
         out[f"absurd-{counter}"] = logcraft.set_counter(log, module, 0, counter, value)
     job = corpus.set_jobid(release, 810000)
@@ -169,14 +174,26 @@ def test_every_stored_value_within_physical_bounds(ingested):
 @pytest.mark.slow
 def test_jobs_and_report_build_read_the_result(ingested, tmp_path):
     st, _ = ingested
-    jobs = subprocess.run([IOSTUDY, "jobs", "--store", st, "--csv"], capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    jobs = subprocess.run(
+        [IOSTUDY, "jobs", "--store", st, "--csv"], capture_output=True, text=True, timeout=600
+    )
     assert jobs.returncode == 0, jobs.stderr[-3000:]
     assert len(jobs.stdout.splitlines()) == GOOD + 1  # a header and a row per job
     report = subprocess.run(
-        [IOSTUDY, "report", "build", "--study", store.DEFAULT_STUDY, "--store", st,
-         "--reports", tmp_path / "reports"],
-        capture_output=True, text=True, timeout=1200,
-    )  # fmt: skip
+        [
+            IOSTUDY,
+            "report",
+            "build",
+            "--study",
+            store.DEFAULT_STUDY,
+            "--store",
+            st,
+            "--reports",
+            tmp_path / "reports",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     assert (tmp_path / "reports" / store.DEFAULT_STUDY / "v1" / "index.html").is_file()

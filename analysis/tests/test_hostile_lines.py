@@ -33,9 +33,20 @@ def _fio(**fields) -> dict:
 
 def _adaptive(**fields) -> dict:
     """An adaptive.jsonl record as adaptive_check writes it, with ``fields`` set."""
-    parsed = {"mode": "adaptive", "adapt": True, "writers": 8, "targets": 2, "bytes": 8 << 20,
-              "bytes_per_writer": 1 << 20, "seconds": 0.5, "mib_s": 16.0, "moves": 2,
-              "index_s": 0.01, "target_s": [0.3, 0.5], "writers_per_target": [6, 2]}  # fmt: skip
+    parsed = {
+        "mode": "adaptive",
+        "adapt": True,
+        "writers": 8,
+        "targets": 2,
+        "bytes": 8 << 20,
+        "bytes_per_writer": 1 << 20,
+        "seconds": 0.5,
+        "mib_s": 16.0,
+        "moves": 2,
+        "index_s": 0.01,
+        "target_s": [0.3, 0.5],
+        "writers_per_target": [6, 2],
+    }
     return {"log_tags": ADAPTIVE_TAGS, **adaptive.record(parsed, True, 1), **fields}
 
 
@@ -48,45 +59,89 @@ def _raw(rec: dict, key: str, text: str) -> str:
 HOSTILE = {
     "deep-array": ("components.jsonl", "[" * 100_000 + "]" * 100_000, ["nested deeper than 32"]),
     "deep-object": ("adaptive.jsonl", '{"a":' * 100_000 + "1" + "}" * 100_000, ["nested deeper"]),
-    "count-10e400": ("components.jsonl", json.dumps(_fio(jobs=10**400)),
-                     ["jobs = 1000000", "not in [0, 2^62)"]),
-    "bytes-10e400": ("adaptive.jsonl", json.dumps(_adaptive(bytes=10**400)),
-                     ["bytes = 1000000", "not in [0, 2^62)"]),
-    "target-number": ("components.jsonl", json.dumps(_fio(target=5)),
-                      ["target = 5: not a string"]),
-    "operation-object": ("components.jsonl", json.dumps(_fio(operation={})),
-                         ["operation = {}: not a string"]),
-    "count-string": ("components.jsonl", json.dumps(_fio(block="4096")),
-                     ["block = '4096': not an integer"]),
+    "count-10e400": (
+        "components.jsonl",
+        json.dumps(_fio(jobs=10**400)),
+        ["jobs = 1000000", "not in [0, 2^62)"],
+    ),
+    "bytes-10e400": (
+        "adaptive.jsonl",
+        json.dumps(_adaptive(bytes=10**400)),
+        ["bytes = 1000000", "not in [0, 2^62)"],
+    ),
+    "target-number": ("components.jsonl", json.dumps(_fio(target=5)), ["target = 5: not a string"]),
+    "operation-object": (
+        "components.jsonl",
+        json.dumps(_fio(operation={})),
+        ["operation = {}: not a string"],
+    ),
+    "count-string": (
+        "components.jsonl",
+        json.dumps(_fio(block="4096")),
+        ["block = '4096': not an integer"],
+    ),
     "count-float": ("components.jsonl", json.dumps(_fio(jobs=2.0)), ["jobs = 2.0: not an integer"]),
-    "count-bool": ("adaptive.jsonl", json.dumps(_adaptive(moves=True)),
-                   ["moves = True: not an integer"]),
-    "tag-system-number": ("components.jsonl",
-                          json.dumps(_fio(log_tags={"check": "fio_check", "system": 7})),
-                          ["system = 7: not a string"]),
-    "line-50mb": ("components.jsonl", lambda: json.dumps(_fio(operation="w" * 50_000_000)),
-                  [LIMIT]),
-    "rate-infinity": ("components.jsonl", json.dumps(_fio(mib_s=math.inf)),
-                      ["Infinity: not a finite number"]),
-    "rate-1e999": ("adaptive.jsonl", _raw(_adaptive(), "mib_s", "1e999"),
-                   ["1e999: not a finite number"]),
-    "rate-negative": ("components.jsonl", json.dumps(_fio(aggregate_mib_s=-1.5)),
-                      ["aggregate_mib_s = -1.5: not finite, >= 0"]),
-    "counts-negative": ("adaptive.jsonl", json.dumps(_adaptive(writers=-8, targets=-2)),
-                        ["writers = -8: not in [0, 2^62)", "targets = -2: not in [0, 2^62)"]),
-    "time-nan": ("adaptive.jsonl", json.dumps(_adaptive(index_s=math.nan)),
-                 ["NaN: not a finite number"]),
-    "lone-surrogate": ("components.jsonl", json.dumps(_fio(operation="\ud800")),
-                       ["operation = '\\ud800': not UTF-8 text"]),
-    "not-utf8": ("adaptive.jsonl", json.dumps(_adaptive()).replace("adaptive", "ad\udcffaptive", 1),
-                 ["not UTF-8"]),
-}  # fmt: skip
-GOOD = {"components.jsonl": (_fio(), _fio(operation="read")),
-        "adaptive.jsonl": (_adaptive(), _adaptive(mode="mpiio", adapt=False))}  # fmt: skip
+    "count-bool": (
+        "adaptive.jsonl",
+        json.dumps(_adaptive(moves=True)),
+        ["moves = True: not an integer"],
+    ),
+    "tag-system-number": (
+        "components.jsonl",
+        json.dumps(_fio(log_tags={"check": "fio_check", "system": 7})),
+        ["system = 7: not a string"],
+    ),
+    "line-50mb": (
+        "components.jsonl",
+        lambda: json.dumps(_fio(operation="w" * 50_000_000)),
+        [LIMIT],
+    ),
+    "rate-infinity": (
+        "components.jsonl",
+        json.dumps(_fio(mib_s=math.inf)),
+        ["Infinity: not a finite number"],
+    ),
+    "rate-1e999": (
+        "adaptive.jsonl",
+        _raw(_adaptive(), "mib_s", "1e999"),
+        ["1e999: not a finite number"],
+    ),
+    "rate-negative": (
+        "components.jsonl",
+        json.dumps(_fio(aggregate_mib_s=-1.5)),
+        ["aggregate_mib_s = -1.5: not finite, >= 0"],
+    ),
+    "counts-negative": (
+        "adaptive.jsonl",
+        json.dumps(_adaptive(writers=-8, targets=-2)),
+        ["writers = -8: not in [0, 2^62)", "targets = -2: not in [0, 2^62)"],
+    ),
+    "time-nan": (
+        "adaptive.jsonl",
+        json.dumps(_adaptive(index_s=math.nan)),
+        ["NaN: not a finite number"],
+    ),
+    "lone-surrogate": (
+        "components.jsonl",
+        json.dumps(_fio(operation="\ud800")),
+        ["operation = '\\ud800': not UTF-8 text"],
+    ),
+    "not-utf8": (
+        "adaptive.jsonl",
+        json.dumps(_adaptive()).replace("adaptive", "ad\udcffaptive", 1),
+        ["not UTF-8"],
+    ),
+}
+GOOD = {
+    "components.jsonl": (_fio(), _fio(operation="read")),
+    "adaptive.jsonl": (_adaptive(), _adaptive(mode="mpiio", adapt=False)),
+}
 TABLE = {"components.jsonl": "components", "adaptive.jsonl": "adaptive"}
 # report.json: a test case with a performance value the store keeps and one it does not
-PERF = {"local:default:write_mib_s": [300.0, 250.0, -0.2, None, "MiB/s", "pass"],
-        "local:default:read_mib_s": [math.inf, 250.0, -0.2, None, "MiB/s", "pass"]}  # fmt: skip
+PERF = {
+    "local:default:write_mib_s": [300.0, 250.0, -0.2, None, "MiB/s", "pass"],
+    "local:default:read_mib_s": [math.inf, 250.0, -0.2, None, "MiB/s", "pass"],
+}
 
 
 def _case_dir(name: str) -> str:

@@ -52,8 +52,17 @@ class Mon:
         self.out = Path(out)
         self.log = self.out.parent / f"{self.out.name}.log"
         self.interval = interval
-        cmd = [sys.executable, "-m", "iostudy.cli.cli", "iostat-mon", "--interval", str(interval),
-               "--out", str(out), *map(str, args)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "iostudy.cli.cli",
+            "iostat-mon",
+            "--interval",
+            str(interval),
+            "--out",
+            str(out),
+            *map(str, args),
+        ]
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
 
@@ -101,8 +110,11 @@ class Mon:
 
     def wait_reports(self, n, timeout=20.0):
         """Until iostat has made n reports (the state file counts them, devices kept or not)."""
-        wait_for(lambda: self.state().get("intervals", 0) >= n, timeout,
-                 f"{n} reports; log:\n{self.text()}")  # fmt: skip
+        wait_for(
+            lambda: self.state().get("intervals", 0) >= n,
+            timeout,
+            f"{n} reports; log:\n{self.text()}",
+        )
 
     def stop(self, sig=signal.SIGTERM, timeout=15.0) -> int:
         self.proc.send_signal(sig)
@@ -158,8 +170,13 @@ def t(text) -> datetime:
 
 def real_devices(iostat) -> list[str]:
     """The devices iostat reports here (its since-boot report, at once)."""
-    out = subprocess.run([iostat, "-d", "-o", "JSON"], capture_output=True, text=True,
-                         env=iostatmonitor.iostat_env(), check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [iostat, "-d", "-o", "JSON"],
+        capture_output=True,
+        text=True,
+        env=iostatmonitor.iostat_env(),
+        check=True,
+    ).stdout
     stats = json.loads(out)["sysstat"]["hosts"][0]["statistics"]
     return [d["disk_device"] for d in stats[0]["disk"]]
 
@@ -375,8 +392,9 @@ def loop_device(tmp_path):
     backing = tmp_path / "loop.img"
     with open(backing, "wb") as f:
         f.truncate(64 << 20)
-    dev = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True,
-                         text=True, check=True).stdout.strip()  # fmt: skip
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=True
+    ).stdout.strip()
     try:
         yield dev
     finally:
@@ -416,11 +434,23 @@ def test_past_days_compressed_on_start(iostat, monitors, tmp_path):
     out = tmp_path / "mon"
     out.mkdir()
     old = [
-        {"type": "io", "time": "2020-01-01T10:00:00Z", "host": "h", "device": "sdb",
-         "seconds": 60.0, "read_bytes": 1, "write_bytes": 2},
-        {"type": "gap", "host": "h", "start": "2020-01-01T10:00:00Z",
-         "end": "2020-01-01T10:05:00Z", "reason": "x"},
-    ]  # fmt: skip
+        {
+            "type": "io",
+            "time": "2020-01-01T10:00:00Z",
+            "host": "h",
+            "device": "sdb",
+            "seconds": 60.0,
+            "read_bytes": 1,
+            "write_bytes": 2,
+        },
+        {
+            "type": "gap",
+            "host": "h",
+            "start": "2020-01-01T10:00:00Z",
+            "end": "2020-01-01T10:05:00Z",
+            "reason": "x",
+        },
+    ]
     text = "".join(json.dumps(r) + "\n" for r in old) + '{"type": "io", "ti'  # cut short
     (out / "2020-01-01.jsonl").write_text(text)
     mon = monitors(out)
@@ -467,8 +497,10 @@ def test_day_log_rolls_over_and_reopens_a_compressed_day(tmp_path):
     end = datetime(2026, 1, 25, tzinfo=timezone.utc)
     assert log.roll(end + timedelta(seconds=30), grace=70) is None
     assert log.roll(end + timedelta(seconds=71), grace=70) == "2026-01-24"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["2026-01-23.jsonl.gz",
-                                                          "2026-01-24.jsonl.gz"]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "2026-01-23.jsonl.gz",
+        "2026-01-24.jsonl.gz",
+    ]
     log.close()
 
 
@@ -476,9 +508,18 @@ def test_day_file_lines_out_of_the_limits_are_named_and_the_others_read(tmp_path
     """A day file's lines nested too deep, with a number that is not finite, or too long are
     skipped with the file and line named (iostudy.core.jsonlimits); the lines around them are
     read."""
-    good = [{"type": "io", "time": "2026-01-23T10:01:00Z", "host": "h", "device": "sdb",
-             "seconds": 60.0, "read_bytes": 1, "write_bytes": 2},
-            {"type": "stop", "time": "2026-01-23T10:02:00Z", "reason": "SIGTERM"}]  # fmt: skip
+    good = [
+        {
+            "type": "io",
+            "time": "2026-01-23T10:01:00Z",
+            "host": "h",
+            "device": "sdb",
+            "seconds": 60.0,
+            "read_bytes": 1,
+            "write_bytes": 2,
+        },
+        {"type": "stop", "time": "2026-01-23T10:02:00Z", "reason": "SIGTERM"},
+    ]
     long = '{"type": "io", "device": "' + "a" * jsonlimits.MAX_LINE + '"}'
     bad = ["[" * 100_000 + "]" * 100_000, '{"type": "io", "seconds": NaN}', long]
     path = tmp_path / "2026-01-23.jsonl"
@@ -502,12 +543,18 @@ def test_day_file_lines_out_of_the_limits_are_named_and_the_others_read(tmp_path
         ("device", 7, "device = 7"),
     ],
 )
-def test_an_io_record_the_store_refuses_is_skipped_and_named(tmp_path, capsys, field, value,
-                                                            named):  # fmt: skip
+def test_an_io_record_the_store_refuses_is_skipped_and_named(tmp_path, capsys, field, value, named):
     """An io record whose value the store's rule refuses (iostudy.logs.plausibility, the rule
     of ingest and import) is skipped, named with its file and line; the others are imported."""
-    good = {"type": "io", "time": "2026-01-23T10:01:00Z", "host": "h", "device": "sdb",
-            "seconds": 60.0, "read_bytes": 1, "write_bytes": 2}  # fmt: skip
+    good = {
+        "type": "io",
+        "time": "2026-01-23T10:01:00Z",
+        "host": "h",
+        "device": "sdb",
+        "seconds": 60.0,
+        "read_bytes": 1,
+        "write_bytes": 2,
+    }
     bad = {**good, "time": "2026-01-23T10:02:00Z", field: value}
     day = tmp_path / "mon" / "2026-01-23.jsonl"
     day.parent.mkdir()
@@ -534,8 +581,18 @@ def table() -> pd.DataFrame:
 
     def io(host, dev, end, rb=0, wb=0):
         start = end - timedelta(seconds=60)
-        rows.append({"host": host, "device": dev, "kind": "io", "start": start, "end": end,
-                     "seconds": 60.0, "read_bytes": rb, "write_bytes": wb})  # fmt: skip
+        rows.append(
+            {
+                "host": host,
+                "device": dev,
+                "kind": "io",
+                "start": start,
+                "end": end,
+                "seconds": 60.0,
+                "read_bytes": rb,
+                "write_bytes": wb,
+            }
+        )
 
     for i in range(1, 11):
         end = base + timedelta(minutes=i)
@@ -544,10 +601,24 @@ def table() -> pd.DataFrame:
             io("a", "sdc", end, wb=30 * mib)
         if not 4 <= i <= 6:
             io("b", "sdb", end, wb=150 * mib)
-    rows.append({"host": "b", "kind": "gap", "start": base + timedelta(minutes=3),
-                 "end": base + timedelta(minutes=6), "reason": "iostat died"})  # fmt: skip
-    rows.append({"host": "a", "kind": "stop", "start": base + timedelta(minutes=8),
-                 "end": base + timedelta(minutes=8, seconds=20), "reason": "SIGTERM"})  # fmt: skip
+    rows.append(
+        {
+            "host": "b",
+            "kind": "gap",
+            "start": base + timedelta(minutes=3),
+            "end": base + timedelta(minutes=6),
+            "reason": "iostat died",
+        }
+    )
+    rows.append(
+        {
+            "host": "a",
+            "kind": "stop",
+            "start": base + timedelta(minutes=8),
+            "end": base + timedelta(minutes=8, seconds=20),
+            "reason": "SIGTERM",
+        }
+    )
     io("a", "sdb", base + timedelta(minutes=16), rb=60 * mib)
     io("b", "sdb", datetime(2026, 1, 24, 0, 1), wb=60 * mib)
     return pd.DataFrame(rows)
@@ -612,12 +683,16 @@ def test_gaps_explained_by_the_monitors_records():
     g = iostatanalysis.gaps(table())
     assert list(g["host"]) == ["b", "a", "b"]
     b_gap, a_stop, b_night = g.to_dict("records")
-    assert (b_gap["start"], b_gap["end"]) == (pd.Timestamp("2026-01-23 10:03"),
-                                              pd.Timestamp("2026-01-23 10:06"))  # fmt: skip
+    assert (b_gap["start"], b_gap["end"]) == (
+        pd.Timestamp("2026-01-23 10:03"),
+        pd.Timestamp("2026-01-23 10:06"),
+    )
     assert b_gap["reason"] == "iostat died" and b_gap["recorded"]
     # a's record stops at 10:08 (a stop record) and goes on at 10:15
-    assert (a_stop["start"], a_stop["end"]) == (pd.Timestamp("2026-01-23 10:08"),
-                                                pd.Timestamp("2026-01-23 10:15"))  # fmt: skip
+    assert (a_stop["start"], a_stop["end"]) == (
+        pd.Timestamp("2026-01-23 10:08"),
+        pd.Timestamp("2026-01-23 10:15"),
+    )
     assert a_stop["reason"] == "monitor stopped: SIGTERM" and not a_stop["recorded"]
     assert b_night["reason"] == "no record (monitor not running)" and not b_night["recorded"]
     assert b_night["seconds"] == pytest.approx((13 * 60 + 50) * 60)
@@ -634,8 +709,13 @@ def test_add_section_draws_figures_and_tables(tmp_path):
 
     devices.add_section(add, {"iostat": table()})
     ids = [c[2] for c in calls]
-    assert ids == ["iostat-throughput", "iostat-summary", "iostat-daily", "iostat-burstiness",
-                   "iostat-gaps"]  # fmt: skip
+    assert ids == [
+        "iostat-throughput",
+        "iostat-summary",
+        "iostat-daily",
+        "iostat-burstiness",
+        "iostat-gaps",
+    ]
     assert {c[0] for c in calls} == {devices.SECTION}
     for _, kind, ident, caption, df, fig in calls:
         assert caption.endswith(".") and "\n" not in caption

@@ -40,8 +40,10 @@ def _sacct(path: Path) -> None:
         "JobID|JobIDRaw|Cluster|Account|User|Partition|NNodes|NCPUS|ElapsedRaw|Start|End|State"
     ]
     for jobid, (account, nodes) in ACCOUNTS.items():
-        lines.append(f"{jobid}|{jobid}|c1|{account}|alice|batch|{nodes}|{2 * nodes}|60|"
-                     "2026-01-01T00:00:00|2026-01-01T00:01:00|COMPLETED")  # fmt: skip
+        lines.append(
+            f"{jobid}|{jobid}|c1|{account}|alice|batch|{nodes}|{2 * nodes}|60|"
+            "2026-01-01T00:00:00|2026-01-01T00:01:00|COMPLETED"
+        )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -56,8 +58,12 @@ def built(tmp_path_factory) -> dict:
     tree.mkdir()
     work.mkdir()
     env = runtime_env(tree / "dd-good.darshan") | {"SLURM_JOB_ID": "7001"}
-    subprocess.run(["dd", "if=/dev/zero", f"of={work / 'good.dat'}", "bs=4M", "count=4",
-                    "status=none"], env=env, check=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        ["dd", "if=/dev/zero", f"of={work / 'good.dat'}", "bs=4M", "count=4", "status=none"],
+        env=env,
+        check=True,
+        timeout=120,
+    )
     run_mpi("small", tree, work, jobid=7003)
     run_mpi("good", tree, work, jobid=7004)
     store = root / "store"
@@ -192,7 +198,8 @@ def test_the_same_number_is_the_same_on_every_page(built, capsys):
     assert rate["b"] == pytest.approx(table[7004]["mib_s_per_cn"], rel=1e-12)
     record = _csv(built, 7004, "record").set_index("field")["value"]
     assert float(record["MiB/s/CN"].replace(",", "")) == pytest.approx(
-        table[7004]["mib_s_per_cn"], rel=2e-3)  # fmt: skip
+        table[7004]["mib_s_per_cn"], rel=2e-3
+    )
 
 
 def test_compare_jobs_sets_the_levels_side_by_side(built, capsys):
@@ -200,7 +207,9 @@ def test_compare_jobs_sets_the_levels_side_by_side(built, capsys):
     rows = pd.DataFrame(json.loads(capsys.readouterr().out))
     levels = rows[rows["table"] == "levels"].set_index(["module", "figure"])
     assert (levels.at[("POSIX", "writes"), "a"], levels.at[("POSIX", "bytes_written"), "a"]) == (
-        4000, 400_000)  # fmt: skip
+        4000,
+        400_000,
+    )
     assert levels.at[("MPI-IO", "writes"), "b"] == 2 and levels.at[("MPI-IO", "writes"), "a"] == 0
     sizes = rows[rows["table"] == "sizes"].set_index(["module", "operation", "size"])
     assert sizes.at[("POSIX", "write", "0-100 B"), "a"] == 4000

@@ -84,11 +84,14 @@ def test_bytes_and_bandwidth_agree_with_pydarshan_on_every_test_log(test_log_sto
 HAND_CLASSES = {
     "release_logs/mpi-io-test-x86_64-3.5.0.darshan": {"N:1": 1, "N:N": 1},
     "runtime_heatmap_inactive_ranks/treddy_runtime_heatmap_inactive_ranks.darshan": {"N:M": 1},
-    "ior_pnetcdf_hdf5/shane_ior-HDF5_id438090-438090_11-9-41522-17417065676046418211_1.darshan":
-        {"N:1": 2, "N:N": 1},
-    "dlio_logs/snyder_python3_id3116902-2110366_12-19-66957-4077632997277538683_1.darshan":
-        {"N:N": 25},
-}  # fmt: skip
+    "ior_pnetcdf_hdf5/shane_ior-HDF5_id438090-438090_11-9-41522-17417065676046418211_1.darshan": {
+        "N:1": 2,
+        "N:N": 1,
+    },
+    "dlio_logs/snyder_python3_id3116902-2110366_12-19-66957-4077632997277538683_1.darshan": {
+        "N:N": 25
+    },
+}
 
 
 @pytest.mark.parametrize("name", sorted(HAND_CLASSES))
@@ -120,10 +123,26 @@ def test_every_format_version_and_byte_order_is_read(test_log_store):
 
 def test_columns_and_scope(test_log_store):
     rows = _jobs_csv(test_log_store)
-    for name in ("log", "jobid", "nprocs", "nodes", "bytes_read", "bytes_written",
-                 "io_time_slowest_s", "agg_perf_mib_s", "mib_s_per_cn", "md_cost_pct",
-                 "files_per_proc", "seq_pct", "aligned_pct", "mib_per_proc", "interfaces",
-                 "strategy", "io_procs", "procs_per_file"):  # fmt: skip
+    for name in (
+        "log",
+        "jobid",
+        "nprocs",
+        "nodes",
+        "bytes_read",
+        "bytes_written",
+        "io_time_slowest_s",
+        "agg_perf_mib_s",
+        "mib_s_per_cn",
+        "md_cost_pct",
+        "files_per_proc",
+        "seq_pct",
+        "aligned_pct",
+        "mib_per_proc",
+        "interfaces",
+        "strategy",
+        "io_procs",
+        "procs_per_file",
+    ):
         assert name in rows[0]
     by_name = {r["log"].rsplit("/", 1)[1]: r for r in rows}
     # The 3.5.0 release log: 4 ranks write and read one shared file through MPI-IO.
@@ -196,11 +215,26 @@ def test_strategy_rules_on_hand_made_records():
     files = []
 
     def rec(log, rank, rid, nbytes):
-        files.append({**{c: None for c in store.TABLES["files"].names}, "log_sha256": log,
-                      "module": "posix", "record_id": rid, "rank": rank, "bytes_read": 0,
-                      "bytes_written": nbytes, "reads": 0, "writes": 1, "meta_time": 0.1,
-                      "read_time": 0.0, "write_time": 1.0, "slowest_rank_time": 2.0,
-                      "seq_ops": 1, "unaligned": 0, "mode": 0})  # fmt: skip
+        files.append(
+            {
+                **{c: None for c in store.TABLES["files"].names},
+                "log_sha256": log,
+                "module": "posix",
+                "record_id": rid,
+                "rank": rank,
+                "bytes_read": 0,
+                "bytes_written": nbytes,
+                "reads": 0,
+                "writes": 1,
+                "meta_time": 0.1,
+                "read_time": 0.0,
+                "write_time": 1.0,
+                "slowest_rank_time": 2.0,
+                "seq_ops": 1,
+                "unaligned": 0,
+                "mode": 0,
+            }
+        )
 
     for r in range(4):
         rec("nn", r, 100 + r, 10)  # a file per process
@@ -210,9 +244,19 @@ def test_strategy_rules_on_hand_made_records():
     rec("nm", 2, 8, 20)
     rec("nm", 3, 8, 20)
     rec("r0", 0, 9, 40)  # only rank 0 moves data
-    jobs = pd.DataFrame([{**{c: None for c in store.TABLES["jobs"].names}, "log_sha256": log,
-                          "log_path": log, "nprocs": 4, "nodes": 1, "modules": "POSIX"}
-                         for log in ("nn", "n1", "nm", "r0")])  # fmt: skip
+    jobs = pd.DataFrame(
+        [
+            {
+                **{c: None for c in store.TABLES["jobs"].names},
+                "log_sha256": log,
+                "log_path": log,
+                "nprocs": 4,
+                "nodes": 1,
+                "modules": "POSIX",
+            }
+            for log in ("nn", "n1", "nm", "r0")
+        ]
+    )
     con = duckdb.connect()
     con.register("files", pd.DataFrame(files).astype({"record_id": "uint64"}))
     con.register("jobs", jobs)
@@ -235,17 +279,31 @@ MiB = 2**20
 def _files_row(job, rank, path, module="posix", **values):
     """A files-table row: every column of the store's schema, numbers 0 unless given."""
     row = {name: 0 for name in store.TABLES["files"].names}
-    row |= {"run_id": "r1", "log_sha256": job, "module": module, "path": path, "rank": rank,
-            "record_id": sum(map(ord, path)), "shared": rank == -1,
-            "sharing": None}  # fmt: skip
+    row |= {
+        "run_id": "r1",
+        "log_sha256": job,
+        "module": module,
+        "path": path,
+        "rank": rank,
+        "record_id": sum(map(ord, path)),
+        "shared": rank == -1,
+        "sharing": None,
+    }
     return row | values
 
 
 def _jobs_row(job, nprocs, nodes, source):
     row = dict.fromkeys(store.TABLES["jobs"].names)
-    return row | {"run_id": "r1", "log_sha256": job, "log_path": f"{job}.darshan", "jobid": 7,
-                  "nprocs": nprocs, "nodes": nodes, "nodes_source": source,
-                  "modules": "POSIX+STDIO"}  # fmt: skip
+    return row | {
+        "run_id": "r1",
+        "log_sha256": job,
+        "log_path": f"{job}.darshan",
+        "jobid": 7,
+        "nprocs": nprocs,
+        "nodes": nodes,
+        "nodes_source": source,
+        "modules": "POSIX+STDIO",
+    }
 
 
 # Job J1: 2 ranks on 2 compute nodes (the harness's tag).
@@ -255,16 +313,49 @@ def _jobs_row(job, nprocs, nodes, source):
 #   shared S (rank -1): wrote 120 MiB, its slowest rank 3.0 s; first open 1.0 s, last write 5.0 s
 #   STDIO <STDOUT> of rank 0: 1 MiB in 10 s of writes
 J1 = [
-    _files_row("J1", 0, "/d/A", bytes_written=100 * MiB, meta_time=0.5, write_time=1.5,
-               open_start=0.1, write_end=2.0),
-    _files_row("J1", 0, "/d/B", bytes_read=20 * MiB, meta_time=0.5, read_time=1.0,
-               open_start=2.1, read_end=3.4),
-    _files_row("J1", 1, "/d/C", bytes_written=60 * MiB, meta_time=0.25, write_time=2.0,
-               open_start=0.1, write_end=2.3),
-    _files_row("J1", -1, "/d/S", bytes_written=120 * MiB, meta_time=1.0, write_time=6.0,
-               slowest_rank_time=3.0, open_start=1.0, write_end=5.0),
+    _files_row(
+        "J1",
+        0,
+        "/d/A",
+        bytes_written=100 * MiB,
+        meta_time=0.5,
+        write_time=1.5,
+        open_start=0.1,
+        write_end=2.0,
+    ),
+    _files_row(
+        "J1",
+        0,
+        "/d/B",
+        bytes_read=20 * MiB,
+        meta_time=0.5,
+        read_time=1.0,
+        open_start=2.1,
+        read_end=3.4,
+    ),
+    _files_row(
+        "J1",
+        1,
+        "/d/C",
+        bytes_written=60 * MiB,
+        meta_time=0.25,
+        write_time=2.0,
+        open_start=0.1,
+        write_end=2.3,
+    ),
+    _files_row(
+        "J1",
+        -1,
+        "/d/S",
+        bytes_written=120 * MiB,
+        meta_time=1.0,
+        write_time=6.0,
+        slowest_rank_time=3.0,
+        open_start=1.0,
+        write_end=5.0,
+    ),
     _files_row("J1", 0, "<STDOUT>", module="stdio", bytes_written=MiB, write_time=10.0),
-]  # fmt: skip
+]
 
 
 def _job_table(files, jobs, sched=None, module=None):
@@ -308,15 +399,47 @@ def test_the_default_scope_is_the_layers_that_moved_the_bytes():
 #   DFS's namespace: DAOS's object "/" (record id 3): 100 bytes read, its slowest rank 0.1 s;
 #   the file /g read through DFS, 1 MiB in 1.0 s, whose object DAOS kept no record of.
 J2 = [
-    _files_row("J2", -1, "/f", module="dfs", record_id=1, bytes_written=8 * MiB,
-               write_time=6.0, slowest_rank_time=2.0),
-    _files_row("J2", -1, "", module="daos", record_id=1, bytes_written=8 * MiB,
-               write_time=5.9, slowest_rank_time=1.9),
-    _files_row("J2", -1, "/", module="daos", record_id=3, bytes_read=100, read_time=0.2,
-               slowest_rank_time=0.1),
-    _files_row("J2", -1, "/g", module="dfs", record_id=2, bytes_read=MiB, read_time=3.0,
-               slowest_rank_time=1.0),
-]  # fmt: skip
+    _files_row(
+        "J2",
+        -1,
+        "/f",
+        module="dfs",
+        record_id=1,
+        bytes_written=8 * MiB,
+        write_time=6.0,
+        slowest_rank_time=2.0,
+    ),
+    _files_row(
+        "J2",
+        -1,
+        "",
+        module="daos",
+        record_id=1,
+        bytes_written=8 * MiB,
+        write_time=5.9,
+        slowest_rank_time=1.9,
+    ),
+    _files_row(
+        "J2",
+        -1,
+        "/",
+        module="daos",
+        record_id=3,
+        bytes_read=100,
+        read_time=0.2,
+        slowest_rank_time=0.1,
+    ),
+    _files_row(
+        "J2",
+        -1,
+        "/g",
+        module="dfs",
+        record_id=2,
+        bytes_read=MiB,
+        read_time=3.0,
+        slowest_rank_time=1.0,
+    ),
+]
 
 
 def test_dfs_over_daos_counts_each_byte_once():
@@ -330,8 +453,19 @@ def test_dfs_over_daos_counts_each_byte_once():
 
 
 def test_slurm_nodes_override_and_a_source_is_always_named():
-    sched = [{"cluster": "c1", "jobid": 7, "account": "a", "user": "u", "nodes": 4, "cores": 8,
-              "elapsed_s": 60.0, "imported": None, "source": "s"}]  # fmt: skip
+    sched = [
+        {
+            "cluster": "c1",
+            "jobid": 7,
+            "account": "a",
+            "user": "u",
+            "nodes": 4,
+            "cores": 8,
+            "elapsed_s": 60.0,
+            "imported": None,
+            "source": "s",
+        }
+    ]
     (row,) = _job_table(J1, [_jobs_row("J1", 2, 2, "tag")], sched=sched, module="POSIX")
     assert (row["nodes"], row["nodes_source"]) == (4, "slurm")
     assert row["mib_s_per_cn"] == pytest.approx(300 / 6.5 / 4)
@@ -340,8 +474,9 @@ def test_slurm_nodes_override_and_a_source_is_always_named():
 
 
 def test_a_job_without_records_has_no_rate():
-    (row,) = _job_table(J1[:0] + [_files_row("J0", 0, "/d/A", module="mpiio")],
-                        [_jobs_row("J0", 1, 1, "tag")])  # fmt: skip
+    (row,) = _job_table(
+        J1[:0] + [_files_row("J0", 0, "/d/A", module="mpiio")], [_jobs_row("J0", 1, 1, "tag")]
+    )
     assert row["bytes_read"] + row["bytes_written"] == 0
     assert math.isnan(row["mib_s_per_cn"]) and math.isnan(row["mib_s_per_cn_span"])
     assert (row["nodes"], row["nodes_source"]) == (1, "tag")

@@ -37,8 +37,17 @@ def test_sections_in_the_kinds_order_and_only_with_data():
     keys = [s["key"] for s in page]
     # counts first; the kind's scaling, components, histograms, Table I (missing: commands),
     # perf and systems; then the others with data; provenance last
-    assert keys == ["counts", "scaling", "components", "histograms", "crosscheck", "perf",
-                    "systems", "lustre", "provenance"]  # fmt: skip
+    assert keys == [
+        "counts",
+        "scaling",
+        "components",
+        "histograms",
+        "crosscheck",
+        "perf",
+        "systems",
+        "lustre",
+        "provenance",
+    ]
     missing = {s["key"]: s["missing"] for s in page if s["missing"]}
     assert missing == {
         "scaling": "make spack SYSTEM=local, then iostudy campaign run acceptance --system "
@@ -69,12 +78,14 @@ def test_headline_figures_against_the_declared_peak():
     from iostudy.report import headline
 
     perf = pd.DataFrame(
-        [["r1", "ior_check", "write_mib_s", "MiB/s", 900.0, "local"],
-         ["r2", "ior_check", "write_mib_s", "MiB/s", 1200.0, "local"],
-         ["r2", "ior_check", "read_mib_s", "MiB/s", 3000.0, "other"],
-         ["r2", "mdtest_check", "file_create_ops_s", "ops/s", 500.0, "local"]],
+        [
+            ["r1", "ior_check", "write_mib_s", "MiB/s", 900.0, "local"],
+            ["r2", "ior_check", "write_mib_s", "MiB/s", 1200.0, "local"],
+            ["r2", "ior_check", "read_mib_s", "MiB/s", 3000.0, "other"],
+            ["r2", "mdtest_check", "file_create_ops_s", "ops/s", 500.0, "local"],
+        ],
         columns=["run_id", "check", "variable", "unit", "value", "system"],
-    )  # fmt: skip
+    )
     systems = {"local": {"peaks": {"aggregate_mib_s": 4800, "metadata_ops_s": None}}}
     assert headline.best_lines(perf, systems) == [
         # 1200 / 4800 = 25 %
@@ -97,11 +108,15 @@ def test_headline_figures_against_the_declared_peak():
 
 
 def test_the_jobs_own_io_is_on_the_pages_of_the_kinds_that_study_it():
-    items = [item("counts", "counts", table={"rows": [1]}, kind="table"),
-             item("workload", "interfaces-by-size", svg="<svg/>"),
-             item("diagnoses", "diagnoses-by-rule", table={"rows": [1]}, kind="table")]  # fmt: skip
-    keys = {kind: [s["key"] for s in layout.sections(kind, items, ["local"])]
-            for kind in ("acceptance", "characterization", "applications")}  # fmt: skip
+    items = [
+        item("counts", "counts", table={"rows": [1]}, kind="table"),
+        item("workload", "interfaces-by-size", svg="<svg/>"),
+        item("diagnoses", "diagnoses-by-rule", table={"rows": [1]}, kind="table"),
+    ]
+    keys = {
+        kind: [s["key"] for s in layout.sections(kind, items, ["local"])]
+        for kind in ("acceptance", "characterization", "applications")
+    }
     assert "workload" not in keys["acceptance"] and "diagnoses" not in keys["acceptance"]
     assert {"workload", "diagnoses"} <= set(keys["characterization"])
     assert {"workload", "diagnoses"} <= set(keys["applications"])

@@ -53,8 +53,10 @@ def _checked(path):
 
 def _as_tuples(module, stored: bytes) -> list[tuple]:
     records = np.frombuffer(stored, record_layout(module).dtype)
-    return [(int(r["id"]), int(r["rank"]), r["counters"].tolist(), r["fcounters"].tolist())
-            for r in records]  # fmt: skip
+    return [
+        (int(r["id"]), int(r["rank"]), r["counters"].tolist(), r["fcounters"].tolist())
+        for r in records
+    ]
 
 
 @pytest.mark.parametrize("path", [DARSHAN_LOGS / n for n in REAL_LOGS] + OWN, ids=lambda p: p.name)
@@ -103,8 +105,15 @@ def _with_names(tmp_path, entries) -> str:
 
 def test_duplicate_ids_and_empty_names_resolve_as_libdarshan_utils(tmp_path):
     posix_id = logcraft.records((DARSHAN_LOGS / RELEASE_350).read_bytes(), "POSIX")[0][0]
-    entries = [(posix_id, b"/first"), (posix_id, b"/second"), (7, b""), (7, b"/later"),
-               (8, b""), (9, b"/nine"), (9, b"")]  # fmt: skip
+    entries = [
+        (posix_id, b"/first"),
+        (posix_id, b"/second"),
+        (7, b""),
+        (7, b"/later"),
+        (8, b""),
+        (9, b"/nine"),
+        (9, b""),
+    ]
     path = _with_names(tmp_path, entries)
     expected = _pydarshan_names(path)
     # what the reference says of libdarshan-util, so that the oracle is seen to disagree with
@@ -118,9 +127,7 @@ def test_a_name_that_is_not_utf8_keeps_its_bytes_as_escapes(tmp_path):
     assert _checked(path).names == {1: "/data/caf\\xe9-\\xff", 2: "/data/ok"}
 
 
-@pytest.mark.parametrize(
-    "tail", [b"\x01\x02\x03", b"\x01" * 8 + b"/no/terminator", b"\x00" * 8]
-)  # fmt: skip
+@pytest.mark.parametrize("tail", [b"\x01\x02\x03", b"\x01" * 8 + b"/no/terminator", b"\x00" * 8])
 def test_a_name_region_that_does_not_end_on_a_whole_entry_is_refused(tmp_path, tail):
     release = (DARSHAN_LOGS / RELEASE_350).read_bytes()
     entries = logcraft.name_entries(release)

@@ -70,8 +70,13 @@ def test_the_runtime_writes_into_the_folder_made_for_today(tmp_path, capsys):
     today = datetime.date.fromtimestamp(time.time())
     assert main(["logs", "mkdirs", str(root), "--years", str(today.year)]) == 0
     before = found(root, 3)
-    env = {"PATH": os.environ["PATH"], "LD_PRELOAD": str(RUNTIME), "DARSHAN_ENABLE_NONMPI": "1",
-           "DARSHAN_LOGPATH": str(root), "IOSTUDY_MMAP_LOGS": "0"}  # fmt: skip
+    env = {
+        "PATH": os.environ["PATH"],
+        "LD_PRELOAD": str(RUNTIME),
+        "DARSHAN_ENABLE_NONMPI": "1",
+        "DARSHAN_LOGPATH": str(root),
+        "IOSTUDY_MMAP_LOGS": "0",
+    }
     subprocess.run(["true"], env=env, check=True)
     (log,) = [p for p in root.rglob("*.darshan")]
     assert log.parent == root / str(today.year) / str(today.month) / str(today.day)

@@ -73,11 +73,16 @@ def test_lustre_table_and_occupancy_match_pydarshan(lustre_store):
 
 
 def test_per_server_sums_its_osts():
-    osts = pd.DataFrame({"ost": [0, 1, 4, 7], "occupancy": [2, 3, 4, 1],
-                         "io_time_total_s": [1.0, 2.0, 8.0, 0.5]})  # fmt: skip
+    osts = pd.DataFrame(
+        {"ost": [0, 1, 4, 7], "occupancy": [2, 3, 4, 1], "io_time_total_s": [1.0, 2.0, 8.0, 0.5]}
+    )
     table = lustre.per_server(osts, SERVERS).set_index("server")
-    assert table.loc["oss0"].to_dict() == {"osts": 2, "occupancy": 5, "io_time_total_s": 3.0,
-                                           "io_time_per_ost_s": 1.5}  # fmt: skip
+    assert table.loc["oss0"].to_dict() == {
+        "osts": 2,
+        "occupancy": 5,
+        "io_time_total_s": 3.0,
+        "io_time_per_ost_s": 1.5,
+    }
     assert table.loc["oss1", "io_time_total_s"] == 8.0
     assert table.loc["unmapped", "osts"] == 1
     assert lustre.server_map(None) == {}

@@ -25,8 +25,17 @@ def frec(job, rank, path, module="posix", rid=None, **values):
     }
     for col in ("bytes_read", "bytes_written"):
         row[col] = values.pop(col, 0)
-    for col in ("read_time", "write_time", "meta_time", "open_start", "read_end", "write_end",
-                "read_start", "write_start", "close_end"):  # fmt: skip
+    for col in (
+        "read_time",
+        "write_time",
+        "meta_time",
+        "open_start",
+        "read_end",
+        "write_end",
+        "read_start",
+        "write_start",
+        "close_end",
+    ):
         value = values.pop(col, 0.0)
         row[col] = None if value is None else float(value)
     assert not values, values
@@ -35,9 +44,19 @@ def frec(job, rank, path, module="posix", rid=None, **values):
 
 def jobs_table(*rows):
     return pd.DataFrame(
-        [{"run_id": "r1", "log_sha256": j, "nprocs": n, "nodes": nodes, "system": "local",
-          "repetition": 0, "environ": "openmpi"} for j, n, nodes in rows]
-    )  # fmt: skip
+        [
+            {
+                "run_id": "r1",
+                "log_sha256": j,
+                "nprocs": n,
+                "nodes": nodes,
+                "system": "local",
+                "repetition": 0,
+                "environ": "openmpi",
+            }
+            for j, n, nodes in rows
+        ]
+    )
 
 
 def test_shared_file_from_per_rank_records():
@@ -71,21 +90,43 @@ def test_shared_file_from_per_rank_records():
 #   n1-p4-f1-m1 (shared): 4 MiB, first open 1.00 s, last write end 1.08 s -> 50 MiB/s
 #   /etc/hosts is in no model directory.
 J3 = [
-    frec("J3", k, f"/s/n1-p4-f4-m1/file{k}.dat", bytes_written=MiB, meta_time=0.01,
-         write_time=0.05 + 0.01 * k, open_start=0.1, write_end=0.2)
+    frec(
+        "J3",
+        k,
+        f"/s/n1-p4-f4-m1/file{k}.dat",
+        bytes_written=MiB,
+        meta_time=0.01,
+        write_time=0.05 + 0.01 * k,
+        open_start=0.1,
+        write_end=0.2,
+    )
     for k in range(4)
 ] + [
-    frec("J3", -1, "/s/n1-p4-f1-m1/file0.dat", bytes_written=4 * MiB, open_start=1.0,
-         write_end=1.08),
+    frec(
+        "J3", -1, "/s/n1-p4-f1-m1/file0.dat", bytes_written=4 * MiB, open_start=1.0, write_end=1.08
+    ),
     frec("J3", 0, "/etc/hosts", bytes_read=100, read_time=0.5, open_start=0.01, read_end=0.6),
-]  # fmt: skip
+]
 
 
 def bench(model, n, p, f, m, mib_s, environ="openmpi"):
-    return {"run_id": "r1", "system": "local", "environ": environ, "repetition": 0,
-            "model": model, "n": n, "p": p, "f": f, "m": m, "io_procs": n * p,
-            "procs_per_file": p // f * m, "nodes": n, "bytes": 4 * MiB,
-            "write_seconds": 4 / mib_s, "write_mib_s": mib_s}  # fmt: skip
+    return {
+        "run_id": "r1",
+        "system": "local",
+        "environ": environ,
+        "repetition": 0,
+        "model": model,
+        "n": n,
+        "p": p,
+        "f": f,
+        "m": m,
+        "io_procs": n * p,
+        "procs_per_file": p // f * m,
+        "nodes": n,
+        "bytes": 4 * MiB,
+        "write_seconds": 4 / mib_s,
+        "write_mib_s": mib_s,
+    }
 
 
 def test_sharing_class_is_the_stored_one_else_the_same_rule():
@@ -153,10 +194,21 @@ def test_iomodel_histogram_bins():
     # Bin (2, 0): 2 models, max MiB/s 40 (one model), max per node-hour 216000 (the other).
     rows = [(1, 1, 1, 2.0, 10.0), (4, 1, 2, 1.0, 40.0), (4, 1, 1, 0.5, 30.0), (4, 4, 2, 4.0, 50.0)]
     iomodel = pd.DataFrame(
-        [{"run_id": "r1", "system": "local", "environ": "openmpi", "bytes": 4 * MiB,
-          "io_procs": a, "procs_per_file": b, "nodes": c, "write_seconds": d, "write_mib_s": e}
-         for a, b, c, d, e in rows]
-    )  # fmt: skip
+        [
+            {
+                "run_id": "r1",
+                "system": "local",
+                "environ": "openmpi",
+                "bytes": 4 * MiB,
+                "io_procs": a,
+                "procs_per_file": b,
+                "nodes": c,
+                "write_seconds": d,
+                "write_mib_s": e,
+            }
+            for a, b, c, d, e in rows
+        ]
+    )
     hist = metrics.iomodel_histogram(iomodel)
     bins = {(r["x_log2_io_procs"], r["y_log2_procs_per_file"]): r for r in hist.to_dict("records")}
     assert set(bins) == {(0, 0), (2, 0), (2, 2)}
@@ -205,11 +257,25 @@ def test_metrics_command_on_empty_store(tmp_path, capsys):
 #   run C: POSIX, fpp, its log's records reduced to rank -1: no slowest rank, NaN.
 #   run D: no log at all.
 def ior_row(tags, op, iteration, nbytes, seconds, api="POSIX", layout="shared"):
-    return {"run_id": "r1", "log_tags": tags, "system": "local", "environ": "openmpi",
-            "repetition": 0, "api": api, "layout": layout, "target": "scratch",
-            "transfer_size": MiB, "block_size": MiB, "procs": 2, "nodes": 1,
-            "operation": op, "iteration": iteration, "aggregate_bytes": nbytes,
-            "total_s": seconds, "bw_mib_s": nbytes / MiB / seconds}  # fmt: skip
+    return {
+        "run_id": "r1",
+        "log_tags": tags,
+        "system": "local",
+        "environ": "openmpi",
+        "repetition": 0,
+        "api": api,
+        "layout": layout,
+        "target": "scratch",
+        "transfer_size": MiB,
+        "block_size": MiB,
+        "procs": 2,
+        "nodes": 1,
+        "operation": op,
+        "iteration": iteration,
+        "aggregate_bytes": nbytes,
+        "total_s": seconds,
+        "bw_mib_s": nbytes / MiB / seconds,
+    }
 
 
 def ior_tags(api, layout):
@@ -221,34 +287,71 @@ def test_ior_crosscheck_against_the_slowest_rank():
     ta, tb, tc, td = (ior_tags(*k) for k in kinds)
     ior = pd.DataFrame(
         [ior_row(ta, "write", 0, 2 * MiB, 0.1), ior_row(ta, "read", 0, 2 * MiB, 0.05)]
-        + [ior_row(tb, op, i, 2 * MiB, t, "MPIIO", "fpp")
-           for i in (0, 1) for op, t in (("write", 0.2), ("read", 0.1))]
+        + [
+            ior_row(tb, op, i, 2 * MiB, t, "MPIIO", "fpp")
+            for i in (0, 1)
+            for op, t in (("write", 0.2), ("read", 0.1))
+        ]
         + [ior_row(tc, "write", 0, 2 * MiB, 0.1, layout="fpp")]
         + [ior_row(td, "write", 0, 2 * MiB, 0.1, "HDF5", "fpp")]
-    )  # fmt: skip
+    )
     files = pd.DataFrame(
         [
-            frec("A", 0, "/s/testfile", bytes_written=MiB, write_time=0.09, bytes_read=MiB,
-                 read_time=0.04, meta_time=0.5, write_start=1.0, write_end=1.07,
-                 read_start=2.0, read_end=2.04),
-            frec("A", 1, "/s/testfile", bytes_written=MiB, write_time=0.095, bytes_read=MiB,
-                 read_time=0.045, write_start=1.01, write_end=1.08, read_start=2.01,
-                 read_end=2.07),
+            frec(
+                "A",
+                0,
+                "/s/testfile",
+                bytes_written=MiB,
+                write_time=0.09,
+                bytes_read=MiB,
+                read_time=0.04,
+                meta_time=0.5,
+                write_start=1.0,
+                write_end=1.07,
+                read_start=2.0,
+                read_end=2.04,
+            ),
+            frec(
+                "A",
+                1,
+                "/s/testfile",
+                bytes_written=MiB,
+                write_time=0.095,
+                bytes_read=MiB,
+                read_time=0.045,
+                write_start=1.01,
+                write_end=1.08,
+                read_start=2.01,
+                read_end=2.07,
+            ),
             frec("A", 0, "/d/other", bytes_written=8 * MiB, write_time=9.0),
-            *[frec("B", r, f"/s/testfile.0000000{r}", module=m, bytes_written=2 * MiB,
-                   write_time=w, bytes_read=2 * MiB, read_time=rd, read_start=None,
-                   write_start=None)
-              for r, w, rd in ((0, 0.39, 0.195), (1, 0.38, 0.19))
-              for m in ("mpiio", "posix")],
+            *[
+                frec(
+                    "B",
+                    r,
+                    f"/s/testfile.0000000{r}",
+                    module=m,
+                    bytes_written=2 * MiB,
+                    write_time=w,
+                    bytes_read=2 * MiB,
+                    read_time=rd,
+                    read_start=None,
+                    write_start=None,
+                )
+                for r, w, rd in ((0, 0.39, 0.195), (1, 0.38, 0.19))
+                for m in ("mpiio", "posix")
+            ],
             frec("C", -1, "/s/testfile.00000000", bytes_written=2 * MiB, write_time=0.2),
         ]
-    )  # fmt: skip
+    )
     lib = '"lib_ver": "iostudy-0.1.0", '
     jobs = pd.DataFrame(
-        [{"run_id": "r1", "log_sha256": sha, "check": "ior_check", "tags": "{" + lib + t[1:]}
-         for sha, t in (("A", ta), ("B", tb), ("C", tc))]
+        [
+            {"run_id": "r1", "log_sha256": sha, "check": "ior_check", "tags": "{" + lib + t[1:]}
+            for sha, t in (("A", ta), ("B", tb), ("C", tc))
+        ]
         + [{"run_id": "r1", "log_sha256": "X", "check": "iomodel_check", "tags": "{}"}]
-    )  # fmt: skip
+    )
     out = metrics.ior_crosscheck(ior, files, jobs)
     got = {(r["api"], r["layout"], r["operation"]): r for r in out.to_dict("records")}
     assert len(out) == 6
@@ -285,22 +388,52 @@ def test_ior_phase_logs_take_seed_000s_shared_file_time_from_the_open():
     tags = {"api": "MPIIO", "check": "ior_check", "layout": "shared"}
     phase = {op: json.dumps({**tags, "phase": op}) for op in ("write", "read")}
     ior = pd.DataFrame(
-        [ior_row(phase["write"], "write", 0, 2 * MiB, 0.5, "MPIIO"),
-         ior_row(phase["read"], "read", 0, 2 * MiB, 0.25, "MPIIO")]
-    )  # fmt: skip
+        [
+            ior_row(phase["write"], "write", 0, 2 * MiB, 0.5, "MPIIO"),
+            ior_row(phase["read"], "read", 0, 2 * MiB, 0.25, "MPIIO"),
+        ]
+    )
     files = pd.DataFrame(
-        [frec("W", r, "/s/testfile", module="mpiio", bytes_written=MiB, write_time=0.39,
-              open_start=1.0, write_start=1.1, write_end=1.5) for r in (0, 1)]
-        + [frec("R", r, "/s/testfile", module="mpiio", bytes_read=MiB, read_time=0.1,
-                open_start=0.2, read_start=0.3, read_end=0.44 + 0.01 * r) for r in (0, 1)]
-    )  # fmt: skip
+        [
+            frec(
+                "W",
+                r,
+                "/s/testfile",
+                module="mpiio",
+                bytes_written=MiB,
+                write_time=0.39,
+                open_start=1.0,
+                write_start=1.1,
+                write_end=1.5,
+            )
+            for r in (0, 1)
+        ]
+        + [
+            frec(
+                "R",
+                r,
+                "/s/testfile",
+                module="mpiio",
+                bytes_read=MiB,
+                read_time=0.1,
+                open_start=0.2,
+                read_start=0.3,
+                read_end=0.44 + 0.01 * r,
+            )
+            for r in (0, 1)
+        ]
+    )
     jobs = pd.DataFrame(
-        [{"run_id": "r1", "log_sha256": sha, "check": "ior_check", "tags": phase[op]}
-         for sha, op in (("W", "write"), ("R", "read"))]
-    )  # fmt: skip
+        [
+            {"run_id": "r1", "log_sha256": sha, "check": "ior_check", "tags": phase[op]}
+            for sha, op in (("W", "write"), ("R", "read"))
+        ]
+    )
     derived = metrics.ior_log_bandwidth(files, jobs)
     assert sorted(zip(derived["log_sha256"], derived["operation"], strict=True)) == [
-        ("R", "read"), ("W", "write")]  # fmt: skip
+        ("R", "read"),
+        ("W", "write"),
+    ]
     out = {r["operation"]: r for r in metrics.ior_crosscheck(ior, files, jobs).to_dict("records")}
     assert out["write"]["log_sha256"] == "W" and out["read"]["log_sha256"] == "R"
     assert out["write"]["span_seconds"] == pytest.approx(0.5)
@@ -317,14 +450,33 @@ def test_ior_hdf5_phase_time_is_the_librarys_open_to_close():
     tags = json.dumps({"api": "HDF5", "check": "ior_check", "layout": "shared", "phase": "write"})
     ior = pd.DataFrame([ior_row(tags, "write", 0, 2 * MiB, 0.65, "HDF5")])
     files = pd.DataFrame(
-        [frec("W", r, "/s/testfile", module="mpiio", bytes_written=MiB, write_time=0.39,
-              open_start=1.0, write_start=1.1, write_end=1.5) for r in (0, 1)]
-        + [frec("W", r, "/s/testfile", module="h5f", open_start=0.95 + 0.01 * r,
-                close_end=1.6 - 0.01 * r) for r in (0, 1)]
-    )  # fmt: skip
-    jobs = pd.DataFrame(
-        [{"run_id": "r1", "log_sha256": "W", "check": "ior_check", "tags": tags}]
-    )  # fmt: skip
+        [
+            frec(
+                "W",
+                r,
+                "/s/testfile",
+                module="mpiio",
+                bytes_written=MiB,
+                write_time=0.39,
+                open_start=1.0,
+                write_start=1.1,
+                write_end=1.5,
+            )
+            for r in (0, 1)
+        ]
+        + [
+            frec(
+                "W",
+                r,
+                "/s/testfile",
+                module="h5f",
+                open_start=0.95 + 0.01 * r,
+                close_end=1.6 - 0.01 * r,
+            )
+            for r in (0, 1)
+        ]
+    )
+    jobs = pd.DataFrame([{"run_id": "r1", "log_sha256": "W", "check": "ior_check", "tags": tags}])
     (row,) = metrics.ior_crosscheck(ior, files, jobs).to_dict("records")
     assert row["log_bytes"] == 2 * MiB  # bytes from MPI-IO: the H5F record has none
     assert row["span_seconds"] == pytest.approx(0.65) and row["within_tolerance"]

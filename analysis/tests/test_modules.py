@@ -45,10 +45,20 @@ def test_interfaces_and_letters(names, interfaces, letters):
 
 @pytest.mark.parametrize(
     "name, token",
-    [("MPI-IO", "mpiio"), ("mpi-io", "mpiio"), ("MPIIO", "mpiio"), ("posix", "posix"),
-     ("Stdio", "stdio"), ("pnetcdf_file", "pnetcdf"), ("PNETCDF_VAR", "pnetcdf_var"),
-     ("h5f", "h5f"), ("H5D", "h5d"), ("dfs", "dfs"), ("DAOS", "daos")],
-)  # fmt: skip
+    [
+        ("MPI-IO", "mpiio"),
+        ("mpi-io", "mpiio"),
+        ("MPIIO", "mpiio"),
+        ("posix", "posix"),
+        ("Stdio", "stdio"),
+        ("pnetcdf_file", "pnetcdf"),
+        ("PNETCDF_VAR", "pnetcdf_var"),
+        ("h5f", "h5f"),
+        ("H5D", "h5d"),
+        ("dfs", "dfs"),
+        ("DAOS", "daos"),
+    ],
+)
 def test_a_module_a_user_names(name, token):
     """Every module with files rows, by Darshan's name in any case (or the store's token)."""
     assert modules.token_of(name) == token

@@ -29,8 +29,18 @@ REAL_LOGS = [
     *sorted(OWN_LOGS.rglob("*.darshan")),
 ]
 # The older versions the real logs hold (more would be welcome; fewer: data missing) ...
-HELD = {("POSIX", 1), ("POSIX", 3), ("MPI-IO", 1), ("MPI-IO", 2), ("STDIO", 1), ("H5F", 1),
-        ("H5F", 2), ("H5D", 1), ("PNETCDF_FILE", 1), ("PNETCDF_FILE", 2)}  # fmt: skip
+HELD = {
+    ("POSIX", 1),
+    ("POSIX", 3),
+    ("MPI-IO", 1),
+    ("MPI-IO", 2),
+    ("STDIO", 1),
+    ("H5F", 1),
+    ("H5F", 2),
+    ("H5D", 1),
+    ("PNETCDF_FILE", 1),
+    ("PNETCDF_FILE", 2),
+}
 # ... and those none holds: POSIX 2 (no release wrote it), BG/Q 1 (Darshan 3.0 on Blue Gene/Q;
 # crafted in test_every_module)
 NOT_HELD = {("POSIX", 2), ("BG/Q", 1)}

@@ -154,8 +154,10 @@ def test_good_logs_stored_and_jobs_works(crafted, capsys):
     st, reasons = crafted
     assert set(reasons) == set(ABSURD)
     con = store.connect(st)
-    stored = {p.rsplit("/", 1)[1][: -len(".darshan")]
-              for (p,) in con.execute("SELECT log_path FROM jobs").fetchall()}  # fmt: skip
+    stored = {
+        p.rsplit("/", 1)[1][: -len(".darshan")]
+        for (p,) in con.execute("SELECT log_path FROM jobs").fetchall()
+    }
     assert stored == set(GOOD)
     capsys.readouterr()
     assert main(["jobs", "--store", str(st), "--csv"]) == 0
@@ -190,14 +192,16 @@ def test_ppc64_300_posix_meta_time_flagged_and_null(crafted):
     con = store.connect(st)
     _, _, flags, sha = _job(st, "ppc64-300")
     assert "POSIX_F_META_TIME" in flags and "not byte-swapped" in flags
-    times = dict(con.execute("SELECT module, meta_time FROM files WHERE log_sha256 = ?",
-                             [sha]).fetchall())  # fmt: skip
+    times = dict(
+        con.execute("SELECT module, meta_time FROM files WHERE log_sha256 = ?", [sha]).fetchall()
+    )
     assert times["posix"] is None
     assert times["mpiio"] == pytest.approx(0.38, abs=0.01)  # read by the reader, swapped right
     _, _, flags, sha = _job(st, "ppc64-317")
     assert flags is None
-    (meta,) = con.execute("SELECT meta_time FROM files WHERE log_sha256 = ? AND module = 'posix'",
-                          [sha]).fetchone()  # fmt: skip
+    (meta,) = con.execute(
+        "SELECT meta_time FROM files WHERE log_sha256 = ? AND module = 'posix'", [sha]
+    ).fetchone()
     assert meta == pytest.approx(0.2, abs=0.01)
 
 
@@ -294,7 +298,10 @@ def test_set_job_uncompressed_and_drop_name_are_what_the_reader_reports(tmp_path
     path.write_bytes(raw)
     log = read_log(str(path))
     assert (log["job"], log["name_records"], log["records"]) == (
-        original["job"], original["name_records"], original["records"])  # fmt: skip
+        original["job"],
+        original["name_records"],
+        original["records"],
+    )
 
     if name != PPC64_300:  # 3.00 name entries are not NUL-terminated: not supported
         rid = next(iter(original["name_records"]))

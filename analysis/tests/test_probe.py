@@ -26,11 +26,21 @@ MIB = 1 << 20
 
 def writer_rows(run_id, start, times, size=64 * MIB, system="local", per_target=2):
     return [
-        {"run_id": run_id, "log_sha256": f"{run_id}-log", "system": system, "start": start,
-         "writers": len(times), "writers_per_target": per_target, "targets": 1,
-         "target": "scratch", "writer": w, "bytes": size, "write_time": t}
+        {
+            "run_id": run_id,
+            "log_sha256": f"{run_id}-log",
+            "system": system,
+            "start": start,
+            "writers": len(times),
+            "writers_per_target": per_target,
+            "targets": 1,
+            "target": "scratch",
+            "writer": w,
+            "bytes": size,
+            "write_time": t,
+        }
         for w, t in enumerate(times)
-    ]  # fmt: skip
+    ]
 
 
 def test_samples_variability_and_sweep_by_hand():
@@ -61,8 +71,15 @@ def test_samples_variability_and_sweep_by_hand():
 
 
 def test_parse_and_sanity():
-    line = {"benchmark": "ioprobe", "writers": 2, "bytes_per_writer": MIB, "write_s": [0.1, 0.2],
-            "aggregate_mib_s": 10.0, "mean_writer_mib_s": 7.5, "imbalance": 2.0}  # fmt: skip
+    line = {
+        "benchmark": "ioprobe",
+        "writers": 2,
+        "bytes_per_writer": MIB,
+        "write_s": [0.1, 0.2],
+        "aggregate_mib_s": 10.0,
+        "mean_writer_mib_s": 7.5,
+        "imbalance": 2.0,
+    }
     parsed = probe.parse("an MPI notice\n" + json.dumps(line) + "\n")
     assert probe.sanity(parsed, 2, MIB) == []
     assert probe.performance(parsed)["imbalance"] == (2.0, "x")
@@ -83,10 +100,16 @@ class Hog:
     def __init__(self, folder, writers=2):
         self.files = [folder / f"hog{k}" for k in range(writers)]
         self.procs = [
-            subprocess.Popen(["sh", "-c", f"while :; do dd if=/dev/zero of={folder}/hog{k} "
-                             "bs=1M count=2048 conv=fsync status=none || exit 1; done"])
+            subprocess.Popen(
+                [
+                    "sh",
+                    "-c",
+                    f"while :; do dd if=/dev/zero of={folder}/hog{k} "
+                    "bs=1M count=2048 conv=fsync status=none || exit 1; done",
+                ]
+            )
             for k in range(writers)
-        ]  # fmt: skip
+        ]
 
     def stop(self):
         assert all(p.poll() is None for p in self.procs), "a competing writer died"
@@ -99,10 +122,18 @@ class Hog:
 
 def run_probe(configs, tmp_path, name, store_dir, capsys):
     campaign = {
-        "name": name, "description": "test", "study": "probetest", "environs": ["openmpi"],
-        "checks": [{"check": "probe_check", "repetitions": 4,
-                    "parameters": {"writers_per_target": 2, "size": "64M"}}],
-    }  # fmt: skip
+        "name": name,
+        "description": "test",
+        "study": "probetest",
+        "environs": ["openmpi"],
+        "checks": [
+            {
+                "check": "probe_check",
+                "repetitions": 4,
+                "parameters": {"writers_per_target": 2, "size": "64M"},
+            }
+        ],
+    }
     (configs / "campaigns" / f"{name}.json").write_text(json.dumps(campaign))
     results = tmp_path / "results"
     argv = ["campaign", "run", name, "--system", "local", "--results", str(results)]

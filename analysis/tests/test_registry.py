@@ -90,9 +90,15 @@ def test_defaults_the_checks_take():
     """Fixed values: IOR's iterations are the schema's documented 3 (the seeds name none),
     "system" per node reaches a check as 0, a float parameter as a float."""
     assert registry.reframe_defaults("ior_check") == {
-        "procs": 1, "procs_per_node": 0, "target": "scratch", "api": "POSIX",
-        "layout": "shared", "transfer": "4M", "transfers": 16, "iterations": 3,
-    }  # fmt: skip
+        "procs": 1,
+        "procs_per_node": 0,
+        "target": "scratch",
+        "api": "POSIX",
+        "layout": "shared",
+        "transfer": "4M",
+        "transfers": 16,
+        "iterations": 3,
+    }
     assert registry.reframe_defaults("iomodel_check") == {"procs_per_node": 0, "read_back": False}
     assert registry.reframe_defaults("madbench_check")["bwexp"] == 1.0
 
@@ -112,18 +118,26 @@ def test_campaigns_run_checks_for_their_studies():
 
 def test_what_campaign_run_takes_from_the_registry():
     assert registry.APP_CHECKS == {
-        "btio_check": "BTIO", "madbench_check": "MADbench2", "flashio_check": "FLASH-IO",
-        "haccio_check": "HACC-IO", "hmmer_check": "HMMER hmmsearch",
-    }  # fmt: skip
+        "btio_check": "BTIO",
+        "madbench_check": "MADbench2",
+        "flashio_check": "FLASH-IO",
+        "haccio_check": "HACC-IO",
+        "hmmer_check": "HMMER hmmsearch",
+    }
     benchmarks = {n: c.benchmark for n, c in registry.CHECKS.items() if c.benchmark}
     assert benchmarks == {
-        "iomodel_check": "iomodel", "metarates_check": "metarates", "probe_check": "ioprobe",
-        "netbw_check": "netbw", "adaptive_check": "adaptive",
-    }  # fmt: skip
+        "iomodel_check": "iomodel",
+        "metarates_check": "metarates",
+        "probe_check": "ioprobe",
+        "netbw_check": "netbw",
+        "adaptive_check": "adaptive",
+    }
     assert {n for n, c in registry.CHECKS.items() if not c.excludable} == {"iomodel_check"}
     assert {n for n, c in registry.CHECKS.items() if c.spack_view} == {
-        "ior_check", "mdtest_check", *registry.APP_CHECKS
-    }  # fmt: skip
+        "ior_check",
+        "mdtest_check",
+        *registry.APP_CHECKS,
+    }
 
 
 def perf_names(check: str) -> set[str]:
@@ -146,8 +160,16 @@ def test_stored_performance_variables_are_the_checks():
     assert set(checks.metarates_performance(lines)) == perf_names("metarates_check")
     ior = {"results": [{"operation": op, "bw_mib_s": 1.0} for op in ("write", "read")]}
     assert set(checks.ior_performance(ior)) == perf_names("ior_check")
-    model = {"benchmark": "iomodel", "n": 1, "p": 1, "f": 1, "m": 1, "bytes": 8,
-             "write_mib_s": 1.0, "read_mib_s": 2.0}  # fmt: skip
+    model = {
+        "benchmark": "iomodel",
+        "n": 1,
+        "p": 1,
+        "f": 1,
+        "m": 1,
+        "bytes": 8,
+        "write_mib_s": 1.0,
+        "read_mib_s": 2.0,
+    }
     assert set(checks.iomodel_performance([model], 1, 1, read_back=True)) == perf_names(
         "iomodel_check"
     )
@@ -168,11 +190,15 @@ def test_stored_performance_variables_of_the_applications():
     phase = {"grid": [12, 12, 12], "iterations": 12, "bandwidth_mib_s": 100.0}
     assert unit_of(btio.performance({"write": phase, "read": phase})) == stored("btio_check")
     timing = {"max": 1.0}
-    parsed = {"npix": 64, "nbin": 2, "phases": {
-        "S": {"w": timing, "total": {"mean": 2.0}},
-        "W": {"r": timing, "w": timing, "total": {"mean": 2.0}},
-        "C": {"r": timing, "total": {"mean": 2.0}},
-    }}  # fmt: skip
+    parsed = {
+        "npix": 64,
+        "nbin": 2,
+        "phases": {
+            "S": {"w": timing, "total": {"mean": 2.0}},
+            "W": {"r": timing, "w": timing, "total": {"mean": 2.0}},
+            "C": {"r": timing, "total": {"mean": 2.0}},
+        },
+    }
     assert unit_of(madbench.performance(parsed)) == stored("madbench_check")
     files = {name: {"seconds": 1.0, "mib": 1.0} for name in flashio.FILES}
     parsed = {"files": files, "total_seconds": 3.0, "total_mib_s": 1.0}

@@ -334,8 +334,12 @@ def test_tables_behind_the_figures(study):
     # Scaling: the latest local run's IOR curves, 2 layouts x 2 targets x 3 counts x 2 operations
     ior = _csv(v2 / "ior-scaling-local.csv")
     assert {r["run_id"] for r in ior} == {"20260303T090000Z-quick-local"} and len(ior) == 24
-    point = next(r for r in ior if (r["layout"], r["target"], r["procs"], r["operation"])
-                 == ("fpp", "scratch", "4", "write"))  # fmt: skip
+    point = next(
+        r
+        for r in ior
+        if (r["layout"], r["target"], r["procs"], r["operation"])
+        == ("fpp", "scratch", "4", "write")
+    )
     assert float(point["mib_s"]) == pytest.approx(400 * 1.1)
     assert point["transfer"] == "4 MiB, aligned" and point["declared_aggregate_mib_s"] == ""
     verdicts = _csv(v2 / "scaling-pass-fail.csv")
@@ -416,10 +420,22 @@ def test_the_reframe_table_has_one_column_of_parameters_whatever_the_checks():
     table was 21 columns wide, 1,827 px, its value column off-screen)."""
     import pandas as pd
 
-    fio = {"block": "4M", "iodepth": 1, "jobs": 2, "operation": "write", "size": "16M",
-           "storage_target": "scratch"}  # fmt: skip
-    netbw = {"max_size": "256K", "min_size": "1K", "perturb": 3, "procs": 2,
-             "procs_per_node": 1, "seconds": 0.005}  # fmt: skip
+    fio = {
+        "block": "4M",
+        "iodepth": 1,
+        "jobs": 2,
+        "operation": "write",
+        "size": "16M",
+        "storage_target": "scratch",
+    }
+    netbw = {
+        "max_size": "256K",
+        "min_size": "1K",
+        "perturb": 3,
+        "procs": 2,
+        "procs_per_node": 1,
+        "seconds": 0.005,
+    }
     iomodel = {"size": "32M", "procs_per_node": 2, "max_procs": 2, "read_back": "yes"}
     rows = [
         reportdata._perf("r1", "local", check, params, "mib_s", 100.0, "MiB/s", 10.0)
@@ -846,8 +862,10 @@ def test_file_system_section_from_two_real_scans(tmp_path, browser):
         (root / "physics" / f"new{i}.h5").write_bytes(b"y" * 4096)
     assert main(["fsstats", "scan", str(root), "--out", str(snaps / "march.json"), "-q"]) == 0
     _, store = reportdata.make_study(tmp_path)
-    assert main(["fsstats", "import", *map(str, sorted(snaps.glob("*.json"))),
-                 "--store", str(store)]) == 0  # fmt: skip
+    assert (
+        main(["fsstats", "import", *map(str, sorted(snaps.glob("*.json"))), "--store", str(store)])
+        == 0
+    )
     index = report.build(store, "quick", tmp_path / "reports")
     v = index.parent
     m = json.loads((v / "MANIFEST.json").read_text())

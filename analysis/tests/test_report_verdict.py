@@ -25,15 +25,27 @@ CAMPAIGN = {
     "study": "smallquick",
     "environs": ["openmpi"],
     "checks": [
-        {"check": "iomodel_check",
-         "parameters": {"size": "16M", "max_procs": 2, "procs_per_node": "system"}},
-        {"check": "ior_check", "optional": True,
-         "parameters": {"layout": ["shared", "fpp"], "transfer": "1M", "transfers": 4,
-                        "procs": 1}},
-        {"check": "mdtest_check", "optional": True,
-         "parameters": {"files_per_proc": 10, "procs": 1}},
+        {
+            "check": "iomodel_check",
+            "parameters": {"size": "16M", "max_procs": 2, "procs_per_node": "system"},
+        },
+        {
+            "check": "ior_check",
+            "optional": True,
+            "parameters": {
+                "layout": ["shared", "fpp"],
+                "transfer": "1M",
+                "transfers": 4,
+                "procs": 1,
+            },
+        },
+        {
+            "check": "mdtest_check",
+            "optional": True,
+            "parameters": {"files_per_proc": 10, "procs": 1},
+        },
     ],
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +63,23 @@ def built(tmp_path_factory):
         assert main(argv) == 0  # optional checks that cannot run leave the run complete
         (run_dir,) = results.iterdir()
         assert main(["ingest", str(run_dir), "--store", str(store)]) == 0
-        assert main(["report", "build", "--store", str(store), "--results", str(results),
-                     "--study", "smallquick", "--reports", str(reports)]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "report",
+                    "build",
+                    "--store",
+                    str(store),
+                    "--results",
+                    str(results),
+                    "--study",
+                    "smallquick",
+                    "--reports",
+                    str(reports),
+                ]
+            )
+            == 0
+        )
     return {"run_dir": run_dir, "study": reports / "smallquick", "spack": spack, "store": store}
 
 
@@ -96,13 +123,42 @@ def test_the_same_campaign_at_another_site_makes_a_cross_site_report(built, tmp_
     shutil.copytree(built["store"], store_a)  # the module's store stays as it was
     assert main(["ingest", str(built["run_dir"]), "--store", str(store_b)]) == 0
     results = str(built["run_dir"].parent)  # where the runs' manifests are
-    assert main(["export", "--store", str(store_b), "--out", str(bundle), "--site", "site-b",
-                 "--results", results]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "export",
+                "--store",
+                str(store_b),
+                "--out",
+                str(bundle),
+                "--site",
+                "site-b",
+                "--results",
+                results,
+            ]
+        )
+        == 0
+    )
     trust(store_a, store_b, "site-b")
     assert main(["import", str(bundle), "--store", str(store_a)]) == 0
     reports = tmp_path / "reports"
-    assert main(["report", "build", "--store", str(store_a), "--study", "smallquick",
-                 "--reports", str(reports), "--results", results]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "report",
+                "build",
+                "--store",
+                str(store_a),
+                "--study",
+                "smallquick",
+                "--reports",
+                str(reports),
+                "--results",
+                results,
+            ]
+        )
+        == 0
+    )
     page = reports / "smallquick" / "v1" / "index.html"
     report = chromium.verdict_at_top(page)
     assert report["kind"] == "cross-site" and report["verdict"] == "INCOMPLETE", report

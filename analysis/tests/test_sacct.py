@@ -93,12 +93,19 @@ def test_parse_elapsed_in_clock_form(real_text):
     header = real_text.splitlines()[0].replace("|ElapsedRaw|", "|Elapsed|")
     line = "{}|{}|iostudytest|iostudy|root|debug|1|1|{}|2026-11-20T00:00:00|Unknown|RUNNING"
     text = "\n".join(
-        [header, line.format(1, 1, "1-02:03:04"), line.format(2, 2, "00:01:05"),
-         line.format(3, 3, "65"), line.format(4, 4, "1:2:3:4")]
-    )  # fmt: skip
+        [
+            header,
+            line.format(1, 1, "1-02:03:04"),
+            line.format(2, 2, "00:01:05"),
+            line.format(3, 3, "65"),
+            line.format(4, 4, "1:2:3:4"),
+        ]
+    )
     rows, problems, _ = sacct.parse(text, "x.txt")
-    assert [(r["jobid"], r["elapsed_s"]) for r in rows] == [(1, ((24 + 2) * 60 + 3) * 60 + 4),
-                                                            (2, 65)]  # fmt: skip
+    assert [(r["jobid"], r["elapsed_s"]) for r in rows] == [
+        (1, ((24 + 2) * 60 + 3) * 60 + 4),
+        (2, 65),
+    ]
     assert problems == [
         "x.txt:4: Elapsed is not [DD-]HH:MM:SS: '65'",
         "x.txt:5: Elapsed is not [DD-]HH:MM:SS: '1:2:3:4'",
@@ -228,8 +235,7 @@ def test_import_reports_bad_lines_and_writes_the_rest(tmp_path, capsys, real_tex
     assert status == 0
     assert f"skipped: {bad}:4: NCPUS is not a count: 'four'" in err
     part = filestate.part(tmp_path / "store", "sched", "sacct-bad")
-    assert out[-1].endswith(f"6 jobs into {part}; "
-                            "9 step lines left out, 1 lines skipped")  # fmt: skip
+    assert out[-1].endswith(f"6 jobs into {part}; 9 step lines left out, 1 lines skipped")
 
 
 def test_import_noheader_refused_and_nothing_written(tmp_path, capsys, real_text):
@@ -307,8 +313,16 @@ def write_table(root: Path, table: str, name: str, rows: list[dict]):
 
 def sched_row(jobid, account, cores, elapsed_s, started=True, cluster="c1"):
     start = datetime(2026, 1, 1) if started else None
-    return {"cluster": cluster, "jobid": jobid, "account": account, "nodes": 1, "cores": cores,
-            "elapsed_s": elapsed_s, "start": start, "state": "COMPLETED"}  # fmt: skip
+    return {
+        "cluster": cluster,
+        "jobid": jobid,
+        "account": account,
+        "nodes": 1,
+        "cores": cores,
+        "elapsed_s": elapsed_s,
+        "start": start,
+        "state": "COMPLETED",
+    }
 
 
 @pytest.fixture
@@ -334,11 +348,22 @@ def small_store(tmp_path):
     )
     # (log, job id, the modules its header lists): the interfaces are those of the header, as the
     # jobs table shows them; L3's HDF5 is its dataset records alone (H5D, no files rows).
-    jobs = [("L1", 1, "POSIX+MPI-IO+HEATMAP"), ("L2", 3, "STDIO"), ("L3", 3, "H5D+POSIX"),
-            ("L4", 6, "PNETCDF_FILE+LUSTRE"), ("L5", 99, "STDIO"), ("L6", 99, "STDIO"),
-            ("L7", 100, None), ("L8", None, "")]  # fmt: skip
-    write_table(root, "jobs", "run", [{"log_sha256": s, "jobid": j, "nprocs": 1, "nodes": 1,
-                                       "modules": m} for s, j, m in jobs])  # fmt: skip
+    jobs = [
+        ("L1", 1, "POSIX+MPI-IO+HEATMAP"),
+        ("L2", 3, "STDIO"),
+        ("L3", 3, "H5D+POSIX"),
+        ("L4", 6, "PNETCDF_FILE+LUSTRE"),
+        ("L5", 99, "STDIO"),
+        ("L6", 99, "STDIO"),
+        ("L7", 100, None),
+        ("L8", None, ""),
+    ]
+    write_table(
+        root,
+        "jobs",
+        "run",
+        [{"log_sha256": s, "jobid": j, "nprocs": 1, "nodes": 1, "modules": m} for s, j, m in jobs],
+    )
     return root
 
 
@@ -375,8 +400,13 @@ def test_coverage_by_hand(small_store):
 
 def test_coverage_cluster_filter_and_no_rows(small_store, tmp_path):
     # Another cluster's job 3 under account delta: matched by jobid alone, unless filtered.
-    imports.write_import(small_store, "sacct-other", [sched_row(3, "delta", 1, 3600, cluster="c2")],
-                     datetime(2026, 1, 4), table=sacct.TABLE)  # fmt: skip
+    imports.write_import(
+        small_store,
+        "sacct-other",
+        [sched_row(3, "delta", 1, 3600, cluster="c2")],
+        datetime(2026, 1, 4),
+        table=sacct.TABLE,
+    )
     con = store.connect(small_store)
     both = sacct.coverage(con).set_index("account")
     assert both.loc["delta", "jobs_instrumented"] == 1
@@ -396,8 +426,12 @@ def test_coverage_of_the_real_export(tmp_path, capsys):
     """The real export imported by the CLI, with one log of job 1167 (root's 2-node job)."""
     st = tmp_path / "store"
     assert run_cli(capsys, REAL, "--store", st)[0] == 0
-    write_table(st, "jobs", "run", [{"log_sha256": "a", "jobid": 1167, "nprocs": 4, "nodes": 2,
-                                     "modules": "POSIX"}])  # fmt: skip
+    write_table(
+        st,
+        "jobs",
+        "run",
+        [{"log_sha256": "a", "jobid": 1167, "nprocs": 4, "nodes": 2, "modules": "POSIX"}],
+    )
     con = duckdb.connect()
     # Relations named as coverage wants them, over the store's Parquet files.
     for table in ("sched", "jobs"):

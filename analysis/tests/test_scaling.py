@@ -12,14 +12,38 @@ from iostudy.store import store
 MiB = 2**20
 
 
-def ior_result(run, op, bw, procs=1, layout="shared", transfer=4 * MiB, target="scratch",
-               api="POSIX", environ="openmpi", repetition=0):  # fmt: skip
-    return {"run_id": run, "system": "local", "environ": environ, "repetition": repetition,
-            "api": api, "layout": layout, "target": target, "transfer_size": transfer,
-            "block_size": 256 * transfer, "procs": procs, "procs_per_node": 2,
-            "nodes": 1 + (procs > 2), "operation": op, "iteration": 0, "bw_mib_s": bw,
-            "aggregate_bytes": procs * 256 * transfer, "total_s": 1.0,
-            "log_tags": "{}"}  # fmt: skip
+def ior_result(
+    run,
+    op,
+    bw,
+    procs=1,
+    layout="shared",
+    transfer=4 * MiB,
+    target="scratch",
+    api="POSIX",
+    environ="openmpi",
+    repetition=0,
+):
+    return {
+        "run_id": run,
+        "system": "local",
+        "environ": environ,
+        "repetition": repetition,
+        "api": api,
+        "layout": layout,
+        "target": target,
+        "transfer_size": transfer,
+        "block_size": 256 * transfer,
+        "procs": procs,
+        "procs_per_node": 2,
+        "nodes": 1 + (procs > 2),
+        "operation": op,
+        "iteration": 0,
+        "bw_mib_s": bw,
+        "aggregate_bytes": procs * 256 * transfer,
+        "total_s": 1.0,
+        "log_tags": "{}",
+    }
 
 
 # Point (shared, 4 MiB, 2 procs, scratch, write): three repetitions at 90, 100 and 140 MiB/s
@@ -28,9 +52,11 @@ IOR = pd.DataFrame(
     [ior_result("r1", "write", bw, procs=2, repetition=k) for k, bw in enumerate((90, 100, 140))]
     + [ior_result("r1", "write", 50, procs=1), ior_result("r1", "read", 500, procs=1)]
     + [ior_result("r1", "write", 60, procs=1, transfer=4_000_000)]
-    + [ior_result("r1", "write", 400, procs=1, target="memory"),
-       ior_result("r1", "write", 700, procs=2, target="memory", layout="fpp")]
-)  # fmt: skip
+    + [
+        ior_result("r1", "write", 400, procs=1, target="memory"),
+        ior_result("r1", "write", 700, procs=2, target="memory", layout="fpp"),
+    ]
+)
 
 
 def test_transfer_labels():
@@ -51,8 +77,13 @@ def test_ior_curves_average_iterations_and_repetitions():
 
 
 def test_declared_ceilings_scale_with_nodes_and_skip_nulls():
-    peaks = {"aggregate_mib_s": 1000, "client_network_mib_s": 300, "storage_target_mib_s": 200,
-             "storage_targets": 4, "metadata_ops_s": None}  # fmt: skip
+    peaks = {
+        "aggregate_mib_s": 1000,
+        "client_network_mib_s": 300,
+        "storage_target_mib_s": 200,
+        "storage_targets": 4,
+        "metadata_ops_s": None,
+    }
     got = dict(scaling.declared_ceilings(peaks, pd.Series([1, 1, 2])))
     assert list(got["client network peak x nodes"]) == [300, 300, 600]
     assert list(got["declared aggregate peak"]) == [1000] * 3
@@ -80,24 +111,39 @@ def test_ior_figure_draws_storage_curves_the_memory_ceiling_and_peaks():
 # perf rows of the metadata checks: mdtest file_create at 1 and 2 procs (scratch; two
 # repetitions at 2 procs: 100 and 300 -> mean 200), metarates create in memory under two MPIs.
 def perf_row(check, variable, value, params, result="pass", environ="openmpi"):
-    return {"run_id": "r1", "system": "local", "partition": "default", "environ": environ,
-            "check": check, "parameters": json.dumps(params), "variable": variable,
-            "value": value, "unit": "ops/s", "result": result}  # fmt: skip
+    return {
+        "run_id": "r1",
+        "system": "local",
+        "partition": "default",
+        "environ": environ,
+        "check": check,
+        "parameters": json.dumps(params),
+        "variable": variable,
+        "value": value,
+        "unit": "ops/s",
+        "result": result,
+    }
 
 
 PERF = pd.DataFrame(
     [
         perf_row("mdtest_check", "file_create_ops_s", 50, {"procs": 1, "repetition": 0}),
         perf_row("mdtest_check", "file_create_ops_s", 100, {"procs": 2, "repetition": 0}),
-        perf_row("mdtest_check", "file_create_ops_s", 300, {"procs": 2, "repetition": 1},
-                 result="fail"),
+        perf_row(
+            "mdtest_check", "file_create_ops_s", 300, {"procs": 2, "repetition": 1}, result="fail"
+        ),
         perf_row("mdtest_check", "file_stat_ops_s", 900, {"procs": 2, "repetition": 1}),
-        perf_row("metarates_check", "create_ops_s", 70, {"procs": "1", "target": "memory"},
-                 environ="mpich"),
+        perf_row(
+            "metarates_check",
+            "create_ops_s",
+            70,
+            {"procs": "1", "target": "memory"},
+            environ="mpich",
+        ),
         perf_row("metarates_check", "create_ops_s", 80, {"procs": "1", "target": "memory"}),
         perf_row("iomodel_check", "fpp_write_mib_s", 1.0, {"size": "256M"}),
     ]
-)  # fmt: skip
+)
 
 
 def test_metadata_curves_per_benchmark_target_and_flavour():

@@ -30,8 +30,18 @@ def own_crontab():
 
 
 def test_install_is_idempotent_and_remove_leaves_the_rest(own_crontab, tmp_path, capsys):
-    args = ["schedule", "probe", "--system", "local", "--store", str(tmp_path / "store"),
-            "--results", str(tmp_path / "results"), "--minute", "7"]  # fmt: skip
+    args = [
+        "schedule",
+        "probe",
+        "--system",
+        "local",
+        "--store",
+        str(tmp_path / "store"),
+        "--results",
+        str(tmp_path / "results"),
+        "--minute",
+        "7",
+    ]
     assert main(args + ["--dry-run"]) == 0
     shown = capsys.readouterr().out.splitlines()
     assert crontab_lines() == [OTHER], "--dry-run changed the crontab"

@@ -59,16 +59,24 @@ def test_ingest_real_logs_and_quarantine(run_dir, tmp_path, capsys):
     dd, mpi = jobs.to_dict("records")
     # The runtime's log: tags from IOSTUDY_LOG_TAGS, nodes from the nodes tag.
     assert (dd["nprocs"], dd["nodes"], dd["campaign"], dd["check"], dd["system"]) == (
-        1, 1, "quick", "iomodel_check", "local"
-    )  # fmt: skip
+        1,
+        1,
+        "quick",
+        "iomodel_check",
+        "local",
+    )
     assert (dd["repetition"], dd["environ"]) == (0, "openmpi")
     assert json.loads(dd["tags"])["check"] == "iomodel_check"
     assert dd["exe"].startswith("dd ")
     # The release log has no tags: campaign and system come from the manifest; 4 ranks on a
     # system of 2 cores per node and 1 node -> 1 node.
     assert (mpi["jobid"], mpi["nprocs"], mpi["nodes"], mpi["campaign"], mpi["system"]) == (
-        3171794, 4, 1, "quick", "local"
-    )  # fmt: skip
+        3171794,
+        4,
+        1,
+        "quick",
+        "local",
+    )
     assert mpi["check"] is None or mpi["check"] != mpi["check"]  # NULL
     assert str(mpi["start"]) == "2025-11-08 02:44:45.209444"
     assert mpi["log_sha256"] == sha256_file(run_dir / mpi["log_path"].split("/", 1)[1])
@@ -78,15 +86,20 @@ def test_ingest_real_logs_and_quarantine(run_dir, tmp_path, capsys):
     ).df()
     data = files[files["path"].str.endswith("n1-p1-f1-m1/file0.dat")].iloc[0]
     assert (data["bytes_written"], data["writes"], data["rank"], data["shared"]) == (
-        RUNTIME_MIB * 2**20, RUNTIME_MIB, 0, False
-    )  # fmt: skip
+        RUNTIME_MIB * 2**20,
+        RUNTIME_MIB,
+        0,
+        False,
+    )
     assert 0 < data["open_start"] <= data["write_end"] <= data["close_end"]
     shared = files[files["path"].str.endswith("mpi-io-test.tmp.dat")].iloc[0]
     assert (shared["rank"], shared["shared"]) == (-1, True)
     assert (shared["bytes_written"], shared["bytes_read"]) == (RELEASE_BYTES, RELEASE_BYTES)
     assert set(con.execute("SELECT DISTINCT module FROM files").fetchall()) == {
-        ("posix",), ("stdio",), ("mpiio",)
-    }  # fmt: skip
+        ("posix",),
+        ("stdio",),
+        ("mpiio",),
+    }
 
     (q,) = con.execute("SELECT * FROM quarantine").df().to_dict("records")
     assert q["run_id"] == RUN
@@ -97,8 +110,12 @@ def test_ingest_real_logs_and_quarantine(run_dir, tmp_path, capsys):
 
     (r,) = con.execute("SELECT * FROM runs").df().to_dict("records")
     assert (r["run_id"], r["campaign"], r["system"], r["status"], r["study"]) == (
-        RUN, "quick", "local", "finished", "quick"
-    )  # fmt: skip
+        RUN,
+        "quick",
+        "local",
+        "finished",
+        "quick",
+    )
     assert r["manifest_path"] == f"{RUN}/manifest.json"
     assert str(r["started"]) == "2026-03-02 09:00:00"
     # No ReFrame report in this run: perf and iomodel are empty but exist.
@@ -255,13 +272,41 @@ SETTINGS = textwrap.dedent(
     """
 )
 LINES = [
-    {"benchmark": "iomodel", "n": 1, "p": 2, "f": 2, "m": 1, "io_procs": 2, "procs_per_file": 1,
-     "files": 2, "nodes": 1, "bytes": 4194304, "write_seconds": 0.02, "write_mib_s": 200.0,
-     "read_seconds": None, "read_mib_s": None, "model": "file-per-process"},
-    {"benchmark": "iomodel", "n": 1, "p": 2, "f": 1, "m": 1, "io_procs": 2, "procs_per_file": 2,
-     "files": 1, "nodes": 1, "bytes": 4194304, "write_seconds": 0.04, "write_mib_s": 100.0,
-     "read_seconds": None, "read_mib_s": None, "model": "single-shared-file"},
-]  # fmt: skip
+    {
+        "benchmark": "iomodel",
+        "n": 1,
+        "p": 2,
+        "f": 2,
+        "m": 1,
+        "io_procs": 2,
+        "procs_per_file": 1,
+        "files": 2,
+        "nodes": 1,
+        "bytes": 4194304,
+        "write_seconds": 0.02,
+        "write_mib_s": 200.0,
+        "read_seconds": None,
+        "read_mib_s": None,
+        "model": "file-per-process",
+    },
+    {
+        "benchmark": "iomodel",
+        "n": 1,
+        "p": 2,
+        "f": 1,
+        "m": 1,
+        "io_procs": 2,
+        "procs_per_file": 2,
+        "files": 1,
+        "nodes": 1,
+        "bytes": 4194304,
+        "write_seconds": 0.04,
+        "write_mib_s": 100.0,
+        "read_seconds": None,
+        "read_mib_s": None,
+        "model": "single-shared-file",
+    },
+]
 
 
 @pytest.fixture(scope="module")
@@ -280,10 +325,25 @@ def reframe_run(tmp_path_factory):
     env["TMPDIR"] = str(work / "tmp")  # ReFrame leaves its logs in its temporary folder
     (work / "tmp").mkdir()
     proc = subprocess.run(
-        [Path(sys.executable).with_name("reframe"), "-C", "settings.py", "-c", "check.py",
-         "--prefix", prefix, "--report-file", prefix / "report.json", "--nocolor", "-r"],
-        cwd=work, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            Path(sys.executable).with_name("reframe"),
+            "-C",
+            "settings.py",
+            "-c",
+            "check.py",
+            "--prefix",
+            prefix,
+            "--report-file",
+            prefix / "report.json",
+            "--nocolor",
+            "-r",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run / "manifest.json").write_text(json.dumps(manifest("rf-run", system="fakesys")))
     # The store must find the cases again after the run directory moved.
@@ -304,11 +364,17 @@ def test_perf_and_iomodel_from_reframe(reframe_run, tmp_path, capsys):
     assert len(perf) == 2
     for rep, row in enumerate(perf.to_dict("records")):
         assert (row["run_id"], row["system"], row["partition"], row["environ"]) == (
-            "rf-run", "fakesys", "part", "openmpi"
-        )  # fmt: skip
+            "rf-run",
+            "fakesys",
+            "part",
+            "openmpi",
+        )
         assert (row["check"], row["variable"], row["value"], row["unit"]) == (
-            "fake_iomodel_check", "fpp_write", 200.0, "MiB/s"
-        )  # fmt: skip
+            "fake_iomodel_check",
+            "fpp_write",
+            200.0,
+            "MiB/s",
+        )
         assert (row["reference"], row["lower"], row["result"]) == (100.0, -0.5, "pass")
         assert row["upper"] != row["upper"]  # None in ReFrame: NULL
         assert json.loads(row["parameters"]) == {"size": "4M", "repetition": rep}
@@ -317,8 +383,10 @@ def test_perf_and_iomodel_from_reframe(reframe_run, tmp_path, capsys):
     assert list(iomodel["model"]) == ["file-per-process", "single-shared-file"] * 2
     first = iomodel.iloc[0]
     assert (first["system"], first["environ"], first["check"]) == (
-        "fakesys", "openmpi", "fake_iomodel_check"
-    )  # fmt: skip
+        "fakesys",
+        "openmpi",
+        "fake_iomodel_check",
+    )
     assert (first["n"], first["p"], first["f"], first["m"], first["bytes"]) == (1, 2, 2, 1, 2**22)
     assert first["write_mib_s"] == 200.0 and first["read_mib_s"] != first["read_mib_s"]
     assert first["source_path"].startswith("rf-run/reframe/output/fakesys/part/openmpi/")
@@ -364,8 +432,10 @@ def test_library_file_records_become_rows(darshan_logs):
     run = {"run_id": RUN, "log_path": "x.darshan", "log_sha256": "s"}
     logs = darshan_logs / "ior_pnetcdf_hdf5"
     # H5F has no bytes: null, never 0
-    for pattern, token, opens, written in (("HDF5", "h5f", 8, None),
-                                           ("PNETCDF", "pnetcdf", 8, 4194476)):  # fmt: skip
+    for pattern, token, opens, written in (
+        ("HDF5", "h5f", 8, None),
+        ("PNETCDF", "pnetcdf", 8, 4194476),
+    ):
         (path,) = logs.glob(f"shane_ior-{pattern}_*.darshan")
         with open_log(str(path), DEFAULT_LIMITS) as checked:
             log = logrows.read_for_ingest(checked, None)
@@ -401,10 +471,17 @@ def test_component_records_from_the_checks(run_dir, tmp_path, capsys):
     records = components.fio_records(report, "write", 2, 4 << 20)
     tags = {"check": "fio_check", "system": "local", "environ": "openmpi", "repetition": 0}
     checks.save_json_lines(records, out / "components.jsonl", tags)
-    bad = [{"log_tags": {"check": "ior_check"}, "component": "storage"},
-           {"log_tags": tags, "component": "disk", "operation": "write"},
-           {"log_tags": tags, "component": "storage", "operation": "write", "mib_s": -1,
-            "aggregate_mib_s": 1}]  # fmt: skip
+    bad = [
+        {"log_tags": {"check": "ior_check"}, "component": "storage"},
+        {"log_tags": tags, "component": "disk", "operation": "write"},
+        {
+            "log_tags": tags,
+            "component": "storage",
+            "operation": "write",
+            "mib_s": -1,
+            "aggregate_mib_s": 1,
+        },
+    ]
     with open(out / "components.jsonl", "a") as f:
         f.write("".join(json.dumps(b) + "\n" for b in bad) + "not json\n")
     st = tmp_path / "store"
@@ -413,13 +490,21 @@ def test_component_records_from_the_checks(run_dir, tmp_path, capsys):
     con = store.connect(st)
     (row,) = con.execute("SELECT * FROM components").df().to_dict("records")
     assert (row["component"], row["operation"], row["jobs"], row["block"]) == (
-        "storage", "write", 2, 4 << 20)  # fmt: skip
+        "storage",
+        "write",
+        2,
+        4 << 20,
+    )
     assert (row["aggregate_mib_s"], row["mib_s"], row["check"]) == (300.0, 150.0, "fio_check")
     (reason,) = con.execute(
-        "SELECT reason FROM quarantine WHERE path LIKE '%components.jsonl'").fetchone()  # fmt: skip
-    for said in ("line 2: not a fio_check or netbw_check record",
-                 "line 3: component 'disk': not storage or network",
-                 "line 4: mib_s = -1: not finite, >= 0", "line 5: "):  # fmt: skip
+        "SELECT reason FROM quarantine WHERE path LIKE '%components.jsonl'"
+    ).fetchone()
+    for said in (
+        "line 2: not a fio_check or netbw_check record",
+        "line 3: component 'disk': not storage or network",
+        "line 4: mib_s = -1: not finite, >= 0",
+        "line 5: ",
+    ):
         assert said in reason, reason
 
 
@@ -431,14 +516,27 @@ def test_adaptive_records_from_the_check(run_dir, tmp_path, capsys):
 
     out = run_dir / "reframe" / "output" / "local" / "default" / "openmpi" / "adaptive_check_1"
     out.mkdir(parents=True)
-    parsed = {"mode": "adaptive", "adapt": True, "writers": 8, "targets": 2, "bytes": 8 << 20,
-              "bytes_per_writer": 1 << 20, "seconds": 0.5, "mib_s": 16.0, "moves": 2,
-              "index_s": 0.01, "target_s": [0.3, 0.5], "writers_per_target": [6, 2]}  # fmt: skip
+    parsed = {
+        "mode": "adaptive",
+        "adapt": True,
+        "writers": 8,
+        "targets": 2,
+        "bytes": 8 << 20,
+        "bytes_per_writer": 1 << 20,
+        "seconds": 0.5,
+        "mib_s": 16.0,
+        "moves": 2,
+        "index_s": 0.01,
+        "target_s": [0.3, 0.5],
+        "writers_per_target": [6, 2],
+    }
     tags = {"check": "adaptive_check", "system": "local", "environ": "openmpi"}
     checks.save_json_lines([adaptive.record(parsed, True, 1)], out / "adaptive.jsonl", tags)
-    bad = [{"log_tags": {"check": "fio_check"}, "mode": "adaptive"},
-           {"log_tags": tags, "mode": "hdf5", "writers": 1, "seconds": 1, "mib_s": 1},
-           {"log_tags": tags, "mode": "mpiio", "writers": 1, "seconds": 0, "mib_s": 1}]  # fmt: skip
+    bad = [
+        {"log_tags": {"check": "fio_check"}, "mode": "adaptive"},
+        {"log_tags": tags, "mode": "hdf5", "writers": 1, "seconds": 1, "mib_s": 1},
+        {"log_tags": tags, "mode": "mpiio", "writers": 1, "seconds": 0, "mib_s": 1},
+    ]
     with open(out / "adaptive.jsonl", "a") as f:
         f.write("".join(json.dumps(b) + "\n" for b in bad))
     st = tmp_path / "store"
@@ -447,11 +545,18 @@ def test_adaptive_records_from_the_check(run_dir, tmp_path, capsys):
     con = store.connect(st)
     (row,) = con.execute("SELECT * FROM adaptive").df().to_dict("records")
     assert (row["mode"], row["writers"], row["moves"], row["interference"]) == (
-        "adaptive", 8, 2, True)  # fmt: skip
+        "adaptive",
+        8,
+        2,
+        True,
+    )
     assert json.loads(row["writers_per_target"]) == [6, 2] and row["mib_s"] == 16.0
     (reason,) = con.execute(
-        "SELECT reason FROM quarantine WHERE path LIKE '%adaptive.jsonl'").fetchone()  # fmt: skip
-    for said in ("line 2: not an adaptive_check record",
-                 "line 3: mode 'hdf5': not adaptive, mpiio or posix-fpp",
-                 "line 4: seconds 0: not a positive number"):  # fmt: skip
+        "SELECT reason FROM quarantine WHERE path LIKE '%adaptive.jsonl'"
+    ).fetchone()
+    for said in (
+        "line 2: not an adaptive_check record",
+        "line 3: mode 'hdf5': not adaptive, mpiio or posix-fpp",
+        "line 4: seconds 0: not a positive number",
+    ):
         assert said in reason, reason

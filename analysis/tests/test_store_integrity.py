@@ -118,9 +118,27 @@ def _traced_ingest(tree, st, tmp, trace, when=None):
     marker = f"{os.getpid()}-{time.monotonic_ns()}"
     env = dict(os.environ, TMPDIR=str(tmp), IOSTUDY_KILL_TEST=marker)
     inject = ["-e", f"inject=rename:delay_enter=10000000:when={when}"] if when else []
-    cmd = ["strace", "-f", "-qq", "-e", "signal=none", "-o", str(trace), "-e", "trace=rename",
-           *inject, str(IOSTUDY), "ingest", str(tree), "--store", str(st),
-           "--commit-every", "30", "--jobs", "1"]  # fmt: skip
+    cmd = [
+        "strace",
+        "-f",
+        "-qq",
+        "-e",
+        "signal=none",
+        "-o",
+        str(trace),
+        "-e",
+        "trace=rename",
+        *inject,
+        str(IOSTUDY),
+        "ingest",
+        str(tree),
+        "--store",
+        str(st),
+        "--commit-every",
+        "30",
+        "--jobs",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return proc, marker
 
@@ -216,9 +234,13 @@ def test_sigkill_inside_a_commit_then_reingest_equals_a_clean_ingest(tmp_path, c
         left = figures(st)
         assert left["jobs"] == left["logs"] and left["jobs_without_files"] == 0, what
         assert left["jobs"] < expected["jobs"], what
-        again = subprocess.run([IOSTUDY, "ingest", tree, "--store", st, "--commit-every", "30"],
-                               env=dict(os.environ, TMPDIR=str(scratch)), capture_output=True,
-                               text=True, timeout=300)  # fmt: skip
+        again = subprocess.run(
+            [IOSTUDY, "ingest", tree, "--store", st, "--commit-every", "30"],
+            env=dict(os.environ, TMPDIR=str(scratch)),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert again.returncode == 0, again.stderr
         assert figures(st) == expected, what
         assert not list(st.rglob("*.tmp")), what
@@ -251,8 +273,9 @@ def test_fifo_and_device_link_are_quarantined_not_read(tmp_path, capsys):
     os.symlink("/dev/zero", tree / "zero.darshan")
     os.symlink(tree / "d0" / "job0.darshan", tree / "link.darshan")
     st = tmp_path / "store"
-    proc = subprocess.run([IOSTUDY, "ingest", tree, "--store", st], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [IOSTUDY, "ingest", tree, "--store", st], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1].endswith("logs 2 ingested, 0 skipped, 3 quarantined")
     reasons = dict(store.connect(st).execute("SELECT path, reason FROM quarantine").fetchall())
@@ -294,8 +317,9 @@ def test_a_log_rewritten_in_place_replaces_its_rows(tmp_path, capsys):
     assert status == 0, err
     con = store.connect(st)
     assert con.execute("SELECT count(*) FROM jobs").fetchone() == (4,)
-    assert con.execute("SELECT count(*) FROM jobs WHERE log_path = 'logs/d1/job1.darshan'"
-                       ).fetchone() == (1,)  # fmt: skip
+    assert con.execute(
+        "SELECT count(*) FROM jobs WHERE log_path = 'logs/d1/job1.darshan'"
+    ).fetchone() == (1,)
     assert figures(st)["jobs_without_files"] == 0
     shas = {r[0] for r in con.execute("SELECT DISTINCT log_sha256 FROM files").fetchall()}
     assert len(shas) == 4  # the old content's files rows are gone with it
@@ -347,10 +371,14 @@ def test_concurrent_ingests_store_each_log_once(tmp_path):
     shutil.copytree(tree, tmp_path / "copy")
     st = tmp_path / "store"
     runs = [
-        subprocess.Popen([IOSTUDY, "ingest", source, "--store", st], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [IOSTUDY, "ingest", source, "--store", st],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for source in (tree, tree, tmp_path / "copy")
-    ]  # fmt: skip
+    ]
     for proc in runs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
@@ -367,8 +395,9 @@ def test_a_fifo_as_reframe_report_is_quarantined_not_waited_on(tmp_path):
     (run / "manifest.json").write_text(json.dumps({"run_id": "r1", "campaign": "q"}))
     os.mkfifo(run / "reframe" / "report.json")
     st = tmp_path / "store"
-    proc = subprocess.run([IOSTUDY, "ingest", run, "--store", st], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [IOSTUDY, "ingest", run, "--store", st], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1].endswith("logs 1 ingested, 0 skipped, 1 quarantined")
     (reason,) = store.connect(st).execute("SELECT reason FROM quarantine").fetchone()

@@ -128,25 +128,44 @@ def test_the_table_is_what_libdarshan_util_fills_in_every_real_log():
 # name -> (the crafted log, what its quarantine reason names, what it must not name)
 MINUS_ONE_HAD = {
     # version 2 had the opens: PNETCDF_FILE_OPENS = -1 + 0, not a counter it lacked
-    "pnetcdf-v2-opens": (lambda: _pnetcdf_v2(-1, 0), "PNETCDF_FILE_OPENS = -1 not in [0, 2^62)",
-                         "PNETCDF_FILE_CREATES"),
+    "pnetcdf-v2-opens": (
+        lambda: _pnetcdf_v2(-1, 0),
+        "PNETCDF_FILE_OPENS = -1 not in [0, 2^62)",
+        "PNETCDF_FILE_CREATES",
+    ),
     "pnetcdf-v3-creates": (
-        lambda: logcraft.set_counter((DARSHAN_LOGS / PNETCDF).read_bytes(), "PNETCDF_FILE", 0,
-                                     "PNETCDF_FILE_CREATES", -1),
-        "PNETCDF_FILE_CREATES = -1 not in [0, 2^62)", None),
+        lambda: logcraft.set_counter(
+            (DARSHAN_LOGS / PNETCDF).read_bytes(), "PNETCDF_FILE", 0, "PNETCDF_FILE_CREATES", -1
+        ),
+        "PNETCDF_FILE_CREATES = -1 not in [0, 2^62)",
+        None,
+    ),
     "stdio-v2-fdopens": (
-        lambda: logcraft.set_counter((DARSHAN_LOGS / RELEASE_350).read_bytes(), "STDIO", 0,
-                                     "STDIO_FDOPENS", -1),
-        "STDIO_FDOPENS = -1 not in [0, 2^62)", None),
+        lambda: logcraft.set_counter(
+            (DARSHAN_LOGS / RELEASE_350).read_bytes(), "STDIO", 0, "STDIO_FDOPENS", -1
+        ),
+        "STDIO_FDOPENS = -1 not in [0, 2^62)",
+        None,
+    ),
     "posix-v4-filenos": (
-        lambda: logcraft.set_counter((DARSHAN_LOGS / RELEASE_350).read_bytes(), "POSIX", 0,
-                                     "POSIX_FILENOS", -1),
-        "POSIX_FILENOS = -1 not in [0, 2^62)", None),
+        lambda: logcraft.set_counter(
+            (DARSHAN_LOGS / RELEASE_350).read_bytes(), "POSIX", 0, "POSIX_FILENOS", -1
+        ),
+        "POSIX_FILENOS = -1 not in [0, 2^62)",
+        None,
+    ),
     "mpiio-v3-close-start": (
-        lambda: logcraft.set_counter((DARSHAN_LOGS / RELEASE_350).read_bytes(), "MPI-IO", 0,
-                                     "MPIIO_F_CLOSE_START_TIMESTAMP", -1.0),
-        "MPIIO_F_CLOSE_START_TIMESTAMP = -1.0 s not in [0, 2^32 s)", None),
-}  # fmt: skip
+        lambda: logcraft.set_counter(
+            (DARSHAN_LOGS / RELEASE_350).read_bytes(),
+            "MPI-IO",
+            0,
+            "MPIIO_F_CLOSE_START_TIMESTAMP",
+            -1.0,
+        ),
+        "MPIIO_F_CLOSE_START_TIMESTAMP = -1.0 s not in [0, 2^32 s)",
+        None,
+    ),
+}
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,21 @@ import pandas as pd
 from iostudy.report.verdict import verdict
 
 PERF_COLUMNS = ["check", "variable", "system", "value", "reference", "unit", "result"]
-JUDGED_COLUMNS = ["label", "fingerprint", "started", "run_id", "metric", "unit", "value",
-                  "change_pct", "verdict", "direction", "history_low", "history_high",
-                  "basis"]  # fmt: skip
+JUDGED_COLUMNS = [
+    "label",
+    "fingerprint",
+    "started",
+    "run_id",
+    "metric",
+    "unit",
+    "value",
+    "change_pct",
+    "verdict",
+    "direction",
+    "history_low",
+    "history_high",
+    "basis",
+]
 HIST = "history median 1000 (900..1100, 3 runs)"
 
 
@@ -39,11 +51,23 @@ def test_every_case_ran_and_passed():
 
 def test_skipped_cases_make_it_incomplete_naming_the_check_and_the_command():
     cases = [
-        {"check": "ior_check", "name": "ior_check %.layout=shared", "environ": env,
-         "result": "skip-optional", "reason": NOT_BUILT}
+        {
+            "check": "ior_check",
+            "name": "ior_check %.layout=shared",
+            "environ": env,
+            "result": "skip-optional",
+            "reason": NOT_BUILT,
+        }
         for env in ("openmpi", "mpich")
-    ] + [{"check": "ior_check", "name": "ior_check %.layout=fpp", "environ": "openmpi",
-          "result": "excluded", "reason": "excluded by the campaign: layout=fpp"}]  # fmt: skip
+    ] + [
+        {
+            "check": "ior_check",
+            "name": "ior_check %.layout=fpp",
+            "environ": "openmpi",
+            "result": "excluded",
+            "reason": "excluded by the campaign: layout=fpp",
+        }
+    ]
     v = verdict([run(not_run=cases)], PASSING, judged())
     assert v.word == "INCOMPLETE"
     # two cases, one line; the excluded case is by design, not missing
@@ -75,16 +99,68 @@ def test_failures_come_first_with_the_worst_value():
 
 def test_a_regression_of_the_latest_run_only():
     history = judged(
-        ["local", "f1", "2026-03-01", "r0", "ior write_mib_s", "MiB/s", 300.0, -66.7,
-         "regression", "higher", 900.0, 1100.0, HIST],
-        ["local", "f1", "2026-03-02", "r1", "ior write_mib_s", "MiB/s", 1000.0, 0.0, "ok",
-         "higher", 900.0, 1100.0, HIST],
-        ["local", "f2", "2026-03-02", "r1", "mdtest create", "ops/s", 500.0, -50.0,
-         "regression", "higher", 900.0, 1100.0, HIST],
+        [
+            "local",
+            "f1",
+            "2026-03-01",
+            "r0",
+            "ior write_mib_s",
+            "MiB/s",
+            300.0,
+            -66.7,
+            "regression",
+            "higher",
+            900.0,
+            1100.0,
+            HIST,
+        ],
+        [
+            "local",
+            "f1",
+            "2026-03-02",
+            "r1",
+            "ior write_mib_s",
+            "MiB/s",
+            1000.0,
+            0.0,
+            "ok",
+            "higher",
+            900.0,
+            1100.0,
+            HIST,
+        ],
+        [
+            "local",
+            "f2",
+            "2026-03-02",
+            "r1",
+            "mdtest create",
+            "ops/s",
+            500.0,
+            -50.0,
+            "regression",
+            "higher",
+            900.0,
+            1100.0,
+            HIST,
+        ],
         # worse than its reference floor only: a failing value, not a regression
-        ["local", "f3", "2026-03-02", "r1", "mdtest stat", "ops/s", 50.0, -95.0,
-         "regression", "higher", float("nan"), float("nan"), "band 1000..inf"],
-    )  # fmt: skip
+        [
+            "local",
+            "f3",
+            "2026-03-02",
+            "r1",
+            "mdtest stat",
+            "ops/s",
+            50.0,
+            -95.0,
+            "regression",
+            "higher",
+            float("nan"),
+            float("nan"),
+            "band 1000..inf",
+        ],
+    )
     v = verdict([run()], PASSING, history)
     assert v.word == "REGRESSED"  # f1's regression is history: its latest run is ok
     assert v.reasons == (
@@ -95,8 +171,9 @@ def test_a_regression_of_the_latest_run_only():
 def test_a_study_without_checks_is_data():
     v = verdict([run(results={})], perf(), judged(), jobs=3)
     assert v.word == "DATA"
-    assert v.reasons == ("a characterization of 3 job logs: no checks in this study to pass or "
-                         "fail",)  # fmt: skip
+    assert v.reasons == (
+        "a characterization of 3 job logs: no checks in this study to pass or fail",
+    )
 
 
 def test_long_lists_are_cut_and_counted():
@@ -110,8 +187,10 @@ def test_a_run_without_its_manifest_cannot_pass():
     lost = {"run_id": "r9", "system": "site-b/local", "status": "passed", "_manifest": None}
     v = verdict([run(), lost], PASSING, judged())
     assert v.word == "INCOMPLETE"
-    assert v.reasons == ("run r9: its manifest is missing (not found under --results, or left "
-                         "out of its site's bundle): what it ran and what it did not is "
-                         "unknown",)  # fmt: skip
+    assert v.reasons == (
+        "run r9: its manifest is missing (not found under --results, or left "
+        "out of its site's bundle): what it ran and what it did not is "
+        "unknown",
+    )
     tree = {"run_id": "t1", "system": "facility", "status": "log tree", "_manifest": None}
     assert verdict([tree], perf(), judged(), jobs=3).word == "DATA"  # a log tree has none

@@ -26,8 +26,17 @@ RUNS = ["20260302T090000Z-quick-local", "20260303T090000Z-quick-local"]
 
 
 def snakemake(workdir, *args, check=True):
-    cmd = [BIN / "snakemake", "-s", SNAKEFILE, "--directory", workdir,
-           "--configfile", TEST_CONFIG, "-c2", *args]  # fmt: skip
+    cmd = [
+        BIN / "snakemake",
+        "-s",
+        SNAKEFILE,
+        "--directory",
+        workdir,
+        "--configfile",
+        TEST_CONFIG,
+        "-c2",
+        *args,
+    ]
     proc = subprocess.run(
         [str(c) for c in cmd], capture_output=True, text=True, timeout=600, cwd=workdir
     )
@@ -137,8 +146,7 @@ def test_a_report_per_study_of_the_runs_and_no_dry_run(workdir, release_log, tmp
         manifest["effective_config"]["campaign"]["study"] = study
         path.write_text(json.dumps(manifest | extra))
     proc = snakemake(workdir, "--dry-run")
-    assert job_stats(proc) == {"all": 1, "ingest_run": 2, "compute_metrics": 1,
-                               "render_report": 2}  # fmt: skip
+    assert job_stats(proc) == {"all": 1, "ingest_run": 2, "compute_metrics": 1, "render_report": 2}
     out = proc.stdout + proc.stderr
     assert "reports/quick/index.html" in out and "reports/interference/index.html" in out
     assert "acceptance" not in out
@@ -176,8 +184,10 @@ def test_imports_of_accounting_and_collectors(workdir, tmp_path):
     if not shutil.which("iostat"):
         pytest.skip("sysstat's iostat is not installed (make apt-packages)")
     iostat = tmp_path / "srv1"
-    mon = subprocess.Popen([BIN / "iostudy", "iostat-mon", "--interval", "1", "--out", iostat],
-                           stderr=subprocess.DEVNULL)  # fmt: skip
+    mon = subprocess.Popen(
+        [BIN / "iostudy", "iostat-mon", "--interval", "1", "--out", iostat],
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not any(

@@ -590,8 +590,10 @@ def test_report_totals_near_the_bound_do_not_wrap_around(tmp_path):
     assert int(float(top["bytes_moved"])) == total(every, posix_r, stdio_r, posix_w, stdio_w)
 
     shares = _report_csv(v, "interfaces-by-size")
-    for measure, keys in (("bytes read", (posix_r, mpiio_r, stdio_r)),
-                          ("bytes written", (posix_w, mpiio_w, stdio_w))):  # fmt: skip
+    for measure, keys in (
+        ("bytes read", (posix_r, mpiio_r, stdio_r)),
+        ("bytes written", (posix_w, mpiio_w, stdio_w)),
+    ):
         for interface, key in zip(("POSIX", "MPI-IO", "STDIO"), keys, strict=True):
             for procs_min, jobs in (("4", big), ("1", (4,))):
                 got = _row(shares, procs_min=procs_min, measure=measure, category=interface)

@@ -168,9 +168,11 @@ def test_env_file_exports_slurm_conf_path_and_the_state(rendered):
     env = state / "env.sh"
     code = [ln for ln in env.read_text().splitlines() if ln and not ln.startswith("#")]
     assert [
-        ln for ln in code if "export" in ln and not any(
-            name in ln for name in ("SLURM_CONF", "PATH", "IOSTUDY_CLUSTER_STATE"))
-    ] == []  # fmt: skip
+        ln
+        for ln in code
+        if "export" in ln
+        and not any(name in ln for name in ("SLURM_CONF", "PATH", "IOSTUDY_CLUSTER_STATE"))
+    ] == []
     script = 'echo "$SLURM_CONF|$PATH|$IOSTUDY_CLUSTER_STATE"'
     out = subprocess.run(
         ["bash", "-c", f"PATH=/usr/bin:/bin; source {env}; source {env}; {script}"],
@@ -228,10 +230,17 @@ def test_each_storage_target_is_made_in_the_state_directory(system, rendered):
 
 
 def test_a_storage_target_outside_the_state_directory_is_refused(system, state_dir):
-    elsewhere = {**system, "storage": [{"name": "scratch", "path": "scratch",
-                                        "targets": [{"name": "t", "path": "/srv/t"}]}]}  # fmt: skip
-    with pytest.raises(config.ConfigError, match=r"storage target t: path '/srv/t' is not "
-                       r"\$IOSTUDY_CLUSTER_STATE/targets/<folder>"):  # fmt: skip
+    elsewhere = {
+        **system,
+        "storage": [
+            {"name": "scratch", "path": "scratch", "targets": [{"name": "t", "path": "/srv/t"}]}
+        ],
+    }
+    with pytest.raises(
+        config.ConfigError,
+        match=r"storage target t: path '/srv/t' is not "
+        r"\$IOSTUDY_CLUSTER_STATE/targets/<folder>",
+    ):
         render(elsewhere, state_dir, "netns")
 
 

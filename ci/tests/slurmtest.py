@@ -125,8 +125,18 @@ class Cluster:
         missing from it for a moment (twice in CI)."""
 
         def listed():
-            out = self.run("sacct", "--allusers", "--allocations", "-n", "-P", "-o", "JobIDRaw",
-                           "-S", since, env={"TZ": "UTC"}).stdout  # fmt: skip
+            out = self.run(
+                "sacct",
+                "--allusers",
+                "--allocations",
+                "-n",
+                "-P",
+                "-o",
+                "JobIDRaw",
+                "-S",
+                since,
+                env={"TZ": "UTC"},
+            ).stdout
             return set(map(str, jobids)) <= set(out.split())
 
         poll(listed, timeout, f"jobs {', '.join(map(str, jobids))} in sacct -S {since}")
@@ -154,8 +164,11 @@ def target_devices(cluster, monkeypatch) -> dict[str, tuple[str, str]]:
     devices = {}
     for target in config.storage_targets(cluster.system):
         mount = config.storage_path(target["path"], Path("."))
-        found = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "--mountpoint", str(mount)],
-                               capture_output=True, text=True)  # fmt: skip
+        found = subprocess.run(
+            ["findmnt", "-n", "-o", "SOURCE", "--mountpoint", str(mount)],
+            capture_output=True,
+            text=True,
+        )
         assert found.returncode == 0, f"storage target {target['name']}: nothing mounted at {mount}"
         devices[target["name"]] = (target["node"], Path(found.stdout.strip()).name)
     return devices

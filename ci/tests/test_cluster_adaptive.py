@@ -24,10 +24,21 @@ def test_adaptive_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
     devices = target_devices(cluster, monkeypatch)
     before = {name: bytes_written(device) for name, (_, device) in devices.items()}
     proc = cluster.run(
-        VENV_BIN / "iostudy", "campaign", "run", "adaptive", "--system", "testcluster",
-        "--results", tmp_path / "results", "--ingest", tmp_path / "store",
-        check=False, timeout=900, cwd=REPO_ROOT, env={"IOSTUDY_CONFIGS": str(configs)},
-    )  # fmt: skip
+        VENV_BIN / "iostudy",
+        "campaign",
+        "run",
+        "adaptive",
+        "--system",
+        "testcluster",
+        "--results",
+        tmp_path / "results",
+        "--ingest",
+        tmp_path / "store",
+        check=False,
+        timeout=900,
+        cwd=REPO_ROOT,
+        env={"IOSTUDY_CONFIGS": str(configs)},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = store.connect(tmp_path / "store").execute("SELECT * FROM adaptive").df()
     assert len(rows) == 6 and set(rows["mode"]) == {"adaptive", "mpiio", "posix-fpp"}
@@ -40,6 +51,7 @@ def test_adaptive_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
     for k, (name, (_, device)) in enumerate(devices.items()):
         wanted = sum(p[k] for p in placed) * SIZE
         assert bytes_written(device) - before[name] >= wanted, (name, wanted)
-    index = report.build(tmp_path / "store", "probe", tmp_path / "reports",
-                         results=tmp_path / "results")  # fmt: skip
+    index = report.build(
+        tmp_path / "store", "probe", tmp_path / "reports", results=tmp_path / "results"
+    )
     assert 'id="section-adaptive"' in index.read_text()

@@ -47,16 +47,26 @@ def test_logs_joined_with_accounting(cluster, tmp_path):
         *common,
         f"--nodes={nodes}",
         "--ntasks-per-node=2",
-        str(batch_script(tmp_path, "mpi", f"exec srun --mpi={mpi['srun_mpi']} "
-                                          f"{tests / 'mpi_io-mpich'} {tmp_path / 'mpi'}")),
+        str(
+            batch_script(
+                tmp_path,
+                "mpi",
+                f"exec srun --mpi={mpi['srun_mpi']} {tests / 'mpi_io-mpich'} {tmp_path / 'mpi'}",
+            )
+        ),
         env=cluster.mpi_env("mpich"),
-    )  # fmt: skip
+    )
     serial = cluster.sbatch(
         *common,
         "--ntasks=1",
-        str(batch_script(tmp_path, "serial", f"DARSHAN_ENABLE_NONMPI=1 exec "
-                                             f"{tests / 'posix_write'} {tmp_path / 'serial'}")),
-    )  # fmt: skip
+        str(
+            batch_script(
+                tmp_path,
+                "serial",
+                f"DARSHAN_ENABLE_NONMPI=1 exec {tests / 'posix_write'} {tmp_path / 'serial'}",
+            )
+        ),
+    )
     plain = cluster.sbatch(
         *common, "--ntasks=1", str(batch_script(tmp_path, "plain", "sleep 1", False))
     )

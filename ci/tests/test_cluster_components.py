@@ -30,10 +30,21 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
     assert len(devices) == 2 and len({d for _, d in devices.values()}) == 2
     before = {name: bytes_written(device) for name, (_, device) in devices.items()}
     proc = cluster.run(
-        VENV_BIN / "iostudy", "campaign", "run", "parts", "--system", "testcluster",
-        "--results", tmp_path / "results", "--ingest", tmp_path / "store",
-        check=False, timeout=900, cwd=REPO_ROOT, env={"IOSTUDY_CONFIGS": str(configs)},
-    )  # fmt: skip
+        VENV_BIN / "iostudy",
+        "campaign",
+        "run",
+        "parts",
+        "--system",
+        "testcluster",
+        "--results",
+        tmp_path / "results",
+        "--ingest",
+        tmp_path / "store",
+        check=False,
+        timeout=900,
+        cwd=REPO_ROOT,
+        env={"IOSTUDY_CONFIGS": str(configs)},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = store.connect(tmp_path / "store").execute("SELECT * FROM components").df()
     network = rows[rows["component"] == "network"]
@@ -52,14 +63,19 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
     run_dir = Path(proc.stdout.splitlines()[-1])
     report_file = run_dir / "reframe" / "report.json"
     # the combinations the campaign excludes are skipped cases
-    cases = [c for run in json.loads(report_file.read_text())["runs"] for c in run["testcases"]
-             if c["name"] == "fio_check" and c["result"] != "skip"]  # fmt: skip
+    cases = [
+        c
+        for run in json.loads(report_file.read_text())["runs"]
+        for c in run["testcases"]
+        if c["name"] == "fio_check" and c["result"] != "skip"
+    ]
     assert len(cases) == 2 * 9  # a target's 4 writes, 4 reads, 1 synced write: each its node
     for case in cases:
         ran = cluster.run("sacct", "-X", "-n", "-j", str(case["jobid"]), "-o", "NodeList%20")
         assert ran.stdout.split() == [devices[case["storage_target"]][0]], case["storage_target"]
-    index = report.build(tmp_path / "store", "tests", tmp_path / "reports",
-                         results=tmp_path / "results")  # fmt: skip
+    index = report.build(
+        tmp_path / "store", "tests", tmp_path / "reports", results=tmp_path / "results"
+    )
     page = index.read_text()
     for ident in ("network-testcluster", "storage-testcluster", "component-limits-testcluster"):
         assert f'id="{ident}"' in page, ident

@@ -47,8 +47,16 @@ def site_bundle(cluster, tmp_path, campaign, site, system):
     """The campaign run on system (through Slurm on testcluster), ingested into the site's own
     store, exported: the bundle's path and the site's public key file."""
     results = tmp_path / site / "results"
-    run = [VENV_BIN / "iostudy", "campaign", "run", campaign, "--system", system,
-           "--results", results]  # fmt: skip
+    run = [
+        VENV_BIN / "iostudy",
+        "campaign",
+        "run",
+        campaign,
+        "--system",
+        system,
+        "--results",
+        results,
+    ]
     if system == "testcluster":
         proc = cluster.run(*run, check=False, timeout=900, cwd=REPO_ROOT)
     else:
@@ -67,8 +75,10 @@ def site_bundle(cluster, tmp_path, campaign, site, system):
 def test_two_sites_compared_in_a_third_store(cluster, tmp_path):
     campaign = tmp_path / "crosssite.json"
     campaign.write_text(json.dumps(CAMPAIGN))
-    made = {site: site_bundle(cluster, tmp_path, campaign, site, system)
-            for site, system in SITES.items()}  # fmt: skip
+    made = {
+        site: site_bundle(cluster, tmp_path, campaign, site, system)
+        for site, system in SITES.items()
+    }
     bundles = {site: bundle for site, (bundle, _) in made.items()}
     third = tmp_path / "third"
 
@@ -90,8 +100,7 @@ def test_two_sites_compared_in_a_third_store(cluster, tmp_path):
     for site, (_, key) in made.items():
         iostudy("trust", "add", site, key, "--store", third)
     # dev-lab's key does not sign hpc-centre's bundles
-    proc = iostudy("trust", "add", "hpc-centre", made["dev-lab"][1], "--store", third,
-                   check=False)  # fmt: skip
+    proc = iostudy("trust", "add", "hpc-centre", made["dev-lab"][1], "--store", third, check=False)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     for bundle in bundles.values():
         proc = iostudy("import", bundle, "--store", third)
@@ -101,8 +110,9 @@ def test_two_sites_compared_in_a_third_store(cluster, tmp_path):
     assert "nothing changed" in proc.stdout and snapshot(third) == before
 
     reports = tmp_path / "reports"
-    page = iostudy("report", "build", "--store", third, "--study", "crosssite",
-                   "--reports", reports).stdout.splitlines()[-1]  # fmt: skip
+    page = iostudy(
+        "report", "build", "--store", third, "--study", "crosssite", "--reports", reports
+    ).stdout.splitlines()[-1]
     version = reports / "crosssite" / "v1"
     with open(version / "cross-site.csv", newline="") as f:
         side = list(csv.DictReader(f))

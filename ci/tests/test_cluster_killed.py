@@ -138,9 +138,14 @@ def stand_ins(root: Path) -> dict:
     logger.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {root / "logged"}\n')
     for tool in (merge, logger):
         tool.chmod(0o755)
-    return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "IOSTUDY_EPILOG_CONF": "/dev/null",
-            "IOSTUDY_MMAP_DIR": str(root / "shm"), "IOSTUDY_STAGING": str(root / "staging"),
-            "IOSTUDY_LOG_DIR": str(root / "logs"), "IOSTUDY_MERGE": str(merge)}  # fmt: skip
+    return {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "IOSTUDY_EPILOG_CONF": "/dev/null",
+        "IOSTUDY_MMAP_DIR": str(root / "shm"),
+        "IOSTUDY_STAGING": str(root / "staging"),
+        "IOSTUDY_LOG_DIR": str(root / "logs"),
+        "IOSTUDY_MERGE": str(merge),
+    }
 
 
 def merged_names(root: Path) -> list[str]:
@@ -158,16 +163,21 @@ def test_epilog_merges_when_the_last_node_arrives(tmp_path):
     A file of the same name pattern owned by another user is left where it is, never merged."""
     shm, staging, logs = (tmp_path / d for d in ("shm", "staging", "logs"))
     shm.mkdir()
-    files = {n: shm / f"root_prog_id42_mmap-log-{n}-{pid}.darshan"
-             for n, pid in (("n1", 7), ("n2", 8))}  # fmt: skip
+    files = {
+        n: shm / f"root_prog_id42_mmap-log-{n}-{pid}.darshan" for n, pid in (("n1", 7), ("n2", 8))
+    }
     for path in files.values():
         path.write_bytes(b"log")
     planted = shm / "root_prog_id42_mmap-log-n1-9.darshan"  # another user's, same pattern
     planted.write_bytes(b"planted")
     os.chown(planted, 64001, 64001)
     env = stand_ins(tmp_path) | {
-        "SLURM_JOB_ID": "42", "SLURM_JOB_USER": "root", "SLURM_JOB_UID": str(os.getuid()),
-        "SLURM_JOB_NUM_NODES": "2", "SLURM_NODELIST": "n[1-2]"}  # fmt: skip
+        "SLURM_JOB_ID": "42",
+        "SLURM_JOB_USER": "root",
+        "SLURM_JOB_UID": str(os.getuid()),
+        "SLURM_JOB_NUM_NODES": "2",
+        "SLURM_NODELIST": "n[1-2]",
+    }
     run_epilog_as("n1", env)
     assert files["n2"].read_bytes() == b"log", "n1 took n2's file"
     assert (staging / "42" / files["n1"].name).read_bytes() == b"log"
@@ -208,8 +218,10 @@ def as_other_user(root: Path, script: str) -> None:
 
 def job_files(root: Path, *nodes: str) -> list[Path]:
     """One log of the job per node, the job's user's."""
-    files = [root / "shm" / f"u2001_prog_id42_mmap-log-{n}-{pid}.darshan"
-             for pid, n in enumerate(nodes, 7)]  # fmt: skip
+    files = [
+        root / "shm" / f"u2001_prog_id42_mmap-log-{n}-{pid}.darshan"
+        for pid, n in enumerate(nodes, 7)
+    ]
     for path in files:
         path.write_bytes(b"log")
         os.chown(path, JOB_UID, JOB_UID)
@@ -218,8 +230,12 @@ def job_files(root: Path, *nodes: str) -> list[Path]:
 
 def job_env(root: Path, nodes: int) -> dict:
     return stand_ins(root) | {
-        "SLURM_JOB_ID": "42", "SLURM_JOB_USER": "u2001", "SLURM_JOB_UID": str(JOB_UID),
-        "SLURM_JOB_NUM_NODES": str(nodes), "SLURM_NODELIST": f"n[1-{nodes}]"}  # fmt: skip
+        "SLURM_JOB_ID": "42",
+        "SLURM_JOB_USER": "u2001",
+        "SLURM_JOB_UID": str(JOB_UID),
+        "SLURM_JOB_NUM_NODES": str(nodes),
+        "SLURM_NODELIST": f"n[1-{nodes}]",
+    }
 
 
 PLANT_STAGE = {  # what the other user runs in the staging folder

@@ -18,11 +18,22 @@ def queued(cluster):
 
 
 def test_schedule_probe_installs_one_scrontab_entry(cluster, own_scrontab, tmp_path):
-    iostudy = [VENV_BIN / "iostudy", "schedule", "probe", "--system", "testcluster",
-               "--store", tmp_path / "store", "--results", tmp_path / "results"]  # fmt: skip
+    iostudy = [
+        VENV_BIN / "iostudy",
+        "schedule",
+        "probe",
+        "--system",
+        "testcluster",
+        "--store",
+        tmp_path / "store",
+        "--results",
+        tmp_path / "results",
+    ]
     shown = cluster.run(*iostudy, "--dry-run").stdout.splitlines()
-    assert shown[:2] == ["# iostudy schedule probe --system testcluster",
-                         f"#SCRON --job-name={ENTRY_NAME}"]  # fmt: skip
+    assert shown[:2] == [
+        "# iostudy schedule probe --system testcluster",
+        f"#SCRON --job-name={ENTRY_NAME}",
+    ]
     assert re.match(r"0 \* \* \* \* mkdir -p .* campaign run probe --system testcluster", shown[-1])
     for _ in range(2):  # installing twice leaves one entry
         cluster.run(*iostudy)
@@ -45,20 +56,39 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
         "study": "tests",
         "environs": ["openmpi"],
         "checks": [
-            {"check": "hmmer_check",
-             "parameters": {"config": ["A", "B", "C"], "procs": 2, "families": 3,
-                            "sequences": 2000}},
+            {
+                "check": "hmmer_check",
+                "parameters": {
+                    "config": ["A", "B", "C"],
+                    "procs": 2,
+                    "families": 3,
+                    "sequences": 2000,
+                },
+            },
             # the probe's writers on both nodes
-            {"check": "probe_check",
-             "parameters": {"writers_per_target": 2, "size": "32M", "procs_per_node": 1}},
+            {
+                "check": "probe_check",
+                "parameters": {"writers_per_target": 2, "size": "32M", "procs_per_node": 1},
+            },
         ],
-    }  # fmt: skip
+    }
     (configs / "campaigns" / "appsprobe.json").write_text(json.dumps(campaign))
     proc = cluster.run(
-        VENV_BIN / "iostudy", "campaign", "run", "appsprobe", "--system", "testcluster",
-        "--results", tmp_path / "results", "--ingest", tmp_path / "store",
-        check=False, timeout=900, cwd=REPO_ROOT, env={"IOSTUDY_CONFIGS": str(configs)},
-    )  # fmt: skip
+        VENV_BIN / "iostudy",
+        "campaign",
+        "run",
+        "appsprobe",
+        "--system",
+        "testcluster",
+        "--results",
+        tmp_path / "results",
+        "--ingest",
+        tmp_path / "store",
+        check=False,
+        timeout=900,
+        cwd=REPO_ROOT,
+        env={"IOSTUDY_CONFIGS": str(configs)},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "runs 1 ingested" in proc.stdout
     con = store.connect(tmp_path / "store")

@@ -18,9 +18,13 @@ def test_live_import(cluster, tmp_path):
     since = (datetime.now(timezone.utc) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%S")
     # Two nodes, all four cores, a step, and long enough for a non-zero ElapsedRaw.
     jobid = cluster.sbatch(
-        "--account=root", "-N2", "-n4", "--time=2", "--output=/dev/null",
+        "--account=root",
+        "-N2",
+        "-n4",
+        "--time=2",
+        "--output=/dev/null",
         "--wrap=srun true; sleep 2",
-    )  # fmt: skip
+    )
     assert cluster.wait_job(jobid)["state"] == "COMPLETED"
     cluster.wait_listed([jobid], since)
 

@@ -91,8 +91,15 @@ def run(
         cmd = launcher(flavour, nprocs, app_env) + cmd
     else:
         env.update({key: str(value) for key, value in (app_env or {}).items()})
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
-                          check=False, preexec_fn=preexec_fn)  # fmt: skip
+    return subprocess.run(
+        cmd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        preexec_fn=preexec_fn,
+    )
 
 
 def runtime_env(logs: Path) -> dict:

@@ -23,8 +23,9 @@ def loop_filesystem(folder: Path, mib: int = 512):
     with open(image, "wb") as f:
         f.truncate(mib * MIB)
     subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
-    made = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True,
-                          text=True)  # fmt: skip
+    made = subprocess.run(
+        ["losetup", "--find", "--show", str(image)], capture_output=True, text=True
+    )
     if made.returncode != 0:
         pytest.fail(f"no loop device for {image}: {made.stderr.strip()}")
     device = made.stdout.strip()

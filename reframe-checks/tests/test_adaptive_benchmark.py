@@ -54,8 +54,21 @@ def check_placed(folder: Path, nprocs: int, size: int, targets=None) -> dict[int
 @pytest.mark.parametrize("nprocs, targets", [(1, 1), (2, 2), (3, 2), (5, 3), (8, 4)])
 def test_every_byte_is_found_through_the_global_index(flavour, nprocs, targets, tmp_path):
     bench.require("adaptive", flavour)
-    res = bench.run("adaptive", flavour, nprocs, "--dir", tmp_path, "--size", SIZE,
-                    "--block", "64K", "--targets", targets, "--verify", "--keep")  # fmt: skip
+    res = bench.run(
+        "adaptive",
+        flavour,
+        nprocs,
+        "--dir",
+        tmp_path,
+        "--size",
+        SIZE,
+        "--block",
+        "64K",
+        "--targets",
+        targets,
+        "--verify",
+        "--keep",
+    )
     (line,) = bench.json_lines(res)
     placed = check_placed(tmp_path, nprocs, SIZE)
     assert line["writers_per_target"] == [placed.get(k, 0) for k in range(targets)]
@@ -72,8 +85,21 @@ def test_every_byte_is_found_through_the_global_index(flavour, nprocs, targets, 
 @pytest.mark.parametrize("mode", ["mpiio", "posix-fpp"])
 def test_the_baselines_write_where_they_say(flavour, mode, tmp_path):
     bench.require("adaptive", flavour)
-    res = bench.run("adaptive", flavour, 4, "--dir", tmp_path, "--size", SIZE, "--targets", 2,
-                    "--mode", mode, "--verify", "--keep")  # fmt: skip
+    res = bench.run(
+        "adaptive",
+        flavour,
+        4,
+        "--dir",
+        tmp_path,
+        "--size",
+        SIZE,
+        "--targets",
+        2,
+        "--mode",
+        mode,
+        "--verify",
+        "--keep",
+    )
     (line,) = bench.json_lines(res)
     for rank in range(4):
         if mode == "mpiio":  # one shared file, rank r's data at r * SIZE
@@ -95,8 +121,22 @@ def test_adaptive_moves_writers_off_a_slowed_target_and_finishes_sooner(flavour,
     lines = {}
     for adapt in (True, False):
         folder = tmp_path / ("adapt" if adapt else "fixed")
-        args = ["--dir", folder, "--size", "1M", "--block", "256K", "--targets", 2,
-                "--slow-target", slow, "--slow-ms", 40, "--verify", "--keep"]  # fmt: skip
+        args = [
+            "--dir",
+            folder,
+            "--size",
+            "1M",
+            "--block",
+            "256K",
+            "--targets",
+            2,
+            "--slow-target",
+            slow,
+            "--slow-ms",
+            40,
+            "--verify",
+            "--keep",
+        ]
         res = bench.run("adaptive", flavour, 8, *args, *([] if adapt else ["--no-adapt"]))
         (lines[adapt],) = bench.json_lines(res)
         placed = check_placed(folder, 8, 1 << 20)
@@ -116,16 +156,30 @@ def test_adaptive_moves_writers_off_a_throttled_device(flavour, tmp_path):
     take their turns there (16 MiB: about 0.8 s); adaptive I/O moves waiting writers to the
     fast target and must end sooner, with more of them there."""
     bench.require("adaptive", flavour)
-    with (loop_filesystem(tmp_path / "fast", 256) as fast,
-          loop_filesystem(tmp_path / "slow", 256) as slow,
-          write_throttle(slow, 20) as join):  # fmt: skip
+    with (
+        loop_filesystem(tmp_path / "fast", 256) as fast,
+        loop_filesystem(tmp_path / "slow", 256) as slow,
+        write_throttle(slow, 20) as join,
+    ):
         lines = {}
         for adapt in (True, False):
             index = tmp_path / ("adapt" if adapt else "fixed")
-            args = ["--dir", index, "--size", "4M", "--target-dir", fast, "--target-dir", slow,
-                    "--verify", "--keep", *([] if adapt else ["--no-adapt"])]  # fmt: skip
-            (lines[adapt],) = bench.json_lines(bench.run("adaptive", flavour, 8, *args,
-                                                         preexec_fn=join))  # fmt: skip
+            args = [
+                "--dir",
+                index,
+                "--size",
+                "4M",
+                "--target-dir",
+                fast,
+                "--target-dir",
+                slow,
+                "--verify",
+                "--keep",
+                *([] if adapt else ["--no-adapt"]),
+            ]
+            (lines[adapt],) = bench.json_lines(
+                bench.run("adaptive", flavour, 8, *args, preexec_fn=join)
+            )
             placed = check_placed(index, 8, 4 << 20, [fast, slow])
             assert lines[adapt]["writers_per_target"] == [placed.get(0, 0), placed.get(1, 0)]
             for folder in (fast, slow):
@@ -140,8 +194,9 @@ def test_adaptive_moves_writers_off_a_throttled_device(flavour, tmp_path):
 @pytest.mark.parametrize("mode", ["adaptive", "mpiio", "posix-fpp"])
 def test_without_keep_nothing_is_left(flavour, mode, tmp_path):
     bench.require("adaptive", flavour)
-    res = bench.run("adaptive", flavour, 3, "--dir", tmp_path, "--size", SIZE, "--targets", 2,
-                    "--mode", mode)  # fmt: skip
+    res = bench.run(
+        "adaptive", flavour, 3, "--dir", tmp_path, "--size", SIZE, "--targets", 2, "--mode", mode
+    )
     bench.json_lines(res)
     assert list(tmp_path.iterdir()) == []
 
@@ -153,11 +208,14 @@ def test_without_keep_nothing_is_left(flavour, mode, tmp_path):
         (2, ["--size", "12"], "--size and --block must be multiples of 8"),
         (2, ["--size", "1M", "--mode", "hdf5"], "--mode 'hdf5' is not adaptive, mpiio or"),
         (2, ["--size", "1M", "--slow-target", "1"], "--slow-target and --slow-ms go together"),
-        (2, ["--size", "1M", "--slow-target", "2", "--slow-ms", "5"],
-         "--slow-target 2 is not a target (0 to 0)"),
+        (
+            2,
+            ["--size", "1M", "--slow-target", "2", "--slow-ms", "5"],
+            "--slow-target 2 is not a target (0 to 0)",
+        ),
         (2, ["--size", "64K", "--block", "1M"], "--block 1048576 is larger than --size 65536"),
     ],
-)  # fmt: skip
+)
 def test_bad_parameters_exit_2(nprocs, args, message, tmp_path):
     bench.require("adaptive", "openmpi")
     res = bench.run("adaptive", "openmpi", nprocs, "--dir", tmp_path, *args)
@@ -188,23 +246,40 @@ def test_lustre_a_groups_file_on_its_ost_and_the_shared_one_over_all(
     shim, libdir = lustre_stand_ins
     env = {"LD_PRELOAD": shim, "LD_LIBRARY_PATH": libdir}
     want = {
-        "adaptive": [(f"{tmp_path}/target.{k}/adaptive.dat", "0", str(k), "1", "0")
-                     for k in range(2)],
-        "posix-fpp": [(f"{tmp_path}/target.{r // 2}/fpp.{r}", "0", str(r // 2), "1", "0")
-                      for r in range(4)],
+        "adaptive": [
+            (f"{tmp_path}/target.{k}/adaptive.dat", "0", str(k), "1", "0") for k in range(2)
+        ],
+        "posix-fpp": [
+            (f"{tmp_path}/target.{r // 2}/fpp.{r}", "0", str(r // 2), "1", "0") for r in range(4)
+        ],
         "mpiio": [(f"{tmp_path}/target.0/shared.dat", "0", "-1", "2", "0")],
-    }  # fmt: skip
+    }
     for mode, calls in want.items():
         for _ in range(2):
-            res = bench.run("adaptive", flavour, 4, "--dir", tmp_path, "--size", "64K",
-                            "--targets", 2, "--mode", mode, "--verify", "--keep",
-                            app_env=env)  # fmt: skip
+            res = bench.run(
+                "adaptive",
+                flavour,
+                4,
+                "--dir",
+                tmp_path,
+                "--size",
+                "64K",
+                "--targets",
+                2,
+                "--mode",
+                mode,
+                "--verify",
+                "--keep",
+                app_env=env,
+            )
             (line,) = bench.json_lines(res)
             assert line["verified"] is True and llapi_calls(res) == calls, bench.describe(res)
             said = [x for x in res.stderr.splitlines() if x.startswith("adaptive: ")]
-            assert said == [f"adaptive: {tmp_path}/target.0 is on Lustre: group k's files on OST "
-                            "k, one stripe each; the shared file over 2 OSTs "
-                            "(liblustreapi.so.1)"], bench.describe(res)  # fmt: skip
+            assert said == [
+                f"adaptive: {tmp_path}/target.0 is on Lustre: group k's files on OST "
+                "k, one stripe each; the shared file over 2 OSTs "
+                "(liblustreapi.so.1)"
+            ], bench.describe(res)
 
 
 @pytest.mark.parametrize("flavour", bench.FLAVOURS)
@@ -212,8 +287,20 @@ def test_a_kept_run_leaves_no_stale_bytes_under_the_next(flavour, tmp_path):
     bench.require("adaptive", flavour)
     for mode in ("adaptive", "mpiio"):
         for size in ("1M", "256K"):
-            res = bench.run("adaptive", flavour, 3, "--dir", tmp_path, "--size", size,
-                            "--targets", 2, "--mode", mode, "--keep")  # fmt: skip
+            res = bench.run(
+                "adaptive",
+                flavour,
+                3,
+                "--dir",
+                tmp_path,
+                "--size",
+                size,
+                "--targets",
+                2,
+                "--mode",
+                mode,
+                "--keep",
+            )
             bench.json_lines(res)
     check_placed(tmp_path, 3, 256 << 10)  # each file exactly its writers' data
     assert (tmp_path / "target.0" / "shared.dat").stat().st_size == 3 * (256 << 10)

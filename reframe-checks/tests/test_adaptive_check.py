@@ -35,8 +35,11 @@ def test_the_adaptive_campaign_runs_every_mode_size_and_load_and_is_reported(
     assert status == 0, out[-3000:]
     rows = ingest(run_dir, tmp_path / "store")
     combos = {(m, s, i) for m in adaptive.MODES for s in (2 << 20, 32 << 20) for i in (False, True)}
-    assert set(zip(rows["mode"], rows["bytes_per_writer"], rows["interference"],
-                   strict=True)) == combos and len(rows) == 12  # fmt: skip
+    assert (
+        set(zip(rows["mode"], rows["bytes_per_writer"], rows["interference"], strict=True))
+        == combos
+        and len(rows) == 12
+    )
     # every core a writer, all in local's one target: nowhere to move a writer
     assert set(rows["writers"]) == {2} and set(rows["targets"]) == {1}
     assert (rows["moves"] == 0).all() and (rows["mib_s"] > 0).all()
@@ -60,11 +63,14 @@ def test_the_check_writes_to_the_targets_the_system_lists(configs_copy, tmp_path
         folder.mkdir()
     path = configs_copy / "systems" / "local" / "system.json"
     system = json.loads(path.read_text())
-    system["storage"][0]["targets"] = [{"name": f"t{k}", "path": str(t)}
-                                       for k, t in enumerate(targets)]  # fmt: skip
+    system["storage"][0]["targets"] = [
+        {"name": f"t{k}", "path": str(t)} for k, t in enumerate(targets)
+    ]
     path.write_text(json.dumps(system))
-    entry = {"check": "adaptive_check", "parameters": {"procs": 2, "mode": "adaptive",
-             "size": "4M", "interference": [False, True]}}  # fmt: skip
+    entry = {
+        "check": "adaptive_check",
+        "parameters": {"procs": 2, "mode": "adaptive", "size": "4M", "interference": [False, True]},
+    }
     runs.write_campaign(configs_copy, "two", [entry], environs=["openmpi"])
     status, out, run_dir = runs.run_campaign(capsys, "two", "local", tmp_path / "results")
     assert status == 0, out[-3000:]
@@ -80,12 +86,21 @@ def test_the_check_writes_to_the_targets_the_system_lists(configs_copy, tmp_path
 
 
 def test_a_run_that_is_not_what_was_asked_is_named():
-    parsed = {"mode": "adaptive", "writers": 4, "targets": 2, "bytes_per_writer": 1 << 20,
-              "verified": True, "writers_per_target": [3, 1], "seconds": 0.5}  # fmt: skip
+    parsed = {
+        "mode": "adaptive",
+        "writers": 4,
+        "targets": 2,
+        "bytes_per_writer": 1 << 20,
+        "verified": True,
+        "writers_per_target": [3, 1],
+        "seconds": 0.5,
+    }
     assert adaptive.sanity(parsed, "adaptive", 4, 2, 1 << 20) == []
     bad = parsed | {"verified": None, "writers_per_target": [1, 1]}
     assert adaptive.sanity(bad, "adaptive", 4, 2, 1 << 20) == [
-        "verified None, expected True", "writers per target [1, 1]: not 4"]  # fmt: skip
+        "verified None, expected True",
+        "writers per target [1, 1]: not 4",
+    ]
 
 
 def test_the_competing_writer_stops_with_the_job_and_leaves_nothing(tmp_path):
@@ -95,8 +110,12 @@ def test_the_competing_writer_stops_with_the_job_and_leaves_nothing(tmp_path):
     start, stop = adaptive.interference_commands(folders)
     assert len(start) == 1  # the first half of two targets
     script = "\n".join([*start, "sleep 1", f"test -s {folders[0]}/interference.dat", *stop])
-    done = subprocess.run(["bash", "-c", script + "\nsleep 0.5; jobs -p | wc -l"],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", script + "\nsleep 0.5; jobs -p | wc -l"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.strip() == "0", done
     assert not [p for f in folders for p in f.iterdir()]
 
@@ -105,15 +124,42 @@ def test_the_competing_writer_stops_with_the_job_and_leaves_nothing(tmp_path):
 def test_target_dirs_hold_the_files_and_stay(flavour, tmp_path):
     bench.require("adaptive", flavour)
     a, b = tmp_path / "a", tmp_path / "b"
-    res = bench.run("adaptive", flavour, 4, "--dir", tmp_path / "index", "--size", "256K",
-                    "--target-dir", a, "--target-dir", b, "--verify", "--keep")  # fmt: skip
+    res = bench.run(
+        "adaptive",
+        flavour,
+        4,
+        "--dir",
+        tmp_path / "index",
+        "--size",
+        "256K",
+        "--target-dir",
+        a,
+        "--target-dir",
+        b,
+        "--verify",
+        "--keep",
+    )
     (line,) = bench.json_lines(res)
     assert line["targets"] == 2 and line["writers_per_target"] == [2, 2]
-    assert {p.name for p in a.iterdir()} == {"adaptive.dat", "adaptive.idx"} == {
-        p.name for p in b.iterdir()}  # fmt: skip
+    assert (
+        {p.name for p in a.iterdir()}
+        == {"adaptive.dat", "adaptive.idx"}
+        == {p.name for p in b.iterdir()}
+    )
     assert [p.name for p in (tmp_path / "index").iterdir()] == ["adaptive.gidx"]
-    res = bench.run("adaptive", flavour, 4, "--dir", tmp_path / "index", "--size", "256K",
-                    "--target-dir", a, "--target-dir", b)  # fmt: skip
+    res = bench.run(
+        "adaptive",
+        flavour,
+        4,
+        "--dir",
+        tmp_path / "index",
+        "--size",
+        "256K",
+        "--target-dir",
+        a,
+        "--target-dir",
+        b,
+    )
     bench.json_lines(res)
     assert a.is_dir() and b.is_dir() and not list(a.iterdir()) and not list(b.iterdir())
 
@@ -128,8 +174,10 @@ def test_a_listed_target_whose_folder_is_missing_fails_the_job_naming_it(
     present.mkdir()
     path = configs_copy / "systems" / "local" / "system.json"
     system = json.loads(path.read_text())
-    system["storage"][0]["targets"] = [{"name": "t0", "path": str(present)},
-                                       {"name": "t1", "path": str(missing)}]  # fmt: skip
+    system["storage"][0]["targets"] = [
+        {"name": "t0", "path": str(present)},
+        {"name": "t1", "path": str(missing)},
+    ]
     path.write_text(json.dumps(system))
     params = {"procs": 2, "mode": "adaptive", "size": "1M"}
     entry = {"check": "adaptive_check", "parameters": params}

@@ -249,8 +249,11 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
         tags = runs.log_tags(text)
         procs = int(tags["procs"])
         assert (tags["check"], tags["problem_class"], tags["points"], tags["dumps"]) == (
-            "btio_check", "S", "12", "12"
-        )  # fmt: skip
+            "btio_check",
+            "S",
+            "12",
+            "12",
+        )
         assert tags["method"] == "full" and tags["campaign"] == "btiopoints"
         assert tags["run_id"] == run_dir.name and tags["system"] == system
         assert runs.exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
@@ -293,8 +296,15 @@ def test_real_run_passes_and_its_logs_show_collective_mpiio(configs_copy, tmp_pa
     run_dir = runs.real_run(capsys, configs_copy, "btioreal", [POINT], tmp_path / "results")
     cases = runs.report_cases(run_dir)
     assert sorted(c["procs"] for c in cases) == [1, 4]
-    names = {"write_mib_s", "read_mib_s", "write_time_s", "read_time_s", "io_mib_s",
-             "io_time_s", "io_gib"}  # fmt: skip
+    names = {
+        "write_mib_s",
+        "read_mib_s",
+        "write_time_s",
+        "read_time_s",
+        "io_mib_s",
+        "io_time_s",
+        "io_gib",
+    }
     for case in cases:
         assert case["result"] == "pass"
         perf = runs.perf_values(case)

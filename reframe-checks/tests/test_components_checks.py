@@ -30,9 +30,10 @@ MIB = 1 << 20
 
 def fio_report(op="write", io_bytes=2 * 64 * MIB, bw=200 * MIB, error=0) -> dict:
     side = "read" if op == "read" else "write"
-    return {"fio version": "fio-3.33",
-            "jobs": [{"jobname": op, "error": error,
-                      side: {"io_bytes": io_bytes, "bw_bytes": bw}}]}  # fmt: skip
+    return {
+        "fio version": "fio-3.33",
+        "jobs": [{"jobname": op, "error": error, side: {"io_bytes": io_bytes, "bw_bytes": bw}}],
+    }
 
 
 def test_fio_report_is_found_after_fio_notes_and_judged():
@@ -46,8 +47,9 @@ def test_fio_report_is_found_after_fio_notes_and_judged():
     assert (record["aggregate_mib_s"], record["mib_s"], record["jobs"]) == (200.0, 100.0, 2)
     short = fio_report(io_bytes=64 * MIB, error=5)
     assert components.fio_sanity(short, "write", 2, 64 * MIB) == [
-        "fio error 5", f"fio moved {64 * MIB} bytes, expected 2 x {64 * MIB}"
-    ]  # fmt: skip
+        "fio error 5",
+        f"fio moved {64 * MIB} bytes, expected 2 x {64 * MIB}",
+    ]
     with pytest.raises(ValueError, match="no fio JSON report"):
         components.fio_parse("fio: pid=1, err=2/file:filesetup.c")
 
@@ -149,19 +151,35 @@ def test_fio_device_rate_agrees_with_dd_oflag_direct(tmp_path):
 
 
 COMPONENTS = [
-    {"check": "fio_check",
-     "parameters": {"operation": ["write", "read", "syncwrite"], "jobs": [1, 2], "size": "16M",
-                    "block": ["4M", "64K"]},
-     "exclude": [{"parameters": {"operation": "syncwrite", "block": "4M"}, "why": "small"},
-                 {"parameters": {"operation": "write", "block": "64K"}, "why": "large"},
-                 {"parameters": {"operation": "read", "block": "64K"}, "why": "large"},
-                 {"parameters": {"operation": "syncwrite", "jobs": 2}, "why": "one"}]},
-    {"check": "netbw_check",
-     "parameters": {"procs": 2, "procs_per_node": 1, "max_size": "256K", "seconds": 0.005}},
-    {"check": "iomodel_check",
-     "parameters": {"size": "32M", "max_procs": 2, "procs_per_node": "system",
-                    "read_back": True}},
-]  # fmt: skip
+    {
+        "check": "fio_check",
+        "parameters": {
+            "operation": ["write", "read", "syncwrite"],
+            "jobs": [1, 2],
+            "size": "16M",
+            "block": ["4M", "64K"],
+        },
+        "exclude": [
+            {"parameters": {"operation": "syncwrite", "block": "4M"}, "why": "small"},
+            {"parameters": {"operation": "write", "block": "64K"}, "why": "large"},
+            {"parameters": {"operation": "read", "block": "64K"}, "why": "large"},
+            {"parameters": {"operation": "syncwrite", "jobs": 2}, "why": "one"},
+        ],
+    },
+    {
+        "check": "netbw_check",
+        "parameters": {"procs": 2, "procs_per_node": 1, "max_size": "256K", "seconds": 0.005},
+    },
+    {
+        "check": "iomodel_check",
+        "parameters": {
+            "size": "32M",
+            "max_procs": 2,
+            "procs_per_node": "system",
+            "read_back": True,
+        },
+    },
+]
 
 
 @pytest.mark.exclusive
@@ -180,8 +198,12 @@ def test_components_campaign_runs_is_stored_and_sets_the_ceiling(configs_copy, t
     rows = store_mod.connect(store).execute("SELECT * FROM components").df()
     storage = rows[rows["component"] == "storage"]
     assert sorted(zip(storage["operation"], storage["jobs"], strict=True)) == [
-        ("read", 1), ("read", 2), ("syncwrite", 1), ("write", 1), ("write", 2)
-    ]  # fmt: skip
+        ("read", 1),
+        ("read", 2),
+        ("syncwrite", 1),
+        ("write", 1),
+        ("write", 2),
+    ]
     network = rows[rows["component"] == "network"]
     assert len(network) == 9 * 3  # 1 KiB to 256 KiB, each with +-3 bytes
     # the synced 64 KiB writes are slower than the large direct ones (seed 001: 5-8 against 600)

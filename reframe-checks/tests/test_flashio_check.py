@@ -30,8 +30,11 @@ CASES = {
     "coll-b-2": (2, "collective", "blocking"),
     "indep-b-4": (4, "independent", "blocking"),
 }
-LABELS = {"checkpoint": "checkpoint time", "plot_centered": "plot no corner",
-          "plot_corner": "plot    corner"}  # fmt: skip
+LABELS = {
+    "checkpoint": "checkpoint time",
+    "plot_centered": "plot no corner",
+    "plot_corner": "plot    corner",
+}
 
 
 def text_of(name: str) -> str:
@@ -74,8 +77,10 @@ def test_arguments():
 def test_file_names_are_the_ones_a_real_run_wrote():
     """The three files a 1-rank run left in its folder (listed when it was captured)."""
     assert sorted(flashio.file_names().values()) == [
-        "flash_ncmpi_chk_0000.nc", "flash_ncmpi_plt_cnt_0000.nc", "flash_ncmpi_plt_crn_0000.nc"
-    ]  # fmt: skip
+        "flash_ncmpi_chk_0000.nc",
+        "flash_ncmpi_plt_cnt_0000.nc",
+        "flash_ncmpi_plt_crn_0000.nc",
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -106,8 +111,10 @@ def test_expected_amounts_are_every_ranks_blocks():
     doubles a cell), 5 MiB of centred plot (4 floats), 4 floats at 17^3 corners."""
     parsed = flashio.parse(text_of("coll-nb-1"))
     assert flashio.expected_mib(parsed, 1) == {
-        "checkpoint": 60.0, "plot_centered": 5.0, "plot_corner": 80 * 4 * 17**3 * 4 / MIB
-    }  # fmt: skip
+        "checkpoint": 60.0,
+        "plot_centered": 5.0,
+        "plot_corner": 80 * 4 * 17**3 * 4 / MIB,
+    }
     assert flashio.blocks_of_run(80, 4) == 80 + 81 + 82 + 80
     assert flashio.expected_mib(parsed, 4)["checkpoint"] == 323 * 24 * 16**3 * 8 / MIB
 
@@ -174,8 +181,10 @@ def test_a_time_printed_as_zero_has_no_bandwidth():
 # ---- campaigns: dry runs --------------------------------------------------------------------
 
 
-POINT = {"check": "flashio_check", "parameters": {
-    "access": ["collective", "independent"], "procs": 2, "procs_per_node": "system"}}  # fmt: skip
+POINT = {
+    "check": "flashio_check",
+    "parameters": {"access": ["collective", "independent"], "procs": 2, "procs_per_node": "system"},
+}
 
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
@@ -197,8 +206,9 @@ def test_missing_flashio_is_skipped_named_and_never_passed(
 def test_unknown_access_is_refused_naming_it(configs_copy, spack_build, tmp_path, capsys):
     """A value the program has no option for: the campaign's schema refuses it before anything
     runs (and flashio.arguments, the check's own guard, names it too)."""
-    runs.write_campaign(configs_copy, "flashbad", [{"check": "flashio_check",
-                                                    "parameters": {"access": "coll"}}])  # fmt: skip
+    runs.write_campaign(
+        configs_copy, "flashbad", [{"check": "flashio_check", "parameters": {"access": "coll"}}]
+    )
     argv = ["campaign", "run", "flashbad", "--system", "local", "--dry-run"]
     assert main(argv + ["--results", str(tmp_path / "results")]) == 2
     assert "checks[0].parameters.access: 'coll'" in capsys.readouterr().err
@@ -211,9 +221,15 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
     """With the Spack view: each point's job runs the view's flash_benchmark_io with its
     options in its scratch folder, under the runtime with its log tags, with the view's MPI."""
     mpi = runs.require_view(system, flashio.PROGRAM)
-    entry = {"check": "flashio_check", "parameters": {
-        "access": ["collective", "independent"], "requests": ["nonblocking", "blocking"],
-        "procs": [1, 4], "procs_per_node": "system"}}  # fmt: skip
+    entry = {
+        "check": "flashio_check",
+        "parameters": {
+            "access": ["collective", "independent"],
+            "requests": ["nonblocking", "blocking"],
+            "procs": [1, 4],
+            "procs_per_node": "system",
+        },
+    }
     runs.write_campaign(configs_copy, "flashpoints", [entry])
     status, out, run_dir = runs.dry_run(capsys, "flashpoints", system, tmp_path / "results")
     assert status == 0, out
@@ -265,8 +281,10 @@ def test_real_run_passes_and_its_log_shows_the_three_pnetcdf_files(configs_copy,
     import darshan
 
     runs.require_view("local", flashio.PROGRAM)
-    entry = {"check": "flashio_check",
-             "parameters": {"access": ["collective", "independent"], "procs": 2}}  # fmt: skip
+    entry = {
+        "check": "flashio_check",
+        "parameters": {"access": ["collective", "independent"], "procs": 2},
+    }
     run_dir = runs.real_run(capsys, configs_copy, "flashreal", [entry], tmp_path / "results")
     cases = runs.report_cases(run_dir)
     assert len(cases) == 2

@@ -37,8 +37,12 @@ CASES = {
 }
 PAIRS = {"fpp-2": ("fpp-write-2", "fpp-read-2"), "shared-4": ("shared-write-4", "shared-read-4")}
 #: the files' sizes the capture listed (ls -l after each run)
-FILE_SIZES = {"fpp-verify-1": 28965824, "fpp-verify-2": 28965824, "fpp-verify-4": 27065824,
-              "shared-verify-2": 32765824}  # fmt: skip
+FILE_SIZES = {
+    "fpp-verify-1": 28965824,
+    "fpp-verify-2": 28965824,
+    "fpp-verify-4": 27065824,
+    "shared-verify-2": 32765824,
+}
 
 
 def text_of(name: str) -> str:
@@ -60,8 +64,9 @@ def test_programs_and_arguments():
     assert haccio.programs("fpp", False) == {"write": "hacc_io_write", "read": "hacc_io_read"}
     assert haccio.programs("fpp", True) == {"verify": "hacc_io"}
     assert haccio.programs("shared", False) == {
-        "write": "hacc_io_write_shared", "read": "hacc_io_read_shared"
-    }  # fmt: skip
+        "write": "hacc_io_write_shared",
+        "read": "hacc_io_read_shared",
+    }
     assert haccio.programs("shared", True) == {"verify": "hacc_io_shared"}
     with pytest.raises(ValueError, match="layout 'N-N': not one of fpp, shared"):
         haccio.programs("N-N", False)
@@ -75,8 +80,7 @@ def test_programs_and_arguments():
 
 def test_switches_of_iostudys_build():
     assert haccio.environment("mpiio", False) == {"HACC_IO_INTERFACE": "mpiio"}
-    assert haccio.environment("posix", True) == {"HACC_IO_INTERFACE": "posix",
-                                                 "HACC_IO_OSYNC": "1"}  # fmt: skip
+    assert haccio.environment("posix", True) == {"HACC_IO_INTERFACE": "posix", "HACC_IO_OSYNC": "1"}
     with pytest.raises(ValueError, match="O_SYNC is an open flag of the POSIX interface only"):
         haccio.environment("mpiio", True)
     with pytest.raises(ValueError, match="interface 'hdf5': not one of mpiio, posix"):
@@ -86,8 +90,9 @@ def test_switches_of_iostudys_build():
 def test_file_names_are_the_ones_real_runs_wrote():
     """As the capture listed them (data/README.md): a file per rank, or one."""
     assert haccio.file_names("checkpoint", "fpp", 2) == [
-        "checkpoint-Part00000000-of-00000002.data", "checkpoint-Part00000001-of-00000002.data"
-    ]  # fmt: skip
+        "checkpoint-Part00000000-of-00000002.data",
+        "checkpoint-Part00000001-of-00000002.data",
+    ]
     assert haccio.file_names("checkpoint", "shared", 4) == [
         "checkpoint-Part00000000-of-00000001.data"
     ]
@@ -177,8 +182,9 @@ def test_sanity_catches_wrong_counts_and_failures():
     assert sum("bytes, expected" in p for p in problems) == 2
     # the shared file has one header, not one per rank
     problems = haccio.sanity(parsed, 100_000, 2, "shared", True)
-    assert problems == ["write: 57931648 bytes, expected 32765824 (2 ranks of 100000 particles, "
-                        "shared, posix)"]  # fmt: skip
+    assert problems == [
+        "write: 57931648 bytes, expected 32765824 (2 ranks of 100000 particles, shared, posix)"
+    ]
     # what the programs print when something failed, even after a phase's results
     failed = text_of("fpp-verify-2") + text_of("fpp-read-mismatch-2")
     problems = haccio.sanity(haccio.parse(failed), 100_000, 2, "fpp", True)
@@ -241,9 +247,15 @@ def test_drop_cached_pages_of_a_checkpoint(tmp_path):
 # ---- campaigns: dry runs --------------------------------------------------------------------
 
 
-POINT = {"check": "haccio_check", "parameters": {
-    "particles": 100_000, "verify": [False, True], "procs": 2,
-    "procs_per_node": "system"}}  # fmt: skip
+POINT = {
+    "check": "haccio_check",
+    "parameters": {
+        "particles": 100_000,
+        "verify": [False, True],
+        "procs": 2,
+        "procs_per_node": "system",
+    },
+}
 
 
 @pytest.mark.parametrize("system", ["local", "testcluster"])
@@ -269,8 +281,9 @@ def test_missing_haccio_is_skipped_named_and_never_passed(
 def test_unknown_layout_is_refused_naming_it(configs_copy, spack_build, tmp_path, capsys):
     """A layout hacc-io has no programs for: the campaign's schema refuses it before anything
     runs (and haccio.programs, the check's own guard, names it too)."""
-    runs.write_campaign(configs_copy, "haccbad", [{"check": "haccio_check",
-                                                   "parameters": {"layout": "N-1"}}])  # fmt: skip
+    runs.write_campaign(
+        configs_copy, "haccbad", [{"check": "haccio_check", "parameters": {"layout": "N-1"}}]
+    )
     argv = ["campaign", "run", "haccbad", "--system", "local", "--dry-run"]
     assert main(argv + ["--results", str(tmp_path / "results")]) == 2
     assert "checks[0].parameters.layout: 'N-1'" in capsys.readouterr().err
@@ -290,9 +303,17 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
     cached pages on scratch (not in memory) and reads it back, each phase under its log tags;
     with verify one launch of hacc_io; the view's programs, runtime and MPI only."""
     mpi = require_hacc_io(system)
-    entry = {"check": "haccio_check", "parameters": {
-        "particles": 100_000, "layout": ["fpp", "shared"], "verify": [False, True],
-        "target": ["scratch", "memory"], "procs": 4, "procs_per_node": "system"}}  # fmt: skip
+    entry = {
+        "check": "haccio_check",
+        "parameters": {
+            "particles": 100_000,
+            "layout": ["fpp", "shared"],
+            "verify": [False, True],
+            "target": ["scratch", "memory"],
+            "procs": 4,
+            "procs_per_node": "system",
+        },
+    }
     runs.write_campaign(configs_copy, "haccpoints", [entry])
     status, out, run_dir = runs.dry_run(capsys, "haccpoints", system, tmp_path / "results")
     assert status == 0, out
@@ -321,15 +342,14 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
         args = f"100000 {workdir / 'checkpoint'}"
         lines = text.splitlines()
         launches = [line for line in lines if str(spackenv.view_dir(system)) + "/bin/" in line]
-        launcher = (
-            '"${IOSTUDY_MPIRUN:-mpirun}" -np 4 ' if system == "local" else "srun "
-        )  # fmt: skip
+        launcher = '"${IOSTUDY_MPIRUN:-mpirun}" -np 4 ' if system == "local" else "srun "
         assert all(line.startswith(launcher) for line in launches), launches
         if system == "testcluster":
             assert "#SBATCH --ntasks=4" in lines and "#SBATCH --ntasks-per-node=2" in lines
             assert tags["nodes"] == "2"
-        programs = {p: spackenv.view_program(system, n)
-                    for p, n in haccio.programs(layout, verify).items()}  # fmt: skip
+        programs = {
+            p: spackenv.view_program(system, n) for p, n in haccio.programs(layout, verify).items()
+        }
         if verify:
             assert launches == [f"{launcher}{programs['verify']} {args}"]
             assert "phase=" not in text and "iflag=nocache" not in text
@@ -365,8 +385,12 @@ def test_real_run_passes_and_its_logs_show_a_file_per_rank(configs_copy, tmp_pat
 
     require_hacc_io("local")
     particles = 100_000
-    parameters = {"particles": particles, "verify": [False, True], "procs": 2,
-                  "interface": ["mpiio", "posix"]}  # fmt: skip
+    parameters = {
+        "particles": particles,
+        "verify": [False, True],
+        "procs": 2,
+        "interface": ["mpiio", "posix"],
+    }
     entry = {"check": "haccio_check", "parameters": parameters}
     run_dir = runs.real_run(capsys, configs_copy, "haccreal", [entry], tmp_path / "results")
     cases = runs.report_cases(run_dir)
@@ -395,8 +419,9 @@ def test_real_run_passes_and_its_logs_show_a_file_per_rank(configs_copy, tmp_pat
                 continue
             records = runs.records_by_name(report, module)
             # (OMPIO leaves files of its own beside them: <file>.locktest..., shared pointers)
-            mine = {Path(name).name: row for name, row in records.items()
-                    if Path(name).name in names}  # fmt: skip
+            mine = {
+                Path(name).name: row for name, row in records.items() if Path(name).name in names
+            }
             assert sorted(mine) == names, sorted(Path(n).name for n in records)
             for rank, name in enumerate(names):
                 assert mine[name]["rank"] == rank  # a file per rank, no other rank opened it
@@ -404,6 +429,7 @@ def test_real_run_passes_and_its_logs_show_a_file_per_rank(configs_copy, tmp_pat
                 assert mine[name][f"{prefix}_BYTES_WRITTEN"] == written
                 assert mine[name][f"{prefix}_BYTES_READ"] == read
     assert sorted(phases) == sorted(
-        (i, v, p) for i in ("mpiio", "posix")
+        (i, v, p)
+        for i in ("mpiio", "posix")
         for v, p in (("false", "read"), ("false", "write"), ("true", "both"))
-    )  # fmt: skip
+    )

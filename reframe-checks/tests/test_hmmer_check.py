@@ -31,8 +31,9 @@ def test_parse_finds_exactly_the_planted_sequences(name):
     assert {q["name"]: set(q["hits"]) for q in parsed["queries"]} == hmmer.planted(
         FAMILIES, SEQUENCES
     )
-    assert all(q["targets"] == SEQUENCES and q["residues"] == SEQUENCES * 300
-               for q in parsed["queries"])  # fmt: skip
+    assert all(
+        q["targets"] == SEQUENCES and q["residues"] == SEQUENCES * 300 for q in parsed["queries"]
+    )
     assert hmmer.sanity(parsed, SEQUENCES, hmmer.planted(FAMILIES, SEQUENCES)) == []
     elapsed = re.findall(r"Elapsed: 00:00:(\d+\.\d+)", text)
     assert len(elapsed) == FAMILIES
@@ -104,8 +105,15 @@ def test_three_configurations_run_and_are_recorded(configs_copy, tmp_path, capsy
     each job's log: the database read once per family (hmmsearch re-reads it for each query),
     from the storage (A, B) or from /dev/shm (C), and the results written to <STDOUT> (A) or
     to the -o file (B, C)."""
-    point = {"check": "hmmer_check", "parameters": {"config": ["A", "B", "C"], "procs": 2,
-             "families": FAMILIES, "sequences": 2000}}  # fmt: skip
+    point = {
+        "check": "hmmer_check",
+        "parameters": {
+            "config": ["A", "B", "C"],
+            "procs": 2,
+            "families": FAMILIES,
+            "sequences": 2000,
+        },
+    }
     run_dir = runs.real_run(capsys, configs_copy, "hmmerrun", [point], tmp_path / "results")
     by_config = {}
     for log in runs.darshan_logs(run_dir):

@@ -75,10 +75,17 @@ def test_iomodel_problem(size, procs, per_node, problem):
 MODELS = {
     (2, 2): [(1, 1, 1, 1), (1, 2, 1, 1), (1, 2, 2, 1)],
     (4, 2): [
-        (1, 1, 1, 1), (1, 2, 1, 1), (1, 2, 2, 1),
-        (2, 1, 1, 1), (2, 1, 1, 2), (2, 2, 1, 1), (2, 2, 1, 2), (2, 2, 2, 1), (2, 2, 2, 2),
+        (1, 1, 1, 1),
+        (1, 2, 1, 1),
+        (1, 2, 2, 1),
+        (2, 1, 1, 1),
+        (2, 1, 1, 2),
+        (2, 2, 1, 1),
+        (2, 2, 1, 2),
+        (2, 2, 2, 1),
+        (2, 2, 2, 2),
     ],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize(("procs", "per_node"), sorted(MODELS))
@@ -88,10 +95,18 @@ def test_models_in_order(procs, per_node):
 
 def fake_lines(procs, per_node, size, mib_s=lambda n, p, f, m: 100.0 * n * p):
     return [
-        {"benchmark": "iomodel", "n": n, "p": p, "f": f, "m": m, "bytes": size,
-         "write_mib_s": mib_s(n, p, f, m), "read_mib_s": None}
+        {
+            "benchmark": "iomodel",
+            "n": n,
+            "p": p,
+            "f": f,
+            "m": m,
+            "bytes": size,
+            "write_mib_s": mib_s(n, p, f, m),
+            "read_mib_s": None,
+        }
         for n, p, f, m in MODELS[procs, per_node]
-    ]  # fmt: skip
+    ]
 
 
 def test_lines_skip_other_output():
@@ -138,9 +153,15 @@ def test_log_tags():
 
 def test_reframe_references_from_configs(configs_copy):
     refs = {"value": 1500.0, "lower": -0.25, "upper": None, "unit": "MiB/s"}
-    (configs_copy / "references" / "local.json").write_text(json.dumps({
-        "system": "local", "description": "a test's", "checks": {
-            "iomodel_check": {"fpp_write_mib_s": refs}}}))  # fmt: skip
+    (configs_copy / "references" / "local.json").write_text(
+        json.dumps(
+            {
+                "system": "local",
+                "description": "a test's",
+                "checks": {"iomodel_check": {"fpp_write_mib_s": refs}},
+            }
+        )
+    )
     assert checks.reframe_references("iomodel_check", "local", "local:default") == {
         "local:default": {"fpp_write_mib_s": (1500.0, -0.25, None, "MiB/s")}
     }
@@ -245,16 +266,20 @@ def test_real_run_with_1_2_and_4_ranks(configs_copy, tmp_path, capsys):
     assert (manifest["status"], manifest["exit_code"], manifest["dry_run"]) == ("passed", 0, False)
     assert manifest["run_id"] == run_dir.name
     assert (manifest["campaign"], manifest["system"], manifest["study"]) == (
-        "small", "local", "tests"
-    )  # fmt: skip
+        "small",
+        "local",
+        "tests",
+    )
     assert manifest["started"] <= manifest["finished"]
     assert len(manifest["git_commit"]) == 40 and isinstance(manifest["git_dirty"], bool)
     for tool in ("iostudy", "reframe", "snakemake", "darshan", *FLAVOURS):
         assert manifest["tool_versions"][tool], tool
     assert manifest["effective_config"]["system"] == config.load_system("local")
     assert manifest["effective_config"]["campaign"]["checks"][0]["parameters"]["max_procs"] == [
-        1, 2, 4
-    ]  # fmt: skip
+        1,
+        2,
+        4,
+    ]
     # The Spack build the binaries come from, when `make spack` made one (else None).
     assert manifest["spack_build"] == spackenv.manifest_entry("local", manifest["git_commit"])
     assert manifest["results"] == {"pass": 6}
@@ -308,8 +333,11 @@ def test_references_decide(configs_copy, tmp_path, capsys):
     refs = configs_copy / "references" / "local.json"
     data = json.loads(refs.read_text())
     data["checks"]["iomodel_check"]["max_write_mib_s"] = {
-        "value": 1e9, "lower": -0.1, "upper": None, "unit": "MiB/s"
-    }  # fmt: skip
+        "value": 1e9,
+        "lower": -0.1,
+        "upper": None,
+        "unit": "MiB/s",
+    }
     refs.write_text(json.dumps(data))
     iomodel_campaign(configs_copy, "tiny", {"size": "1M", "max_procs": 1}, environs=["openmpi"])
     status, out, run_dir = runs.run_campaign(capsys, "tiny", "local", tmp_path / "results")

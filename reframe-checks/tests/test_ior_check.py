@@ -131,8 +131,10 @@ def test_excluded_combinations_are_not_run(configs_copy, spack_build, tmp_path, 
     status, out, run_dir = runs.dry_run(capsys, "iorpoints", "local", tmp_path / "results")
     skips = runs.skip_lines(out, "ior_check")
     excluded = [line for line in skips if "excluded by the campaign: layout=fpp" in line]
-    reasons = {(c["name"], c["result"], c["reason"].split(":")[0])
-               for c in runs.manifest(run_dir)["not_run"]}  # fmt: skip
+    reasons = {
+        (c["name"], c["result"], c["reason"].split(":")[0])
+        for c in runs.manifest(run_dir)["not_run"]
+    }
     assert reasons == {
         ("ior_check %.layout=fpp", "excluded", "excluded by the campaign"),
         ("ior_check %.layout=shared", "skip", "ior is not built"),
@@ -217,9 +219,15 @@ def test_every_ior_run_agrees_with_its_log(configs_copy, tmp_path, capsys):
     from iostudy.store import store
 
     runs.require_view("local", "ior")
-    params = {"api": ["POSIX", "MPIIO"], "layout": ["shared", "fpp"], "transfer": "4M",
-              "transfers": 256, "iterations": 1, "procs": 2,
-              "target": ["memory", "scratch"]}  # fmt: skip
+    params = {
+        "api": ["POSIX", "MPIIO"],
+        "layout": ["shared", "fpp"],
+        "transfer": "4M",
+        "transfers": 256,
+        "iterations": 1,
+        "procs": 2,
+        "target": ["memory", "scratch"],
+    }
     entries = [{"check": "ior_check", "parameters": params}]
     run_dir = runs.real_run(capsys, configs_copy, "iorlogs", entries, tmp_path / "results")
     assert main(["ingest", str(run_dir), "--store", str(tmp_path / "store")]) == 0

@@ -42,12 +42,13 @@ def raw_times(text: str, name: str) -> tuple[float, float, float]:
 
 
 def test_arguments_and_environment():
-    assert madbench.arguments(2048, 4, 32, 4096, 1, 1) == [
-        "2048", "4", "1", "32", "4096", "1", "1"
-    ]  # fmt: skip
+    assert madbench.arguments(2048, 4, 32, 4096, 1, 1) == ["2048", "4", "1", "32", "4096", "1", "1"]
     assert madbench.environment("MPI", "UNIQUE", 1.0) == {
-        "IOMETHOD": "MPI", "IOMODE": "SYNC", "FILETYPE": "UNIQUE", "BWEXP": "1"
-    }  # fmt: skip
+        "IOMETHOD": "MPI",
+        "IOMODE": "SYNC",
+        "FILETYPE": "UNIQUE",
+        "BWEXP": "1",
+    }
 
 
 def test_seed_001s_parameters():
@@ -225,8 +226,11 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
         seen.add((method, filetype))
         assert (tags["iomethod"], tags["filetype"]) == (method, filetype)
         assert (tags["check"], tags["npix"], tags["nbin"], tags["bwexp"]) == (
-            "madbench_check", "2048", "4", "1"
-        )  # fmt: skip
+            "madbench_check",
+            "2048",
+            "4",
+            "1",
+        )
         assert (tags["rmod"], tags["wmod"], tags["fblocksize"]) == ("1", "1", "4096")
         assert tags["procs"] == "4" and tags["run_id"] == run_dir.name
         assert runs.exported(text, "BWEXP") == "1" and runs.exported(text, "IOMODE") == "SYNC"

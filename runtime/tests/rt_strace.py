@@ -34,16 +34,34 @@ def traced(cmd: list, path: str, calls: str, env: dict | None = None, timeout=30
     """The calls (strace's trace=calls, plus openat, fcntl and close) cmd made on path."""
     with tempfile.TemporaryDirectory() as d:
         prefix = os.path.join(d, "trace")
-        subprocess.run(["strace", "-f", "-ff", "-ttt", "-qq", "-y", "-s", "0", "-o", prefix, "-e",
-                        f"trace=openat,fcntl,close,{calls}", *map(str, cmd)],
-                       env=clean_env(env), check=True, capture_output=True,
-                       timeout=timeout)  # fmt: skip
+        subprocess.run(
+            [
+                "strace",
+                "-f",
+                "-ff",
+                "-ttt",
+                "-qq",
+                "-y",
+                "-s",
+                "0",
+                "-o",
+                prefix,
+                "-e",
+                f"trace=openat,fcntl,close,{calls}",
+                *map(str, cmd),
+            ],
+            env=clean_env(env),
+            check=True,
+            capture_output=True,
+            timeout=timeout,
+        )
         lines = []
         for trace in glob.glob(prefix + ".*"):
             with open(trace) as f:
                 lines += f.readlines()
-        return _on_path(sorted(lines, key=lambda line: float(line.split(" ", 1)[0])),
-                        os.path.realpath(path))  # fmt: skip
+        return _on_path(
+            sorted(lines, key=lambda line: float(line.split(" ", 1)[0])), os.path.realpath(path)
+        )
 
 
 def _on_path(lines, path: str) -> list[Call]:

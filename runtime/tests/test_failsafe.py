@@ -234,8 +234,7 @@ def test_no_predictable_tmp_fallback(runner, tmp_path):
     path another user could have prepared; one warning says why."""
     d = os.path.realpath(tmp_path)
     before = set(os.listdir(tempfile.gettempdir()))
-    extra = {"DARSHAN_LOGFILE": None, "DARSHAN_LOGPATH": None, "XDG_STATE_HOME": None,
-             "HOME": None}  # fmt: skip
+    extra = {"DARSHAN_LOGFILE": None, "DARSHAN_LOGPATH": None, "XDG_STATE_HOME": None, "HOME": None}
     cmd = _deterministic_cmd(runner, d)
     inst = runner.instrumented(cmd, d, env_extra=extra)
     assert inst.returncode == 3, inst.describe()
@@ -248,8 +247,13 @@ def test_no_predictable_tmp_fallback(runner, tmp_path):
 
 
 def _as_user(uid: int, cmd: list, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                           *cmd], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 NO_SETPRIV = "needs root and setpriv (util-linux) to run as two other users"
@@ -270,14 +274,22 @@ def test_two_users_share_a_log_root(runner):
         os.chmod(root, 0o1777)
         users = (64001, 64002)
         for uid in users:
-            env = clean_env({"LD_PRELOAD": lib, "DARSHAN_ENABLE_NONMPI": "1",
-                             "DARSHAN_LOGPATH": root, "LOGNAME": f"user{uid}",
-                             "DARSHAN_MMAP_LOGPATH": None, "IOSTUDY_MMAP_LOGS": "0"})  # fmt: skip
+            env = clean_env(
+                {
+                    "LD_PRELOAD": lib,
+                    "DARSHAN_ENABLE_NONMPI": "1",
+                    "DARSHAN_LOGPATH": root,
+                    "LOGNAME": f"user{uid}",
+                    "DARSHAN_MMAP_LOGPATH": None,
+                    "IOSTUDY_MMAP_LOGS": "0",
+                }
+            )
             proc = _as_user(uid, ["sh", "-c", "umask 0777; exec /bin/true"], env)
             assert proc.returncode == 0 and proc.stderr == "", proc.stderr
         logs = [os.path.join(p, f) for p, _, fs in os.walk(root) for f in fs]
         assert sorted(os.path.basename(f).split("_")[0] for f in logs) == [
-            f"user{u}" for u in users]  # fmt: skip
+            f"user{u}" for u in users
+        ]
         day = os.path.dirname(logs[0])
         for folder in (day, os.path.dirname(day), os.path.dirname(os.path.dirname(day))):
             assert stat.S_IMODE(os.stat(folder).st_mode) == 0o1777, folder
@@ -300,12 +312,31 @@ def test_a_read_that_returns_after_shutdown(runner, tmp_path):
         "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
         "DARSHAN_MMAP_LOGPATH": d,
     }
-    hold = ["-e", "inject=read:delay_exit=300000:when=3+",
-            "-e", "inject=exit_group:delay_enter=1500000"]  # fmt: skip
-    proc = subprocess.run(["strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=read,exit_group",
-                           *hold, *(f"-E{k}={v}" for k, v in env.items()),
-                           runner.bin("exit_during_read"), d], env=clean_env(),
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    hold = [
+        "-e",
+        "inject=read:delay_exit=300000:when=3+",
+        "-e",
+        "inject=exit_group:delay_enter=1500000",
+    ]
+    proc = subprocess.run(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-o",
+            os.devnull,
+            "-e",
+            "trace=read,exit_group",
+            *hold,
+            *(f"-E{k}={v}" for k, v in env.items()),
+            runner.bin("exit_during_read"),
+            d,
+        ],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     read_log(os.path.join(d, "x.darshan"))
     assert not [f for f in os.listdir(d) if "_mmap-log-" in f]
@@ -321,8 +352,9 @@ def test_a_missing_library_fails_the_call_not_the_program(runner, tmp_path):
     inst = runner.instrumented([runner.bin("missing_library"), d], d)
     assert inst.returncode == 0, inst.describe()
     enosys = errno.ENOSYS
-    assert inst.stdout.splitlines() == [f"{name} ret=-1 errno={enosys}" for name in
-                                        ("MPI_File_open", "H5Fcreate", "ncmpi_open")]  # fmt: skip
+    assert inst.stdout.splitlines() == [
+        f"{name} ret=-1 errno={enosys}" for name in ("MPI_File_open", "H5Fcreate", "ncmpi_open")
+    ]
     err = inst.stderr.splitlines()
     assert len(err) == 1 and err[0].startswith("iostudy: PMPI_File_open is not in the MPI"), err
     read_log(os.path.join(d, "x.darshan"))

@@ -20,8 +20,7 @@ NPROCS = 4
 
 
 @pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
-def test_unfinished_mpi_job_is_merged_like_a_killed_one(runner, tmp_path_factory, flavour,
-                                                        capsys):  # fmt: skip
+def test_unfinished_mpi_job_is_merged_like_a_killed_one(runner, tmp_path_factory, flavour, capsys):
     prog = runner.mpi_program("mpi_no_finalize", flavour)
     plain_dir = real_tmp(tmp_path_factory, f"unfinished_plain_{flavour}")
     d = real_tmp(tmp_path_factory, f"unfinished_{flavour}")

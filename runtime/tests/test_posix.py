@@ -576,7 +576,11 @@ def test_fcntl_dup_is_a_dup_and_its_fdopen_is_recorded(transfer_run: Scenario):
     name = os.path.join(transfer_run.dir, "dupfd.dat")
     rec = record(transfer_run.log, "POSIX", name)
     assert counters(rec, "OPENS", "DUPS", "WRITES", "BYTES_WRITTEN") == {
-        "OPENS": 4, "DUPS": 3, "WRITES": 1, "BYTES_WRITTEN": 100}  # fmt: skip
+        "OPENS": 4,
+        "DUPS": 3,
+        "WRITES": 1,
+        "BYTES_WRITTEN": 100,
+    }
     stdio = record(transfer_run.log, "STDIO", name)["counters"]
     assert (stdio["STDIO_FDOPENS"], stdio["STDIO_BYTES_WRITTEN"]) == (1, 5000)
     assert os.path.getsize(name) == 5100
@@ -590,8 +594,11 @@ def test_mkstemp_family(transfer_run: Scenario):
     for prefix, file in made.items():
         rec = record(transfer_run.log, "POSIX", os.path.join(transfer_run.dir, file))
         assert counters(rec, "OPENS", "MODE", "WRITES", "BYTES_WRITTEN") == {
-            "OPENS": 1, "MODE": 0o600, "WRITES": 1, "BYTES_WRITTEN": MKSTEMP_WRITES[prefix]
-        }, file  # fmt: skip
+            "OPENS": 1,
+            "MODE": 0o600,
+            "WRITES": 1,
+            "BYTES_WRITTEN": MKSTEMP_WRITES[prefix],
+        }, file
 
 
 def test_kernel_copies(transfer_run: Scenario):
@@ -621,8 +628,21 @@ def test_kernel_copies_match_strace(runner, tmp_path):
     with open(os.path.join(d, "src.dat"), "wb") as f:
         f.write(os.urandom(SRC_BYTES))
     trace = os.path.join(d, "trace")
-    subprocess.run(["strace", "-f", "-qq", "-o", trace, "-e", "trace=copy_file_range,sendfile",
-                    runner.bin("posix_transfer"), d], check=True, timeout=60)  # fmt: skip
+    subprocess.run(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-o",
+            trace,
+            "-e",
+            "trace=copy_file_range,sendfile",
+            runner.bin("posix_transfer"),
+            d,
+        ],
+        check=True,
+        timeout=60,
+    )
     with open(trace) as f:
         returned = [int(line.rsplit("=", 1)[1]) for line in f if "= " in line]
     assert returned == KERNEL_COPIES
@@ -640,8 +660,16 @@ def test_aio(runner, tmp_path):
     res = runner.instrumented([runner.bin("aio_ops"), d], d).check()
     log = read_log(res.log)
     rec = record(log, "POSIX", os.path.join(d, "aio.dat"))
-    got = counters(rec, "OPENS", "WRITES", "BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "READS",
-                   "BYTES_READ", "MAX_BYTE_READ")  # fmt: skip
+    got = counters(
+        rec,
+        "OPENS",
+        "WRITES",
+        "BYTES_WRITTEN",
+        "MAX_BYTE_WRITTEN",
+        "READS",
+        "BYTES_READ",
+        "MAX_BYTE_READ",
+    )
     assert got == {
         "OPENS": 1,
         "WRITES": len(AIO_WRITES),
@@ -660,8 +688,22 @@ def test_aio_matches_strace(runner, tmp_path):
     file (strace -y names it), at the offsets and sizes the test above expects."""
     d = os.path.realpath(tmp_path)
     trace = os.path.join(d, "trace")
-    subprocess.run(["strace", "-f", "-qq", "-y", "-o", trace, "-e", "trace=pread64,pwrite64",
-                    runner.bin("aio_ops"), d], check=True, timeout=60)  # fmt: skip
+    subprocess.run(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-y",
+            "-o",
+            trace,
+            "-e",
+            "trace=pread64,pwrite64",
+            runner.bin("aio_ops"),
+            d,
+        ],
+        check=True,
+        timeout=60,
+    )
     calls = {"pread64": [], "pwrite64": []}
     with open(trace) as f:
         for line in f:

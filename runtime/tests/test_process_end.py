@@ -30,18 +30,28 @@ def _runtime_env(runner, d, logfile=True) -> dict:
         "DARSHAN_ENABLE_NONMPI": "1",
         "DARSHAN_MMAP_LOGPATH": d,
     }
-    env.update({"DARSHAN_LOGFILE": os.path.join(d, "x.darshan")} if logfile else
-               {"DARSHAN_LOGPATH": d})  # fmt: skip
+    env.update(
+        {"DARSHAN_LOGFILE": os.path.join(d, "x.darshan")} if logfile else {"DARSHAN_LOGPATH": d}
+    )
     return env
 
 
 def _under_strace(runner, d, cmd, env, timeout=60) -> subprocess.CompletedProcess:
     """cmd under strace with the runtime's variables for the program only (strace -E)."""
-    full = ["strace", "-f", "-qq", "-o", os.devnull, *SIGNAL_IN_THE_LOCK,
-            *(f"-E{k}={v}" for k, v in env.items()), *cmd]  # fmt: skip
+    full = [
+        "strace",
+        "-f",
+        "-qq",
+        "-o",
+        os.devnull,
+        *SIGNAL_IN_THE_LOCK,
+        *(f"-E{k}={v}" for k, v in env.items()),
+        *cmd,
+    ]
     try:
-        return subprocess.run(full, env=clean_env(), capture_output=True, text=True,
-                              timeout=timeout)  # fmt: skip
+        return subprocess.run(
+            full, env=clean_env(), capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{cmd[0]} hung: the signal handler waits for the lock its thread holds")
 
@@ -92,7 +102,10 @@ def test_exit_from_a_handler_writes_the_log(runner, tmp_path):
     assert _counters(log, os.path.join(d, "main.dat"))["POSIX_SEEKS"] == 10000
     handler = _counters(log, os.path.join(d, "handler.dat"))
     assert (handler["POSIX_OPENS"], handler["POSIX_WRITES"], handler["POSIX_BYTES_WRITTEN"]) == (
-        1, 1, 8)  # fmt: skip
+        1,
+        1,
+        8,
+    )
     assert log["job"]["nprocs"] == 1 and log["job"]["end_time_sec"] >= log["job"]["start_time_sec"]
     assert sum(sum(v) for v in log["heatmaps"]["POSIX"]["write"].values()) == 8
     assert _mmap_logs(d) == []
@@ -125,8 +138,9 @@ def test_fork_from_a_handler(runner, tmp_path):
     with its one file, exactly; one forked inside it writes none; nothing is left behind."""
     d = os.path.realpath(tmp_path)
     env = clean_env(_runtime_env(runner, d, logfile=False))
-    proc = subprocess.run([runner.bin("signal_fork"), d, "20"], env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [runner.bin("signal_fork"), d, "20"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     logs = {path: read_log(path) for path in _logs(d)}
     (parent,) = [log for log in logs.values() if "fork_parent" not in log["job"]["metadata"]]
@@ -161,8 +175,7 @@ def test_threads_while_the_descriptor_table_is_made(runner, tmp_path, repeat):
     assert module_names(log, "POSIX") == sorted(names)
     for name in names:
         c = _counters(log, name)
-        assert (c["POSIX_OPENS"], c["POSIX_WRITES"], c["POSIX_BYTES_WRITTEN"]) == (
-            500, 500, 50000)  # fmt: skip
+        assert (c["POSIX_OPENS"], c["POSIX_WRITES"], c["POSIX_BYTES_WRITTEN"]) == (500, 500, 50000)
     for t in range(16):
         c = record(log, "STDIO", os.path.join(d, f"t{t}.txt"))["counters"]
         assert (c["STDIO_OPENS"], c["STDIO_WRITES"], c["STDIO_BYTES_WRITTEN"]) == (500, 500, 5000)
@@ -177,8 +190,9 @@ def test_exec_keeps_the_images_io(runner, tmp_path):
     left (one used to stay for every exec)."""
     d = os.path.realpath(tmp_path)
     env = clean_env(_runtime_env(runner, d, logfile=False))
-    proc = subprocess.run([runner.bin("exec_image"), d, "chain"], env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [runner.bin("exec_image"), d, "chain"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     logs = [read_log(path) for path in _logs(d)]
     assert len(logs) == 2
@@ -198,8 +212,13 @@ def test_failed_exec_goes_on_recording(runner, tmp_path):
     I/O: 150 bytes in two writes, nothing counted twice."""
     d = os.path.realpath(tmp_path)
     env = clean_env(_runtime_env(runner, d, logfile=False))
-    proc = subprocess.Popen([runner.bin("exec_image"), d, "fail"], env=env, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [runner.bin("exec_image"), d, "fail"],
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     try:
         assert proc.stdout.readline() == f"errno={errno.ENOENT}\n"
         assert proc.stdout.readline() == "waiting\n"

@@ -166,15 +166,31 @@ def test_unlocked_forms(unlocked_run: Scenario):
     s = unlocked_run
     assert s.result.stdout == "u\n"
     name = os.path.join(s.dir, "u.txt")
-    exp = stdio_expected(OPENS=1, WRITES=4, BYTES_WRITTEN=17, MAX_BYTE_WRITTEN=16, READS=5,
-                         BYTES_READ=14, MAX_BYTE_READ=13, SEEKS=1)  # fmt: skip
+    exp = stdio_expected(
+        OPENS=1,
+        WRITES=4,
+        BYTES_WRITTEN=17,
+        MAX_BYTE_WRITTEN=16,
+        READS=5,
+        BYTES_READ=14,
+        MAX_BYTE_READ=13,
+        SEEKS=1,
+    )
     compare_counters(record(s.log, "STDIO", name), exp, what=name)
     exp = stdio_expected(WRITES=2, BYTES_WRITTEN=2, MAX_BYTE_WRITTEN=1)
     compare_counters(record(s.log, "STDIO", "<STDOUT>"), exp, skip={"STDIO_OPENS"}, what="<STDOUT>")
     # getline "ab\n", getdelim "cd", __getdelim "\n", and getline at the end (not a read)
     name = os.path.join(s.dir, "l.txt")
-    exp = stdio_expected(OPENS=1, WRITES=1, BYTES_WRITTEN=6, MAX_BYTE_WRITTEN=5, READS=3,
-                         BYTES_READ=6, MAX_BYTE_READ=5, SEEKS=1)  # fmt: skip
+    exp = stdio_expected(
+        OPENS=1,
+        WRITES=1,
+        BYTES_WRITTEN=6,
+        MAX_BYTE_WRITTEN=5,
+        READS=3,
+        BYTES_READ=6,
+        MAX_BYTE_READ=5,
+        SEEKS=1,
+    )
     compare_counters(record(s.log, "STDIO", name), exp, what=name)
 
 

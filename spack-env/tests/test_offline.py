@@ -90,14 +90,18 @@ def archive_of(top: Path, out: Path) -> Path:
 def test_manifest_lists_every_file_with_its_sha256(packed_tree):
     manifest = json.loads((packed_tree / "MANIFEST.json").read_text())
     found = subprocess.run(
-        ["find", ".", "-type", "f", "-o", "-type", "l"], cwd=packed_tree, capture_output=True,
+        ["find", ".", "-type", "f", "-o", "-type", "l"],
+        cwd=packed_tree,
+        capture_output=True,
         text=True,
-    ).stdout.split()  # fmt: skip
+    ).stdout.split()
     assert sorted(manifest["files"]) == sorted(p[2:] for p in found if p != "./MANIFEST.json")
     sha = subprocess.run(
-        ["sha256sum", "mirror/_source-cache/a.tar.gz"], cwd=packed_tree, capture_output=True,
+        ["sha256sum", "mirror/_source-cache/a.tar.gz"],
+        cwd=packed_tree,
+        capture_output=True,
         text=True,
-    ).stdout.split()[0]  # fmt: skip
+    ).stdout.split()[0]
     assert manifest["files"]["mirror/_source-cache/a.tar.gz"] == {"sha256": sha, "size": 6}
     assert manifest["files"]["spack/bin/sbang"] == {"link": "spack"}
 
@@ -268,22 +272,37 @@ def _file(name: str) -> tarfile.TarInfo:
     [
         # issue 41's chain: each link stays inside alone; together, spack leads to ../X, out of
         # DIR, where unpack would then write Spack's site scope
-        ([_link("spack", "d1/d2/s/../../../X"), _link("d1/d2/s", "../..")], "spack",
-         "links out of iostudy-offline/ through the archive's other links"),
+        (
+            [_link("spack", "d1/d2/s/../../../X"), _link("d1/d2/s", "../..")],
+            "spack",
+            "links out of iostudy-offline/ through the archive's other links",
+        ),
         # through two links, each inside alone: b -> c -> TOP itself, so x/../.. leaves
-        ([_link("a", "b/x/../../X"), _link("b", "c"), _link("c", ".")], "a",
-         "links out of iostudy-offline/ through the archive's other links"),
+        (
+            [_link("a", "b/x/../../X"), _link("b", "c"), _link("c", ".")],
+            "a",
+            "links out of iostudy-offline/ through the archive's other links",
+        ),
         # a file written through a link (here to a folder inside: refused all the same)
-        ([_link("w", "wheels"), _file("w/evil.whl")], "w/evil.whl",
-         "is written through the link iostudy-offline/w"),
+        (
+            [_link("w", "wheels"), _file("w/evil.whl")],
+            "w/evil.whl",
+            "is written through the link iostudy-offline/w",
+        ),
         # a loop
-        ([_link("l1", "l2"), _link("l2", "l1")], "l1",
-         "links out of iostudy-offline/ through the archive's other links"),
+        (
+            [_link("l1", "l2"), _link("l2", "l1")],
+            "l1",
+            "links out of iostudy-offline/ through the archive's other links",
+        ),
         # a hard link to a file outside, named through a link to TOP itself
-        ([_link("s", "."), _hard("h", f"{TOP}/s/../X")], "h",
-         "links out of iostudy-offline/ through the archive's other links"),
+        (
+            [_link("s", "."), _hard("h", f"{TOP}/s/../X")],
+            "h",
+            "links out of iostudy-offline/ through the archive's other links",
+        ),
     ],
-)  # fmt: skip
+)
 def test_links_are_followed_through_the_whole_tree_before_anything_is_written(
     tmp_path, key_file, members, entry, expected
 ):
@@ -344,8 +363,10 @@ def test_env_script_points_spack_and_pip_at_the_carried_copies(tmp_path):
     script.write_text(offline_unpack.env_script(tmp_path, top, tmp_path / "venv/bin/python"))
     shown = subprocess.run(
         ["bash", "-c", f". {script} && env && command -v spack || true"],
-        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    ).stdout
     assert f"SPACK_ROOT={top / 'spack'}" in shown
     assert "PIP_NO_INDEX=1" in shown and f"PIP_FIND_LINKS={top / 'wheels'}" in shown
     assert "SPACK_DISABLE_LOCAL_CONFIG=1" in shown
@@ -414,15 +435,20 @@ def test_the_bundle_clones_to_the_packed_branch(tmp_path):
     offline_unpack.clone_checkout(top, tmp_path / "iostudy", "main")
     clone_head = subprocess.run(
         ["git", "-C", str(tmp_path / "iostudy"), "rev-parse", "main"],
-        capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     main = subprocess.run(
         ["git", "-C", str(REPO_ROOT), "rev-parse", "main"], capture_output=True, text=True
     ).stdout.strip()
     assert clone_head == main
     for commit in locked.values():  # the locked commits are in the clone
-        assert subprocess.run(["git", "-C", str(tmp_path / "iostudy"), "cat-file", "-e",
-                               commit]).returncode == 0  # fmt: skip
+        assert (
+            subprocess.run(
+                ["git", "-C", str(tmp_path / "iostudy"), "cat-file", "-e", commit]
+            ).returncode
+            == 0
+        )
 
 
 def test_a_lock_behind_spack_yaml_is_refused_before_packing(monkeypatch, tmp_path):

@@ -70,13 +70,30 @@ step campaign
 def test_pack_unpack_build_and_run_with_the_network_cut(tmp_path):
     archive = tmp_path / "iostudy-offline.tar.gz"
     pack = subprocess.run(
-        [sys.executable, "-m", "iostudy.cli.cli", "offline", "pack", "--system", "local",
-         "--out", str(archive), "--spack", os.environ["IOSTUDY_OFFLINE_SPACK"],
-         "--spack-packages", os.environ["IOSTUDY_OFFLINE_SPACK_PACKAGES"],
-         "--source-mirror", os.environ["IOSTUDY_OFFLINE_SOURCES"],
-         "--store", str(tmp_path / "store"), "--site", "site-a"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "iostudy.cli.cli",
+            "offline",
+            "pack",
+            "--system",
+            "local",
+            "--out",
+            str(archive),
+            "--spack",
+            os.environ["IOSTUDY_OFFLINE_SPACK"],
+            "--spack-packages",
+            os.environ["IOSTUDY_OFFLINE_SPACK_PACKAGES"],
+            "--source-mirror",
+            os.environ["IOSTUDY_OFFLINE_SOURCES"],
+            "--store",
+            str(tmp_path / "store"),
+            "--site",
+            "site-a",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert pack.returncode == 0, pack.stderr[-4000:]
     # the packing site's public key, carried with the archive and its signature
     own = [sys.executable, "-m", "iostudy.cli.cli", "trust", "own", "--store"]

@@ -70,10 +70,24 @@ def test_ior_posix_writes_every_block_and_reports_json(mpi, tmp_path):
     out = run(
         mpi,
         PROCS,
-        [program("ior"), "-a", "POSIX", "-b", "1m", "-t", "256k", "-s", "2", "-k",
-         "-o", "ior.dat", "-O", "summaryFormat=JSON"],
+        [
+            program("ior"),
+            "-a",
+            "POSIX",
+            "-b",
+            "1m",
+            "-t",
+            "256k",
+            "-s",
+            "2",
+            "-k",
+            "-o",
+            "ior.dat",
+            "-O",
+            "summaryFormat=JSON",
+        ],
         tmp_path,
-    )  # fmt: skip
+    )
     assert (tmp_path / "ior.dat").stat().st_size == PROCS * 2 * MIB
     summary = json.loads(out[out.index("{") :])
     assert {t["operation"] for t in summary["summary"]} == {"write", "read"}
@@ -111,10 +125,19 @@ def test_metarates_and_iomodel(mpi, tmp_path):
     out = run(
         mpi,
         PROCS,
-        [program(f"iomodel-{flavour}"), "--size", "64K", "--max-procs", PROCS,
-         "--procs-per-node", PROCS, "--dir", tmp_path],
+        [
+            program(f"iomodel-{flavour}"),
+            "--size",
+            "64K",
+            "--max-procs",
+            PROCS,
+            "--procs-per-node",
+            PROCS,
+            "--dir",
+            tmp_path,
+        ],
         tmp_path,
-    )  # fmt: skip
+    )
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines and all(line["bytes"] == 64 * 1024 for line in lines)
 
@@ -124,10 +147,18 @@ def test_ioprobe_writes_one_file_per_writer(mpi, tmp_path):
     out = run(
         mpi,
         PROCS,
-        [program(f"ioprobe-{flavour}"), "--dir", tmp_path / "probe", "--size", "1M",
-         "--transfer", "256K", "--keep"],
+        [
+            program(f"ioprobe-{flavour}"),
+            "--dir",
+            tmp_path / "probe",
+            "--size",
+            "1M",
+            "--transfer",
+            "256K",
+            "--keep",
+        ],
         tmp_path,
-    )  # fmt: skip
+    )
     rec = json.loads(out)
     assert rec["writers"] == PROCS and len(rec["write_s"]) == PROCS
     for r in range(PROCS):
@@ -169,10 +200,15 @@ def test_madbench2_io_mode(mpi, tmp_path):
 def test_hmmsearch_finds_the_planted_sequences(mpi, tmp_path):
     """The view's hmmbuild and hmmsearch --mpi on iostudy.benchmarks.hmmer's generated inputs."""
     alignment, fasta = hmmer.write_inputs(tmp_path, 2, 50, 120)
-    subprocess.run([program("hmmbuild"), "fam.hmm", alignment], cwd=tmp_path, check=True,
-                   capture_output=True)  # fmt: skip
-    run(mpi, PROCS, [program("hmmsearch"), "--mpi", "--tblout", "hits.tbl", "fam.hmm", fasta],
-        tmp_path)  # fmt: skip
+    subprocess.run(
+        [program("hmmbuild"), "fam.hmm", alignment], cwd=tmp_path, check=True, capture_output=True
+    )
+    run(
+        mpi,
+        PROCS,
+        [program("hmmsearch"), "--mpi", "--tblout", "hits.tbl", "fam.hmm", fasta],
+        tmp_path,
+    )
     hits = {}
     for line in (tmp_path / "hits.tbl").read_text().splitlines():
         if not line.startswith("#"):
@@ -188,8 +224,25 @@ def test_view_runtime_records_ior(mpi, tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     env = {"LD_PRELOAD": str(runtime), "DARSHAN_LOGPATH": str(logs)}
-    run(mpi, PROCS, [program("ior"), "-a", "POSIX", "-w", "-b", "1m", "-t", "1m", "-k",
-                     "-o", tmp_path / "ior.dat"], tmp_path, env)  # fmt: skip
+    run(
+        mpi,
+        PROCS,
+        [
+            program("ior"),
+            "-a",
+            "POSIX",
+            "-w",
+            "-b",
+            "1m",
+            "-t",
+            "1m",
+            "-k",
+            "-o",
+            tmp_path / "ior.dat",
+        ],
+        tmp_path,
+        env,
+    )
     (log,) = logs.rglob("*.darshan")
     report = read_log(log)
     names = report["name_records"]

@@ -47,8 +47,10 @@ def interference_commands(targets: list) -> tuple[list[str], list[str]]:
         path = shlex.quote(f"{folder}/{INTERFERER_FILE}")
         dd = f"dd if=/dev/zero of={path} bs=1M count={INTERFERER_MIB} conv=fsync status=none"
         # the loop's TERM ends its dd too: nothing writes once the job has stopped it
-        loop = (f"trap 'kill $d 2>/dev/null; exit 0' TERM; "
-                f"while :; do {dd} & d=$!; wait $d || break; done")  # fmt: skip
+        loop = (
+            f"trap 'kill $d 2>/dev/null; exit 0' TERM; "
+            f"while :; do {dd} & d=$!; wait $d || break; done"
+        )
         start.append(f'( {loop} ) & IOSTUDY_INTERFERERS="$IOSTUDY_INTERFERERS $!"')
         stop.append(f"rm -f {path}")
     return start, stop
@@ -61,8 +63,13 @@ def parse(text: str) -> dict:
 
 def sanity(parsed: dict, mode: str, writers: int, targets: int, size: int) -> list[str]:
     problems = []
-    for key, want in (("mode", mode), ("writers", writers), ("targets", targets),
-                      ("bytes_per_writer", size), ("verified", True)):  # fmt: skip
+    for key, want in (
+        ("mode", mode),
+        ("writers", writers),
+        ("targets", targets),
+        ("bytes_per_writer", size),
+        ("verified", True),
+    ):
         if parsed.get(key) != want:
             problems.append(f"{key} {parsed.get(key)!r}, expected {want!r}")
     if sum(parsed.get("writers_per_target") or []) != writers:
@@ -82,9 +89,25 @@ def performance(parsed: dict) -> dict[str, tuple[float, str]]:
 
 def record(parsed: dict, interference: bool, nodes: int) -> dict:
     """The store's row of one run (its lists as JSON text)."""
-    row = {k: parsed.get(k) for k in ("mode", "adapt", "writers", "targets", "bytes_per_writer",
-                                      "bytes", "seconds", "mib_s", "moves", "index_s")}  # fmt: skip
-    row.update(interference=interference, nodes=nodes,
-               target_s=json.dumps(parsed.get("target_s")),
-               writers_per_target=json.dumps(parsed.get("writers_per_target")))  # fmt: skip
+    row = {
+        k: parsed.get(k)
+        for k in (
+            "mode",
+            "adapt",
+            "writers",
+            "targets",
+            "bytes_per_writer",
+            "bytes",
+            "seconds",
+            "mib_s",
+            "moves",
+            "index_s",
+        )
+    }
+    row.update(
+        interference=interference,
+        nodes=nodes,
+        target_s=json.dumps(parsed.get("target_s")),
+        writers_per_target=json.dumps(parsed.get("writers_per_target")),
+    )
     return row

@@ -69,8 +69,11 @@ class RuntimeCheck(rfm.RunOnlyRegressionTest):
         folder is missing: a missing mount would have the benchmark measure whatever disk holds
         the mount point. (Call after prepare(), which sets the prerun commands.)"""
         quoted = shlex.quote(str(folder))
-        self.prerun_cmds.insert(0, f'test -d {quoted} || {{ echo "storage target {name}: no '
-                                   f'folder {quoted} on $(hostname)" >&2; exit 1; }}')  # fmt: skip
+        self.prerun_cmds.insert(
+            0,
+            f'test -d {quoted} || {{ echo "storage target {name}: no '
+            f'folder {quoted} on $(hostname)" >&2; exit 1; }}',
+        )
 
     def job_folder(self, base: Path) -> Path:
         """This test case's own folder under base: base/<system>/<partition>/<environ>/<name>,

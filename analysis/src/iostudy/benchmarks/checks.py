@@ -169,8 +169,18 @@ def remove_empty_dirs(root: Path) -> None:
 
 #: The runtime's default DARSHAN_EXCLUDE_DIRS (runtime/src/core.c) without /dev/: what a job
 #: whose files are in /dev/shm (target "memory") excludes, so that its log records them.
-RUNTIME_EXCLUDES_BUT_DEV = ("/etc/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/",
-                            "/sys/", "/proc/", "/var/")  # fmt: skip
+RUNTIME_EXCLUDES_BUT_DEV = (
+    "/etc/",
+    "/usr/",
+    "/bin/",
+    "/boot/",
+    "/lib/",
+    "/opt/",
+    "/sbin/",
+    "/sys/",
+    "/proc/",
+    "/var/",
+)
 
 
 #: How a check's skip of a combination the campaign excluded begins.

@@ -35,8 +35,9 @@ def fio_program(system: str) -> Path | None:
     return Path(found) if found else None
 
 
-def fio_arguments(workdir, operation: str, jobs: int, size: str, block: str,
-                  iodepth: int = 1) -> list[str]:  # fmt: skip
+def fio_arguments(
+    workdir, operation: str, jobs: int, size: str, block: str, iodepth: int = 1
+) -> list[str]:
     """fio's command line: ``jobs`` processes, each on a file of its own in workdir, direct
     I/O (the page cache would measure memory), one JSON report for the group. No
     preallocation (fio's default fallocates the files first): the blocks are allocated as they
@@ -45,10 +46,20 @@ def fio_arguments(workdir, operation: str, jobs: int, size: str, block: str,
     # one request at a time per job (psync: as dd and an application's write calls), or
     # iodepth in flight (libaio: as a device's queue, seed 001's sgp_dd threads)
     engine = ["--ioengine=psync"] if iodepth == 1 else ["--ioengine=libaio", f"--iodepth={iodepth}"]
-    args = [f"--name={operation}", f"--directory={workdir}", f"--rw={rw}", f"--bs={block}",
-            f"--size={size}", f"--numjobs={jobs}", "--direct=1", *engine,
-            "--group_reporting", "--output-format=json", "--end_fsync=1",
-            "--fallocate=none"]  # fmt: skip
+    args = [
+        f"--name={operation}",
+        f"--directory={workdir}",
+        f"--rw={rw}",
+        f"--bs={block}",
+        f"--size={size}",
+        f"--numjobs={jobs}",
+        "--direct=1",
+        *engine,
+        "--group_reporting",
+        "--output-format=json",
+        "--end_fsync=1",
+        "--fallocate=none",
+    ]
     if operation == "syncwrite":
         args.append("--fsync=1")  # every write followed by fsync: seed 001's metadata updates
     return args
@@ -91,15 +102,27 @@ def fio_sanity(report: dict, operation: str, jobs: int, size: int) -> list[str]:
     return problems
 
 
-def fio_records(report: dict, operation: str, jobs: int, block: int, iodepth: int = 1,
-                target: str = "scratch"):  # fmt: skip
+def fio_records(
+    report: dict, operation: str, jobs: int, block: int, iodepth: int = 1, target: str = "scratch"
+):
     """fio's group as the store's one row: ``target`` the storage target's name (scratch: the
     system's scratch storage)."""
     mib_s = fio_mib_s(report, operation)
-    return [{"component": "storage", "target": target, "operation": operation, "block": block,
-             "jobs": jobs, "iodepth": iodepth,
-             "bytes": None, "procs": jobs, "nodes": 1, "mib_s": mib_s / jobs,
-             "aggregate_mib_s": mib_s}]  # fmt: skip
+    return [
+        {
+            "component": "storage",
+            "target": target,
+            "operation": operation,
+            "block": block,
+            "jobs": jobs,
+            "iodepth": iodepth,
+            "bytes": None,
+            "procs": jobs,
+            "nodes": 1,
+            "mib_s": mib_s / jobs,
+            "aggregate_mib_s": mib_s,
+        }
+    ]
 
 
 def fio_performance(report: dict, operation: str) -> dict[str, tuple[float, str]]:
@@ -108,8 +131,16 @@ def fio_performance(report: dict, operation: str) -> dict[str, tuple[float, str]
 
 # ---- network: iostudy's netbw ----------------------------------------------------------------
 def netbw_arguments(min_size: str, max_size: str, perturb: int, seconds: float) -> list[str]:
-    return ["--min", str(min_size), "--max", str(max_size), "--perturb", str(perturb),
-            "--seconds", f"{seconds:g}"]  # fmt: skip
+    return [
+        "--min",
+        str(min_size),
+        "--max",
+        str(max_size),
+        "--perturb",
+        str(perturb),
+        "--seconds",
+        f"{seconds:g}",
+    ]
 
 
 def netbw_parse(text: str) -> dict:
@@ -128,12 +159,24 @@ def netbw_sanity(parsed: dict, procs: int) -> list[str]:
 
 
 def netbw_records(parsed: dict, procs: int, nodes: int) -> list[dict]:
-    return [{"component": "network", "operation": "pingpong", "block": None, "jobs": None,
-             "iodepth": None,
-             "bytes": p["bytes"], "procs": procs, "nodes": nodes, "mib_s": p["pair_mib_s"],
-             "aggregate_mib_s": p["aggregate_mib_s"]} for p in parsed["points"]]  # fmt: skip
+    return [
+        {
+            "component": "network",
+            "operation": "pingpong",
+            "block": None,
+            "jobs": None,
+            "iodepth": None,
+            "bytes": p["bytes"],
+            "procs": procs,
+            "nodes": nodes,
+            "mib_s": p["pair_mib_s"],
+            "aggregate_mib_s": p["aggregate_mib_s"],
+        }
+        for p in parsed["points"]
+    ]
 
 
 def netbw_performance(parsed: dict) -> dict[str, tuple[float, str]]:
-    return {name: (parsed[name], MIB_S)
-            for name in ("pair_mib_s", "aggregate_mib_s", "unaligned_mib_s")}  # fmt: skip
+    return {
+        name: (parsed[name], MIB_S) for name in ("pair_mib_s", "aggregate_mib_s", "unaligned_mib_s")
+    }

@@ -154,8 +154,9 @@ def sanity(parsed: dict, sequences: int | None, planted: dict | None) -> list[st
     problems = [] if parsed["ok"] else ["hmmsearch did not finish ([ok] missing)"]
     for query in parsed["queries"]:
         if sequences is not None and query["targets"] != sequences:
-            problems.append(f"{query['name']}: {query['targets']} sequences searched, "
-                            f"expected {sequences}")  # fmt: skip
+            problems.append(
+                f"{query['name']}: {query['targets']} sequences searched, expected {sequences}"
+            )
         if planted is None:
             continue
         expected = planted.get(query["name"], set())
@@ -166,8 +167,9 @@ def sanity(parsed: dict, sequences: int | None, planted: dict | None) -> list[st
                 f"unplanted found {sorted(extra)[:5]}"
             )
     if planted is not None and {q["name"] for q in parsed["queries"]} != set(planted):
-        problems.append(f"queries {[q['name'] for q in parsed['queries']]}, "
-                        f"expected {sorted(planted)}")  # fmt: skip
+        problems.append(
+            f"queries {[q['name'] for q in parsed['queries']]}, expected {sorted(planted)}"
+        )
     return problems
 
 

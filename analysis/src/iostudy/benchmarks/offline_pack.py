@@ -143,9 +143,19 @@ def clingo_python(wheels: Path, clingo: str, venv: Path) -> Path:
     spackenv.run_logged([sys.executable, "-m", "venv", venv], {**os.environ})
     python = venv / "bin" / "python"
     spackenv.run_logged(
-        [python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", wheels,
-         f"clingo=={clingo}"], {**os.environ},
-    )  # fmt: skip
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-index",
+            "--find-links",
+            wheels,
+            f"clingo=={clingo}",
+        ],
+        {**os.environ},
+    )
     return python
 
 
@@ -157,8 +167,9 @@ def write_scope(
     bootstrap download, and settings for config.yaml (caches, build stage)."""
     scope.mkdir(parents=True, exist_ok=True)
     _write_yaml(scope / "repos.yaml", "repos:", {name: str(path) for name, path in repos.items()})
-    trusted = {source: False for source in ("github-actions-v2", "github-actions-v0.6",
-                                            "spack-install")}  # fmt: skip
+    trusted = {
+        source: False for source in ("github-actions-v2", "github-actions-v0.6", "spack-install")
+    }
     _write_yaml(scope / "bootstrap.yaml", "bootstrap", {"enable": False, "trusted": trusted})
     _write_yaml(scope / "config.yaml", "config", settings)
     if mirror_url:
@@ -190,8 +201,11 @@ def source_mirror(staging: Path, system: str, upstream: Path | None, scratch: Pa
         "iostudy": spackenv.RECIPES.parent,
         "builtin": builtin_repo(staging / "spack-packages"),
     }
-    caches = {"source_cache": str(cache / "sources"), "misc_cache": str(cache / "misc"),
-              "build_stage": [str(cache / "stage")]}  # fmt: skip
+    caches = {
+        "source_cache": str(cache / "sources"),
+        "misc_cache": str(cache / "misc"),
+        "build_stage": [str(cache / "stage")],
+    }
     scope = write_scope(scratch / "scope", repos, url, caches)
     env_dir = scratch / "env"
     env_dir.mkdir()
@@ -207,9 +221,20 @@ def source_mirror(staging: Path, system: str, upstream: Path | None, scratch: Pa
     }
     spack = staging / "spack" / "bin" / "spack"
     spackenv.run_logged(
-        [spack, "-C", scope, "-e", env_dir, "mirror", "create", "--directory",
-         staging / "mirror", "--all"], env,
-    )  # fmt: skip
+        [
+            spack,
+            "-C",
+            scope,
+            "-e",
+            env_dir,
+            "mirror",
+            "create",
+            "--directory",
+            staging / "mirror",
+            "--all",
+        ],
+        env,
+    )
 
 
 def bundle_checkout(dest: Path, locked: dict[str, str]) -> str:
@@ -226,8 +251,11 @@ def bundle_checkout(dest: Path, locked: dict[str, str]) -> str:
                 f"{BRANCH} of {REPO_ROOT}"
             )
     if provenance.git_state()[1]:
-        print(f"warning: uncommitted changes of {REPO_ROOT} are not in the archive (only the "
-              f"branch {BRANCH}'s commits are)", file=sys.stderr)  # fmt: skip
+        print(
+            f"warning: uncommitted changes of {REPO_ROOT} are not in the archive (only the "
+            f"branch {BRANCH}'s commits are)",
+            file=sys.stderr,
+        )
     git("-C", REPO_ROOT, "bundle", "create", dest, BRANCH)
     return head
 

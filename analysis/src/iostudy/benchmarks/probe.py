@@ -30,8 +30,16 @@ def writers(targets: int, writers_per_target: int) -> int:
 
 
 def arguments(workdir, size: str, transfer: str, targets: int) -> list[str]:
-    return ["--dir", str(workdir), "--size", str(size), "--transfer", str(transfer),
-            "--targets", str(targets)]  # fmt: skip
+    return [
+        "--dir",
+        str(workdir),
+        "--size",
+        str(size),
+        "--transfer",
+        str(transfer),
+        "--targets",
+        str(targets),
+    ]
 
 
 def parse(text: str) -> dict:

@@ -46,10 +46,15 @@ def checks() -> list[dict]:
     from iostudy.benchmarks import registry
 
     return [
-        {"check": c.name, "title": c.title, "package": c.package, "seed": c.seed,
-         "studies": list(c.studies)}
+        {
+            "check": c.name,
+            "title": c.title,
+            "package": c.package,
+            "seed": c.seed,
+            "studies": list(c.studies),
+        }
         for c in sorted(registry.CHECKS.values(), key=lambda c: c.name)
-    ]  # fmt: skip
+    ]
 
 
 def runs(store) -> list[dict]:

@@ -366,10 +366,17 @@ def scan(
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fsstats-")))
         session = _Session(
-            walker=walker, root=root_s, dev=dev, name=name, threads=threads or default_threads(),
-            ck=ck, listing=listing, max_dirs=max_dirs, checkpoint_every=checkpoint_every,
+            walker=walker,
+            root=root_s,
+            dev=dev,
+            name=name,
+            threads=threads or default_threads(),
+            ck=ck,
+            listing=listing,
+            max_dirs=max_dirs,
+            checkpoint_every=checkpoint_every,
             work=work,
-        )  # fmt: skip
+        )
         status = session.run(stack, resume, quiet)
     elapsed = session.facts["elapsed"]
     if status:

@@ -55,8 +55,18 @@ def read_records(folder: Path) -> tuple[list[dict], list[str]]:
 
 
 # an io record's values, as the iostat table's columns of the same names hold them
-IO_VALUES = ("device", "seconds", "read_bytes", "write_bytes", "read_iops", "write_iops",
-             "util_pct", "read_await_ms", "write_await_ms", "queue")  # fmt: skip
+IO_VALUES = (
+    "device",
+    "seconds",
+    "read_bytes",
+    "write_bytes",
+    "read_iops",
+    "write_iops",
+    "util_pct",
+    "read_await_ms",
+    "write_await_ms",
+    "queue",
+)
 
 
 def _record_problem(rec) -> str | None:

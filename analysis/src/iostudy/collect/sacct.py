@@ -373,20 +373,44 @@ def _coverage_records(per_account, unaccounted: int, unaccounted_modules) -> lis
     for account, n_in, n_all, ch_in, ch_all, names in per_account:
         all_modules |= set(names or ())
         records.append(
-            (account, n_in, n_all, _pct(n_in, n_all), ch_in, ch_all, _pct(ch_in, ch_all),
-             modules.letters(names or ()))
-        )  # fmt: skip
+            (
+                account,
+                n_in,
+                n_all,
+                _pct(n_in, n_all),
+                ch_in,
+                ch_all,
+                _pct(ch_in, ch_all),
+                modules.letters(names or ()),
+            )
+        )
     totals = [sum(r[i] for r in records) for i in (1, 2, 4, 5)]
     if unaccounted:
         records.append(
-            (NO_ACCOUNTING, unaccounted, None, None, None, None, None,
-             modules.letters(unaccounted_modules or ()))
-        )  # fmt: skip
+            (
+                NO_ACCOUNTING,
+                unaccounted,
+                None,
+                None,
+                None,
+                None,
+                None,
+                modules.letters(unaccounted_modules or ()),
+            )
+        )
     n_in, n_all, ch_in, ch_all = totals
     records.append(
-        (ALL, n_in, n_all, _pct(n_in, n_all), float(ch_in), float(ch_all), _pct(ch_in, ch_all),
-         modules.letters(all_modules))
-    )  # fmt: skip
+        (
+            ALL,
+            n_in,
+            n_all,
+            _pct(n_in, n_all),
+            float(ch_in),
+            float(ch_all),
+            _pct(ch_in, ch_all),
+            modules.letters(all_modules),
+        )
+    )
     return records
 
 
@@ -436,8 +460,9 @@ def import_sacct(args) -> int:
         tz = _zone(args.timezone)
         inputs = []  # (part name, rows, problems, steps)
         if args.live:
-            rows, problems, steps = parse(run_sacct(args.starttime, args.endtime, args.clusters),
-                                          "live", name="sacct (live)")  # fmt: skip
+            rows, problems, steps = parse(
+                run_sacct(args.starttime, args.endtime, args.clusters), "live", name="sacct (live)"
+            )
             inputs.append((part_name(f"live-{now:%Y%m%dT%H%M%SZ}"), rows, problems, steps))
         else:
             # Every file is read before any is written: a bad one changes nothing.

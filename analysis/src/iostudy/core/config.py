@@ -181,8 +181,10 @@ def _check_targets(path: Path, system: dict) -> None:
                 raise ConfigError(f"{where}.name: {target['name']!r} names another target too")
             seen.add(target["name"])
             if "node" in target and target["node"] not in nodes:
-                raise ConfigError(f"{where}.node: {target['node']!r} is not one of the "
-                                  f"system's nodes ({', '.join(nodes)})")  # fmt: skip
+                raise ConfigError(
+                    f"{where}.node: {target['node']!r} is not one of the "
+                    f"system's nodes ({', '.join(nodes)})"
+                )
 
 
 def storage_targets(system: dict) -> list[dict]:

@@ -39,8 +39,14 @@ def legend_below(fig, fontsize: float = 7) -> None:
         return
     widest = max(len(label) for label in handles) * _CHAR_IN * fontsize / 7 + _HANDLE_IN
     ncols = max(1, min(len(handles), int(fig.get_figwidth() // widest)))
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=ncols,
-               fontsize=fontsize, frameon=False)  # fmt: skip
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=ncols,
+        fontsize=fontsize,
+        frameon=False,
+    )
 
 
 def fitted_title(fig, title: str, fontsize: float = 10) -> None:

@@ -68,14 +68,20 @@ def add_limit_options(parser) -> None:
     """The reader's decompression bounds as options (--max-inflated, --max-records) of a
     command that reads logs: ``iostudy log summary`` and ``iostudy ingest``."""
     parser.add_argument(
-        "--max-inflated", type=int, default=DEFAULT_LIMITS.max_bytes >> 20, metavar="MIB",
+        "--max-inflated",
+        type=int,
+        default=DEFAULT_LIMITS.max_bytes >> 20,
+        metavar="MIB",
         help="refuse a log whose regions inflate past MIB MiB in all (a decompression bomb; "
         "default %(default)s)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--max-records", type=int, default=DEFAULT_LIMITS.max_records, metavar="N",
+        "--max-records",
+        type=int,
+        default=DEFAULT_LIMITS.max_records,
+        metavar="N",
         help="refuse a log with more than N records in one module (default %(default)s)",
-    )  # fmt: skip
+    )
 
 
 def limits_from(args) -> Limits:

@@ -456,8 +456,10 @@ def _bound_reason(region: _Region, limits: Limits, bounds: tuple, stop: int) -> 
     if stop == left:
         return f"{what}, the rest of the log's limit of {limits.max_bytes} bytes"
     if stop == ratio:
-        return (f"{what}, more than {limits.max_ratio:g}x the {region.length} compressed bytes "
-                "the header declares")  # fmt: skip
+        return (
+            f"{what}, more than {limits.max_ratio:g}x the {region.length} compressed bytes "
+            "the header declares"
+        )
     size = _record_size(region.name)
     return f"{what}, more than {limits.max_records} records of {size} bytes"
 

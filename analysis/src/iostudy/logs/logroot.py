@@ -76,6 +76,12 @@ def register(log_commands) -> None:
         description=plain(__doc__.split("\n\n")[0].split(": ", 1)[1]),
     )
     m.add_argument("root", help="the log root (DARSHAN_LOGPATH), made by the site")
-    m.add_argument("--years", type=int, nargs="+", required=True, metavar="Y",
-                   help="the years whose day folders to make")  # fmt: skip
+    m.add_argument(
+        "--years",
+        type=int,
+        nargs="+",
+        required=True,
+        metavar="Y",
+        help="the years whose day folders to make",
+    )
     m.set_defaults(func=cmd_mkdirs)

@@ -41,18 +41,23 @@ EXTRA_COUNTERS = {
     "unaligned_mem": {"POSIX": ["POSIX_MEM_NOT_ALIGNED"]},
     "small_reads": {"POSIX": [f"POSIX_SIZE_READ_{b}" for b in _SMALL]},
     "small_writes": {"POSIX": [f"POSIX_SIZE_WRITE_{b}" for b in _SMALL]},
-    "coll_ops": {"MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"],
-                 "PNETCDF_VAR": ["PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_COLL_WRITES"]},
-    "indep_ops": {"MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"],
-                  "PNETCDF_VAR": ["PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_INDEP_WRITES"]},
+    "coll_ops": {
+        "MPI-IO": ["MPIIO_COLL_READS", "MPIIO_COLL_WRITES"],
+        "PNETCDF_VAR": ["PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_COLL_WRITES"],
+    },
+    "indep_ops": {
+        "MPI-IO": ["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES"],
+        "PNETCDF_VAR": ["PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_INDEP_WRITES"],
+    },
     "coll_reads": {"MPI-IO": ["MPIIO_COLL_READS"], "PNETCDF_VAR": ["PNETCDF_VAR_COLL_READS"]},
-    "indep_reads": {"MPI-IO": ["MPIIO_INDEP_READS"],
-                    "PNETCDF_VAR": ["PNETCDF_VAR_INDEP_READS"]},
+    "indep_reads": {"MPI-IO": ["MPIIO_INDEP_READS"], "PNETCDF_VAR": ["PNETCDF_VAR_INDEP_READS"]},
     # a record shared by all ranks: the ranks that spent the least and the most time on it,
     # and their bytes (Drishti P18's stragglers)
     **{
-        f"{end}_rank{what.lower()}": {m: [f"{m.replace('-', '')}_{end.upper()}_RANK{what}"]
-                                      for m in ("POSIX", "MPI-IO", "STDIO")}
+        f"{end}_rank{what.lower()}": {
+            m: [f"{m.replace('-', '')}_{end.upper()}_RANK{what}"]
+            for m in ("POSIX", "MPI-IO", "STDIO")
+        }
         for end in ("fastest", "slowest")
         for what in ("", "_BYTES")
     },
@@ -71,7 +76,7 @@ EXTRA_COUNTERS = {
         for op in ("read", "write")
         for b in SIZE_BINS
     },
-}  # fmt: skip
+}
 # Per module, every column summed from counters (MODULE_COUNTERS' and its EXTRA_COUNTERS), built
 # once: a log's records are summed with one loop each.
 _SUMS = {
@@ -166,10 +171,13 @@ class Columns(NamedTuple):
 
     def rows(self) -> list[dict]:
         columns = [
-            v.tolist() if isinstance(v, Strings | Repeated)
-            else list(v) if isinstance(v, np.ndarray) else v
+            v.tolist()
+            if isinstance(v, Strings | Repeated)
+            else list(v)
+            if isinstance(v, np.ndarray)
+            else v
             for v in self.data.values()
-        ]  # fmt: skip
+        ]
         return [dict(zip(self.data, vals, strict=True)) for vals in zip(*columns, strict=True)]
 
     def __reduce__(self):
@@ -257,8 +265,11 @@ def _module_plan(mod: str) -> tuple[dict, dict, list | None]:
     cidx = {name: i for i, name in enumerate(lay.cnames)}
     fidx = {name: i for i, name in enumerate(lay.fnames)}
     summed = {col: [cidx[c] for c in counters] for col, counters in _SUMS[mod].items() if counters}
-    floats = {col: fidx[modules.FPREFIX[mod] + suffix] for col, suffix in _FCOLUMNS.items()
-              if modules.FPREFIX[mod] + suffix in fidx}  # fmt: skip
+    floats = {
+        col: fidx[modules.FPREFIX[mod] + suffix]
+        for col, suffix in _FCOLUMNS.items()
+        if modules.FPREFIX[mod] + suffix in fidx
+    }
     max_byte = [cidx[c] for c in _MAX_BYTE[mod]] if mod in _MAX_BYTE else None
     return summed, floats, max_byte
 
@@ -276,8 +287,11 @@ def files_columns(entries) -> list[Columns]:
     computed column-wise; each row's file class (:mod:`iostudy.logs.sharing`) over all modules."""
     built = []
     for mod in modules.RECORD_MODULES:
-        parts = [(i, run, log["records"][mod], log["name_records"], _nulled(log, mod))
-                 for i, (run, log) in enumerate(entries) if log["records"].get(mod)]  # fmt: skip
+        parts = [
+            (i, run, log["records"][mod], log["name_records"], _nulled(log, mod))
+            for i, (run, log) in enumerate(entries)
+            if log["records"].get(mod)
+        ]
         if parts and (found := _module_files(mod, parts)):
             built.append(found)
     if not built:
@@ -466,8 +480,9 @@ def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list, list]:
     a job-level module), are out of the store's bounds: the pool then takes the batch's logs
     one by one, and quarantines that one."""
     plausibility.check_records([log for _, log in entries], _stored_sums)
-    entries = [(dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log)
-               for facts, log in entries]  # fmt: skip
+    entries = [
+        (dict(run_info, **dict(zip(LOG_FACTS, facts, strict=True))), log) for facts, log in entries
+    ]
     jobs = [job_row(log, run) for run, log in entries]
     files = files_columns(entries)
     probes = []

@@ -286,14 +286,23 @@ def _quirks(log: dict, path: str) -> list[Quirk]:
     quirks = []
     job = log["job"]
     if job["end_time_sec"] == 0 and job.get("end_time_nsec", 0) == 0 and job["start_time_sec"] > 0:
-        quirks.append(Quirk("end time 0: a killed job's mmap log, no end recorded; end and "
-                            "run_time stored as null", ("end", "run_time")))  # fmt: skip
+        quirks.append(
+            Quirk(
+                "end time 0: a killed job's mmap log, no end recorded; end and "
+                "run_time stored as null",
+                ("end", "run_time"),
+            )
+        )
     posix = log["modules"].get("POSIX")
     if posix and posix["ver"] < 4 and log["records"].get("POSIX") and _big_endian(path):
-        quirks.append(Quirk(
-            f"{', '.join(UNSWAPPED)} of this big-endian log's POSIX records (version "
-            f"{posix['ver']}) are not byte-swapped by libdarshan-util 3.5.0; meta_time stored "
-            "as null", file_columns={"POSIX": UNSWAPPED_COLUMNS}))  # fmt: skip
+        quirks.append(
+            Quirk(
+                f"{', '.join(UNSWAPPED)} of this big-endian log's POSIX records (version "
+                f"{posix['ver']}) are not byte-swapped by libdarshan-util 3.5.0; meta_time stored "
+                "as null",
+                file_columns={"POSIX": UNSWAPPED_COLUMNS},
+            )
+        )
     return quirks
 
 
@@ -320,8 +329,9 @@ def _job_problems(job: dict, quirks: list[Quirk]) -> list[str]:
     start = (job["start_time_sec"], job.get("start_time_nsec", 0))
     end = (job["end_time_sec"], job.get("end_time_nsec", 0))
     if not no_end and end < start:
-        problems.append(f"job end {end[0]}.{end[1]:09d} s before its start "
-                        f"{start[0]}.{start[1]:09d} s")  # fmt: skip
+        problems.append(
+            f"job end {end[0]}.{end[1]:09d} s before its start {start[0]}.{start[1]:09d} s"
+        )
     return problems
 
 
@@ -373,8 +383,10 @@ def _counter_bounds(mod: str) -> tuple[np.ndarray, np.ndarray]:
     """Per counter of a module: whether it may hold -1 per rank (not monitored), and whether
     it is no count at all (not checked)."""
     cnames = record_layout(mod).cnames
-    return (np.array([c in NOT_MONITORED.get(mod, ()) for c in cnames]),
-            np.array([c in NOT_COUNTS.get(mod, ()) for c in cnames]))  # fmt: skip
+    return (
+        np.array([c in NOT_MONITORED.get(mod, ()) for c in cnames]),
+        np.array([c in NOT_COUNTS.get(mod, ()) for c in cnames]),
+    )
 
 
 def _counter_problems(mod, cnames, counters, nprocs, where) -> list[str]:
@@ -477,8 +489,13 @@ def _bad_bin(rec: dict) -> str | None:
 # The smallest value of the integer columns that may go below 0 (the others: 0): a record
 # shared by all ranks has rank -1, an OST index -1 is unknown, a job has a process at least, a
 # file's mtime may be before 1970.
-LOWEST = {"rank": -1, "ost": -1, ("jobs", "nprocs"): 1, "log_mtime_ns": -MAX_COUNT,
-          "mtime_ns": -MAX_COUNT}  # fmt: skip
+LOWEST = {
+    "rank": -1,
+    "ost": -1,
+    ("jobs", "nprocs"): 1,
+    "log_mtime_ns": -MAX_COUNT,
+    "mtime_ns": -MAX_COUNT,
+}
 # The tables whose float columns are seconds (since a job's start, or durations): in
 # [0, 2^32 s); iostat's too (its intervals, and its rates, utilisation and waits, all >= 0 and
 # far below 2^32). The benchmarks' tables hold rates and durations: >= 0. Elsewhere a float

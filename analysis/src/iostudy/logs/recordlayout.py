@@ -26,8 +26,13 @@ np = deferred("numpy")
 backend = deferred("darshan.backend.cffi_backend")
 
 # C types of the records' fields -> numpy's (a char array: bytes, NUL-padded)
-_NUMPY = {"uint64_t": "u8", "int64_t": "i8", "double": "f8", "uint32_t": "u4",
-          "unsigned char": "u1"}  # fmt: skip
+_NUMPY = {
+    "uint64_t": "u8",
+    "int64_t": "i8",
+    "double": "f8",
+    "uint32_t": "u4",
+    "unsigned char": "u1",
+}
 
 # The older record versions libdarshan-util 3.5.0 reads, and up-converts to the current one as it
 # reads them, by the size of their records in a log: the macro of darshan-util's
@@ -38,19 +43,19 @@ _NUMPY = {"uint64_t": "u8", "int64_t": "i8", "double": "f8", "uint32_t": "u4",
 # records at these sizes, as many as PyDarshan reads (tests/test_older_records.py). LUSTRE's,
 # HEATMAP's and DXT's records are of variable size: walked (logregions, dxt).
 _OLDER = {
-    ("POSIX", 1): 680,        # posix: DARSHAN_POSIX_FILE_SIZE_1; 68 counters, 15 fcounters (3.0)
-    ("POSIX", 2): 648,        # DARSHAN_POSIX_FILE_SIZE_2; 64, 15 (no release wrote it)
-    ("POSIX", 3): 664,        # DARSHAN_POSIX_FILE_SIZE_3; 64, 17 (3.1.0 to 3.1.6)
-    ("MPI-IO", 1): 544,       # mpiio: DARSHAN_MPIIO_FILE_SIZE_1; 51, 15 (3.0 to 3.1.0)
-    ("MPI-IO", 2): 544,       # DARSHAN_MPIIO_FILE_SIZE_1 too: 1's layout (3.1.1 to 3.1.6)
-    ("STDIO", 1): 240,        # stdio: DARSHAN_STDIO_FILE_SIZE_1; 13, 15 (3.1.0 to 3.1.6)
-    ("H5F", 1): 40,           # hdf5: DARSHAN_H5F_FILE_SIZE_1; 1, 2 (3.0 to 3.1.6)
-    ("H5F", 2): 56,           # DARSHAN_H5F_FILE_SIZE_2; 1, 4 (3.1.7, 3.1.8)
-    ("H5D", 1): 904,          # DARSHAN_H5D_DATASET_SIZE_1; 94, 17 (3.2)
+    ("POSIX", 1): 680,  # posix: DARSHAN_POSIX_FILE_SIZE_1; 68 counters, 15 fcounters (3.0)
+    ("POSIX", 2): 648,  # DARSHAN_POSIX_FILE_SIZE_2; 64, 15 (no release wrote it)
+    ("POSIX", 3): 664,  # DARSHAN_POSIX_FILE_SIZE_3; 64, 17 (3.1.0 to 3.1.6)
+    ("MPI-IO", 1): 544,  # mpiio: DARSHAN_MPIIO_FILE_SIZE_1; 51, 15 (3.0 to 3.1.0)
+    ("MPI-IO", 2): 544,  # DARSHAN_MPIIO_FILE_SIZE_1 too: 1's layout (3.1.1 to 3.1.6)
+    ("STDIO", 1): 240,  # stdio: DARSHAN_STDIO_FILE_SIZE_1; 13, 15 (3.1.0 to 3.1.6)
+    ("H5F", 1): 40,  # hdf5: DARSHAN_H5F_FILE_SIZE_1; 1, 2 (3.0 to 3.1.6)
+    ("H5F", 2): 56,  # DARSHAN_H5F_FILE_SIZE_2; 1, 4 (3.1.7, 3.1.8)
+    ("H5D", 1): 904,  # DARSHAN_H5D_DATASET_SIZE_1; 94, 17 (3.2)
     ("PNETCDF_FILE", 1): 48,  # pnetcdf: DARSHAN_PNETCDF_FILE_SIZE_1; 2, 2 (3.0 to 3.1.6)
     ("PNETCDF_FILE", 2): 64,  # DARSHAN_PNETCDF_FILE_SIZE_2; 2, 4 (3.1.7 to 3.4.0)
-    ("BG/Q", 1): 120,         # bgq: DARSHAN_BGQ_FILE_SIZE_1, (112 + 8); 11, 1 (3.0)
-}  # fmt: skip
+    ("BG/Q", 1): 120,  # bgq: DARSHAN_BGQ_FILE_SIZE_1, (112 + 8); 11, 1 (3.0)
+}
 # libdarshan-util's tables of counter names are named after the module, but BG/Q's after "BGQ"
 # (bgq_counter_names): PyDarshan's counter_names("BG/Q") finds none
 _TABLES = {"BG/Q": "BGQ"}

@@ -118,14 +118,18 @@ def _timestamp(sec, nsec):
 
 def _file_classes(log) -> dict:
     """Each record id's sharing class (iostudy.logs.sharing), over every module of the log."""
-    recs = [(rec["id"], rec["rank"]) for mod in MODULE_COUNTERS
-            for rec in log["records"].get(mod, ())]  # fmt: skip
+    recs = [
+        (rec["id"], rec["rank"]) for mod in MODULE_COUNTERS for rec in log["records"].get(mod, ())
+    ]
     if not recs:
         return {}
     ids = np.array([i for i, _ in recs], np.uint64)
-    index = sharing.classes(np.zeros(len(recs), np.int64), ids,
-                            np.array([r for _, r in recs], np.int64),
-                            np.array([int(log["job"]["nprocs"])]))  # fmt: skip
+    index = sharing.classes(
+        np.zeros(len(recs), np.int64),
+        ids,
+        np.array([r for _, r in recs], np.int64),
+        np.array([int(log["job"]["nprocs"])]),
+    )
     return {int(i): sharing.CLASSES[c] for i, c in zip(ids.tolist(), index.tolist(), strict=True)}
 
 

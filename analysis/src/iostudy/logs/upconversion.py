@@ -27,8 +27,13 @@ import re
 ADDED = {
     "POSIX": {
         3: ("POSIX_F_CLOSE_START_TIMESTAMP", "POSIX_F_OPEN_END_TIMESTAMP"),
-        4: ("POSIX_FILENOS", "POSIX_DUPS", "POSIX_RENAME_SOURCES", "POSIX_RENAME_TARGETS",
-            "POSIX_RENAMED_FROM"),
+        4: (
+            "POSIX_FILENOS",
+            "POSIX_DUPS",
+            "POSIX_RENAME_SOURCES",
+            "POSIX_RENAME_TARGETS",
+            "POSIX_RENAMED_FROM",
+        ),
     },
     "MPI-IO": {3: ("MPIIO_F_CLOSE_START_TIMESTAMP", "MPIIO_F_OPEN_END_TIMESTAMP")},
     "STDIO": {2: ("STDIO_FDOPENS",)},
@@ -38,13 +43,22 @@ ADDED = {
     },
     "PNETCDF_FILE": {
         2: ("PNETCDF_FILE_F_CLOSE_START_TIMESTAMP", "PNETCDF_FILE_F_OPEN_END_TIMESTAMP"),
-        3: ("PNETCDF_FILE_CREATES", "PNETCDF_FILE_REDEFS", "PNETCDF_FILE_INDEP_WAITS",
-            "PNETCDF_FILE_COLL_WAITS", "PNETCDF_FILE_SYNCS", "PNETCDF_FILE_BYTES_READ",
-            "PNETCDF_FILE_BYTES_WRITTEN", "PNETCDF_FILE_WAIT_FAILURES",
-            "PNETCDF_FILE_F_WAIT_START_TIMESTAMP", "PNETCDF_FILE_F_WAIT_END_TIMESTAMP",
-            "PNETCDF_FILE_F_META_TIME", "PNETCDF_FILE_F_WAIT_TIME"),
+        3: (
+            "PNETCDF_FILE_CREATES",
+            "PNETCDF_FILE_REDEFS",
+            "PNETCDF_FILE_INDEP_WAITS",
+            "PNETCDF_FILE_COLL_WAITS",
+            "PNETCDF_FILE_SYNCS",
+            "PNETCDF_FILE_BYTES_READ",
+            "PNETCDF_FILE_BYTES_WRITTEN",
+            "PNETCDF_FILE_WAIT_FAILURES",
+            "PNETCDF_FILE_F_WAIT_START_TIMESTAMP",
+            "PNETCDF_FILE_F_WAIT_END_TIMESTAMP",
+            "PNETCDF_FILE_F_META_TIME",
+            "PNETCDF_FILE_F_WAIT_TIME",
+        ),
     },
-}  # fmt: skip
+}
 
 # A jobs.flags reason naming the files columns of a module stored as null: flag() writes it,
 # flagged() reads it back for a job page.

@@ -45,8 +45,16 @@ DECLARED = (
     ("client", "client_network_mib_s", "per node", "client network peak x nodes"),
     ("storage", "storage_target_mib_s", "system", "storage target peak x targets"),
 )
-LIMIT_COLUMNS = ["system", "limit", "operation", "scales", "measured_mib_s", "declared_mib_s",
-                 "used_mib_s", "source"]  # fmt: skip
+LIMIT_COLUMNS = [
+    "system",
+    "limit",
+    "operation",
+    "scales",
+    "measured_mib_s",
+    "declared_mib_s",
+    "used_mib_s",
+    "source",
+]
 
 
 def _best(values: pd.Series) -> float | None:
@@ -60,9 +68,16 @@ def _row(system, limit, op, scales, measured, declared, source) -> dict:
         source = f"neither measured ({source}) nor declared"
     elif measured is None:
         source = "declared (system.json)"
-    return {"system": system, "limit": limit, "operation": op, "scales": scales,
-            "measured_mib_s": measured, "declared_mib_s": declared, "used_mib_s": used,
-            "source": source}  # fmt: skip
+    return {
+        "system": system,
+        "limit": limit,
+        "operation": op,
+        "scales": scales,
+        "measured_mib_s": measured,
+        "declared_mib_s": declared,
+        "used_mib_s": used,
+        "source": source,
+    }
 
 
 def declared(peaks: dict | None) -> dict[str, float | None]:
@@ -103,8 +118,17 @@ def limits(system: str, components: pd.DataFrame, ior: pd.DataFrame, peaks: dict
         rows.append(_row(system, "storage", op, "system", fio, claimed["storage"], source))
         per_node = memory[memory["operation"] == op]
         client = _best(per_node["mib_s"] / per_node["nodes"].clip(lower=1))
-        rows.append(_row(system, "client", op, "per node", client, claimed["client"],
-                         "ior_check to memory, best MiB/s per node"))  # fmt: skip
+        rows.append(
+            _row(
+                system,
+                "client",
+                op,
+                "per node",
+                client,
+                claimed["client"],
+                "ior_check to memory, best MiB/s per node",
+            )
+        )
         rows.append(_row(system, "node link", op, "per node", _best(network["mib_s"]), None, link))
         rows.append(
             _row(
@@ -145,10 +169,21 @@ def ceiling(table: pd.DataFrame, operation: str, nodes: int) -> tuple[float | No
 #: what a point above the ceiling says: a component did more than its measurement, which a
 #: cache (the I/O-model benchmark neither syncs nor drops its pages) or more requests in flight
 #: than the component check made (the kernel's writeback and read-ahead) explain
-ABOVE = ("above the ceiling: the page cache, or more requests in flight than fio_check made "
-         "(scan its jobs and iodepth higher)")  # fmt: skip
-POINT_COLUMNS = ["run_id", "system", "benchmark", "layout", "transfer", "procs", "nodes",
-                 "operation", "mib_s"]  # fmt: skip
+ABOVE = (
+    "above the ceiling: the page cache, or more requests in flight than fio_check made "
+    "(scan its jobs and iodepth higher)"
+)
+POINT_COLUMNS = [
+    "run_id",
+    "system",
+    "benchmark",
+    "layout",
+    "transfer",
+    "procs",
+    "nodes",
+    "operation",
+    "mib_s",
+]
 
 
 def points(curves: pd.DataFrame, iomodel: pd.DataFrame, apps=None) -> pd.DataFrame:
@@ -197,11 +232,21 @@ def application_points(perf: pd.DataFrame, one_node=frozenset()) -> pd.DataFrame
             procs = done["num_tasks"].astype(int)
             per_node = done["num_tasks_per_node"].fillna(procs).clip(lower=1).astype(int)
             nodes = nodes_for(procs, per_node).where(~done["run_id"].isin(one_node), 1)
-            rows.append(pd.DataFrame({
-                "run_id": done["run_id"], "system": done["system"], "benchmark": check.title,
-                "layout": None, "transfer": None, "procs": procs, "nodes": nodes,
-                "operation": op, "mib_s": done["value"].astype(float),
-            }))  # fmt: skip
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "run_id": done["run_id"],
+                        "system": done["system"],
+                        "benchmark": check.title,
+                        "layout": None,
+                        "transfer": None,
+                        "procs": procs,
+                        "nodes": nodes,
+                        "operation": op,
+                        "mib_s": done["value"].astype(float),
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=POINT_COLUMNS)
 
 
@@ -241,7 +286,15 @@ def ceiling_curve(table: pd.DataFrame, procs: list[int], per_node: int) -> pd.Da
         for p in procs:
             nodes = nodes_for(p, max(per_node, 1))
             value, name = ceiling(table, op, nodes)
-            rows.append({"operation": op, "procs": p, "nodes": nodes, "ceiling_mib_s": value,
-                         "limited_by": name})  # fmt: skip
-    return pd.DataFrame(rows, columns=["operation", "procs", "nodes", "ceiling_mib_s",
-                                       "limited_by"])  # fmt: skip
+            rows.append(
+                {
+                    "operation": op,
+                    "procs": p,
+                    "nodes": nodes,
+                    "ceiling_mib_s": value,
+                    "limited_by": name,
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["operation", "procs", "nodes", "ceiling_mib_s", "limited_by"]
+    )

@@ -57,8 +57,16 @@ np = deferred("numpy")
 pd = deferred("pandas")
 
 MAD_TO_SIGMA = 1.4826
-FINGERPRINT_FIELDS = ("check", "variable", "unit", "version", "environ", "parameters",
-                      "num_tasks", "num_tasks_per_node")  # fmt: skip
+FINGERPRINT_FIELDS = (
+    "check",
+    "variable",
+    "unit",
+    "version",
+    "environ",
+    "parameters",
+    "num_tasks",
+    "num_tasks_per_node",
+)
 SERIES = ["site", "system", "fingerprint"]
 
 
@@ -131,8 +139,19 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run and fingerprint: site, system, label, run_id, started, the fingerprint's
     fields, fingerprint, value (median of the repetitions), band_low, band_high, n (values)."""
     perf = perf[perf["value"].notna()]
-    columns = ["site", "system", "label", "run_id", "started", *FINGERPRINT_FIELDS, "fingerprint",
-               "value", "band_low", "band_high", "n"]  # fmt: skip
+    columns = [
+        "site",
+        "system",
+        "label",
+        "run_id",
+        "started",
+        *FINGERPRINT_FIELDS,
+        "fingerprint",
+        "value",
+        "band_low",
+        "band_high",
+        "n",
+    ]
     if perf.empty:
         return pd.DataFrame(columns=columns)
     for column in ("num_tasks", "num_tasks_per_node"):
@@ -144,8 +163,9 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     perf = perf.drop(columns=["system"]).merge(
         runs[["run_id", "site", "system", "started", "benchmark_versions"]], on="run_id"
     )
-    perf["version"] = [_version(v, c) for v, c in zip(perf["benchmark_versions"], perf["check"],
-                                                      strict=True)]  # fmt: skip
+    perf["version"] = [
+        _version(v, c) for v, c in zip(perf["benchmark_versions"], perf["check"], strict=True)
+    ]
     perf["parameters"] = perf["parameters"].map(_parameters)
     for column in ("num_tasks", "num_tasks_per_node"):
         perf[column] = [int_or_none(v) for v in perf[column]]
@@ -154,7 +174,7 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             json.dumps(
                 dict(zip(FINGERPRINT_FIELDS, key, strict=True)), sort_keys=True, default=str
             ).encode()
-        ).hexdigest()[:12]  # fmt: skip
+        ).hexdigest()[:12]
         for key in perf[list(FINGERPRINT_FIELDS)].itertuples(index=False, name=None)
     ]
     edges = [band(*r) for r in perf[["reference", "lower", "upper"]].itertuples(index=False)]
@@ -164,10 +184,16 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     keys = ["site", "system", "run_id", "started", "fingerprint"]
     for key, g in perf.groupby(keys, dropna=False, sort=False):
         first = g.iloc[0]
-        rows.append({**dict(zip(keys, key, strict=True)),
-                     **{f: first[f] for f in FINGERPRINT_FIELDS},
-                     "value": float(g["value"].median()), "band_low": first["band_low"],
-                     "band_high": first["band_high"], "n": len(g)})  # fmt: skip
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                **{f: first[f] for f in FINGERPRINT_FIELDS},
+                "value": float(g["value"].median()),
+                "band_low": first["band_low"],
+                "band_high": first["band_high"],
+                "n": len(g),
+            }
+        )
     out = pd.DataFrame(rows)
     out["label"] = [system_label(s, y) for s, y in zip(out["site"], out["system"], strict=True)]
     out["started"] = pd.to_datetime(out["started"])
@@ -196,8 +222,15 @@ def judge(table: pd.DataFrame, k=3.0, window=10, min_history=3, tolerance=0.1) -
         for i, row in enumerate(series.to_dict("records")):
             history = values[max(0, i - window) : i]
             hist = _history(history, min_history, k, tolerance)
-            out.append({**row, "metric": metric_name(row), "direction": direction(row["unit"]),
-                        **_verdict(row, hist), "latest": i == len(series) - 1})  # fmt: skip
+            out.append(
+                {
+                    **row,
+                    "metric": metric_name(row),
+                    "direction": direction(row["unit"]),
+                    **_verdict(row, hist),
+                    "latest": i == len(series) - 1,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -212,8 +245,14 @@ def _history(history: np.ndarray, min_history: int, k: float, tolerance: float) 
     mean = float(np.mean(history))
     cov = float(np.std(history)) / abs(mean) if mean else math.inf
     noisy = f"history too noisy to judge (CoV {cov:.2f}, {len(history)} runs)"
-    return {"median": med, "low": med - half, "high": med + half, "half": half,
-            "n": len(history), "noisy": noisy if half >= abs(med) else None}  # fmt: skip
+    return {
+        "median": med,
+        "low": med - half,
+        "high": med + half,
+        "half": half,
+        "n": len(history),
+        "noisy": noisy if half >= abs(med) else None,
+    }
 
 
 def _verdict(row: dict, hist: dict) -> dict:
@@ -229,8 +268,9 @@ def _verdict(row: dict, hist: dict) -> dict:
     if hist["noisy"]:
         basis.append(hist["noisy"])
     elif not math.isnan(hist["median"]):
-        basis.append(f"history median {_num(hist['median'])} ± {_num(hist['half'])} "
-                     f"({hist['n']} runs)")  # fmt: skip
+        basis.append(
+            f"history median {_num(hist['median'])} ± {_num(hist['half'])} ({hist['n']} runs)"
+        )
         below, above = value < hist["low"], value > hist["high"]
         worse_hist = (way != "lower" and below) or (way != "higher" and above)
         better_hist = (way == "higher" and above) or (way == "lower" and below)
@@ -244,8 +284,14 @@ def _verdict(row: dict, hist: dict) -> dict:
         verdict = "ok" if basis else "no baseline"
     med = hist["median"]
     change = 100 * (value - med) / abs(med) if med and np.isfinite(med) else math.nan
-    return {"history_median": med, "history_low": hist["low"], "history_high": hist["high"],
-            "change_pct": change, "basis": "; ".join(basis) or "-", "verdict": verdict}  # fmt: skip
+    return {
+        "history_median": med,
+        "history_low": hist["low"],
+        "history_high": hist["high"],
+        "change_pct": change,
+        "basis": "; ".join(basis) or "-",
+        "verdict": verdict,
+    }
 
 
 def value_below(value, edge) -> bool:
@@ -311,8 +357,17 @@ def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd
     system, runs, latest, median, ceiling; and the metrics that could not be compared, with
     the reason (what differs from the nearest fingerprint of another system)."""
     descriptions = descriptions or {}
-    columns = ["metric", "unit", "fingerprint", "system", "runs", "latest", "median", "ceiling",
-               "ceiling_of"]  # fmt: skip
+    columns = [
+        "metric",
+        "unit",
+        "fingerprint",
+        "system",
+        "runs",
+        "latest",
+        "median",
+        "ceiling",
+        "ceiling_of",
+    ]
     if table.empty:
         return pd.DataFrame(columns=columns), pd.DataFrame(columns=["system", "metric", "reason"])
     rows, apart = [], []
@@ -324,19 +379,30 @@ def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd
         for label, s in g.groupby("label"):
             s = s.sort_values("started")
             top = ceiling(descriptions.get(label), first["unit"])
-            rows.append({"metric": metric_name(first), "unit": first["unit"], "fingerprint": fp,
-                         "system": label, "runs": len(s), "latest": s["value"].iloc[-1],
-                         "median": float(s["value"].median()),
-                         "ceiling": top[0] if top else math.nan,
-                         "ceiling_of": top[1] if top else ""})  # fmt: skip
+            rows.append(
+                {
+                    "metric": metric_name(first),
+                    "unit": first["unit"],
+                    "fingerprint": fp,
+                    "system": label,
+                    "runs": len(s),
+                    "latest": s["value"].iloc[-1],
+                    "median": float(s["value"].median()),
+                    "ceiling": top[0] if top else math.nan,
+                    "ceiling_of": top[1] if top else "",
+                }
+            )
     labels = sorted(table["label"].unique())
     for fp, g in table.groupby("fingerprint", sort=False):
         if shared[fp] >= 2:
             continue
         first = g.iloc[0]
         mine = first["label"]
-        same = table[(table["check"] == first["check"]) & (table["variable"] == first["variable"])
-                     & (table["label"] != mine)]  # fmt: skip
+        same = table[
+            (table["check"] == first["check"])
+            & (table["variable"] == first["variable"])
+            & (table["label"] != mine)
+        ]
         if same.empty:
             others = [x for x in labels if x != mine]
             reason = f"no other system ran {first['check']} {first['variable']}" + (
@@ -362,8 +428,16 @@ def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd
 
 
 def _text(view: pd.DataFrame) -> str:
-    with pd.option_context("display.max_rows", None, "display.max_columns", None,
-                           "display.width", 250, "display.max_colwidth", 70):  # fmt: skip
+    with pd.option_context(
+        "display.max_rows",
+        None,
+        "display.max_columns",
+        None,
+        "display.width",
+        250,
+        "display.max_colwidth",
+        70,
+    ):
         return view.to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
@@ -372,8 +446,11 @@ def cmd_compare(args) -> int:
         print(f"iostudy: error: store {args.store}: no such directory", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.k <= 0 or args.window < 1 or args.min_history < 1 or args.tolerance < 0:
-        print("iostudy: error: --k and --window, --min-history must be positive, --tolerance "
-              "at least 0", file=sys.stderr)  # fmt: skip
+        print(
+            "iostudy: error: --k and --window, --min-history must be positive, --tolerance "
+            "at least 0",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     table = results(args.store)
     if args.system:
@@ -393,15 +470,21 @@ def cmd_compare(args) -> int:
     write_table(view, args, text=_text)
     regressions = shown[shown["verdict"] == "regression"]
     counts = shown["verdict"].value_counts()
-    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in
-                        ("regression", "improvement", "ok", "noisy history",
-                         "no baseline"))  # fmt: skip
-    print(f"compare: {len(shown)} results of {shown['label'].nunique()} systems judged: {summary}",
-          file=sys.stderr)  # fmt: skip
+    summary = ", ".join(
+        f"{counts.get(v, 0)} {v}"
+        for v in ("regression", "improvement", "ok", "noisy history", "no baseline")
+    )
+    print(
+        f"compare: {len(shown)} results of {shown['label'].nunique()} systems judged: {summary}",
+        file=sys.stderr,
+    )
     for row in regressions.itertuples():
         change = "" if pd.isna(row.change_pct) else f"{row.change_pct:+.0f}% against the median; "
-        print(f"REGRESSION: {row.label} {row.metric}: {row.value:.4g} {row.unit} in run "
-              f"{row.run_id} ({change}{row.basis})", file=sys.stderr)  # fmt: skip
+        print(
+            f"REGRESSION: {row.label} {row.metric}: {row.value:.4g} {row.unit} in run "
+            f"{row.run_id} ({change}{row.basis})",
+            file=sys.stderr,
+        )
     return EXIT_REGRESSION if len(regressions) else 0
 
 
@@ -413,8 +496,11 @@ def register(groups) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_option(p)
-    p.add_argument("--system", action="append", help="only this system (site/system for another "
-                   "site's); repeatable")  # fmt: skip
+    p.add_argument(
+        "--system",
+        action="append",
+        help="only this system (site/system for another site's); repeatable",
+    )
     p.add_argument("--check", action="append", help="only this check; repeatable")
     p.add_argument("--all", action="store_true", help="judge every run, not only the latest")
     p.add_argument("--k", type=float, default=3.0, help="history band: k x MAD-sigma (default 3)")

@@ -123,11 +123,26 @@ def levels(files_a: pd.DataFrame, files_b: pd.DataFrame) -> pd.DataFrame:
     """Per module, each figure of jobdetail.per_module for A and B: module, figure, a, b."""
     pa, pb = (jobdetail.per_module(f).set_index("module") for f in (files_a, files_b))
     modules = list(dict.fromkeys([*pa.index, *pb.index]))
-    figures = ["reads", "writes", "bytes_read", "bytes_written", "opens", "read_time",
-               "write_time", "meta_time"]  # fmt: skip
-    rows = [{"module": m, "figure": f, "a": pa.at[m, f] if m in pa.index else 0,
-             "b": pb.at[m, f] if m in pb.index else 0}
-            for m in modules for f in figures]  # fmt: skip
+    figures = [
+        "reads",
+        "writes",
+        "bytes_read",
+        "bytes_written",
+        "opens",
+        "read_time",
+        "write_time",
+        "meta_time",
+    ]
+    rows = [
+        {
+            "module": m,
+            "figure": f,
+            "a": pa.at[m, f] if m in pa.index else 0,
+            "b": pb.at[m, f] if m in pb.index else 0,
+        }
+        for m in modules
+        for f in figures
+    ]
     return pd.DataFrame(rows, columns=["module", "figure", "a", "b"])
 
 
@@ -146,10 +161,17 @@ def compare(con, name_a: str, name_b: str, jobs: pd.DataFrame | None = None) -> 
     jobs = jobstats.job_table(con) if jobs is None else jobs
     a, b = resolve(jobs, name_a), resolve(jobs, name_b)
     files = jobdetail.files_of(con, [a["log_sha256"], b["log_sha256"]])
-    fa, fb = (files[(files["log_sha256"] == j["log_sha256"]) & (files["run_id"] == j["run_id"])]
-              for j in (a, b))  # fmt: skip
-    return {"a": a, "b": b, "summary": summary(a, b), "levels": levels(fa, fb),
-            "sizes": sizes(fa, fb)}  # fmt: skip
+    fa, fb = (
+        files[(files["log_sha256"] == j["log_sha256"]) & (files["run_id"] == j["run_id"])]
+        for j in (a, b)
+    )
+    return {
+        "a": a,
+        "b": b,
+        "summary": summary(a, b),
+        "levels": levels(fa, fb),
+        "sizes": sizes(fa, fb),
+    }
 
 
 def _text(pair: dict) -> str:

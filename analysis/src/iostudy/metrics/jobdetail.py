@@ -88,8 +88,14 @@ def size_bins(files: pd.DataFrame) -> pd.DataFrame:
         for op in ("read", "write"):
             for b in SIZE_BINS:
                 count = mine[f"{op}_{b.lower()}"].sum()
-                rows.append({"module": modules.display(module), "operation": op,
-                             "size": SIZE_LABELS[b], "accesses": int(count)})  # fmt: skip
+                rows.append(
+                    {
+                        "module": modules.display(module),
+                        "operation": op,
+                        "size": SIZE_LABELS[b],
+                        "accesses": int(count),
+                    }
+                )
     return pd.DataFrame(rows, columns=["module", "operation", "size", "accesses"])
 
 
@@ -142,11 +148,13 @@ def rank_balance(files: pd.DataFrame, nprocs: int) -> tuple[pd.DataFrame, dict]:
     moved = files[files["counted"]]
     moved = moved.assign(rank=sharing.own_ranks(moved["rank"].to_numpy(), nprocs))
     own = moved[moved["rank"] >= 0]
-    per_rank = own.groupby("rank").agg(bytes_read=("bytes_read", "sum"),
-                                       bytes_written=("bytes_written", "sum"),
-                                       read_time=("read_time", "sum"),
-                                       write_time=("write_time", "sum"),
-                                       meta_time=("meta_time", "sum"))  # fmt: skip
+    per_rank = own.groupby("rank").agg(
+        bytes_read=("bytes_read", "sum"),
+        bytes_written=("bytes_written", "sum"),
+        read_time=("read_time", "sum"),
+        write_time=("write_time", "sum"),
+        meta_time=("meta_time", "sum"),
+    )
     per_rank["io_time"] = per_rank[_TIMES].sum(axis=1)
     per_rank = per_rank.reset_index()
     shared = moved.loc[moved["rank"] < 0, "slowest_rank_time"].sum()
@@ -183,8 +191,13 @@ def jobcounters_of(con, shas) -> pd.DataFrame:
 
 # An APMPI counter of one MPI operation: the operation, and what it counts
 _MPI_OP = re.compile(r"^(MPI_\w+?)_(CALL_COUNT|TOTAL_BYTES|TOTAL_TIME|MAX_TIME|TOTAL_SYNC_TIME)$")
-_MPI_COLUMNS = {"CALL_COUNT": "calls", "TOTAL_BYTES": "bytes", "TOTAL_TIME": "time_s",
-                "MAX_TIME": "longest_call_s", "TOTAL_SYNC_TIME": "sync_time_s"}  # fmt: skip
+_MPI_COLUMNS = {
+    "CALL_COUNT": "calls",
+    "TOTAL_BYTES": "bytes",
+    "TOTAL_TIME": "time_s",
+    "MAX_TIME": "longest_call_s",
+    "TOTAL_SYNC_TIME": "sync_time_s",
+}
 
 
 def job_modules(counters: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -257,8 +270,14 @@ def _apxc_routers(rows: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------
 # From the log (iostudy.logs.darshanlog.read_log's dict)
 
-_ACCESS_PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "H5D": "H5D", "PNETCDF_VAR": "PNETCDF_VAR",
-                  "DFS": "DFS", "DAOS": "DAOS"}  # fmt: skip
+_ACCESS_PREFIX = {
+    "POSIX": "POSIX",
+    "MPI-IO": "MPIIO",
+    "H5D": "H5D",
+    "PNETCDF_VAR": "PNETCDF_VAR",
+    "DFS": "DFS",
+    "DAOS": "DAOS",
+}
 
 
 def common_sizes(log: dict, top: int = 4) -> pd.DataFrame:

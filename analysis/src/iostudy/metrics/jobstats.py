@@ -72,19 +72,62 @@ STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
 SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in sizebins.NAMES]
 # Totals the query sums: HUGEINT there (SUM of BIGINT), never cast back to BIGINT, where they could
 # overflow; int64 here when they are exact (numfmt.integral).
-SUMMED = ["bytes_read", "bytes_written", "unique_bytes", "shared_bytes", "partial_bytes",
-          *SIZE_COLUMNS]  # fmt: skip
+SUMMED = [
+    "bytes_read",
+    "bytes_written",
+    "unique_bytes",
+    "shared_bytes",
+    "partial_bytes",
+    *SIZE_COLUMNS,
+]
 # The columns the issue asks for first, then the rest.
 COLUMNS = [
-    "log", "jobid", "nprocs", "nodes", "bytes_read", "bytes_written", "io_time_slowest_s",
-    "agg_perf_mib_s", "mib_s_per_cn", "md_cost_pct", "files_per_proc", "seq_pct", "aligned_pct",
-    "mib_per_proc", "interfaces", "strategy", "io_procs", "procs_per_file",
-    "module", "run_id", "log_sha256", "system", "uid", "user", "account", "exe", "start",
-    "cores", "elapsed_s", "files", "creates_per_proc", "nodes_source", "io_time_span_s",
-    "mib_s_span", "mib_s_per_cn_span", "key_access_size",
-    "unique_bytes", "shared_bytes", "partial_bytes", "unique_files", "shared_files",
-    "partial_files", *SIZE_COLUMNS, "dxt_segments", "flags",
-]  # fmt: skip
+    "log",
+    "jobid",
+    "nprocs",
+    "nodes",
+    "bytes_read",
+    "bytes_written",
+    "io_time_slowest_s",
+    "agg_perf_mib_s",
+    "mib_s_per_cn",
+    "md_cost_pct",
+    "files_per_proc",
+    "seq_pct",
+    "aligned_pct",
+    "mib_per_proc",
+    "interfaces",
+    "strategy",
+    "io_procs",
+    "procs_per_file",
+    "module",
+    "run_id",
+    "log_sha256",
+    "system",
+    "uid",
+    "user",
+    "account",
+    "exe",
+    "start",
+    "cores",
+    "elapsed_s",
+    "files",
+    "creates_per_proc",
+    "nodes_source",
+    "io_time_span_s",
+    "mib_s_span",
+    "mib_s_per_cn_span",
+    "key_access_size",
+    "unique_bytes",
+    "shared_bytes",
+    "partial_bytes",
+    "unique_files",
+    "shared_files",
+    "partial_files",
+    *SIZE_COLUMNS,
+    "dxt_segments",
+    "flags",
+]
 
 _QUERY = """
 WITH f AS (
@@ -319,8 +362,11 @@ def has_jobs(store) -> bool:
     """Whether ``store`` is a store with a jobs table; if not, says so on stderr."""
     if (Path(store) / "jobs").is_dir():
         return True
-    print(f"iostudy: error: {store}: no store here (no jobs table); run "
-          "`iostudy ingest SOURCE --store STORE` first", file=sys.stderr)  # fmt: skip
+    print(
+        f"iostudy: error: {store}: no store here (no jobs table); run "
+        "`iostudy ingest SOURCE --store STORE` first",
+        file=sys.stderr,
+    )
     return False
 
 
@@ -341,8 +387,11 @@ def cmd_jobs(args) -> int:
             out.close()
     scope = "+".join(scope_modules(args.module))
     flagged = int(table["flags"].notna().sum())
-    print(f"jobs: {len(table)} jobs of {args.store} (modules {scope}; {flagged} flagged) to "
-          f"{args.out or 'stdout'}", file=sys.stderr)  # fmt: skip
+    print(
+        f"jobs: {len(table)} jobs of {args.store} (modules {scope}; {flagged} flagged) to "
+        f"{args.out or 'stdout'}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -176,10 +176,25 @@ def model_throughput(
 
 
 _TABLE1_KEYS = ["run_id", *MODEL_KEYS, "bytes", "repetition"]
-_TABLE1_COLUMNS = ["run_id", "system", "environ", "repetition", "model", *MODEL_KEYS, "io_procs",
-                   "procs_per_file", "nodes", "bytes", "write_seconds", "write_mib_s",
-                   "derived_seconds", "derived_mib_s", "rel_diff", "within_tolerance",
-                   "log_sha256"]  # fmt: skip
+_TABLE1_COLUMNS = [
+    "run_id",
+    "system",
+    "environ",
+    "repetition",
+    "model",
+    *MODEL_KEYS,
+    "io_procs",
+    "procs_per_file",
+    "nodes",
+    "bytes",
+    "write_seconds",
+    "write_mib_s",
+    "derived_seconds",
+    "derived_mib_s",
+    "rel_diff",
+    "within_tolerance",
+    "log_sha256",
+]
 
 
 def _match_keys(bench: pd.DataFrame, models: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -283,8 +298,19 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     of each. Returns run_id, log_sha256, tags (the log's), api, module, operation, log_bytes,
     busy_seconds, span_seconds, log_seconds, log_mib_s.
     """
-    cols = ["run_id", "log_sha256", "tags", "api", "module", "operation", "log_bytes",
-            "busy_seconds", "span_seconds", "log_seconds", "log_mib_s"]  # fmt: skip
+    cols = [
+        "run_id",
+        "log_sha256",
+        "tags",
+        "api",
+        "module",
+        "operation",
+        "log_bytes",
+        "busy_seconds",
+        "span_seconds",
+        "log_seconds",
+        "log_mib_s",
+    ]
     ior_jobs = jobs[jobs["check"] == "ior_check"]
     rows = []
     test_files = files[files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)]
@@ -300,8 +326,14 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
         for op in IOR_OPERATIONS:
             if phase not in (None, op):
                 continue
-            base = {"run_id": job.run_id, "log_sha256": job.log_sha256, "tags": job.tags,
-                    "api": api, "module": module, "operation": op}  # fmt: skip
+            base = {
+                "run_id": job.run_id,
+                "log_sha256": job.log_sha256,
+                "tags": job.tags,
+                "api": api,
+                "module": module,
+                "operation": op,
+            }
             rows.append(base | _ior_phase_bandwidth(mine, library, op, phase == op))
     return pd.DataFrame(rows, columns=cols)
 
@@ -366,9 +398,20 @@ def ior_crosscheck(
     within_tolerance False.
     """
     keys = [
-        "run_id", "log_tags", "system", "environ", "repetition", "api", "layout", "target",
-        "transfer_size", "block_size", "procs", "nodes", "operation",
-    ]  # fmt: skip
+        "run_id",
+        "log_tags",
+        "system",
+        "environ",
+        "repetition",
+        "api",
+        "layout",
+        "target",
+        "transfer_size",
+        "block_size",
+        "procs",
+        "nodes",
+        "operation",
+    ]
     runs = (
         ior.astype({"aggregate_bytes": float})
         .groupby(keys, dropna=False)
@@ -391,18 +434,36 @@ def ior_crosscheck(
         index=runs.index,
         dtype="object",
     )
-    found = ["log_sha256", "operation", "log_bytes", "busy_seconds", "span_seconds",
-             "log_seconds", "log_mib_s"]  # fmt: skip
+    found = [
+        "log_sha256",
+        "operation",
+        "log_bytes",
+        "busy_seconds",
+        "span_seconds",
+        "log_seconds",
+        "log_mib_s",
+    ]
     out = runs.merge(derived[found], on=["log_sha256", "operation"], how="left")
     out["rel_diff"] = (out["log_mib_s"] - out["ior_mib_s"]) / out["ior_mib_s"]
     out["within_tolerance"] = (out["rel_diff"].abs() <= tolerance).fillna(False).astype(bool)
     return out[
         [
-            *[k for k in keys if k != "log_tags"], "iterations", "ior_bytes", "ior_seconds",
-            "ior_mib_s", "ior_mean_mib_s", "log_bytes", "busy_seconds", "span_seconds",
-            "log_seconds", "log_mib_s", "rel_diff", "within_tolerance", "log_sha256",
+            *[k for k in keys if k != "log_tags"],
+            "iterations",
+            "ior_bytes",
+            "ior_seconds",
+            "ior_mib_s",
+            "ior_mean_mib_s",
+            "log_bytes",
+            "busy_seconds",
+            "span_seconds",
+            "log_seconds",
+            "log_mib_s",
+            "rel_diff",
+            "within_tolerance",
+            "log_sha256",
         ]
-    ]  # fmt: skip
+    ]
 
 
 def iomodel_histogram(iomodel: pd.DataFrame, by=("run_id", "system", "environ", "bytes")):

@@ -95,8 +95,18 @@ def metadata_curves(perf: pd.DataFrame) -> pd.DataFrame:
     """The ops/s values of mdtest_check and metarates_check per point (mean, min and max over
     repetitions): run_id, system, environ, benchmark, target, variable, procs, ops_s,
     min_ops_s, max_ops_s."""
-    cols = ["run_id", "system", "environ", "benchmark", "target", "variable", "procs", "ops_s",
-            "min_ops_s", "max_ops_s"]  # fmt: skip
+    cols = [
+        "run_id",
+        "system",
+        "environ",
+        "benchmark",
+        "target",
+        "variable",
+        "procs",
+        "ops_s",
+        "min_ops_s",
+        "max_ops_s",
+    ]
     rows = perf[perf["check"].isin(list(METADATA_CHECKS))].copy()
     if rows.empty:
         return pd.DataFrame(columns=cols)
@@ -133,8 +143,18 @@ def pass_fail_table(perf: pd.DataFrame) -> pd.DataFrame:
     performance values ReFrame passed against the references, the variables that failed, and
     the point's result (fail when any value failed). run_id, system, environ, check, point,
     repetition, values, passed, failed, result."""
-    cols = ["run_id", "system", "environ", "check", "point", "repetition", "values", "passed",
-            "failed", "result"]  # fmt: skip
+    cols = [
+        "run_id",
+        "system",
+        "environ",
+        "check",
+        "point",
+        "repetition",
+        "values",
+        "passed",
+        "failed",
+        "result",
+    ]
     rows = perf[perf["check"].isin(list(SCALING_CHECKS))]
     if rows.empty:
         return pd.DataFrame(columns=cols)
@@ -167,9 +187,26 @@ def ior_crosscheck_table(ior, files, jobs) -> pd.DataFrame:
     t.insert(t.columns.get_loc("rel_diff"), "difference_pct", 100 * t["rel_diff"])
     t = t.rename(columns={"within_tolerance": WITHIN})
     t[WITHIN] = metrics.judged(t[WITHIN], t["log_mib_s"])
-    cols = ["run_id", "system", "environ", "repetition", "api", "layout", "target",
-            "transfer_size", "procs", "nodes", "operation", "iterations", "ior_mib_s",
-            "log_mib_s", "ior_seconds", "log_seconds", "difference_pct", WITHIN]  # fmt: skip
+    cols = [
+        "run_id",
+        "system",
+        "environ",
+        "repetition",
+        "api",
+        "layout",
+        "target",
+        "transfer_size",
+        "procs",
+        "nodes",
+        "operation",
+        "iterations",
+        "ior_mib_s",
+        "log_mib_s",
+        "ior_seconds",
+        "log_seconds",
+        "difference_pct",
+        WITHIN,
+    ]
     return t[cols]
 
 
@@ -180,8 +217,13 @@ def ior_crosscheck_table(ior, files, jobs) -> pd.DataFrame:
 def with_peaks(curves: pd.DataFrame, peaks: dict | None) -> pd.DataFrame:
     """The curves with the system's declared peaks beside them (declared_<name> columns, empty
     where the system declares none), so that the figure's CSV holds what it draws."""
-    names = ["client_network_mib_s", "storage_target_mib_s", "aggregate_mib_s",
-             "metadata_ops_s", "storage_targets"]  # fmt: skip
+    names = [
+        "client_network_mib_s",
+        "storage_target_mib_s",
+        "aggregate_mib_s",
+        "metadata_ops_s",
+        "storage_targets",
+    ]
     return curves.assign(**{f"declared_{k}": (peaks or {}).get(k) for k in names})
 
 
@@ -189,9 +231,10 @@ def with_ceiling(curves: pd.DataFrame, limits: dict[str, pd.DataFrame]) -> pd.Da
     """The curves with the ceiling the measured components set at each point's nodes
     (modelled_ceiling_mib_s: iostudy.metrics.ceiling; ``limits``: per system, its
     ceiling.limits; empty for a system without component checks)."""
-    values = [ceiling.ceiling(limits[s], op, int(n or 1))[0] if s in limits else None
-              for s, op, n in zip(curves["system"], curves["operation"], curves["nodes"],
-                                  strict=True)]  # fmt: skip
+    values = [
+        ceiling.ceiling(limits[s], op, int(n or 1))[0] if s in limits else None
+        for s, op, n in zip(curves["system"], curves["operation"], curves["nodes"], strict=True)
+    ]
     return curves.assign(modelled_ceiling_mib_s=pd.Series(values, index=curves.index, dtype=float))
 
 
@@ -209,8 +252,11 @@ def declared_ceilings(peaks: dict | None, nodes: pd.Series) -> list[tuple[str, n
     targets. None values are not drawn."""
     nodes = np.asarray(nodes, dtype=float)
     values = ceiling.declared(peaks)
-    return [(label, values[limit] * (nodes if scales == "per node" else np.ones(len(nodes))))
-            for limit, _, scales, label in ceiling.DECLARED if values[limit]]  # fmt: skip
+    return [
+        (label, values[limit] * (nodes if scales == "per node" else np.ones(len(nodes))))
+        for limit, _, scales, label in ceiling.DECLARED
+        if values[limit]
+    ]
 
 
 def _log2_axis(ax, values):
@@ -257,23 +303,43 @@ def ior_scaling_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> 
             ):
                 s = s.sort_values("procs")
                 ax.errorbar(
-                    s["procs"], s["mib_s"],
+                    s["procs"],
+                    s["mib_s"],
                     yerr=[s["mib_s"] - s["min_mib_s"], s["max_mib_s"] - s["mib_s"]],
                     color=colours.get(layout, "#555555"),
                     linestyle="-" if transfer.endswith(" aligned") else "--",
-                    marker=markers[environ], markersize=3, capsize=2, linewidth=1.2,
+                    marker=markers[environ],
+                    markersize=3,
+                    capsize=2,
+                    linewidth=1.2,
                     label=f"{LAYOUTS.get(layout, layout)}, {transfer}" + by_environ(environ),
-                )  # fmt: skip
+                )
             memory = g[g["target"] == "memory"]
             if len(memory):
                 best = memory.groupby("procs").agg(mib_s=("mib_s", "max"), nodes=("nodes", "max"))
-                ax.plot(best.index, best["mib_s"], color="black", linestyle=":", marker="^",
-                        markersize=3, label="client ceiling (memory target, best)")  # fmt: skip
-            modelled = g.groupby("procs")["modelled_ceiling_mib_s"].max().dropna() if (
-                "modelled_ceiling_mib_s" in g) else pd.Series(dtype=float)  # fmt: skip
+                ax.plot(
+                    best.index,
+                    best["mib_s"],
+                    color="black",
+                    linestyle=":",
+                    marker="^",
+                    markersize=3,
+                    label="client ceiling (memory target, best)",
+                )
+            modelled = (
+                g.groupby("procs")["modelled_ceiling_mib_s"].max().dropna()
+                if ("modelled_ceiling_mib_s" in g)
+                else pd.Series(dtype=float)
+            )
             if len(modelled):
-                ax.step(modelled.index, modelled.values, where="mid", color="black",
-                        linestyle="--", label="modelled ceiling (measured components)")  # fmt: skip
+                ax.step(
+                    modelled.index,
+                    modelled.values,
+                    where="mid",
+                    color="black",
+                    linestyle="--",
+                    label="modelled ceiling (measured components)",
+                )
             points = g.groupby("procs")["nodes"].max().sort_index()
             for (name, values), style in zip(
                 declared_ceilings(peaks, points.values),
@@ -310,12 +376,17 @@ def metadata_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> Fig
         for (variable, environ), s in g.groupby(["variable", "environ"], dropna=False):
             s = s.sort_values("procs")
             ax.errorbar(
-                s["procs"], s["ops_s"],
+                s["procs"],
+                s["ops_s"],
                 yerr=[s["ops_s"] - s["min_ops_s"], s["max_ops_s"] - s["ops_s"]],
-                color=colours[variable], linestyle=styles[environ],
-                marker="o", markersize=3, capsize=2, linewidth=1.2,
+                color=colours[variable],
+                linestyle=styles[environ],
+                marker="o",
+                markersize=3,
+                capsize=2,
+                linewidth=1.2,
                 label=variable.removesuffix("_ops_s") + by_environ(environ),
-            )  # fmt: skip
+            )
         if peak:
             ax.axhline(peak, color="grey", linestyle="-.", label="declared metadata peak")
         _log2_axis(ax, g["procs"])

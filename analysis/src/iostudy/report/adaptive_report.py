@@ -23,9 +23,22 @@ pd = deferred("pandas")
 SECTION = "adaptive"
 MODES = ("adaptive", "mpiio", "posix-fpp")
 COLOURS = {"adaptive": "#54a24b", "mpiio": "#4c78a8", "posix-fpp": "#f58518"}
-SUMMARY_COLUMNS = ["system", "writers", "targets", "size_mib", "mode", "interference", "runs",
-                   "mean_mib_s", "min_mib_s", "max_mib_s", "mean_s", "target_spread",
-                   "moves", "writers_per_target"]  # fmt: skip
+SUMMARY_COLUMNS = [
+    "system",
+    "writers",
+    "targets",
+    "size_mib",
+    "mode",
+    "interference",
+    "runs",
+    "mean_mib_s",
+    "min_mib_s",
+    "max_mib_s",
+    "mean_s",
+    "target_spread",
+    "moves",
+    "writers_per_target",
+]
 
 
 def _spread(target_s: str) -> float:
@@ -41,14 +54,24 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     adaptive writes, and where the last run put the writers (SUMMARY_COLUMNS)."""
     if rows.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    rows = rows.assign(size_mib=rows["bytes_per_writer"] / 2**20,
-                       spread=rows["target_s"].map(_spread))  # fmt: skip
+    rows = rows.assign(
+        size_mib=rows["bytes_per_writer"] / 2**20, spread=rows["target_s"].map(_spread)
+    )
     keys = ["system", "writers", "targets", "size_mib", "mode", "interference"]
-    out = rows.groupby(keys, sort=True).agg(
-        runs=("mib_s", "size"), mean_mib_s=("mib_s", "mean"), min_mib_s=("mib_s", "min"),
-        max_mib_s=("mib_s", "max"), mean_s=("seconds", "mean"), target_spread=("spread", "mean"),
-        moves=("moves", "mean"), writers_per_target=("writers_per_target", "last"),
-    ).reset_index()  # fmt: skip
+    out = (
+        rows.groupby(keys, sort=True)
+        .agg(
+            runs=("mib_s", "size"),
+            mean_mib_s=("mib_s", "mean"),
+            min_mib_s=("mib_s", "min"),
+            max_mib_s=("mib_s", "max"),
+            mean_s=("seconds", "mean"),
+            target_spread=("spread", "mean"),
+            moves=("moves", "mean"),
+            writers_per_target=("writers_per_target", "last"),
+        )
+        .reset_index()
+    )
     return out[SUMMARY_COLUMNS]
 
 
@@ -65,12 +88,21 @@ def bandwidth_figure(table: pd.DataFrame) -> Figure:
                 row = mine[(mine["mode"] == mode) & (mine["interference"] == loaded)]
                 if row.empty:
                     continue
-                mean, low, high = (float(row[c].iloc[0]) for c in ("mean_mib_s", "min_mib_s",
-                                                                   "max_mib_s"))  # fmt: skip
-                ax.bar(i + (k - 0.5) * width, mean, width, color=COLOURS[mode],
-                       hatch="//" if loaded else None, edgecolor="black", linewidth=0.4,
-                       yerr=[[mean - low], [high - mean]], capsize=2,
-                       label=f"{mode}{', interference' if loaded else ''}")  # fmt: skip
+                mean, low, high = (
+                    float(row[c].iloc[0]) for c in ("mean_mib_s", "min_mib_s", "max_mib_s")
+                )
+                ax.bar(
+                    i + (k - 0.5) * width,
+                    mean,
+                    width,
+                    color=COLOURS[mode],
+                    hatch="//" if loaded else None,
+                    edgecolor="black",
+                    linewidth=0.4,
+                    yerr=[[mean - low], [high - mean]],
+                    capsize=2,
+                    label=f"{mode}{', interference' if loaded else ''}",
+                )
         ax.set_xticks(range(len(MODES)), MODES, fontsize=7)
         ax.set_title(f"{short(size)} MiB per process", fontsize=9)
         ax.set_ylabel("MiB/s", fontsize=8)
@@ -86,15 +118,26 @@ def add_section(add, rows: pd.DataFrame) -> None:
     table = summary(rows)
     for (system, writers, targets), mine in table.groupby(["system", "writers", "targets"]):
         ident = safe(f"{system}-{writers}w-{targets}t")
-        add(SECTION, "figure", f"adaptive-{ident}",
+        add(
+            SECTION,
+            "figure",
+            f"adaptive-{ident}",
             f"{system}, {writers} writers on {targets} storage target(s): adaptive I/O against "
             "one shared file (MPI-IO, collective) and a file per process, mean MiB/s of the "
             "runs (bars: min to max), without and with a competing writer on half the targets "
             "(hatched; seed 004, Figs. 5-7). Time from a barrier to the last close, after a "
             "flush. With one target there is nowhere to move a writer: adaptive I/O is then "
-            "one writer at a time.", mine, fig=bandwidth_figure(mine))  # fmt: skip
-        add(SECTION, "table", f"adaptive-runs-{ident}",
+            "one writer at a time.",
+            mine,
+            fig=bandwidth_figure(mine),
+        )
+        add(
+            SECTION,
+            "table",
+            f"adaptive-runs-{ident}",
             f"{system}: per size, mode and interference, the runs' MiB/s, the targets' spread "
             "(the last target's completion over the first's: what adaptive I/O evens out), the "
-            "adaptive writes (moves, mean) and the writers per target of the last run.", mine,
-            table=True)  # fmt: skip
+            "adaptive writes (moves, mean) and the writers per target of the last run.",
+            mine,
+            table=True,
+        )

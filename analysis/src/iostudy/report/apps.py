@@ -49,23 +49,58 @@ if TYPE_CHECKING:
 #: the units of the variables drawn: bandwidths and times
 FIGURE_UNITS = ("MiB/s", "s")
 #: log tags every check's log has: the rest are the check's parameters
-GENERIC_TAGS = {"campaign", "check", "system", "partition", "environ", "run_id", "lib_ver",
-                "repetition"}  # fmt: skip
+GENERIC_TAGS = {
+    "campaign",
+    "check",
+    "system",
+    "partition",
+    "environ",
+    "run_id",
+    "lib_ver",
+    "repetition",
+}
 #: the modules whose bytes a log's row shows (H5F records have no byte counters)
 BYTE_MODULES = ("posix", "stdio", "mpiio", "pnetcdf")
 #: HMMER's file roles, in the order of seed 002's Table I
 HMMER_ROLES = ("HMM (input)", "sequence DB (input)", "output", "other", "totals")
 #: the figures of a file in HMMER's table
 HMMER_FIGURES = ["file_size_bytes", "io_volume_bytes", "io_time_s", "io_count", "seek_count"]
-HMMER_COLUMNS = ["run_id", "system", "environ", "config", "repetition", "jobid", "role", "file",
-                 "path", *HMMER_FIGURES]  # fmt: skip
+HMMER_COLUMNS = [
+    "run_id",
+    "system",
+    "environ",
+    "config",
+    "repetition",
+    "jobid",
+    "role",
+    "file",
+    "path",
+    *HMMER_FIGURES,
+]
 #: the access table's sums of counts and bytes
-ACCESS_SUMS = ["posix_ops", "mpiio_coll_ops", "mpiio_indep_ops",
-               *(f"{m}_bytes" for m in BYTE_MODULES)]  # fmt: skip
-ACCESS_COLUMNS = ["run_id", "system", "environ", "check", "parameters", "repetition", "jobid",
-                  "nprocs", "posix_ops", "unaligned_pct", "small_pct", "mpiio_coll_ops",
-                  "mpiio_indep_ops", "collective_pct",
-                  *(f"{m}_bytes" for m in BYTE_MODULES)]  # fmt: skip
+ACCESS_SUMS = [
+    "posix_ops",
+    "mpiio_coll_ops",
+    "mpiio_indep_ops",
+    *(f"{m}_bytes" for m in BYTE_MODULES),
+]
+ACCESS_COLUMNS = [
+    "run_id",
+    "system",
+    "environ",
+    "check",
+    "parameters",
+    "repetition",
+    "jobid",
+    "nprocs",
+    "posix_ops",
+    "unaligned_pct",
+    "small_pct",
+    "mpiio_coll_ops",
+    "mpiio_indep_ops",
+    "collective_pct",
+    *(f"{m}_bytes" for m in BYTE_MODULES),
+]
 # Seed 002's Fig. 4 (per-OST occupancy and I/O time) is iostudy.report.lustre's section.
 
 
@@ -132,8 +167,18 @@ def perf_bars(perf: pd.DataFrame, check: str) -> pd.DataFrame:
     repetition left out; per system, and environment when there are several) and bandwidth or
     time variable, the mean, min and max over runs and repetitions. Columns: series, point,
     group (the x label), unit, variable, mean, min, max, values, runs."""
-    columns = ["series", "point", "group", "unit", "variable", "mean", "min", "max", "values",
-               "runs"]  # fmt: skip
+    columns = [
+        "series",
+        "point",
+        "group",
+        "unit",
+        "variable",
+        "mean",
+        "min",
+        "max",
+        "values",
+        "runs",
+    ]
     rows = perf[(perf["check"] == check) & perf["unit"].isin(FIGURE_UNITS)].copy()
     rows["value"] = pd.to_numeric(rows["value"], errors="coerce")
     rows = rows.dropna(subset=["value"])
@@ -194,16 +239,26 @@ def perf_figure(bars: pd.DataFrame, title: str) -> Figure:
             mean = v["mean"].to_numpy(dtype=float)
             ax.bar(xs, mean, width=step * 0.9, color=f"C{i % 10}", label=variable)
             ax.errorbar(
-                xs, mean,
+                xs,
+                mean,
                 yerr=[mean - v["min"].to_numpy(dtype=float), v["max"].to_numpy(dtype=float) - mean],
-                fmt="none", ecolor="black", capsize=2, linewidth=0.8,
-            )  # fmt: skip
+                fmt="none",
+                ecolor="black",
+                capsize=2,
+                linewidth=0.8,
+            )
             if label_bars:
                 for xi, top, value in zip(xs, v["max"], mean, strict=True):
                     if np.isfinite(value):
-                        ax.annotate(short(value), (xi, top), xytext=(0, 2),
-                                    textcoords="offset points", ha="center", va="bottom",
-                                    fontsize=6)  # fmt: skip
+                        ax.annotate(
+                            short(value),
+                            (xi, top),
+                            xytext=(0, 2),
+                            textcoords="offset points",
+                            ha="center",
+                            va="bottom",
+                            fontsize=6,
+                        )
         ax.set_xticks(x, [textwrap.fill(g, 22) for g in groups], fontsize=7)
         ax.set_ylabel(unit, fontsize=8)
         ax.set_ylim(0, headroom(of_unit["max"]))
@@ -280,9 +335,10 @@ def hmmer_files(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
         for path, g in recs.groupby("path", sort=True, dropna=False):
             name = str(path).rsplit("/", 1)[-1]
             of_job.append(
-                base | {"role": hmmer_role(path, config), "file": name, "path": path}
+                base
+                | {"role": hmmer_role(path, config), "file": name, "path": path}
                 | _file_figures(g)
-            )  # fmt: skip
+            )
         if not of_job:
             continue
         totals = {k: sum(r[k] for r in of_job if pd.notna(r[k])) for k in HMMER_FIGURES}
@@ -290,9 +346,16 @@ def hmmer_files(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=HMMER_COLUMNS)
     roles = {r: i for i, r in enumerate(HMMER_ROLES)}
-    rows.sort(key=lambda r: (roles[r["role"]], r["config"], str(r["environ"]),
-                             _sortable(r["repetition"]), _sortable(r["jobid"]),
-                             str(r.get("path"))))  # fmt: skip
+    rows.sort(
+        key=lambda r: (
+            roles[r["role"]],
+            r["config"],
+            str(r["environ"]),
+            _sortable(r["repetition"]),
+            _sortable(r["jobid"]),
+            str(r.get("path")),
+        )
+    )
     out = pd.DataFrame(rows, columns=HMMER_COLUMNS)
     for column in HMMER_FIGURES:
         if column != "io_time_s":
@@ -316,8 +379,17 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     read + written through each module. Shares are empty when there is no operation."""
     apps = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
     # Every sum once: per log (its sha256 is its identity) and module.
-    counted = ["reads", "writes", "unaligned", "small_reads", "small_writes", "coll_ops",
-               "indep_ops", "bytes_read", "bytes_written"]  # fmt: skip
+    counted = [
+        "reads",
+        "writes",
+        "unaligned",
+        "small_reads",
+        "small_writes",
+        "coll_ops",
+        "indep_ops",
+        "bytes_read",
+        "bytes_written",
+    ]
     mine = files[files["log_sha256"].isin(apps["log_sha256"])]
     numbers = mine[counted].apply(pd.to_numeric, errors="coerce").astype(float).fillna(0)
     sums = numbers.groupby([mine["log_sha256"], mine["module"]]).sum()

@@ -29,22 +29,41 @@ def add_section(add, con, pairs, anonymizer=None, jobs: pd.DataFrame | None = No
     (``pairs``: (A, B) names, checked by the build; ``jobs``: the study's job table)."""
     for n, (name_a, name_b) in enumerate(pairs, 1):
         pair = comparejobs.compare(con, name_a, name_b, jobs)
-        a, b = (anonymizer.frame(pair[k].to_frame().T).iloc[0] if anonymizer else pair[k]
-                for k in ("a", "b"))  # fmt: skip
+        a, b = (
+            anonymizer.frame(pair[k].to_frame().T).iloc[0] if anonymizer else pair[k]
+            for k in ("a", "b")
+        )
         what = f"A = job {a['jobid']} ({a['log']}), B = job {b['jobid']} ({b['log']})"
         summary = pair["summary"]
         drawn = summary[summary["metric"].isin(DRAWN)]
-        add(SECTION, "figure", f"before-after-{n}",
+        add(
+            SECTION,
+            "figure",
+            f"before-after-{n}",
             f"Before (A) and after (B): {what}. B over A in the table: above 1, B is higher "
-            "(faster for MiB/s/CN, slower for time).", summary,
-            fig=jobfigures.pair_figure(drawn, ("A", "B")), table=True)  # fmt: skip
-        add(SECTION, "table", f"before-after-{n}-levels",
+            "(faster for MiB/s/CN, slower for time).",
+            summary,
+            fig=jobfigures.pair_figure(drawn, ("A", "B")),
+            table=True,
+        )
+        add(
+            SECTION,
+            "table",
+            f"before-after-{n}-levels",
             "Operations, bytes and I/O time (s, summed over the processes) per level: POSIX is "
             "what the file system served, MPI-IO and HDF5 what the application asked for.",
-            wide_levels(pair["levels"]), table=True, whole=True)  # fmt: skip
-        add(SECTION, "table", f"before-after-{n}-sizes",
+            wide_levels(pair["levels"]),
+            table=True,
+            whole=True,
+        )
+        add(
+            SECTION,
+            "table",
+            f"before-after-{n}-sizes",
             f"Accesses per size bin at each level (the bins either job used; {sizebins.EDGES}).",
-            pair["sizes"], table=True)  # fmt: skip
+            pair["sizes"],
+            table=True,
+        )
 
 
 def section(r) -> None:

@@ -52,15 +52,29 @@ def over_time_figure(judged: pd.DataFrame):
         s = s.sort_values("started")
         t = pd.to_datetime(s["started"])
         ax.plot(t, s["value"], "o-", color="#4878a8", markersize=4, label="value")
-        ax.fill_between(t, s["history_low"], s["history_high"], color="#4878a8", alpha=0.15,
-                        linewidth=0, label="history band")  # fmt: skip
+        ax.fill_between(
+            t,
+            s["history_low"],
+            s["history_high"],
+            color="#4878a8",
+            alpha=0.15,
+            linewidth=0,
+            label="history band",
+        )
         low = s["band_low"].astype(float).replace(-np.inf, np.nan)
         if low.notna().any():
             ax.plot(t, low, "--", color="#808080", linewidth=1, label="reference floor")
         bad = s[s["verdict"] == "regression"]
         if len(bad):
-            ax.plot(pd.to_datetime(bad["started"]), bad["value"], "x", color="#c00000",
-                    markersize=10, markeredgewidth=2, label="regression")  # fmt: skip
+            ax.plot(
+                pd.to_datetime(bad["started"]),
+                bad["value"],
+                "x",
+                color="#c00000",
+                markersize=10,
+                markeredgewidth=2,
+                label="regression",
+            )
         ax.set_title(textwrap.fill(f"{label}: {metric}", 70), fontsize=7)
         ax.set_ylabel(s["unit"].iloc[0], fontsize=7)
         ax.set_ylim(bottom=0)
@@ -122,9 +136,21 @@ def _add_regressions(add, table: pd.DataFrame) -> None:
     )
     shown = judged[series > 1].assign(_first=~regressed[series > 1])
     shown = shown.sort_values("_first", kind="stable").drop(columns="_first")
-    columns = ["label", "run_id", "started", "metric", "unit", "value", "history_median",
-               "history_low", "history_high", "band_low", "band_high", "change_pct",
-               "verdict"]  # fmt: skip
+    columns = [
+        "label",
+        "run_id",
+        "started",
+        "metric",
+        "unit",
+        "value",
+        "history_median",
+        "history_low",
+        "history_high",
+        "band_low",
+        "band_high",
+        "change_pct",
+        "verdict",
+    ]
     add(
         "regressions",
         "figure",

@@ -45,8 +45,14 @@ def network_figure(rows: pd.DataFrame) -> Figure:
     fig, (ax,) = panels(1, 7, 3.0, extra_height=0.3)
     rows = rows.sort_values("bytes")
     aligned = (rows["bytes"] & (rows["bytes"] - 1)) == 0
-    ax.plot(rows.loc[aligned, "bytes"], rows.loc[aligned, "mib_s"], marker="o", markersize=3,
-            color="#4c78a8", label="one pair, powers of two")  # fmt: skip
+    ax.plot(
+        rows.loc[aligned, "bytes"],
+        rows.loc[aligned, "mib_s"],
+        marker="o",
+        markersize=3,
+        color="#4c78a8",
+        label="one pair, powers of two",
+    )
     ax.plot(
         rows.loc[~aligned, "bytes"],
         rows.loc[~aligned, "mib_s"],
@@ -57,8 +63,14 @@ def network_figure(rows: pd.DataFrame) -> Figure:
         label="one pair, perturbed sizes",
     )
     if rows["procs"].max() > 2:
-        ax.plot(rows.loc[aligned, "bytes"], rows.loc[aligned, "aggregate_mib_s"], marker="s",
-                markersize=3, color="#54a24b", label="all pairs at once")  # fmt: skip
+        ax.plot(
+            rows.loc[aligned, "bytes"],
+            rows.loc[aligned, "aggregate_mib_s"],
+            marker="s",
+            markersize=3,
+            color="#54a24b",
+            label="all pairs at once",
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)", fontsize=8)
     ax.set_ylabel("MiB/s", fontsize=8)
@@ -76,17 +88,24 @@ def storage_figure(rows: pd.DataFrame) -> Figure:
     (solid: one at a time; dashed: a queue), and per target (a marker each) when there are
     several."""
     fig, (ax,) = panels(1, 5.5, 3.0, extra_height=0.3)
-    rows = rows.assign(iodepth=rows["iodepth"].fillna(1).astype(int),
-                       target=rows["target"].fillna("scratch"))  # fmt: skip
+    rows = rows.assign(
+        iodepth=rows["iodepth"].fillna(1).astype(int), target=rows["target"].fillna("scratch")
+    )
     targets = sorted(rows["target"].unique())
     for (target, op, qd), mine in rows.groupby(["target", "operation", "iodepth"]):
         best = mine.groupby("jobs")["aggregate_mib_s"].max()
         block = short(mine["block"].iloc[0] / 2**10)
         where = f"{target}: " if len(targets) > 1 else ""
         marker = TARGET_MARKERS[targets.index(target) % len(TARGET_MARKERS)]
-        ax.plot(best.index, best.values, marker=marker, markersize=4, color=COLOURS.get(op),
-                linestyle="-" if qd == 1 else "--",
-                label=f"{where}{op} ({block} KiB requests, {qd} in flight a job)")  # fmt: skip
+        ax.plot(
+            best.index,
+            best.values,
+            marker=marker,
+            markersize=4,
+            color=COLOURS.get(op),
+            linestyle="-" if qd == 1 else "--",
+            label=f"{where}{op} ({block} KiB requests, {qd} in flight a job)",
+        )
     ax.set_xlabel("fio jobs on the target", fontsize=8)
     ax.set_ylabel("MiB/s (all jobs)", fontsize=8)
     ax.set_yscale("log")
@@ -103,8 +122,14 @@ def ceiling_figure(curve: pd.DataFrame, points: pd.DataFrame) -> Figure:
     fig, axes = panels(2, 4.6, 3.0, extra_height=0.3)
     for ax, op in zip(axes, ceiling.OPERATIONS, strict=True):
         mine = curve[curve["operation"] == op].dropna(subset=["ceiling_mib_s"])
-        ax.step(mine["procs"], mine["ceiling_mib_s"], where="mid", color="black",
-                linestyle="--", label="modelled ceiling")  # fmt: skip
+        ax.step(
+            mine["procs"],
+            mine["ceiling_mib_s"],
+            where="mid",
+            color="black",
+            linestyle="--",
+            label="modelled ceiling",
+        )
         held = points[points["operation"] == op]
         for benchmark, g in held.groupby("benchmark"):
             g = g.groupby("procs")["mib_s"].max()
@@ -112,8 +137,13 @@ def ceiling_figure(curve: pd.DataFrame, points: pd.DataFrame) -> Figure:
         rated = held[held["ceiling_pct"].notna() & held["benchmark"].str.startswith("IOR")]
         if len(rated):
             top = rated.loc[rated["ceiling_pct"].idxmax()]
-            ax.annotate(f"{top['ceiling_pct']:.0f}%", (top["procs"], top["mib_s"]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)  # fmt: skip
+            ax.annotate(
+                f"{top['ceiling_pct']:.0f}%",
+                (top["procs"], top["mib_s"]),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=8,
+            )
         ax.set_xscale("log", base=2)
         ax.set_ylim(bottom=0)
         ax.set_title(f"{op}", fontsize=9)
@@ -129,32 +159,54 @@ def _system_items(add, system, run_id, rows, held, limits) -> dict:
     """One system's figures and tables (``held``: its ceiling.points); returns its best
     fractions (ceiling.best_fractions)."""
     label = f"{system}, latest run {run_id}"
-    add(SECTION, "table", f"component-limits-{safe(system)}",
+    add(
+        SECTION,
+        "table",
+        f"component-limits-{safe(system)}",
         f"{system}: each component's limit, measured in run {run_id} (the latest with "
         "component checks) and as the system description declares it; the ceiling uses the "
-        "measured one (iostudy.metrics.ceiling).", limits, table=True, whole=True)  # fmt: skip
+        "measured one (iostudy.metrics.ceiling).",
+        limits,
+        table=True,
+        whole=True,
+    )
     network = rows[rows["component"] == "network"]
     if len(network):
-        add(SECTION, "figure", f"network-{safe(system)}",
+        add(
+            SECTION,
+            "figure",
+            f"network-{safe(system)}",
             "The network (seed 001, Fig. 2b: NetPIPE): netbw's ping-pong MiB/s against message "
             "size, one pair, and all pairs at once; crosses: sizes 3 bytes off a power of two "
-            "(NetPIPE's perturbations), where irregular networks lose most.", network,
-            fig=network_figure(network), label=label)  # fmt: skip
+            "(NetPIPE's perturbations), where irregular networks lose most.",
+            network,
+            fig=network_figure(network),
+            label=label,
+        )
     storage = rows[rows["component"] == "storage"]
     if len(storage):
-        add(SECTION, "figure", f"storage-{safe(system)}",
+        add(
+            SECTION,
+            "figure",
+            f"storage-{safe(system)}",
             "The storage targets (seed 001, Fig. 3: sgp_dd): fio's aggregate MiB/s against "
             "its jobs on one target (each target the system lists, from its node; else the "
             "scratch storage), large direct sequential writes and reads, and small writes "
-            "each followed by fsync (seed 001's metadata updates, 5-8 MiB/s there).", storage,
-            fig=storage_figure(storage), label=label)  # fmt: skip
+            "each followed by fsync (seed 001's metadata updates, 5-8 MiB/s there).",
+            storage,
+            fig=storage_figure(storage),
+            label=label,
+        )
     points = ceiling.fractions(held, limits)
     if points.empty or points["ceiling_mib_s"].isna().all():
         return {"why": NO_IOR if points.empty else "no component limit measured or declared"}
     per_node = int(points["procs"].max() / max(points["nodes"].max(), 1))
     procs = sorted({int(p) for p in points["procs"]})
     curve = ceiling.ceiling_curve(limits, procs, max(per_node, 1))
-    add(SECTION, "figure", f"ceiling-{safe(system)}",
+    add(
+        SECTION,
+        "figure",
+        f"ceiling-{safe(system)}",
         "The aggregate ceiling per process count (seed 001, Fig. 4): at each scale the "
         "smallest of the components' limits (dashed), and the best of IOR's points on "
         "scratch, of seed 003's I/O models and of each application's write and read "
@@ -162,12 +214,20 @@ def _system_items(add, system, run_id, rows, held, limits) -> dict:
         "fraction (seed 001: 85% for writes, 79% for reads). A point above the ceiling did "
         "more than a component measured: the page cache, or more requests in flight than "
         "fio_check made.",
-        curve, fig=ceiling_figure(curve, points), label=label)  # fmt: skip
-    add(SECTION, "table", f"ceiling-fractions-{safe(system)}",
+        curve,
+        fig=ceiling_figure(curve, points),
+        label=label,
+    )
+    add(
+        SECTION,
+        "table",
+        f"ceiling-fractions-{safe(system)}",
         f"{system}: each IOR point on scratch, each I/O model and each application's "
         "bandwidth with the ceiling at its nodes, the limit that sets it and the point's "
-        "fraction of it, %.", points,
-        table=True)  # fmt: skip
+        "fraction of it, %.",
+        points,
+        table=True,
+    )
     return ceiling.best_fractions(points)
 
 
@@ -194,9 +254,11 @@ def add_section(add, data, measured: dict, one_node=frozenset()) -> dict:
     apps = ceiling.application_points(data["perf"], one_node)
     best = {}
     for system, (run_id, mine, limits) in measured.items():
-        held = ceiling.points(curves[curves["system"] == system],
-                              iomodel[iomodel["system"] == system],
-                              apps[apps["system"] == system])  # fmt: skip
+        held = ceiling.points(
+            curves[curves["system"] == system],
+            iomodel[iomodel["system"] == system],
+            apps[apps["system"] == system],
+        )
         best[system] = _system_items(add, system, run_id, mine, held, limits)
     return best
 
@@ -211,10 +273,12 @@ def verdict_lines(best: dict) -> list[str]:
             ) or "no IOR point on scratch (IOR comes from the Spack view)"
             lines.append(f"{system}: not held against the ceiling: {why}")
             continue
-        parts = [f"{np.round(row['ceiling_pct']):.0f}% of the {op} ceiling ({short(row['mib_s'])} "
-                 f"of {short(row['ceiling_mib_s'])} MiB/s, {row['limited_by']} limit"
-                 f"{'; every point above it: a cache' if row['ceiling_pct'] > 100 else ''})"
-                 for op, row in ops.items()]  # fmt: skip
+        parts = [
+            f"{np.round(row['ceiling_pct']):.0f}% of the {op} ceiling ({short(row['mib_s'])} "
+            f"of {short(row['ceiling_mib_s'])} MiB/s, {row['limited_by']} limit"
+            f"{'; every point above it: a cache' if row['ceiling_pct'] > 100 else ''})"
+            for op, row in ops.items()
+        ]
         lines.append(f"{system}: IOR reached " + " and ".join(parts) + " (seed 001: 85%, 79%)")
     return lines
 

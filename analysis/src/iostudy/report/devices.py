@@ -53,8 +53,9 @@ def throughput_figure(series: pd.DataFrame):
     ax.plot(s.index, s["read_mib_s"] / scale, linewidth=0.8, label="read", color="C0")
     ax.plot(s.index, s["write_mib_s"] / scale, linewidth=0.8, label="write", color="C3")
     for n, (a, b) in enumerate(missing_spans(series)):
-        ax.axvspan(a, b, color="grey", alpha=0.25, linewidth=0,
-                   label="no record" if n == 0 else None)  # fmt: skip
+        ax.axvspan(
+            a, b, color="grey", alpha=0.25, linewidth=0, label="no record" if n == 0 else None
+        )
     ax.set_xlim(*time_span(series["time"]))  # a capture of seconds on an axis of seconds
     ax.set_ylabel(f"aggregate {unit} ({bucket} s)", fontsize=8)
     ax.set_xlabel("time (UTC)", fontsize=8)

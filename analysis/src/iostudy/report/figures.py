@@ -255,8 +255,9 @@ def rates_by_size(jobs: pd.DataFrame) -> pd.DataFrame:
     procs_bin, jobs, p10, median, p90."""
     moved = jobs[jobs["mib_s_per_cn"].notna()]
     rates = moved["mib_s_per_cn"].groupby(size_bins(moved["nprocs"]).values)
-    out = rates.agg(jobs="size", p10=lambda v: v.quantile(0.1), median="median",
-                    p90=lambda v: v.quantile(0.9))  # fmt: skip
+    out = rates.agg(
+        jobs="size", p10=lambda v: v.quantile(0.1), median="median", p90=lambda v: v.quantile(0.9)
+    )
     return out.rename_axis("procs_bin").reset_index()
 
 
@@ -275,8 +276,15 @@ def rates_by_size_figure(jobs: pd.DataFrame) -> Figure:
     ax.set_xticks(range(1, len(order) + 1), [short(b) for b in order], fontsize=7)
     ax.set_yscale("log")
     for x, g in enumerate(groups, 1):
-        ax.annotate(f"{len(g):,}", (x, 1), xycoords=("data", "axes fraction"), ha="center",
-                    va="bottom", fontsize=6, color="#555555")  # fmt: skip
+        ax.annotate(
+            f"{len(g):,}",
+            (x, 1),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="bottom",
+            fontsize=6,
+            color="#555555",
+        )
     ax.set_xlabel("processes per job (bins of powers of two)", fontsize=8)
     ax.set_ylabel("MiB/s per compute node", fontsize=8)
     ax.tick_params(axis="y", labelsize=7)
@@ -462,8 +470,12 @@ def page_rows(df: pd.DataFrame) -> pd.DataFrame:
 def is_bytes(column: str) -> bool:
     """A column of byte counts (bytes, bytes_read, io_volume_bytes, transfer_size ...): shown
     with a binary prefix on the page."""
-    return (column == "bytes" or column.startswith("bytes_") or column.endswith("_bytes")
-            or column.endswith("_size"))  # fmt: skip
+    return (
+        column == "bytes"
+        or column.startswith("bytes_")
+        or column.endswith("_bytes")
+        or column.endswith("_size")
+    )
 
 
 def _cell(column: str, v) -> tuple[str, str]:
@@ -496,8 +508,9 @@ def _page_columns(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     rest = [c for c in columns[1:] if c not in verdicts]
     same = []
     if len(df) >= 3:  # two rows alike in a column are a coincidence, not yet a pattern
-        same = [c for c in rest if c not in COMPARED
-                and df[c].astype(str).nunique(dropna=False) == 1]  # fmt: skip
+        same = [
+            c for c in rest if c not in COMPARED and df[c].astype(str).nunique(dropna=False) == 1
+        ]
     shown = [*columns[:1], *verdicts, *[c for c in rest if c not in same]]
     return shown, same
 
@@ -519,7 +532,7 @@ def rows(df: pd.DataFrame, links: list | None = None) -> dict:
         "rows": [
             [(*_cell(c, r[c]), link if c == at else None) for c in shown]
             for r, link in zip(df.to_dict("records"), links, strict=True)
-        ],  # fmt: skip
+        ],
         "same": [(HEADERS.get(c, c), _cell(c, first[c])[0] or "none") for c in same],
     }
 
@@ -546,13 +559,20 @@ def item(
     hrefs = links(shown) if links is not None and shown is not None else None
     if shown is not None:
         shown = shown.drop(columns=list(hide))
-    return {"section": section, "kind": kind, "id": ident, "csv": f"{ident}.csv",
-            "caption": f"{label}: {caption}" if label else caption, "label": label,
-            "about": caption, "provenance": provenance(df),
-            "svg": svg(fig, ident) if fig is not None else None,
-            "table": rows(shown, hrefs) if shown is not None else None,
-            "rows": (len(shown), len(df)) if shown is not None else None,
-            "links": [h for h in hrefs or () if h]}  # fmt: skip
+    return {
+        "section": section,
+        "kind": kind,
+        "id": ident,
+        "csv": f"{ident}.csv",
+        "caption": f"{label}: {caption}" if label else caption,
+        "label": label,
+        "about": caption,
+        "provenance": provenance(df),
+        "svg": svg(fig, ident) if fig is not None else None,
+        "table": rows(shown, hrefs) if shown is not None else None,
+        "rows": (len(shown), len(df)) if shown is not None else None,
+        "links": [h for h in hrefs or () if h],
+    }
 
 
 def provenance(df: pd.DataFrame) -> str | None:

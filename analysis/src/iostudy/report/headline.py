@@ -99,8 +99,11 @@ def best_lines(perf: pd.DataFrame, systems: dict) -> list[str]:
             continue
         best = rows.loc[rows["value"].idxmax()]
         declared = ((systems.get(best["system"]) or {}).get("peaks") or {}).get(peak)
-        share = (f"{100 * best['value'] / declared:.0f}% of its declared {short(declared)} "
-                 f"{unit}" if declared else "no peak declared")  # fmt: skip
+        share = (
+            f"{100 * best['value'] / declared:.0f}% of its declared {short(declared)} {unit}"
+            if declared
+            else "no peak declared"
+        )
         where = f"{best['check']} {best['variable']} on {best['system']}, run {best['run_id']}"
         out.append(f"{what}: {short(best['value'])} {unit} ({where}; {share})")
     return out

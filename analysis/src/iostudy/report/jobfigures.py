@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 #: one colour per part of the I/O time, on every page
-TIME_PARTS = (("read_time", "read", "#4c78a8"), ("write_time", "write", "#f58518"),
-              ("meta_time", "metadata", "#9d9d9d"))  # fmt: skip
+TIME_PARTS = (
+    ("read_time", "read", "#4c78a8"),
+    ("write_time", "write", "#f58518"),
+    ("meta_time", "metadata", "#9d9d9d"),
+)
 #: ranks drawn one bar each; above, a histogram of their times
 RANKS_DRAWN = 64
 #: the job page's columns made of others: not recorded when none of them is
@@ -75,8 +78,9 @@ def sizes_figure(bins: pd.DataFrame) -> Figure:
         mine = bins[bins["module"] == name]
         labels = list(dict.fromkeys(mine["size"]))
         x = np.arange(len(labels))
-        for shift, (op, colour) in zip((-0.2, 0.2), (("read", "#4c78a8"), ("write", "#f58518")),
-                                       strict=True):  # fmt: skip
+        for shift, (op, colour) in zip(
+            (-0.2, 0.2), (("read", "#4c78a8"), ("write", "#f58518")), strict=True
+        ):
             counts = mine[mine["operation"] == op].set_index("size")["accesses"]
             ax.bar(x + shift, counts.reindex(labels).fillna(0), width=0.4, color=colour, label=op)
         ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=6)
@@ -128,9 +132,15 @@ def heatmap_figure(hm: pd.DataFrame) -> Figure:
         nbins = int(mine["bin"].max()) + 1
         grid = np.full((ranks, nbins), np.nan)
         grid[mine["rank"].to_numpy(int), mine["bin"].to_numpy(int)] = (
-            mine["read_bytes"] + mine["write_bytes"]).to_numpy(float)  # fmt: skip
-        mesh = ax.pcolormesh(np.arange(nbins + 1) * width, np.arange(ranks + 1) - 0.5,
-                             np.ma.masked_invalid(grid), cmap="viridis", norm=norm)  # fmt: skip
+            mine["read_bytes"] + mine["write_bytes"]
+        ).to_numpy(float)
+        mesh = ax.pcolormesh(
+            np.arange(nbins + 1) * width,
+            np.arange(ranks + 1) - 0.5,
+            np.ma.masked_invalid(grid),
+            cmap="viridis",
+            norm=norm,
+        )
         ax.invert_yaxis()
         ax.set_xlim(0, end)
         ax.set_title(f"{api}: bytes per {width:g} s bin", fontsize=9)
@@ -149,8 +159,7 @@ def pair_figure(summary: pd.DataFrame, labels: tuple[str, str]) -> Figure:
     unit, a, b), the two values side by side."""
     fig, axes = panels(len(summary), 2.3, 2.1, ncols=4, extra_height=0.3)
     for ax, row in zip(axes, summary.itertuples(), strict=True):
-        ax.bar([0, 1], [row.a, row.b], color=["#9d9d9d", "#4c78a8"],
-               tick_label=list(labels))  # fmt: skip
+        ax.bar([0, 1], [row.a, row.b], color=["#9d9d9d", "#4c78a8"], tick_label=list(labels))
         ax.set_title(f"{row.metric}\n({row.unit})", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(axis="y", alpha=0.3)

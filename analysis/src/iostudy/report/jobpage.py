@@ -19,11 +19,34 @@ from iostudy.report import dxtfigure, figures, jobfigures
 pd = deferred("pandas")
 
 #: the job's figures the record table shows, in order (jobstats.job_table's columns)
-RECORD = ["log", "ingested_from", "jobid", "system", "run_id", "user", "account", "exe",
-          "start", "elapsed_s", "nprocs", "nodes", "nodes_source", "interfaces", "strategy",
-          "bytes_read", "bytes_written", "io_time_slowest_s", "agg_perf_mib_s", "mib_s_per_cn",
-          "md_cost_pct", "key_access_size", "files", "dxt_segments", "flags",
-          "log_sha256"]  # fmt: skip
+RECORD = [
+    "log",
+    "ingested_from",
+    "jobid",
+    "system",
+    "run_id",
+    "user",
+    "account",
+    "exe",
+    "start",
+    "elapsed_s",
+    "nprocs",
+    "nodes",
+    "nodes_source",
+    "interfaces",
+    "strategy",
+    "bytes_read",
+    "bytes_written",
+    "io_time_slowest_s",
+    "agg_perf_mib_s",
+    "mib_s_per_cn",
+    "md_cost_pct",
+    "key_access_size",
+    "files",
+    "dxt_segments",
+    "flags",
+    "log_sha256",
+]
 #: the record table's names of fields it words otherwise than every table (figures.HEADERS)
 LABELS = {"nprocs": "processes (nprocs)"}
 
@@ -79,9 +102,22 @@ def sections(
     def item(kind, name, caption, df, **kw):
         return figures.item("job", kind, f"{prefix}-{name}", caption, df, **kw), df
 
-    out = [("Job", [item("table", "record", "The job as the store holds it (iostudy jobs); "
-                         "MiB/s/CN and metadata % are seed 000's, as on every page.",
-                         record_table(job), table=True, whole=True)])]  # fmt: skip
+    out = [
+        (
+            "Job",
+            [
+                item(
+                    "table",
+                    "record",
+                    "The job as the store holds it (iostudy jobs); "
+                    "MiB/s/CN and metadata % are seed 000's, as on every page.",
+                    record_table(job),
+                    table=True,
+                    whole=True,
+                )
+            ],
+        )
+    ]
     out.append(("Diagnoses", _diagnoses(item, findings)))
     out.append(("I/O time and operations per module", _modules(item, files, job.get("flags"))))
     out.append(("Access sizes", _sizes(item, files, log, why_no_log)))
@@ -146,12 +182,21 @@ def _sizes(item, files, log, why_no_log):
         )
     common_caption = "The most common access sizes per module (Darshan's ACCESS1..4 counters)"
     if log is None:
-        out.append(item("note", "common-sizes", f"{common_caption}: not shown, {why_no_log}.",
-                        pd.DataFrame()))  # fmt: skip
+        out.append(
+            item(
+                "note",
+                "common-sizes",
+                f"{common_caption}: not shown, {why_no_log}.",
+                pd.DataFrame(),
+            )
+        )
     else:
         common = jobdetail.common_sizes(log)
-        out.append(item("table", "common-sizes", f"{common_caption}, read from the log.",
-                        common, table=True))  # fmt: skip
+        out.append(
+            item(
+                "table", "common-sizes", f"{common_caption}, read from the log.", common, table=True
+            )
+        )
     return out
 
 
@@ -165,14 +210,26 @@ def _files(item, files, flags, nprocs):
     top = len(figures.page_rows(table))
     of_job = processes_text(nprocs)
     return [
-        item("table", "files-by-bytes", f"The {top} of {len(table):,} files (per module) that "
-             "moved the most bytes, each with its sharing class and the processes that "
-             f"accessed it (of the job's {of_job}); every file in the CSV.", by_bytes,
-             table=True, hide=["read_time", "write_time", "meta_time"]),
-        item("table", "files-by-time", f"The {top} files that took the most I/O time (summed "
-             "over the processes); every file in the CSV.", by_time,
-             table=True, hide=["bytes_read", "bytes_written", "opens"]),
-    ]  # fmt: skip
+        item(
+            "table",
+            "files-by-bytes",
+            f"The {top} of {len(table):,} files (per module) that "
+            "moved the most bytes, each with its sharing class and the processes that "
+            f"accessed it (of the job's {of_job}); every file in the CSV.",
+            by_bytes,
+            table=True,
+            hide=["read_time", "write_time", "meta_time"],
+        ),
+        item(
+            "table",
+            "files-by-time",
+            f"The {top} files that took the most I/O time (summed "
+            "over the processes); every file in the CSV.",
+            by_time,
+            table=True,
+            hide=["bytes_read", "bytes_written", "opens"],
+        ),
+    ]
 
 
 # The layers a job's totals count (iostudy.logs.modules.DEFAULT_SCOPE), as a caption names them
@@ -234,19 +291,19 @@ def _ranks(item, files, nprocs):
 # What each table of the job-level modules' section shows (jobdetail.job_modules' names)
 JOB_MODULES = {
     "BG/Q": "The Blue Gene/Q block the job ran on (its BG/Q record, as darshan-parser names the "
-            "counters: nodes, ranks per node, memory per node in MiB, the torus' dimensions).",
+    "counters: nodes, ranks per node, memory per node in MiB, the torus' dimensions).",
     "APXC": "The Cray XC job (AutoPerf's APXC header): the groups, chassis and blades of its "
-            "nodes, their memory and cluster modes (and 1 when every node had the same), the "
-            "application id.",
+    "nodes, their memory and cluster modes (and 1 when every node had the same), the "
+    "application id.",
     "APXC routers": "Each Aries router of the job's nodes (an APXC record): its rank and place, "
-                    "the flits that came in (its INCOMING_FLIT counters) and its stalls (its "
-                    "STALL counters), the most stalls first.",
+    "the flits that came in (its INCOMING_FLIT counters) and its stalls (its "
+    "STALL counters), the most stalls first.",
     "APMPI operations": "Each MPI operation the ranks called (AutoPerf's APMPI): calls, bytes "
-                        "and time summed over the ranks, the longest call, and the time waiting "
-                        "to synchronize before it (when measured), the most time first.",
+    "and time summed over the ranks, the longest call, and the time waiting "
+    "to synchronize before it (when measured), the most time first.",
     "APMPI ranks": "Each rank's node (MPI_PROCESSOR_NAME) and its time in MPI, the most first: "
-                   "their spread is the job's imbalance.",
-}  # fmt: skip
+    "their spread is the job's imbalance.",
+}
 
 
 def _job_modules(item, counters):
@@ -259,8 +316,10 @@ def _job_modules(item, counters):
 
 
 def _heatmap(item, log, why_no_log):
-    caption = ("Bytes each rank moved in each time bin, per API, from the log's HEATMAP "
-               "records (as PyDarshan's job summary draws them)")  # fmt: skip
+    caption = (
+        "Bytes each rank moved in each time bin, per API, from the log's HEATMAP "
+        "records (as PyDarshan's job summary draws them)"
+    )
     if log is None:
         return [item("note", "heatmap", f"{caption}: not shown, {why_no_log}.", pd.DataFrame())]
     hm = jobdetail.heatmap(log)

@@ -134,8 +134,11 @@ def sections(kind: str, items: list[dict], systems: list[str]) -> list[dict]:
         by_key.setdefault(item["section"], []).append(item)
     needed = KINDS[kind]
     first, last = ALWAYS
-    rest = [k for k in HEADINGS if k not in needed and k not in ALWAYS
-            and kind in ONLY_IN.get(k, (kind,))]  # fmt: skip
+    rest = [
+        k
+        for k in HEADINGS
+        if k not in needed and k not in ALWAYS and kind in ONLY_IN.get(k, (kind,))
+    ]
     out = []
     for key in [first, *needed, *rest, last]:
         mine = by_key.get(key, [])
@@ -145,8 +148,15 @@ def sections(kind: str, items: list[dict], systems: list[str]) -> list[dict]:
             command = command.replace(SYSTEM, systems[0] if len(systems) == 1 else "SYSTEM")
             mine = [i for i in mine if i.get("kind") == "note"]
         if key in ALWAYS or data or (key in needed and command):
-            out.append({"key": key, "heading": HEADINGS[key], "entries": mine,
-                        "blocks": blocks(mine), "missing": command})  # fmt: skip
+            out.append(
+                {
+                    "key": key,
+                    "heading": HEADINGS[key],
+                    "entries": mine,
+                    "blocks": blocks(mine),
+                    "missing": command,
+                }
+            )
     return out
 
 

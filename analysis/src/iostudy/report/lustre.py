@@ -34,8 +34,17 @@ def per_ost(records: pd.DataFrame) -> pd.DataFrame:
     """Per OST: occupancy (records on it), their I/O time (median, lowest, highest, total) and
     bytes (of the records whose file lies on it)."""
     if records.empty:
-        return pd.DataFrame(columns=["ost", "occupancy", "io_time_median_s", "io_time_min_s",
-                                     "io_time_max_s", "io_time_total_s", "mib"])  # fmt: skip
+        return pd.DataFrame(
+            columns=[
+                "ost",
+                "occupancy",
+                "io_time_median_s",
+                "io_time_min_s",
+                "io_time_max_s",
+                "io_time_total_s",
+                "mib",
+            ]
+        )
     table = records.groupby("ost").agg(
         occupancy=("io_time", "size"),
         io_time_median_s=("io_time", "median"),
@@ -84,8 +93,11 @@ def ost_figure(records: pd.DataFrame, title: str):
     top.bar(range(len(osts)), counts.values, color="C0")
     top.set_ylabel("occupancy (records)", fontsize=8)
     count_ticks(top.yaxis)
-    bottom.boxplot([records.loc[records["ost"] == o, "io_time"] for o in osts],
-                   positions=range(len(osts)), widths=0.6)  # fmt: skip
+    bottom.boxplot(
+        [records.loc[records["ost"] == o, "io_time"] for o in osts],
+        positions=range(len(osts)),
+        widths=0.6,
+    )
     bottom.set_ylabel("I/O time per record (s)", fontsize=8)
     bottom.set_xticks(range(len(osts)), [str(o) for o in osts], fontsize=7)
     bottom.set_xlabel("OST index", fontsize=8)

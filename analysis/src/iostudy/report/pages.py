@@ -85,8 +85,7 @@ class Pages:
             name = self.projects[href]
             mine = jobs[projects == name]
             theirs = found[found[JOB_KEY].isin(mine[JOB_KEY])]
-            secs = projectpage.sections(name, mine, theirs, href.removesuffix(".html"),
-                                        self.links)  # fmt: skip
+            secs = projectpage.sections(name, mine, theirs, href.removesuffix(".html"), self.links)
             wanted |= {h for _, entries in secs for item, _ in entries for h in item["links"]}
             _write(out, href, f"Project {name}", _project_top(mine, theirs), secs, page)
             self.written.add(href)
@@ -225,14 +224,23 @@ def _project_top(jobs: pd.DataFrame, found: pd.DataFrame) -> tuple[str, list[str
     return f"{len(jobs):,} JOBS", [line]
 
 
-def _write(out: Path, href: str, title: str, top: tuple[str, list[str]], secs, page: dict,
-           up=(None, "")):  # fmt: skip
+def _write(
+    out: Path, href: str, title: str, top: tuple[str, list[str]], secs, page: dict, up=(None, "")
+):
     """One page and its CSVs."""
     for _, entries in secs:
         for item, frame in entries:
             frame.to_csv(out / item["csv"], index=False, lineterminator="\n")
-    html = templates_env().get_template("detail.html.j2").render(
-        title=title, word=top[0], top=top[1], up=up, sections=[
-            {"heading": h, "entries": [i for i, _ in entries]} for h, entries in secs],
-        **page)  # fmt: skip
+    html = (
+        templates_env()
+        .get_template("detail.html.j2")
+        .render(
+            title=title,
+            word=top[0],
+            top=top[1],
+            up=up,
+            sections=[{"heading": h, "entries": [i for i, _ in entries]} for h, entries in secs],
+            **page,
+        )
+    )
     (out / href).write_text(html)

@@ -18,9 +18,23 @@ def samples(probes: pd.DataFrame) -> pd.DataFrame:
     """One row per sample (a probe job's log) from the store's probes table: its time, system,
     shape and the figures of the module docstring. A sample whose writers are not all in the
     log (writers rows < writers) is left out of the figures: complete is False."""
-    columns = ["run_id", "log_sha256", "system", "start", "writers", "writers_per_target",
-               "targets", "target", "bytes_per_writer", "aggregate_mib_s", "mean_writer_mib_s",
-               "imbalance", "slowest_s", "fastest_s", "complete"]  # fmt: skip
+    columns = [
+        "run_id",
+        "log_sha256",
+        "system",
+        "start",
+        "writers",
+        "writers_per_target",
+        "targets",
+        "target",
+        "bytes_per_writer",
+        "aggregate_mib_s",
+        "mean_writer_mib_s",
+        "imbalance",
+        "slowest_s",
+        "fastest_s",
+        "complete",
+    ]
     if probes is None or probes.empty:
         return pd.DataFrame(columns=columns)
     rows = []
@@ -77,8 +91,18 @@ def variability(samples_df: pd.DataFrame) -> pd.DataFrame:
                 "max_imbalance": group["imbalance"].max(),
             }
         )
-    return pd.DataFrame(rows, columns=[*shape, "samples", "mean_mib_s", "std_mib_s", "cov_pct",
-                                       "mean_imbalance", "max_imbalance"])  # fmt: skip
+    return pd.DataFrame(
+        rows,
+        columns=[
+            *shape,
+            "samples",
+            "mean_mib_s",
+            "std_mib_s",
+            "cov_pct",
+            "mean_imbalance",
+            "max_imbalance",
+        ],
+    )
 
 
 def sweep(samples_df: pd.DataFrame) -> pd.DataFrame:
@@ -148,8 +172,11 @@ def histogram_figure(chosen: pd.DataFrame):
         values = mine["aggregate_mib_s"]
         ax.hist(values, bins=min(20, max(len(values), 1)), color="C0", edgecolor="white")
         shape = mine.iloc[0]
-        ax.set_title(f"{system}: {len(values)} samples, {shape['writers']} writers x "
-                     f"{shape['bytes_per_writer'] / MIB:g} MiB", fontsize=9)  # fmt: skip
+        ax.set_title(
+            f"{system}: {len(values)} samples, {shape['writers']} writers x "
+            f"{shape['bytes_per_writer'] / MIB:g} MiB",
+            fontsize=9,
+        )
         ax.set_xlabel("aggregate MiB/s", fontsize=8)
         ax.set_ylabel("samples", fontsize=8)
         count_ticks(ax.yaxis)
@@ -172,11 +199,15 @@ def sweep_figure(sweep_df: pd.DataFrame):
             for ax, col in ((left, "aggregate"), (right, "per_writer")):
                 mean = s[f"{col}_mib_s"]
                 ax.errorbar(
-                    s["writers_per_target"], mean,
+                    s["writers_per_target"],
+                    mean,
                     yerr=[mean - s[f"{col}_min"], s[f"{col}_max"] - mean],
-                    marker="o", markersize=3, capsize=2, linewidth=1.2,
+                    marker="o",
+                    markersize=3,
+                    capsize=2,
+                    linewidth=1.2,
                     label=f"{size / MIB:g} MiB per writer",
-                )  # fmt: skip
+                )
         for ax, what in ((left, "aggregate"), (right, "per-writer")):
             ax.set_xscale("log", base=2)
             ax.set_title(f"{system}: {what} write bandwidth", fontsize=9)
@@ -230,11 +261,22 @@ def add_section(add, probes: pd.DataFrame) -> None:
     sweep_df = sweep(samples_df)
     shapes = sweep_df.groupby("system")["writers_per_target"].nunique() if len(sweep_df) else []
     if len(shapes) and max(shapes) > 1:
-        add("probes", "figure", "probe-sweep",
+        add(
+            "probes",
+            "figure",
+            "probe-sweep",
             "Internal interference (seed 004, Fig. 1): aggregate and per-writer write bandwidth "
             "against writers per storage target, one curve per data size per writer (mean, bars "
-            "min to max over the samples).", sweep_df, fig=sweep_figure(sweep_df))  # fmt: skip
+            "min to max over the samples).",
+            sweep_df,
+            fig=sweep_figure(sweep_df),
+        )
     else:  # the hourly probe is one shape: the sweep is a campaign of its own
-        add("probes", "note", "probe-sweep",
+        add(
+            "probes",
+            "note",
+            "probe-sweep",
             "Internal interference (seed 004, Fig. 1) needs probes at several writers per "
-            "target: iostudy campaign run interference --system SYSTEM.", sweep_df)  # fmt: skip
+            "target: iostudy campaign run interference --system SYSTEM.",
+            sweep_df,
+        )

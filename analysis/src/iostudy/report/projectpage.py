@@ -14,8 +14,20 @@ UNKNOWN = "(unknown)"
 #: the distribution is drawn from this many jobs with a MiB/s/CN (a box of fewer says no more
 #: than Table VI's rows)
 DRAWN_FROM = 5
-TABLE_V = ["log", "jobid", "user", "nprocs", "nodes", "mib_s_per_cn", "md_cost_pct",
-           "key_access_size", "strategy", "bytes_moved", "start", "log_sha256"]  # fmt: skip
+TABLE_V = [
+    "log",
+    "jobid",
+    "user",
+    "nprocs",
+    "nodes",
+    "mib_s_per_cn",
+    "md_cost_pct",
+    "key_access_size",
+    "strategy",
+    "bytes_moved",
+    "start",
+    "log_sha256",
+]
 
 
 def project_of(jobs: pd.DataFrame) -> pd.Series:
@@ -33,8 +45,12 @@ def table_vi(jobs: pd.DataFrame) -> pd.DataFrame:
     """MiB/s/CN by job size (compute nodes): jobs, median, and the slowest and fastest job."""
     rated = jobs[jobs["mib_s_per_cn"].notna()]
     g = rated.groupby("nodes")["mib_s_per_cn"]
-    out = g.agg(jobs="size", median_mib_s_per_cn="median", slowest_mib_s_per_cn="min",
-                fastest_mib_s_per_cn="max")  # fmt: skip
+    out = g.agg(
+        jobs="size",
+        median_mib_s_per_cn="median",
+        slowest_mib_s_per_cn="min",
+        fastest_mib_s_per_cn="max",
+    )
     return out.reset_index()
 
 
@@ -53,15 +69,35 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
         return figures.item("project", kind, f"{prefix}-{ident}", caption, df, **kw), df
 
     moved = jobs["bytes_read"] + jobs["bytes_written"]
-    summary = pd.DataFrame([{"project": name, "jobs": len(jobs),
-                             "users": jobs["user"].nunique(), "bytes_moved": moved.sum(),
-                             "median_mib_s_per_cn": jobs["mib_s_per_cn"].median(),
-                             "jobs_with_a_finding": found["log_sha256"].nunique()}])  # fmt: skip
+    summary = pd.DataFrame(
+        [
+            {
+                "project": name,
+                "jobs": len(jobs),
+                "users": jobs["user"].nunique(),
+                "bytes_moved": moved.sum(),
+                "median_mib_s_per_cn": jobs["mib_s_per_cn"].median(),
+                "jobs_with_a_finding": found["log_sha256"].nunique(),
+            }
+        ]
+    )
     v = table_v(jobs)
     shown = len(figures.page_rows(v))
-    out = [("Project", [item("table", "summary", "The project's jobs with a log, their bytes "
-                             "and median MiB/s/CN (seed 000's metric, as on every page).",
-                             summary, table=True)])]  # fmt: skip
+    out = [
+        (
+            "Project",
+            [
+                item(
+                    "table",
+                    "summary",
+                    "The project's jobs with a log, their bytes "
+                    "and median MiB/s/CN (seed 000's metric, as on every page).",
+                    summary,
+                    table=True,
+                )
+            ],
+        )
+    ]
     caption = (
         f"The {shown} of its {len(jobs):,} jobs that moved the most bytes (each links to its "
         "page; every job in the CSV): MiB/s/CN, metadata share of the I/O time, key access size "
@@ -81,10 +117,16 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
         )
     ]
     if vi["jobs"].sum() >= DRAWN_FROM:
-        by_size.append(item("figure", "distribution", "The distribution of its jobs' MiB/s/CN "
-                            "by job size (a box per bin of processes: 10th to 90th percentile).",
-                            figures.rates_by_size(jobs),
-                            fig=figures.rates_by_size_figure(jobs)))  # fmt: skip
+        by_size.append(
+            item(
+                "figure",
+                "distribution",
+                "The distribution of its jobs' MiB/s/CN "
+                "by job size (a box per bin of processes: 10th to 90th percentile).",
+                figures.rates_by_size(jobs),
+                fig=figures.rates_by_size_figure(jobs),
+            )
+        )
     out.append(("Performance by job size (seed 000, Table VI)", by_size))
     r = rules(found, len(jobs))
     caption = "The diagnosis rules that fired on its jobs, how often, and their advice."

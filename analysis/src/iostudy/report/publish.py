@@ -113,8 +113,10 @@ def rename_noreplace(src: Path, dst: Path) -> None:
 
 def _parts(committed: catalog.Catalog, table: str):
     """(file, Part) of each committed part of the table."""
-    return [(committed.part_path(table, name), part)
-            for name, part in sorted(committed.parts(table).items())]  # fmt: skip
+    return [
+        (committed.part_path(table, name), part)
+        for name, part in sorted(committed.parts(table).items())
+    ]
 
 
 def build_manifest(
@@ -165,7 +167,7 @@ def build_manifest(
                 "caption": s["caption"],
                 "csv": s["csv"],
                 "provenance": s["provenance"],
-            }  # fmt: skip
+            }
             for s in rendered.items
         ],
         "files": [_file_entry(p, p.name) for p in sorted(out.iterdir()) if p.is_file()],
@@ -180,8 +182,11 @@ def _store_inputs(store: Path, ids: set, all_run_ids) -> list[dict]:
     """The store's committed files of the study's runs, and those that belong to no known run
     (Slurm accounting, the collectors); the other studies' runs have no part in this report."""
     committed = catalog.load(store)
-    found = sorted((p, part.run_id) for table in sorted(committed.tables)
-                   for p, part in _parts(committed, table))  # fmt: skip
+    found = sorted(
+        (p, part.run_id)
+        for table in sorted(committed.tables)
+        for p, part in _parts(committed, table)
+    )
     return [
         {"kind": "store-parquet", **_file_entry(path, shown_path(path))}
         for path, run in found

@@ -212,14 +212,28 @@ def render(
     items, frames = [], {}
     linked = pages.Pages(tables, anonymizer, options.results)
 
-    def add(section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None,
-            whole=False):  # fmt: skip
+    def add(
+        section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None, whole=False
+    ):
         """figures.item's arguments; a job's row links to its page, a project's to its."""
         if anonymizer is not None:
             df = anonymizer.frame(df)
         frames[ident] = df  # written once the page's layout says the item is on it
-        items.append(figures.item(section, kind, ident, caption, df, fig, table, hide, label,
-                                  links=linked.links, whole=whole))  # fmt: skip
+        items.append(
+            figures.item(
+                section,
+                kind,
+                ident,
+                caption,
+                df,
+                fig,
+                table,
+                hide,
+                label,
+                links=linked.links,
+                whole=whole,
+            )
+        )
 
     report = sections.Report(add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:
@@ -232,10 +246,18 @@ def render(
         frames[item["id"]].to_csv(out / item["csv"], index=False, lineterminator="\n")
     rendered = Rendered(shown, headline.study_verdict(report), kind)
     (out / "index.html").write_text(_page(report, rendered, page, study, version, title, now))
-    linked.write(out, shown, report.found.get("diagnoses"), {
-        "report_title": title, "study": study, "version": version,
-        "created": now.strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "style": (publish_mod.TEMPLATES / "style.css").read_text()})  # fmt: skip
+    linked.write(
+        out,
+        shown,
+        report.found.get("diagnoses"),
+        {
+            "report_title": title,
+            "study": study,
+            "version": version,
+            "created": now.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "style": (publish_mod.TEMPLATES / "style.css").read_text(),
+        },
+    )
     return rendered
 
 
@@ -269,8 +291,15 @@ def build(
         data.restrict([r["run_id"] for r in runs])
         _tree_spans(runs, data)
         _check_pairs(data, before_after)
-        options = _options(store, data.all_runs, large_procs, large_mib, anonymize, results,
-                           tuple(map(tuple, before_after)))  # fmt: skip
+        options = _options(
+            store,
+            data.all_runs,
+            large_procs,
+            large_mib,
+            anonymize,
+            results,
+            tuple(map(tuple, before_after)),
+        )
         version = Version(study, study_dir, title or f"iostudy report: {study}", as_version)
         with safeio.space_in(study_dir):
             return _publish_new_version(data, runs, store, version, argv, options)

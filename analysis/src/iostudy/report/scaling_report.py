@@ -14,8 +14,9 @@ from iostudy.report.studydata import StudyData
 pd = deferred("pandas")
 
 
-def add_scaling(add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame,
-                limits: dict | None = None) -> pd.DataFrame:  # fmt: skip
+def add_scaling(
+    add, data: StudyData, runs: list[dict], runs_df: pd.DataFrame, limits: dict | None = None
+) -> pd.DataFrame:
     """The scaling campaign's section (seed 001; iostudy.metrics.scaling): per system, its latest
     run's IOR and metadata curves with the ceilings; the Table I check of every IOR run; pass/fail
     per scaling point. Returns the IOR cross-check table."""

@@ -99,10 +99,23 @@ def histograms(iomodel: pd.DataFrame) -> pd.DataFrame:
 
 
 JOB_COLUMNS = [
-    "run_id", "system", "environ", "repetition", "jobid", "nprocs", "nodes", "nodes_source",
-    "bytes", "io_time_slowest_s", "io_time_span_s", "strategy", "mib_s_per_cn",
-    "mib_s_per_cn_span", "log_path", "log_sha256",
-]  # fmt: skip
+    "run_id",
+    "system",
+    "environ",
+    "repetition",
+    "jobid",
+    "nprocs",
+    "nodes",
+    "nodes_source",
+    "bytes",
+    "io_time_slowest_s",
+    "io_time_span_s",
+    "strategy",
+    "mib_s_per_cn",
+    "mib_s_per_cn_span",
+    "log_path",
+    "log_sha256",
+]
 
 
 def job_table(data: StudyData) -> pd.DataFrame:
@@ -281,8 +294,10 @@ def counts_table(runs: pd.DataFrame, data: StudyData) -> pd.DataFrame:
     for system in sorted(systems.unique()):
         ids = set(runs.loc[systems == system, "run_id"])
         row = {"system": system, "runs": len(ids)}
-        row |= {what: sum(n for r, n in per_run.items() if r in ids)
-                for what, per_run in counted.items()}  # fmt: skip
+        row |= {
+            what: sum(n for r, n in per_run.items() if r in ids)
+            for what, per_run in counted.items()
+        }
         rows.append(row)
     total = {"system": "all"}
     for key in rows[0] if rows else []:
@@ -390,17 +405,35 @@ def jobs_section(r: Report) -> None:
     rated = jobs_t["mib_s_per_cn"].notna().any()  # a chart without a bar says nothing
     caption = JOBS_CAPTION + unknown
     if len(jobs_t) <= JOBS_SHOWN:
-        r.add("jobs", "figure" if rated else "table", "job-mib-s-per-cn", caption, jobs_t,
-              fig=figures.job_rates_figure(jobs_t, colours) if rated else None, table=True,
-              hide=JOBS_HIDDEN + ([] if by_environ else ["series", "environ"]))  # fmt: skip
+        r.add(
+            "jobs",
+            "figure" if rated else "table",
+            "job-mib-s-per-cn",
+            caption,
+            jobs_t,
+            fig=figures.job_rates_figure(jobs_t, colours) if rated else None,
+            table=True,
+            hide=JOBS_HIDDEN + ([] if by_environ else ["series", "environ"]),
+        )
     else:  # a bar per job is unreadable at a facility's scale: the distributions show them
-        r.add("jobs", "note", "job-mib-s-per-cn", f"{caption} {len(jobs_t):,} jobs: too "
-              "many to draw one by one; their distribution by job size below, per project in "
-              "the large-jobs section (Fig. 10 and Table IV), and every job in the CSV.",
-              jobs_t)  # fmt: skip
-        r.add("jobs", "figure", "job-mib-s-per-cn-by-size", SIZE_CAPTION + unknown,
-              figures.rates_by_size(jobs_t), fig=figures.rates_by_size_figure(jobs_t),
-              table=True)  # fmt: skip
+        r.add(
+            "jobs",
+            "note",
+            "job-mib-s-per-cn",
+            f"{caption} {len(jobs_t):,} jobs: too "
+            "many to draw one by one; their distribution by job size below, per project in "
+            "the large-jobs section (Fig. 10 and Table IV), and every job in the CSV.",
+            jobs_t,
+        )
+        r.add(
+            "jobs",
+            "figure",
+            "job-mib-s-per-cn-by-size",
+            SIZE_CAPTION + unknown,
+            figures.rates_by_size(jobs_t),
+            fig=figures.rates_by_size_figure(jobs_t),
+            table=True,
+        )
     several_runs = len(runs_df) and runs_df.groupby("system").size().max() > 1
     r.add(
         "over-runs",
@@ -463,8 +496,21 @@ def crosscheck_section(r: Report) -> None:
 
 
 # the value and its verdict beside the check, the parameters (as many as the checks have) last
-PERF_COLUMNS = ["run_id", "system", "partition", "environ", "check", "variable", "value", "unit",
-                "reference", "lower", "upper", "result", "parameters"]  # fmt: skip
+PERF_COLUMNS = [
+    "run_id",
+    "system",
+    "partition",
+    "environ",
+    "check",
+    "variable",
+    "value",
+    "unit",
+    "reference",
+    "lower",
+    "upper",
+    "result",
+    "parameters",
+]
 
 
 def perf_section(r: Report) -> None:
@@ -491,8 +537,9 @@ def parameter_text(perf: pd.DataFrame) -> pd.DataFrame:
 
 def counts_section(r: Report) -> None:
     counts = counts_table(r.runs_df, r.data)
-    r.add("counts", "table", "counts", "What this report is made of, per system.", counts,
-          table=True)  # fmt: skip
+    r.add(
+        "counts", "table", "counts", "What this report is made of, per system.", counts, table=True
+    )
     quarantine = r.data["quarantine"][["run_id", "path", "sha256", "reason"]]
     r.add(
         "counts",
@@ -506,10 +553,16 @@ def counts_section(r: Report) -> None:
     jobs = r.data["jobs"]
     flagged = jobs.loc[jobs["flags"].notna(), ["run_id", "log_path", "flags"]]
     if len(flagged):  # listed where they are counted: what was stored as null, and why
-        r.add("counts", "table", "flagged-logs", f"Flagged logs ({len(flagged)}): values a log "
-              "holds that cannot be right (iostudy.logs.plausibility), stored as null and left "
-              "out of every figure and mean; the rest of the log is in.", flagged,
-              table=True)  # fmt: skip
+        r.add(
+            "counts",
+            "table",
+            "flagged-logs",
+            f"Flagged logs ({len(flagged)}): values a log "
+            "holds that cannot be right (iostudy.logs.plausibility), stored as null and left "
+            "out of every figure and mean; the rest of the log is in.",
+            flagged,
+            table=True,
+        )
 
 
 def provenance_section(r: Report) -> None:

@@ -62,8 +62,10 @@ def verdict(runs: list[dict], perf: pd.DataFrame, judged: pd.DataFrame, jobs: in
                 "within the references",
             ),
         )
-    return Verdict("DATA", (f"a characterization of {_n(jobs, 'job log')}: no checks in this "
-                            "study to pass or fail",))  # fmt: skip
+    return Verdict(
+        "DATA",
+        (f"a characterization of {_n(jobs, 'job log')}: no checks in this study to pass or fail",),
+    )
 
 
 def _n(count: int, thing: str) -> str:
@@ -98,8 +100,9 @@ def _failed_values(perf: pd.DataFrame) -> list[str]:
         return []
     out = []
     for (check, variable, system), rows in bad.groupby(["check", "variable", "system"]):
-        of = ((perf["check"] == check) & (perf["variable"] == variable)
-              & (perf["system"] == system)).sum()  # fmt: skip
+        of = (
+            (perf["check"] == check) & (perf["variable"] == variable) & (perf["system"] == system)
+        ).sum()
         worst = rows.iloc[(rows["value"] - rows["reference"]).abs().argmax()]
         out.append(
             f"{check} {variable} on {system}: {len(rows)} of {of} values outside the reference "
@@ -115,10 +118,9 @@ def _regressions(judged: pd.DataFrame) -> list[str]:
     if judged.empty:
         return []
     latest = judged.sort_values(["started", "run_id"]).groupby(["label", "fingerprint"]).tail(1)
-    worse = (
-        ((latest["direction"] != "lower") & (latest["value"] < latest["history_low"]))
-        | ((latest["direction"] != "higher") & (latest["value"] > latest["history_high"]))
-    )  # fmt: skip
+    worse = ((latest["direction"] != "lower") & (latest["value"] < latest["history_low"])) | (
+        (latest["direction"] != "higher") & (latest["value"] > latest["history_high"])
+    )
     bad = latest[(latest["verdict"] == "regression") & worse]
     out = [
         f"{r.metric} on {r.label}: {short(r.value)} {r.unit or ''}, {_change(r.change_pct)} "
@@ -140,16 +142,20 @@ def _not_run(runs: list[dict]) -> list[str]:
     for run in runs:
         manifest = run.get("_manifest") or {}
         if not manifest and not is_tree(run):  # a log tree has none
-            unexplained.append(f"run {run['run_id']}: its manifest is missing (not found under "
-                               "--results, or left out of its site's bundle): what it ran and "
-                               "what it did not is unknown")  # fmt: skip
+            unexplained.append(
+                f"run {run['run_id']}: its manifest is missing (not found under "
+                "--results, or left out of its site's bundle): what it ran and "
+                "what it did not is unknown"
+            )
             continue
         cases = manifest.get("not_run")
         if cases is None:  # a manifest of before the reasons were kept: its counts only
             results = manifest.get("results") or {}
             if n := sum(results.get(m, 0) for m in MISSING):
-                unexplained.append(f"run {run['run_id']}: {_n(n, 'case')} did not run "
-                                   "(its iostudy kept no reasons)")  # fmt: skip
+                unexplained.append(
+                    f"run {run['run_id']}: {_n(n, 'case')} did not run "
+                    "(its iostudy kept no reasons)"
+                )
             continue
         for case in cases:
             if case.get("result") in MISSING:

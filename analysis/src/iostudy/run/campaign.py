@@ -102,14 +102,19 @@ def reframe_command(
 ) -> list[str]:
     """ReFrame's command line for the whole campaign (one session, one report)."""
     cmd = reframe_executable() + [
-        "-C", str(REFRAME_SETTINGS),
-        "--system", system["name"],
-        "--prefix", str(run_dir / "reframe"),
-        "--report-file", str(run_dir / "reframe" / "report.json"),
+        "-C",
+        str(REFRAME_SETTINGS),
+        "--system",
+        system["name"],
+        "--prefix",
+        str(run_dir / "reframe"),
+        "--report-file",
+        str(run_dir / "reframe" / "report.json"),
         "--exec-policy=serial",
         "--nocolor",
-        "-p", f"^({'|'.join(map(re.escape, flavours))})$",
-    ]  # fmt: skip
+        "-p",
+        f"^({'|'.join(map(re.escape, flavours))})$",
+    ]
     for name, value in (
         ("campaign", campaign["name"]),
         ("run_id", rid),
@@ -259,9 +264,15 @@ def case_results(
                 elif check in optional:
                     result = "skip-optional"
             why = (reasons or {}).get((case.get("hashcode"), case.get("environ")))
-            out.append({"check": check, "name": case.get("display_name") or name,
-                        "environ": case.get("environ"), "result": result,
-                        "reason": why or case.get("fail_reason")})  # fmt: skip
+            out.append(
+                {
+                    "check": check,
+                    "name": case.get("display_name") or name,
+                    "environ": case.get("environ"),
+                    "result": result,
+                    "reason": why or case.get("fail_reason"),
+                }
+            )
     return out
 
 
@@ -317,7 +328,9 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
         "reframe_command_line": cmd,
         "environs": run["flavours"],
         "effective_config": {
-            "system": system, "campaign": campaign, "references": run["references"]
+            "system": system,
+            "campaign": campaign,
+            "references": run["references"],
         },
         "layout": {
             "reframe": "reframe",
@@ -325,7 +338,7 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
             "darshan": "darshan",
             "scratch": str(scratch_dir(system, Path("."))),
         },
-    }  # fmt: skip
+    }
 
 
 def run_reframe(cmd: list[str], run_dir: Path, manifest: dict) -> int:
@@ -395,8 +408,14 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     (run_dir / "darshan").mkdir()
     (run_dir / "reframe").mkdir()
     cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
-    this_run = {"rid": rid, "campaign": campaign, "system": system, "dry_run": dry_run,
-                     "references": references, "flavours": flavours}  # fmt: skip
+    this_run = {
+        "rid": rid,
+        "campaign": campaign,
+        "system": system,
+        "dry_run": dry_run,
+        "references": references,
+        "flavours": flavours,
+    }
     manifest = start_manifest(this_run, binaries, cmd, argv)
     write_manifest(run_dir, manifest)
     print(f"campaign {campaign['name']} on {system['name']}: run {rid}")
@@ -412,8 +431,7 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     counts = report_summary(cases)
     # what did not run and why, for the report's verdict
     not_run = None if cases is None else [c for c in cases if c["result"] not in ("pass", "fail")]
-    manifest.update(finished=_now(), status=status, exit_code=rc, results=counts,
-                    not_run=not_run)  # fmt: skip
+    manifest.update(finished=_now(), status=status, exit_code=rc, results=counts, not_run=not_run)
     write_manifest(run_dir, manifest)
     described = ", ".join(f"{n} {r}" for r, n in sorted((counts or {}).items())) or "no results"
     print(f"campaign {campaign['name']} on {system['name']}: {status} ({described})")

@@ -39,8 +39,9 @@ def table_command(scheduler: str) -> str:
     return "scrontab" if scheduler == "slurm" else "crontab"
 
 
-def probe_entry(system: str, scheduler: str, results: Path, store: Path, log: Path,
-                minute: int, time_limit: int) -> list[str]:  # fmt: skip
+def probe_entry(
+    system: str, scheduler: str, results: Path, store: Path, log: Path, minute: int, time_limit: int
+) -> list[str]:
     """The lines of the system's block: the marker, Slurm's options (scrontab), the command."""
     iostudy = Path(sys.executable).parent / "iostudy"
     run = (
@@ -50,8 +51,11 @@ def probe_entry(system: str, scheduler: str, results: Path, store: Path, log: Pa
     )
     lines = [marker(system)]
     if scheduler == "slurm":
-        lines += [f"#SCRON --job-name=iostudy-probe-{system}", f"#SCRON --time={time_limit}",
-                  "#SCRON --output=/dev/null"]  # fmt: skip
+        lines += [
+            f"#SCRON --job-name=iostudy-probe-{system}",
+            f"#SCRON --time={time_limit}",
+            "#SCRON --output=/dev/null",
+        ]
     else:  # cron starts the next run even when the last one still runs: skip it instead
         lock = Path(log).with_suffix(".lock")
         run = f"flock -n {shlex.quote(str(lock))} sh -c {shlex.quote(run)}"
@@ -118,9 +122,14 @@ def cmd_probe(args) -> int:
     command = table_command(system["scheduler"])
     log = args.log or REPO_ROOT / "build" / "campaign-logs" / f"probe-{args.system}.log"
     entry = probe_entry(
-        args.system, system["scheduler"], args.results.resolve(), args.store.resolve(),
-        Path(log).resolve(), args.minute, args.time_limit,
-    )  # fmt: skip
+        args.system,
+        system["scheduler"],
+        args.results.resolve(),
+        args.store.resolve(),
+        Path(log).resolve(),
+        args.minute,
+        args.time_limit,
+    )
     if args.dry_run and not args.remove:
         print("\n".join(entry))
         return 0
@@ -144,8 +153,10 @@ def cmd_probe(args) -> int:
     except (ScheduleError, OSError, subprocess.TimeoutExpired) as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return 1
-    print(f"schedule: hourly probe of {args.system} installed in the {command} "
-          f"(`{command} -l` lists it); runs log to {log}")  # fmt: skip
+    print(
+        f"schedule: hourly probe of {args.system} installed in the {command} "
+        f"(`{command} -l` lists it); runs log to {log}"
+    )
     return 0
 
 
@@ -175,21 +186,38 @@ def register(groups) -> None:
     )
     probe_p.add_argument("--system", required=True, metavar="SYSTEM")
     probe_p.add_argument(
-        "--results", type=Path, default=paths.RESULTS, metavar="DIR",
+        "--results",
+        type=Path,
+        default=paths.RESULTS,
+        metavar="DIR",
         help=f"where the probe's run directories go (default {paths.RESULTS}; the crontab entry "
         "holds it absolute)",
-    )  # fmt: skip
+    )
     add_store_option(probe_p, "the store the samples go to")
-    probe_p.add_argument("--log", type=Path, metavar="FILE",
-                         help="where the runs' output goes (default: "
-                         "build/campaign-logs/probe-SYSTEM.log)")  # fmt: skip
-    probe_p.add_argument("--minute", type=_minute, default=0, metavar="M",
-                         help="minute of the hour it starts (0-59, default 0)")  # fmt: skip
-    probe_p.add_argument("--time-limit", type=int, default=50, metavar="MIN",
-                         help="Slurm time limit of a run in minutes (default 50)")  # fmt: skip
+    probe_p.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help="where the runs' output goes (default: build/campaign-logs/probe-SYSTEM.log)",
+    )
+    probe_p.add_argument(
+        "--minute",
+        type=_minute,
+        default=0,
+        metavar="M",
+        help="minute of the hour it starts (0-59, default 0)",
+    )
+    probe_p.add_argument(
+        "--time-limit",
+        type=int,
+        default=50,
+        metavar="MIN",
+        help="Slurm time limit of a run in minutes (default 50)",
+    )
     probe_p.add_argument("--remove", action="store_true", help="remove the system's entry")
     probe_p.add_argument(
-        "--dry-run", action="store_true",
+        "--dry-run",
+        action="store_true",
         help="print the entry (or what --remove would remove); change nothing",
-    )  # fmt: skip
+    )
     probe_p.set_defaults(func=cmd_probe)

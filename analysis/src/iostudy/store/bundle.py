@@ -87,8 +87,9 @@ def _qualified_table(data: pa.Table, table: str, site: str) -> pa.Table:
     if table != "runs":
         return qualified
     paths = data["manifest_path"].to_pylist() if "manifest_path" in data.column_names else ids
-    paths = [f"sites/{site}/manifests/{r}.json" if p else None
-             for r, p in zip(ids, paths, strict=True)]  # fmt: skip
+    paths = [
+        f"sites/{site}/manifests/{r}.json" if p else None for r, p in zip(ids, paths, strict=True)
+    ]
     return _set(_set(qualified, "site", [site] * data.num_rows), "manifest_path", paths)
 
 
@@ -305,29 +306,38 @@ def cmd_export(args) -> int:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     systems = ", ".join(meta["systems"]) or "none"
-    print(f"export: {len(meta['runs'])} runs of site {meta['site']} (systems: {systems}) -> "
-          f"{args.out} (bundle id {meta['id'][:16]}, signed by key {meta['key']})")  # fmt: skip
+    print(
+        f"export: {len(meta['runs'])} runs of site {meta['site']} (systems: {systems}) -> "
+        f"{args.out} (bundle id {meta['id'][:16]}, signed by key {meta['key']})"
+    )
     return 0
 
 
 def cmd_import(args) -> int:
     console = Console(stderr=True)
     try:
-        summary = import_bundle(args.bundle, args.store, console, args.trust_on_first_use,
-                                args.replace)  # fmt: skip
+        summary = import_bundle(
+            args.bundle, args.store, console, args.trust_on_first_use, args.replace
+        )
     except BundleError as exc:
         print(f"iostudy: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(f"import: bundle {summary['id'][:16]} of site {summary['site']}, signed by key "
-          f"{summary['key']}")  # fmt: skip
+    print(
+        f"import: bundle {summary['id'][:16]} of site {summary['site']}, signed by key "
+        f"{summary['key']}"
+    )
     if summary.get("trusted_now"):
         print(f"import: site {summary['site']} now trusted with that key (first use)")
     if summary["skipped"]:
-        print(f"import: bundle {summary['id'][:16]} of site {summary['site']} is already in "
-              f"{args.store}: nothing changed")  # fmt: skip
+        print(
+            f"import: bundle {summary['id'][:16]} of site {summary['site']} is already in "
+            f"{args.store}: nothing changed"
+        )
     else:
-        print(f"import: {summary['runs']} runs of site {summary['site']} ({summary['files']} "
-              f"files) -> {args.store} (bundle id {summary['id'][:16]})")  # fmt: skip
+        print(
+            f"import: {summary['runs']} runs of site {summary['site']} ({summary['files']} "
+            f"files) -> {args.store} (bundle id {summary['id'][:16]})"
+        )
     return 0
 
 
@@ -342,10 +352,16 @@ def register(groups) -> None:
     add_store_option(p)
     p.add_argument("--out", required=True, help="the bundle to write (a .tar; never overwritten)")
     p.add_argument("--site", help="this store's site name (required at the first export; kept)")
-    p.add_argument("--results", help="the folder of the run directories (default: the store's "
-                   "parent), where the manifests are")  # fmt: skip
-    p.add_argument("--anonymize", action="store_true",
-                   help="users, projects, paths and command lines as keyed pseudonyms")  # fmt: skip
+    p.add_argument(
+        "--results",
+        help="the folder of the run directories (default: the store's "
+        "parent), where the manifests are",
+    )
+    p.add_argument(
+        "--anonymize",
+        action="store_true",
+        help="users, projects, paths and command lines as keyed pseudonyms",
+    )
     p.set_defaults(func=cmd_export)
     p = groups.add_parser(
         "import",
@@ -358,9 +374,15 @@ def register(groups) -> None:
     )
     p.add_argument("bundle", help="the bundle (.tar) from iostudy export")
     add_store_option(p)
-    p.add_argument("--trust-on-first-use", action="store_true",
-                   help="trust the key of a site this store does not know yet (prefer "
-                   "iostudy trust add: a key received from the site itself)")  # fmt: skip
-    p.add_argument("--replace", action="store_true",
-                   help="let the bundle replace data of its site imported before")  # fmt: skip
+    p.add_argument(
+        "--trust-on-first-use",
+        action="store_true",
+        help="trust the key of a site this store does not know yet (prefer "
+        "iostudy trust add: a key received from the site itself)",
+    )
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="let the bundle replace data of its site imported before",
+    )
     p.set_defaults(func=cmd_import)

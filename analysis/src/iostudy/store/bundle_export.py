@@ -144,8 +144,9 @@ def _add_configured_systems(runs: list[tuple], systems: dict) -> None:
             pass
 
 
-def _meta(site: str, anonymizer, runs: list[tuple], systems: dict, tables: dict,
-          missing: dict) -> dict:  # fmt: skip
+def _meta(
+    site: str, anonymizer, runs: list[tuple], systems: dict, tables: dict, missing: dict
+) -> dict:
     """bundle.json."""
     commit, dirty = provenance.git_state()
     return {
@@ -165,8 +166,9 @@ def _meta(site: str, anonymizer, runs: list[tuple], systems: dict, tables: dict,
     }
 
 
-def _add_members(tar, meta: dict, catalog, manifests: dict, systems: dict, anonymizer,
-                 sums: dict) -> None:  # fmt: skip
+def _add_members(
+    tar, meta: dict, catalog, manifests: dict, systems: dict, anonymizer, sums: dict
+) -> None:
     """bundle.json, the tables' parts, the manifests and the systems' descriptions."""
     add_member(tar, META, (json.dumps(meta, indent=2, default=str) + "\n").encode(), sums)
     for table, names in meta["tables"].items():
@@ -182,8 +184,9 @@ def _add_members(tar, meta: dict, catalog, manifests: dict, systems: dict, anony
         add_member(tar, f"systems/{system}.json", data, sums)
 
 
-def _write(out: Path, meta: dict, catalog, manifests: dict, systems: dict, anonymizer,
-           key) -> bytes:  # fmt: skip
+def _write(
+    out: Path, meta: dict, catalog, manifests: dict, systems: dict, anonymizer, key
+) -> bytes:
     """Writes the bundle to out (through a temporary file beside it); returns its
     SHA256SUMS."""
     out.parent.mkdir(parents=True, exist_ok=True)

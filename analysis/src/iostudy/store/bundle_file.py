@@ -53,9 +53,17 @@ def add_member(tar: tarfile.TarFile, name: str, data: bytes, sums: dict | None):
 def signature_member(key, site: str, sums: bytes) -> bytes:
     """The SIGNATURE member: the site, its public key and its signature of SHA256SUMS."""
     raw = siteid.raw_public(key.public_key())
-    return (json.dumps({"site": site, "key": base64.b64encode(raw).decode(),
-                        "signature": base64.b64encode(key.sign(sums)).decode()},
-                       indent=2) + "\n").encode()  # fmt: skip
+    return (
+        json.dumps(
+            {
+                "site": site,
+                "key": base64.b64encode(raw).decode(),
+                "signature": base64.b64encode(key.sign(sums)).decode(),
+            },
+            indent=2,
+        )
+        + "\n"
+    ).encode()
 
 
 # -- reading a bundle ---------------------------------------------------------------------------

@@ -126,8 +126,9 @@ def member_kind(name: str) -> tuple[str, tuple]:
 
 def check_meta(meta) -> dict:
     """``bundle.json``, parsed, against META_SCHEMA (and the part names it lists)."""
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(META_SCHEMA)
-                                             .iter_errors(meta))  # fmt: skip
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(META_SCHEMA).iter_errors(meta)
+    )
     if error is not None:
         where = error.json_path.replace("$", META, 1)
         raise BundleInvalid(f"{where}: {error.message}")

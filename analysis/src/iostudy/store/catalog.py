@@ -93,8 +93,9 @@ class Catalog:
     def files(self, table: str, run_id: str | None = None) -> list[Path]:
         """The table's committed files (of one run when run_id is given), by part name."""
         parts = sorted(self.parts(table).items())
-        return [self.root / table / p.file for _, p in parts
-                if run_id is None or p.run_id == run_id]  # fmt: skip
+        return [
+            self.root / table / p.file for _, p in parts if run_id is None or p.run_id == run_id
+        ]
 
 
 def load(root) -> Catalog:
@@ -233,11 +234,14 @@ def _write(catalog: Catalog) -> None:
         "format": FORMAT,
         "generation": catalog.generation,
         "tables": {
-            table: {name: {"file": p.file, "run_id": p.run_id, "rows": p.rows}
-                    for name, p in sorted(parts.items())}
-            for table, parts in sorted(catalog.tables.items()) if parts
+            table: {
+                name: {"file": p.file, "run_id": p.run_id, "rows": p.rows}
+                for name, p in sorted(parts.items())
+            }
+            for table, parts in sorted(catalog.tables.items())
+            if parts
         },
-    }  # fmt: skip
+    }
     path = catalog.root / FILE
     tmp = path.with_suffix(".json.tmp")
     with open(tmp, "w") as out:

@@ -68,8 +68,11 @@ def source_kind(path: Path) -> str:
             f"(e.g. {path}/*) so that their manifests are read"
         )
     if next(scan_logs(path, path), None) is None:
-        what = "manifest.json is not an iostudy run manifest" if manifest.exists() else (
-            "no manifest.json")  # fmt: skip
+        what = (
+            "manifest.json is not an iostudy run manifest"
+            if manifest.exists()
+            else ("no manifest.json")
+        )
         raise IngestError(f"{path}: not a run directory ({what}) and no *.darshan log below it")
     return "tree"
 
@@ -111,9 +114,14 @@ def default_jobs() -> int:
 
 
 def ingest(
-    sources, store_root, jobs=None, timeout=120.0, console=None, tree_options=None,
+    sources,
+    store_root,
+    jobs=None,
+    timeout=120.0,
+    console=None,
+    tree_options=None,
     limits=DEFAULT_LIMITS,
-) -> Counts:  # fmt: skip
+) -> Counts:
     """Ingest run directories and log trees (see :func:`source_kind`) into the store; returns
     the counts. tree_options: keyword arguments of :func:`ingest_tree` (name, study, system,
     commit_every); limits: each log's decompression bounds (logregions.Limits)."""
@@ -172,8 +180,12 @@ def ingest_and_report(
     for problem in counts.problems:
         console.print(f"quarantined: {problem}", highlight=False, markup=False, soft_wrap=True)
     for run_dir in counts.dry_runs:
-        console.print(f"not ingested: {run_dir}: a dry run (nothing ran)", highlight=False,
-                      markup=False, soft_wrap=True)  # fmt: skip
+        console.print(
+            f"not ingested: {run_dir}: a dry run (nothing ran)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     dry = f", {len(counts.dry_runs)} dry runs left out" if counts.dry_runs else ""
     print(
         f"ingest: store {store_root} ({DATABASE}): runs {counts.runs_ingested} ingested, "
@@ -190,8 +202,12 @@ def cmd_ingest(args):
         except config.ConfigError as exc:
             print(f"iostudy: error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
-    options = {"name": args.name, "study": args.study, "system": args.system,
-               "commit_every": args.commit_every}  # fmt: skip
+    options = {
+        "name": args.name,
+        "study": args.study,
+        "system": args.system,
+        "commit_every": args.commit_every,
+    }
     limits = limits_from(args)._replace(dxt_segments=args.max_dxt_segments)
     return ingest_and_report(args.sources, args.store, args.jobs, args.timeout, options, limits)
 

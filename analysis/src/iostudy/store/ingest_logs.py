@@ -50,9 +50,14 @@ class LogFile(NamedTuple):
     problem: str | None = None
 
 
-_FILE_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
-               (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))  # fmt: skip
+_FILE_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
 
 
 def _not_regular(st: os.stat_result) -> str | None:
@@ -137,8 +142,19 @@ def read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None
 
 def _quarantine(writer, counts: Counts, run_id: str, path: str, facts: tuple, reason: str):
     rel, sha, size, mtime_ns = facts
-    writer.write("quarantine", [{"run_id": run_id, "path": rel, "sha256": sha, "reason": reason,
-                                 "size": size, "mtime_ns": mtime_ns}])  # fmt: skip
+    writer.write(
+        "quarantine",
+        [
+            {
+                "run_id": run_id,
+                "path": rel,
+                "sha256": sha,
+                "reason": reason,
+                "size": size,
+                "mtime_ns": mtime_ns,
+            }
+        ],
+    )
     counts.quarantined += 1
     counts.problems.append(f"{path}: {reason}")
 
@@ -173,13 +189,19 @@ def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int, str | No
 def _tree_parts(store: Store, run_id: str) -> dict[str, list[str]]:
     """table -> the names of the tree's committed parts in it."""
     catalog = store.catalog()
-    return {t: sorted(n for n, p in catalog.parts(t).items() if p.run_id == run_id and n != run_id)
-            for t in LOG_TABLES}  # fmt: skip
+    return {
+        t: sorted(n for n, p in catalog.parts(t).items() if p.run_id == run_id and n != run_id)
+        for t in LOG_TABLES
+    }
 
 
 def _next_part(store: Store, run_id: str) -> int:
-    numbers = [int(n.rsplit(".", 1)[1]) for names in _tree_parts(store, run_id).values()
-               for n in names if n.rsplit(".", 1)[-1].isdigit()]  # fmt: skip
+    numbers = [
+        int(n.rsplit(".", 1)[1])
+        for names in _tree_parts(store, run_id).values()
+        for n in names
+        if n.rsplit(".", 1)[-1].isdigit()
+    ]
     return max(numbers, default=0) + 1
 
 
@@ -192,8 +214,7 @@ def _drop_rewritten(store: Store, run_id: str, paths: set[str], commit: catalog_
     wanted = pa.array(sorted(paths), pa.string())
     old_shas = set()
     for name in parts["jobs"]:
-        jobs = pq.read_table(catalog.part_path("jobs", name), columns=["log_path",
-                             "log_sha256"])  # fmt: skip
+        jobs = pq.read_table(catalog.part_path("jobs", name), columns=["log_path", "log_sha256"])
         hit = jobs.filter(pc.is_in(jobs["log_path"], value_set=wanted))
         old_shas |= set(hit["log_sha256"].to_pylist())
     shas = pa.array(sorted(old_shas), pa.string())
@@ -280,8 +301,12 @@ class _TreeIngest:
         if progress:
             task = progress.add_task(f"{self.run_id} (finding new logs)", total=None)
         system_config = config.load_system(self.system) if self.system else None
-        run_info = {"run_id": self.run_id, "campaign": None, "system": self.system,
-                    "system_config": system_config}  # fmt: skip
+        run_info = {
+            "run_id": self.run_id,
+            "campaign": None,
+            "system": self.system,
+            "system_config": system_config,
+        }
         self.part = _next_part(self.store, self.run_id)
         self.writer = self._part_writer()
         try:
@@ -346,9 +371,14 @@ class _TreeIngest:
         return self.writer
 
     def _part_writer(self) -> PartWriter:
-        return PartWriter(self.store, f"{self.run_id}.{self.part:06d}",
-                          tables=(*LOG_TABLES, "runs"), all_tables=False, run_id=self.run_id,
-                          names={"runs": self.run_id})  # fmt: skip
+        return PartWriter(
+            self.store,
+            f"{self.run_id}.{self.part:06d}",
+            tables=(*LOG_TABLES, "runs"),
+            all_tables=False,
+            run_id=self.run_id,
+            names={"runs": self.run_id},
+        )
 
     def _commit_part(self) -> None:
         row = _tree_run_row(self.run_id, self.tree, self.base, self.study, self.system)
@@ -360,9 +390,16 @@ class _TreeIngest:
 
 
 def ingest_tree(
-    tree, store: Store, pool: ReaderPool, counts: Counts, progress=None, name=None,
-    study=DEFAULT_STUDY, system=None, commit_every=DEFAULT_COMMIT_EVERY,
-) -> bool:  # fmt: skip
+    tree,
+    store: Store,
+    pool: ReaderPool,
+    counts: Counts,
+    progress=None,
+    name=None,
+    study=DEFAULT_STUDY,
+    system=None,
+    commit_every=DEFAULT_COMMIT_EVERY,
+) -> bool:
     """Ingest the logs of a tree that are new since its last ingest; returns False when there
     were none. A log is new when its path is not in the store with the same size and mtime
     (checked by stat alone) and its content (sha256) is in no run or tree of the store. A log

@@ -272,8 +272,19 @@ def ior_rows(lines, run_id: str, system: str | None):
 
 # The components table's columns of one line of components.jsonl (the check's record; the run's
 # and the tags' columns are set from the tags).
-COMPONENT_FIELDS = ("component", "target", "operation", "block", "jobs", "iodepth", "bytes",
-                    "procs", "nodes", "mib_s", "aggregate_mib_s")  # fmt: skip
+COMPONENT_FIELDS = (
+    "component",
+    "target",
+    "operation",
+    "block",
+    "jobs",
+    "iodepth",
+    "bytes",
+    "procs",
+    "nodes",
+    "mib_s",
+    "aggregate_mib_s",
+)
 
 
 def _components_record(rec) -> None:
@@ -310,9 +321,22 @@ def components_rows(lines, run_id: str, system: str | None):
     return _tagged_rows(lines, run_id, system, "components", _components_record, COMPONENT_FIELDS)
 
 
-ADAPTIVE_FIELDS = ("mode", "adapt", "interference", "writers", "targets", "nodes",
-                   "bytes_per_writer", "bytes", "seconds", "mib_s", "moves", "index_s",
-                   "target_s", "writers_per_target")  # fmt: skip
+ADAPTIVE_FIELDS = (
+    "mode",
+    "adapt",
+    "interference",
+    "writers",
+    "targets",
+    "nodes",
+    "bytes_per_writer",
+    "bytes",
+    "seconds",
+    "mib_s",
+    "moves",
+    "index_s",
+    "target_s",
+    "writers_per_target",
+)
 
 
 def _adaptive_record(rec) -> None:
@@ -337,13 +361,19 @@ def adaptive_rows(lines, run_id: str, system: str | None):
 #: (lines, run_id, case, system, campaign parameters)
 OUTPUTS = {
     "iomodel.jsonl": ("iomodel", iomodel_rows),
-    "ior.jsonl": ("ior", lambda lines, run_id, case, system, params: ior_rows(
-        lines, run_id, system)),
-    "components.jsonl": ("components", lambda lines, run_id, case, system, params: (
-        components_rows(lines, run_id, system))),
-    "adaptive.jsonl": ("adaptive", lambda lines, run_id, case, system, params: (
-        adaptive_rows(lines, run_id, system))),
-}  # fmt: skip
+    "ior.jsonl": (
+        "ior",
+        lambda lines, run_id, case, system, params: ior_rows(lines, run_id, system),
+    ),
+    "components.jsonl": (
+        "components",
+        lambda lines, run_id, case, system, params: components_rows(lines, run_id, system),
+    ),
+    "adaptive.jsonl": (
+        "adaptive",
+        lambda lines, run_id, case, system, params: adaptive_rows(lines, run_id, system),
+    ),
+}
 
 
 def read_report(run_dir: Path, base: Path, writer: PartWriter, run_id: str, counts: Counts):

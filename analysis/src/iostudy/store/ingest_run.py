@@ -120,8 +120,9 @@ def _carry_over(store: Store, run_id: str, carried: set[str], writer: PartWriter
     return already
 
 
-def _write_results(run_dir: Path, base: Path, writer: PartWriter, run_info: dict, manifest: dict,
-                   counts: Counts) -> None:  # fmt: skip
+def _write_results(
+    run_dir: Path, base: Path, writer: PartWriter, run_info: dict, manifest: dict, counts: Counts
+) -> None:
     """The run's ReFrame report (perf) and benchmark outputs (iomodel, ior)."""
     run_id = run_info["run_id"]
     report = read_report(run_dir, base, writer, run_id, counts)

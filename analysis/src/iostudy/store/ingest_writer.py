@@ -78,9 +78,17 @@ def _columns_table(table: str, chunks: list[Columns]) -> pa.Table:
                 continue
             parts = [c.data[f.name] for c in group]
             if isinstance(parts[0], Strings):  # taken as they are: no Python string per row
-                arrays.append(pa.chunked_array([pa.StringArray.from_buffers(
-                    len(p.offsets) - 1, pa.py_buffer(p.offsets), pa.py_buffer(p.data))
-                    for p in parts], f.type))  # fmt: skip
+                arrays.append(
+                    pa.chunked_array(
+                        [
+                            pa.StringArray.from_buffers(
+                                len(p.offsets) - 1, pa.py_buffer(p.offsets), pa.py_buffer(p.data)
+                            )
+                            for p in parts
+                        ],
+                        f.type,
+                    )
+                )
             elif isinstance(parts[0], Repeated):
                 values = pa.array([v for p in parts for v in p.values], f.type)
                 arrays.append(_expanded(values, np.concatenate([p.counts for p in parts])))
@@ -110,8 +118,9 @@ class PartWriter:
 
     FLUSH_ROWS = 50_000
 
-    def __init__(self, store: Store, name: str, tables=RUN_TABLES, all_tables=True,
-                 run_id=None, names=None):  # fmt: skip
+    def __init__(
+        self, store: Store, name: str, tables=RUN_TABLES, all_tables=True, run_id=None, names=None
+    ):
         self.store, self.run_id = store, run_id or name
         self.tables = tables  # the tables this writer may write
         self.all_tables = all_tables  # write every table, even empty (a run's set is complete)

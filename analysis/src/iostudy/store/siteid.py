@@ -74,8 +74,9 @@ def own_site(store: Path, requested: str | None) -> str:
         raise SiteError(f"name this store's site with --site NAME (kept in {path})")
     if not SITE_NAME.match(site):
         raise SiteError(f"--site {site!r}: lower-case letters, digits and '-' only")
-    if not recorded and ((store / TRUST_DIR / f"{site}.pub").exists()
-                         or (store / "sites" / site).exists()):  # fmt: skip
+    if not recorded and (
+        (store / TRUST_DIR / f"{site}.pub").exists() or (store / "sites" / site).exists()
+    ):
         raise SiteError(
             f"--site {site}: this store trusts or holds another site of that name (its bundles "
             "were imported here); a store's own site needs a name of its own"

@@ -345,7 +345,7 @@ TABLES: dict[str, pa.Schema] = {
             ("value", pa.int64()),
             ("fvalue", pa.float64()),
         ]
-    ),  # fmt: skip
+    ),
     # One row per Slurm job allocation (not step), from sacct output (iostudy.collect.sacct):
     # written by `iostudy sacct import` as STORE/sched/sacct-<source>.parquet, not by ingest (whose
     # part per run stays empty).
@@ -501,8 +501,10 @@ class Store:
         """Whether every table of the run exists with today's columns (TABLES)."""
         catalog = self.catalog()
         paths = [catalog.part_path(t, run_id) for t in RUN_TABLES]
-        return all(p is not None and pq.read_schema(p).names == TABLES[t].names
-                   for t, p in zip(RUN_TABLES, paths, strict=True))  # fmt: skip
+        return all(
+            p is not None and pq.read_schema(p).names == TABLES[t].names
+            for t, p in zip(RUN_TABLES, paths, strict=True)
+        )
 
     def old_rows(self, table: str, run_id: str, column: str, keep: set[str], part=None):
         """Record batches of the table's committed part (by default the run's) whose
