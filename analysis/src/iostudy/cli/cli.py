@@ -17,38 +17,37 @@ from rich.table import Column, Table
 
 from iostudy import __version__
 from iostudy.cli import listing
+from iostudy.cli.errors import error_line, exit_status
 from iostudy.core import config
-from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.errors import IostudyError
+from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.numfmt import binary_bytes
-from iostudy.core.safeio import NoSpace
 from iostudy.logs import logmerge, logroot, sharing, upconversion
 from iostudy.logs.darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
 from iostudy.logs.summary import summarize
 from iostudy.run import profiles
-from iostudy.store.catalog import CatalogError
-from iostudy.store.umask import StoreUmaskError
 
 # Command groups -> the module that registers each (its register(groups)), in --help's order.
 # A command imports only its own module: `iostudy ingest` or `iostudy fsstats scan` start
 # without the report's matplotlib or the campaign's ReFrame code (a second saved per call).
 GROUP_MODULES = {
-    "campaign": "run.campaign",
-    "ingest": "store.ingest",
-    "jobs": "metrics.jobstats",
-    "diagnose": "metrics.diagnose",
-    "compare-jobs": "metrics.comparejobs",
-    "metrics": "metrics.metrics",
-    "report": "report.report",
-    "schedule": "run.schedule",
-    "sacct": "collect.sacct",
-    "iostat-mon": "collect.iostatmon",
-    "fsstats": "collect.fsstats",
-    "spack": "benchmarks.spackenv",
-    "offline": "benchmarks.offline",
-    "export": "store.bundle",
-    "import": "store.bundle",
-    "trust": "store.siteid",
-    "compare": "metrics.compare",
+    "campaign": "campaign",
+    "ingest": "ingest",
+    "jobs": "jobs",
+    "diagnose": "diagnose",
+    "compare-jobs": "compare_jobs",
+    "metrics": "metrics",
+    "report": "report",
+    "schedule": "schedule",
+    "sacct": "sacct",
+    "iostat-mon": "iostat_mon",
+    "fsstats": "fsstats",
+    "spack": "spack",
+    "offline": "offline",
+    "export": "bundle",
+    "import": "bundle",
+    "trust": "trust",
+    "compare": "compare",
 }
 # Groups cli.py defines itself.
 INLINE_GROUPS = ("log", "logs", "config", "list")
@@ -247,7 +246,7 @@ def build_parser(argv=None):
     everything = named not in GROUP_MODULES and named not in INLINE_GROUPS
     wanted = [m for g, m in GROUP_MODULES.items() if named == g or everything]
     for module in dict.fromkeys(wanted):  # a module may register several groups (export, import)
-        importlib.import_module(f"iostudy.{module}").register(groups)
+        importlib.import_module(f"iostudy.cli.{module}").register(groups)
     return parser
 
 
@@ -295,12 +294,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CatalogError, StoreUmaskError) as exc:  # a store damaged, or its umask not one
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except NoSpace as exc:  # any command that writes, on a full file system
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    except IostudyError as exc:
+        print(error_line(exc), file=sys.stderr)
+        return exit_status(exc)
     except BrokenPipeError:
         # The reader of our output went away (e.g. `| head`): not an error worth a traceback.
         sys.stdout = open(os.devnull, "w")

@@ -9,6 +9,8 @@ import errno
 import os
 import stat
 
+from iostudy.core.errors import Failed
+
 # Manifests, ReFrame reports and configs are kilobytes to a few megabytes.
 DEFAULT_LIMIT = 64 << 20
 
@@ -50,7 +52,7 @@ def read_text(path, limit: int = DEFAULT_LIMIT) -> str:
     return read_regular(path, limit).decode("utf-8")
 
 
-class NoSpace(Exception):
+class NoSpace(Failed):
     """A write found its file system full (or the user's quota used up); the message names the
     folder."""
 

@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from iostudy.core.errors import BadInput
 from iostudy.core.processes import private_dir
 
 FILE = "catalog.json"
@@ -54,7 +55,7 @@ SNAPSHOT = ".snapshot-"
 READERS = ".readers"  # flock'd: shared while a snapshot links, exclusive while files go
 
 
-class CatalogError(Exception):
+class CatalogError(BadInput):
     """A catalog that cannot be read or a part name that cannot be a file name."""
 
 

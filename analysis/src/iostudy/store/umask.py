@@ -6,10 +6,12 @@ import contextlib
 import os
 import re
 
+from iostudy.core.errors import BadInput
+
 DEFAULT_UMASK = "027"
 
 
-class StoreUmaskError(Exception):
+class StoreUmaskError(BadInput):
     """IOSTUDY_STORE_UMASK is not a umask; the message names the value."""
 
 

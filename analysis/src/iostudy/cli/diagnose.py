@@ -1,0 +1,5 @@
+"""The ``diagnose`` command group (being moved here from ``iostudy.metrics.diagnose``)."""
+
+from iostudy.metrics.diagnose import register
+
+__all__ = ["register"]

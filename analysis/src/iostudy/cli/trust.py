@@ -1,0 +1,5 @@
+"""The ``trust`` command group (being moved here from ``iostudy.store.siteid``)."""
+
+from iostudy.store.siteid import register
+
+__all__ = ["register"]
