@@ -29,7 +29,7 @@ SYSTEM ?= local
 CLUSTER_NODES ?=
 
 # Only trees and files that exist: the lists grow as the project does.
-PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests ci/cluster ci/check_sizes.py configs reframe-checks spack-env conftest.py)
+PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests ci/cluster ci/check_*.py configs reframe-checks spack-env conftest.py)
 C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
 	analysis/src/fswalk/*.c \
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
@@ -120,6 +120,7 @@ lint: venv ## check Python with ruff, the package's layers with import-linter, C
 	$(VENV)/bin/ruff check $(PY_DIRS)
 	$(VENV)/bin/lint-imports analysis/pyproject.toml
 	$(VENV)/bin/python ci/check_sizes.py
+	$(VENV)/bin/python ci/check_commands.py
 	$(VENV)/bin/ruff format --check $(PY_DIRS)
 	$(if $(C_FILES),clang-format --dry-run --Werror $(C_FILES))
 
