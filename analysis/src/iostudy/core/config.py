@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 
 from iostudy.core import safeio
+from iostudy.core.errors import BadInput
 
 # configs/ beside analysis/ in a checkout; IOSTUDY_CONFIGS may point elsewhere (a site's copy).
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -26,7 +27,7 @@ DEFAULT_CONFIGS = REPO_ROOT / "configs"
 MAX_CONFIG_BYTES = 1 << 20
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput, ValueError):
     """A configuration file that cannot be used; the message names file, key and problem."""
 
 
