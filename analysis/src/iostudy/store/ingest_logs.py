@@ -26,7 +26,7 @@ from iostudy.core.provenance import sha256_file
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logrows import utc_naive
 from iostudy.store import catalog as catalog_mod
-from iostudy.store.ingest_writer import Counts, PartWriter, rel_path
+from iostudy.store.ingest_writer import Counts, PartWriter, quarantine, rel_path
 from iostudy.store.store import DEFAULT_STUDY, TREE_STATUS, IngestError, Store, connect
 
 duckdb = deferred("duckdb")
@@ -39,14 +39,15 @@ DEFAULT_COMMIT_EVERY = 20_000
 
 
 class LogFile(NamedTuple):
-    """A log found in a run or a tree: its path, its path relative to the store's base, lstat
-    (never followed: a link is not read), and, once hashed, its sha256; problem: why it is
-    quarantined without being read (not a regular file, cannot be hashed)."""
+    """A log found in a run or a tree: the file read, its log_path (as the store keeps it:
+    relative to the store's base), lstat (never followed: a link is not read), and, once
+    hashed, its log_sha256; problem: why it is quarantined without being read (not a regular
+    file, cannot be hashed)."""
 
-    path: str
-    rel: str
+    file: str
+    log_path: str
     st: os.stat_result
-    sha: str | None = None
+    log_sha256: str | None = None
     problem: str | None = None
 
 
@@ -96,14 +97,14 @@ def hashed(log: LogFile) -> LogFile:
     if log.problem:
         return log
     try:
-        return log._replace(sha=sha256_file(log.path, follow=False))
+        return log._replace(log_sha256=sha256_file(log.file, follow=False))
     except OSError as exc:
         return log._replace(problem=f"not read: {exc.strerror or exc}")
 
 
 def _facts(log: LogFile) -> tuple:
     """What the pool hands the reader with the log: logrows.LOG_FACTS."""
-    return log.rel, log.sha, log.st.st_size, log.st.st_mtime_ns
+    return log.log_path, log.log_sha256, log.st.st_size, log.st.st_mtime_ns
 
 
 def read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None, task=None):
@@ -116,10 +117,10 @@ def read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None
     def readable():
         for log in logs:
             if log.problem:  # never handed to a reader
-                _quarantine(writers(), counts, run_id, log.path, _facts(log), log.problem)
+                _quarantine(writers(), counts, run_id, log.file, _facts(log), log.problem)
                 yield None
             else:
-                yield log.path, _facts(log)
+                yield log.file, _facts(log)
 
     for batch in pool.map((item for item in readable() if item), context=run_info):
         writer = writers()
@@ -133,30 +134,24 @@ def read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None
             for chunk in traces:  # a table at a time (iostudy.logs.dxtrows.CHUNK)
                 writer.write("dxt", [chunk])
             counts.logs_ingested += len(batch.done)
-        for (path, facts), reason in batch.failed:
-            _quarantine(writer, counts, run_id, path, facts, reason)
+        for (file, facts), reason in batch.failed:
+            _quarantine(writer, counts, run_id, file, facts, reason)
         if progress:
             progress.advance(task, len(batch.done) + len(batch.failed))
         yield len(batch.done) + len(batch.failed)
 
 
-def _quarantine(writer, counts: Counts, run_id: str, path: str, facts: tuple, reason: str):
-    rel, sha, size, mtime_ns = facts
-    writer.write(
-        "quarantine",
-        [
-            {
-                "run_id": run_id,
-                "path": rel,
-                "sha256": sha,
-                "reason": reason,
-                "size": size,
-                "mtime_ns": mtime_ns,
-            }
-        ],
-    )
-    counts.quarantined += 1
-    counts.problems.append(f"{path}: {reason}")
+def _quarantine(writer, counts: Counts, run_id: str, file: str, facts: tuple, reason: str):
+    log_path, log_sha256, size, mtime_ns = facts
+    row = {
+        "run_id": run_id,
+        "path": log_path,
+        "sha256": log_sha256,
+        "reason": reason,
+        "size": size,
+        "mtime_ns": mtime_ns,
+    }
+    quarantine(writer, counts, row, file)
 
 
 # -- a log tree ------------------------------------------------------------------------------
@@ -171,7 +166,7 @@ LOG_TABLES = ("jobs", "files", "probes", "lustre", "jobcounters", "dxt", "quaran
 
 
 def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int, str | None]]:
-    """{log path: (size, mtime_ns, sha256)} of every log of the tree already read (ingested or
+    """{log_path: (size, mtime_ns, sha256)} of every log of the tree already read (ingested or
     quarantined): those whose size and mtime are unchanged are not read, nor even hashed,
     again."""
     con = connect(store.root)
@@ -205,13 +200,13 @@ def _next_part(store: Store, run_id: str) -> int:
     return max(numbers, default=0) + 1
 
 
-def _drop_rewritten(store: Store, run_id: str, paths: set[str], commit: catalog_mod.Commit):
-    """Adds to commit the tree's committed parts without the rows of the logs at paths (logs
-    rewritten in place since they were read: their new content replaces them)."""
-    if not paths:
+def _drop_rewritten(store: Store, run_id: str, log_paths: set[str], commit: catalog_mod.Commit):
+    """Adds to commit the tree's committed parts without the rows of the logs at log_paths
+    (logs rewritten in place since they were read: their new content replaces them)."""
+    if not log_paths:
         return
     parts, catalog = _tree_parts(store, run_id), store.catalog()
-    wanted = pa.array(sorted(paths), pa.string())
+    wanted = pa.array(sorted(log_paths), pa.string())
     old_shas = set()
     for name in parts["jobs"]:
         jobs = pq.read_table(catalog.part_path("jobs", name), columns=["log_path", "log_sha256"])
@@ -342,7 +337,7 @@ class _TreeIngest:
         """The tree's logs to read, found while the first ones are read; the progress total
         grows with them."""
         for log in scan_logs(self.tree, self.base):
-            new = self._if_new(log, read_before.get(log.rel, (None, None, None)), known)
+            new = self._if_new(log, read_before.get(log.log_path, (None, None, None)), known)
             if new is None:
                 self.counts.logs_skipped += 1
                 continue
@@ -358,13 +353,13 @@ class _TreeIngest:
         if (size, mtime_ns) == (log.st.st_size, log.st.st_mtime_ns):
             return None
         log = hashed(log)
-        if log.sha is not None and log.sha == old_sha:  # touched, not changed
+        if log.log_sha256 is not None and log.log_sha256 == old_sha:  # touched, not changed
             return None
         if size is not None:
-            self.rewritten.add(log.rel)
-        if log.sha is not None and log.sha in known:  # under another path, or source
+            self.rewritten.add(log.log_path)
+        if log.log_sha256 is not None and log.log_sha256 in known:  # another path, or source
             return None
-        known.add(log.sha)
+        known.add(log.log_sha256)
         return log
 
     def _current_writer(self) -> PartWriter:

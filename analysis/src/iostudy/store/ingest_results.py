@@ -7,7 +7,8 @@ in this process, with their own ways to be wrong. A line is kept when it is JSON
 store's rule (:func:`iostudy.logs.plausibility.row_problems`: each value of its column's type
 and bounds, what another site's import checks); any other line is left out and its file
 quarantined with each line's number and why. A performance value out of the rule is left out
-and the report quarantined the same way.
+and the report quarantined the same way. Each file's rows and why it is quarantined are
+returned (:func:`run_results`): :mod:`iostudy.store.ingest_run` writes them.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ import math
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from iostudy.core import jsonlimits, safeio
-from iostudy.core.provenance import sha256_file
 from iostudy.core.reframe_names import display_parameters
 from iostudy.logs.logrows import epoch_utc, int_or_none, utc_naive
 from iostudy.logs.plausibility import row_problems, shown
-from iostudy.store.ingest_writer import Counts, PartWriter, rel_path
 from iostudy.store.store import TABLES
 
 
@@ -376,58 +376,58 @@ OUTPUTS = {
 }
 
 
-def read_report(run_dir: Path, base: Path, writer: PartWriter, run_id: str, counts: Counts):
-    """ReFrame's report.json, or None (missing: the run did not get that far; unreadable:
-    quarantined)."""
+class ResultFile(NamedTuple):
+    """One file of a run's results, read: the table its rows go to (None: it gave none) and
+    the rows, and why the file is quarantined (None: it is not)."""
+
+    path: Path
+    table: str | None
+    rows: list[dict]
+    problem: str | None = None
+
+
+def run_results(run_dir: Path, run_id: str, system: str | None, campaign_params) -> list:
+    """The ResultFile of the run's ReFrame report (perf: report.json missing, the run did not
+    get that far; unreadable, quarantined) and of each benchmark output its test cases left."""
     path = run_dir / "reframe" / "report.json"
+    report, problem = _read_report(path)
+    results = [ResultFile(path, None, [], problem)] if problem else []
+    if report:
+        rows, left_out = perf_rows(report, run_id, campaign_params)
+        why = "performance values left out: " + "; ".join(left_out) if left_out else None
+        results.append(ResultFile(path, "perf", rows, why))
+    return results + _benchmark_results(run_dir, report, run_id, system, campaign_params)
+
+
+def _read_report(path: Path) -> tuple[dict | None, str | None]:
+    """ReFrame's report.json, or None and why it is quarantined (None when it is missing)."""
     if not os.path.lexists(path):
-        return None
+        return None, None
     try:
         report = jsonlimits.loads(safeio.read_text(path))
         if not isinstance(report, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
-        _quarantine(writer, counts, run_id, path, base, f"unreadable ReFrame report: {exc}")
-        return None
-    return report
+        return None, f"unreadable ReFrame report: {exc}"
+    return report, None
 
 
-def _quarantine(writer: PartWriter, counts: Counts, run_id, path, base, reason: str) -> None:
-    """A file of the run into the quarantine table with the reason, and said."""
-    sha = sha256_file(path, follow=False) if Path(path).is_file() else None
-    row = {"run_id": run_id, "path": rel_path(path, base), "sha256": sha, "reason": reason}
-    writer.write("quarantine", [row])
-    counts.quarantined += 1
-    counts.problems.append(f"{path}: {reason}")
-
-
-def report_rows(run_dir, base, writer, run_id, report, counts, campaign_params) -> None:
-    """The perf rows of the run's report (read_report's); the report quarantined with the
-    values left out, when any is."""
-    rows, problems = perf_rows(report, run_id, campaign_params)
-    writer.write("perf", rows)
-    if problems:
-        path = run_dir / "reframe" / "report.json"
-        reason = "performance values left out: " + "; ".join(problems)
-        _quarantine(writer, counts, run_id, path, base, reason)
-
-
-def benchmark_rows(run_dir, base, writer, run_id, report, system, counts, campaign_params):
+def _benchmark_results(run_dir: Path, report, run_id, system, campaign_params) -> list:
+    """A ResultFile per benchmark output of the run's ReFrame output, its rows those of the
+    lines kept; it is quarantined with the lines left out, when any is."""
     output = run_dir / "reframe" / "output"
     cases = _case_by_outputdir(report or {})
     found = [p for n in OUTPUTS for p in sorted(output.rglob(n))] if output.is_dir() else []
+    results = []
     for path in found:
-        case = cases.get(path.parent.relative_to(output).as_posix())
+        table, reader = OUTPUTS[path.name]
         try:
             lines = safeio.read_regular(path).splitlines()
         except OSError as exc:
-            lines, problems = [], [str(exc)]
+            rows, problems = [], [str(exc)]
         else:
-            table, reader = OUTPUTS[path.name]
+            case = cases.get(path.parent.relative_to(output).as_posix())
             rows, problems = reader(lines, run_id, case, system, campaign_params)
-            for row in rows:
-                row["source_path"] = rel_path(path, base)
-            writer.write(table, rows)
-        if problems:
-            reason = "benchmark output lines left out: " + "; ".join(problems)
-            _quarantine(writer, counts, run_id, path, base, reason)
+        why = "benchmark output lines left out: " + "; ".join(problems) if problems else None
+        results.append(ResultFile(path, table, rows, why))
+    return results

@@ -23,14 +23,8 @@ from iostudy.logs.logrows import utc_naive
 from iostudy.logs.plausibility import row_problems
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.ingest_logs import LogFile, hashed, read_logs, scan_logs
-from iostudy.store.ingest_results import (
-    benchmark_rows,
-    campaign_parameters,
-    read_report,
-    report_rows,
-    timestamp,
-)
-from iostudy.store.ingest_writer import Counts, PartWriter, rel_path
+from iostudy.store.ingest_results import campaign_parameters, run_results, timestamp
+from iostudy.store.ingest_writer import Counts, PartWriter, quarantine, rel_path
 from iostudy.store.store import TABLES, IngestError, Store
 
 
@@ -97,11 +91,11 @@ def _to_read(logs: list[LogFile], elsewhere: set[str], counts: Counts) -> list[L
     """The run's logs less those another run holds and the second of two equal ones."""
     todo, seen = [], set()
     for log in logs:
-        if log.sha and (log.sha in elsewhere or log.sha in seen):
+        if log.log_sha256 and (log.log_sha256 in elsewhere or log.log_sha256 in seen):
             counts.logs_skipped += 1
         else:
             todo.append(log)
-        seen.add(log.sha)
+        seen.add(log.log_sha256)
     return todo
 
 
@@ -123,13 +117,22 @@ def _carry_over(store: Store, run_id: str, carried: set[str], writer: PartWriter
 def _write_results(
     run_dir: Path, base: Path, writer: PartWriter, run_info: dict, manifest: dict, counts: Counts
 ) -> None:
-    """The run's ReFrame report (perf) and benchmark outputs (iomodel, ior)."""
+    """The rows of the run's ReFrame report (perf) and benchmark outputs (iomodel, ior,
+    components, adaptive), each benchmark row with the file it came from; a file quarantined
+    with why."""
     run_id = run_info["run_id"]
-    report = read_report(run_dir, base, writer, run_id, counts)
     params = campaign_parameters(manifest)
-    if report:
-        report_rows(run_dir, base, writer, run_id, report, counts, params)
-    benchmark_rows(run_dir, base, writer, run_id, report, run_info["system"], counts, params)
+    for result in run_results(run_dir, run_id, run_info["system"], params):
+        source = rel_path(result.path, base)
+        if result.table:
+            rows = result.rows
+            if "source_path" in TABLES[result.table].names:  # the benchmark outputs' tables
+                rows = [row | {"source_path": source} for row in rows]
+            writer.write(result.table, rows)
+        if result.problem:
+            sha = sha256_file(result.path, follow=False) if result.path.is_file() else None
+            row = {"run_id": run_id, "path": source, "sha256": sha, "reason": result.problem}
+            quarantine(writer, counts, row, result.path)
 
 
 def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress=None) -> bool:
@@ -153,13 +156,14 @@ def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress
     # Logs this run already has (a re-ingest after the manifest changed) are carried over,
     # unless its tables were written with other columns (an older iostudy): then read again.
     current = old and store.has_current_tables(run_id)
-    carried = {g.sha for g in logs if g.sha and g.sha not in elsewhere} if current else set()
+    shas = {log.log_sha256 for log in logs} - elsewhere - {None}
+    carried = shas if current else set()
     todo = _to_read(logs, elsewhere, counts)
 
     writer = PartWriter(store, run_id)
     try:
         already = _carry_over(store, run_id, carried, writer)
-        todo = [log for log in todo if log.sha is None or log.sha not in already]
+        todo = [log for log in todo if log.log_sha256 is None or log.log_sha256 not in already]
         counts.logs_skipped += len(already)
         task = progress.add_task(run_id, total=len(todo)) if progress else None
         for _ in read_logs(todo, run_info, lambda: writer, pool, counts, progress, task):

@@ -46,6 +46,15 @@ def rel_path(path: Path, base: Path) -> str:
         return Path(path).as_posix()
 
 
+def quarantine(writer: PartWriter, counts: Counts, row: dict, shown) -> None:
+    """A file into the quarantine table (``row``: its run_id, path as stored, sha256, reason,
+    and size and mtime_ns when known), counted, and said by its path as ingest was given it
+    (``shown``)."""
+    writer.write("quarantine", [row])
+    counts.quarantined += 1
+    counts.problems.append(f"{shown}: {row['reason']}")
+
+
 def _rows_table(name: str, rows: list[dict]) -> pa.Table:
     schema = TABLES[name]
     return pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in rows], schema)
