@@ -589,5 +589,5 @@ def make_store(
         ],
     )
     writer.commit()
-    store.refresh_views(None)
+    store.refresh_views()
     return root

@@ -15,7 +15,7 @@ import campaign_runs as runs
 import pytest
 
 from iostudy.benchmarks import btio, checks, spackenv
-from iostudy.run import campaign as campaign_mod
+from iostudy.core.exitcodes import EXIT_FAILED
 
 pytestmark = pytest.mark.campaign
 
@@ -210,7 +210,7 @@ def test_missing_btio_is_skipped_named_and_never_passed(
 ):
     runs.write_campaign(configs_copy, "btiopoints", [POINT])
     status, out, run_dir = runs.dry_run(capsys, "btiopoints", system, tmp_path / "results")
-    assert status == campaign_mod.EXIT_FAILED
+    assert status == EXIT_FAILED
     skips = runs.skip_lines(out, "btio_check")
     assert len(skips) == 2 * 2, out  # two process counts, both MPI flavours
     program = spack_build / system / "view" / "bin" / "btio"
@@ -227,7 +227,7 @@ def test_a_class_btio_cannot_split_fails_naming_why(configs_copy, spack_build, t
         configs_copy, "btiobad", [dict(POINT, parameters={"procs": 2, "procs_per_node": "system"})]
     )
     status, out, run_dir = runs.dry_run(capsys, "btiobad", "local", tmp_path / "results")
-    assert status == campaign_mod.EXIT_FAILED
+    assert status == EXIT_FAILED
     assert "btio_check: procs 2 is not a square number" in out, out
     assert runs.manifest(run_dir)["results"] == {"fail": 2}
 

@@ -15,7 +15,7 @@ import pytest
 
 from iostudy.benchmarks import checks, flashio, spackenv
 from iostudy.cli.cli import main
-from iostudy.run import campaign as campaign_mod
+from iostudy.core.exitcodes import EXIT_FAILED
 
 pytestmark = pytest.mark.campaign
 
@@ -193,7 +193,7 @@ def test_missing_flashio_is_skipped_named_and_never_passed(
 ):
     runs.write_campaign(configs_copy, "flashpoints", [POINT])
     status, out, run_dir = runs.dry_run(capsys, "flashpoints", system, tmp_path / "results")
-    assert status == campaign_mod.EXIT_FAILED
+    assert status == EXIT_FAILED
     skips = runs.skip_lines(out, "flashio_check")
     assert len(skips) == 2 * 2, out  # two accesses, both MPI flavours
     program = spack_build / system / "view" / "bin" / "flash_benchmark_io"

@@ -17,7 +17,7 @@ import pytest
 
 from iostudy.benchmarks import checks, haccio, spackenv
 from iostudy.cli.cli import main
-from iostudy.run import campaign as campaign_mod
+from iostudy.core.exitcodes import EXIT_FAILED
 
 pytestmark = pytest.mark.campaign
 
@@ -264,7 +264,7 @@ def test_missing_haccio_is_skipped_named_and_never_passed(
 ):
     runs.write_campaign(configs_copy, "haccpoints", [POINT])
     status, out, run_dir = runs.dry_run(capsys, "haccpoints", system, tmp_path / "results")
-    assert status == campaign_mod.EXIT_FAILED
+    assert status == EXIT_FAILED
     skips = runs.skip_lines(out, "haccio_check")
     assert len(skips) == 2 * 2, out  # verify or not, both MPI flavours
     bin_dir = spack_build / system / "view" / "bin"

@@ -16,7 +16,7 @@ import pytest
 
 from iostudy.benchmarks import checks
 from iostudy.cli.cli import main
-from iostudy.run import campaign as campaign_mod
+from iostudy.core.exitcodes import EXIT_FAILED
 
 pytestmark = pytest.mark.campaign
 
@@ -109,7 +109,7 @@ def test_missing_ior_is_skipped_named_and_never_passed(
 ):
     runs.write_campaign(configs_copy, "iorpoints", [IOR_POINT])
     status, out, run_dir = runs.dry_run(capsys, "iorpoints", system, tmp_path / "results")
-    assert status == campaign_mod.EXIT_FAILED
+    assert status == EXIT_FAILED
     skips = runs.skip_lines(out, "ior_check")
     assert len(skips) == 2 * 2, out  # two layouts, both MPI flavours
     assert all(f"no {spack_build / system / 'view' / 'bin' / 'ior'}" in line for line in skips)
@@ -141,7 +141,7 @@ def test_excluded_combinations_are_not_run(configs_copy, spack_build, tmp_path, 
     }
     assert len(skips) == 4 and len(excluded) == 2, out
     assert all("layout=fpp" in line for line in excluded)
-    assert status == campaign_mod.EXIT_FAILED
+    assert status == EXIT_FAILED
     assert "campaign iorpoints on local: incomplete (2 excluded, 2 skip)" in out
 
 

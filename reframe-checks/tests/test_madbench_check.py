@@ -15,7 +15,7 @@ import campaign_runs as runs
 import pytest
 
 from iostudy.benchmarks import checks, madbench, spackenv
-from iostudy.run import campaign as campaign_mod
+from iostudy.core.exitcodes import EXIT_FAILED
 
 pytestmark = pytest.mark.campaign
 
@@ -186,7 +186,7 @@ def test_missing_madbench_is_skipped_named_and_never_passed(
 ):
     runs.write_campaign(configs_copy, "madpoints", [POINT])
     status, out, run_dir = runs.dry_run(capsys, "madpoints", system, tmp_path / "results")
-    assert status == campaign_mod.EXIT_FAILED
+    assert status == EXIT_FAILED
     skips = runs.skip_lines(out, "madbench_check")
     assert len(skips) == 2 * 2 * 2, out  # methods x file types x MPI flavours
     program = spack_build / system / "view" / "bin" / "MADbench2.x"
@@ -200,7 +200,7 @@ def test_parameters_madbench_refuses_fail_naming_why(configs_copy, spack_build, 
     point = {"check": "madbench_check", "parameters": {"procs": 2, "procs_per_node": "system"}}
     runs.write_campaign(configs_copy, "madbad", [point])
     status, out, run_dir = runs.dry_run(capsys, "madbad", "local", tmp_path / "results")
-    assert status == campaign_mod.EXIT_FAILED
+    assert status == EXIT_FAILED
     assert "madbench_check: procs 2 is not a square number" in out, out
     assert runs.manifest(run_dir)["results"] == {"fail": 2}
 

@@ -28,6 +28,7 @@ from iostudy.benchmarks import (
     offline_unpack,
     spackenv,
 )
+from iostudy.cli.output import StderrProgress
 from iostudy.report import sections
 from iostudy.store import siteid
 
@@ -493,9 +494,9 @@ def test_a_changed_spec_rewrites_the_lock(lock_dir, tmp_path, capsys):
     built = json.loads(lock_dir.read_text())
     built["roots"] = built["roots"][:-1]
     (tmp_path / "built.lock").write_text(json.dumps(built))
-    assert spackenv.keep_lock("local", tmp_path / "built.lock") is True
+    assert spackenv.keep_lock("local", tmp_path / "built.lock", StderrProgress("spack")) is True
     assert json.loads(lock_dir.read_text())["roots"] == built["roots"]
-    assert "updated: commit it" in capsys.readouterr().out
+    assert "updated: commit it" in capsys.readouterr().err
 
 
 def test_the_manifest_names_the_programs_commit_and_when_it_is_not_the_checkout(

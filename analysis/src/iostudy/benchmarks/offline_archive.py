@@ -22,6 +22,7 @@ import tarfile
 from pathlib import Path
 
 from iostudy.core import provenance
+from iostudy.core.errors import BadInput, Failed
 from iostudy.core.processes import clear_dead, own_name, private_dir
 
 ARCHIVE_FORMAT = 2
@@ -36,11 +37,11 @@ MAX_MEMBERS = 400_000
 MAX_BYTES = 16 << 30
 
 
-class OfflineError(Exception):
+class OfflineError(Failed):
     """A step of pack/unpack failed; the message names the step or the file."""
 
 
-class BadArchive(OfflineError):
+class BadArchive(BadInput):
     """The archive is not one pack made, or was changed since: nothing of it is used."""
 
 

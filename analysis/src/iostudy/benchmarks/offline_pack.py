@@ -1,5 +1,6 @@
-"""`iostudy offline pack`: on a connected machine, one archive with everything an air-gapped
-site needs to run `make setup` and `make spack` (layout: iostudy.benchmarks.offline_archive).
+"""Packing, on a connected machine, one archive with everything an air-gapped site needs to run
+`make setup` and `make spack` (`iostudy offline pack`: :mod:`iostudy.cli.offline`; layout:
+iostudy.benchmarks.offline_archive).
 
 Spack and its recipes come from git at the tags of spack-env/pins.yaml (a clone given with
 --spack/--spack-packages, else cloned from the pinned URL); the source mirror is made by the
@@ -27,6 +28,7 @@ from iostudy.benchmarks import offline_signature, spackenv
 from iostudy.core import config, provenance
 from iostudy.core.config import REPO_ROOT
 from iostudy.core.processes import private_dir
+from iostudy.core.progress import QUIET, Progress
 
 REQUIREMENTS = REPO_ROOT / "analysis" / "requirements.lock"
 ANALYSIS_PYPROJECT = REPO_ROOT / "analysis" / "pyproject.toml"
@@ -45,12 +47,14 @@ def git(*args, cwd: Path | None = None) -> str:
     return proc.stdout.strip()
 
 
-def export_tag(source: Path | None, pin: dict, dest: Path, scratch: Path) -> str:
+def export_tag(
+    source: Path | None, pin: dict, dest: Path, scratch: Path, progress: Progress = QUIET
+) -> str:
     """The tree of the pinned tag written to dest, from source (a git clone, bare or not), else
     from a clone of the pinned URL; returns the tag's commit."""
     if source is None:
         source = scratch / dest.name
-        print(f"cloning {pin['git']} at {pin['tag']}", file=sys.stderr, flush=True)
+        progress.note(f"cloning {pin['git']} at {pin['tag']}")
         git(
             "clone", "--quiet", "--bare", "--depth", "1", "--branch", pin["tag"], pin["git"], source
         )
@@ -110,10 +114,9 @@ def check_lock_current(system: str) -> dict:
     return lock
 
 
-def _pip(*args) -> None:
-    spackenv.run_logged(
-        [sys.executable, "-m", "pip", "--disable-pip-version-check", *args], {**os.environ}
-    )
+def _pip(progress: Progress, *args) -> None:
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+    spackenv.run_logged(pip, {**os.environ}, progress=progress)
 
 
 def _build_requirements(sdist: Path) -> list[str]:
@@ -127,20 +130,20 @@ def _build_requirements(sdist: Path) -> list[str]:
     return data.get("build-system", {}).get("requires", PEP517_DEFAULT)
 
 
-def wheelhouse(dest: Path, clingo: str) -> None:
+def wheelhouse(dest: Path, clingo: str, progress: Progress = QUIET) -> None:
     """The lock's distributions (hash-checked; an sdist stays an sdist, so that its hash still
     verifies), clingo, and what building the sdists and iostudy's own package needs."""
-    _pip("download", "--quiet", "--require-hashes", "-r", REQUIREMENTS, "-d", dest)
+    _pip(progress, "download", "--quiet", "--require-hashes", "-r", REQUIREMENTS, "-d", dest)
     needed = {f"clingo=={clingo}"}
     needed.update(tomllib.loads(ANALYSIS_PYPROJECT.read_text())["build-system"]["requires"])
     for sdist in sorted(dest.glob("*.tar.gz")):
         needed.update(_build_requirements(sdist))
-    _pip("download", "--quiet", "-d", dest, *sorted(needed))
+    _pip(progress, "download", "--quiet", "-d", dest, *sorted(needed))
 
 
-def clingo_python(wheels: Path, clingo: str, venv: Path) -> Path:
+def clingo_python(wheels: Path, clingo: str, venv: Path, progress: Progress = QUIET) -> Path:
     """A virtual environment with clingo from the wheelhouse; returns its python."""
-    spackenv.run_logged([sys.executable, "-m", "venv", venv], {**os.environ})
+    spackenv.run_logged([sys.executable, "-m", "venv", venv], {**os.environ}, progress=progress)
     python = venv / "bin" / "python"
     spackenv.run_logged(
         [
@@ -155,6 +158,7 @@ def clingo_python(wheels: Path, clingo: str, venv: Path) -> Path:
             f"clingo=={clingo}",
         ],
         {**os.environ},
+        progress=progress,
     )
     return python
 
@@ -190,10 +194,12 @@ def builtin_repo(packages: Path) -> Path:
     return packages / "repos" / "spack_repo" / "builtin"
 
 
-def source_mirror(staging: Path, system: str, upstream: Path | None, scratch: Path) -> None:
+def source_mirror(
+    staging: Path, system: str, upstream: Path | None, scratch: Path, progress: Progress = QUIET
+) -> None:
     """staging/mirror: the carried Spack's `mirror create` of the committed lock's specs."""
     clingo = spackenv.read_pins()["clingo"]
-    python = clingo_python(staging / "wheels", clingo, scratch / "clingo-venv")
+    python = clingo_python(staging / "wheels", clingo, scratch / "clingo-venv", progress)
     url = upstream.resolve().as_uri() if upstream else None
     cache = scratch / "cache"
     # This scope outranks the environment's, so its `repos::` names iostudy's repo too (first).
@@ -234,10 +240,11 @@ def source_mirror(staging: Path, system: str, upstream: Path | None, scratch: Pa
             "--all",
         ],
         env,
+        progress=progress,
     )
 
 
-def bundle_checkout(dest: Path, locked: dict[str, str]) -> str:
+def bundle_checkout(dest: Path, locked: dict[str, str], progress: Progress = QUIET) -> str:
     """The checkout's branch as a git bundle; every locked iostudy commit must be in it."""
     head = git("-C", REPO_ROOT, "rev-parse", BRANCH)
     for package, commit in sorted(locked.items()):
@@ -251,20 +258,24 @@ def bundle_checkout(dest: Path, locked: dict[str, str]) -> str:
                 f"{BRANCH} of {REPO_ROOT}"
             )
     if provenance.git_state()[1]:
-        print(
-            f"warning: uncommitted changes of {REPO_ROOT} are not in the archive (only the "
-            f"branch {BRANCH}'s commits are)",
-            file=sys.stderr,
+        progress.warn(
+            f"uncommitted changes of {REPO_ROOT} are not in the archive (only the "
+            f"branch {BRANCH}'s commits are)"
         )
     git("-C", REPO_ROOT, "bundle", "create", dest, BRANCH)
     return head
 
 
 def pack(
-    system: str, out: Path, sources: dict[str, Path | None], upstream: Path | None, signer: tuple
+    system: str,
+    out: Path,
+    sources: dict[str, Path | None],
+    upstream: Path | None,
+    signer: tuple,
+    progress: Progress = QUIET,
 ) -> dict:
     """Writes the archive of system to out, signed (out.sig) by ``signer``, (site, key);
-    returns its manifest's facts."""
+    returns its manifest's facts; each step's progress to ``progress``."""
     config.load_system(system)
     spackenv.check_site_scope(system)
     check_lock_current(system)
@@ -277,14 +288,14 @@ def pack(
         staging.mkdir()
         scratch.mkdir()
         commits = {
-            name: export_tag(sources.get(name), pinned[name], staging / name, scratch)
+            name: export_tag(sources.get(name), pinned[name], staging / name, scratch, progress)
             for name in ("spack", "spack-packages")
         }
         check_spack_version(staging / "spack", pinned["spack"]["tag"])
-        wheelhouse(staging / "wheels", pinned["clingo"])
-        source_mirror(staging, system, upstream, scratch)
+        wheelhouse(staging / "wheels", pinned["clingo"], progress)
+        source_mirror(staging, system, upstream, scratch, progress)
         locked = spackenv.iostudy_commits(spackenv.committed_lock(system))
-        head = bundle_checkout(staging / "iostudy.bundle", locked)
+        head = bundle_checkout(staging / "iostudy.bundle", locked, progress)
         facts = {
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "system": system,

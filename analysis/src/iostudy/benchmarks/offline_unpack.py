@@ -1,7 +1,8 @@
-"""`iostudy offline unpack ARCHIVE DIR`: on the air-gapped side, the archive of `iostudy offline
-pack` checked against its manifest and made ready: Spack with a site scope that never reaches the
-network, a clingo virtual environment from the carried wheel, the checkout cloned from its
-bundle, and DIR/env.sh (Spack's variables, pip told to take only the carried wheels).
+"""Unpacking on the air-gapped side (`iostudy offline unpack ARCHIVE DIR`:
+:mod:`iostudy.cli.offline`): the archive of `iostudy offline pack` checked against its manifest
+and made ready: Spack with a site scope that never reaches the network, a clingo virtual
+environment from the carried wheel, the checkout cloned from its bundle, and DIR/env.sh (Spack's
+variables, pip told to take only the carried wheels).
 
 DIR afterwards:
   iostudy-offline/   the archive's folder, every file as its manifest says (plus Spack's site
@@ -22,6 +23,7 @@ from pathlib import Path
 from iostudy.benchmarks import offline_archive as archive
 from iostudy.benchmarks import offline_pack, offline_signature
 from iostudy.core.processes import clear_dead
+from iostudy.core.progress import QUIET, Progress
 
 
 def check_destination(dest: Path) -> None:
@@ -87,7 +89,9 @@ def clone_checkout(top: Path, dest: Path, branch: str) -> None:
         raise archive.OfflineError(f"cannot clone the checkout's bundle: {proc.stderr.strip()}")
 
 
-def unpack(path: Path, dest: Path, trusted_key) -> tuple[dict, str, str]:
+def unpack(
+    path: Path, dest: Path, trusted_key, progress: Progress = QUIET
+) -> tuple[dict, str, str]:
     """Unpacks and prepares; returns the archive's manifest and its signer's site and key
     fingerprint. The signature (offline_signature.verify, by ``trusted_key(site)``) is checked
     before anything else. ``dest`` may be relative (env.sh and Spack's scope name it absolute).
@@ -99,18 +103,18 @@ def unpack(path: Path, dest: Path, trusted_key) -> tuple[dict, str, str]:
     made = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        return _prepare(path, dest), site, fingerprint
+        return _prepare(path, dest, progress), site, fingerprint
     except BaseException:
         _undo(dest, made)
         raise
 
 
-def _prepare(path: Path, dest: Path) -> dict:
+def _prepare(path: Path, dest: Path, progress: Progress) -> dict:
     top = archive.extract(path, dest)
     manifest = archive.verify(top)
     check_python(manifest)
     python = offline_pack.clingo_python(
-        top / "wheels", manifest["pins"]["clingo"], dest / "clingo-venv"
+        top / "wheels", manifest["pins"]["clingo"], dest / "clingo-venv", progress
     )
     write_site_scope(top, dest / "spack-cache")
     clone_checkout(top, dest / "iostudy", manifest["iostudy_branch"])

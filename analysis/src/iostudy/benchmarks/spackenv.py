@@ -1,4 +1,5 @@
-"""The Spack tier: `iostudy spack build|check` and where the checks find Spack's binaries.
+"""The Spack tier: building and checking it (`iostudy spack build|check`:
+:mod:`iostudy.cli.spack`) and where the checks find Spack's binaries.
 
 spack-env/spack.yaml says what to build; configs/systems/<system>/spack/ holds the site facts it
 includes. `iostudy spack build --system S` keeps one Spack environment per system in
@@ -16,14 +17,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from iostudy.benchmarks import registry
 from iostudy.core import config, provenance
-from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.errors import Failed
+from iostudy.core.progress import QUIET, Progress
 
 REPO_ROOT = config.REPO_ROOT
 SPACK_ENV = REPO_ROOT / "spack-env"
@@ -57,7 +58,7 @@ sites too: iostudy offline pack|unpack):
   . spack/share/spack/setup-env.sh"""
 
 
-class SpackError(Exception):
+class SpackError(Failed):
     """Spack is missing or failed; the message says what happened and what to do."""
 
 
@@ -227,12 +228,12 @@ def systems_with_scopes() -> list[str]:
     return sorted(p.parent.name for p in (config.configs_dir() / "systems").glob("*/spack"))
 
 
-def cmd_check(args):
-    systems = args.systems or systems_with_scopes()
+def checked_files(systems: list[str]) -> list[tuple]:
+    """(file, its check) of spack.yaml, the pins and the site scopes of systems, for
+    config.check_files."""
     checks = [(SPACK_ENV / "spack.yaml", check_environment), (PINS, read_pins)]
     checks += [(site_scope(s), lambda s=s: check_site_scope(s)) for s in systems]
-    ok = config.check_files(checks, "spack check")
-    return 0 if ok else EXIT_BAD_INPUT
+    return checks
 
 
 # --- building --------------------------------------------------------------------------------
@@ -261,10 +262,11 @@ def spack_env_vars(system: str) -> dict:
     return {**os.environ, "IOSTUDY_ROOT": str(REPO_ROOT), "IOSTUDY_SYSTEM": system}
 
 
-def run_logged(cmd: list, env: dict, capture: bool = False) -> str:
-    """Runs a Spack command with its output shown as it comes (Spack prints its own progress),
-    or captured; a failure raises SpackError naming the command."""
-    print("+ " + " ".join(str(c) for c in cmd), file=sys.stderr, flush=True)
+def run_logged(cmd: list, env: dict, capture: bool = False, progress: Progress = QUIET) -> str:
+    """Runs a command (Spack, pip) with its output shown as it comes (it prints its own
+    progress), or captured; the command line goes to progress first. A failure raises
+    SpackError naming the command."""
+    progress.note("+ " + " ".join(str(c) for c in cmd))
     try:
         proc = subprocess.run(
             [str(c) for c in cmd], env=env, text=True, stdout=subprocess.PIPE if capture else None
@@ -276,7 +278,7 @@ def run_logged(cmd: list, env: dict, capture: bool = False) -> str:
     return proc.stdout or ""
 
 
-def prepare(system: str, fresh: bool) -> Path:
+def prepare(system: str, fresh: bool, progress: Progress = QUIET) -> Path:
     """build/spack/<system>/ with the current spack.yaml and, unless fresh or already there,
     the committed lock."""
     directory = env_dir(system)
@@ -287,23 +289,24 @@ def prepare(system: str, fresh: bool) -> Path:
         lock.unlink(missing_ok=True)
     elif not lock.exists() and committed_lock(system).is_file():
         shutil.copyfile(committed_lock(system), lock)
-        print(f"using the committed lock {committed_lock(system).relative_to(REPO_ROOT)}")
+        progress.note(f"using the committed lock {committed_lock(system).relative_to(REPO_ROOT)}")
     return directory
 
 
-def build(system: str, spack: Path, jobs: int, fresh: bool) -> Path:
+def build(system: str, spack: Path, jobs: int, fresh: bool, progress: Progress = QUIET) -> Path:
     """Concretizes and installs the environment of system; returns the build record's path."""
     config.load_system(system)
     check_environment()
     check_site_scope(system)
     env = spack_env_vars(system)
-    directory = prepare(system, fresh)
+    directory = prepare(system, fresh, progress)
     spack_e = [spack, "-e", directory]
-    run_logged(spack_e + ["concretize"] + (["--fresh", "--force"] if fresh else []), env)
-    run_logged(spack_e + ["install", f"-j{jobs}", "--fail-fast"], env)
-    specs = json.loads(run_logged(spack_e + ["find", "--json"], env, capture=True))
+    concretize = spack_e + ["concretize"] + (["--fresh", "--force"] if fresh else [])
+    run_logged(concretize, env, progress=progress)
+    run_logged(spack_e + ["install", f"-j{jobs}", "--fail-fast"], env, progress=progress)
+    specs = json.loads(run_logged(spack_e + ["find", "--json"], env, True, progress))
 
-    keep_lock(system, directory / "spack.lock")
+    keep_lock(system, directory / "spack.lock", progress)
     path = record_path(system)
     path.write_text(json.dumps(build_record_of(system, spack, directory, specs), indent=1) + "\n")
     return path
@@ -318,7 +321,7 @@ def lock_specs(path: Path) -> dict:
     return data
 
 
-def keep_lock(system: str, built: Path) -> bool:
+def keep_lock(system: str, built: Path, progress: Progress = QUIET) -> bool:
     """Copies the lock Spack wrote to spack-env/locks/<system>/ only when a spec changed (a
     Spack from a git clone rather than a release writes another "spack" entry, nothing else);
     returns whether it did."""
@@ -327,7 +330,7 @@ def keep_lock(system: str, built: Path) -> bool:
         return False
     committed.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(built, committed)
-    print(f"{config.in_checkout(committed)} updated: commit it to pin this build")
+    progress.note(f"{config.in_checkout(committed)} updated: commit it to pin this build")
     return True
 
 
@@ -367,59 +370,3 @@ def build_record_of(system: str, spack: Path, directory: Path, specs: list) -> d
         "iostudy_packages": iostudy_commits(committed),
         "specs": specs,
     }
-
-
-def cmd_build(args):
-    try:
-        spack = find_spack(args.spack)
-        path = build(args.system, spack, args.jobs, args.fresh)
-    except SpackError as exc:
-        print(f"iostudy spack: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except config.ConfigError as exc:
-        print(f"iostudy spack: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(f"built; record: {config.in_checkout(path)}; view: {view_dir(args.system)}")
-    return 0
-
-
-def register(groups):
-    group = groups.add_parser(
-        "spack",
-        help="build the runtime and benchmarks with Spack (spack-env/)",
-        description="The Spack tier: spack-env/spack.yaml (what to build) with the site facts "
-        "of configs/systems/<system>/spack/. See spack-env/README.md, air-gapped sites too.",
-    )
-    cmds = group.add_subparsers(title="commands", dest="command", required=True)
-    build_cmd = cmds.add_parser(
-        "build",
-        help="concretize, install, record the build",
-        description="Keeps the system's Spack environment in build/spack/<system>/, seeded "
-        "with spack-env/locks/<system>/spack.lock; concretizes, installs, copies the lock "
-        "back when a spec changed, and writes build/spack/<system>/build-record.json (Spack "
-        "version, lock sha256, iostudy commits, spack find --json), which run manifests "
-        "reference. The checks then find "
-        "their programs in build/spack/<system>/view. Needs Spack >= 1.0 (--spack, "
-        f"SPACK_ROOT or PATH); exit {EXIT_FAILED} when Spack is missing or fails.",
-    )
-    build_cmd.add_argument("--system", required=True, help="a system of configs/systems/")
-    build_cmd.add_argument("--spack", metavar="PATH", help="the spack executable to use")
-    build_cmd.add_argument(
-        "--jobs", type=int, default=os.cpu_count() or 1, help="parallel build jobs"
-    )
-    build_cmd.add_argument(
-        "--fresh",
-        action="store_true",
-        help="ignore the committed lock: concretize anew (then commit the updated lock)",
-    )
-    build_cmd.set_defaults(func=cmd_build)
-    check = cmds.add_parser(
-        "check",
-        help="validate spack.yaml and the site scopes (no Spack needed)",
-        description="Validates spack-env/spack.yaml and configs/systems/*/spack/*.yaml "
-        "against configs/schemas/spack-*.schema.json, checks that every package of the "
-        "mission is there with a recipe, and that every external says how its version was "
-        "checked.",
-    )
-    check.add_argument("systems", nargs="*", metavar="SYSTEM", help="default: every system")
-    check.set_defaults(func=cmd_check)

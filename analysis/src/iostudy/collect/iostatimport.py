@@ -1,6 +1,7 @@
-"""``iostudy iostat-mon import DIR... --store STORE``: an iostat-mon DIR's records into the
-store's ``iostat`` table as ``STORE/iostat/iostat-<name>.parquet`` (name: --name, else the host
-the records name; importing a DIR again replaces its part). See :func:`rows` for the columns.
+"""An iostat-mon DIR's records into the store's ``iostat`` table as
+``STORE/iostat/iostat-<name>.parquet`` (name: --name, else the host the records name; importing a
+DIR again replaces its part; ``iostudy iostat-mon import``: :mod:`iostudy.cli.iostat_mon`). See
+:func:`rows` for the columns.
 
 Apart from the monitor: it runs where the store is, on records the monitor wrote elsewhere,
 and reads them whatever a crash left (a line cut short, a record written twice)."""
@@ -9,24 +10,25 @@ from __future__ import annotations
 
 import gzip
 import re
-import sys
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
 from iostudy.collect.iostatdays import day_files
 from iostudy.collect.iostatjson import parse_time
 from iostudy.core import jsonlimits
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.errors import BadInput
+from iostudy.core.progress import QUIET, Progress
 from iostudy.logs.plausibility import row_problems
 from iostudy.store import imports
 from iostudy.store import store as store_mod
 
 TABLE = "iostat"
 RECORD_TYPES = ("io", "gap", "start", "stop")
+
+
+class IostatImportError(BadInput):
+    """DIRs that cannot be imported: missing, or two of them one part."""
 
 
 def read_records(folder: Path) -> tuple[list[dict], list[str]]:
@@ -156,52 +158,37 @@ def part_name(name: str) -> str:
     return "iostat-" + re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
-def import_dirs(dirs, store_root, host=None, name=None, console=None) -> int:
-    """``iostudy iostat-mon import``; returns the exit status."""
-    console = console or Console(stderr=True)
+def read_dirs(dirs, host=None, name=None, bar=None) -> list[tuple]:
+    """(part, rows, problems, folder) of each iostat-mon DIR (:func:`read_records`, :func:`rows`);
+    the part is named after ``name``, else ``host``, else the one host its records name, else
+    the folder. bar: where the folders read are counted (add_task, advance of a
+    rich.progress.Progress the caller shows), or None."""
     if name and len(dirs) > 1:
-        print(
-            "iostudy: error: --name names one DIR's part; give one DIR to use it", file=sys.stderr
-        )
-        return EXIT_BAD_INPUT
+        raise IostatImportError("--name names one DIR's part; give one DIR to use it")
     for d in dirs:
         if not Path(d).is_dir():
-            print(f"iostudy: error: {d}: no such directory", file=sys.stderr)
-            return EXIT_BAD_INPUT
-    inputs = []  # (part, rows, problems, folder)
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=True,
-    )
-    with progress:
-        task = progress.add_task("reading iostat-mon records", total=len(dirs))
-        for d in dirs:
-            records, problems = read_records(Path(d))
-            hosts = Counter(r.get("host") for r in records if r.get("host"))
-            label = name or host or (hosts.most_common(1)[0][0] if len(hosts) == 1 else None)
-            label = label or Path(d).resolve().name
-            inputs.append((part_name(label), rows(records, Path(d).name, host), problems, d))
-            progress.advance(task)
+            raise IostatImportError(f"{d}: no such directory")
+    inputs = []
+    task = bar.add_task("reading iostat-mon records", total=len(dirs)) if bar else None
+    for d in dirs:
+        records, problems = read_records(Path(d))
+        hosts = Counter(r.get("host") for r in records if r.get("host"))
+        label = name or host or (hosts.most_common(1)[0][0] if len(hosts) == 1 else None)
+        label = label or Path(d).resolve().name
+        inputs.append((part_name(label), rows(records, Path(d).name, host), problems, d))
+        if bar:
+            bar.advance(task)
+    return inputs
+
+
+def import_inputs(store_root, inputs: list[tuple], progress: Progress = QUIET) -> str:
+    """Writes each input of :func:`read_dirs` as its part of the iostat table; returns where
+    the rows went. Two inputs of one part (DIRs of the same host) are refused."""
     names = [p for p, *_ in inputs]
     if len(set(names)) < len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
-        print(
-            f"iostudy: error: DIRs with the same host would replace each other's part: "
-            f"{', '.join(dup)} (import them one at a time with --name)",
-            file=sys.stderr,
+        raise IostatImportError(
+            f"DIRs with the same host would replace each other's part: "
+            f"{', '.join(dup)} (import them one at a time with --name)"
         )
-        return EXIT_BAD_INPUT
-    where = imports.import_parts(store_root, TABLE, [(p, r) for p, r, *_ in inputs], console)
-    for *_, problems, _d in inputs:
-        for p in problems:
-            console.print(f"skipped: {p}", highlight=False, markup=False, soft_wrap=True)
-    kinds = Counter(r["kind"] for _, rs, *_ in inputs for r in rs)
-    n_bad = sum(len(p) for *_, p, _d in inputs)
-    print(
-        f"iostat-mon import: {kinds['io']} device intervals, {kinds['gap']} gaps into {where}; "
-        f"{n_bad} lines skipped"
-    )
-    return 0
+    return imports.import_parts(store_root, TABLE, [(p, r) for p, r, *_ in inputs], progress)

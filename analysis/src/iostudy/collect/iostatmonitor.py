@@ -1,7 +1,7 @@
 """The iostat monitor itself (seed 000, II-A): :class:`Monitor` runs sysstat's iostat, keeps
 its reports as records in day files, restarts it when it dies and stops cleanly on a signal.
 
-``iostudy iostat-mon --out DIR [--interval 60]`` (:mod:`iostudy.collect.iostatmon`) runs
+``iostudy iostat-mon --out DIR [--interval 60]`` (:mod:`iostudy.cli.iostat_mon`) runs
 ``iostat -d -x -k -t -o JSON -y INTERVAL`` and keeps, per device and interval, a compact record
 of what it reports. iostat prints one JSON document that grows by one ``statistics`` entry per
 interval; :class:`iostudy.collect.iostatjson.StatsStream` parses the entries as they complete.
@@ -42,7 +42,7 @@ Devices: ``--include GLOB`` keeps only matching devices (default all), ``--exclu
 matching ones (the servers' own OS disks); shell-style patterns on iostat's device names
 (``--dm-names``: device-mapper names, e.g. multipath aliases, iostat -N).
 
-Apart from the command's arguments (:mod:`iostudy.collect.iostatmon`), the import and the
+Apart from the command's arguments (:mod:`iostudy.cli.iostat_mon`), the import and the
 analysis, which never run iostat, and from the day files (:mod:`iostudy.collect.iostatdays`) and
 iostat's JSON (:mod:`iostudy.collect.iostatjson`), which are tested without an iostat: this
 module is the process handling alone (signals, restarts, the lock, the state file).
@@ -59,7 +59,6 @@ import selectors
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -67,6 +66,8 @@ from pathlib import Path
 
 from iostudy.collect.iostatdays import DayLog
 from iostudy.collect.iostatjson import StatsStream, StreamError, entry_records, iso
+from iostudy.core.errors import BadInput
+from iostudy.core.progress import QUIET, Progress
 
 DEFAULT_INTERVAL = 60
 DEFAULT_MAX_BACKOFF = 60.0
@@ -74,7 +75,7 @@ STATE = "iostat-mon.json"
 LOCK = ".iostat-mon.lock"
 
 
-class MonitorError(Exception):
+class MonitorError(BadInput):
     """The monitor cannot run at all (DIR taken by another monitor, no iostat); the message
     names the path or the command."""
 
@@ -173,11 +174,11 @@ class _Iostat:
 class Monitor:
     """One iostat-mon: :meth:`run` until SIGTERM/SIGINT; see the module docstring."""
 
-    def __init__(self, options: Options, log=None):
+    def __init__(self, options: Options, progress: Progress = QUIET):
         self.o = options
         self.out = Path(options.out)
         self.host = options.host or socket.gethostname()
-        self.log = log or (lambda msg: print(f"iostat-mon: {msg}", file=sys.stderr, flush=True))
+        self.progress = progress
         self.stop_reason: str | None = None
         self.covered = _utcnow()  # the end of the last recorded interval
         self.intervals = 0
@@ -243,7 +244,7 @@ class Monitor:
     def _roll(self) -> None:
         day = self.days.roll(_utcnow(), grace=self.o.interval + 10)
         if day:
-            self.log(f"{day}: compressed to {self.out / (day + '.jsonl.gz')}")
+            self.progress.note(f"{day}: compressed to {self.out / (day + '.jsonl.gz')}")
 
     def _report(self, entry: dict, seen_all: set) -> None:
         when, records, seen = entry_records(
@@ -253,7 +254,7 @@ class Monitor:
             self._write(records, when)
         elif not self._warned_empty:
             self._warned_empty = True
-            self.log(
+            self.progress.note(
                 f"no device selected by the patterns; iostat reports: {', '.join(seen) or 'none'}"
             )
         seen_all.update(seen)
@@ -281,7 +282,7 @@ class Monitor:
             return f"cannot start {self.o.iostat}: {exc.strerror or exc}", 0, False, ""
         self.iostat_pid = proc.pid
         self._state()
-        self.log(f"iostat started (pid {proc.pid}): {' '.join(cmd)}")
+        self.progress.note(f"iostat started (pid {proc.pid}): {' '.join(cmd)}")
         child = _Iostat(proc)
         try:
             self._read_iostat(child)
@@ -383,8 +384,8 @@ class Monitor:
         return reason, child.reports, child.stream.started, err
 
     # -- the whole run
-    def run(self) -> int:
-        """Monitor until SIGTERM or SIGINT; 0 then. MonitorError when it cannot start."""
+    def run(self) -> None:
+        """Monitor until SIGTERM or SIGINT. MonitorError when it cannot start."""
         if self.o.interval < 1:
             raise MonitorError(f"--interval {self.o.interval}: iostat needs whole seconds >= 1")
         # The handlers first: a stop signal from now on is a clean stop.
@@ -392,7 +393,7 @@ class Monitor:
         old_wakeup = signal.set_wakeup_fd(self._wake_w)
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            return self._locked()
+            self._locked()
         finally:
             for s, handler in old.items():
                 signal.signal(s, handler)
@@ -400,7 +401,7 @@ class Monitor:
             os.close(self._wake_r)
             os.close(self._wake_w)
 
-    def _locked(self) -> int:
+    def _locked(self) -> None:
         try:
             self.out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -417,18 +418,17 @@ class Monitor:
                     f"{self.out}: another iostat-mon (pid {other}) writes here"
                 ) from None
             version = iostat_version(self.o.iostat)
-            return self._run(version)
+            self._run(version)
         finally:
             lock.close()
 
-    def _run(self, version: str) -> int:
+    def _run(self, version: str) -> None:
         for day in self.days.compress_past(_utcnow().date().isoformat()):
-            self.log(f"{day}: compressed to {self.out / (day + '.jsonl.gz')}")
+            self.progress.note(f"{day}: compressed to {self.out / (day + '.jsonl.gz')}")
         try:
             self._started(version)
             self._supervise()
             self._stopped()
-            return 0
         finally:
             self.days.close()
 
@@ -452,7 +452,7 @@ class Monitor:
             start,
         )
         self._state()
-        self.log(f"host {self.host}, every {self.o.interval} s ({version}) -> {self.out}")
+        self.progress.note(f"host {self.host}, every {self.o.interval} s ({version}) -> {self.out}")
 
     def _supervise(self) -> None:
         """Run iostat, and again after a backoff whenever it ends, until a stop signal; a gap
@@ -472,7 +472,7 @@ class Monitor:
             first = False
             if reports:
                 backoff = 1.0
-            self.log(f"{reason}; restarting in {backoff:g} s")
+            self.progress.note(f"{reason}; restarting in {backoff:g} s")
             self._sleep(backoff)
             now = _utcnow()
             if self.stop_reason:
@@ -500,7 +500,7 @@ class Monitor:
         )
         self._roll()
         self._state()
-        self.log(
+        self.progress.note(
             f"stopped ({self.stop_reason}): {self.intervals} intervals, {self.gap_count} "
             f"gaps, {self.restarts} restarts; records in {self.out}"
         )

@@ -19,20 +19,15 @@ one log covers, out of all, and which I/O interfaces those logs used.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
-import sys
-import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from rich.console import Console
-
 from iostudy.core.deferred import deferred
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
-from iostudy.core.paths import add_store_option
+from iostudy.core.errors import BadInput
+from iostudy.core.progress import QUIET, Progress
 from iostudy.logs import modules
 from iostudy.store import imports
 from iostudy.store import store as store_mod
@@ -86,7 +81,7 @@ COVERAGE_COLUMNS = [
 ]
 
 
-class SacctError(Exception):
+class SacctError(BadInput):
     """sacct output that cannot be read at all (no header, a required column missing), or a
     live sacct that is missing or fails; the message names the file or the command."""
 
@@ -414,7 +409,7 @@ def _coverage_records(per_account, unaccounted: int, unaccounted_modules) -> lis
     return records
 
 
-# -- command -------------------------------------------------------------------------------------
+# -- reading sacct and importing -------------------------------------------------------------------
 
 
 def run_sacct(starttime=None, endtime=None, clusters=None, timeout=SACCT_TIMEOUT) -> str:
@@ -452,138 +447,39 @@ def _zone(name: str | None):
         raise SacctError(f"--timezone {name}: no such time zone") from None
 
 
-def import_sacct(args) -> int:
-    """``iostudy sacct import``; returns the exit status."""
-    console = Console(stderr=True)
-    now = datetime.now(timezone.utc)
-    try:
-        tz = _zone(args.timezone)
-        inputs = []  # (part name, rows, problems, steps)
-        if args.live:
-            rows, problems, steps = parse(
-                run_sacct(args.starttime, args.endtime, args.clusters), "live", name="sacct (live)"
-            )
-            inputs.append((part_name(f"live-{now:%Y%m%dT%H%M%SZ}"), rows, problems, steps))
-        else:
-            # Every file is read before any is written: a bad one changes nothing.
-            for path in args.files:
-                try:
-                    text = Path(path).read_text(encoding="utf-8", errors="replace")
-                except OSError as exc:
-                    raise SacctError(f"{path}: cannot read: {exc.strerror or exc}") from None
-                rows, problems, steps = parse(text, Path(path).name, tz=tz, name=str(path))
-                inputs.append((part_name(args.name or Path(path).stem), rows, problems, steps))
-    except SacctError as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+def read_inputs(files, name=None, zone=None) -> list[tuple]:
+    """(part name, rows, problems, step lines) of each sacct output file (:func:`parse`), all
+    read before any is written, so that a bad one changes nothing; ``name``: the part's name of
+    one file (default: the file's stem); ``zone``: the time zone of times without an offset."""
+    tz = _zone(zone)
+    inputs = []
+    for path in files:
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise SacctError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        rows, problems, steps = parse(text, Path(path).name, tz=tz, name=str(path))
+        inputs.append((part_name(name or Path(path).stem), rows, problems, steps))
+    return inputs
 
+
+def read_live(starttime=None, endtime=None, clusters=None) -> list[tuple]:
+    """The inputs (as :func:`read_inputs`) of sacct run here, in a part named after now."""
+    now = datetime.now(timezone.utc)
+    rows, problems, steps = parse(
+        run_sacct(starttime, endtime, clusters), "live", name="sacct (live)"
+    )
+    return [(part_name(f"live-{now:%Y%m%dT%H%M%SZ}"), rows, problems, steps)]
+
+
+def import_inputs(store_root, inputs: list[tuple], progress: Progress = QUIET) -> str:
+    """Writes each input's rows as its part of the sched table (:func:`imports.import_parts`);
+    returns where they went. Two inputs of one part name are refused."""
     names = [name for name, *_ in inputs]
     if len(set(names)) < len(names):
-        print(
-            f"iostudy: error: files with the same stem would replace each other's part: "
-            f"{', '.join(sorted({n for n in names if names.count(n) > 1}))}",
-            file=sys.stderr,
+        raise SacctError(
+            f"files with the same stem would replace each other's part: "
+            f"{', '.join(sorted({n for n in names if names.count(n) > 1}))}"
         )
-        return EXIT_BAD_INPUT
-    where = imports.import_parts(
-        args.store, TABLE, [(name, rows) for name, rows, _, _ in inputs], console
-    )
-    for _, _, problems, _ in inputs:
-        for p in problems:
-            console.print(f"skipped: {p}", highlight=False, markup=False, soft_wrap=True)
-    n_rows = sum(len(rows) for _, rows, _, _ in inputs)
-    n_bad = sum(len(problems) for _, _, problems, _ in inputs)
-    n_steps = sum(steps for *_, steps in inputs)
-    print(
-        f"sacct import: {n_rows} jobs into {where}; {n_steps} step lines left out, "
-        f"{n_bad} lines skipped"
-    )
-    return 0
-
-
-def _paragraphs(*texts: str) -> str:
-    return "\n\n".join(textwrap.fill(t, 78) for t in texts)
-
-
-_IMPORT_HELP = "\n\n".join(
-    [
-        _paragraphs(
-            "Read sacct --parsable2 output, header line included (--noheader output is "
-            "refused: its columns cannot be known), into STORE/sched/sacct-<name>.parquet, one "
-            "row per job allocation; steps (123.batch, 123.0) are left out, an array task keeps "
-            "its own id (JobIDRaw). Columns may come in any order, extra ones are ignored; "
-            "required: JobID or JobIDRaw, Account, NNodes, NCPUS or AllocCPUS, ElapsedRaw or "
-            "Elapsed ([DD-]HH:MM:SS), Start. Capture a file with:"
-        ),
-        f"  TZ=UTC sacct --allusers --parsable2 --format={SACCT_FORMAT} -S START",
-        _paragraphs(
-            "Lines that cannot be used are reported (file:line: why) and skipped. <name> is the "
-            "file's stem, so importing a file again replaces its rows. With --live, sacct is run "
-            "here (with --allocations and TZ=UTC) and <name> is live-<UTC time>. When several "
-            "imports hold a job (cluster, jobid), the one imported last counts.",
-            "Exit status: 0; 2 when an input cannot be read or has no header, or sacct is "
-            "missing or fails. The last line says where the rows went and the counts.",
-        ),
-    ]
-)
-
-
-def register(groups) -> None:
-    """Adds the ``sacct`` command group to the CLI's group subparsers."""
-    grp = groups.add_parser(
-        "sacct",
-        help="import job metadata from Slurm accounting (sacct) into the store",
-        description="Slurm accounting: which project (account) each job belongs to, its nodes, "
-        "cores and elapsed time, for coverage (seed 000 Table II: how much of the machine's "
-        "work the logs cover).",
-    )
-    cmds = grp.add_subparsers(title="commands", dest="command", required=True)
-    p = cmds.add_parser(
-        "import",
-        help="import sacct output (files, or --live) into the store's sched table",
-        description=_IMPORT_HELP,
-        # The capture command is one line to copy: argparse's wrapping would break it.
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="sacct output files")
-    p.add_argument("--live", action="store_true", help="run sacct here instead of reading files")
-    p.add_argument(
-        "--starttime",
-        "-S",
-        metavar="T",
-        help="with --live: sacct's --starttime (default: sacct's, 00:00 today)",
-    )
-    p.add_argument("--endtime", "-E", metavar="T", help="with --live: sacct's --endtime")
-    p.add_argument(
-        "--clusters",
-        "-M",
-        metavar="C",
-        help="with --live: sacct's --clusters (default: the local cluster)",
-    )
-    p.add_argument(
-        "--timezone",
-        metavar="ZONE",
-        help="files: the time zone of their times without an offset, e.g. "
-        "Europe/Berlin (default UTC; sacct prints its machine's local time)",
-    )
-    p.add_argument(
-        "--name",
-        help="one FILE: its part's name, STORE/sched/sacct-NAME.parquet (default: the file's "
-        "stem); an import under the same name replaces it",
-    )
-    add_store_option(p)
-
-    def run(args):
-        if args.name and (args.live or len(args.files) != 1):
-            p.error("--name names the part of one FILE")
-        if args.live and args.files:
-            p.error("give FILE... or --live, not both")
-        if not args.live and not args.files:
-            p.error("give FILE... or --live")
-        if not args.live and (args.starttime or args.endtime or args.clusters):
-            p.error("--starttime, --endtime and --clusters go with --live")
-        if args.live and args.timezone:
-            p.error("--timezone goes with files (--live runs sacct with TZ=UTC)")
-        return import_sacct(args)
-
-    p.set_defaults(func=run)
+    parts = [(name, rows) for name, rows, _, _ in inputs]
+    return imports.import_parts(store_root, TABLE, parts, progress)

@@ -1,6 +1,6 @@
 """The report's storage-device section (seed 000, IV): the storage servers' block-device
 throughput over time, its burstiness, peaks and gaps, from the store's iostat table
-(:mod:`iostudy.collect.iostatmon` collects it, :mod:`iostudy.collect.iostatanalysis` computes
+(:mod:`iostudy.collect.iostatmonitor` collects it, :mod:`iostudy.collect.iostatanalysis` computes
 the series)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`iostudy campaign`: run a campaign (configs/campaigns/) on a system with ReFrame underneath.
+"""Running a campaign (configs/campaigns/) on a system with ReFrame underneath (`iostudy
+campaign`: :mod:`iostudy.cli.campaign`).
 
 A run gets its own directory, results/<run-id>/ with run-id <UTC yyyymmddThhmmssZ>-<campaign>-
 <system>:
@@ -28,17 +29,17 @@ import contextlib
 import datetime as dt
 import json
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from iostudy import __version__
 from iostudy.benchmarks import checks, registry, spackenv
-from iostudy.core import config, paths, provenance
-from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core import config, provenance
 from iostudy.core.reframe_names import param_text
 from iostudy.run import profiles
 from iostudy.run.campaign_rules import CampaignError, resolve_max_procs, validate
@@ -286,15 +287,14 @@ def report_summary(cases: list[dict] | None) -> dict | None:
     return counts
 
 
-def require_built(binaries: list[Path], dry_run: bool) -> None:
-    """Stops a run whose programs are not built; a dry run only warns."""
+def require_built(binaries: list[Path], dry_run: bool) -> list[Path]:
+    """Stops a run whose programs are not built; returns those a dry run goes without."""
     missing = [p for p in binaries if not p.is_file()]
     if missing and not dry_run:
         raise CampaignError(
             f"not built: {', '.join(config.in_checkout(p) for p in missing)}; run `make setup`"
         )
-    for path in missing:
-        print(f"campaign: warning: {config.in_checkout(path)} is not built (dry run)")
+    return missing
 
 
 def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[str]) -> dict:
@@ -341,9 +341,10 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
     }
 
 
-def run_reframe(cmd: list[str], run_dir: Path, manifest: dict) -> int:
-    """Runs ReFrame, its progress to our output as it comes and to reframe/reframe.out, its
-    temporary files in reframe/tmp; returns its exit status. Interrupted, the manifest says so."""
+def run_reframe(cmd: list[str], run_dir: Path, manifest: dict, echo: Callable[[str], None]) -> int:
+    """Runs ReFrame, each line of its progress to echo as it comes and to reframe/reframe.out,
+    its temporary files in reframe/tmp; returns its exit status. Interrupted, the manifest says
+    so."""
     tmp = run_dir / "reframe" / "tmp"
     tmp.mkdir()
     with open(run_dir / "reframe" / "reframe.out", "w") as log:
@@ -358,8 +359,7 @@ def run_reframe(cmd: list[str], run_dir: Path, manifest: dict) -> int:
         )
         try:
             for line in proc.stdout:
-                sys.stdout.write(line)
-                sys.stdout.flush()
+                echo(line)
                 log.write(line)
             return proc.wait()
         except KeyboardInterrupt:
@@ -389,20 +389,32 @@ def run_status(campaign: dict, run_dir: Path, rc: int, dry_run: bool) -> tuple[s
     return ("dry-run" if dry_run else "passed"), cases
 
 
-def _warn_missing_build(manifest: dict) -> None:
-    if manifest["spack_build_missing"]:
-        print(f"campaign: WARNING: no Spack build: {manifest['spack_build_missing']}", flush=True)
+@dataclass
+class Prepared:
+    """A run ready to start: its directory made, its manifest written."""
+
+    rid: str
+    run_dir: Path
+    campaign: dict
+    system: dict
+    dry_run: bool
+    cmd: list[str]
+    manifest: dict
+    #: the programs a dry run goes without (not built)
+    not_built: list[Path]
 
 
-def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]):
-    """Runs the campaign; returns (exit status, run directory)."""
+def prepare(
+    campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]
+) -> Prepared:
+    """Checks the campaign on the system, makes its run directory and writes its manifest."""
     system = config.load_system(system_name)
     campaign = config.load_campaign(campaign_name)
     references = config.load_references(system_name)
     flavours = environs(campaign, system)
     validate(campaign, system)
     binaries = needed_binaries(campaign, system_name, flavours)
-    require_built(binaries, dry_run)
+    not_built = require_built(binaries, dry_run)
 
     rid, run_dir = new_run_dir(Path(results).resolve(), campaign["name"], system["name"])
     (run_dir / "darshan").mkdir()
@@ -418,104 +430,22 @@ def run(campaign_name: str, system_name: str, results: Path, dry_run: bool, argv
     }
     manifest = start_manifest(this_run, binaries, cmd, argv)
     write_manifest(run_dir, manifest)
-    print(f"campaign {campaign['name']} on {system['name']}: run {rid}")
-    _warn_missing_build(manifest)
-    print("+ " + shlex.join(cmd), flush=True)
+    return Prepared(rid, run_dir, campaign, system, dry_run, cmd, manifest, not_built)
 
-    rc = run_reframe(cmd, run_dir, manifest)
+
+def execute(prepared: Prepared, echo: Callable[[str], None]) -> tuple[str, dict | None]:
+    """Runs ReFrame (its output's lines to echo) and completes the manifest; returns the run's
+    status (:func:`run_status`) and its test cases by result (:func:`report_summary`)."""
+    run_dir, manifest = prepared.run_dir, prepared.manifest
+    rc = run_reframe(prepared.cmd, run_dir, manifest, echo)
     keep_debug_logs(run_dir / "reframe")
     # Each job removes its own memory-target folder; the run's empty tree above them goes here,
     # once no job can be making a folder in it (this machine's /dev/shm: local, the test cluster).
-    checks.remove_empty_dirs(checks.memory_target_root(rid))
-    status, cases = run_status(campaign, run_dir, rc, dry_run)
+    checks.remove_empty_dirs(checks.memory_target_root(prepared.rid))
+    status, cases = run_status(prepared.campaign, run_dir, rc, prepared.dry_run)
     counts = report_summary(cases)
     # what did not run and why, for the report's verdict
     not_run = None if cases is None else [c for c in cases if c["result"] not in ("pass", "fail")]
     manifest.update(finished=_now(), status=status, exit_code=rc, results=counts, not_run=not_run)
     write_manifest(run_dir, manifest)
-    described = ", ".join(f"{n} {r}" for r, n in sorted((counts or {}).items())) or "no results"
-    print(f"campaign {campaign['name']} on {system['name']}: {status} ({described})")
-    _warn_missing_build(manifest)  # again at the end, where a reader of the outcome looks
-    return (0 if status in ("passed", "dry-run") else EXIT_FAILED), run_dir
-
-
-def cmd_run(args):
-    try:
-        argv = ["campaign", "run", args.campaign, "--system", args.system]
-        argv += ["--dry-run"] * args.dry_run + ["--results", str(args.results)]
-        if args.ingest:
-            argv += ["--ingest", str(args.ingest)]
-        status, run_dir = run(args.campaign, args.system, args.results, args.dry_run, argv)
-    except (config.ConfigError, CampaignError) as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args.ingest and not args.dry_run:
-        from iostudy.store import ingest  # here: the store's imports are not needed for a run alone
-
-        # A failed check's run is ingested too: its logs and verdicts belong in the store.
-        ingested = ingest.ingest_and_report([run_dir], args.ingest)
-        status = status or (EXIT_FAILED if ingested else 0)
-    print(run_dir)
-    return status
-
-
-def cmd_check(args):
-    checks = [
-        (path(name), lambda load=load, name=name: load(name))
-        for load, items, path in (
-            (config.load_campaign, config.campaign_names(), config.campaign_path),
-            (config.load_references, config.system_names(), config.references_path),
-        )
-        for name in items
-        if path(name).exists()
-    ]
-    valid = config.check_files(checks, "campaign check: campaign and references")
-    return 0 if valid else EXIT_BAD_INPUT
-
-
-def register(groups):
-    """Adds the `campaign` command group."""
-    grp = groups.add_parser(
-        "campaign",
-        help="run campaigns (configs/campaigns/) with ReFrame",
-        description="A campaign says which checks to run with which parameters; "
-        "campaign run runs it on a system into a new run directory.",
-    )
-    cmds = grp.add_subparsers(title="commands", dest="command", required=True)
-    run_p = cmds.add_parser(
-        "run",
-        help="run a campaign on a system",
-        description="Runs CAMPAIGN (a name of configs/campaigns/ or a campaign file) on SYSTEM "
-        "with ReFrame into DIR/<run-id>/ (manifest.json, reframe/, darshan/), showing "
-        "ReFrame's progress. The last line of output is the run directory. Exit status: 0 all "
-        f"passed, {EXIT_FAILED} a check failed or was skipped (its program is not built; "
-        "optional checks excepted), 2 a configuration or build problem.",
-    )
-    run_p.add_argument("campaign", metavar="CAMPAIGN")
-    run_p.add_argument("--system", required=True, metavar="SYSTEM")
-    run_p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="write the job scripts (under reframe/stage/) without running them",
-    )
-    run_p.add_argument(
-        "--results",
-        type=Path,
-        default=paths.RESULTS,
-        metavar="DIR",
-        help=f"where run directories go (default {paths.RESULTS})",
-    )
-    run_p.add_argument(
-        "--ingest",
-        type=Path,
-        metavar="STORE",
-        help="ingest the run into STORE when it ends (what the scheduled probe does)",
-    )
-    run_p.set_defaults(func=cmd_run)
-    check_p = cmds.add_parser(
-        "check",
-        help="validate every campaign and references file",
-        description="Validates configs/campaigns/*.json and configs/references/<system>.json "
-        "against their schemas.",
-    )
-    check_p.set_defaults(func=cmd_check)
+    return status, counts

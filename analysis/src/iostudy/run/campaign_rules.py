@@ -10,11 +10,12 @@ import itertools
 
 from iostudy.benchmarks import checks, probe, registry
 from iostudy.core import config
+from iostudy.core.errors import BadInput
 from iostudy.core.nodecount import nodes_for
 from iostudy.core.reframe_names import param_text
 
 
-class CampaignError(Exception):
+class CampaignError(BadInput):
     """A campaign that cannot run on a system, or a missing piece; the message says what to do."""
 
 

@@ -1,4 +1,5 @@
-"""`iostudy schedule probe`: install, show or remove the hourly interference probe of a system.
+"""The hourly interference probe of a system in the user's table (`iostudy schedule probe`:
+:mod:`iostudy.cli.schedule`).
 
 Each hour the entry runs the probe campaign (configs/campaigns/probe.json) on the system and
 ingests the run into the store, which appends the sample to the probes table (seed 004's time
@@ -19,15 +20,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from iostudy.core import config, paths
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
-from iostudy.core.paths import add_store_option
+from iostudy.core import config
+from iostudy.core.errors import Failed
 
 REPO_ROOT = config.REPO_ROOT
 MARKER = "# iostudy schedule probe --system "
 
 
-class ScheduleError(Exception):
+class ScheduleError(Failed):
     """The table cannot be read or written; the message names the command and its error."""
 
 
@@ -82,6 +82,14 @@ def without_block(lines: list[str], system: str) -> list[str]:
     return kept
 
 
+def _run(cmd: list[str], text_in: str | None = None) -> subprocess.CompletedProcess:
+    """The table command run; a failure to run it at all raises ScheduleError."""
+    try:
+        return subprocess.run(cmd, input=text_in, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ScheduleError(str(exc)) from exc
+
+
 def read_table(command: str) -> list[str]:
     """The user's table as lines; empty when there is none (`-l` fails with "no crontab")."""
     if shutil.which(command) is None:
@@ -91,7 +99,7 @@ def read_table(command: str) -> list[str]:
             else "cron (apt-get install cron)"
         )
         raise ScheduleError(f"{command} not found: install {hint}")
-    proc = subprocess.run([command, "-l"], capture_output=True, text=True, timeout=60)
+    proc = _run([command, "-l"])
     if proc.returncode != 0:
         if "no crontab" in proc.stderr.lower() or "no crontab" in proc.stdout.lower():
             return []
@@ -102,122 +110,35 @@ def read_table(command: str) -> list[str]:
 def write_table(command: str, lines: list[str]) -> None:
     if not any(line.strip() and not line.startswith("#") for line in lines):
         # Nothing left to run: remove the table (an empty scrontab is refused by some Slurms).
-        proc = subprocess.run([command, "-r"], capture_output=True, text=True, timeout=60)
+        proc = _run([command, "-r"])
         if proc.returncode != 0 and "no crontab" not in proc.stderr.lower():
             raise ScheduleError(f"{command} -r: {proc.stderr.strip()}")
         return
-    proc = subprocess.run(
-        [command, "-"], input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60
-    )
+    proc = _run([command, "-"], "\n".join(lines) + "\n")
     if proc.returncode != 0:
         raise ScheduleError(f"{command} -: {proc.stderr.strip() or proc.returncode}")
 
 
-def cmd_probe(args) -> int:
-    try:
-        system = config.load_system(args.system)
-    except config.ConfigError as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    command = table_command(system["scheduler"])
-    log = args.log or REPO_ROOT / "build" / "campaign-logs" / f"probe-{args.system}.log"
-    entry = probe_entry(
-        args.system,
-        system["scheduler"],
-        args.results.resolve(),
-        args.store.resolve(),
-        Path(log).resolve(),
-        args.minute,
-        args.time_limit,
-    )
-    if args.dry_run and not args.remove:
-        print("\n".join(entry))
-        return 0
-    try:
-        current = read_table(command)
-        others = without_block(current, args.system)
-        if args.remove:
-            if others == current:
-                print(f"schedule: no probe of {args.system} in the {command}; nothing removed")
-            elif args.dry_run:
-                print(f"schedule: would remove from the {command}:")
-                print("\n".join(line for line in current if line not in others))
-            else:
-                write_table(command, others)
-                print(f"schedule: probe of {args.system} removed from the {command}")
-            return 0
-        if others + entry == current:
-            print(f"schedule: the probe of {args.system} is already in the {command}; unchanged")
-            return 0
-        write_table(command, others + entry)
-    except (ScheduleError, OSError, subprocess.TimeoutExpired) as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return 1
-    print(
-        f"schedule: hourly probe of {args.system} installed in the {command} "
-        f"(`{command} -l` lists it); runs log to {log}"
-    )
-    return 0
+def default_log(system: str) -> Path:
+    """Where the probe's runs write their output unless told."""
+    return REPO_ROOT / "build" / "campaign-logs" / f"probe-{system}.log"
 
 
-def _minute(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 59:
-        raise ValueError(text)
-    return value
+def install(command: str, system: str, entry: list[str]) -> bool:
+    """Puts the entry in the table in place of the system's block; False when it was there."""
+    current = read_table(command)
+    others = without_block(current, system)
+    if others + entry == current:
+        return False
+    write_table(command, others + entry)
+    return True
 
 
-def register(groups) -> None:
-    grp = groups.add_parser(
-        "schedule",
-        help="install the hourly interference probe (scrontab on Slurm, crontab elsewhere)",
-        description="Scheduled collection on a system.",
-    )
-    cmds = grp.add_subparsers(title="commands", dest="command", required=True)
-    probe_p = cmds.add_parser(
-        "probe",
-        help="install, show (--dry-run) or remove (--remove) the hourly probe of a system",
-        description="Installs an hourly entry that runs the probe campaign on SYSTEM and "
-        "ingests it into STORE (one sample of seed 004's time series per hour): in the user's "
-        "scrontab when the system's scheduler is Slurm (scrontab -l lists it), else in the "
-        "user's crontab under flock. Installing again replaces the system's entry; other "
-        "entries are kept. Exit status: 0; 1 when the table cannot be read or written; 2 for "
-        "an unknown system.",
-    )
-    probe_p.add_argument("--system", required=True, metavar="SYSTEM")
-    probe_p.add_argument(
-        "--results",
-        type=Path,
-        default=paths.RESULTS,
-        metavar="DIR",
-        help=f"where the probe's run directories go (default {paths.RESULTS}; the crontab entry "
-        "holds it absolute)",
-    )
-    add_store_option(probe_p, "the store the samples go to")
-    probe_p.add_argument(
-        "--log",
-        type=Path,
-        metavar="FILE",
-        help="where the runs' output goes (default: build/campaign-logs/probe-SYSTEM.log)",
-    )
-    probe_p.add_argument(
-        "--minute",
-        type=_minute,
-        default=0,
-        metavar="M",
-        help="minute of the hour it starts (0-59, default 0)",
-    )
-    probe_p.add_argument(
-        "--time-limit",
-        type=int,
-        default=50,
-        metavar="MIN",
-        help="Slurm time limit of a run in minutes (default 50)",
-    )
-    probe_p.add_argument("--remove", action="store_true", help="remove the system's entry")
-    probe_p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the entry (or what --remove would remove); change nothing",
-    )
-    probe_p.set_defaults(func=cmd_probe)
+def remove(command: str, system: str, dry_run: bool) -> list[str]:
+    """Removes the system's block from the table (not on a dry run); returns its lines, none
+    when the table has no block of the system."""
+    current = read_table(command)
+    others = without_block(current, system)
+    if others != current and not dry_run:
+        write_table(command, others)
+    return [line for line in current if line not in others]

@@ -34,24 +34,18 @@ are not imported: they carry no run id to keep them apart from this store's own.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rich.console import Console
-
-from iostudy.core import helptext, safeio
+from iostudy.core import safeio
 from iostudy.core.deferred import deferred
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
-from iostudy.core.paths import add_store_option
 from iostudy.core.processes import private_dir
+from iostudy.core.progress import QUIET, Progress
 from iostudy.store import catalog, siteid
 from iostudy.store import store as store_mod
-from iostudy.store.bundle_export import export
 from iostudy.store.bundle_file import NOT_IMPORTED, BundleError, Opened, open_bundle
 from iostudy.store.bundlecheck import META
 from iostudy.store.siteid import SiteError, fingerprint
@@ -191,21 +185,22 @@ def _check_signer(store: Path, site: str, signer: bytes, trust_new: bool) -> boo
     return True
 
 
-def import_bundle(bundle, store, console=None, trust_new=False, replace=False) -> dict:
+def import_bundle(
+    bundle, store, progress: Progress = QUIET, trust_new=False, replace=False
+) -> dict:
     """Add the bundle to the store; returns {site, id, key, runs, files, skipped: bool}. Nothing
     is written, in the store or beside it, until the whole bundle is checked; the bundle is
     extracted into a folder of this process in the temporary folder, removed at the end (or,
     when the import is killed, by the next import)."""
     store = Path(store)
-    console = console or Console(stderr=True)
     work = private_dir(WORK_PREFIX)  # a killed import's folder goes at the next
     try:
-        return _import_checked(bundle, store, work, console, trust_new, replace)
+        return _import_checked(bundle, store, work, progress, trust_new, replace)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _import_checked(bundle, store: Path, work: Path, console, trust_new, replace) -> dict:
+def _import_checked(bundle, store: Path, work: Path, progress, trust_new, replace) -> dict:
     """import_bundle, the bundle extracted into ``work``."""
     with safeio.space_in(work):
         opened = open_bundle(bundle, work)
@@ -221,10 +216,10 @@ def _import_checked(bundle, store: Path, work: Path, console, trust_new, replace
         return summary | {"skipped": True}
     first_use = _admitted(store, opened, bundle, trust_new, replace)
     store.mkdir(parents=True, exist_ok=True)
-    with safeio.space_in(store), store_mod.Store(store).locked(console):
+    with safeio.space_in(store), store_mod.Store(store).locked(progress):
         # again under the lock: an import made meanwhile is one this bundle may replace
         for change in _check_replacements(store, opened, bundle, replace):
-            console.print(f"import: replacing {change}", markup=False)
+            progress.note(f"replacing {change}")
         if first_use:
             siteid.trust(store, site, opened.signer)
         # the site's files first: without its tables no report looks at them, so the commit
@@ -232,10 +227,10 @@ def _import_checked(bundle, store: Path, work: Path, console, trust_new, replace
         _place_site_files(store, work, site, bundle_id)
         written = _commit_tables(store, opened, site)
         _record_import(store, opened, written)
-        store_mod.Store(store).refresh_views(console)
+        store_mod.Store(store).refresh_views(progress)
     if skipped := [t for t in NOT_IMPORTED if opened.meta["tables"].get(t)]:
-        console.print(
-            f"import: kept in the bundle, not imported: {', '.join(skipped)} "
+        progress.note(
+            f"kept in the bundle, not imported: {', '.join(skipped)} "
             "(no run id to keep them apart from this store's own)"
         )
     return summary | {"files": len(written), "skipped": False, "trusted_now": first_use}
@@ -293,96 +288,3 @@ def _record_import(store: Path, opened: Opened, written: list[str]) -> None:
     tmp = record.with_name(f".{record.name}.tmp")
     tmp.write_text(text + "\n")
     os.replace(tmp, record)
-
-
-# -- commands -----------------------------------------------------------------------------------
-
-
-def cmd_export(args) -> int:
-    console = Console(stderr=True)
-    try:
-        meta = export(args.store, args.out, args.site, args.results, args.anonymize, console)
-    except BundleError as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    systems = ", ".join(meta["systems"]) or "none"
-    print(
-        f"export: {len(meta['runs'])} runs of site {meta['site']} (systems: {systems}) -> "
-        f"{args.out} (bundle id {meta['id'][:16]}, signed by key {meta['key']})"
-    )
-    return 0
-
-
-def cmd_import(args) -> int:
-    console = Console(stderr=True)
-    try:
-        summary = import_bundle(
-            args.bundle, args.store, console, args.trust_on_first_use, args.replace
-        )
-    except BundleError as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(
-        f"import: bundle {summary['id'][:16]} of site {summary['site']}, signed by key "
-        f"{summary['key']}"
-    )
-    if summary.get("trusted_now"):
-        print(f"import: site {summary['site']} now trusted with that key (first use)")
-    if summary["skipped"]:
-        print(
-            f"import: bundle {summary['id'][:16]} of site {summary['site']} is already in "
-            f"{args.store}: nothing changed"
-        )
-    else:
-        print(
-            f"import: {summary['runs']} runs of site {summary['site']} ({summary['files']} "
-            f"files) -> {args.store} (bundle id {summary['id'][:16]})"
-        )
-    return 0
-
-
-def register(groups) -> None:
-    p = groups.add_parser(
-        "export",
-        help="write this store's own results as a portable bundle (one tar file)",
-        # the command, the bundle's members and how they are checked
-        description=helptext.plain("\n\n".join(__doc__.split("\n\n")[1:4])),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_store_option(p)
-    p.add_argument("--out", required=True, help="the bundle to write (a .tar; never overwritten)")
-    p.add_argument("--site", help="this store's site name (required at the first export; kept)")
-    p.add_argument(
-        "--results",
-        help="the folder of the run directories (default: the store's "
-        "parent), where the manifests are",
-    )
-    p.add_argument(
-        "--anonymize",
-        action="store_true",
-        help="users, projects, paths and command lines as keyed pseudonyms",
-    )
-    p.set_defaults(func=cmd_export)
-    p = groups.add_parser(
-        "import",
-        help="add another site's bundle to a store (verified by its checksums; idempotent)",
-        description="Add another site's bundle (iostudy export) to the store. "
-        "Run ids become <site>:<run id>; system names are kept. The bundle must be signed by "
-        "the key the store trusts for its site (iostudy trust); a bundle with a changed byte, "
-        "a name, field or table that is not what iostudy writes is rejected before anything is "
-        "written; the same bundle imported twice changes nothing.",
-    )
-    p.add_argument("bundle", help="the bundle (.tar) from iostudy export")
-    add_store_option(p)
-    p.add_argument(
-        "--trust-on-first-use",
-        action="store_true",
-        help="trust the key of a site this store does not know yet (prefer "
-        "iostudy trust add: a key received from the site itself)",
-    )
-    p.add_argument(
-        "--replace",
-        action="store_true",
-        help="let the bundle replace data of its site imported before",
-    )
-    p.set_defaults(func=cmd_import)

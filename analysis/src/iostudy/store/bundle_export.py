@@ -17,13 +17,12 @@ import tarfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rich.console import Console
-
 from iostudy import __version__
 from iostudy.core import config, provenance, safeio
 from iostudy.core.anonymize import COLUMNS, AnonymizeError, Anonymizer
 from iostudy.core.deferred import deferred
 from iostudy.core.processes import clear_dead, own_name
+from iostudy.core.progress import QUIET, Progress
 from iostudy.store import catalog as catalog_mod
 from iostudy.store import siteid
 from iostudy.store import store as store_mod
@@ -206,13 +205,14 @@ def _write(
     return text.encode()
 
 
-def export(store, out, site=None, results=None, anonymize=False, console=None) -> dict:
+def export(
+    store, out, site=None, results=None, anonymize=False, progress: Progress = QUIET
+) -> dict:
     """Write the bundle of the store's own runs to ``out`` (refused if it exists); returns its
     bundle.json with the id. results: the folder of the run directories (default: the store's
     parent), where the manifests are. What is written is one committed generation of the store
     (catalog.snapshot), whatever an ingest commits meanwhile."""
     store, out = Path(store), Path(out)
-    console = console or Console(stderr=True)
     if not (store / "runs").is_dir():
         raise BundleError(f"store {store}: no runs (run `iostudy ingest` first)")
     if out.exists():
@@ -222,7 +222,7 @@ def export(store, out, site=None, results=None, anonymize=False, console=None) -
     anonymizer = _anonymizer(store, anonymize)
     try:
         with catalog_mod.snapshot(store) as catalog:
-            meta = _export_generation(store, out, catalog, results, site, key, anonymizer, console)
+            meta = _export_generation(store, out, catalog, results, site, key, anonymizer, progress)
     except catalog_mod.CatalogError as exc:
         raise BundleError(str(exc)) from None
     meta["key"] = fingerprint(siteid.raw_public(key.public_key()))
@@ -235,13 +235,13 @@ def _own_parts(catalog, table: str, foreign: set[str]) -> list[str]:
     return [f"{name}.parquet" for name, part in parts if part.run_id not in foreign]
 
 
-def _export_generation(store, out, catalog, results, site, key, anonymizer, console) -> dict:
+def _export_generation(store, out, catalog, results, site, key, anonymizer, progress) -> dict:
     """The bundle of the runs of one generation of the store (``catalog``) written to out;
     its bundle.json with the id."""
     runs, foreign = _runs(store, catalog)
     manifests, systems, missing = _manifests(runs, results)
     for run_id, reason in missing.items():
-        console.print(f"export: warning: manifest of {run_id} left out: {reason}", markup=False)
+        progress.warn(f"manifest of {run_id} left out: {reason}")
     _add_configured_systems(runs, systems)
     tables = {table: _own_parts(catalog, table, foreign) for table in store_mod.TABLES}
     meta = _meta(site, anonymizer, runs, systems, tables, missing)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from iostudy.core import safeio
+from iostudy.core.errors import BadInput
 from iostudy.store import bundlecheck, siteid
 from iostudy.store import store as store_mod
 from iostudy.store.bundlecheck import META, SIGNATURE, SUMS, BundleInvalid
@@ -33,7 +34,7 @@ MAX_SIGNATURE = 1 << 16
 NOT_IMPORTED = store_mod.IMPORTED_TABLES
 
 
-class BundleError(Exception):
+class BundleError(BadInput):
     """A bundle that cannot be written or read; the message names the file and the problem."""
 
 

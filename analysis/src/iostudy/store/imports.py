@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from iostudy.core.deferred import deferred
+from iostudy.core.progress import QUIET, Progress
 from iostudy.logs.logrows import utc_naive
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.store import TABLES, Store
@@ -16,15 +17,15 @@ pa = deferred("pyarrow")
 pq = deferred("pyarrow.parquet")
 
 
-def import_parts(store_root, table: str, parts, console) -> str:
+def import_parts(store_root, table: str, parts, progress: Progress = QUIET) -> str:
     """Writes each (name, rows) of parts with :func:`write_import` under the store's lock, all
     with one imported time, then refreshes the views; returns where the rows went (the part,
     or the table's folder and the number of parts), for the command's last line."""
     store = Store(store_root)
     imported = utc_naive(datetime.now(timezone.utc))
-    with store.locked(console):
+    with store.locked(progress):
         written = [write_import(store_root, name, rows, imported, table) for name, rows in parts]
-        store.refresh_views(console)
+        store.refresh_views(progress)
     return str(written[0]) if len(written) == 1 else f"{store.root / table} ({len(written)} parts)"
 
 

@@ -25,13 +25,11 @@ import json
 import os
 import re
 import stat
-import sys
 from pathlib import Path
 
 from iostudy.core import safeio
 from iostudy.core.deferred import deferred
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
-from iostudy.core.paths import add_store_option
+from iostudy.core.errors import BadInput
 from iostudy.core.processes import clear_dead
 from iostudy.store.umask import store_umask_applied
 
@@ -49,7 +47,7 @@ SITE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 KEY_BYTES = 32
 
 
-class SiteError(Exception):
+class SiteError(BadInput):
     """A site name or key that cannot be read, made or trusted; the message names the file and
     the problem."""
 
@@ -242,66 +240,21 @@ def trust(store: Path, site: str, raw: bytes) -> Path:
     return path
 
 
-# -- commands -----------------------------------------------------------------------------------
-
-
-def cmd_own(args) -> int:
-    store = Path(args.store)
+def read_public(path) -> tuple[str, bytes]:
+    """(site, raw key) of a key file, the line ``iostudy trust own`` prints."""
     try:
-        site = own_site(store, args.site)
-        key = own_key(store, create=True)
-    except SiteError as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    line = public_line(raw_public(key.public_key()), site)
-    if args.out:
-        Path(args.out).write_text(line + "\n")
-    print(line)
-    print(f"trust: fingerprint {fingerprint(raw_public(key.public_key()))}", file=sys.stderr)
-    return 0
+        return parse_public(safeio.read_text(path, 1 << 12), str(path))
+    except (OSError, ValueError) as exc:
+        raise SiteError(str(exc)) from exc
 
 
-def cmd_add(args) -> int:
+def trust_file(store: Path, site: str, path) -> tuple[bytes, Path]:
+    """Trusts the key of ``site`` that the key file ``path`` holds (:func:`trust`); returns the
+    raw key and where the store keeps it."""
+    named, raw = read_public(path)
+    if named != site:
+        raise SiteError(f"{path}: the key of site {named!r}, not {site!r}")
     try:
-        site, raw = parse_public(safeio.read_text(args.keyfile, 1 << 12), args.keyfile)
-        if site != args.site:
-            raise SiteError(f"{args.keyfile}: the key of site {site!r}, not {args.site!r}")
-        path = trust(Path(args.store), site, raw)
-    except (OSError, ValueError, SiteError) as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(f"trust: site {site} trusted with key {fingerprint(raw)} ({path})")
-    return 0
-
-
-def cmd_list(args) -> int:
-    store = Path(args.store)
-    for path in sorted((store / TRUST_DIR).glob("*.pub")):
-        try:
-            raw = trusted(store, path.stem)
-        except SiteError as exc:
-            print(f"{path.stem}: {exc}")
-            continue
-        print(f"{path.stem} {fingerprint(raw)}")
-    return 0
-
-
-def register(groups) -> None:
-
-    trust_p = groups.add_parser(
-        "trust", help="the keys bundles are signed with: this site's, and the sites trusted"
-    )
-    sub = trust_p.add_subparsers(dest="trust_cmd", required=True)
-    p = sub.add_parser("own", help="print this store's public key (made if needed), to send")
-    add_store_option(p)
-    p.add_argument("--out", help="also write the key line to this file")
-    p.add_argument("--site", help="this store's site name (required if it has none yet; kept)")
-    p.set_defaults(func=cmd_own)
-    p = sub.add_parser("add", help="trust a site's public key (a file from iostudy trust own)")
-    p.add_argument("site")
-    p.add_argument("keyfile")
-    add_store_option(p)
-    p.set_defaults(func=cmd_add)
-    p = sub.add_parser("list", help="the sites this store trusts, with their keys' fingerprints")
-    add_store_option(p)
-    p.set_defaults(func=cmd_list)
+        return raw, trust(store, site, raw)
+    except OSError as exc:
+        raise SiteError(str(exc)) from exc

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from iostudy.core import paths
 from iostudy.core.deferred import deferred
+from iostudy.core.errors import BadInput
+from iostudy.core.progress import QUIET, Progress
 from iostudy.logs import dxtrows
 from iostudy.logs.logrows import SIZE_BINS
 from iostudy.store import catalog as catalog_mod
@@ -366,9 +368,9 @@ TABLES: dict[str, pa.Schema] = {
             ("imported", _TS),  # when several imports hold a job, the last one counts
         ]
     ),
-    # One row per device per interval of iostat-mon (iostudy.collect.iostatmon), and a row per gap,
-    # start and stop record of the monitor (kind): written by `iostudy iostat-mon import` as
-    # STORE/iostat/iostat-<host>.parquet, not by ingest (whose part per run stays empty).
+    # One row per device per interval of iostat-mon (iostudy.collect.iostatmonitor), and a row
+    # per gap, start and stop record of the monitor (kind): written by `iostudy iostat-mon import`
+    # as STORE/iostat/iostat-<host>.parquet, not by ingest (whose part per run stays empty).
     "iostat": pa.schema(
         [
             ("host", pa.string()),
@@ -448,7 +450,7 @@ DEFAULT_STUDY = "characterization"
 LOCAL_COLUMNS = ("source_root",)
 
 
-class IngestError(Exception):
+class IngestError(BadInput):
     """A run directory cannot be ingested at all (e.g. its manifest is unreadable)."""
 
 
@@ -470,7 +472,7 @@ class Store:
         return rows[0] if rows else None
 
     @contextlib.contextmanager
-    def locked(self, console=None):
+    def locked(self, progress: Progress = QUIET):
         """Held by every write. Taking it rolls an interrupted commit back (catalog.recover);
         what is created meanwhile gets the store's umask."""
         with store_umask_applied():
@@ -479,8 +481,7 @@ class Store:
                 try:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
-                    if console:
-                        console.print(f"waiting for another write into {self.root} to finish")
+                    progress.note(f"waiting for another write into {self.root} to finish")
                     fcntl.flock(lock, fcntl.LOCK_EX)
                 catalog_mod.recover(self.root, TABLES)
                 yield
@@ -519,13 +520,11 @@ class Store:
             if batch.num_rows:
                 yield pa.Table.from_batches([batch]).cast(TABLES[table])
 
-    def refresh_views(self, console) -> None:
-        """write_views, saying on the console when the database could not be updated."""
+    def refresh_views(self, progress: Progress = QUIET) -> None:
+        """write_views, warning when the database could not be updated."""
         problem = self.write_views()
         if problem:
-            console.print(
-                f"warning: {DATABASE} not updated: {problem}", highlight=False, soft_wrap=True
-            )
+            progress.warn(f"{DATABASE} not updated: {problem}")
 
     def write_views(self) -> str | None:
         """(Re)create STORE/store.duckdb with one view per table over the Parquet files; returns
