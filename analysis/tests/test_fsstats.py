@@ -539,7 +539,7 @@ def test_concurrent_deleter(tmp_path, monkeypatch):
         thread = threading.Thread(target=deleter)
         thread.start()
         try:
-            result = fsstats_scan.scan(root, tmp_path / f"s{attempt}.json", threads=2, quiet=True)
+            result = fsstats_scan.scan(root, tmp_path / f"s{attempt}.json", threads=2)
         finally:
             started.set()
             thread.join()

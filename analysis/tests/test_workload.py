@@ -507,8 +507,8 @@ def test_binary_bytes():
 def test_every_size_is_written_by_one_formatter(release_log, capsys, tmp_path):
     """The log summary, the fsstats scan and the report's ticks used three formatters that
     wrote 64 MiB as "64.0 MiB", "64 MiB" and "64 MiB": now each says what numfmt says."""
+    from iostudy.cli import fsstats
     from iostudy.cli.cli import main
-    from iostudy.collect import fsstats
 
     assert main(["log", "summary", str(release_log)]) == 0
     assert numfmt.binary_bytes(64 * 2**20) in capsys.readouterr().out  # the MPI-IO file

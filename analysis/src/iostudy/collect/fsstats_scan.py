@@ -1,6 +1,6 @@
 """A scan's session: ``iostudy fsstats scan``'s :func:`scan` lists the root, runs the walker
 (:mod:`iostudy.collect.fsstats_walker`) until the tree is done or it is stopped, keeps the
-checkpoint, shows the progress, and makes the snapshot
+checkpoint, says the progress, and makes the snapshot
 (:mod:`iostudy.collect.fsstats_snapshot`). Apart from the walker as what decides when a walk
 starts, stops and goes on.
 
@@ -17,7 +17,6 @@ import json
 import os
 import socket
 import stat
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from iostudy.collect.fsstats_snapshot import (
     FORMAT,
     VERSION,
     FsstatsError,
+    WalkFailed,
     write_snapshot,
 )
 from iostudy.collect.fsstats_tally import Tally
@@ -41,55 +41,31 @@ from iostudy.collect.fsstats_walker import (
     list_root,
     run_walker,
 )
-from iostudy.core.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_STOPPED
+from iostudy.core.progress import QUIET, Progress
+
+#: how a scan ends: its tree done (the snapshot made), or stopped by --max-dirs or a signal
+DONE, STOPPED, INTERRUPTED = "done", "stopped", "interrupted"
 
 
-class _Progress:
-    """A live line on a terminal (rich), else a line on stderr every `every` seconds."""
+class _WalkProgress:
+    """The walk's counts so far said to ``progress``, after each batch of the walker's records
+    (at least every second)."""
 
-    def __init__(self, root: str, quiet: bool, every: float = 30.0):
-        self.root, self.quiet, self.every = root, quiet, every
-        self.live = None
-        self.last = time.monotonic()
-        if not quiet and sys.stderr.isatty():
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    def __init__(self, root: str, progress: Progress):
+        self.root, self.progress = root, progress
 
-            self.live = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                TimeElapsedColumn(),
-                transient=True,
-            )
-            self.task = self.live.add_task(f"fsstats scan {root}")
-
-    def __enter__(self):
-        if self.live:
-            self.live.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self.live:
-            self.live.stop()
-
-    def update(self, tally: Tally, elapsed: float, force: bool = False):
-        if self.quiet:
-            return
+    def update(self, tally: Tally, elapsed: float) -> None:
         entries = tally.total("entries")
         rate = entries / elapsed if elapsed > 0 else 0.0
-        text = (
+        self.progress.note(
             f"fsstats scan {self.root}: {entries:,} entries, {tally.listed:,} directories "
             f"listed, {rate:,.0f} entries/s, {tally.n_errors:,} errors"
         )
-        if self.live:
-            self.live.update(self.task, description=text)
-        elif force or time.monotonic() - self.last >= self.every:
-            print(text, file=sys.stderr, flush=True)
-            self.last = time.monotonic()
 
 
 @dataclass
 class ScanResult:
-    status: int  # EXIT_*: 0 complete (snapshot written), EXIT_STOPPED, EXIT_INTERRUPTED
+    outcome: str  # DONE (the snapshot made), STOPPED or INTERRUPTED
     snapshot: dict | None
     tally: Tally
     elapsed: float
@@ -221,9 +197,9 @@ class _Session:
             }
         )
 
-    def run(self, stack: contextlib.ExitStack, resume: bool, quiet: bool) -> int:
-        """Start (or go on) and walk: 0 when the tree is done, else EXIT_STOPPED or
-        EXIT_INTERRUPTED."""
+    def run(self, stack: contextlib.ExitStack, resume: bool, progress: Progress) -> str:
+        """Start (or go on) and walk: DONE when the tree is done, else STOPPED or
+        INTERRUPTED."""
         resuming = bool(resume and self.ck and self.ck.exists())
         list_file = (
             stack.enter_context(open(self.listing, "ab" if resuming else "wb"))
@@ -246,12 +222,12 @@ class _Session:
             return elapsed_before + time.monotonic() - t0
 
         signals = stack.enter_context(StopSignals())
-        progress = stack.enter_context(_Progress(self.root, quiet))
-        status = self.walk(signals, progress, clock, listed_before)
-        progress.update(self.tally, clock(), force=True)
-        return status
+        counts = _WalkProgress(self.root, progress)
+        outcome = self.walk(signals, counts, clock, listed_before)
+        counts.update(self.tally, clock())
+        return outcome
 
-    def walk(self, signals: StopSignals, progress: _Progress, clock, listed_before: int) -> int:
+    def walk(self, signals: StopSignals, progress: _WalkProgress, clock, listed_before: int) -> str:
         """Walker runs until the tree is done or the scan is stopped (a checkpoint saved
         after each run)."""
         while True:
@@ -279,14 +255,14 @@ class _Session:
             if self.ck:  # done too: a snapshot that cannot be written is one --resume away
                 self.save()
             if walker_status == 0:
-                return 0
+                return DONE
             self.starts = pending
             if signals.received or reason == "signal":
-                return EXIT_INTERRUPTED
+                return INTERRUPTED
             if reason == "max-dirs":
-                return EXIT_STOPPED
+                return STOPPED
             if not self.ck:  # cannot happen: without a checkpoint nothing else stops the walker
-                raise FsstatsError(f"{TOOL} stopped early: {reason}", EXIT_FAILED)
+                raise WalkFailed(f"{TOOL} stopped early: {reason}")
 
     def snapshot(self, out: Path | None) -> dict:
         tally = self.tally
@@ -344,12 +320,13 @@ def scan(
     resume: bool = False,
     max_dirs: int | None = None,
     listing: Path | None = None,
-    quiet: bool = False,
+    progress: Progress = QUIET,
 ) -> ScanResult:
     """Scan the tree under root; write the snapshot to out when complete (a temporary file
     renamed into place) and return it. Raises FsstatsError when the scan cannot start or the
     walker fails. With max_dirs, stops after that many directories (a checkpoint is needed to
-    go on); SIGINT and SIGTERM stop it too (the checkpoint, if any, is saved)."""
+    go on); SIGINT and SIGTERM stop it too (the checkpoint, if any, is saved). The counts so
+    far go to progress as the walk goes."""
     walker = find_walker()
     if walker is None:
         raise FsstatsError(f"{TOOL} not found: run `make setup` (or set IOSTUDY_FSWALK to it)")
@@ -377,19 +354,17 @@ def scan(
             checkpoint_every=checkpoint_every,
             work=work,
         )
-        status = session.run(stack, resume, quiet)
+        outcome = session.run(stack, resume, progress)
     elapsed = session.facts["elapsed"]
-    if status:
-        return ScanResult(status, None, session.tally, elapsed, ck.path if ck else None)
+    if outcome != DONE:
+        return ScanResult(outcome, None, session.tally, elapsed, ck.path if ck else None)
     snapshot = session.snapshot(out)
     if out is not None:
         try:
             write_snapshot(snapshot, Path(out))
         except OSError as exc:
             kept = f" (--resume with the checkpoint {ck.path} writes it)" if ck else ""
-            raise FsstatsError(
-                f"{out}: cannot write: {exc.strerror or exc}{kept}", EXIT_FAILED
-            ) from None
+            raise WalkFailed(f"{out}: cannot write: {exc.strerror or exc}{kept}") from None
     if ck:
         ck.remove()
-    return ScanResult(0, snapshot, session.tally, elapsed, None)
+    return ScanResult(DONE, snapshot, session.tally, elapsed, None)

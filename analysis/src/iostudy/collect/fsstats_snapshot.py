@@ -53,7 +53,7 @@ import json
 import os
 from pathlib import Path
 
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.errors import BadInput, Failed
 
 FORMAT = "iostudy-fsstats"
 VERSION = 1
@@ -89,14 +89,14 @@ COUNTS = (
 ERROR_KINDS = ("permission", "vanished", "other")
 
 
-class FsstatsError(Exception):
+class FsstatsError(BadInput):
     """A scan that cannot start or go on, or a snapshot that cannot be read; the message names
-    the path. status: the command's exit status (EXIT_BAD_INPUT, or EXIT_FAILED when the walker
-    failed)."""
+    the path."""
 
-    def __init__(self, message: str, status: int = EXIT_BAD_INPUT):
-        super().__init__(message)
-        self.status = status
+
+class WalkFailed(Failed):
+    """The walker failed, or the snapshot of a finished walk could not be written; the message
+    names the program or the file."""
 
 
 def bin_edges(scale: str, k: int) -> tuple[int, int]:

@@ -36,11 +36,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from iostudy.collect.fsstats_snapshot import ROOT_PROJECT, FsstatsError
+from iostudy.collect.fsstats_snapshot import ROOT_PROJECT, FsstatsError, WalkFailed
 from iostudy.collect.fsstats_tally import DIR, LNK, MOUNT, OTHER, REG, VISIT, Tally, record_dtype
 from iostudy.core import config
 from iostudy.core.deferred import deferred
-from iostudy.core.exitcodes import EXIT_FAILED
 
 np = deferred("numpy")
 
@@ -226,10 +225,10 @@ def run_walker(
         proc.stdout.close()
         proc.stderr.close()
     if left:
-        raise FsstatsError(f"{TOOL} wrote a partial record ({left} bytes left over)", EXIT_FAILED)
+        raise WalkFailed(f"{TOOL} wrote a partial record ({left} bytes left over)")
     if status not in (0, WALKER_STOPPED):
         why = stderr.strip() or f"exit status {status}"
-        raise FsstatsError(f"{TOOL} failed: {why}", EXIT_FAILED)
+        raise WalkFailed(f"{TOOL} failed: {why}")
     _read_errors(errors, tally)
     # when stopped, the last line of its stderr says why: "stopped: <reason>, ..."
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""

@@ -1,6 +1,7 @@
 """The report's file-system section (seed 000, IV): per root scanned, the growth between its
 first and latest snapshot (Table III), its file-size CDF (Fig. 8) and the data left unmodified,
-from the store's fsstats table (:mod:`iostudy.collect.fsstats` scans and computes them)."""
+from the store's fsstats table (:mod:`iostudy.collect.fsstats` and its siblings scan and
+compute them)."""
 
 from __future__ import annotations
 
