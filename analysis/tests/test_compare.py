@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from iostudy.cli import cli
+from iostudy.core.exitcodes import EXIT_REGRESSION
 from iostudy.metrics import compare
 
 from . import chromium, cpuquota
@@ -184,7 +185,7 @@ def test_throttled_run_is_flagged_and_unchanged_rerun_is_not(tmp_path, capsys):
     with cpuquota.cpu_quota(THROTTLE) as wrap:
         slow = add_run(wrap)
     status, out = compare_latest()
-    assert status == compare.EXIT_REGRESSION, out
+    assert status == EXIT_REGRESSION, out
     flagged = [line for line in out.splitlines() if line.startswith("REGRESSION: ")]
     assert flagged and all(f"in run {slow}" in line for line in flagged), out
     # Which of the three rates is flagged depends on its history: page-cache writes on this

@@ -7,6 +7,7 @@ import json
 import pandas as pd
 import pytest
 
+from iostudy.cli.diagnose import as_text
 from iostudy.core import config
 from iostudy.metrics import diagnose
 
@@ -264,7 +265,7 @@ def test_the_text_for_a_reader_groups_the_findings_by_job():
     jobs = facts(SICK["small-writes"], {**SICK["small-writes"], **SICK["many-files"]})
     jobs["log_sha256"] = ["a", "b"]
     found = diagnose.diagnose(jobs, diagnose.thresholds()).assign(executable="lmp")
-    lines = diagnose.as_text(found).splitlines()
+    lines = as_text(found).splitlines()
     heads = [line for line in lines if not line.startswith(" ")]
     assert heads == ["job0 (job 1, code lmp):", "job1 (job 1, code lmp):"]
     job1 = lines[lines.index(heads[1]) + 1 :]
@@ -273,4 +274,4 @@ def test_the_text_for_a_reader_groups_the_findings_by_job():
         "  many-files",
     ]
     assert f"    advice: {diagnose.RULES[2].advice}" in lines
-    assert diagnose.as_text(found.iloc[:0]) == "no finding"
+    assert as_text(found.iloc[:0]) == "no finding"

@@ -17,6 +17,6 @@ def exit_status(exc: IostudyError) -> int:
     return next(status for kind, status in EXIT_OF if isinstance(exc, kind))
 
 
-def error_line(exc: BaseException) -> str:
-    """The one line a failed command prints on stderr."""
+def error_line(exc: BaseException | str) -> str:
+    """The one line a failed command (or one of its inputs) prints on stderr."""
     return f"iostudy: error: {exc}"

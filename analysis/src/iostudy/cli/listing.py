@@ -8,7 +8,7 @@ import json
 import sys
 
 from iostudy.core import config, paths
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.errors import BadInput
 from iostudy.core.paths import add_store_option
 
 #: a run's columns as `list runs` shows them
@@ -125,8 +125,7 @@ def cmd_list(args) -> int:
     try:
         items = LISTINGS[args.what](args)
     except (OSError, ValueError) as exc:  # a config file that cannot be read or is invalid
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise BadInput(str(exc)) from None
     if args.json:
         json.dump(items, sys.stdout, indent=2)
         print()

@@ -9,16 +9,14 @@ from __future__ import annotations
 import calendar
 import os
 import stat
-import sys
 from pathlib import Path
 
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
-from iostudy.core.helptext import plain
+from iostudy.core.errors import BadInput
 
 YEARS = range(1970, 10000)
 
 
-class LogRootError(Exception):
+class LogRootError(BadInput):
     """A root or a year that cannot be used; the message says which."""
 
 
@@ -52,36 +50,9 @@ def _made(folder: Path, mode: int) -> bool:
     """Whether folder was made now (with exactly mode); False if it was there."""
     try:
         folder.mkdir(mode)
+        os.chmod(folder, mode)  # mkdir's mode passes through the umask
     except FileExistsError:
         return False
-    os.chmod(folder, mode)  # mkdir's mode passes through the umask
+    except OSError as exc:  # no permission, no space: the folder named
+        raise LogRootError(str(exc)) from None
     return True
-
-
-def cmd_mkdirs(args) -> int:
-    try:
-        made, there = make_day_dirs(Path(args.root), args.years)
-    except (LogRootError, OSError) as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(f"logs mkdirs: {args.root}: {made} folders made, {there} days were there")
-    return 0
-
-
-def register(log_commands) -> None:
-    """Adds `mkdirs` to the `iostudy log` (alias `logs`) group's subparsers."""
-    m = log_commands.add_parser(
-        "mkdirs",
-        help="make a shared log root's day folders for whole years (as darshan-mk-log-dirs)",
-        description=plain(__doc__.split("\n\n")[0].split(": ", 1)[1]),
-    )
-    m.add_argument("root", help="the log root (DARSHAN_LOGPATH), made by the site")
-    m.add_argument(
-        "--years",
-        type=int,
-        nargs="+",
-        required=True,
-        metavar="Y",
-        help="the years whose day folders to make",
-    )
-    m.set_defaults(func=cmd_mkdirs)

@@ -37,19 +37,13 @@ job can alert on it.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
-import sys
 from pathlib import Path
 
 from iostudy.core import config
 from iostudy.core.deferred import deferred
-from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_REGRESSION
-from iostudy.core.helptext import plain
-from iostudy.core.paths import add_store_option
-from iostudy.core.tableout import add_format_options, write_table
 from iostudy.logs.logrows import int_or_none
 from iostudy.store import store as store_mod
 
@@ -422,95 +416,3 @@ def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd
         apart.append({"system": mine, "metric": metric_name(first), "reason": reason})
     side = pd.DataFrame(rows, columns=columns)
     return side, pd.DataFrame(apart, columns=["system", "metric", "reason"])
-
-
-# -- command ------------------------------------------------------------------------------------
-
-
-def _text(view: pd.DataFrame) -> str:
-    with pd.option_context(
-        "display.max_rows",
-        None,
-        "display.max_columns",
-        None,
-        "display.width",
-        250,
-        "display.max_colwidth",
-        70,
-    ):
-        return view.to_string(index=False, float_format=lambda v: f"{v:.4g}")
-
-
-def cmd_compare(args) -> int:
-    if not Path(args.store).is_dir():
-        print(f"iostudy: error: store {args.store}: no such directory", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args.k <= 0 or args.window < 1 or args.min_history < 1 or args.tolerance < 0:
-        print(
-            "iostudy: error: --k and --window, --min-history must be positive, --tolerance "
-            "at least 0",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
-    table = results(args.store)
-    if args.system:
-        table = table[table["label"].isin(args.system)]
-    if args.check:
-        table = table[table["check"].isin(args.check)]
-    if table.empty:
-        print(
-            f"compare: no performance values in {args.store}"
-            + (" for the systems and checks asked" if args.system or args.check else "")
-        )
-        return 0
-    judged = judge(table, args.k, args.window, args.min_history, args.tolerance)
-    shown = judged if args.all else judged[judged["latest"]]
-    columns = ["label", "run_id", "metric", "unit", "value", "change_pct", "basis", "verdict"]
-    view = shown[columns].rename(columns={"label": "system"})
-    write_table(view, args, text=_text)
-    regressions = shown[shown["verdict"] == "regression"]
-    counts = shown["verdict"].value_counts()
-    summary = ", ".join(
-        f"{counts.get(v, 0)} {v}"
-        for v in ("regression", "improvement", "ok", "noisy history", "no baseline")
-    )
-    print(
-        f"compare: {len(shown)} results of {shown['label'].nunique()} systems judged: {summary}",
-        file=sys.stderr,
-    )
-    for row in regressions.itertuples():
-        change = "" if pd.isna(row.change_pct) else f"{row.change_pct:+.0f}% against the median; "
-        print(
-            f"REGRESSION: {row.label} {row.metric}: {row.value:.4g} {row.unit} in run "
-            f"{row.run_id} ({change}{row.basis})",
-            file=sys.stderr,
-        )
-    return EXIT_REGRESSION if len(regressions) else 0
-
-
-def register(groups) -> None:
-    p = groups.add_parser(
-        "compare",
-        help="judge every performance value against its band and history; exit 1 on a regression",
-        description=plain(__doc__.split("\n\n", 1)[1]),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_store_option(p)
-    p.add_argument(
-        "--system",
-        action="append",
-        help="only this system (site/system for another site's); repeatable",
-    )
-    p.add_argument("--check", action="append", help="only this check; repeatable")
-    p.add_argument("--all", action="store_true", help="judge every run, not only the latest")
-    p.add_argument("--k", type=float, default=3.0, help="history band: k x MAD-sigma (default 3)")
-    p.add_argument("--window", type=int, default=10, help="previous runs in the history (10)")
-    p.add_argument("--min-history", type=int, default=3, help="runs a history needs (default 3)")
-    p.add_argument(
-        "--tolerance",
-        type=float,
-        default=0.1,
-        help="history band at least this fraction of the median (default 0.1)",
-    )
-    add_format_options(p, "the table as CSV on stdout")
-    p.set_defaults(func=cmd_compare)

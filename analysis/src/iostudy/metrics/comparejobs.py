@@ -21,17 +21,13 @@ What is compared (every figure from :mod:`iostudy.metrics.jobstats` and
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from iostudy.core import provenance
 from iostudy.core.deferred import deferred
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.errors import BadInput
 from iostudy.core.numfmt import MIB
-from iostudy.core.paths import add_store_option
-from iostudy.core.tableout import add_format_options, write_table
 from iostudy.metrics import jobdetail, jobstats
-from iostudy.store import store as store_mod
 
 pd = deferred("pandas")
 
@@ -50,7 +46,7 @@ SUMMARY = (
 )
 
 
-class JobNotFound(ValueError):
+class JobNotFound(BadInput, ValueError):
     """A name that is no job of the store, or several; the message says which."""
 
 
@@ -93,12 +89,13 @@ def _readings(jobs: pd.DataFrame, name: str):
 
 def _listed(rows: pd.DataFrame) -> str:
     shown = ", ".join(
-        f"job {_jobid(r.jobid)} {r.log} ({r.log_sha256[:12]})" for r in rows.head(5).itertuples()
+        f"job {jobid_text(r.jobid)} {r.log} ({r.log_sha256[:12]})"
+        for r in rows.head(5).itertuples()
     )
     return shown + (", ..." if len(rows) > 5 else "")
 
 
-def _jobid(value) -> str:
+def jobid_text(value) -> str:
     return str(int(value)) if pd.notna(value) else "(none)"
 
 
@@ -172,51 +169,3 @@ def compare(con, name_a: str, name_b: str, jobs: pd.DataFrame | None = None) -> 
         "levels": levels(fa, fb),
         "sizes": sizes(fa, fb),
     }
-
-
-def _text(pair: dict) -> str:
-    a, b = pair["a"], pair["b"]
-    head = "".join(
-        f"{side}: {j['log']} (job {_jobid(j['jobid'])}; named by its {j['named_by']})\n"
-        for side, j in (("A", a), ("B", b))
-    )
-    parts = [head]
-    for name in ("summary", "levels", "sizes"):
-        parts.append(f"\n{name}:\n{pair[name].to_string(index=False)}\n")
-    return "".join(parts)
-
-
-def cmd_compare_jobs(args) -> int:
-    if not jobstats.has_jobs(args.store):
-        return EXIT_BAD_INPUT
-    try:
-        pair = compare(store_mod.connect(args.store), args.a, args.b)
-    except JobNotFound as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args.csv or args.json:  # one table for a program: every row says which it is
-        long = pd.concat([pair[n].assign(table=n) for n in ("summary", "levels", "sizes")])
-        write_table(long, args, sys.stdout)
-    else:
-        sys.stdout.write(_text(pair))
-    return 0
-
-
-def register(groups) -> None:
-    p = groups.add_parser(
-        "compare-jobs",
-        help="two jobs side by side, before and after: MiB/s/CN, time split, operations and "
-        "access sizes per level",
-        description="Compare job B with job A (seed 000, Fig. 11: an application before and "
-        "after tuning): MiB/s/CN and the other per-job figures, the I/O time split and the "
-        "operations per module (the file system's POSIX level against the application's "
-        "MPI-IO and HDF5), and the access sizes each level saw. A and B: a Slurm job id, a "
-        "log's path (as the store has it, its file name, or a log file, relative or absolute) "
-        "or a log's sha256 (or its first 8+ hex digits); a name read two ways that name two "
-        "jobs is refused, naming both. Definitions: python -m pydoc iostudy.metrics.comparejobs.",
-    )
-    add_store_option(p)
-    add_format_options(p, "print every table as one CSV (its column table says which)")
-    p.add_argument("a", metavar="A", help="the job before")
-    p.add_argument("b", metavar="B", help="the job after")
-    p.set_defaults(func=cmd_compare_jobs)

@@ -14,19 +14,13 @@ advice.
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 from iostudy.core import config
 from iostudy.core.deferred import deferred
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
-from iostudy.core.paths import add_store_option
-from iostudy.core.tableout import add_format_options, write_table
-from iostudy.metrics import diagnose_beyond, diagnose_facts, jobstats
+from iostudy.metrics import diagnose_beyond, diagnose_facts
 from iostudy.metrics.diagnose_evidence import with_evidence
 from iostudy.metrics.diagnose_rules import NOT_RULES, RULES
-from iostudy.store import store as store_mod
 
 pd = deferred("pandas")
 
@@ -122,55 +116,3 @@ def findings(con, limits: dict, jobs: pd.DataFrame | None = None) -> tuple:
     beyond = diagnose_beyond.findings(con, facts, limits, found)
     found = pd.concat([found, beyond], ignore_index=True) if len(beyond) else found
     return facts, with_history(found, facts)
-
-
-def as_text(found: pd.DataFrame) -> str:
-    """The findings for a reader: per job its log, then each finding with its code, numbers,
-    files, ranks, history and advice on lines of their own."""
-    lines, job = [], None
-    for r in found.sort_values("log", kind="stable").itertuples():  # rules in their order
-        if r.log_sha256 != job:
-            job = r.log_sha256
-            code = r.executable if isinstance(r.executable, str) else "unknown"
-            lines.append(f"{r.log} (job {r.jobid}, code {code}):")
-        code = f" [Drishti {r.drishti}]" if isinstance(r.drishti, str) else ""
-        lines.append(f"  {r.rule}{code}: {r.found}")
-        for name in ("files", "ranks", "history", "advice"):
-            value = getattr(r, name)
-            lines += [f"    {name}: {value}"] if isinstance(value, str) else []
-    return "\n".join(lines) if lines else "no finding"
-
-
-def cmd_diagnose(args) -> int:
-    if not jobstats.has_jobs(args.store):
-        return EXIT_BAD_INPUT
-    try:
-        limits = thresholds(args.config)
-    except config.ConfigError as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    facts, found = findings(store_mod.connect(args.store), limits)
-    write_table(found, args, sys.stdout, text=as_text)
-    counts = found["rule"].value_counts().to_dict() if len(found) else {}
-    print(
-        f"diagnose: {len(facts)} jobs, {found['log_sha256'].nunique()} with a finding: "
-        f"{json.dumps(counts)}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def register(groups) -> None:
-    p = groups.add_parser(
-        "diagnose",
-        help="what is wrong with each job's I/O: rules with the numbers that fired them",
-        description="Run the diagnosis rules (every Drishti 0.8 trigger, by its code, and "
-        "iostudy's own) over every job log of the store; print one row per finding with the "
-        "numbers that fired it, its top files and ranks, whether its code had it before, and "
-        "advice. Thresholds: configs/diagnoses.json. Definitions: python -m pydoc "
-        "iostudy.metrics.diagnose_rules.",
-    )
-    add_store_option(p)
-    add_format_options(p, "print every column as CSV")
-    p.add_argument("--config", type=Path, help="thresholds (default configs/diagnoses.json)")
-    p.set_defaults(func=cmd_diagnose)

@@ -52,18 +52,14 @@ plausible values can add up past 2^63.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from iostudy.collect import sacct
 from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
+from iostudy.core.errors import BadInput
 from iostudy.core.numfmt import MIB, integral
-from iostudy.core.paths import add_store_option
-from iostudy.core.tableout import add_format_options, write_table
 from iostudy.logs import modules, sharing, sizebins
-from iostudy.store import store as store_mod
 
 pd = deferred("pandas")
 
@@ -278,6 +274,10 @@ def _sched_sql(con) -> str:
     )
 
 
+class UnknownModule(BadInput, ValueError):
+    """A --module value that names no Darshan module."""
+
+
 def scope_modules(module: str | None) -> tuple[str, ...]:
     """The store's module tokens a --module value counts (None: the default scope)."""
     if module is None:
@@ -285,7 +285,7 @@ def scope_modules(module: str | None) -> tuple[str, ...]:
     try:
         return (modules.token_of(module),)
     except ValueError as exc:
-        raise ValueError(f"--{exc}") from None
+        raise UnknownModule(f"--{exc}") from None
 
 
 def _interfaces(names: str | None) -> str:
@@ -352,71 +352,14 @@ def _key_access_sizes(df: pd.DataFrame) -> list[str]:
     return out
 
 
-def _text(table: pd.DataFrame) -> str:
-    """The first columns, for a reader (--csv and --json give them all)."""
-    with pd.option_context("display.max_columns", 20, "display.width", 200):
-        return table[COLUMNS[:18]].to_string(index=False)
+class NoJobs(BadInput):
+    """A folder that is no store with a jobs table."""
 
 
-def has_jobs(store) -> bool:
-    """Whether ``store`` is a store with a jobs table; if not, says so on stderr."""
-    if (Path(store) / "jobs").is_dir():
-        return True
-    print(
-        f"iostudy: error: {store}: no store here (no jobs table); run "
-        "`iostudy ingest SOURCE --store STORE` first",
-        file=sys.stderr,
-    )
-    return False
-
-
-def cmd_jobs(args) -> int:
-    try:
-        scope_modules(args.module)
-    except ValueError as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if not has_jobs(args.store):
-        return EXIT_BAD_INPUT
-    table = job_table(store_mod.connect(args.store), args.module)
-    out = open(args.out, "w", newline="") if args.out else sys.stdout  # noqa: SIM115
-    try:
-        write_table(table, args, out, text=_text)
-    finally:
-        if args.out:
-            out.close()
-    scope = "+".join(scope_modules(args.module))
-    flagged = int(table["flags"].notna().sum())
-    print(
-        f"jobs: {len(table)} jobs of {args.store} (modules {scope}; {flagged} flagged) to "
-        f"{args.out or 'stdout'}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def register(groups) -> None:
-    p = groups.add_parser(
-        "jobs",
-        help="one row per job log: bytes, aggregate bandwidth, MiB/s/CN, strategy, ...",
-        description="Print the store's job logs, one row each, with seed 000's per-job "
-        "figures: bytes read and written, the slowest rank's I/O time and the aggregate "
-        "bandwidth it gives (PyDarshan's agg_perf_by_slowest), MiB/s per compute node, "
-        "metadata cost, files, sequential and aligned shares, MiB per process, interfaces, "
-        "strategy (N:N, N:1, N:M, rank-0) and seed 003's model coordinates (io_procs, "
-        "procs_per_file). Slurm accounting imported with iostudy sacct import gives account, "
-        "user, nodes and cores; without it, nor a system description (ingest --system), nor "
-        "the harness's tags, a job's nodes are unknown and it has no MiB/s/CN. Definitions: "
-        "python -m pydoc iostudy.metrics.jobstats.",
-    )
-    add_store_option(p)
-    add_format_options(p, "print every column as CSV")
-    p.add_argument(
-        "--module",
-        metavar="MODULE",
-        help="count only this module's records, by Darshan's name in any case: posix, stdio, "
-        "mpi-io, h5f, h5d, pnetcdf_file, pnetcdf_var, dfs or daos (default: the layers that "
-        "moved the job's bytes, each byte once: POSIX, STDIO, DFS and DAOS)",
-    )
-    p.add_argument("--out", type=Path, help="write to this file instead of stdout")
-    p.set_defaults(func=cmd_jobs)
+def require_jobs(store) -> None:
+    """Raises NoJobs unless ``store`` is a store with a jobs table."""
+    if not (Path(store) / "jobs").is_dir():
+        raise NoJobs(
+            f"{store}: no store here (no jobs table); run "
+            "`iostudy ingest SOURCE --store STORE` first"
+        )

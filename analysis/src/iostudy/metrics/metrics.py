@@ -23,12 +23,10 @@ each as DIR/<name>.csv.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, integral
-from iostudy.core.paths import add_store_option
 from iostudy.logs import modules, sharing
 from iostudy.metrics import jobstats
 
@@ -536,37 +534,6 @@ def write_csvs(tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
         table.to_csv(path, index=False)
         paths.append(path)
     return paths
-
-
-def cmd_metrics(args):
-    # the store depends on nothing here; keep the metrics importable alone
-    from iostudy.store import store
-
-    if not Path(args.store).is_dir():
-        print(
-            f"iostudy: error: {args.store}: no store (run `iostudy ingest` first)", file=sys.stderr
-        )
-        return 2
-    tables = compute_all(store.connect(args.store))
-    write_csvs(tables, args.out)
-    counts = ", ".join(f"{name} {len(t)}" for name, t in tables.items())
-    print(f"metrics: {len(tables)} tables written to {args.out} as CSV (rows: {counts})")
-    return 0
-
-
-def register(groups) -> None:
-    """Adds the ``metrics`` command to the CLI's group subparsers."""
-    p = groups.add_parser(
-        "metrics",
-        help="compute the metric tables from the store and write them as CSV",
-        description="Compute MiB/s/CN per job (seed 000 II-D), throughput per I/O model derived "
-        "from the logs with the Table I cross-check against the benchmark, the same check for "
-        "every IOR run of ior_check, and the seed-003 "
-        "2D histograms, from STORE; write each table as DIR/<name>.csv.",
-    )
-    add_store_option(p)
-    p.add_argument("--out", type=Path, required=True, metavar="DIR")
-    p.set_defaults(func=cmd_metrics)
 
 
 __all__ = [

@@ -3,21 +3,20 @@ site configuration.
 
 configs/systems/<system>/system.json is the one source of truth for a machine (DESIGN.md
 convention 1); nothing here knows a site. The functions are pure (system dict in, plain data out)
-so that the derivations are unit tested without a cluster; ``register`` adds the CLI command that
-writes a profile, and configs/reframe_settings.py calls ``reframe_site_configuration``.
+so that the derivations are unit tested without a cluster; ``iostudy config snakemake-profile``
+(:mod:`iostudy.cli.config`) writes a profile, and configs/reframe_settings.py calls
+``reframe_site_configuration``.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 import yaml
 
 from iostudy.core import config
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
 
 # A rule that states no runtime gets at most this many minutes, even on a partition that allows
 # days: a long default request delays every job in the backfill queue.
@@ -261,28 +260,3 @@ def reframe_site_configuration(systems: list[dict]) -> dict:
         "environments": [e for s in systems for e in reframe_environments(s)],
         "logging": REFRAME_LOGGING,
     }
-
-
-def cmd_snakemake_profile(args):
-    try:
-        system = config.load_system(args.system)
-    except config.ConfigError as exc:
-        print(f"iostudy: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    path = write_snakemake_profile(system, args.out)
-    print(f"snakemake profile for {args.system}: {path} (use: snakemake --profile {args.out})")
-    return 0
-
-
-def register(cmds):
-    """Adds the derivation commands to the `iostudy config` group's subparsers."""
-    prof = cmds.add_parser(
-        "snakemake-profile",
-        help="write a Snakemake profile derived from a system description",
-        description="Writes DIR/config.yaml, a Snakemake 9 profile for SYSTEM: on Slurm the "
-        "slurm executor with the default partition, a core and its share of memory per rule, "
-        "as many parallel jobs as the system has cores, and job states polled with sacct.",
-    )
-    prof.add_argument("system", metavar="SYSTEM")
-    prof.add_argument("--out", required=True, type=Path, metavar="DIR", help="profile folder")
-    prof.set_defaults(func=cmd_snakemake_profile)
