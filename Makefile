@@ -120,6 +120,7 @@ lint: venv ## check Python with ruff, the package's layers with import-linter, C
 	$(VENV)/bin/ruff check $(PY_DIRS)
 	$(VENV)/bin/lint-imports analysis/pyproject.toml
 	$(VENV)/bin/python ci/check_sizes.py
+	$(VENV)/bin/python ci/check_c_sizes.py
 	$(VENV)/bin/python ci/check_commands.py
 	$(VENV)/bin/ruff format --check $(PY_DIRS)
 	$(if $(C_FILES),clang-format --dry-run --Werror $(C_FILES))

@@ -38,15 +38,13 @@ extern int __xstat(int ver, const char *path, struct stat *buf);
 extern int __lxstat(int ver, const char *path, struct stat *buf);
 extern int __fxstat(int ver, int fd, struct stat *buf);
 
-int main(int argc, char **argv) {
-    const char *dir = dir_arg(argc, argv);
+/* The buffer of every write and read: 64-byte aligned. */
+static _Alignas(64) char buf[8192];
+
+/* A. stat family */
+static void stat_family(const char *dir) {
     struct stat st;
     struct statx stx;
-    static _Alignas(64) char buf[8192];
-    int fd;
-    memset(buf, 'm', sizeof buf);
-
-    /* A. stat family */
     char *sp = path_in(dir, "stat.dat");
     EXPECT_RET(stat(sp, &st), 0);
     CHECK(st.st_size == 1234, "stat size");
@@ -57,7 +55,7 @@ int main(int argc, char **argv) {
     EXPECT_RET(fstatat(AT_FDCWD, sp, &st, 0), 0);
     EXPECT_RET(statx(AT_FDCWD, sp, 0, STATX_BASIC_STATS, &stx), 0);
     CHECK(stx.stx_size == 1234, "statx size");
-    fd = open(sp, O_RDONLY);
+    int fd = open(sp, O_RDONLY);
     CHECK(fd >= 0, "open stat.dat");
     EXPECT_RET(fstat(fd, &st), 0);
     EXPECT_RET(__fxstat(1, fd, &st), 0);
@@ -66,9 +64,11 @@ int main(int argc, char **argv) {
     EXPECT_RET(stat(dir, &st), 0);
     CHECK(S_ISDIR(st.st_mode), "dir");
     EXPECT_RET(stat(path_in(dir, "missing.dat"), &st), -1);
+}
 
-    /* B. dup family */
-    fd = open(path_in(dir, "dup.dat"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+/* B. dup family */
+static void dup_family(const char *dir) {
+    int fd = open(path_in(dir, "dup.dat"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
     CHECK(fd >= 0, "open dup.dat");
     int fd2 = dup(fd);
     CHECK(fd2 >= 0, "dup");
@@ -82,17 +82,21 @@ int main(int argc, char **argv) {
     EXPECT_RET(close(50), 0);
     EXPECT_RET(close(51), 0);
     EXPECT_RET(close(fd), 0);
+}
 
-    /* C. fileno */
+/* C. fileno */
+static void stream_descriptor(const char *dir) {
     FILE *f = fopen(path_in(dir, "fileno.dat"), "w");
     CHECK(f != NULL, "fopen fileno.dat");
     int n = fileno(f);
     CHECK(n >= 0, "fileno");
     EXPECT_RET(write(n, buf, 3), 3);
     EXPECT_RET(fclose(f), 0);
+}
 
-    /* D. rename */
-    fd = open(path_in(dir, "ren_a.dat"), O_CREAT | O_WRONLY, 0644);
+/* D. rename */
+static void renames(const char *dir) {
+    int fd = open(path_in(dir, "ren_a.dat"), O_CREAT | O_WRONLY, 0644);
     CHECK(fd >= 0, "open ren_a");
     EXPECT_RET(write(fd, buf, 7), 7);
     EXPECT_RET(close(fd), 0);
@@ -103,9 +107,11 @@ int main(int argc, char **argv) {
     EXPECT_RET(close(fd), 0);
     EXPECT_RET(rename(path_in(dir, "ren_a2.dat"), path_in(dir, "ren_c.dat")), 0);
     EXPECT_RET(rename(path_in(dir, "untracked.dat"), path_in(dir, "untracked_target.dat")), 0);
+}
 
-    /* E. mmap */
-    fd = open(path_in(dir, "mmap.dat"), O_CREAT | O_RDWR | O_TRUNC, 0600);
+/* E. mmap */
+static void mappings(const char *dir) {
+    int fd = open(path_in(dir, "mmap.dat"), O_CREAT | O_RDWR | O_TRUNC, 0600);
     CHECK(fd >= 0, "open mmap.dat");
     EXPECT_RET(ftruncate(fd, 8192), 0);
     void *p1 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -119,10 +125,13 @@ int main(int argc, char **argv) {
     EXPECT_RET(munmap(p2, 4096), 0);
     EXPECT_RET(munmap(p3, 4096), 0);
     EXPECT_RET(close(fd), 0);
+}
 
-    /* F. read/write switches */
+/* F. read/write switches */
+static void switches(const char *dir) {
+    struct stat st;
     char *mp = path_in(dir, "mix.dat");
-    fd = open(mp, O_CREAT | O_RDWR | O_TRUNC, 0600);
+    int fd = open(mp, O_CREAT | O_RDWR | O_TRUNC, 0600);
     CHECK(fd >= 0, "open mix.dat");
     EXPECT_RET(write(fd, buf, 4096), 4096);
     EXPECT_RET(lseek(fd, 0, SEEK_SET), 0);
@@ -137,15 +146,29 @@ int main(int argc, char **argv) {
     EXPECT_RET(write(fd, buf, 100), 100);
     EXPECT_RET(fstat(fd, &st), 0);
     EXPECT_RET(close(fd), 0);
+}
 
-    /* G. close resets the last byte accessed */
-    fd = open(path_in(dir, "closereset.dat"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+/* G. close resets the last byte accessed */
+static void close_resets(const char *dir) {
+    int fd = open(path_in(dir, "closereset.dat"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
     CHECK(fd >= 0, "open closereset.dat");
-    fd2 = dup(fd);
+    int fd2 = dup(fd);
     CHECK(fd2 >= 0, "dup");
     EXPECT_RET(write(fd, buf, 100), 100);
     EXPECT_RET(close(fd2), 0);
     EXPECT_RET(write(fd, buf, 100), 100);
     EXPECT_RET(close(fd), 0);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = dir_arg(argc, argv);
+    memset(buf, 'm', sizeof buf);
+    stat_family(dir);
+    dup_family(dir);
+    stream_descriptor(dir);
+    renames(dir);
+    mappings(dir);
+    switches(dir);
+    close_resets(dir);
     return 0;
 }
