@@ -73,10 +73,11 @@ def test_shared_file_from_per_rank_records():
             frec("J2", 1, "/d/U", rid=8, bytes_written=5 * MiB, meta_time=0.1, write_time=0.4),
         ]
     ).drop(columns="shared")
-    files = metrics.with_sharing(files, jobs_table(("J2", 3, 1)))
+    jobs = jobs_table(("J2", 3, 1))
+    files = metrics.with_sharing(files, jobs)
     # T: ranks 0, 1, 2 of a 3-process job -> N:1; U: rank 1 alone -> N:N
     assert files["sharing"].tolist() == ["N:1", "N:1", "N:1", "N:N"]
-    (row,) = metrics.io_time(files, ["run_id", "log_sha256"]).to_dict("records")
+    (row,) = metrics.io_time(files, jobs, ["run_id", "log_sha256"]).to_dict("records")
     assert (row["shared_files"], row["unique_files"]) == (1, 1)
     assert row["strategy"] == "N:1"  # 20 MiB to T, 5 MiB to U
     assert row["shared_time"] == pytest.approx(2.0)

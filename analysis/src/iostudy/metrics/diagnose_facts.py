@@ -100,7 +100,7 @@ def job_facts(con, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
     if jobs.empty:
         return jobs
     # the records of the layers that moved the bytes (md_cost_pct's, the rank balance's)
-    counted = modules.counted(jobstats.DEFAULT_SCOPE, "f")
+    counted = modules.counted(modules.DEFAULT_SCOPE, "f")
     query = _COUNTERS.format(
         counted=counted,
         bytes_apart=SHARED_BYTES_APART,

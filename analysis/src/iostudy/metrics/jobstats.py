@@ -14,8 +14,9 @@ MPI-IO, HDF5 and PnetCDF are layers above, whose bytes those moved):
   write time over its own (per-rank) records, plus each shared (rank -1) record's slowest-rank
   time (``*_F_SLOWEST_RANK_TIME``), seed 000's definition as Darshan 2.0 made it exact.
 - io_time_span_s: seed 000's form, written before Darshan 2.0 kept the slowest rank of a shared
-  file: the slowest rank's time on its N:N files, or the longest first-open to last-I/O span of
-  an N:1 or N:M file, whichever is larger.
+  file: the slowest process's time on its N:N files, or the longest first-open to last-I/O span
+  of an N:1 or N:M file, whichever is larger (:mod:`iostudy.metrics.iotime`, the one definition
+  the I/O models' throughput uses too).
 - agg_perf_mib_s: bytes / MiB / io_time_slowest_s (PyDarshan's ``agg_perf_by_slowest``);
   mib_s_span: bytes / MiB / io_time_span_s.
 - mib_s_per_cn (MiB/s/CN, the one definition every table and figure shows): agg_perf_mib_s over
@@ -30,7 +31,8 @@ MPI-IO, HDF5 and PnetCDF are layers above, whose bytes those moved):
   block), mib_per_proc.
 - Each file is N:N, N:1 or N:M (:mod:`iostudy.logs.sharing`, the one definition, stored by
   ingest); unique/shared/partial_bytes and _files count them. strategy: the class that moved the
-  most bytes, "rank-0" when only rank 0 of a parallel job moved data, "none" when no byte moved.
+  most bytes, "rank-0" when only rank 0 of a parallel job moved data, "none" when no byte moved
+  (:mod:`iostudy.metrics.iotime`).
 - io_procs (processes that moved bytes; all of them when a shared file moved bytes) and
   procs_per_file (processes per file, weighted by bytes; all of them for an N:1 file): seed
   003's model coordinates.
@@ -60,22 +62,15 @@ from iostudy.core.deferred import deferred
 from iostudy.core.errors import BadInput
 from iostudy.core.numfmt import MIB, integral
 from iostudy.logs import modules, sharing, sizebins
+from iostudy.metrics import iotime
 
 pd = deferred("pandas")
 
-DEFAULT_SCOPE = modules.DEFAULT_SCOPE
-STRATEGIES = ("N:N", "N:1", "N:M", "rank-0", "none")
+CLASS_COLUMNS = [*iotime.CLASS_BYTES.values(), *iotime.CLASS_FILES.values()]
 SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in sizebins.NAMES]
 # Totals the query sums: HUGEINT there (SUM of BIGINT), never cast back to BIGINT, where they could
 # overflow; int64 here when they are exact (numfmt.integral).
-SUMMED = [
-    "bytes_read",
-    "bytes_written",
-    "unique_bytes",
-    "shared_bytes",
-    "partial_bytes",
-    *SIZE_COLUMNS,
-]
+SUMMED = ["bytes_read", "bytes_written", *iotime.CLASS_BYTES.values(), *SIZE_COLUMNS]
 # The columns the issue asks for first, then the rest.
 COLUMNS = [
     "log",
@@ -146,12 +141,8 @@ per_file AS (
            any_value(sharing) AS stored_class,
            bool_or(rank = -1) AS reduced,
            COUNT(DISTINCT rank) FILTER (WHERE rank >= 0) AS ranks,
-           MIN(rank) AS min_rank,
            SUM(bytes_read::HUGEINT + bytes_written) AS bytes,
-           bool_or(mode > 0) AS created,
-           -- seed 000's shared form: a shared file's first open to its last I/O
-           MIN(open_start) FILTER (WHERE open_start > 0) AS first_open,
-           MAX(GREATEST(COALESCE(read_end, 0), COALESCE(write_end, 0))) AS last_io
+           bool_or(mode > 0) AS created
     FROM f GROUP BY ALL
 ),
 classed AS (
@@ -166,27 +157,14 @@ by_file AS (
     SELECT log_sha256,
            COUNT(*) AS files,
            COUNT(*) FILTER (WHERE created) AS created_files,
-           SUM(bytes) FILTER (WHERE class = 'N:N') AS unique_bytes,
-           SUM(bytes) FILTER (WHERE class = 'N:1') AS shared_bytes,
-           SUM(bytes) FILTER (WHERE class = 'N:M') AS partial_bytes,
-           COUNT(*) FILTER (WHERE class = 'N:N') AS unique_files,
-           COUNT(*) FILTER (WHERE class = 'N:1') AS shared_files,
-           COUNT(*) FILTER (WHERE class = 'N:M') AS partial_files,
-           -- rank 0 alone moved every byte (no shared file, no other rank)
-           bool_and(bytes = 0 OR (NOT reduced AND ranks = 1 AND min_rank = 0)) AS rank0_only,
            SUM(bytes * procs) / NULLIF(SUM(bytes), 0) AS procs_per_file
     FROM classed GROUP BY ALL
 ),
-unique_rank_time AS (  -- seed 000's unique form: each rank's time on its N:N files
-    SELECT f.log_sha256, f.rank,
-           SUM(COALESCE(meta_time, 0) + COALESCE(read_time, 0) + COALESCE(write_time, 0)) AS t
-    FROM f JOIN classed c USING (log_sha256, record_id)
-    WHERE c.class = 'N:N' AND f.rank >= 0 GROUP BY ALL
+classed_records AS (
+    SELECT f.*, c.class, c.nprocs FROM f JOIN classed c USING (log_sha256, record_id)
 ),
-unique_span_time AS (SELECT log_sha256, MAX(t) AS t FROM unique_rank_time GROUP BY ALL),
-shared_span_time AS (
-    SELECT log_sha256, MAX(GREATEST(last_io - first_open, 0)) AS t
-    FROM classed WHERE class <> 'N:N' AND first_open IS NOT NULL GROUP BY ALL
+by_class AS (  -- seed 000's file classes and span time (iostudy.metrics.iotime)
+    {by_class}
 ),
 movers AS (  -- processes that moved bytes
     SELECT log_sha256, bool_or(rank = -1) AS all_ranks,
@@ -213,7 +191,7 @@ SELECT j.log_path AS log, j.jobid, j.nprocs,
             ELSE COALESCE(j.nodes_source, 'unrecorded') END AS nodes_source,
        COALESCE(b.bytes_read, 0) AS bytes_read, COALESCE(b.bytes_written, 0) AS bytes_written,
        COALESCE(u.t, 0) + COALESCE(b.shared_time, 0) AS io_time_slowest_s,
-       GREATEST(COALESCE(us.t, 0), COALESCE(ss.t, 0)) AS io_time_span_s,
+       GREATEST(COALESCE(c.unique_time, 0), COALESCE(c.shared_time, 0)) AS io_time_span_s,
        j.run_id, j.log_sha256, j.system, j.uid, j."user", j.account, j.exe, j.start,
        j.cores, COALESCE(j.elapsed_s, j.run_time) AS elapsed_s, j.modules AS log_modules,
        j.flags,
@@ -222,11 +200,8 @@ SELECT j.log_path AS log, j.jobid, j.nprocs,
        100.0 * b.meta / NULLIF(b.io, 0) AS md_cost_pct,
        100.0 * b.seq_ops / NULLIF(b.posix_ops, 0) AS seq_pct,
        100.0 * (1 - b.unaligned / NULLIF(b.posix_ops, 0)) AS aligned_pct,
-       COALESCE(fl.unique_bytes, 0) AS unique_bytes, COALESCE(fl.shared_bytes, 0) AS shared_bytes,
-       COALESCE(fl.partial_bytes, 0) AS partial_bytes,
-       COALESCE(fl.unique_files, 0) AS unique_files, COALESCE(fl.shared_files, 0) AS shared_files,
-       COALESCE(fl.partial_files, 0) AS partial_files,
-       fl.rank0_only, fl.procs_per_file,
+       {class_cols},
+       c.rank0_only, fl.procs_per_file,
        CASE WHEN m.all_ranks THEN j.nprocs ELSE COALESCE(m.ranks, 0) END AS io_procs,
        COALESCE(d.segments, 0) AS dxt_segments,
        {size_cols}
@@ -236,8 +211,7 @@ LEFT JOIN by_log b USING (log_sha256)
 LEFT JOIN unique_time u USING (log_sha256)
 LEFT JOIN by_file fl USING (log_sha256)
 LEFT JOIN movers m USING (log_sha256)
-LEFT JOIN unique_span_time us USING (log_sha256)
-LEFT JOIN shared_span_time ss USING (log_sha256)
+LEFT JOIN by_class c USING (log_sha256)
 ORDER BY j.start, j.log_path
 """
 
@@ -281,7 +255,7 @@ class UnknownModule(BadInput, ValueError):
 def scope_modules(module: str | None) -> tuple[str, ...]:
     """The store's module tokens a --module value counts (None: the default scope)."""
     if module is None:
-        return DEFAULT_SCOPE
+        return modules.DEFAULT_SCOPE
     try:
         return (modules.token_of(module),)
     except ValueError as exc:
@@ -291,15 +265,6 @@ def scope_modules(module: str | None) -> tuple[str, ...]:
 def _interfaces(names: str | None) -> str:
     names = names if isinstance(names, str) else ""  # null in rows of an older iostudy
     return "+".join(modules.interfaces(names.split("+")))
-
-
-def _strategy(row) -> str:
-    moved = {"N:N": row.unique_bytes, "N:1": row.shared_bytes, "N:M": row.partial_bytes}
-    if not sum(moved.values()):
-        return "none"
-    if row.nprocs > 1 and row.rank0_only:
-        return "rank-0"
-    return max(moved, key=moved.get)
 
 
 def job_table(con, module: str | None = None) -> pd.DataFrame:
@@ -315,6 +280,8 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
         unknown=nodecount.UNKNOWN,
         size_sums=", ".join(f"SUM({c}) AS {c}" for c in SIZE_COLUMNS),
         size_cols=", ".join(f"COALESCE(b.{c}, 0) AS {c}" for c in SIZE_COLUMNS),
+        by_class=iotime.groups_sql("classed_records", ["log_sha256"]),
+        class_cols=", ".join(f"COALESCE(c.{c}, 0) AS {c}" for c in CLASS_COLUMNS),
     )
     df = con.execute(query).df()
     for col in SUMMED:
@@ -333,7 +300,7 @@ def job_table(con, module: str | None = None) -> pd.DataFrame:
     df["mib_per_proc"] = total / MIB / nprocs
     df["procs_per_file"] = df["procs_per_file"].round()
     df["interfaces"] = df["log_modules"].map(_interfaces)
-    df["strategy"] = [_strategy(r) for r in df.itertuples()] if len(df) else []
+    df["strategy"] = iotime.strategies(df)
     df["key_access_size"] = _key_access_sizes(df)
     df["module"] = "+".join(modules.display(m) for m in scope)
     return df[COLUMNS]

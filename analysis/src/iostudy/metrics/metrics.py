@@ -1,11 +1,12 @@
 """Metrics: pure functions from store tables (pandas DataFrames) to metric tables.
 
 - :func:`io_time`: seed 000's aggregate I/O time of a group of records (section II-D) in its
-  own form: the larger of the unique-file form, the slowest rank's total (metadata + read +
-  write) time over its N:N files, and the shared-file form, the longest elapsed time of an N:1
-  or N:M file from its first open to the end of its last I/O (the classes:
+  own form, as :mod:`iostudy.metrics.iotime` defines it for the job table too (io_time_span_s):
+  the larger of the unique-file form, the slowest process's total (metadata + read + write)
+  time over its N:N files, and the shared-file form, the longest elapsed time of an N:1 or N:M
+  file from its first open to the end of its last I/O (the classes:
   :mod:`iostudy.logs.sharing`, stored by ingest). A job's MiB/s/CN is defined once, in
-  :mod:`iostudy.metrics.jobstats`, which gives this form too (io_time_span_s).
+  :mod:`iostudy.metrics.jobstats`.
 - :func:`model_throughput` and :func:`table1_crosscheck`: the same computation per I/O model of
   the seed-003 benchmark (its files live in a directory ``n<n>-p<p>-f<f>-m<m>/``), for write
   only, against the benchmark's own write_mib_s: seed 000's Table I check (within 3%).
@@ -28,7 +29,7 @@ from pathlib import Path
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, integral
 from iostudy.logs import modules, sharing
-from iostudy.metrics import jobstats
+from iostudy.metrics import iotime, jobstats
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -40,14 +41,6 @@ TABLE1_TOLERANCE = 0.03
 TABLE1_MODELS = ("file-per-process", "single-shared-file")
 # The I/O model's directory in a file path: .../n<n>-p<p>-f<f>-m<m>/file<k>.dat
 MODEL_DIR = r"(?:^|/)n(?P<n>\d+)-p(?P<p>\d+)-f(?P<f>\d+)-m(?P<m>\d+)/"
-
-# What each kind of throughput counts: bytes, the per-file time, the end of the file's I/O.
-_KINDS = {
-    "both": (("bytes_read", "bytes_written"), ("meta_time", "read_time", "write_time")),
-    "write": (("bytes_written",), ("meta_time", "write_time")),
-    "read": (("bytes_read",), ("meta_time", "read_time")),
-}
-_ENDS = {"both": ("read_end", "write_end"), "write": ("write_end",), "read": ("read_end",)}
 
 JOB_KEYS = ["run_id", "log_sha256"]
 MODEL_KEYS = ["n", "p", "f", "m"]
@@ -77,67 +70,52 @@ def with_sharing(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def io_time(files: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
-    """Bytes and aggregate I/O time per group of ``keys`` (seed 000, section II-D).
+def io_time(files: pd.DataFrame, jobs: pd.DataFrame, keys, kind: str = "both") -> pd.DataFrame:
+    """Bytes and aggregate I/O time per group of ``keys`` (seed 000, section II-D), as
+    :mod:`iostudy.metrics.iotime` defines them for the job table too.
 
-    files: rows of the store's files table (at least the keys, rank, record_id, sharing
-    (:func:`with_sharing`), the byte, time and end columns of ``kind``). kind: "both" (read +
+    files: rows of the store's files table (at least the keys, log_sha256, rank, record_id,
+    open_start, the byte, time and end columns of ``kind``; sharing when stored,
+    :func:`with_sharing`); jobs: their jobs rows (log_sha256, nprocs). kind: "both" (read +
     write), "write" or "read". Returns keys + bytes, unique_bytes (N:N files), shared_bytes
-    (N:1 and N:M), unique_files, shared_files, unique_time (slowest rank over its N:N files),
-    shared_time (longest first-open-to-last-I/O-end of an N:1 or N:M file), io_time (the
-    larger), strategy (the class that moved the most bytes, as :mod:`iostudy.metrics.jobstats`
-    says it; "none" when no byte moved), mib_s (NaN when io_time is 0).
+    (N:1), partial_bytes (N:M), unique_files, shared_files, partial_files, unique_time
+    (slowest process over its N:N files), shared_time (longest first-open-to-last-I/O-end of
+    an N:1 or N:M file), io_time (the larger), strategy, mib_s (NaN when io_time is 0).
     """
+    import duckdb
+
     keys = list(keys)
-    byte_cols, time_cols = _KINDS[kind]
-    f = files.copy()
-    f["_bytes"] = f[list(byte_cols)].astype(float).fillna(0).sum(axis=1)
-    f["_time"] = f[list(time_cols)].fillna(0).sum(axis=1)
-    f["_end"] = f[list(_ENDS[kind])].fillna(0).max(axis=1)
-    # A start of 0 means "not opened" (the job's clock starts before any open): such records
-    # (e.g. of ranks that only stat'ed the file) do not move the first open.
-    f["_open"] = f["open_start"].where(f["open_start"] > 0)
-    f["_shared"] = f["sharing"] != sharing.UNIQUE
-
-    groups = f.groupby(keys, dropna=False)
-    out = integral(groups["_bytes"].sum()).rename("bytes").to_frame()
-
-    uniq = f[~f["_shared"]]
-    per_rank = uniq.groupby([*keys, "rank"], dropna=False)["_time"].sum()
-    u = uniq.groupby(keys, dropna=False)
-    out["unique_bytes"] = u["_bytes"].sum()
-    out["unique_files"] = u["record_id"].nunique()
-    out["unique_time"] = per_rank.groupby(level=keys, dropna=False).max()
-
-    shared = f[f["_shared"]]
-    file_key = [*keys, "module", "record_id"] if "module" in f.columns else [*keys, "record_id"]
-    per_file = shared.groupby(file_key, dropna=False).agg(
-        first_open=("_open", "min"), last_end=("_end", "max"), _bytes=("_bytes", "sum")
-    )
-    per_file["elapsed"] = (per_file["last_end"] - per_file["first_open"].fillna(0)).clip(lower=0)
-    s = per_file.groupby(level=keys, dropna=False)
-    out["shared_bytes"] = s["_bytes"].sum()
-    out["shared_files"] = s["elapsed"].size()
-    out["shared_time"] = s["elapsed"].max()
-
-    for col in ("unique_bytes", "shared_bytes"):
-        out[col] = integral(out[col])
-    for col in ("unique_files", "shared_files"):
+    nprocs = jobs.drop_duplicates("log_sha256")[["log_sha256", "nprocs"]]
+    records = with_sharing(files, jobs).rename(columns={"sharing": "class"})
+    records = records.merge(nprocs, on="log_sha256", how="left", suffixes=("_", ""))
+    con = duckdb.connect()
+    con.register("records", records)
+    order = ", ".join(keys)
+    out = con.execute(f"{iotime.groups_sql('records', keys, kind)} ORDER BY {order}").df()
+    for col in ("bytes", *iotime.CLASS_BYTES.values()):
+        out[col] = integral(out[col].astype(float).fillna(0))
+    for col in iotime.CLASS_FILES.values():
         out[col] = out[col].fillna(0).astype("int64")
-    for col in ("unique_time", "shared_time"):
-        out[col] = out[col].fillna(0.0).astype(float)
     out["io_time"] = out[["unique_time", "shared_time"]].max(axis=1)
-    out["strategy"] = _strategy(f, keys).reindex(out.index) if len(f) else None
+    out["strategy"] = iotime.strategies(out)
     out["mib_s"] = (out["bytes"] / MIB / out["io_time"].where(out["io_time"] > 0)).astype(float)
-    return out.reset_index()
+    return out[keys + _IO_TIME_COLUMNS]
 
 
-def _strategy(f: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Per group, the file class that moved the most bytes ("none": no byte moved)."""
-    by_class = f.groupby([*keys, "sharing"], dropna=False)["_bytes"].sum().unstack("sharing")
-    by_class = by_class.reindex(columns=list(sharing.CLASSES)).fillna(0)
-    moved = by_class.sum(axis=1) > 0
-    return by_class.idxmax(axis=1).where(moved, "none")
+_IO_TIME_COLUMNS = [
+    "bytes",
+    "unique_bytes",
+    "unique_files",
+    "unique_time",
+    "shared_bytes",
+    "shared_files",
+    "partial_bytes",
+    "partial_files",
+    "shared_time",
+    "io_time",
+    "strategy",
+    "mib_s",
+]
 
 
 def model_of_path(paths: pd.Series) -> pd.DataFrame:
@@ -161,8 +139,7 @@ def model_throughput(
     sel = pd.concat(
         [sel.reset_index(drop=True), model_of_path(sel["path"]).reset_index(drop=True)], axis=1
     )
-    sel = with_sharing(sel.dropna(subset=MODEL_KEYS), jobs)
-    agg = io_time(sel, JOB_KEYS + MODEL_KEYS, kind)
+    agg = io_time(sel.dropna(subset=MODEL_KEYS), jobs, JOB_KEYS + MODEL_KEYS, kind)
     job_cols = [c for c in ("system", "repetition", "environ", "nodes") if c in jobs.columns]
     out = agg.merge(jobs[JOB_KEYS + job_cols], on=JOB_KEYS, how="left")
     return out[
@@ -272,6 +249,10 @@ IOR_FILE_MODULE = {"HDF5": "h5f", "NCMPI": "pnetcdf"}
 IOR_OPERATIONS = {"write": ("bytes_written", "write_time"), "read": ("bytes_read", "read_time")}
 
 
+_IOR_FOUND = ["log_bytes", "busy_seconds", "span_seconds", "log_seconds", "log_mib_s"]
+_IOR_LOG_COLUMNS = ["run_id", "log_sha256", "tags", "api", "module", "operation", *_IOR_FOUND]
+
+
 def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     """Per ior_check log and operation, the bandwidth the log gives: bytes of IOR's test files,
     in the API's module, over the operation's time, the larger of two lower bounds of it:
@@ -296,19 +277,6 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     of each. Returns run_id, log_sha256, tags (the log's), api, module, operation, log_bytes,
     busy_seconds, span_seconds, log_seconds, log_mib_s.
     """
-    cols = [
-        "run_id",
-        "log_sha256",
-        "tags",
-        "api",
-        "module",
-        "operation",
-        "log_bytes",
-        "busy_seconds",
-        "span_seconds",
-        "log_seconds",
-        "log_mib_s",
-    ]
     ior_jobs = jobs[jobs["check"] == "ior_check"]
     rows = []
     test_files = files[files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)]
@@ -333,7 +301,7 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
                 "operation": op,
             }
             rows.append(base | _ior_phase_bandwidth(mine, library, op, phase == op))
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=_IOR_LOG_COLUMNS)
 
 
 def _ior_phase_bandwidth(mine, library, op: str, own_log: bool) -> dict:
@@ -377,6 +345,43 @@ def _log_of_run(log_tags: str, jobs: pd.DataFrame):
     return found[0] if len(found) == 1 else None
 
 
+# An IOR run of ior_check, one operation: what ior_crosscheck matches a log to
+_IOR_RUN_KEYS = [
+    "run_id",
+    "log_tags",
+    "system",
+    "environ",
+    "repetition",
+    "api",
+    "layout",
+    "target",
+    "transfer_size",
+    "block_size",
+    "procs",
+    "nodes",
+    "operation",
+]
+
+
+def _ior_runs(ior: pd.DataFrame) -> pd.DataFrame:
+    """IOR's own figures per run and operation (the ior table's rows are its iterations):
+    iterations, ior_bytes, ior_seconds (their sums), ior_mean_mib_s and ior_mib_s (the bytes
+    over the seconds)."""
+    runs = (
+        ior.astype({"aggregate_bytes": float})
+        .groupby(_IOR_RUN_KEYS, dropna=False)
+        .agg(
+            iterations=("iteration", "nunique"),
+            ior_bytes=("aggregate_bytes", "sum"),
+            ior_seconds=("total_s", "sum"),
+            ior_mean_mib_s=("bw_mib_s", "mean"),
+        )
+        .reset_index()
+    )
+    runs["ior_mib_s"] = runs["ior_bytes"] / MIB / runs["ior_seconds"]
+    return runs
+
+
 def ior_crosscheck(
     ior: pd.DataFrame, files: pd.DataFrame, jobs: pd.DataFrame, tolerance=TABLE1_TOLERANCE
 ) -> pd.DataFrame:
@@ -395,33 +400,7 @@ def ior_crosscheck(
     IOR), within_tolerance, log_sha256. A run without a log has NaN log values and
     within_tolerance False.
     """
-    keys = [
-        "run_id",
-        "log_tags",
-        "system",
-        "environ",
-        "repetition",
-        "api",
-        "layout",
-        "target",
-        "transfer_size",
-        "block_size",
-        "procs",
-        "nodes",
-        "operation",
-    ]
-    runs = (
-        ior.astype({"aggregate_bytes": float})
-        .groupby(keys, dropna=False)
-        .agg(
-            iterations=("iteration", "nunique"),
-            ior_bytes=("aggregate_bytes", "sum"),
-            ior_seconds=("total_s", "sum"),
-            ior_mean_mib_s=("bw_mib_s", "mean"),
-        )
-        .reset_index()
-    )
-    runs["ior_mib_s"] = runs["ior_bytes"] / MIB / runs["ior_seconds"]
+    runs = _ior_runs(ior)
     derived = ior_log_bandwidth(files, jobs)
     candidates = jobs[jobs["log_sha256"].isin(derived["log_sha256"])]
     runs["log_sha256"] = pd.Series(
@@ -432,36 +411,14 @@ def ior_crosscheck(
         index=runs.index,
         dtype="object",
     )
-    found = [
-        "log_sha256",
-        "operation",
-        "log_bytes",
-        "busy_seconds",
-        "span_seconds",
-        "log_seconds",
-        "log_mib_s",
-    ]
+    found = ["log_sha256", "operation", *_IOR_FOUND]
     out = runs.merge(derived[found], on=["log_sha256", "operation"], how="left")
     out["rel_diff"] = (out["log_mib_s"] - out["ior_mib_s"]) / out["ior_mib_s"]
     out["within_tolerance"] = (out["rel_diff"].abs() <= tolerance).fillna(False).astype(bool)
-    return out[
-        [
-            *[k for k in keys if k != "log_tags"],
-            "iterations",
-            "ior_bytes",
-            "ior_seconds",
-            "ior_mib_s",
-            "ior_mean_mib_s",
-            "log_bytes",
-            "busy_seconds",
-            "span_seconds",
-            "log_seconds",
-            "log_mib_s",
-            "rel_diff",
-            "within_tolerance",
-            "log_sha256",
-        ]
-    ]
+    ior_cols = ["iterations", "ior_bytes", "ior_seconds", "ior_mib_s", "ior_mean_mib_s"]
+    judged_cols = ["rel_diff", "within_tolerance", "log_sha256"]
+    keys = [k for k in _IOR_RUN_KEYS if k != "log_tags"]
+    return out[[*keys, *ior_cols, *_IOR_FOUND, *judged_cols]]
 
 
 def iomodel_histogram(iomodel: pd.DataFrame, by=("run_id", "system", "environ", "bytes")):

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import binary_bytes, short
 from iostudy.core.plotting import legend_below, panels
-from iostudy.metrics.workload_tables import BYTE_CLASSES, INTERFACES, OTHER, SIZE_BINS, STRATEGIES
+from iostudy.metrics.iotime import CLASS_BYTES, STRATEGIES
+from iostudy.metrics.workload_tables import INTERFACES, OTHER, SIZE_BINS
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -147,7 +148,7 @@ def strategy_figure(frame: pd.DataFrame) -> Figure:
     fig, (left, right) = _share_panels(frame, 2)
     shown = set(_share_bars(left, frame, "jobs", STRATEGIES, True, "% of jobs", True))
     left.set_title("jobs per strategy (number of jobs above the bars)", fontsize=8)
-    shown |= set(_share_bars(right, frame, "bytes", list(BYTE_CLASSES), True, "% of bytes"))
+    shown |= set(_share_bars(right, frame, "bytes", list(CLASS_BYTES), True, "% of bytes"))
     right.set_title("bytes per file sharing: N:N, N:1, N:M", fontsize=8)
     _legend(fig, [c for c in STRATEGIES if c in shown])
     return fig

@@ -22,7 +22,7 @@ from iostudy.collect import sacct
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, integral
 from iostudy.logs import modules, sizebins
-from iostudy.metrics import jobstats
+from iostudy.metrics import iotime
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -35,11 +35,8 @@ TOP = 10
 UNKNOWN = "(unknown)"
 OTHER = "(other projects)"
 
-# The job table's interfaces (high level last, as in seed 000's Fig. 2 legend) and strategies.
+# The job table's interfaces (high level last, as in seed 000's Fig. 2 legend).
 INTERFACES = modules.INTERFACE_ORDER
-STRATEGIES = jobstats.STRATEGIES
-# The byte classes of Fig. 3: files accessed by one process, by all, by some.
-BYTE_CLASSES = {"N:N": "unique_bytes", "N:1": "shared_bytes", "N:M": "partial_bytes"}
 # Darshan's access-size bins: the job table's column suffixes and their labels (sizebins').
 SIZE_BINS = {b.lower(): label for b, label in sizebins.LABELS.items()}
 # Table IV's columns: per large job, averaged per project.
@@ -160,10 +157,10 @@ def strategy_by_size(jobs: pd.DataFrame) -> pd.DataFrame:
     for _, g in binned.groupby("procs_min", sort=True):
         head = g[SIZE_COLUMNS].iloc[0].tolist()
         counts = g["strategy"].fillna("none").value_counts()
-        for strategy in STRATEGIES:
+        for strategy in iotime.STRATEGIES:
             count = int(counts.get(strategy, 0))
             rows.append([*head, "jobs", strategy, count, 100.0 * count / len(g)])
-        sums = {c: _num(g, col).sum() for c, col in BYTE_CLASSES.items()}
+        sums = {c: _num(g, col).sum() for c, col in iotime.CLASS_BYTES.items()}
         total = sum(sums.values())
         for category, value in sums.items():
             rows.append(
