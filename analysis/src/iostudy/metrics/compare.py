@@ -154,6 +154,15 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     for column in ("site", "benchmark_versions"):
         if column not in runs:
             runs[column] = None
+    out = _medians(_fingerprinted(perf, runs))
+    out["label"] = [system_label(s, y) for s, y in zip(out["site"], out["system"], strict=True)]
+    out["started"] = pd.to_datetime(out["started"])
+    return out[columns].sort_values(["label", "check", "variable", "started"], ignore_index=True)
+
+
+def _fingerprinted(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The results with their run's site, system, start and benchmark version, the
+    fingerprint of their FINGERPRINT_FIELDS and their reference band's edges."""
     perf = perf.drop(columns=["system"]).merge(
         runs[["run_id", "site", "system", "started", "benchmark_versions"]], on="run_id"
     )
@@ -174,6 +183,11 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     edges = [band(*r) for r in perf[["reference", "lower", "upper"]].itertuples(index=False)]
     perf["band_low"] = [e[0] for e in edges]
     perf["band_high"] = [e[1] for e in edges]
+    return perf
+
+
+def _medians(perf: pd.DataFrame) -> pd.DataFrame:
+    """One row per run and fingerprint: the median of its repetitions' values, and how many."""
     rows = []
     keys = ["site", "system", "run_id", "started", "fingerprint"]
     for key, g in perf.groupby(keys, dropna=False, sort=False):
@@ -188,10 +202,7 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                 "n": len(g),
             }
         )
-    out = pd.DataFrame(rows)
-    out["label"] = [system_label(s, y) for s, y in zip(out["site"], out["system"], strict=True)]
-    out["started"] = pd.to_datetime(out["started"])
-    return out[columns].sort_values(["label", "check", "variable", "started"], ignore_index=True)
+    return pd.DataFrame(rows)
 
 
 def metric_name(row) -> str:
@@ -346,6 +357,57 @@ def ceiling(description: dict | None, unit) -> tuple[float, str] | None:
     return None
 
 
+def _side_by_side(fp: str, g: pd.DataFrame, descriptions: dict) -> list[dict]:
+    """The rows of one fingerprint that several systems share: one per system."""
+    first = g.iloc[0]
+    rows = []
+    for label, s in g.groupby("label"):
+        s = s.sort_values("started")
+        top = ceiling(descriptions.get(label), first["unit"])
+        rows.append(
+            {
+                "metric": metric_name(first),
+                "unit": first["unit"],
+                "fingerprint": fp,
+                "system": label,
+                "runs": len(s),
+                "latest": s["value"].iloc[-1],
+                "median": float(s["value"].median()),
+                "ceiling": top[0] if top else math.nan,
+                "ceiling_of": top[1] if top else "",
+            }
+        )
+    return rows
+
+
+def _apart(first, table: pd.DataFrame) -> dict:
+    """Why a metric of one system (``first``: a row of its fingerprint) has no other system
+    to be compared with: none ran it, or what differs from the nearest fingerprint of one."""
+    mine = first["label"]
+    same = table[
+        (table["check"] == first["check"])
+        & (table["variable"] == first["variable"])
+        & (table["label"] != mine)
+    ]
+    if same.empty:
+        others = [x for x in sorted(table["label"].unique()) if x != mine]
+        reason = f"no other system ran {first['check']} {first['variable']}" + (
+            f" ({', '.join(others)})" if others else ""
+        )
+    else:
+        best = None
+        for _, other in same.drop_duplicates("fingerprint").iterrows():
+            diff = [
+                f"{f} {_shown(first[f])} vs {_shown(other[f])} ({other['label']})"
+                for f in FINGERPRINT_FIELDS
+                if _shown(first[f]) != _shown(other[f])
+            ]
+            if best is None or len(diff) < len(best):
+                best = diff
+        reason = "differs: " + "; ".join(best)
+    return {"system": mine, "metric": metric_name(first), "reason": reason}
+
+
 def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Systems side by side per fingerprint that two or more of them share: metric, unit,
     system, runs, latest, median, ceiling; and the metrics that could not be compared, with
@@ -364,55 +426,17 @@ def cross_site(table: pd.DataFrame, descriptions=None) -> tuple[pd.DataFrame, pd
     ]
     if table.empty:
         return pd.DataFrame(columns=columns), pd.DataFrame(columns=["system", "metric", "reason"])
-    rows, apart = [], []
     shared = table.groupby("fingerprint")["label"].nunique()
-    for fp, g in table.groupby("fingerprint", sort=False):
-        first = g.iloc[0]
-        if shared[fp] < 2:
-            continue
-        for label, s in g.groupby("label"):
-            s = s.sort_values("started")
-            top = ceiling(descriptions.get(label), first["unit"])
-            rows.append(
-                {
-                    "metric": metric_name(first),
-                    "unit": first["unit"],
-                    "fingerprint": fp,
-                    "system": label,
-                    "runs": len(s),
-                    "latest": s["value"].iloc[-1],
-                    "median": float(s["value"].median()),
-                    "ceiling": top[0] if top else math.nan,
-                    "ceiling_of": top[1] if top else "",
-                }
-            )
-    labels = sorted(table["label"].unique())
-    for fp, g in table.groupby("fingerprint", sort=False):
-        if shared[fp] >= 2:
-            continue
-        first = g.iloc[0]
-        mine = first["label"]
-        same = table[
-            (table["check"] == first["check"])
-            & (table["variable"] == first["variable"])
-            & (table["label"] != mine)
-        ]
-        if same.empty:
-            others = [x for x in labels if x != mine]
-            reason = f"no other system ran {first['check']} {first['variable']}" + (
-                f" ({', '.join(others)})" if others else ""
-            )
-        else:
-            best = None
-            for _, other in same.drop_duplicates("fingerprint").iterrows():
-                diff = [
-                    f"{f} {_shown(first[f])} vs {_shown(other[f])} ({other['label']})"
-                    for f in FINGERPRINT_FIELDS
-                    if _shown(first[f]) != _shown(other[f])
-                ]
-                if best is None or len(diff) < len(best):
-                    best = diff
-            reason = "differs: " + "; ".join(best)
-        apart.append({"system": mine, "metric": metric_name(first), "reason": reason})
+    rows = [
+        row
+        for fp, g in table.groupby("fingerprint", sort=False)
+        if shared[fp] >= 2
+        for row in _side_by_side(fp, g, descriptions)
+    ]
+    apart = [
+        _apart(g.iloc[0], table)
+        for fp, g in table.groupby("fingerprint", sort=False)
+        if shared[fp] < 2
+    ]
     side = pd.DataFrame(rows, columns=columns)
     return side, pd.DataFrame(apart, columns=["system", "metric", "reason"])

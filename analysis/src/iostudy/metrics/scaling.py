@@ -291,62 +291,13 @@ def ior_scaling_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> 
     apis = list(dict.fromkeys(curves["api"]))
     fig = Figure(figsize=(3.6 * len(apis) + 0.6, 5.6), layout="constrained")
     axes = fig.subplots(len(OPERATIONS), len(apis), squeeze=False)
-    colours = {"shared": "#1f77b4", "fpp": "#d62728"}
-    markers, by_environ = _environ_styles(curves, "osD^v")
+    styles = _environ_styles(curves, "osD^v")
     for row, op in enumerate(OPERATIONS):
         for col, api in enumerate(apis):
             ax = axes[row][col]
             g = curves[(curves["api"] == api) & (curves["operation"] == op)]
-            storage = g[g["target"] != "memory"]
-            for (environ, layout, transfer), s in storage.groupby(
-                ["environ", "layout", "transfer"], dropna=False
-            ):
-                s = s.sort_values("procs")
-                ax.errorbar(
-                    s["procs"],
-                    s["mib_s"],
-                    yerr=[s["mib_s"] - s["min_mib_s"], s["max_mib_s"] - s["mib_s"]],
-                    color=colours.get(layout, "#555555"),
-                    linestyle="-" if transfer.endswith(" aligned") else "--",
-                    marker=markers[environ],
-                    markersize=3,
-                    capsize=2,
-                    linewidth=1.2,
-                    label=f"{LAYOUTS.get(layout, layout)}, {transfer}" + by_environ(environ),
-                )
-            memory = g[g["target"] == "memory"]
-            if len(memory):
-                best = memory.groupby("procs").agg(mib_s=("mib_s", "max"), nodes=("nodes", "max"))
-                ax.plot(
-                    best.index,
-                    best["mib_s"],
-                    color="black",
-                    linestyle=":",
-                    marker="^",
-                    markersize=3,
-                    label="client ceiling (memory target, best)",
-                )
-            modelled = (
-                g.groupby("procs")["modelled_ceiling_mib_s"].max().dropna()
-                if ("modelled_ceiling_mib_s" in g)
-                else pd.Series(dtype=float)
-            )
-            if len(modelled):
-                ax.step(
-                    modelled.index,
-                    modelled.values,
-                    where="mid",
-                    color="black",
-                    linestyle="--",
-                    label="modelled ceiling (measured components)",
-                )
-            points = g.groupby("procs")["nodes"].max().sort_index()
-            for (name, values), style in zip(
-                declared_ceilings(peaks, points.values),
-                ("-.", (0, (1, 1)), (0, (5, 1))),
-                strict=False,
-            ):
-                ax.plot(points.index, values, color="grey", linestyle=style, label=name)
+            _ior_storage_lines(ax, g[g["target"] != "memory"], *styles)
+            _ior_ceiling_lines(ax, g, peaks)
             if len(g):
                 _log2_axis(ax, g["procs"])
             ax.set_ylim(bottom=0)
@@ -358,6 +309,68 @@ def ior_scaling_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> 
     legend_below(fig)
     fitted_title(fig, title)
     return fig
+
+
+_LAYOUT_COLOURS = {"shared": "#1f77b4", "fpp": "#d62728"}
+
+
+def _ior_storage_lines(ax, storage: pd.DataFrame, markers, by_environ) -> None:
+    """One panel's IOR curves on the storage: a line per MPI flavour, layout and transfer, with
+    its min-max bars."""
+    for (environ, layout, transfer), s in storage.groupby(
+        ["environ", "layout", "transfer"], dropna=False
+    ):
+        s = s.sort_values("procs")
+        ax.errorbar(
+            s["procs"],
+            s["mib_s"],
+            yerr=[s["mib_s"] - s["min_mib_s"], s["max_mib_s"] - s["mib_s"]],
+            color=_LAYOUT_COLOURS.get(layout, "#555555"),
+            linestyle="-" if transfer.endswith(" aligned") else "--",
+            marker=markers[environ],
+            markersize=3,
+            capsize=2,
+            linewidth=1.2,
+            label=f"{LAYOUTS.get(layout, layout)}, {transfer}" + by_environ(environ),
+        )
+
+
+def _ior_ceiling_lines(ax, g: pd.DataFrame, peaks: dict | None) -> None:
+    """One panel's ceilings: the best memory-target bandwidth (the client's), the ceiling the
+    measured components model, and the declared peaks at the points' nodes."""
+    memory = g[g["target"] == "memory"]
+    if len(memory):
+        best = memory.groupby("procs").agg(mib_s=("mib_s", "max"), nodes=("nodes", "max"))
+        ax.plot(
+            best.index,
+            best["mib_s"],
+            color="black",
+            linestyle=":",
+            marker="^",
+            markersize=3,
+            label="client ceiling (memory target, best)",
+        )
+    modelled = (
+        g.groupby("procs")["modelled_ceiling_mib_s"].max().dropna()
+        if ("modelled_ceiling_mib_s" in g)
+        else pd.Series(dtype=float)
+    )
+    if len(modelled):
+        ax.step(
+            modelled.index,
+            modelled.values,
+            where="mid",
+            color="black",
+            linestyle="--",
+            label="modelled ceiling (measured components)",
+        )
+    points = g.groupby("procs")["nodes"].max().sort_index()
+    for (name, values), style in zip(
+        declared_ceilings(peaks, points.values),
+        ("-.", (0, (1, 1)), (0, (5, 1))),
+        strict=False,
+    ):
+        ax.plot(points.index, values, color="grey", linestyle=style, label=name)
 
 
 def metadata_figure(curves: pd.DataFrame, peaks: dict | None, title: str) -> Figure:
