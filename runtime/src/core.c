@@ -1,6 +1,6 @@
 /* Runtime life cycle: resolving the real functions, configuration, start and shutdown, fork,
  * and the bounded record and name memory every module registers its records in. */
-#include "iostudy.h"
+#include "wrap.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct ios_real_functions ios_real;
 _Atomic int ios_state = IOS_OFF;
 __thread volatile int ios_in_runtime __attribute__((tls_model("initial-exec")));
 int64_t ios_origin_ns;
@@ -20,12 +19,6 @@ struct ios_config ios_config;
 atomic_flag ios_lock_flag = ATOMIC_FLAG_INIT;
 static pid_t owner_pid; /* the process whose records these are (a vfork child is not it) */
 static int warned;      /* at most one warning line per process */
-
-void ios_resolve_one(void **slot, const char *name) {
-    void *f = dlsym(RTLD_NEXT, name);
-    /* glibc >= 2.33 keeps the __xstat family only as compat symbols, which dlsym cannot see. */
-    *slot = f ? f : dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
-}
 
 /* The real functions a signal handler may reach first through the runtime (dlsym is not
  * async-signal-safe), and those its own I/O and the ends of a process use; every other one is
@@ -129,8 +122,11 @@ static char **split_list(const char *list) {
 }
 
 static void read_config(void) {
-    static char *default_excludes[] = {"/etc/", "/dev/",  "/usr/", "/bin/",  "/boot/", "/lib/",
-                                       "/opt/", "/sbin/", "/sys/", "/proc/", "/var/",  NULL};
+    static char *default_excludes[] = {
+#define X(prefix) prefix,
+#include "default_excludes.def"
+#undef X
+        NULL};
     ios_config.modmem_mib = env_double("DARSHAN_MODMEM", 4.0);
     ios_config.namemem_mib = env_double("DARSHAN_NAMEMEM", 1.0);
     ios_config.mem_alignment = (int64_t)env_double("DARSHAN_MEMALIGN", 8.0);
@@ -170,10 +166,6 @@ static int name_new_record(uint64_t id, const char *name, size_t len) {
     memcpy(copy, name, len + 1);
     ios_mmap_add_name(id, copy, len);
     return 0;
-}
-
-int ios_name_record(uint64_t id, const char *name) {
-    return ios_map_get(&names, id) ? 0 : name_new_record(id, name, strlen(name));
 }
 
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
@@ -235,7 +227,7 @@ static void reset_records(void) {
     modmem_used = namemem_used = 0;
     partial_flags = 0;
     for (int m = 0; m < IOS_NMODULES; m++)
-        ios_modules[m].reset();
+        ios_module_ops[m].reset();
 }
 
 /* ---- life cycle ---------------------------------------------------------------------------------
@@ -406,17 +398,8 @@ static void atfork_child(void) {
     ios_guard(0);
 }
 
-/* The merge tool, built from these sources, records nothing: no constructor, no destructor. */
-#ifdef IOS_TOOL
-#define AT_LOAD __attribute__((used))
-#define AT_UNLOAD __attribute__((used))
-#else
-#define AT_LOAD __attribute__((constructor))
-#define AT_UNLOAD __attribute__((destructor))
-#endif
-
 /* glibc passes argc and argv to ELF constructors; they give the command line for the log. */
-AT_LOAD static void ios_constructor(int argc, char **argv) {
+__attribute__((constructor)) static void ios_constructor(int argc, char **argv) {
     resolve_early();
     remember_stderr();
     ios_job_save_args(argc, argv);
@@ -427,49 +410,8 @@ AT_LOAD static void ios_constructor(int argc, char **argv) {
         ios_core_start();
 }
 
-AT_UNLOAD static void ios_destructor(void) {
+__attribute__((destructor)) static void ios_destructor(void) {
     /* An MPI program that never reached MPI_Finalize leaves its memory-mapped log. */
     if (!leave_for_merge())
         ios_core_shutdown();
-}
-
-/* ---- the single-process communicator ------------------------------------------------------ */
-static void local_bcast(void *buf, size_t len) {
-    (void)buf;
-    (void)len;
-}
-static void local_allreduce_i64(int64_t *buf, int n, int op) {
-    (void)buf;
-    (void)n;
-    (void)op;
-}
-static void local_allreduce_f64(double *buf, int n, int op) {
-    (void)buf;
-    (void)n;
-    (void)op;
-}
-static void local_exscan(const int64_t *in, int64_t *out, int n) {
-    (void)in;
-    memset(out, 0, sizeof(int64_t) * (size_t)n);
-}
-static void local_reduce(void *buf, size_t n, size_t elem_size,
-                         void (*combine)(const void *, void *)) {
-    (void)buf;
-    (void)n;
-    (void)elem_size;
-    (void)combine;
-}
-
-const struct ios_comm *ios_local_comm(void) {
-    static const struct ios_comm comm = {
-        .rank = 0,
-        .size = 1,
-        .mpi = 0,
-        .bcast = local_bcast,
-        .allreduce_i64 = local_allreduce_i64,
-        .allreduce_f64 = local_allreduce_f64,
-        .exscan_sum_i64 = local_exscan,
-        .reduce_elems = local_reduce,
-    };
-    return &comm;
 }

@@ -1,13 +1,13 @@
 /* exec: the process image ends (its log is written first) and, if the call fails, goes on
  * (core.c: ios_core_before_exec, ios_core_exec_failed). execl, execlp and execle gather their
  * arguments and call the execv form, as glibc does; glibc's own calls inside it are not seen. */
-#include "iostudy.h"
+#include "wrap.h"
 
 #include <errno.h>
 #include <unistd.h>
 
 /* Calls the real exec; on return (a failure) the image records again, with exec's errno. */
-#define WRAP_EXEC(name, call)                                                                      \
+#define EXEC_WRAP(name, call)                                                                      \
     do {                                                                                           \
         IOS_REAL(name);                                                                            \
         if (!ios_real.name) {                                                                      \
@@ -21,28 +21,28 @@
     } while (0)
 
 IOS_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-    WRAP_EXEC(execve, ios_real.execve(path, argv, envp));
+    EXEC_WRAP(execve, ios_real.execve(path, argv, envp));
 }
 
 IOS_EXPORT int execv(const char *path, char *const argv[]) {
-    WRAP_EXEC(execv, ios_real.execv(path, argv));
+    EXEC_WRAP(execv, ios_real.execv(path, argv));
 }
 
 IOS_EXPORT int execvp(const char *file, char *const argv[]) {
-    WRAP_EXEC(execvp, ios_real.execvp(file, argv));
+    EXEC_WRAP(execvp, ios_real.execvp(file, argv));
 }
 
 IOS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    WRAP_EXEC(execvpe, ios_real.execvpe(file, argv, envp));
+    EXEC_WRAP(execvpe, ios_real.execvpe(file, argv, envp));
 }
 
 IOS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-    WRAP_EXEC(fexecve, ios_real.fexecve(fd, argv, envp));
+    EXEC_WRAP(fexecve, ios_real.fexecve(fd, argv, envp));
 }
 
 IOS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                         int flags) {
-    WRAP_EXEC(execveat, ios_real.execveat(dirfd, path, argv, envp, flags));
+    EXEC_WRAP(execveat, ios_real.execveat(dirfd, path, argv, envp, flags));
 }
 
 /* The arguments of an execl form up to its NULL: their count first, then the array, which
@@ -61,7 +61,7 @@ static void fill_args(char **argv, size_t n, const char *arg, va_list ap) {
     argv[n] = NULL;
 }
 
-#define GATHER_ARGS(argv, arg)                                                                     \
+#define EXEC_GATHER_ARGS(argv, arg)                                                                \
     va_list ap;                                                                                    \
     va_start(ap, arg);                                                                             \
     size_t n_args = count_args(arg, ap);                                                           \
@@ -71,19 +71,19 @@ static void fill_args(char **argv, size_t n, const char *arg, va_list ap) {
     fill_args(argv, n_args, arg, ap)
 
 IOS_EXPORT int execl(const char *path, const char *arg, ...) {
-    GATHER_ARGS(argv, arg);
+    EXEC_GATHER_ARGS(argv, arg);
     va_end(ap);
     return execv(path, argv);
 }
 
 IOS_EXPORT int execlp(const char *file, const char *arg, ...) {
-    GATHER_ARGS(argv, arg);
+    EXEC_GATHER_ARGS(argv, arg);
     va_end(ap);
     return execvp(file, argv);
 }
 
 IOS_EXPORT int execle(const char *path, const char *arg, ...) {
-    GATHER_ARGS(argv, arg);
+    EXEC_GATHER_ARGS(argv, arg);
     if (n_args) /* the NULL that ends the arguments */
         (void)va_arg(ap, char *);
     char *const *envp = va_arg(ap, char *const *);

@@ -5,7 +5,7 @@
  * The library is built without hdf5.h (it loads into programs with any HDF5, or none): hid_t is
  * a 64-bit integer since HDF5 1.10, herr_t an int, H5F_scope_t an enum (int-sized). The real
  * functions are found in the HDF5 library when a wrapper first runs. */
-#include "iostudy.h"
+#include "wrap.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -72,11 +72,9 @@ static void opened(const char *filename, ios_hid fapl, ios_hid file, double t1, 
 
 /* A wrapper of ios_hid H5F<name> params, which opens or creates the file named filename with
  * the access property list fapl. */
-#define WRAP_OPEN(name, params, args)                                                              \
+#define H5F_WRAP_OPEN(name, params, args)                                                          \
     IOS_EXPORT ios_hid H5F##name params {                                                          \
-        static ios_hid(*real) params;                                                              \
-        if (IOS_UNLIKELY(!real))                                                                   \
-            real = real_symbol("H5F" #name);                                                       \
+        IOS_NEXT_REAL(ios_hid, params, "H5F" #name, "HDF5");                                       \
         if (!ios_recording() || !filename)                                                         \
             return real args;                                                                      \
         IOS_TIMED_CALL(ios_hid, ret, real args);                                                   \
@@ -85,9 +83,9 @@ static void opened(const char *filename, ios_hid fapl, ios_hid file, double t1, 
         return ret;                                                                                \
     }
 
-WRAP_OPEN(create, (const char *filename, unsigned flags, ios_hid fcpl, ios_hid fapl),
-          (filename, flags, fcpl, fapl))
-WRAP_OPEN(open, (const char *filename, unsigned flags, ios_hid fapl), (filename, flags, fapl))
+H5F_WRAP_OPEN(create, (const char *filename, unsigned flags, ios_hid fcpl, ios_hid fapl),
+              (filename, flags, fcpl, fapl))
+H5F_WRAP_OPEN(open, (const char *filename, unsigned flags, ios_hid fapl), (filename, flags, fapl))
 
 static int (*real_close)(ios_hid);
 
@@ -162,20 +160,3 @@ void ios_h5f_reset(void) {
     ios_map_free(&files_by_id);
     ios_map_free(&files_by_hid);
 }
-
-/* ---- reduction of shared records: Darshan's H5F rules ------------------------------------- */
-static void h5f_combine(const void *in_v, void *inout_v) {
-    const struct ios_h5f_record *in = in_v;
-    struct ios_h5f_record *io = inout_v;
-    io->counters[H5F_OPENS] += in->counters[H5F_OPENS];
-    io->counters[H5F_FLUSHES] += in->counters[H5F_FLUSHES];
-    io->counters[H5F_USE_MPIIO] |= in->counters[H5F_USE_MPIIO];
-    ios_reduce_starts(io->fcounters, in->fcounters, H5F_F_OPEN_START_TIMESTAMP,
-                      H5F_F_CLOSE_START_TIMESTAMP);
-    ios_reduce_ends(io->fcounters, in->fcounters, H5F_F_OPEN_END_TIMESTAMP,
-                    H5F_F_CLOSE_END_TIMESTAMP);
-    io->fcounters[H5F_F_META_TIME] += in->fcounters[H5F_F_META_TIME];
-}
-
-const struct ios_reducer ios_h5f_reducer = IOS_REDUCER_PLAIN(
-    struct ios_h5f_record, H5F_F_OPEN_START_TIMESTAMP, H5F_F_CLOSE_END_TIMESTAMP, h5f_combine);

@@ -115,10 +115,6 @@ int64_t ios_heatmap_nbins(double run_time, double width) {
     return nbins > 0 ? nbins : 1;
 }
 
-size_t ios_heatmap_record_size(int64_t nbins) {
-    return sizeof(struct ios_heatmap_record_head) + 2 * (size_t)nbins * sizeof(int64_t);
-}
-
 size_t ios_heatmap_record(int api, double width, int64_t nbins, double shift, void *out) {
     const struct ios_heatmap *h = &maps[api];
     int64_t total = 0;

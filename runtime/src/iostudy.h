@@ -1,5 +1,6 @@
-/* Internal interface shared by the runtime's parts (core, modules, log writer, MPI glue).
- * Every symbol the library defines for its own use starts with ios_. */
+/* The interposer's internal interface, shared by its parts (core, modules, shutdown, MPI glue);
+ * it includes the log writer's (logwrite.h). Every symbol the library defines for its own use
+ * starts with ios_. */
 #ifndef IOS_IOSTUDY_H
 #define IOS_IOSTUDY_H
 
@@ -18,34 +19,11 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "darshan_format.h"
+#include "logwrite.h"
 
 #define IOS_VERSION "0.1.0"
-#define IOS_HIDDEN __attribute__((visibility("hidden")))
-/* The wrappers: the only symbols the library exports (CMake hides everything else). In the merge
- * tool, built from the same sources with IOS_TOOL, they stay inside the program. */
-#ifdef IOS_TOOL
-#define IOS_EXPORT IOS_HIDDEN
-#else
+/* The wrappers: the only symbols the library exports (CMake hides everything else). */
 #define IOS_EXPORT __attribute__((visibility("default")))
-#endif
-#define IOS_LIKELY(x) __builtin_expect(!!(x), 1)
-#define IOS_UNLIKELY(x) __builtin_expect(!!(x), 0)
-
-/* ---- the real libc functions ---------------------------------------------------------- */
-struct ios_real_functions {
-#define X(ret, name, params) ret(*name) params;
-#include "real_symbols.def"
-#undef X
-};
-extern struct ios_real_functions ios_real IOS_HIDDEN;
-void ios_resolve_one(void **slot, const char *name) IOS_HIDDEN;
-/* Resolves ios_real.name at its first use (a wrapper may run before the library's constructor:
- * another library's constructor doing I/O). IOS_CALL(name) is the real function, resolved. */
-#define IOS_REAL(name)                                                                             \
-    (IOS_LIKELY(ios_real.name != NULL) ? (void)0 : ios_resolve_one((void **)&ios_real.name, #name))
-#define IOS_CALL(name) (IOS_REAL(name), ios_real.name)
-
 /* ---- runtime state ----------------------------------------------------------------------- */
 enum ios_state {
     IOS_OFF = 0,  /* not started (waiting for MPI_Init), disabled, or failed */
@@ -99,32 +77,6 @@ static inline void ios_leave(void) {
     ios_unlock();
     ios_guard(0);
 }
-
-/* The wrappers of every module are built from one family:
- *   IOS_REAL(name) and IOS_CALL(name), ios_next_symbol(): the real function, resolved;
- *   ios_recording(), ios_enter() and ios_leave(): whether to record, and the guarded section;
- *   IOS_TIMED_CALL(type, ret, call): t1, the real call's result in ret, t2;
- *   IOS_KEEP_ERRNO(stmt): stmt (recording may allocate) with the program's errno kept.
- * The read and write wrappers skip the last: recording there makes no call that sets errno. */
-#define IOS_TIMED_CALL(type, ret, call)                                                            \
-    double t1 = ios_now();                                                                         \
-    IOS_COMPUTED_NOW(t1);                                                                          \
-    type ret = call;                                                                               \
-    double t2 = ios_now();                                                                         \
-    IOS_COMPUTED_NOW(t2)
-/* t is computed here, not where it is used: else the compiler keeps the clock's timespec and
- * the origin alive across the calls and branches between (spills and reloads), not one double. */
-#if defined(__SSE2__)
-#define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+x"(t))
-#else
-#define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+g"(t))
-#endif
-#define IOS_KEEP_ERRNO(stmt)                                                                       \
-    do {                                                                                           \
-        int saved_errno_ = errno;                                                                  \
-        stmt;                                                                                      \
-        errno = saved_errno_;                                                                      \
-    } while (0)
 
 /* Every wrapper reads the clock twice: through the GOT, not a PLT stub (a jump less each). Only
  * this function: -fno-plt for all would bind every libc function the library calls at load
@@ -194,23 +146,9 @@ const char *ios_strip_fs_prefix(const char *filename) IOS_HIDDEN;
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) IOS_HIDDEN;
 void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) IOS_HIDDEN;
 const char *ios_record_name(uint64_t id) IOS_HIDDEN;
-/* Registers a record's name (no memory accounting: for names that come from other logs). */
-int ios_name_record(uint64_t id, const char *name) IOS_HIDDEN;
 /* Darshan's FILE_ALIGNMENT: block size of the file system holding path. */
 int64_t ios_file_alignment(const char *path) IOS_HIDDEN;
 
-/* u64 -> pointer map (open addressing) for record ids and stream pointers. */
-struct ios_map {
-    uint64_t *keys;
-    void **vals;
-    size_t cap, count;
-};
-void *ios_map_get(const struct ios_map *m, uint64_t key) IOS_HIDDEN;
-int ios_map_put(struct ios_map *m, uint64_t key, void *val) IOS_HIDDEN;
-void ios_map_del(struct ios_map *m, uint64_t key) IOS_HIDDEN;
-/* Room for n keys without growing again (one allocation where puts would double many times). */
-int ios_map_reserve(struct ios_map *m, size_t n) IOS_HIDDEN;
-void ios_map_free(struct ios_map *m) IOS_HIDDEN;
 /* The tracked file of a record name: files maps record id -> a module's file struct (file_size
  * bytes) whose first member points to its record (rec_size bytes). A new one is made zeroed,
  * with its record registered and *created set; NULL without memory. Call inside ios_enter(). */
@@ -261,7 +199,6 @@ static inline void ios_timer_add(double *timer, double t1, double t2, double *la
 /* Frequencies of up to 32 distinct non-zero values (access sizes or strides) per file; the four
  * most common are written at shutdown. Zero is never kept, so it is not counted either, and
  * does not take a slot (Darshan counts it in one of its 32, then drops it). */
-#define IOS_CV_SLOTS 32
 struct ios_value_counts {
     int64_t value[IOS_CV_SLOTS]; /* an unused slot holds 0 */
     int64_t count[IOS_CV_SLOTS];
@@ -290,11 +227,6 @@ static inline void ios_value_count(struct ios_value_counts *vc, int64_t v, int64
     else
         ios_common_live(vals, counts, vc);
 }
-/* Merges (value, count) pairs into the four slots vals[0..3] / counts[0..3]: equal values add,
- * order is count descending then value descending, zero values are never kept. */
-void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
-                      const int64_t *in_counts, int n_in) IOS_HIDDEN;
-
 /* ---- robust logs (mmaplog.c) -------------------------------------------------------------- */
 /* The records live in this process's memory-mapped log, a file made at the first record. */
 extern int ios_mmap_on IOS_HIDDEN;
@@ -321,8 +253,6 @@ int ios_mmap_write_log(char *out, size_t outlen, const char **why) IOS_HIDDEN;
 /* Before an exec: the file goes, its mapping stays. If the exec fails, ios_mmap_relink makes
  * the file again from the mapping and maps it in the mapping's place. */
 void ios_mmap_unlink(void) IOS_HIDDEN;
-/* Writes len bytes of buf at off in fd, whatever the short writes and EINTR; 0, or -1 (errno). */
-int ios_write_all(int fd, const void *buf, size_t len, uint64_t off) IOS_HIDDEN;
 void ios_mmap_relink(void) IOS_HIDDEN;
 
 /* ---- heatmap ------------------------------------------------------------------------------ */
@@ -350,16 +280,6 @@ static inline void ios_heatmap_add(int api, int is_write, int64_t bytes, double 
 }
 
 /* ---- modules at shutdown ------------------------------------------------------------------ */
-/* A module's records, copied out at shutdown in on-disk form (rank filled in later). */
-struct ios_record_set {
-    int mod;
-    size_t rec_size; /* fixed record size; 0 for variable-size records (heatmap) */
-    unsigned char *buf;
-    size_t len;   /* bytes used in buf */
-    size_t count; /* records */
-    int in_place; /* set by the caller: buf may be the memory-mapped log's own region */
-    int borrowed; /* buf is that region: neither freed nor grown */
-};
 void ios_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Copies out, as they are, the records of files, a map of record id -> a module's file struct
  * whose first member points to its record. */
@@ -376,7 +296,6 @@ void ios_heatmap_collect(struct ios_record_set *set, double bin_width, int64_t n
 double ios_heatmap_min_width(double end_time) IOS_HIDDEN;
 /* The bins of width seconds that cover run_time (at least one), and a record's size with them. */
 int64_t ios_heatmap_nbins(double run_time, double width) IOS_HIDDEN;
-size_t ios_heatmap_record_size(int64_t nbins) IOS_HIDDEN;
 /* One API's heatmap as a record of nbins bins of width seconds, its times moved on by shift,
  * into out (IOS_HEATMAP_RECORD_MAX bytes hold any); returns its size, 0 for an all-zero heatmap,
  * which is not written. No allocation: _exit's log uses it. */
@@ -389,88 +308,13 @@ void ios_stdio_reset(void) IOS_HIDDEN;
 void ios_h5f_reset(void) IOS_HIDDEN;
 void ios_pnetcdf_file_reset(void) IOS_HIDDEN;
 void ios_heatmap_reset(void) IOS_HIDDEN;
-
-/* How a module's shared records (opened by every rank) are reduced to one rank -1 record. */
-struct ios_reducer {
-    size_t rec_size;
-    /* Counter and fcounter indices of the fastest/slowest rank and the variances; -1 (and bytes,
-     * time NULL) in modules without them (H5F, PNETCDF_FILE). */
-    int fastest_rank, fastest_bytes, slowest_rank, slowest_bytes;  /* counter indices */
-    int fastest_time, slowest_time, variance_time, variance_bytes; /* fcounter indices */
-    int ts_first, ts_last; /* the fcounters that are timestamps */
-    int64_t (*bytes)(const void *rec);
-    double (*time)(const void *rec);
-    void (*combine)(const void *in, void *inout); /* inout = in (+) inout */
-    size_t counters_off, fcounters_off;
-};
-/* The reducer of a module whose counters follow Darshan's names, <P>_FASTEST_RANK, ... */
-#define IOS_REDUCER(P, record, first_ts, last_ts, bytes_fn, time_fn, combine_fn)                   \
-    {                                                                                              \
-        .rec_size = sizeof(record), .fastest_rank = P##_FASTEST_RANK,                              \
-        .fastest_bytes = P##_FASTEST_RANK_BYTES, .slowest_rank = P##_SLOWEST_RANK,                 \
-        .slowest_bytes = P##_SLOWEST_RANK_BYTES, .fastest_time = P##_F_FASTEST_RANK_TIME,          \
-        .slowest_time = P##_F_SLOWEST_RANK_TIME, .variance_time = P##_F_VARIANCE_RANK_TIME,        \
-        .variance_bytes = P##_F_VARIANCE_RANK_BYTES, .ts_first = first_ts, .ts_last = last_ts,     \
-        .bytes = bytes_fn, .time = time_fn, .combine = combine_fn,                                 \
-        .counters_off = offsetof(record, counters), .fcounters_off = offsetof(record, fcounters),  \
-    }
-/* The reducer of a module without rank extremes or variances. */
-#define IOS_REDUCER_PLAIN(record, first_ts, last_ts, combine_fn)                                   \
-    {                                                                                              \
-        .rec_size = sizeof(record), .fastest_rank = -1, .fastest_bytes = -1, .slowest_rank = -1,   \
-        .slowest_bytes = -1, .fastest_time = -1, .slowest_time = -1, .variance_time = -1,          \
-        .variance_bytes = -1, .ts_first = first_ts, .ts_last = last_ts, .combine = combine_fn,     \
-        .counters_off = offsetof(record, counters), .fcounters_off = offsetof(record, fcounters),  \
-    }
-/* The part of every combine that is the same in all modules: the fastest and slowest rank with
- * their bytes and times (logwrite.c). */
-void ios_combine_rank_extremes(const struct ios_reducer *r, const void *in, void *inout) IOS_HIDDEN;
-extern const struct ios_reducer ios_posix_reducer IOS_HIDDEN;
-extern const struct ios_reducer ios_mpiio_reducer IOS_HIDDEN;
-extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;
-extern const struct ios_reducer ios_h5f_reducer IOS_HIDDEN;
-extern const struct ios_reducer ios_pnetcdf_file_reducer IOS_HIDDEN;
-
-/* The modules (modules.def), indexed by IOS_M_<NAME>, in file order. */
-struct ios_module {
-    const char *name;
-    int id, version;
-    size_t rec_size; /* 0: records of their own sizes (Lustre, heatmap) */
-    void (*collect)(struct ios_record_set *set); /* NULL: the heatmap (ios_heatmap_collect) */
+/* The runtime's side of each module (modules.def): its records copied out at shutdown (NULL: the
+ * heatmap, rebinned then, ios_heatmap_collect) and forgotten in a forked child. */
+struct ios_module_ops {
+    void (*collect)(struct ios_record_set *set);
     void (*reset)(void);
-    const struct ios_reducer *reducer; /* shared records' reduction; NULL: none */
-    int in_mmap;                       /* kept in the memory-mapped log */
 };
-enum ios_module_index {
-#define X(NAME, ...) IOS_M_##NAME,
-#include "modules.def"
-#undef X
-    IOS_NMODULES
-};
-extern const struct ios_module ios_modules[IOS_NMODULES] IOS_HIDDEN;
-
-/* Timestamp rules shared by the modules: a first-start timestamp keeps the earliest time (0 is
- * unset), and in a reduction fcounters[first..last] keep the earliest non-zero start or the
- * latest end of in and inout. */
-static inline void ios_first_start(double *ts, double t) {
-    /* Times are never negative, and the bits of non-negative doubles order as the numbers do:
-     * one unsigned comparison asks "unset (+0.0) or later than t". */
-    uint64_t have, now;
-    memcpy(&have, ts, sizeof have);
-    memcpy(&now, &t, sizeof now);
-    if (have - 1 >= now)
-        *ts = t;
-}
-static inline void ios_reduce_starts(double *fc, const double *ifc, int first, int last) {
-    for (int j = first; j <= last; j++)
-        if (ifc[j] > 0)
-            ios_first_start(&fc[j], ifc[j]);
-}
-static inline void ios_reduce_ends(double *fc, const double *ifc, int first, int last) {
-    for (int j = first; j <= last; j++)
-        if (ifc[j] > fc[j])
-            fc[j] = ifc[j];
-}
+extern const struct ios_module_ops ios_module_ops[IOS_NMODULES] IOS_HIDDEN;
 
 /* The name a file was recorded under: of a tracked descriptor (fdopen names its stream after
  * it), of a tracked stream (fileno gives its descriptor the stream's record). NULL if untracked. */
@@ -493,7 +337,6 @@ int ios_lustre_query(int fd, struct ios_lustre_layout *out) IOS_HIDDEN;
 void ios_lustre_file_opened(uint64_t id, const char *name, int fd) IOS_HIDDEN;
 void ios_lustre_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_lustre_reset(void) IOS_HIDDEN;
-size_t ios_lustre_record_size(const void *rec) IOS_HIDDEN;
 
 /* ---- the job record (jobinfo.c) ---------------------------------------------------------- */
 void ios_job_save_args(int argc, char **argv) IOS_HIDDEN;
@@ -505,9 +348,6 @@ void ios_job_exe_mounts(char *out, size_t outlen) IOS_HIDDEN;
 void ios_job_metadata(char *out, size_t outlen) IOS_HIDDEN;
 int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size_t stemlen,
                      const char **why) IOS_HIDDEN;
-/* The log written at path gets its final name, <stem>_<secs>.darshan (Darshan's: secs is how long
- * the write took), when it has a stem, and is made read-only; path then names it. */
-void ios_job_log_finish(char *path, size_t pathlen, const char *stem, int secs) IOS_HIDDEN;
 uint64_t ios_partial_flags(void) IOS_HIDDEN;
 /* Records of the module are missing (memory ran out, or a request could not be tracked); call
  * inside ios_enter(). */
@@ -531,29 +371,6 @@ void *ios_next_symbol(const char *name, const char *library) IOS_HIDDEN;
 /* A stand-in for a missing real function (one warning): calling it fails with -1 and ENOSYS. */
 void *ios_missing_symbol(const char *name, const char *library) IOS_HIDDEN;
 
-/* Collective operations the shutdown needs; provided by the MPI plugin of the program's MPI
- * flavour (mpi_plugin.c) or by the single-process implementation in core.c. */
-struct ios_comm {
-    int rank, size;
-    int mpi; /* 1: an MPI job, whose shared records are reduced; 0: a single process */
-    void (*bcast)(void *buf, size_t len);               /* from rank 0 */
-    void (*allreduce_i64)(int64_t *buf, int n, int op); /* op: IOS_OP_* */
-    void (*allreduce_f64)(double *buf, int n, int op);
-    void (*exscan_sum_i64)(const int64_t *in, int64_t *out, int n);
-    /* Reduces n elements of elem_size bytes into rank 0's buf, in rank order, with combine. */
-    void (*reduce_elems)(void *buf, size_t n, size_t elem_size,
-                         void (*combine)(const void *in, void *inout));
-    /* What the MPI-IO wrappers need to know of MPI's handles, which mpiio.c passes as opaque
-     * uintptr_t (an int in MPICH, a pointer in Open MPI). NULL without a plugin. */
-    int64_t (*type_bytes)(uintptr_t datatype, int64_t count); /* count elements, in bytes */
-    int (*comm_size)(uintptr_t comm);
-    int (*info_is_null)(uintptr_t info);
-};
-enum { IOS_OP_SUM, IOS_OP_MIN, IOS_OP_MAX, IOS_OP_BAND, IOS_OP_BOR };
-typedef int (*ios_mpi_plugin_init_fn)(struct ios_comm *comm);
-
-/* The communicator of a single process (core.c). */
-const struct ios_comm *ios_local_comm(void) IOS_HIDDEN;
 /* Writes the job's log; returns non-zero when this rank's part of it could not be written. */
 int ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
 /* Warns that the log path ("" if none was named) could not be written, why, and where the

@@ -345,11 +345,3 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
     snprintf(path, pathlen, "%s.darshan_partial", stem);
     return 0;
 }
-
-void ios_job_log_finish(char *path, size_t pathlen, const char *stem, int secs) {
-    static char final[PATH_MAX]; /* not on the stack of a signal handler (_exit, exec) */
-    if (stem[0] && snprintf(final, sizeof final, "%s_%d.darshan", stem, secs) > 0 &&
-        IOS_CALL(rename)(path, final) == 0)
-        snprintf(path, pathlen, "%s", final);
-    chmod(path, 0400);
-}

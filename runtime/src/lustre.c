@@ -129,16 +129,6 @@ int ios_lustre_query(int fd, struct ios_lustre_layout *out) {
 /* ---- records ----------------------------------------------------------------------------- */
 static struct ios_map records; /* record id -> struct ios_lustre_record_head (+ its parts) */
 
-static size_t record_size(int64_t comps, int64_t stripes) {
-    return sizeof(struct ios_lustre_record_head) +
-           (size_t)comps * sizeof(struct ios_lustre_component) + (size_t)stripes * sizeof(int64_t);
-}
-
-size_t ios_lustre_record_size(const void *rec) {
-    const struct ios_lustre_record_head *head = rec;
-    return record_size(head->num_comps, head->num_stripes);
-}
-
 /* Whether the folders files were opened in are on Lustre: asked of the kernel (fstatfs) once
  * per folder, not once per file (a system call more per new file was most of what creating
  * many files cost under the runtime). A folder's files are on its file system, but for a file
@@ -171,7 +161,7 @@ void ios_lustre_file_opened(uint64_t id, const char *name, int fd) {
     if (ios_lustre_query(fd, &layout) != 0)
         return;
     ios_lock();
-    size_t size = record_size(layout.num_comps, layout.num_stripes);
+    size_t size = ios_lustre_size(layout.num_comps, layout.num_stripes);
     struct ios_lustre_record_head *head =
         ios_map_get(&records, id) ? NULL : ios_register_record(IOS_MOD_LUSTRE, id, name, size);
     if (head && ios_map_put(&records, id, head) == 0) {

@@ -238,21 +238,6 @@ void ios_mmap_forget(void) {
 }
 
 /* ---- _exit and exec -------------------------------------------------------------------------- */
-int ios_write_all(int fd, const void *buf, size_t len, uint64_t off) {
-    const unsigned char *p = buf;
-    while (len > 0) {
-        ssize_t n = IOS_CALL(pwrite)(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
-
 /* The heatmaps of this process as HEATMAP records, in a static buffer (a signal handler's stack
  * may be small); its length in *len. */
 static const unsigned char *heatmap_records(double run_time, size_t *len) {
@@ -323,7 +308,7 @@ int ios_mmap_write_log(char *out, size_t outlen, const char **why) {
         unlink(out);
         return -1;
     }
-    ios_job_log_finish(out, outlen, stem, 1); /* written in under a second */
+    ios_log_finish(out, outlen, stem, 1); /* written in under a second */
     return 0;
 }
 

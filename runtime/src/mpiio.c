@@ -10,7 +10,7 @@
  * 64-bit ABIs, and the wrapper hands the same slot on unchanged). Only the MPI plugin, compiled
  * against the program's MPI, looks inside them (struct ios_comm's type_bytes, comm_size,
  * info_is_null). Until the plugin is loaded, at MPI_Init, the wrappers only pass through. */
-#include "iostudy.h"
+#include "wrap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,7 +113,7 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
 }
 
 /* Runs the real call, timed, with this thread's depth raised; ret and [t1, t2] for the caller. */
-#define TIMED(ret, call)                                                                           \
+#define MPIIO_TIMED(ret, call)                                                                     \
     IOS_TIMED_CALL(int, ret, (depth++, call));                                                     \
     depth--;                                                                                       \
     int saved_errno = errno
@@ -121,14 +121,12 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
 /* Each wrapper is exported under both names: programs and MPICH's Fortran bindings call
  * MPI_File_*, Open MPI's Fortran bindings call PMPI_File_*. The real call is always the MPI
  * library's PMPI_File_*. */
-#define WRAPPER(name, params, args, record)                                                        \
+#define MPIIO_WRAP(name, params, args, record)                                                     \
     IOS_EXPORT int MPI_File_##name params {                                                        \
-        static int(*real) params;                                                                  \
-        if (IOS_UNLIKELY(!real))                                                                   \
-            real = ios_next_symbol("PMPI_File_" #name, "MPI");                                     \
+        IOS_NEXT_REAL(int, params, "PMPI_File_" #name, "MPI");                                     \
         if (!active())                                                                             \
             return real args;                                                                      \
-        TIMED(ret, real args);                                                                     \
+        MPIIO_TIMED(ret, real args);                                                               \
         if (ret == 0)                                                                              \
             record;                                                                                \
         errno = saved_errno;                                                                       \
@@ -137,26 +135,26 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
     IOS_EXPORT int PMPI_File_##name params __attribute__((alias("MPI_File_" #name)))
 
 /* ---- reads and writes (mpiio_calls.def) -------------------------------------------------- */
-#define PARAMS_BUF (ios_file fh, void *buf, int count, ios_handle dt, void *status_or_request)
-#define ARGS_BUF (fh, buf, count, dt, status_or_request)
-#define PARAMS_AT_BUF                                                                              \
+#define MPIIO_PARAMS_BUF (ios_file fh, void *buf, int count, ios_handle dt, void *status_or_request)
+#define MPIIO_ARGS_BUF (fh, buf, count, dt, status_or_request)
+#define MPIIO_PARAMS_AT_BUF                                                                        \
     (ios_file fh, ios_offset off, void *buf, int count, ios_handle dt, void *status_or_request)
-#define ARGS_AT_BUF (fh, off, buf, count, dt, status_or_request)
-#define PARAMS_BEGIN (ios_file fh, void *buf, int count, ios_handle dt)
-#define ARGS_BEGIN (fh, buf, count, dt)
-#define PARAMS_AT_BEGIN (ios_file fh, ios_offset off, void *buf, int count, ios_handle dt)
-#define ARGS_AT_BEGIN (fh, off, buf, count, dt)
+#define MPIIO_ARGS_AT_BUF (fh, off, buf, count, dt, status_or_request)
+#define MPIIO_PARAMS_BEGIN (ios_file fh, void *buf, int count, ios_handle dt)
+#define MPIIO_ARGS_BEGIN (fh, buf, count, dt)
+#define MPIIO_PARAMS_AT_BEGIN (ios_file fh, ios_offset off, void *buf, int count, ios_handle dt)
+#define MPIIO_ARGS_AT_BEGIN (fh, off, buf, count, dt)
 
 #define X(name, shape, dir, kind)                                                                  \
-    WRAPPER(name, PARAMS_##shape, ARGS_##shape,                                                    \
-            count_rw(fh, IO_##dir == IO_WRITE, MPIIO_##kind##_##dir##S, count, dt, t1, t2));
+    MPIIO_WRAP(name, MPIIO_PARAMS_##shape, MPIIO_ARGS_##shape,                                     \
+               count_rw(fh, IO_##dir == IO_WRITE, MPIIO_##kind##_##dir##S, count, dt, t1, t2));
 #include "mpiio_calls.def"
 #undef X
 
 /* ---- open, close, sync, views -------------------------------------------------------------- */
-WRAPPER(open, (ios_handle comm, const char *filename, int amode, ios_handle info, ios_file *fh),
-        (comm, filename, amode, info, fh),
-        if (filename && fh) opened(comm, filename, amode, info, *fh, t1, t2));
+MPIIO_WRAP(open, (ios_handle comm, const char *filename, int amode, ios_handle info, ios_file *fh),
+           (comm, filename, amode, info, fh),
+           if (filename && fh) opened(comm, filename, amode, info, *fh, t1, t2));
 
 static void closed(ios_file fh, double t1, double t2) {
     if (!ios_enter())
@@ -174,13 +172,11 @@ static void closed(ios_file fh, double t1, double t2) {
 
 /* MPI_File_close sets *fh to MPI_FILE_NULL: the handle is taken before the call. */
 IOS_EXPORT int MPI_File_close(ios_file *fh) {
-    static int (*real)(ios_file *);
-    if (IOS_UNLIKELY(!real))
-        real = ios_next_symbol("PMPI_File_close", "MPI");
+    IOS_NEXT_REAL(int, (ios_file *), "PMPI_File_close", "MPI");
     if (!active() || !fh)
         return real(fh);
     ios_file handle = *fh;
-    TIMED(ret, real(fh));
+    MPIIO_TIMED(ret, real(fh));
     if (ret == 0)
         closed(handle, t1, t2);
     errno = saved_errno;
@@ -199,7 +195,7 @@ static void synced(ios_file fh, double t1, double t2) {
     }
     ios_leave();
 }
-WRAPPER(sync, (ios_file fh), (fh), synced(fh, t1, t2));
+MPIIO_WRAP(sync, (ios_file fh), (fh), synced(fh, t1, t2));
 
 static void view_set(ios_file fh, ios_handle info, double t1, double t2) {
     int no_hints = mpi->info_is_null(info);
@@ -214,10 +210,10 @@ static void view_set(ios_file fh, ios_handle info, double t1, double t2) {
     }
     ios_leave();
 }
-WRAPPER(set_view,
-        (ios_file fh, ios_offset disp, ios_handle etype, ios_handle filetype, const char *datarep,
-         ios_handle info),
-        (fh, disp, etype, filetype, datarep, info), view_set(fh, info, t1, t2));
+MPIIO_WRAP(set_view,
+           (ios_file fh, ios_offset disp, ios_handle etype, ios_handle filetype,
+            const char *datarep, ios_handle info),
+           (fh, disp, etype, filetype, datarep, info), view_set(fh, info, t1, t2));
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
 void ios_mpiio_collect(struct ios_record_set *set) {
@@ -247,51 +243,3 @@ void ios_mpiio_reset(void) {
     ios_map_free(&files_by_id);
     ios_map_free(&files_by_fh);
 }
-
-/* ---- reduction of shared records (reference §7) ---------------------------------------------- */
-static int64_t mpiio_bytes(const void *rec) {
-    const struct ios_mpiio_record *r = rec;
-    return r->counters[MPIIO_BYTES_READ] + r->counters[MPIIO_BYTES_WRITTEN];
-}
-
-static double mpiio_time(const void *rec) {
-    const struct ios_mpiio_record *r = rec;
-    return r->fcounters[MPIIO_F_READ_TIME] + r->fcounters[MPIIO_F_WRITE_TIME] +
-           r->fcounters[MPIIO_F_META_TIME];
-}
-
-static void mpiio_combine(const void *in_v, void *inout_v) {
-    const struct ios_mpiio_record *in = in_v;
-    struct ios_mpiio_record *io = inout_v;
-    int64_t *c = io->counters;
-    const int64_t *ic = in->counters;
-    for (int j = MPIIO_INDEP_OPENS; j <= MPIIO_VIEWS; j++)
-        c[j] += ic[j];
-    c[MPIIO_MODE] = ic[MPIIO_MODE] ? ic[MPIIO_MODE] : c[MPIIO_MODE];
-    for (int j = MPIIO_BYTES_READ; j <= MPIIO_RW_SWITCHES; j++)
-        c[j] += ic[j];
-    for (int j = MPIIO_SIZE_READ_AGG_0_100; j <= MPIIO_SIZE_WRITE_AGG_1G_PLUS; j++)
-        c[j] += ic[j];
-    ios_common_merge(&c[MPIIO_ACCESS1_ACCESS], &c[MPIIO_ACCESS1_COUNT], &ic[MPIIO_ACCESS1_ACCESS],
-                     &ic[MPIIO_ACCESS1_COUNT], 4);
-
-    double *fc = io->fcounters;
-    const double *ifc = in->fcounters;
-    ios_reduce_starts(fc, ifc, MPIIO_F_OPEN_START_TIMESTAMP, MPIIO_F_CLOSE_START_TIMESTAMP);
-    ios_reduce_ends(fc, ifc, MPIIO_F_OPEN_END_TIMESTAMP, MPIIO_F_CLOSE_END_TIMESTAMP);
-    for (int j = MPIIO_F_READ_TIME; j <= MPIIO_F_META_TIME; j++)
-        fc[j] += ifc[j];
-    if (ifc[MPIIO_F_MAX_READ_TIME] > fc[MPIIO_F_MAX_READ_TIME]) {
-        fc[MPIIO_F_MAX_READ_TIME] = ifc[MPIIO_F_MAX_READ_TIME];
-        c[MPIIO_MAX_READ_TIME_SIZE] = ic[MPIIO_MAX_READ_TIME_SIZE];
-    }
-    if (ifc[MPIIO_F_MAX_WRITE_TIME] > fc[MPIIO_F_MAX_WRITE_TIME]) {
-        fc[MPIIO_F_MAX_WRITE_TIME] = ifc[MPIIO_F_MAX_WRITE_TIME];
-        c[MPIIO_MAX_WRITE_TIME_SIZE] = ic[MPIIO_MAX_WRITE_TIME_SIZE];
-    }
-    ios_combine_rank_extremes(&ios_mpiio_reducer, in, io);
-}
-
-const struct ios_reducer ios_mpiio_reducer =
-    IOS_REDUCER(MPIIO, struct ios_mpiio_record, MPIIO_F_OPEN_START_TIMESTAMP,
-                MPIIO_F_CLOSE_END_TIMESTAMP, mpiio_bytes, mpiio_time, mpiio_combine);

@@ -6,7 +6,7 @@
  * The library is built without pnetcdf.h and mpi.h: MPI_Comm and MPI_Info are passed through as
  * uintptr_t exactly as mpiio.c passes them (see its header), MPI_Offset is long long. The real
  * functions are found in the PnetCDF library when a wrapper first runs. */
-#include "iostudy.h"
+#include "wrap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,32 +56,30 @@ static void opened(const char *path, int ncid, int counter, double t1, double t2
 }
 
 /* Runs the real call, timed; ret and [t1, t2] for the caller. */
-#define TIMED(ret, call)                                                                           \
+#define PNC_TIMED(ret, call)                                                                       \
     IOS_TIMED_CALL(int, ret, call);                                                                \
     int saved_errno = errno
 
 /* A wrapper of int ncmpi_<name> params: the real call, then record (with ret, t1, t2) when the
  * call succeeded, or always (waits). */
-#define WRAPPER(name, params, args, always, record)                                                \
+#define PNC_WRAP(name, params, args, always, record)                                               \
     IOS_EXPORT int ncmpi_##name params {                                                           \
-        static int(*real) params;                                                                  \
-        if (IOS_UNLIKELY(!real))                                                                   \
-            real = real_symbol("ncmpi_" #name);                                                    \
+        IOS_NEXT_REAL(int, params, "ncmpi_" #name, "PnetCDF");                                     \
         if (!ios_recording())                                                                      \
             return real args;                                                                      \
-        TIMED(ret, real args);                                                                     \
+        PNC_TIMED(ret, real args);                                                                 \
         if (always || ret == IOS_NC_NOERR)                                                         \
             record;                                                                                \
         errno = saved_errno;                                                                       \
         return ret;                                                                                \
     }
 
-WRAPPER(create, (ios_handle comm, const char *path, int cmode, ios_handle info, int *ncidp),
-        (comm, path, cmode, info, ncidp), 0,
-        if (path && ncidp) opened(path, *ncidp, PNETCDF_FILE_CREATES, t1, t2))
-WRAPPER(open, (ios_handle comm, const char *path, int omode, ios_handle info, int *ncidp),
-        (comm, path, omode, info, ncidp), 0,
-        if (path && ncidp) opened(path, *ncidp, PNETCDF_FILE_OPENS, t1, t2))
+PNC_WRAP(create, (ios_handle comm, const char *path, int cmode, ios_handle info, int *ncidp),
+         (comm, path, cmode, info, ncidp), 0,
+         if (path && ncidp) opened(path, *ncidp, PNETCDF_FILE_CREATES, t1, t2))
+PNC_WRAP(open, (ios_handle comm, const char *path, int omode, ios_handle info, int *ncidp),
+         (comm, path, omode, info, ncidp), 0,
+         if (path && ncidp) opened(path, *ncidp, PNETCDF_FILE_OPENS, t1, t2))
 
 /* enddef, redef, sync: meta time, and the counter (-1: none). */
 static void meta_call(int ncid, int counter, double t1, double t2) {
@@ -95,9 +93,9 @@ static void meta_call(int ncid, int counter, double t1, double t2) {
     }
     ios_leave();
 }
-WRAPPER(enddef, (int ncid), (ncid), 0, meta_call(ncid, -1, t1, t2))
-WRAPPER(redef, (int ncid), (ncid), 0, meta_call(ncid, PNETCDF_FILE_REDEFS, t1, t2))
-WRAPPER(sync, (int ncid), (ncid), 0, meta_call(ncid, PNETCDF_FILE_SYNCS, t1, t2))
+PNC_WRAP(enddef, (int ncid), (ncid), 0, meta_call(ncid, -1, t1, t2))
+PNC_WRAP(redef, (int ncid), (ncid), 0, meta_call(ncid, PNETCDF_FILE_REDEFS, t1, t2))
+PNC_WRAP(sync, (int ncid), (ncid), 0, meta_call(ncid, PNETCDF_FILE_SYNCS, t1, t2))
 
 /* counter: PNETCDF_FILE_INDEP_WAITS or _COLL_WAITS, counted when the wait succeeded. */
 static void waited(int ncid, int ret, int counter, double t1, double t2) {
@@ -113,10 +111,10 @@ static void waited(int ncid, int ret, int counter, double t1, double t2) {
     }
     ios_leave();
 }
-WRAPPER(wait, (int ncid, int num, int *requests, int *statuses), (ncid, num, requests, statuses), 1,
-        waited(ncid, ret, PNETCDF_FILE_INDEP_WAITS, t1, t2))
-WRAPPER(wait_all, (int ncid, int num, int *requests, int *statuses),
-        (ncid, num, requests, statuses), 1, waited(ncid, ret, PNETCDF_FILE_COLL_WAITS, t1, t2))
+PNC_WRAP(wait, (int ncid, int num, int *requests, int *statuses), (ncid, num, requests, statuses),
+         1, waited(ncid, ret, PNETCDF_FILE_INDEP_WAITS, t1, t2))
+PNC_WRAP(wait_all, (int ncid, int num, int *requests, int *statuses),
+         (ncid, num, requests, statuses), 1, waited(ncid, ret, PNETCDF_FILE_COLL_WAITS, t1, t2))
 
 /* PnetCDF's count of the bytes a file moved (ncmpi_inq_put_size, _get_size); -1 when it
  * cannot tell. */
@@ -173,7 +171,7 @@ IOS_EXPORT int ncmpi_close(int ncid) {
         ios_guard(0);
         errno = saved;
     }
-    TIMED(ret, real(ncid));
+    PNC_TIMED(ret, real(ncid));
     if (ret == IOS_NC_NOERR && tracked)
         closed(ncid, put, get, t1, t2);
     errno = saved_errno;
@@ -190,21 +188,3 @@ void ios_pnetcdf_file_reset(void) {
     ios_map_free(&files_by_id);
     ios_map_free(&files_by_ncid);
 }
-
-/* ---- reduction of shared records: Darshan's PNETCDF_FILE rules ---------------------------- */
-static void pnetcdf_file_combine(const void *in_v, void *inout_v) {
-    const struct ios_pnetcdf_file_record *in = in_v;
-    struct ios_pnetcdf_file_record *io = inout_v;
-    for (int j = 0; j < PNETCDF_FILE_NUM_INDICES; j++)
-        io->counters[j] += in->counters[j];
-    ios_reduce_starts(io->fcounters, in->fcounters, PNETCDF_FILE_F_OPEN_START_TIMESTAMP,
-                      PNETCDF_FILE_F_WAIT_START_TIMESTAMP);
-    ios_reduce_ends(io->fcounters, in->fcounters, PNETCDF_FILE_F_OPEN_END_TIMESTAMP,
-                    PNETCDF_FILE_F_WAIT_END_TIMESTAMP);
-    io->fcounters[PNETCDF_FILE_F_META_TIME] += in->fcounters[PNETCDF_FILE_F_META_TIME];
-    io->fcounters[PNETCDF_FILE_F_WAIT_TIME] += in->fcounters[PNETCDF_FILE_F_WAIT_TIME];
-}
-
-const struct ios_reducer ios_pnetcdf_file_reducer =
-    IOS_REDUCER_PLAIN(struct ios_pnetcdf_file_record, PNETCDF_FILE_F_OPEN_START_TIMESTAMP,
-                      PNETCDF_FILE_F_WAIT_END_TIMESTAMP, pnetcdf_file_combine);

@@ -1,6 +1,6 @@
 /* STDIO module: wrappers of the buffered stream calls and Darshan's STDIO v2 record
  * (reference §6.3), including the <STDIN>, <STDOUT> and <STDERR> records. */
-#include "iostudy.h"
+#include "wrap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,8 +87,8 @@ count_rw_inline(FILE *stream, int is_write, int is_flush, int64_t bytes, double 
 }
 /* Inlined in every wrapper, where the kind's branches fold away (a call and its register
  * shuffle were a tenth of what a wrapper adds). */
-#define OP_READ(bytes) count_rw_inline(target, 0, 0, bytes, t1, t2)
-#define OP_WRITE(bytes) count_rw_inline(target, 1, 0, bytes, t1, t2)
+#define STDIO_COUNT_READ(bytes) count_rw_inline(target, 0, 0, bytes, t1, t2)
+#define STDIO_COUNT_WRITE(bytes) count_rw_inline(target, 1, 0, bytes, t1, t2)
 
 enum meta_op { META_SEEK, META_TELL };
 
@@ -161,31 +161,25 @@ static void opened(FILE *stream, const char *path, double t1, double t2) {
 }
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
-#define WRAP_OPEN(name, call, path)                                                                \
-    IOS_REAL(name);                                                                                \
-    if (!ios_recording())                                                                          \
-        return call;                                                                               \
-    IOS_TIMED_CALL(FILE *, ret, call);                                                             \
+#define STDIO_WRAP_OPEN(name, call, path)                                                          \
+    IOS_WRAP_TIMED(name, FILE *, call);                                                            \
     opened(ret, path, t1, t2);                                                                     \
     return ret
 
 IOS_EXPORT FILE *fopen(const char *path, const char *mode) {
-    WRAP_OPEN(fopen, ios_real.fopen(path, mode), path);
+    STDIO_WRAP_OPEN(fopen, ios_real.fopen(path, mode), path);
 }
 IOS_EXPORT FILE *fopen64(const char *path, const char *mode) {
-    WRAP_OPEN(fopen64, ios_real.fopen64(path, mode), path);
+    STDIO_WRAP_OPEN(fopen64, ios_real.fopen64(path, mode), path);
 }
 IOS_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream) {
-    WRAP_OPEN(freopen, ios_real.freopen(path, mode, stream), path);
+    STDIO_WRAP_OPEN(freopen, ios_real.freopen(path, mode, stream), path);
 }
 IOS_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream) {
-    WRAP_OPEN(freopen64, ios_real.freopen64(path, mode, stream), path);
+    STDIO_WRAP_OPEN(freopen64, ios_real.freopen64(path, mode, stream), path);
 }
 IOS_EXPORT FILE *fdopen(int fd, const char *mode) {
-    IOS_REAL(fdopen);
-    if (!ios_recording())
-        return ios_real.fdopen(fd, mode);
-    IOS_TIMED_CALL(FILE *, ret, ios_real.fdopen(fd, mode));
+    IOS_WRAP_TIMED(fdopen, FILE *, ios_real.fdopen(fd, mode));
     int saved = errno;
     if (ret && ios_enter()) {
         /* The stream is named after the file the descriptor was opened as. */
@@ -198,53 +192,55 @@ IOS_EXPORT FILE *fdopen(int fd, const char *mode) {
     return ret;
 }
 
-/* Times the real call and, when ok holds, runs record (OP_READ, OP_WRITE or a count_*). */
-#define WRAP(name, type, call, stream, ok, record)                                                 \
-    IOS_REAL(name);                                                                                \
-    if (!ios_recording())                                                                          \
-        return call;                                                                               \
+/* Times the real call and, when ok holds, runs record (STDIO_COUNT_READ, STDIO_COUNT_WRITE or a
+ * count_*) on the stream, target. */
+#define STDIO_WRAP(name, type, call, stream, ok, record)                                           \
+    IOS_WRAP_TIMED(name, type, call);                                                              \
     FILE *target = stream;                                                                         \
-    IOS_TIMED_CALL(type, ret, call);                                                               \
     if (ok)                                                                                        \
         record;                                                                                    \
     return ret
 
 IOS_EXPORT size_t fwrite(const void *ptr, size_t size, size_t n, FILE *stream) {
-    WRAP(fwrite, size_t, ios_real.fwrite(ptr, size, n, stream), stream, ret > 0,
-         OP_WRITE((int64_t)(size * ret)));
+    STDIO_WRAP(fwrite, size_t, ios_real.fwrite(ptr, size, n, stream), stream, ret > 0,
+               STDIO_COUNT_WRITE((int64_t)(size * ret)));
 }
 IOS_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *stream) {
-    WRAP(fread, size_t, ios_real.fread(ptr, size, n, stream), stream, ret > 0,
-         OP_READ((int64_t)(size * ret)));
+    STDIO_WRAP(fread, size_t, ios_real.fread(ptr, size, n, stream), stream, ret > 0,
+               STDIO_COUNT_READ((int64_t)(size * ret)));
 }
 IOS_EXPORT int fputs(const char *s, FILE *stream) {
-    WRAP(fputs, int, ios_real.fputs(s, stream), stream, ret >= 0, OP_WRITE((int64_t)strlen(s)));
+    STDIO_WRAP(fputs, int, ios_real.fputs(s, stream), stream, ret >= 0,
+               STDIO_COUNT_WRITE((int64_t)strlen(s)));
 }
 IOS_EXPORT int puts(const char *s) {
-    WRAP(puts, int, ios_real.puts(s), stdout, ret >= 0, OP_WRITE((int64_t)strlen(s) + 1));
+    STDIO_WRAP(puts, int, ios_real.puts(s), stdout, ret >= 0,
+               STDIO_COUNT_WRITE((int64_t)strlen(s) + 1));
 }
 IOS_EXPORT int fputc(int ch, FILE *stream) {
-    WRAP(fputc, int, ios_real.fputc(ch, stream), stream, ret != EOF, OP_WRITE(1));
+    STDIO_WRAP(fputc, int, ios_real.fputc(ch, stream), stream, ret != EOF, STDIO_COUNT_WRITE(1));
 }
 IOS_EXPORT int putc(int ch, FILE *stream) {
-    WRAP(putc, int, ios_real.putc(ch, stream), stream, ret != EOF, OP_WRITE(1));
+    STDIO_WRAP(putc, int, ios_real.putc(ch, stream), stream, ret != EOF, STDIO_COUNT_WRITE(1));
 }
 IOS_EXPORT int putchar(int ch) {
-    WRAP(putchar, int, ios_real.putchar(ch), stdout, ret != EOF, OP_WRITE(1));
+    STDIO_WRAP(putchar, int, ios_real.putchar(ch), stdout, ret != EOF, STDIO_COUNT_WRITE(1));
 }
 IOS_EXPORT int vfprintf(FILE *stream, const char *fmt, va_list ap) {
-    WRAP(vfprintf, int, ios_real.vfprintf(stream, fmt, ap), stream, ret > 0, OP_WRITE(ret));
+    STDIO_WRAP(vfprintf, int, ios_real.vfprintf(stream, fmt, ap), stream, ret > 0,
+               STDIO_COUNT_WRITE(ret));
 }
 IOS_EXPORT int vprintf(const char *fmt, va_list ap) {
-    WRAP(vfprintf, int, ios_real.vfprintf(stdout, fmt, ap), stdout, ret > 0, OP_WRITE(ret));
+    STDIO_WRAP(vfprintf, int, ios_real.vfprintf(stdout, fmt, ap), stdout, ret > 0,
+               STDIO_COUNT_WRITE(ret));
 }
 IOS_EXPORT int __vfprintf_chk(FILE *stream, int flag, const char *fmt, va_list ap) {
-    WRAP(__vfprintf_chk, int, ios_real.__vfprintf_chk(stream, flag, fmt, ap), stream, ret > 0,
-         OP_WRITE(ret));
+    STDIO_WRAP(__vfprintf_chk, int, ios_real.__vfprintf_chk(stream, flag, fmt, ap), stream, ret > 0,
+               STDIO_COUNT_WRITE(ret));
 }
 IOS_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap) {
-    WRAP(__vfprintf_chk, int, ios_real.__vfprintf_chk(stdout, flag, fmt, ap), stdout, ret > 0,
-         OP_WRITE(ret));
+    STDIO_WRAP(__vfprintf_chk, int, ios_real.__vfprintf_chk(stdout, flag, fmt, ap), stdout, ret > 0,
+               STDIO_COUNT_WRITE(ret));
 }
 /* The variadic forms go through the v* wrappers above. */
 IOS_EXPORT int fprintf(FILE *stream, const char *fmt, ...) {
@@ -277,22 +273,22 @@ IOS_EXPORT int __printf_chk(int flag, const char *fmt, ...) {
 }
 
 IOS_EXPORT char *fgets(char *s, int size, FILE *stream) {
-    WRAP(fgets, char *, ios_real.fgets(s, size, stream), stream, ret != NULL,
-         OP_READ((int64_t)strlen(ret)));
+    STDIO_WRAP(fgets, char *, ios_real.fgets(s, size, stream), stream, ret != NULL,
+               STDIO_COUNT_READ((int64_t)strlen(ret)));
 }
 IOS_EXPORT char *__fgets_chk(char *s, size_t buflen, int size, FILE *stream) {
-    WRAP(__fgets_chk, char *, ios_real.__fgets_chk(s, buflen, size, stream), stream, ret != NULL,
-         OP_READ((int64_t)strlen(ret)));
+    STDIO_WRAP(__fgets_chk, char *, ios_real.__fgets_chk(s, buflen, size, stream), stream,
+               ret != NULL, STDIO_COUNT_READ((int64_t)strlen(ret)));
 }
 IOS_EXPORT size_t __fread_chk(void *ptr, size_t buflen, size_t size, size_t n, FILE *stream) {
-    WRAP(__fread_chk, size_t, ios_real.__fread_chk(ptr, buflen, size, n, stream), stream, ret > 0,
-         OP_READ((int64_t)(size * ret)));
+    STDIO_WRAP(__fread_chk, size_t, ios_real.__fread_chk(ptr, buflen, size, n, stream), stream,
+               ret > 0, STDIO_COUNT_READ((int64_t)(size * ret)));
 }
 IOS_EXPORT int fgetc(FILE *stream) {
-    WRAP(fgetc, int, ios_real.fgetc(stream), stream, ret != EOF, OP_READ(1));
+    STDIO_WRAP(fgetc, int, ios_real.fgetc(stream), stream, ret != EOF, STDIO_COUNT_READ(1));
 }
 IOS_EXPORT int getc(FILE *stream) {
-    WRAP(getc, int, ios_real.getc(stream), stream, ret != EOF, OP_READ(1));
+    STDIO_WRAP(getc, int, ios_real.getc(stream), stream, ret != EOF, STDIO_COUNT_READ(1));
 }
 
 /* The _unlocked forms (glibc, and what coreutils call: seq, sort, cut): the same operations
@@ -301,54 +297,61 @@ IOS_EXPORT int getc(FILE *stream) {
  * reach libc only when the buffer is empty or full, and are not seen. (The parentheses keep
  * the header's macros of fwrite_unlocked and fread_unlocked out.) */
 IOS_EXPORT size_t(fwrite_unlocked)(const void *ptr, size_t size, size_t n, FILE *stream) {
-    WRAP(fwrite_unlocked, size_t, (ios_real.fwrite_unlocked)(ptr, size, n, stream), stream, ret > 0,
-         OP_WRITE((int64_t)(size * ret)));
+    STDIO_WRAP(fwrite_unlocked, size_t, (ios_real.fwrite_unlocked)(ptr, size, n, stream), stream,
+               ret > 0, STDIO_COUNT_WRITE((int64_t)(size * ret)));
 }
 IOS_EXPORT size_t(fread_unlocked)(void *ptr, size_t size, size_t n, FILE *stream) {
-    WRAP(fread_unlocked, size_t, (ios_real.fread_unlocked)(ptr, size, n, stream), stream, ret > 0,
-         OP_READ((int64_t)(size * ret)));
+    STDIO_WRAP(fread_unlocked, size_t, (ios_real.fread_unlocked)(ptr, size, n, stream), stream,
+               ret > 0, STDIO_COUNT_READ((int64_t)(size * ret)));
 }
 IOS_EXPORT size_t __fread_unlocked_chk(void *ptr, size_t buflen, size_t size, size_t n,
                                        FILE *stream) {
-    WRAP(__fread_unlocked_chk, size_t, ios_real.__fread_unlocked_chk(ptr, buflen, size, n, stream),
-         stream, ret > 0, OP_READ((int64_t)(size * ret)));
+    STDIO_WRAP(__fread_unlocked_chk, size_t,
+               ios_real.__fread_unlocked_chk(ptr, buflen, size, n, stream), stream, ret > 0,
+               STDIO_COUNT_READ((int64_t)(size * ret)));
 }
 IOS_EXPORT int fputs_unlocked(const char *s, FILE *stream) {
-    WRAP(fputs_unlocked, int, ios_real.fputs_unlocked(s, stream), stream, ret >= 0,
-         OP_WRITE((int64_t)strlen(s)));
+    STDIO_WRAP(fputs_unlocked, int, ios_real.fputs_unlocked(s, stream), stream, ret >= 0,
+               STDIO_COUNT_WRITE((int64_t)strlen(s)));
 }
 IOS_EXPORT int fputc_unlocked(int ch, FILE *stream) {
-    WRAP(fputc_unlocked, int, ios_real.fputc_unlocked(ch, stream), stream, ret != EOF, OP_WRITE(1));
+    STDIO_WRAP(fputc_unlocked, int, ios_real.fputc_unlocked(ch, stream), stream, ret != EOF,
+               STDIO_COUNT_WRITE(1));
 }
 IOS_EXPORT int putc_unlocked(int ch, FILE *stream) {
-    WRAP(putc_unlocked, int, ios_real.putc_unlocked(ch, stream), stream, ret != EOF, OP_WRITE(1));
+    STDIO_WRAP(putc_unlocked, int, ios_real.putc_unlocked(ch, stream), stream, ret != EOF,
+               STDIO_COUNT_WRITE(1));
 }
 IOS_EXPORT int putchar_unlocked(int ch) {
-    WRAP(putchar_unlocked, int, ios_real.putchar_unlocked(ch), stdout, ret != EOF, OP_WRITE(1));
+    STDIO_WRAP(putchar_unlocked, int, ios_real.putchar_unlocked(ch), stdout, ret != EOF,
+               STDIO_COUNT_WRITE(1));
 }
 IOS_EXPORT char *fgets_unlocked(char *s, int size, FILE *stream) {
-    WRAP(fgets_unlocked, char *, ios_real.fgets_unlocked(s, size, stream), stream, ret != NULL,
-         OP_READ((int64_t)strlen(ret)));
+    STDIO_WRAP(fgets_unlocked, char *, ios_real.fgets_unlocked(s, size, stream), stream,
+               ret != NULL, STDIO_COUNT_READ((int64_t)strlen(ret)));
 }
 IOS_EXPORT int fgetc_unlocked(FILE *stream) {
-    WRAP(fgetc_unlocked, int, ios_real.fgetc_unlocked(stream), stream, ret != EOF, OP_READ(1));
+    STDIO_WRAP(fgetc_unlocked, int, ios_real.fgetc_unlocked(stream), stream, ret != EOF,
+               STDIO_COUNT_READ(1));
 }
 IOS_EXPORT int getc_unlocked(FILE *stream) {
-    WRAP(getc_unlocked, int, ios_real.getc_unlocked(stream), stream, ret != EOF, OP_READ(1));
+    STDIO_WRAP(getc_unlocked, int, ios_real.getc_unlocked(stream), stream, ret != EOF,
+               STDIO_COUNT_READ(1));
 }
 
 /* getline and getdelim (sed, awk and most line readers; Darshan 3.5.0 wraps neither): one read
  * of the bytes of the line, its delimiter included. */
 IOS_EXPORT ssize_t getline(char **line, size_t *n, FILE *stream) {
-    WRAP(getline, ssize_t, ios_real.getline(line, n, stream), stream, ret > 0, OP_READ(ret));
+    STDIO_WRAP(getline, ssize_t, ios_real.getline(line, n, stream), stream, ret > 0,
+               STDIO_COUNT_READ(ret));
 }
 IOS_EXPORT ssize_t getdelim(char **line, size_t *n, int delim, FILE *stream) {
-    WRAP(getdelim, ssize_t, ios_real.getdelim(line, n, delim, stream), stream, ret > 0,
-         OP_READ(ret));
+    STDIO_WRAP(getdelim, ssize_t, ios_real.getdelim(line, n, delim, stream), stream, ret > 0,
+               STDIO_COUNT_READ(ret));
 }
 IOS_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *stream) {
-    WRAP(__getdelim, ssize_t, ios_real.__getdelim(line, n, delim, stream), stream, ret > 0,
-         OP_READ(ret));
+    STDIO_WRAP(__getdelim, ssize_t, ios_real.__getdelim(line, n, delim, stream), stream, ret > 0,
+               STDIO_COUNT_READ(ret));
 }
 
 /* fscanf's byte count is how far it moved the stream. */
@@ -395,24 +398,21 @@ IOS_EXPORT int __isoc99_fscanf(FILE *stream, const char *fmt, ...) {
 }
 
 /* A seek sets the offset to where the stream now is. */
-#define WRAP_SEEK(name, call)                                                                      \
-    IOS_REAL(name);                                                                                \
+#define STDIO_WRAP_SEEK(name, call)                                                                \
     IOS_REAL(ftello64);                                                                            \
-    if (!ios_recording())                                                                          \
-        return call;                                                                               \
-    IOS_TIMED_CALL(int, ret, call);                                                                \
+    IOS_WRAP_TIMED(name, int, call);                                                               \
     if (ret == 0)                                                                                  \
         count_meta(stream, META_SEEK, IOS_CALL(ftello64)(stream), t1, t2);                         \
     return ret
 
 IOS_EXPORT int fseek(FILE *stream, long off, int whence) {
-    WRAP_SEEK(fseek, ios_real.fseek(stream, off, whence));
+    STDIO_WRAP_SEEK(fseek, ios_real.fseek(stream, off, whence));
 }
 IOS_EXPORT int fseeko(FILE *stream, off_t off, int whence) {
-    WRAP_SEEK(fseeko, ios_real.fseeko(stream, off, whence));
+    STDIO_WRAP_SEEK(fseeko, ios_real.fseeko(stream, off, whence));
 }
 IOS_EXPORT int fseeko64(FILE *stream, off64_t off, int whence) {
-    WRAP_SEEK(fseeko64, ios_real.fseeko64(stream, off, whence));
+    STDIO_WRAP_SEEK(fseeko64, ios_real.fseeko64(stream, off, whence));
 }
 IOS_EXPORT void rewind(FILE *stream) {
     IOS_REAL(rewind);
@@ -427,20 +427,20 @@ IOS_EXPORT void rewind(FILE *stream) {
 }
 /* Asking the position moves nothing: its time is metadata time, not a seek. */
 IOS_EXPORT long ftell(FILE *stream) {
-    WRAP(ftell, long, ios_real.ftell(stream), stream, ret >= 0,
-         count_meta(target, META_TELL, 0, t1, t2));
+    STDIO_WRAP(ftell, long, ios_real.ftell(stream), stream, ret >= 0,
+               count_meta(target, META_TELL, 0, t1, t2));
 }
 IOS_EXPORT off_t ftello(FILE *stream) {
-    WRAP(ftello, off_t, ios_real.ftello(stream), stream, ret >= 0,
-         count_meta(target, META_TELL, 0, t1, t2));
+    STDIO_WRAP(ftello, off_t, ios_real.ftello(stream), stream, ret >= 0,
+               count_meta(target, META_TELL, 0, t1, t2));
 }
 IOS_EXPORT off64_t ftello64(FILE *stream) {
-    WRAP(ftello64, off64_t, ios_real.ftello64(stream), stream, ret >= 0,
-         count_meta(target, META_TELL, 0, t1, t2));
+    STDIO_WRAP(ftello64, off64_t, ios_real.ftello64(stream), stream, ret >= 0,
+               count_meta(target, META_TELL, 0, t1, t2));
 }
 IOS_EXPORT int fflush(FILE *stream) {
-    WRAP(fflush, int, ios_real.fflush(stream), stream, ret == 0 && stream,
-         count_rw_inline(target, 1, 1, 0, t1, t2));
+    STDIO_WRAP(fflush, int, ios_real.fflush(stream), stream, ret == 0 && stream,
+               count_rw_inline(target, 1, 1, 0, t1, t2));
 }
 IOS_EXPORT int fclose(FILE *stream) {
     IOS_REAL(fclose);
@@ -482,36 +482,3 @@ void ios_stdio_reset(void) {
     ios_map_free(&streams);
     cached_stream = NULL;
 }
-
-static int64_t stdio_bytes(const void *rec) {
-    const struct ios_stdio_record *r = rec;
-    return r->counters[STDIO_BYTES_READ] + r->counters[STDIO_BYTES_WRITTEN];
-}
-
-static double stdio_time(const void *rec) {
-    const struct ios_stdio_record *r = rec;
-    return r->fcounters[STDIO_F_READ_TIME] + r->fcounters[STDIO_F_WRITE_TIME] +
-           r->fcounters[STDIO_F_META_TIME];
-}
-
-static void stdio_combine(const void *in_v, void *inout_v) {
-    const struct ios_stdio_record *in = in_v;
-    struct ios_stdio_record *io = inout_v;
-    int64_t *c = io->counters;
-    const int64_t *ic = in->counters;
-    for (int j = STDIO_OPENS; j <= STDIO_BYTES_READ; j++)
-        c[j] += ic[j];
-    for (int j = STDIO_MAX_BYTE_READ; j <= STDIO_MAX_BYTE_WRITTEN; j++)
-        c[j] = ic[j] > c[j] ? ic[j] : c[j];
-    double *fc = io->fcounters;
-    const double *ifc = in->fcounters;
-    for (int j = STDIO_F_META_TIME; j <= STDIO_F_READ_TIME; j++)
-        fc[j] += ifc[j];
-    ios_reduce_starts(fc, ifc, STDIO_F_OPEN_START_TIMESTAMP, STDIO_F_READ_START_TIMESTAMP);
-    ios_reduce_ends(fc, ifc, STDIO_F_OPEN_END_TIMESTAMP, STDIO_F_READ_END_TIMESTAMP);
-    ios_combine_rank_extremes(&ios_stdio_reducer, in, io);
-}
-
-const struct ios_reducer ios_stdio_reducer =
-    IOS_REDUCER(STDIO, struct ios_stdio_record, STDIO_F_OPEN_START_TIMESTAMP,
-                STDIO_F_READ_END_TIMESTAMP, stdio_bytes, stdio_time, stdio_combine);

@@ -2,9 +2,7 @@
  * killed, or whose processes ended without MPI_Finalize) into one compressed log, reducing
  * files every process opened as the normal shutdown does, with the shutdown's own code
  * (logwrite.h). Run it through `iostudy logs merge`, which also checks the result with
- * PyDarshan. Built from the runtime's sources with IOS_TOOL: the wrappers stay inside this
- * program and nothing starts recording; libiostudy.so exports only the wrappers. */
-#include "iostudy.h"
+ * PyDarshan. It links the log writer (the library iostudy-logwriter), not the wrappers. */
 #include "logwrite.h"
 
 #include <errno.h>
@@ -22,6 +20,11 @@ struct merge_input {
     const struct ios_log_job *job;
     int64_t start_ns, end_ns;
 };
+
+/* The records' names, from every input's name region: record id -> name. */
+static struct ios_map names;
+
+static const char *merged_name(uint64_t id) { return ios_map_get(&names, id); }
 
 static int merge_error(const char *path, const char *what) {
     fprintf(stderr, "iostudy-merge: %s: %s\n", path, what);
@@ -94,7 +97,7 @@ static int merge_add(struct log_content *c, const struct merge_input *in, int64_
         memcpy(&id, p, sizeof id);
         const unsigned char *name = p + sizeof id;
         const unsigned char *nul = memchr(name, '\0', (size_t)(end - name));
-        if (!nul || ios_name_record(id, (const char *)name) != 0)
+        if (!nul || (!ios_map_get(&names, id) && ios_map_put(&names, id, (void *)name) != 0))
             return merge_error(in->path, "damaged name region");
         p = nul + 1;
     }
@@ -199,7 +202,6 @@ static const char MERGE_USAGE[] =
     "MMAP_LOG...\n";
 
 int main(int argc, char **argv) {
-    ios_guard(1); /* this program's own I/O is never recorded */
     const char *output = NULL;
     int64_t end_override = 0, redux = 1;
     int first = 1;
@@ -256,7 +258,12 @@ int main(int argc, char **argv) {
         const char *exe = (const char *)(in[0].job + 1);
         snprintf(c.jr.exe, sizeof c.jr.exe, "%.*s", (int)strnlen(exe, exe_room), exe);
         snprintf(c.path, sizeof c.path, "%s", output);
-        status = ios_write_content(ios_local_comm(), &c, 0) ? 1 : 0;
+        c.name_of = merged_name;
+        if (ios_write_content(ios_local_comm(), &c) != 0) {
+            fprintf(stderr, "iostudy-merge: %s: %s\n", output, c.why ? c.why : "out of memory");
+            status = 1;
+        } else
+            ios_log_finish(c.path, sizeof c.path, c.stem, 0);
     }
     for (int i = 0; i < n; i++)
         free(in[i].data);

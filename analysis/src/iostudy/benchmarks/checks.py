@@ -167,19 +167,17 @@ def remove_empty_dirs(root: Path) -> None:
             folder.rmdir()
 
 
-#: The runtime's default DARSHAN_EXCLUDE_DIRS (runtime/src/core.c) without /dev/: what a job
-#: whose files are in /dev/shm (target "memory") excludes, so that its log records them.
-RUNTIME_EXCLUDES_BUT_DEV = (
-    "/etc/",
-    "/usr/",
-    "/bin/",
-    "/boot/",
-    "/lib/",
-    "/opt/",
-    "/sbin/",
-    "/sys/",
-    "/proc/",
-    "/var/",
+#: The runtime's default DARSHAN_EXCLUDE_DIRS (runtime/src/default_excludes.def, which the C build
+#: includes) without /dev/: what a job whose files are in /dev/shm (target "memory") excludes, so
+#: that its log records them.
+RUNTIME_EXCLUDES_BUT_DEV = tuple(
+    prefix
+    for prefix in re.findall(
+        r'^X\("([^"]+)"\)$',
+        (config.REPO_ROOT / "runtime" / "src" / "default_excludes.def").read_text(),
+        re.MULTILINE,
+    )
+    if prefix != "/dev/"
 )
 
 

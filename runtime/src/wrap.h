@@ -1,0 +1,55 @@
+/* The wrapper dialect: the skeleton every module's wrappers share, so that a wrapper says only
+ * what is its own (its real call, what succeeded means, what it records).
+ *
+ * Names: a macro that writes (part of) a module's wrappers is named after its module,
+ * <MODULE>_WRAP[_<WHAT>] (POSIX_WRAP_OPEN, STDIO_WRAP_SEEK, H5F_WRAP_OPEN, MPIIO_WRAP, PNC_WRAP,
+ * EXEC_WRAP); the skeleton they are built of is IOS_*, defined here once:
+ *   IOS_REAL(name), IOS_CALL(name) (iostudy.h): the real libc function, resolved at first use;
+ *   IOS_NEXT_REAL(type, params, symbol, library): `real`, the real function of a library found
+ *     at the wrapper's first call (MPI, HDF5, PnetCDF; a missing one fails the call, ENOSYS);
+ *   ios_recording(), ios_enter() and ios_leave() (iostudy.h): whether to record, and the
+ *     guarded section around a record's update;
+ *   IOS_TIMED_CALL(type, ret, call): t1, the real call's result in ret, t2;
+ *   IOS_WRAP_TIMED(name, type, call): a libc wrapper's first half: straight through (return
+ *     call) unless recording, else the call timed into ret, t1, t2;
+ *   IOS_KEEP_ERRNO(stmt): stmt (recording may allocate) with the program's errno kept.
+ * The read and write wrappers skip the last: recording there makes no call that sets errno. */
+#ifndef IOS_WRAP_H
+#define IOS_WRAP_H
+
+#include "iostudy.h"
+
+#define IOS_TIMED_CALL(type, ret, call)                                                            \
+    double t1 = ios_now();                                                                         \
+    IOS_COMPUTED_NOW(t1);                                                                          \
+    type ret = call;                                                                               \
+    double t2 = ios_now();                                                                         \
+    IOS_COMPUTED_NOW(t2)
+/* t is computed here, not where it is used: else the compiler keeps the clock's timespec and
+ * the origin alive across the calls and branches between (spills and reloads), not one double. */
+#if defined(__SSE2__)
+#define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+x"(t))
+#else
+#define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+g"(t))
+#endif
+
+#define IOS_WRAP_TIMED(name, type, call)                                                           \
+    IOS_REAL(name);                                                                                \
+    if (!ios_recording())                                                                          \
+        return call;                                                                               \
+    IOS_TIMED_CALL(type, ret, call)
+
+#define IOS_NEXT_REAL(type, params, symbol, library)                                               \
+    static type(*real) params;                                                                     \
+    if (IOS_UNLIKELY(!real)) {                                                                     \
+        real = ios_next_symbol(symbol, library);                                                   \
+    }
+
+#define IOS_KEEP_ERRNO(stmt)                                                                       \
+    do {                                                                                           \
+        int saved_errno_ = errno;                                                                  \
+        stmt;                                                                                      \
+        errno = saved_errno_;                                                                      \
+    } while (0)
+
+#endif
