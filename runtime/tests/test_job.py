@@ -8,6 +8,7 @@ import glob
 import os
 import pwd
 import re
+import tempfile
 import time
 
 import pytest
@@ -24,6 +25,7 @@ from rt_checks import (
 from rt_hash import darshan_hash, normalize_path
 from rt_run import fs_block_size
 
+from iostudy.benchmarks import checks
 from iostudy.logs.darshanlog import read_log
 
 # ---------------------------------------------------------------------------------------------
@@ -207,6 +209,28 @@ def test_exclude_dirs(runner, tmp_path):
         env_extra={"DARSHAN_EXCLUDE_DIRS": d + "/other/", "DARSHAN_LOGFILE": f"{d}/other.darshan"},
     ).check()
     assert module_names(read_log(res.log), "POSIX") == [os.path.join(excl, "job.dat")]
+
+
+@pytest.mark.skipif(not os.access("/dev/shm", os.W_OK), reason="no writable /dev/shm")
+def test_default_excludes_and_the_analysis_list(runner, tmp_path):
+    """/dev/ is among the runtime's default exclusions, and the analysis's list of them without
+    /dev/ (read from runtime/src/default_excludes.def, as the C build reads it) records a file in
+    /dev/shm while still excluding the rest."""
+    d = os.path.realpath(tmp_path)
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        name = os.path.join(shm, "job.dat")
+        default = runner.instrumented(
+            [runner.bin("job_info"), shm], d, env_extra={"DARSHAN_LOGFILE": f"{d}/default.darshan"}
+        ).check()
+        assert name not in read_log(default.log)["name_records"].values()
+        but_dev = ",".join(checks.RUNTIME_EXCLUDES_BUT_DEV)
+        assert "/etc/" in but_dev.split(",") and "/dev/" not in but_dev.split(",")
+        memory = runner.instrumented(
+            [runner.bin("job_info"), shm],
+            d,
+            env_extra={"DARSHAN_EXCLUDE_DIRS": but_dev, "DARSHAN_LOGFILE": f"{d}/memory.darshan"},
+        ).check()
+        assert module_names(read_log(memory.log), "POSIX") == [name]
 
 
 # ---------------------------------------------------------------------------------------------
