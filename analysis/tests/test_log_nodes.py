@@ -73,3 +73,20 @@ def test_a_tag_comes_before_the_log_and_the_log_before_the_system():
     assert nodecount.job_nodes(8, {}, system, 1) == (1, nodecount.LOG)
     assert nodecount.job_nodes(8, {}, system, None) == (4, nodecount.SYSTEM)
     assert nodecount.job_nodes(8, {}, None, None) == (None, nodecount.UNKNOWN)
+
+
+def test_one_rounding_of_processes_into_nodes_at_most_those_there_are():
+    """nodecount.nodes_for is the one count of nodes from processes, for a system
+    description (at most its nodes) and BG/Q's block (at most the block) alike, worked out by
+    hand: 9 processes at 4 a node need 3 nodes."""
+    assert nodecount.nodes_for(9, 4) == 3
+    assert nodecount.nodes_for(9, 4, 2) == 2
+    described = {"nodes": {"cores_per_node": 4, "count": 2}}
+    assert nodecount.job_nodes(9, {}, described) == (2, nodecount.SYSTEM)
+    assert jobmodules.nodes(_bgq(per_node=4, block=2), 9) == 2
+    assert jobmodules.nodes(_bgq(per_node=4, block=128), 9) == 3
+
+
+def _bgq(per_node: int, block: int) -> dict:
+    values = {"BGQ_RANKSPERNODE": per_node, "BGQ_NNODES": block}
+    return {"BG/Q": [{"rank": -1, "node": None, "values": values}]}

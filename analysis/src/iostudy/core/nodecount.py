@@ -30,10 +30,12 @@ SLURM, TAG, LOG, SYSTEM, UNKNOWN = "slurm", "tag", "log", "system", "unknown"
 WHY_UNKNOWN = "nodes unknown: no accounting, no system description"
 
 
-def nodes_for(procs, per_node):
+def nodes_for(procs, per_node, most=None):
     """The nodes ``procs`` processes take at ``per_node`` a node: procs / per_node rounded up
-    (ints, or pandas Series alike)."""
-    return -(-procs // per_node)
+    (ints, or pandas Series alike), and at most ``most`` when given (an int: the nodes there
+    are, a system's or a Blue Gene/Q block's)."""
+    nodes = -(-procs // per_node)
+    return nodes if most is None else min(nodes, most)
 
 
 def _count(value) -> int | None:
@@ -60,7 +62,4 @@ def job_nodes(nprocs, tags: dict, system: dict | None, logged=None) -> tuple[int
     procs = _count(nprocs)
     if not per_node or not procs:
         return None, UNKNOWN
-    nodes = nodes_for(procs, per_node)
-    if most := _count(described.get("count")):
-        nodes = min(nodes, most)
-    return nodes, source
+    return nodes_for(procs, per_node, _count(described.get("count"))), source

@@ -193,7 +193,7 @@ def nodes(job_records: dict, nprocs: int) -> int | None:
         values = bgq[0]["values"]
         per_node, block = values.get("BGQ_RANKSPERNODE"), values.get("BGQ_NNODES")
         if per_node and block and nprocs > 0:
-            return min(block, nodecount.nodes_for(nprocs, per_node))
+            return nodecount.nodes_for(nprocs, per_node, block)
     ranks = job_records.get("APMPI", [])[1:]  # after its header
     if ranks and len({r["rank"] for r in ranks}) == nprocs and all(r["node"] for r in ranks):
         return len({r["node"] for r in ranks})
