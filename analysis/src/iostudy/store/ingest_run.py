@@ -17,7 +17,7 @@ from pathlib import Path
 
 from iostudy.core import jsonlimits, safeio
 from iostudy.core.provenance import sha256_file
-from iostudy.core.runmanifest import is_dry_run, manifest_study
+from iostudy.core.runmanifest import is_dry_run, study_of
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logrows import utc_naive
 from iostudy.logs.plausibility import row_problems
@@ -75,7 +75,8 @@ def _run_row(run_dir: Path, base: Path, run_info: dict, manifest: dict, manifest
         "git_commit": manifest.get("git_commit"),
         "manifest_path": rel_path(run_dir / "manifest.json", base),
         "manifest_sha256": manifest_sha,
-        "study": manifest_study(manifest),
+        # the study the report and the workflow find the run in (a campaign names its own)
+        "study": study_of(manifest, manifest) or None,
         "git_dirty": manifest.get("git_dirty"),
         "tool_versions": json.dumps(manifest.get("tool_versions"), sort_keys=True),
         "ingested": utc_naive(datetime.now(timezone.utc)),
