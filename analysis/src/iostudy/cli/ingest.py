@@ -20,7 +20,8 @@ from iostudy.store.store import DATABASE, DEFAULT_STUDY
 def ingest_and_report(
     sources, store_root, jobs=None, timeout=120.0, tree_options=None, limits=DEFAULT_LIMITS
 ) -> None:
-    """ingest() with a bar of the logs read, then its problems and counts said."""
+    """ingest() with a bar of the logs read (ingest shows it while it reads), then its problems
+    and counts said."""
     console = Console(stderr=True)
     bar = Progress(
         TextColumn("{task.description}"),
@@ -30,10 +31,9 @@ def ingest_and_report(
         console=console,
         transient=False,
     )
-    with bar:
-        counts = ingest(
-            sources, store_root, jobs, timeout, StderrProgress("ingest"), tree_options, limits, bar
-        )
+    counts = ingest(
+        sources, store_root, jobs, timeout, StderrProgress("ingest"), tree_options, limits, bar
+    )
     for problem in counts.problems:
         console.print(f"quarantined: {problem}", highlight=False, markup=False, soft_wrap=True)
     for run_dir in counts.dry_runs:

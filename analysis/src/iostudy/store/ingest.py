@@ -12,6 +12,7 @@ STORE/store.duckdb are refreshed when the tables changed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -22,7 +23,7 @@ from iostudy.logs import dxtrows
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logregions import DEFAULT_LIMITS
 from iostudy.store.ingest_logs import DEFAULT_COMMIT_EVERY, check_tree, ingest_tree, scan_logs
-from iostudy.store.ingest_run import ingest_run, load_manifest, manifest_run_id
+from iostudy.store.ingest_run import ingest_run, read_manifest
 from iostudy.store.ingest_writer import Counts
 from iostudy.store.store import DATABASE, IngestError, Store
 
@@ -119,14 +120,14 @@ def ingest(
     """Ingest run directories and log trees (see :func:`source_kind`) into the store; returns
     the counts. tree_options: keyword arguments of :func:`ingest_tree` (name, study, system,
     commit_every); limits: each log's decompression bounds (logregions.Limits); bar: where each
-    run's logs read are counted (add_task, update, advance of a rich.progress.Progress the
-    caller shows), or None."""
+    run's logs read are counted, shown while they are read (a rich.progress.Progress), or
+    None."""
     store = Store(store_root)
     counts = Counts()
     kinds = [(Path(d), source_kind(Path(d))) for d in sources]  # all checked before any is read
     for path, kind in kinds:
         if kind == "run":
-            manifest_run_id(path, load_manifest(path))
+            read_manifest(path)
     _check_trees(store, [path for path, kind in kinds if kind == "tree"], tree_options or {})
     # a commit comes between batches: none larger than the commit interval
     commit_every = (tree_options or {}).get("commit_every") or DEFAULT_COMMIT_EVERY
@@ -142,7 +143,9 @@ def ingest(
     )
     pool.start()  # now, while this process runs one thread: the workers are forked, not spawned
     with pool, store.locked(progress), safeio.space_in(store.root):
-        with pool:  # the workers end with the reading, before the views are written
+        # the bar's refresh thread starts once the workers are forked (pool.start above); the
+        # workers end with the reading, before the views are written
+        with bar or contextlib.nullcontext(), pool:
             for path, kind in kinds:
                 if kind == "run":
                     ingest_run(path, store, pool, counts, bar)
