@@ -230,7 +230,7 @@ def systems_with_scopes() -> list[str]:
 
 def checked_files(systems: list[str]) -> list[tuple]:
     """(file, its check) of spack.yaml, the pins and the site scopes of systems, for
-    config.check_files."""
+    iostudy.cli.checks.check_files."""
     checks = [(SPACK_ENV / "spack.yaml", check_environment), (PINS, read_pins)]
     checks += [(site_scope(s), lambda s=s: check_site_scope(s)) for s in systems]
     return checks

@@ -5,9 +5,10 @@ import shlex
 import sys
 from pathlib import Path
 
+from iostudy.cli.checks import check_files
 from iostudy.cli.errors import error_line
 from iostudy.core import config, paths
-from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.exitcodes import EXIT_FAILED
 from iostudy.run import campaign
 
 
@@ -68,8 +69,7 @@ def cmd_check(args):
         for name in items
         if path(name).exists()
     ]
-    valid = config.check_files(checks, "campaign check: campaign and references")
-    return 0 if valid else EXIT_BAD_INPUT
+    return check_files(checks, "campaign check: campaign and references")
 
 
 def register(groups):

@@ -5,15 +5,15 @@ import json
 import sys
 from pathlib import Path
 
+from iostudy.cli.checks import check_files
 from iostudy.core import config
-from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.run import profiles
 
 
 def cmd_config_check(args) -> int:
     names = args.systems or config.system_names()
     checks = [(config.system_path(n), lambda n=n: config.load_system(n)) for n in names]
-    return 0 if config.check_files(checks, "config check: system") else EXIT_BAD_INPUT
+    return check_files(checks, "config check: system")
 
 
 def cmd_config_show(args) -> int:

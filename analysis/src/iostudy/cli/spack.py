@@ -3,14 +3,15 @@
 import os
 
 from iostudy.benchmarks import spackenv
+from iostudy.cli.checks import check_files
 from iostudy.cli.output import StderrProgress
 from iostudy.core import config
-from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
+from iostudy.core.exitcodes import EXIT_FAILED
 
 
 def cmd_check(args) -> int:
     checks = spackenv.checked_files(args.systems or spackenv.systems_with_scopes())
-    return 0 if config.check_files(checks, "spack check") else EXIT_BAD_INPUT
+    return check_files(checks, "spack check")
 
 
 def cmd_build(args) -> int:

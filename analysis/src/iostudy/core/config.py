@@ -11,7 +11,6 @@ import errno
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -289,21 +288,3 @@ def load_references(system: str) -> dict:
     if refs["system"] != system:
         raise ConfigError(f"{path}: system: '{refs['system']}' differs from the file's name")
     return refs
-
-
-def check_files(checks, what: str) -> bool:
-    """Validates (path, load) pairs, printing "ok: PATH" or the error for each and a summary
-    line about what; returns True when every file is valid (the `check` commands)."""
-    if not checks:
-        print(f"iostudy: error: {what}: no files to check in {configs_dir()}", file=sys.stderr)
-        return False
-    failed = 0
-    for path, load in checks:
-        try:
-            load()
-            print(f"ok: {path}")
-        except ConfigError as exc:
-            print(f"iostudy: error: {exc}", file=sys.stderr)
-            failed += 1
-    print(f"{what}: {len(checks) - failed} of {len(checks)} files valid")
-    return failed == 0
