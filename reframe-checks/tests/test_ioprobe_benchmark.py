@@ -144,7 +144,7 @@ def test_help_prints_usage_and_fields(flavour):
 def test_runtime_log_has_one_record_per_writer_within_its_write_time(flavour, tmp_path):
     """PyDarshan's view of the log: one POSIX record per writer file, written by that writer,
     with SIZE bytes in ceil(SIZE / TRANSFER) writes and one fsync. The runtime adds the time of
-    each pwrite and of the fsync to POSIX_F_WRITE_TIME (runtime/src/posix.c; overlaps counted
+    each pwrite and of the fsync to POSIX_F_WRITE_TIME (runtime/src/posix_*.c; overlaps counted
     once), all of them inside the interval the benchmark reports as write_s, so the file's
     write time is positive and at most write_s (plus clock granularity: the runtime reads
     CLOCK_MONOTONIC, the benchmark MPI_Wtime)."""
