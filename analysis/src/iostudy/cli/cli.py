@@ -10,10 +10,7 @@ import os
 import shlex
 import sys
 
-import argcomplete
-
 from iostudy import __version__
-from iostudy.cli import listing
 from iostudy.cli.errors import error_line, exit_status
 from iostudy.core.errors import IostudyError
 
@@ -98,11 +95,24 @@ def _completion_words() -> list[str] | None:
         return line.split()[1:]
 
 
+def _complete(parser) -> None:
+    """Answers a shell's completion request; argcomplete ends the process there."""
+    # Only a completion request needs these: the names offered read configs/ (jsonschema), which
+    # every other command that does not read them starts without.
+    import argcomplete
+
+    from iostudy.cli import listing
+
+    listing.add_completers(parser)
+    argcomplete.autocomplete(parser)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(_completion_words() or argv)
-    listing.add_completers(parser)
-    argcomplete.autocomplete(parser)  # a shell's completion request ends here
+    completing = _completion_words()
+    parser = build_parser(completing or argv)
+    if completing is not None:
+        _complete(parser)
     if (wanted := _help_wanted(parser, argv)) is not None:
         wanted.print_help()
         return 0
