@@ -30,7 +30,7 @@ CLUSTER_NODES ?=
 
 # Only trees and files that exist: the lists grow as the project does.
 PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests ci/cluster ci/check_*.py configs reframe-checks spack-env conftest.py)
-C_FILES := $(wildcard runtime/src/*.[ch] runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
+C_FILES := $(wildcard runtime/src/*.[ch] runtime/tools/*.c runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
 	analysis/src/fswalk/*.c \
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
