@@ -14,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from iostudy.cli.tableout import write_table
 from iostudy.collect import fsstats
 from iostudy.collect.fsstats_scan import INTERRUPTED, STOPPED, scan
 from iostudy.collect.fsstats_snapshot import ERROR_EXAMPLES, ERROR_KINDS
@@ -22,7 +23,6 @@ from iostudy.core.exitcodes import EXIT_INTERRUPTED, EXIT_STOPPED
 from iostudy.core.numfmt import binary_bytes
 from iostudy.core.paths import add_store_option
 from iostudy.core.progress import QUIET, Progress
-from iostudy.core.tableout import write_table
 
 
 def _human(nbytes) -> str:
