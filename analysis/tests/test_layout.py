@@ -120,3 +120,27 @@ def test_the_jobs_own_io_is_on_the_pages_of_the_kinds_that_study_it():
     assert "workload" not in keys["acceptance"] and "diagnoses" not in keys["acceptance"]
     assert {"workload", "diagnoses"} <= set(keys["characterization"])
     assert {"workload", "diagnoses"} <= set(keys["applications"])
+
+
+def test_each_kind_leads_with_its_sections_in_places_one_to_n():
+    """The registry gives each section its place in the lead of every kind that needs it: one
+    section a place, none left out (1, 2, ... n)."""
+    from iostudy.report.sections import SECTIONS
+
+    places: dict[str, list[int]] = {}
+    for section in SECTIONS:
+        for kind, place in section.kinds.items():
+            places.setdefault(kind, []).append(place)
+    assert sorted(places) == sorted(
+        [
+            "acceptance",
+            "regression",
+            "applications",
+            "interference",
+            "characterization",
+            "cross-site",
+        ]
+    )
+    for kind, taken in places.items():
+        assert sorted(taken) == list(range(1, len(taken) + 1)), kind
+    assert len({s.key for s in SECTIONS}) == len(SECTIONS)

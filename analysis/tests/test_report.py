@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from iostudy.cli.cli import main
-from iostudy.report import publish, report, sections
+from iostudy.report import publish, report, runtables
 from iostudy.store import store as store_mod
 
 from . import chromium, reportdata
@@ -445,9 +445,9 @@ def test_the_reframe_table_has_one_column_of_parameters_whatever_the_checks():
             ("iomodel_check", iomodel),
         )
     ]
-    table = sections.parameter_text(pd.DataFrame(rows)[sections.PERF_COLUMNS])
-    assert list(table.columns) == sections.PERF_COLUMNS
-    assert sections.PERF_COLUMNS[-1] == "parameters"
+    table = runtables.parameter_text(pd.DataFrame(rows)[runtables.PERF_COLUMNS])
+    assert list(table.columns) == runtables.PERF_COLUMNS
+    assert runtables.PERF_COLUMNS[-1] == "parameters"
     assert table["parameters"].tolist() == [
         "block=4M, iodepth=1, jobs=2, operation=write, size=16M, storage_target=scratch",
         "max_size=256K, min_size=1K, perturb=3, procs=2, procs_per_node=1, seconds=0.005",

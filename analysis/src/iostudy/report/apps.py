@@ -371,6 +371,20 @@ def _share(part, whole) -> float:
     return 100 * part / whole if whole else np.nan
 
 
+#: the records' columns access_table sums, once per log (its sha256 is its identity) and module
+COUNTED = [
+    "reads",
+    "writes",
+    "unaligned",
+    "small_reads",
+    "small_writes",
+    "coll_ops",
+    "indep_ops",
+    "bytes_read",
+    "bytes_written",
+]
+
+
 def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     """One row per log of an application check (in jobs): the check and its parameters (the
     log's tags beyond the generic ones), then from its records: POSIX reads + writes, the share
@@ -378,53 +392,10 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     MPI-IO collective and independent reads + writes and the collective share, and the bytes
     read + written through each module. Shares are empty when there is no operation."""
     apps = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
-    # Every sum once: per log (its sha256 is its identity) and module.
-    counted = [
-        "reads",
-        "writes",
-        "unaligned",
-        "small_reads",
-        "small_writes",
-        "coll_ops",
-        "indep_ops",
-        "bytes_read",
-        "bytes_written",
-    ]
     mine = files[files["log_sha256"].isin(apps["log_sha256"])]
-    numbers = mine[counted].apply(pd.to_numeric, errors="coerce").astype(float).fillna(0)
+    numbers = mine[COUNTED].apply(pd.to_numeric, errors="coerce").astype(float).fillna(0)
     sums = numbers.groupby([mine["log_sha256"], mine["module"]]).sum()
-    rows = []
-    for job in apps.to_dict("records"):
-        tags = _parameters(job.get("tags"))
-
-        def total(module, *columns, sha=job["log_sha256"]):
-            key = (sha, module)
-            return sums.loc[key, list(columns)].sum() if key in sums.index else 0.0
-
-        ops = total("posix", "reads", "writes")
-        coll, indep = total("mpiio", "coll_ops"), total("mpiio", "indep_ops")
-        rows.append(
-            {
-                "run_id": job["run_id"],
-                "system": job.get("system"),
-                "environ": job.get("environ"),
-                "check": job["check"],
-                "parameters": ", ".join(
-                    f"{k}={tags[k]}" for k in sorted(tags) if k not in GENERIC_TAGS
-                ),
-                "repetition": job.get("repetition"),
-                "jobid": job.get("jobid"),
-                "nprocs": job.get("nprocs"),
-                "posix_ops": ops,
-                "unaligned_pct": _share(total("posix", "unaligned"), ops),
-                "small_pct": _share(total("posix", "small_reads", "small_writes"), ops),
-                "mpiio_coll_ops": coll,
-                "mpiio_indep_ops": indep,
-                "collective_pct": _share(coll, coll + indep),
-                **{f"{m}_bytes": total(m, "bytes_read", "bytes_written") for m in BYTE_MODULES},
-                "_start": job.get("start"),
-            }
-        )
+    rows = [_access_row(job, sums) for job in apps.to_dict("records")]
     if not rows:
         return pd.DataFrame(columns=ACCESS_COLUMNS)
     rows.sort(key=lambda r: (str(r["_start"]), r["check"], _sortable(r["jobid"])))
@@ -432,6 +403,37 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     for column in ACCESS_SUMS:
         out[column] = _whole(out[column])
     return out.astype({"repetition": "Int64", "jobid": "Int64", "nprocs": "Int64"})
+
+
+def _access_row(job: dict, sums: pd.DataFrame) -> dict:
+    """access_table's row of one job, from the sums of its records per log and module (and
+    its start, "_start", to order the rows by)."""
+    tags = _parameters(job.get("tags"))
+
+    def total(module, *columns, sha=job["log_sha256"]):
+        key = (sha, module)
+        return sums.loc[key, list(columns)].sum() if key in sums.index else 0.0
+
+    ops = total("posix", "reads", "writes")
+    coll, indep = total("mpiio", "coll_ops"), total("mpiio", "indep_ops")
+    return {
+        "run_id": job["run_id"],
+        "system": job.get("system"),
+        "environ": job.get("environ"),
+        "check": job["check"],
+        "parameters": ", ".join(f"{k}={tags[k]}" for k in sorted(tags) if k not in GENERIC_TAGS),
+        "repetition": job.get("repetition"),
+        "jobid": job.get("jobid"),
+        "nprocs": job.get("nprocs"),
+        "posix_ops": ops,
+        "unaligned_pct": _share(total("posix", "unaligned"), ops),
+        "small_pct": _share(total("posix", "small_reads", "small_writes"), ops),
+        "mpiio_coll_ops": coll,
+        "mpiio_indep_ops": indep,
+        "collective_pct": _share(coll, coll + indep),
+        **{f"{m}_bytes": total(m, "bytes_read", "bytes_written") for m in BYTE_MODULES},
+        "_start": job.get("start"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ def add_section(add, con, pairs, anonymizer=None, jobs: pd.DataFrame | None = No
         )
 
 
-def section(r) -> None:
-    """The section of a report being made (iostudy.report.sections.Report)."""
-    if r.options.pairs:  # the job table only when a pair asks for it
-        add_section(r.add, r.data.con, r.options.pairs, r.options.anonymizer, r.data.job_table())
+def section(d) -> None:
+    """The section of a report being made (iostudy.report.sectiondata.SectionData)."""
+    if d.options.pairs:  # the job table only when a pair asks for it
+        add_section(d.add, d.data.con, d.options.pairs, d.options.anonymizer, d.data.job_table())

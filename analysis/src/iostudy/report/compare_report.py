@@ -88,17 +88,8 @@ def over_time_figure(judged: pd.DataFrame):
     return fig
 
 
-def add_section(add, perf: pd.DataFrame, runs: pd.DataFrame, descriptions: dict) -> None:
-    """The cross-site and regression sections through report.render's add()."""
-    table = compare.results_of(perf, runs)
-    if table.empty:
-        return
-    if table["label"].nunique() > 1:  # one system has nothing to be compared with
-        _add_cross_site(add, table, descriptions)
-    _add_regressions(add, table)
-
-
-def _add_cross_site(add, table: pd.DataFrame, descriptions: dict) -> None:
+def add_cross_site(add, table: pd.DataFrame, descriptions: dict) -> None:
+    """The cross-site section through report.render's add(), from compare.results_of's table."""
     side, apart = compare.cross_site(table, descriptions)
     add(
         "cross-site",
@@ -125,7 +116,8 @@ def _add_cross_site(add, table: pd.DataFrame, descriptions: dict) -> None:
     )
 
 
-def _add_regressions(add, table: pd.DataFrame) -> None:
+def add_regressions(add, table: pd.DataFrame) -> None:
+    """The regression section through report.render's add(), from compare.results_of's table."""
     judged = compare.judge(table)
     series = judged.groupby(["label", "fingerprint"])["run_id"].transform("count")
     # the series drawn: of two runs or more, those with a regression first

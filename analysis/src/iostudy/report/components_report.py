@@ -159,6 +159,12 @@ def _system_items(add, system, run_id, rows, held, limits) -> dict:
     """One system's figures and tables (``held``: its ceiling.points); returns its best
     fractions (ceiling.best_fractions)."""
     label = f"{system}, latest run {run_id}"
+    _component_items(add, system, run_id, rows, limits, label)
+    return _ceiling_items(add, system, held, limits, label)
+
+
+def _component_items(add, system, run_id, rows, limits, label) -> None:
+    """A system's components: their limits, the network's and the storage targets' curves."""
     add(
         SECTION,
         "table",
@@ -197,6 +203,12 @@ def _system_items(add, system, run_id, rows, held, limits) -> dict:
             fig=storage_figure(storage),
             label=label,
         )
+
+
+def _ceiling_items(add, system, held, limits, label) -> dict:
+    """A system's ceiling against its points (``held``: ceiling.points) and each point's
+    fraction of it; returns the best fractions (ceiling.best_fractions), or why there are
+    none."""
     points = ceiling.fractions(held, limits)
     if points.empty or points["ceiling_mib_s"].isna().all():
         return {"why": NO_IOR if points.empty else "no component limit measured or declared"}
@@ -283,8 +295,7 @@ def verdict_lines(best: dict) -> list[str]:
     return lines
 
 
-def section(r) -> None:
-    """The section of a report being made (iostudy.report.sections.Report); its limits go
-    into r.found["limits"] for the scaling section's figure."""
-    r.found["limits"] = system_limits(r.data, r.runs, r.runs_df)
-    r.found["ceiling"] = add_section(r.add, r.data, r.found["limits"], one_node_runs(r.runs))
+def section(d) -> None:
+    """The section of a report being made (iostudy.report.sectiondata.SectionData); the
+    ceiling it finds goes into d.found["ceiling"] for the page's verdict."""
+    d.found["ceiling"] = add_section(d.add, d.data, d.limits, one_node_runs(d.runs))

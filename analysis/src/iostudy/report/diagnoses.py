@@ -94,9 +94,9 @@ def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None):
     return found
 
 
-def section(r) -> None:
-    """The section of a report being made (iostudy.report.sections.Report); its findings go
-    into r.found["diagnoses"] for the job and project pages."""
-    r.found["diagnoses"] = add_section(
-        r.add, r.data.con, r.options.anonymizer, jobs=r.data.job_table()
+def section(d) -> None:
+    """The section of a report being made (iostudy.report.sectiondata.SectionData); its
+    findings go into d.found["diagnoses"] for the job and project pages."""
+    d.found["diagnoses"] = add_section(
+        d.add, d.data.con, d.options.anonymizer, jobs=d.data.job_table()
     )

@@ -9,12 +9,13 @@ from iostudy.core.numfmt import short
 from iostudy.metrics import compare, scaling
 from iostudy.report import components_report, layout, probe_report
 from iostudy.report import verdict as verdict_mod
-from iostudy.report.sections import TREE_STATUS, Report
+from iostudy.report.sectiondata import SectionData
+from iostudy.store.store import TREE_STATUS
 
 pd = deferred("pandas")
 
 
-def study_verdict(r: Report) -> verdict_mod.Verdict:
+def study_verdict(r: SectionData) -> verdict_mod.Verdict:
     """The study's verdict (iostudy.report.verdict) from its runs, values and their history."""
     perf = r.data["perf"]
     results = compare.results_of(perf, r.runs_df) if len(perf) else pd.DataFrame()
@@ -24,7 +25,7 @@ def study_verdict(r: Report) -> verdict_mod.Verdict:
     return verdict_mod.Verdict(found.word, (*found.reasons, *ceiling)) if ceiling else found
 
 
-def study_kind(r: Report) -> str:
+def study_kind(r: SectionData) -> str:
     """The kind of study (iostudy.report.layout.kind_of): from its runs and the checks that
     ran or that its campaigns asked for."""
     checks = set(r.data["perf"]["check"].dropna()) | set(r.data["jobs"]["check"].dropna())
@@ -33,9 +34,9 @@ def study_kind(r: Report) -> str:
     return layout.kind_of(r.runs, checks)
 
 
-def summary(r: Report) -> dict:
+def summary(r: SectionData) -> dict:
     """The page's summary at its top, from the sections' findings."""
-    runs_df, tables, cross = r.runs_df, r.data, r.found["crosscheck"]
+    runs_df, tables, cross = r.runs_df, r.data, r.crosscheck
     ior_cross = r.found["ior_cross"]
     verdicts = tables["perf"]["result"].astype(str).str.lower()
     # The runs' span: first start to last start, or to a log tree's last log's end.
@@ -77,14 +78,14 @@ BEST = (
 )
 
 
-def headline(r: Report, kind: str) -> list[str]:
+def headline(r: SectionData, kind: str) -> list[str]:
     """The kind's headline figures, a line each, with where each comes from: acceptance and
     regression the best bandwidths and metadata rate against the system's declared peak;
     interference the probes' variability; characterization the jobs' MiB/s/CN."""
     if kind == "interference":
         return probe_lines(r.data["probes"])
     if kind == "characterization":
-        return job_lines(r.found.get("jobs"))
+        return job_lines(r.jobs)
     if kind in ("acceptance", "regression", "cross-site"):
         return best_lines(r.data["perf"], r.options.systems or {})
     return []

@@ -13,94 +13,19 @@ not be drawn); one that has no data says, in one line, which command brings it, 
 out when no command would (one system has nothing to be set beside). Every other section
 appears only where it has data (a figure drawn, a table with rows): no section of notes
 alone, no "no data" page after page. The sections about the jobs' own I/O (workload, large jobs,
-diagnoses) are on the pages of the kinds that study it (:data:`ONLY_IN`).
+diagnoses) are on the pages of the kinds that study it.
+
+The sections, their headings, the kinds that lead with them and the commands that bring
+their data are one registry, :data:`iostudy.report.sections.SECTIONS`.
 """
 
 from __future__ import annotations
 
 from iostudy.benchmarks import registry
+from iostudy.report.sections import SECTIONS, SYSTEM
 from iostudy.store.store import is_tree
 
-#: every section of the page: key -> heading, in the order of the sections outside a layout
-HEADINGS = {
-    "counts": "Runs, jobs and quarantined inputs",
-    "histograms": "I/O models: 2D histograms (seed 003)",
-    "jobs": "MiB/s per compute node of each job (seed 000)",
-    "workload": "Workload: interfaces, strategies and projects (seed 000)",
-    "large-jobs": "Large jobs by project (seed 000)",
-    "diagnoses": "Diagnoses: what slows the jobs (seed 000, Drishti's triggers)",
-    "before-after": "Before and after: two jobs compared (seed 000, Fig. 11)",
-    "over-runs": "Metrics across runs",
-    "systems": "Systems side by side",
-    "cross-site": "Comparable results across systems and sites",
-    "regressions": "Each result over time: bands and regressions",
-    "crosscheck": "Table I cross-check: benchmark vs. logs",
-    "components": "Components and the ceiling they set (seed 001, Figs. 2-4)",
-    "scaling": "Scaling: components to system (seed 001)",
-    "applications": "Application benchmarks (seeds 001, 002)",
-    "lustre": "Lustre storage targets: per OST and per server (seed 002)",
-    "probes": "Interference probes (seed 004)",
-    "adaptive": "Adaptive I/O against MPI-IO and file per process (seed 004)",
-    "iostat": "Storage devices: throughput and burstiness (seed 000)",
-    "fsstats": "File systems: growth and file sizes (seed 000)",
-    "perf": "ReFrame performance checks",
-    "provenance": "Provenance",
-}
-SYSTEM = "{system}"  # the study's system in a command (SYSTEM when it has several)
-CAMPAIGN = f"iostudy campaign run CAMPAIGN --system {SYSTEM} --ingest STORE"
-#: kind -> its sections in order, each with the command that brings its data (None: always
-#: has some)
-KINDS: dict[str, dict[str, str | None]] = {
-    "acceptance": {
-        "scaling": f"make spack SYSTEM={SYSTEM}, then iostudy campaign run acceptance "
-        f"--system {SYSTEM} (IOR, mdtest and metarates)",
-        "components": CAMPAIGN.replace("CAMPAIGN", "components") + " (fio, netbw, IOR to memory)",
-        "histograms": CAMPAIGN.replace("CAMPAIGN", "quick"),
-        "crosscheck": CAMPAIGN.replace("CAMPAIGN", "quick"),
-        "perf": CAMPAIGN,
-        "systems": None,
-        "jobs": None,
-    },
-    "regression": {
-        "regressions": "iostudy schedule (the campaign run again, hourly or nightly)",
-        "over-runs": None,
-        "perf": CAMPAIGN,
-    },
-    "applications": {
-        "applications": f"make spack SYSTEM={SYSTEM}, then iostudy campaign run applications "
-        f"--system {SYSTEM}",
-        "jobs": None,
-        "diagnoses": None,
-        "perf": CAMPAIGN,
-    },
-    "interference": {
-        "probes": f"iostudy campaign run probe --system {SYSTEM} (hourly: iostudy schedule)",
-        "adaptive": CAMPAIGN.replace("CAMPAIGN", "adaptive"),
-        "perf": CAMPAIGN,
-    },
-    "characterization": {
-        "jobs": None,
-        "workload": f"iostudy ingest LOGROOT --system {SYSTEM} (a facility's Darshan logs)",
-        "large-jobs": "iostudy report build --large-procs N --large-mib M (a size filter some "
-        "jobs pass)",
-        "diagnoses": None,
-        "iostat": "iostudy iostat-mon on the storage servers, then iostudy iostat-mon import",
-        "fsstats": "iostudy fsstats scan ROOT, then iostudy fsstats import",
-    },
-    "cross-site": {
-        "cross-site": "iostudy export at the other site, then iostudy import BUNDLE",
-        "systems": None,
-        "perf": CAMPAIGN,
-    },
-}
 ALWAYS = ("counts", "provenance")  # first and last on every page
-#: sections about the jobs' own I/O, on the pages of the kinds that study it: a benchmark's
-#: jobs are measured by their checks, not characterized (their CSVs are not written elsewhere)
-ONLY_IN = {
-    "workload": ("characterization", "applications"),
-    "large-jobs": ("characterization",),
-    "diagnoses": ("characterization", "applications"),
-}
 
 
 def kind_of(runs: list[dict], checks: set[str]) -> str:
@@ -132,13 +57,15 @@ def sections(kind: str, items: list[dict], systems: list[str]) -> list[dict]:
     by_key: dict[str, list] = {}
     for item in items:
         by_key.setdefault(item["section"], []).append(item)
-    needed = KINDS[kind]
+    lead = sorted((s for s in SECTIONS if kind in s.kinds), key=lambda s: s.kinds[kind])
+    needed = {s.key: s.brought_by for s in lead}
     first, last = ALWAYS
     rest = [
-        k
-        for k in HEADINGS
-        if k not in needed and k not in ALWAYS and kind in ONLY_IN.get(k, (kind,))
+        s.key
+        for s in SECTIONS
+        if s.key not in needed and s.key not in ALWAYS and kind in (s.shown_in or (kind,))
     ]
+    headings = {s.key: s.heading for s in SECTIONS}
     out = []
     for key in [first, *needed, *rest, last]:
         mine = by_key.get(key, [])
@@ -151,7 +78,7 @@ def sections(kind: str, items: list[dict], systems: list[str]) -> list[dict]:
             out.append(
                 {
                     "key": key,
-                    "heading": HEADINGS[key],
+                    "heading": headings[key],
                     "entries": mine,
                     "blocks": blocks(mine),
                     "missing": command,

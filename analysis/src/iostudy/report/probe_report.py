@@ -258,7 +258,12 @@ def add_section(add, probes: pd.DataFrame) -> None:
         variability(samples_df),
         table=True,
     )
-    sweep_df = sweep(samples_df)
+    _add_sweep(add, sweep(samples_df))
+
+
+def _add_sweep(add, sweep_df: pd.DataFrame) -> None:
+    """Seed 004's Fig. 1 when the probes ran at several writers per target, else a note
+    naming the campaign that does."""
     shapes = sweep_df.groupby("system")["writers_per_target"].nunique() if len(sweep_df) else []
     if len(shapes) and max(shapes) > 1:
         add(

@@ -61,15 +61,11 @@ def rules(found: pd.DataFrame, jobs: int) -> pd.DataFrame:
     return table.drop(columns="projects")
 
 
-def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, links):
-    """The page's sections as [(heading, [(item, frame)])]; ``jobs``: the project's rows of
-    jobstats.job_table, ``found``: their diagnoses, links: figures.item's (to job pages)."""
-
-    def item(kind, ident, caption, df, **kw):
-        return figures.item("project", kind, f"{prefix}-{ident}", caption, df, **kw), df
-
+def summary(name: str, jobs: pd.DataFrame, found: pd.DataFrame) -> pd.DataFrame:
+    """The project in a row: its jobs, users, bytes moved, median MiB/s/CN and the jobs a
+    diagnosis fired on."""
     moved = jobs["bytes_read"] + jobs["bytes_written"]
-    summary = pd.DataFrame(
+    return pd.DataFrame(
         [
             {
                 "project": name,
@@ -81,9 +77,25 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
             }
         ]
     )
+
+
+def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, links):
+    """The page's sections as [(heading, [(item, frame)])]; ``jobs``: the project's rows of
+    jobstats.job_table, ``found``: their diagnoses, links: figures.item's (to job pages)."""
+
+    def item(kind, ident, caption, df, **kw):
+        return figures.item("project", kind, f"{prefix}-{ident}", caption, df, **kw), df
+
     v = table_v(jobs)
-    shown = len(figures.page_rows(v))
-    out = [
+    caption = (
+        f"The {len(figures.page_rows(v))} of its {len(jobs):,} jobs that moved the most bytes "
+        "(each links to its page; every job in the CSV): MiB/s/CN, metadata share of the I/O "
+        "time, key access size (the size bin of most accesses, r: reads, w: writes; "
+        f"{sizebins.EDGES}) and strategy."
+    )
+    r = rules(found, len(jobs))
+    fired = "The diagnosis rules that fired on its jobs, how often, and their advice."
+    return [
         (
             "Project",
             [
@@ -92,21 +104,31 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
                     "summary",
                     "The project's jobs with a log, their bytes "
                     "and median MiB/s/CN (seed 000's metric, as on every page).",
-                    summary,
+                    summary(name, jobs, found),
                     table=True,
                 )
             ],
-        )
+        ),
+        (
+            "Its jobs (seed 000, Table V)",
+            [item("table", "jobs", caption, v, table=True, hide=["log_sha256"], links=links)],
+        ),
+        ("Performance by job size (seed 000, Table VI)", _by_size(item, jobs)),
+        (
+            "Diagnoses",
+            [
+                item("table", "diagnoses", fired, r, table=True)
+                if len(r)
+                else item("note", "diagnoses", f"{fired} None fired.", r)
+            ],
+        ),
     ]
-    caption = (
-        f"The {shown} of its {len(jobs):,} jobs that moved the most bytes (each links to its "
-        "page; every job in the CSV): MiB/s/CN, metadata share of the I/O time, key access size "
-        f"(the size bin of most accesses, r: reads, w: writes; {sizebins.EDGES}) and strategy."
-    )
-    jobs_v = item("table", "jobs", caption, v, table=True, hide=["log_sha256"], links=links)
-    out.append(("Its jobs (seed 000, Table V)", [jobs_v]))
+
+
+def _by_size(item, jobs: pd.DataFrame) -> list:
+    """Table VI, and the distribution of the jobs' MiB/s/CN when enough jobs have one."""
     vi = table_vi(jobs)
-    by_size = [
+    out = [
         item(
             "table",
             "by-size",
@@ -117,7 +139,7 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
         )
     ]
     if vi["jobs"].sum() >= DRAWN_FROM:
-        by_size.append(
+        out.append(
             item(
                 "figure",
                 "distribution",
@@ -127,17 +149,4 @@ def sections(name: str, jobs: pd.DataFrame, found: pd.DataFrame, prefix: str, li
                 fig=figures.rates_by_size_figure(jobs),
             )
         )
-    out.append(("Performance by job size (seed 000, Table VI)", by_size))
-    r = rules(found, len(jobs))
-    caption = "The diagnosis rules that fired on its jobs, how often, and their advice."
-    out.append(
-        (
-            "Diagnoses",
-            [
-                item("table", "diagnoses", caption, r, table=True)
-                if len(r)
-                else item("note", "diagnoses", f"{caption} None fired.", r)
-            ],
-        )
-    )
     return out

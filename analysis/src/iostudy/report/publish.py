@@ -18,7 +18,7 @@ from pathlib import Path
 from iostudy.core import config, provenance
 from iostudy.core.deferred import deferred
 from iostudy.report import figures
-from iostudy.report.sections import ReportOptions
+from iostudy.report.sectiondata import ReportOptions
 from iostudy.store import catalog
 from iostudy.store import store as store_mod
 

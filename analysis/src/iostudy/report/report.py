@@ -50,7 +50,7 @@ from iostudy.report.publish import (
     taken_versions,
     templates_env,
 )
-from iostudy.report.sections import ReportOptions
+from iostudy.report.sectiondata import ReportOptions, SectionData
 from iostudy.report.studydata import StudyData
 from iostudy.report.verdict import Verdict
 from iostudy.store import store as store_mod
@@ -158,7 +158,7 @@ class Rendered(NamedTuple):
     kind: str  # the kind of study (iostudy.report.layout)
 
 
-def _page(report: sections.Report, rendered: Rendered, page, study, version, title, now) -> str:
+def _page(report: SectionData, rendered: Rendered, page, study, version, title, now) -> str:
     """The report's index.html: the verdict and the summary at the top, then the sections of
     its kind's layout (``page``: iostudy.report.layout.sections)."""
     return (
@@ -188,6 +188,51 @@ def _page(report: sections.Report, rendered: Rendered, page, study, version, tit
     )
 
 
+class PageItems:
+    """The page's items as its sections add them (figures.item's: a figure, a table, or a
+    note), with the frame behind each, written as its CSV once the page's layout says the
+    item is on it. With an anonymizer every frame goes through it (names by column,
+    iostudy.core.anonymize); a job's row links to its page, a project's to its."""
+
+    def __init__(self, anonymizer, links):
+        self.anonymizer, self.links = anonymizer, links
+        self.items: list[dict] = []
+        self.frames: dict[str, pd.DataFrame] = {}
+
+    def add(
+        self,
+        section,
+        kind,
+        ident,
+        caption,
+        df,
+        fig=None,
+        table=False,
+        hide=(),
+        label=None,
+        whole=False,
+    ):
+        """figures.item's arguments."""
+        if self.anonymizer is not None:
+            df = self.anonymizer.frame(df)
+        self.frames[ident] = df
+        self.items.append(
+            figures.item(
+                section,
+                kind,
+                ident,
+                caption,
+                df,
+                fig,
+                table,
+                hide,
+                label,
+                links=self.links,
+                whole=whole,
+            )
+        )
+
+
 def render(
     tables,
     runs,
@@ -205,43 +250,18 @@ def render(
     table that has no data. With options.anonymizer every table and CSV goes through it (names
     by column, iostudy.core.anonymize), and the sections that draw names take it too."""
     options = options or ReportOptions()
-    anonymizer = options.anonymizer
     runs_df = pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in runs])
-    items, frames = [], {}
-    linked = pages.Pages(tables, anonymizer, options.results)
-
-    def add(
-        section, kind, ident, caption, df, fig=None, table=False, hide=(), label=None, whole=False
-    ):
-        """figures.item's arguments; a job's row links to its page, a project's to its."""
-        if anonymizer is not None:
-            df = anonymizer.frame(df)
-        frames[ident] = df  # written once the page's layout says the item is on it
-        items.append(
-            figures.item(
-                section,
-                kind,
-                ident,
-                caption,
-                df,
-                fig,
-                table,
-                hide,
-                label,
-                links=linked.links,
-                whole=whole,
-            )
-        )
-
-    report = sections.Report(add, tables, runs, runs_df, options)
+    linked = pages.Pages(tables, options.anonymizer, options.results)
+    made = PageItems(options.anonymizer, linked.links)
+    report = SectionData(made.add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:
-        section(report)
+        section.build(report)
     kind = headline.study_kind(report)
     systems = sorted(runs_df["system"].dropna().astype(str).unique()) if len(runs_df) else []
-    page = layout.sections(kind, items, systems)
+    page = layout.sections(kind, made.items, systems)
     shown = [item for sec in page for item in sec["entries"]]
     for item in shown:  # a section without data is not on the page: nor is its empty CSV
-        frames[item["id"]].to_csv(out / item["csv"], index=False, lineterminator="\n")
+        made.frames[item["id"]].to_csv(out / item["csv"], index=False, lineterminator="\n")
     rendered = Rendered(shown, headline.study_verdict(report), kind)
     (out / "index.html").write_text(_page(report, rendered, page, study, version, title, now))
     linked.write(

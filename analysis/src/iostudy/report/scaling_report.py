@@ -88,8 +88,9 @@ def _scaling_figures(add, data: StudyData, runs, runs_df: pd.DataFrame, limits: 
             )
 
 
-def section(r) -> None:
-    """The section of a report being made (iostudy.report.sections.Report), after the
-    components section, whose limits it draws."""
-    limits = {system: table for system, (_, _, table) in r.found.get("limits", {}).items()}
-    r.found["ior_cross"] = add_scaling(r.add, r.data, r.runs, r.runs_df, limits)
+def section(d) -> None:
+    """The section of a report being made (iostudy.report.sectiondata.SectionData), with the
+    components' limits (d.limits) drawn; its IOR cross-check goes into d.found["ior_cross"]
+    for the page's summary."""
+    limits = {system: table for system, (_, _, table) in d.limits.items()}
+    d.found["ior_cross"] = add_scaling(d.add, d.data, d.runs, d.runs_df, limits)

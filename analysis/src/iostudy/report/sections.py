@@ -1,21 +1,16 @@
-"""The report's sections, one registry: every section is a function of one argument, the
-report being made (:class:`Report`), which adds its figures, tables and notes through
-``report.add`` in the order of :data:`SECTIONS`; what one section finds that the page's summary
-needs goes into ``report.found``."""
+"""The report's sections, one registry (:data:`SECTIONS`): each section of the page with its
+heading, the kinds of study whose page leads with it (and its place there), the command that
+brings its data, and its builder. Every builder takes the one bundle of what sections read
+(:class:`iostudy.report.sectiondata.SectionData`) and puts its figures, tables and notes on
+the page through its ``add``; which sections a page shows, in which order, is
+:mod:`iostudy.report.layout`'s, from this registry."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from iostudy.core.anonymize import Anonymizer
-from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
-from iostudy.metrics import compare, metrics, scaling, workload
-from iostudy.metrics.scaling import WITHIN
 from iostudy.report import (
     adaptive_report,
     apps,
@@ -28,344 +23,27 @@ from iostudy.report import (
     filesystems,
     lustre,
     probe_report,
+    runtables,
     scaling_report,
 )
-from iostudy.report.figures import TOLERANCE_PCT, safe, to_time
-from iostudy.report.studydata import StudyData
-from iostudy.store import store as store_mod
-
-np = deferred("numpy")
-pd = deferred("pandas")
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """What a report build can be asked beyond its study: the large-job filter of seed 000's
-    per-project figures (processes and MiB moved, at least), and the pseudonyms of names
-    (None: names as they are)."""
-
-    large_procs: int = workload.LARGE_PROCS
-    large_mib: float = workload.LARGE_MIB
-    anonymizer: Anonymizer | None = None
-    systems: dict | None = None  # system label -> description (compare.system_descriptions)
-    results: Path | None = None  # the folder the store's paths are relative to (its logs')
-    pairs: tuple = ()  # (A, B) jobs to compare before and after (iostudy.report.beforeafter)
-
-
-#: a log tree's run (ingested as a tree of logs, not by a campaign)
-TREE_STATUS = store_mod.TREE_STATUS
-
-
-@dataclass
-class Report:
-    """A report being made: add(section, kind, ident, caption, frame, fig=None, table=False,
-    hide=()) puts a figure, table or note on the page; the study's data (views of its runs'
-    rows, iostudy.report.studydata) and runs (as read, and as a frame); the build's options
-    (iostudy.report.report.ReportOptions)."""
-
-    add: Callable[..., None]
-    data: StudyData
-    runs: list[dict]
-    runs_df: pd.DataFrame
-    options: Any
-    found: dict[str, Any] = field(default_factory=dict)
-
+from iostudy.report.figures import TOLERANCE_PCT, safe
+from iostudy.report.sectiondata import SectionData
 
 # Up to this many jobs, the report draws each job's MiB/s/CN (a bar and a row per job).
 JOBS_SHOWN = 60
 
 
-def latest_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The latest run (by start time) of each system, ordered by system."""
-    runs = runs.assign(_t=to_time(runs["started"]).to_numpy())
-    latest = runs.sort_values(["_t", "run_id"]).groupby("system").tail(1)
-    return latest.drop(columns="_t").sort_values("system").reset_index(drop=True)
-
-
-def _series(frame: pd.DataFrame, by_environ: bool) -> pd.Series:
-    """What a figure draws as one series: the system, or system/environ when the study ran
-    several programming environments (MPI flavours), so that flavours are never averaged."""
-    system = frame["system"].fillna("?").astype(str)
-    if not by_environ or "environ" not in frame:
-        return system
-    return system + "/" + frame["environ"].fillna("?").astype(str)
-
-
-def histograms(iomodel: pd.DataFrame) -> pd.DataFrame:
-    """Seed 003's 2D histogram bins (metrics.iomodel_histogram) per run, system, environ and
-    total size: x_log2_io_procs, y_log2_procs_per_file, models, max_write_mib_s,
-    max_mib_s_per_node_hour."""
-    return metrics.iomodel_histogram(iomodel)
-
-
-JOB_COLUMNS = [
-    "run_id",
-    "system",
-    "environ",
-    "repetition",
-    "jobid",
-    "nprocs",
-    "nodes",
-    "nodes_source",
-    "bytes",
-    "io_time_slowest_s",
-    "io_time_span_s",
-    "strategy",
-    "mib_s_per_cn",
-    "mib_s_per_cn_span",
-    "log_path",
-    "log_sha256",
-]
-
-
-def job_table(data: StudyData) -> pd.DataFrame:
-    """MiB/s/CN per job as :mod:`iostudy.metrics.jobstats` defines it (the one definition: the
-    slowest rank's form over the layers that moved the bytes; seed 000's shared-file span form
-    beside it), with the columns a reader needs."""
-    t = data.job_table().rename(columns={"log": "log_path"})
-    t["bytes"] = t["bytes_read"] + t["bytes_written"]
-    runs = data["jobs"][["log_sha256", "environ", "repetition"]].drop_duplicates("log_sha256")
-    t = t.merge(runs, on="log_sha256", how="left")
-    return t[JOB_COLUMNS]
-
-
-def crosscheck_table(data: StudyData) -> pd.DataFrame:
-    """Seed 000's Table I check (metrics.table1_crosscheck on metrics.model_throughput of the
-    files in the benchmark's model directories): model, benchmark MiB/s, MiB/s derived from the
-    logs, difference %, within tolerance."""
-    files = data.files_matching(metrics.MODEL_DIR)
-    t = metrics.table1_crosscheck(metrics.model_throughput(files, data["jobs"]), data["iomodel"])
-    t = t.rename(
-        columns={
-            "write_mib_s": "benchmark_mib_s",
-            "within_tolerance": WITHIN,
-        }
-    )
-    t.insert(t.columns.get_loc("rel_diff"), "difference_pct", 100 * t["rel_diff"])
-    t[WITHIN] = metrics.judged(t[WITHIN], t["derived_mib_s"])
-    columns = [
-        "run_id",
-        "system",
-        "environ",
-        "repetition",
-        "model",
-        "n",
-        "p",
-        "f",
-        "m",
-        "bytes",
-        "benchmark_mib_s",
-        "derived_mib_s",
-        "difference_pct",
-        WITHIN,
-    ]
-    return t[[c for c in columns if c in t.columns]]
-
-
-def parameters_of(text) -> dict:
-    """A perf row's parameters (ReFrame's JSON) as a dict; text that is no JSON object is kept
-    whole as the one parameter "parameters"."""
-    try:
-        params = json.loads(text) if isinstance(text, str) and text else {}
-    except ValueError:
-        params = text
-    return params if isinstance(params, dict) else {"parameters": params}
-
-
-def _parameter_labels(perf: pd.DataFrame) -> pd.Series:
-    """Per row, the check's parameters that tell its parameter sets apart ("size=1G"), empty
-    when the check ran with one set. Repetitions of one set are one metric (averaged)."""
-
-    parsed = perf["parameters"].map(
-        lambda text: {k: v for k, v in parameters_of(text).items() if k != "repetition"}
-    )
-    labels = pd.Series("", index=perf.index)
-    for _, idx in perf.groupby("check", dropna=False).groups.items():
-        sets = parsed.loc[idx]
-        keys = sorted({k for p in sets for k in p})
-        varying = [k for k in keys if len({json.dumps(p.get(k), sort_keys=True) for p in sets}) > 1]
-        labels.loc[idx] = [
-            ", ".join(f"{k}={p[k]}" if k in p else f"{k} unset" for k in varying) for p in sets
-        ]
-    return labels
-
-
-def run_metrics(runs, iomodel, jobs_t, cross, perf) -> pd.DataFrame:
-    """One value per run, series and metric: run_id, system, environ, series, started, metric,
-    unit, value, band_low, band_high (the ReFrame reference range), result (ReFrame's verdict).
-
-    Metrics: the benchmark's write MiB/s of each named model at full scale, with its (n,p,f,m)
-    (mean over repetitions); from the logs, the write MiB/s of the Table I models and the mean
-    MiB/s/CN of the run's jobs; every ReFrame performance variable, per parameter set when a
-    check has several."""
-    rows = []
-
-    def add(frame, metric, unit, value, low=np.nan, high=np.nan, result=None):
-        for (run_id, environ), g in frame.groupby(["run_id", "environ"], dropna=False):
-            v = pd.to_numeric(g[value], errors="coerce").dropna()
-            if len(v):
-                lo = g[low].iloc[0] if isinstance(low, str) else low
-                hi = g[high].iloc[0] if isinstance(high, str) else high
-                res = None
-                if result is not None:
-                    verdicts = set(g[result].dropna().astype(str).str.lower())
-                    res = "fail" if "fail" in verdicts else ("pass" if verdicts else None)
-                rows.append((run_id, environ, metric, unit, float(v.mean()), lo, hi, res))
-
-    # A name can cover several models (file per process on 1 node or on all): the full-scale
-    # one of each name, named with its coordinates, so that runs compare like with like.
-    for source, frame, column in (
-        ("benchmark", iomodel, "write_mib_s"),
-        ("logs", cross.dropna(subset=["derived_mib_s"]), "derived_mib_s"),
-    ):
-        named = frame.dropna(subset=["model"])
-        procs = named["n"] * named["p"]
-        named = named[procs == procs.groupby(named["model"]).transform("max")]
-        for (model, n, p, f, m), g in named.groupby(["model", "n", "p", "f", "m"]):
-            add(g, f"{source}: {model} write ({n},{p},{f},{m})", "MiB/s", column)
-    add(jobs_t, "logs: MiB/s/CN (mean of jobs)", "MiB/s/CN", "mib_s_per_cn")
-    # The scaling points have their own section: one metric per point would bury the others.
-    perf = perf[~perf["check"].isin(scaling.SCALING_CHECKS)]
-    if len(perf):
-        perf = perf.copy()
-        refs = perf[["reference", "lower", "upper"]].itertuples(index=False)
-        band = [compare.band(*r) for r in refs]
-        perf["band_low"] = [b[0] for b in band]
-        perf["band_high"] = [b[1] for b in band]
-        perf["_label"] = _parameter_labels(perf)
-        for (check, label, variable, unit), g in perf.groupby(
-            ["check", "_label", "variable", "unit"], dropna=False
-        ):
-            name = f"ReFrame {check}: {variable}" + (f" ({label})" if label else "")
-            for _, h in g.groupby(["run_id", "environ"], dropna=False):
-                add(h, name, unit or "", "value", "band_low", "band_high", "result")
-    columns = ["run_id", "environ", "metric", "unit", "value", "band_low", "band_high", "result"]
-    out = pd.DataFrame(rows, columns=columns)
-    out = runs[["run_id", "system", "started"]].merge(out, on="run_id", how="inner")
-    out.insert(3, "series", _series(out, out["environ"].nunique(dropna=False) > 1).values)
-    order = {"benchmark": 0, "logs": 1, "ReFrame": 2}
-    out["_o"] = out["metric"].map(lambda m: order.get(m.split(":")[0].split(" ")[0], 3))
-    out = out.sort_values(["_o", "metric", "started", "series"]).drop(columns="_o")
-    return out.reset_index(drop=True)
-
-
-def side_by_side(metric_table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Per metric and series: the value of the system's latest run and the range over all runs."""
-    columns = ["metric", "unit", "series", "runs", "latest_run", "latest", "min", "max", "mean"]
-    if metric_table.empty:
-        return pd.DataFrame(columns=columns)
-    latest = set(latest_runs(runs)["run_id"])
-    rows = []
-    for (metric, unit, series), g in metric_table.groupby(["metric", "unit", "series"], sort=False):
-        g = g.sort_values("started")
-        last = g[g["run_id"].isin(latest)]
-        last = last if len(last) else g.tail(1)
-        rows.append(
-            {
-                "metric": metric,
-                "unit": unit,
-                "series": series,
-                "runs": g["run_id"].nunique(),
-                "latest_run": last["run_id"].iloc[-1],
-                "latest": float(last["value"].iloc[-1]),
-                "min": float(g["value"].min()),
-                "max": float(g["value"].max()),
-                "mean": float(g["value"].mean()),
-            }
-        )
-    return pd.DataFrame(rows, columns=columns)
-
-
-def counts_table(runs: pd.DataFrame, data: StudyData) -> pd.DataFrame:
-    counted = {
-        "jobs (logs ingested)": data.count_by_run("jobs"),
-        "file records": data.count_by_run("files"),
-        "I/O models measured": data.count_by_run("iomodel"),
-        "ReFrame performance values": data.count_by_run("perf"),
-        "quarantined inputs": data.count_by_run("quarantine"),
-        # a flagged log is in the figures without the values it is known to hold wrongly
-        "flagged logs (values known wrong, stored as null)": data.count_by_run(
-            "jobs", "flags IS NOT NULL"
-        ),
-    }
-    rows = []
-    # A log tree ingested without --system has none: its runs are counted under "?".
-    systems = runs["system"].fillna("?")
-    for system in sorted(systems.unique()):
-        ids = set(runs.loc[systems == system, "run_id"])
-        row = {"system": system, "runs": len(ids)}
-        row |= {
-            what: sum(n for r, n in per_run.items() if r in ids)
-            for what, per_run in counted.items()
-        }
-        rows.append(row)
-    total = {"system": "all"}
-    for key in rows[0] if rows else []:
-        if key != "system":
-            total[key] = sum(r[key] for r in rows)
-    return pd.DataFrame(rows + ([total] if len(rows) > 1 else []))
-
-
-def spack_build_text(entry: dict | None, missing: str | None = None) -> str:
-    """A run's Spack build in a line: Spack's version and source, and the iostudy commit its
-    programs were built from, saying when that is not the run's checkout; without one, whether
-    its system expected one (``missing``: the manifest's spack_build_missing)."""
-    if entry is None:
-        expected = "NONE, though the system expects one" if missing else "none"
-        return f"{expected}: make setup's builds"
-    source = f", {entry['spack_source']}" if entry.get("spack_source") else ""
-    text = f"Spack {entry.get('spack_version')}{source}"
-    commits = sorted(set((entry.get("iostudy_packages") or {}).values()))
-    if commits:
-        text += f"; iostudy programs from {', '.join(c[:12] for c in commits)}"
-    differ = entry.get("differs_from_checkout") or []
-    if differ and len(differ) == len(entry.get("iostudy_packages") or {}):
-        text += " (NOT the checkout's commit)"
-    elif differ:
-        text += f" (NOT the checkout's commit: {', '.join(differ)})"
-    return text
-
-
-def provenance_table(runs: list[dict]) -> pd.DataFrame:
-    rows = []
-    for run in runs:
-        m = run["_manifest"] or {}
-        tools = m.get("tool_versions") or {}
-        rows.append(
-            {
-                "run_id": run["run_id"],
-                "system": run.get("system"),
-                "campaign": run.get("campaign"),
-                "started": run.get("started"),
-                "finished": run.get("finished"),
-                "status": run.get("status"),
-                "git_commit": m.get("git_commit") or run.get("git_commit"),
-                "git_dirty": m.get("git_dirty"),
-                "tool_versions": "; ".join(f"{k} {v}" for k, v in sorted(tools.items()) if v),
-                "spack_build": spack_build_text(m.get("spack_build"), m.get("spack_build_missing")),
-                "manifest": "found"
-                if run["_manifest"] is not None
-                else (TREE_STATUS if store_mod.is_tree(run) else "MISSING"),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------------------------
-# The sections, in page order
-
-
-def histograms_section(r: Report) -> None:
+def histograms_section(d: SectionData) -> None:
     """Seed 003: the 2D histograms of the latest run of each system."""
-    iomodel = r.data["iomodel"]
-    latest = list(latest_runs(r.runs_df).itertuples())
+    iomodel = d.data["iomodel"]
+    latest = list(runtables.latest_runs(d.runs_df).itertuples())
     shown = iomodel[iomodel["run_id"].isin({run.run_id for run in latest})]
-    scales = figures.histogram_scales(histograms(shown)) if len(shown) else None
+    scales = figures.histogram_scales(runtables.histograms(shown)) if len(shown) else None
     for run in latest:
-        hist = histograms(iomodel[iomodel["run_id"] == run.run_id])
+        hist = runtables.histograms(iomodel[iomodel["run_id"] == run.run_id])
         if hist.empty:
             none = f"{run.system}, latest run {run.run_id}: no I/O-model results."
-            r.add("histograms", "figure", f"histogram-{safe(run.system)}", none, hist)
+            d.add("histograms", "figure", f"histogram-{safe(run.system)}", none, hist)
             continue
         groups = list(hist.groupby(["environ", "bytes"], dropna=False))
         for (environ, size), h in groups:
@@ -373,7 +51,7 @@ def histograms_section(r: Report) -> None:
             if len(groups) > 1:
                 ident += f"-{safe(environ)}-{safe(size)}"
                 what += f" ({environ}, {short(size / 2**20)} MiB)"
-            r.add(
+            d.add(
                 "histograms",
                 "figure",
                 ident,
@@ -385,80 +63,6 @@ def histograms_section(r: Report) -> None:
                 fig=figures.histogram_figure(h, f"{what}: {run.run_id}", scales),
                 label=f"{what}, latest run {run.run_id}",
             )
-
-
-def jobs_section(r: Report) -> None:
-    """MiB/s/CN of every job (iostudy.metrics.jobstats), the metrics over runs, the systems side
-    by side: the page's series and colours are those of the runs and jobs together."""
-    runs_df, iomodel = r.runs_df, r.data["iomodel"]
-    by_environ = any(t["environ"].nunique() > 1 for t in (r.data["jobs"], iomodel) if len(t))
-    jobs_t = job_table(r.data)
-    jobs_t = jobs_t.merge(runs_df[["run_id", "started"]], on="run_id", how="left")
-    jobs_t = jobs_t.sort_values(["started", "system", "jobid"]).drop(columns="started")
-    jobs_t.insert(2, "series", _series(jobs_t, by_environ).values)
-    cross = crosscheck_table(r.data)
-    metric_table = run_metrics(runs_df, iomodel, jobs_t, cross, r.data["perf"])
-    colours = figures.colours(set(metric_table["series"]) | set(jobs_t["series"]))
-    r.found["crosscheck"] = cross
-    r.found["jobs"] = jobs_t
-    unknown = figures.unknown_nodes(jobs_t)
-    rated = jobs_t["mib_s_per_cn"].notna().any()  # a chart without a bar says nothing
-    caption = JOBS_CAPTION + unknown
-    if len(jobs_t) <= JOBS_SHOWN:
-        r.add(
-            "jobs",
-            "figure" if rated else "table",
-            "job-mib-s-per-cn",
-            caption,
-            jobs_t,
-            fig=figures.job_rates_figure(jobs_t, colours) if rated else None,
-            table=True,
-            hide=JOBS_HIDDEN + ([] if by_environ else ["series", "environ"]),
-        )
-    else:  # a bar per job is unreadable at a facility's scale: the distributions show them
-        r.add(
-            "jobs",
-            "note",
-            "job-mib-s-per-cn",
-            f"{caption} {len(jobs_t):,} jobs: too "
-            "many to draw one by one; their distribution by job size below, per project in "
-            "the large-jobs section (Fig. 10 and Table IV), and every job in the CSV.",
-            jobs_t,
-        )
-        r.add(
-            "jobs",
-            "figure",
-            "job-mib-s-per-cn-by-size",
-            SIZE_CAPTION + unknown,
-            figures.rates_by_size(jobs_t),
-            fig=figures.rates_by_size_figure(jobs_t),
-            table=True,
-        )
-    several_runs = len(runs_df) and runs_df.groupby("system").size().max() > 1
-    r.add(
-        "over-runs",
-        "figure",
-        "metrics-over-runs",
-        "Each metric over the study's runs (x: run start, UTC), one series per system; (n,p,f,m) "
-        "= nodes, processes per node doing I/O, files per node, nodes sharing a file; shaded: "
-        "the system's ReFrame reference range, red x: a value ReFrame failed.",
-        metric_table,
-        # a line needs two runs of a system: one run's dots say nothing over time
-        fig=figures.over_runs_figure(metric_table, colours)
-        if len(metric_table) and several_runs
-        else None,
-    )
-    sbs = side_by_side(metric_table, runs_df)
-    several_systems = runs_df["system"].nunique() > 1 if len(runs_df) else False
-    r.add(
-        "systems",
-        "figure",
-        "systems-side-by-side",
-        "Each metric per system side by side: bar and label = the system's latest run, "
-        "whisker = range over all its runs.",
-        sbs,
-        fig=figures.side_by_side_figure(sbs, colours) if len(sbs) and several_systems else None,
-    )
 
 
 SIZE_CAPTION = (
@@ -482,66 +86,39 @@ JOBS_CAPTION = (
 )
 
 
-def crosscheck_section(r: Report) -> None:
-    r.add(
+def crosscheck_section(d: SectionData) -> None:
+    d.add(
         "crosscheck",
         "table",
         "table-i-crosscheck",
         "Seed 000's Table I cross-check: the benchmark's own write MiB/s of the file-per-process "
         "and single-shared-file models against the MiB/s derived from our logs of the same "
         f"files; within {TOLERANCE_PCT:g}% passes.",
-        r.found["crosscheck"],
+        d.crosscheck,
         table=True,
     )
 
 
-# the value and its verdict beside the check, the parameters (as many as the checks have) last
-PERF_COLUMNS = [
-    "run_id",
-    "system",
-    "partition",
-    "environ",
-    "check",
-    "variable",
-    "value",
-    "unit",
-    "reference",
-    "lower",
-    "upper",
-    "result",
-    "parameters",
-]
-
-
-def perf_section(r: Report) -> None:
-    r.add(
+def perf_section(d: SectionData) -> None:
+    d.add(
         "perf",
         "table",
         "reframe-performance",
         "ReFrame performance variables of every run and ReFrame's verdict against the "
         "references of configs/references/ (accepted range: reference x (1 + lower) to "
         "reference x (1 + upper)); the test case's parameters in the last column.",
-        parameter_text(r.data["perf"][PERF_COLUMNS]),
+        runtables.parameter_text(d.data["perf"][runtables.PERF_COLUMNS]),
         table=True,
     )
 
 
-def parameter_text(perf: pd.DataFrame) -> pd.DataFrame:
-    """The perf rows with their parameters (JSON) as "name=value, ..." text: one column
-    whatever the checks and their parameters, so that the table fits its page."""
-    text = perf["parameters"].map(
-        lambda p: ", ".join(f"{k}={v}" for k, v in parameters_of(p).items())
-    )
-    return perf.assign(parameters=text)
-
-
-def counts_section(r: Report) -> None:
-    counts = counts_table(r.runs_df, r.data)
-    r.add(
+def counts_section(d: SectionData) -> None:
+    counts = runtables.counts_table(d.runs_df, d.data)
+    d.add(
         "counts", "table", "counts", "What this report is made of, per system.", counts, table=True
     )
-    quarantine = r.data["quarantine"][["run_id", "path", "sha256", "reason"]]
-    r.add(
+    quarantine = d.data["quarantine"][["run_id", "path", "sha256", "reason"]]
+    d.add(
         "counts",
         "table",
         "quarantine",
@@ -550,10 +127,10 @@ def counts_section(r: Report) -> None:
         quarantine,
         table=True,
     )
-    jobs = r.data["jobs"]
+    jobs = d.data["jobs"]
     flagged = jobs.loc[jobs["flags"].notna(), ["run_id", "log_path", "flags"]]
     if len(flagged):  # listed where they are counted: what was stored as null, and why
-        r.add(
+        d.add(
             "counts",
             "table",
             "flagged-logs",
@@ -565,45 +142,289 @@ def counts_section(r: Report) -> None:
         )
 
 
-def provenance_section(r: Report) -> None:
-    r.add(
+def provenance_section(d: SectionData) -> None:
+    d.add(
         "provenance",
         "table",
         "runs-provenance",
         "Each run with the harness commit, the tool versions and the Spack build (with the "
         "iostudy commit the view's programs were built from) its manifest recorded "
         "(MANIFEST.json has the effective configuration).",
-        provenance_table(r.runs),
+        runtables.provenance_table(d.runs),
         table=True,
     )
 
 
-#: every section, in the order it is made (the page's order is iostudy.report.layout's); each
-#: takes the report being made, and may read what an earlier one found (report.found)
-SECTIONS: tuple[Callable[[Report], None], ...] = (
-    histograms_section,
-    components_report.section,  # its limits: the scaling figure's modelled ceiling
-    scaling_report.section,
-    lambda r: probe_report.add_section(r.add, r.data["probes"]),
-    lambda r: adaptive_report.add_section(r.add, r.data["adaptive"]),
-    lambda r: compare_report.add_section(r.add, r.data["perf"], r.runs_df, r.options.systems or {}),
-    lambda r: apps.add_section(r.add, r.data),
-    lambda r: lustre.add_section(r.add, r.data, r.runs),
-    lambda r: workload.add_section(
-        r.add,
-        r.data.con,
-        r.options.large_procs,
-        r.options.large_mib,
-        r.options.anonymizer,
-        jobs=r.data.job_table(),
+def jobs_section(d: SectionData) -> None:
+    """MiB/s/CN of every job (iostudy.metrics.jobstats): a bar and a row per job, or at a
+    facility's scale their distribution by job size."""
+    jobs = d.jobs
+    unknown = figures.unknown_nodes(jobs)
+    rated = jobs["mib_s_per_cn"].notna().any()  # a chart without a bar says nothing
+    caption = JOBS_CAPTION + unknown
+    if len(jobs) <= JOBS_SHOWN:
+        d.add(
+            "jobs",
+            "figure" if rated else "table",
+            "job-mib-s-per-cn",
+            caption,
+            jobs,
+            fig=figures.job_rates_figure(jobs, d.colours) if rated else None,
+            table=True,
+            hide=JOBS_HIDDEN + ([] if d.by_environ else ["series", "environ"]),
+        )
+        return
+    # a bar per job is unreadable at a facility's scale: the distributions show them
+    d.add(
+        "jobs",
+        "note",
+        "job-mib-s-per-cn",
+        f"{caption} {len(jobs):,} jobs: too "
+        "many to draw one by one; their distribution by job size below, per project in "
+        "the large-jobs section (Fig. 10 and Table IV), and every job in the CSV.",
+        jobs,
+    )
+    d.add(
+        "jobs",
+        "figure",
+        "job-mib-s-per-cn-by-size",
+        SIZE_CAPTION + unknown,
+        figures.rates_by_size(jobs),
+        fig=figures.rates_by_size_figure(jobs),
+        table=True,
+    )
+
+
+def over_runs_section(d: SectionData) -> None:
+    """Each metric over the study's runs, in the series and colours of the jobs'."""
+    runs_df, metric_table = d.runs_df, d.metrics
+    several_runs = len(runs_df) and runs_df.groupby("system").size().max() > 1
+    d.add(
+        "over-runs",
+        "figure",
+        "metrics-over-runs",
+        "Each metric over the study's runs (x: run start, UTC), one series per system; (n,p,f,m) "
+        "= nodes, processes per node doing I/O, files per node, nodes sharing a file; shaded: "
+        "the system's ReFrame reference range, red x: a value ReFrame failed.",
+        metric_table,
+        # a line needs two runs of a system: one run's dots say nothing over time
+        fig=figures.over_runs_figure(metric_table, d.colours)
+        if len(metric_table) and several_runs
+        else None,
+    )
+
+
+def systems_section(d: SectionData) -> None:
+    """Each metric per system side by side (drawn when the study has several systems)."""
+    runs_df = d.runs_df
+    sbs = runtables.side_by_side(d.metrics, runs_df)
+    several_systems = runs_df["system"].nunique() > 1 if len(runs_df) else False
+    d.add(
+        "systems",
+        "figure",
+        "systems-side-by-side",
+        "Each metric per system side by side: bar and label = the system's latest run, "
+        "whisker = range over all its runs.",
+        sbs,
+        fig=figures.side_by_side_figure(sbs, d.colours) if len(sbs) and several_systems else None,
+    )
+
+
+def probes_section(d: SectionData) -> None:
+    probe_report.add_section(d.add, d.data["probes"])
+
+
+def adaptive_section(d: SectionData) -> None:
+    adaptive_report.add_section(d.add, d.data["adaptive"])
+
+
+def cross_site_section(d: SectionData) -> None:
+    """The results two systems share; one system has nothing to be compared with."""
+    if len(d.comparable) and d.comparable["label"].nunique() > 1:
+        compare_report.add_cross_site(d.add, d.comparable, d.options.systems or {})
+
+
+def regressions_section(d: SectionData) -> None:
+    if len(d.comparable):
+        compare_report.add_regressions(d.add, d.comparable)
+
+
+def applications_section(d: SectionData) -> None:
+    apps.add_section(d.add, d.data)
+
+
+def lustre_section(d: SectionData) -> None:
+    lustre.add_section(d.add, d.data, d.runs)
+
+
+def workload_section(d: SectionData) -> None:
+    d.add_made(d.workload_items, "workload")
+
+
+def large_jobs_section(d: SectionData) -> None:
+    d.add_made(d.workload_items, "large-jobs")
+
+
+def iostat_section(d: SectionData) -> None:
+    devices.add_section(d.add, d.data)
+
+
+def fsstats_section(d: SectionData) -> None:
+    filesystems.add_section(d.add, d.data)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section of the report's page: ``key`` names it (its items', anchor's), ``heading``
+    is its title; ``build`` puts its items on the page. ``kinds``: the kinds of study
+    (iostudy.report.layout.kind_of) whose page leads with it, each with its place there (1:
+    right after the counts); on those pages a section without data says ``brought_by``, the
+    command that brings its data (None: it always has some), and is left out without one.
+    ``shown_in``: the only kinds whose pages show it at all (None: every kind's, where it has
+    data)."""
+
+    key: str
+    heading: str
+    build: Callable[[SectionData], None]
+    brought_by: str | None = None
+    kinds: Mapping[str, int] = field(default_factory=dict)
+    shown_in: tuple[str, ...] | None = None
+
+
+SYSTEM = "{system}"  # the study's system in a command (SYSTEM when it has several)
+CAMPAIGN = f"iostudy campaign run CAMPAIGN --system {SYSTEM} --ingest STORE"
+
+#: every section of the page, in the order of the sections outside a kind's lead (the order
+#: they are built in too: a section reads what others draw from SectionData, made once)
+SECTIONS: tuple[Section, ...] = (
+    Section("counts", "Runs, jobs and quarantined inputs", counts_section),
+    Section(
+        "histograms",
+        "I/O models: 2D histograms (seed 003)",
+        histograms_section,
+        CAMPAIGN.replace("CAMPAIGN", "quick"),
+        {"acceptance": 3},
     ),
-    diagnoses.section,
-    beforeafter.section,
-    lambda r: devices.add_section(r.add, r.data),
-    lambda r: filesystems.add_section(r.add, r.data),
-    jobs_section,
-    crosscheck_section,
-    perf_section,
-    counts_section,
-    provenance_section,
+    Section(
+        "jobs",
+        "MiB/s per compute node of each job (seed 000)",
+        jobs_section,
+        kinds={"acceptance": 7, "applications": 2, "characterization": 1},
+    ),
+    Section(
+        "workload",
+        "Workload: interfaces, strategies and projects (seed 000)",
+        workload_section,
+        f"iostudy ingest LOGROOT --system {SYSTEM} (a facility's Darshan logs)",
+        {"characterization": 2},
+        # a benchmark's jobs are measured by their checks, not characterized
+        shown_in=("characterization", "applications"),
+    ),
+    Section(
+        "large-jobs",
+        "Large jobs by project (seed 000)",
+        large_jobs_section,
+        "iostudy report build --large-procs N --large-mib M (a size filter some jobs pass)",
+        {"characterization": 3},
+        shown_in=("characterization",),
+    ),
+    Section(
+        "diagnoses",
+        "Diagnoses: what slows the jobs (seed 000, Drishti's triggers)",
+        diagnoses.section,
+        kinds={"applications": 3, "characterization": 4},
+        shown_in=("characterization", "applications"),
+    ),
+    Section(
+        "before-after",
+        "Before and after: two jobs compared (seed 000, Fig. 11)",
+        beforeafter.section,
+    ),
+    Section("over-runs", "Metrics across runs", over_runs_section, kinds={"regression": 2}),
+    Section(
+        "systems",
+        "Systems side by side",
+        systems_section,
+        kinds={"acceptance": 6, "cross-site": 2},
+    ),
+    Section(
+        "cross-site",
+        "Comparable results across systems and sites",
+        cross_site_section,
+        "iostudy export at the other site, then iostudy import BUNDLE",
+        {"cross-site": 1},
+    ),
+    Section(
+        "regressions",
+        "Each result over time: bands and regressions",
+        regressions_section,
+        "iostudy schedule (the campaign run again, hourly or nightly)",
+        {"regression": 1},
+    ),
+    Section(
+        "crosscheck",
+        "Table I cross-check: benchmark vs. logs",
+        crosscheck_section,
+        CAMPAIGN.replace("CAMPAIGN", "quick"),
+        {"acceptance": 4},
+    ),
+    Section(
+        "components",
+        "Components and the ceiling they set (seed 001, Figs. 2-4)",
+        components_report.section,
+        CAMPAIGN.replace("CAMPAIGN", "components") + " (fio, netbw, IOR to memory)",
+        {"acceptance": 2},
+    ),
+    Section(
+        "scaling",
+        "Scaling: components to system (seed 001)",
+        scaling_report.section,
+        f"make spack SYSTEM={SYSTEM}, then iostudy campaign run acceptance --system {SYSTEM} "
+        "(IOR, mdtest and metarates)",
+        {"acceptance": 1},
+    ),
+    Section(
+        "applications",
+        "Application benchmarks (seeds 001, 002)",
+        applications_section,
+        f"make spack SYSTEM={SYSTEM}, then iostudy campaign run applications --system {SYSTEM}",
+        {"applications": 1},
+    ),
+    Section("lustre", "Lustre storage targets: per OST and per server (seed 002)", lustre_section),
+    Section(
+        "probes",
+        "Interference probes (seed 004)",
+        probes_section,
+        f"iostudy campaign run probe --system {SYSTEM} (hourly: iostudy schedule)",
+        {"interference": 1},
+    ),
+    Section(
+        "adaptive",
+        "Adaptive I/O against MPI-IO and file per process (seed 004)",
+        adaptive_section,
+        CAMPAIGN.replace("CAMPAIGN", "adaptive"),
+        {"interference": 2},
+    ),
+    Section(
+        "iostat",
+        "Storage devices: throughput and burstiness (seed 000)",
+        iostat_section,
+        "iostudy iostat-mon on the storage servers, then iostudy iostat-mon import",
+        {"characterization": 5},
+    ),
+    Section(
+        "fsstats",
+        "File systems: growth and file sizes (seed 000)",
+        fsstats_section,
+        "iostudy fsstats scan ROOT, then iostudy fsstats import",
+        {"characterization": 6},
+    ),
+    Section(
+        "perf",
+        "ReFrame performance checks",
+        perf_section,
+        CAMPAIGN,
+        {"acceptance": 5, "regression": 3, "applications": 4, "interference": 3, "cross-site": 3},
+    ),
+    Section("provenance", "Provenance", provenance_section),
 )
