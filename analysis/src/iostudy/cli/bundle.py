@@ -3,9 +3,9 @@ another site's bundle into a store (:mod:`iostudy.store.bundle`)."""
 
 import argparse
 
+from iostudy.cli.options import add_store_option
 from iostudy.cli.output import StderrProgress
 from iostudy.core import helptext
-from iostudy.core.paths import add_store_option
 from iostudy.store import bundle
 from iostudy.store.bundle_export import export
 

@@ -7,12 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from iostudy.cli.options import add_store_option
 from iostudy.cli.tableout import add_format_options, write_table
 from iostudy.core.deferred import deferred
 from iostudy.core.errors import BadInput
 from iostudy.core.exitcodes import EXIT_REGRESSION
 from iostudy.core.helptext import plain
-from iostudy.core.paths import add_store_option
 from iostudy.metrics import compare
 
 pd = deferred("pandas")

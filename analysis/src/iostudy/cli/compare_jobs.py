@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 
+from iostudy.cli.options import add_store_option
 from iostudy.cli.tableout import add_format_options, write_table
 from iostudy.core.deferred import deferred
-from iostudy.core.paths import add_store_option
 from iostudy.metrics import comparejobs, jobstats
 from iostudy.store import store as store_mod
 

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from iostudy.cli.options import add_store_option
 from iostudy.cli.tableout import add_format_options, write_table
-from iostudy.core.paths import add_store_option
 from iostudy.metrics import diagnose, jobstats
 from iostudy.store import store as store_mod
 

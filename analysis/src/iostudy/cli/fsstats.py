@@ -14,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from iostudy.cli.options import add_store_option
 from iostudy.cli.tableout import write_table
 from iostudy.collect import fsstats
 from iostudy.collect.fsstats_scan import INTERRUPTED, STOPPED, scan
@@ -21,7 +22,6 @@ from iostudy.collect.fsstats_snapshot import ERROR_EXAMPLES, ERROR_KINDS
 from iostudy.collect.fsstats_walker import default_threads
 from iostudy.core.exitcodes import EXIT_INTERRUPTED, EXIT_STOPPED
 from iostudy.core.numfmt import binary_bytes
-from iostudy.core.paths import add_store_option
 from iostudy.core.progress import QUIET, Progress
 
 

@@ -7,10 +7,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from iostudy.cli.options import add_limit_options, add_store_option, limits_from
 from iostudy.cli.output import StderrProgress
 from iostudy.core import config
-from iostudy.core.paths import add_store_option
-from iostudy.logs.darshanlog import add_limit_options, limits_from
 from iostudy.logs.logregions import DEFAULT_LIMITS
 from iostudy.store.ingest import default_jobs, ingest
 from iostudy.store.ingest_logs import DEFAULT_COMMIT_EVERY

@@ -20,10 +20,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from iostudy.cli.options import add_store_option
 from iostudy.cli.output import StderrProgress
 from iostudy.collect import iostatimport
 from iostudy.collect.iostatmonitor import DEFAULT_INTERVAL, DEFAULT_MAX_BACKOFF, Monitor, Options
-from iostudy.core.paths import add_store_option
 
 
 def cmd_run(args) -> int:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from iostudy.cli.options import add_store_option
 from iostudy.cli.tableout import add_format_options, write_table
 from iostudy.core.deferred import deferred
-from iostudy.core.paths import add_store_option
 from iostudy.metrics import jobstats
 from iostudy.store import store as store_mod
 

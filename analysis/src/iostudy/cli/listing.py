@@ -7,9 +7,9 @@ import argparse
 import json
 import sys
 
+from iostudy.cli.options import add_store_option
 from iostudy.core import config, paths
 from iostudy.core.errors import BadInput
-from iostudy.core.paths import add_store_option
 
 #: a run's columns as `list runs` shows them
 RUN_COLUMNS = ("run_id", "study", "campaign", "system", "started", "status", "site")

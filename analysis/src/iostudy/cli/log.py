@@ -10,11 +10,12 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from iostudy.cli.errors import error_line
+from iostudy.cli.options import add_limit_options, limits_from
 from iostudy.core.exitcodes import EXIT_BAD_INPUT
 from iostudy.core.helptext import plain
 from iostudy.core.numfmt import binary_bytes
 from iostudy.logs import logmerge, logroot, sharing, upconversion
-from iostudy.logs.darshanlog import DarshanLogError, add_limit_options, limits_from, read_log
+from iostudy.logs.darshanlog import DarshanLogError, read_log
 from iostudy.logs.summary import summarize
 
 # A module's figures as the summary prints them, in its table's order.

@@ -3,8 +3,8 @@
 
 from pathlib import Path
 
+from iostudy.cli.options import add_store_option
 from iostudy.core.errors import BadInput
-from iostudy.core.paths import add_store_option
 from iostudy.metrics import metrics
 from iostudy.store import store
 

@@ -5,9 +5,9 @@ offline_unpack`, layout in :mod:`iostudy.benchmarks.offline_archive`)."""
 from pathlib import Path
 
 from iostudy.benchmarks import offline_archive, offline_pack, offline_signature, offline_unpack
+from iostudy.cli.options import add_store_option
 from iostudy.cli.output import StderrProgress
 from iostudy.core.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED
-from iostudy.core.paths import add_store_option
 from iostudy.store import siteid
 
 

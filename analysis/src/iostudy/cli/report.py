@@ -8,8 +8,8 @@ import math
 import sys
 from pathlib import Path
 
+from iostudy.cli.options import add_store_option
 from iostudy.core import paths
-from iostudy.core.paths import add_store_option
 from iostudy.metrics import workload
 from iostudy.report import report
 

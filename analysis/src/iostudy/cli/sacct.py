@@ -7,9 +7,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from iostudy.cli.options import add_store_option
 from iostudy.cli.output import StderrProgress
 from iostudy.collect import sacct
-from iostudy.core.paths import add_store_option
 
 
 def import_sacct(args) -> int:

@@ -3,8 +3,8 @@
 
 from pathlib import Path
 
+from iostudy.cli.options import add_store_option
 from iostudy.core import config, paths
-from iostudy.core.paths import add_store_option
 from iostudy.run import schedule
 
 

@@ -4,7 +4,7 @@
 import sys
 from pathlib import Path
 
-from iostudy.core.paths import add_store_option
+from iostudy.cli.options import add_store_option
 from iostudy.store import siteid
 
 

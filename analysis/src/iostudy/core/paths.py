@@ -12,10 +12,3 @@ RESULTS = Path("results")
 STORE = RESULTS / "store"
 METRICS = RESULTS / "metrics"
 REPORTS = Path("reports")
-
-
-def add_store_option(parser, help: str = "the store") -> None:
-    """The --store option every command that reads or writes a store takes."""
-    parser.add_argument(
-        "--store", type=Path, default=STORE, metavar="STORE", help=f"{help} (default {STORE})"
-    )

@@ -64,31 +64,6 @@ class DarshanLogError(Exception):
         super().__init__(message)
 
 
-def add_limit_options(parser) -> None:
-    """The reader's decompression bounds as options (--max-inflated, --max-records) of a
-    command that reads logs: ``iostudy log summary`` and ``iostudy ingest``."""
-    parser.add_argument(
-        "--max-inflated",
-        type=int,
-        default=DEFAULT_LIMITS.max_bytes >> 20,
-        metavar="MIB",
-        help="refuse a log whose regions inflate past MIB MiB in all (a decompression bomb; "
-        "default %(default)s)",
-    )
-    parser.add_argument(
-        "--max-records",
-        type=int,
-        default=DEFAULT_LIMITS.max_records,
-        metavar="N",
-        help="refuse a log with more than N records in one module (default %(default)s)",
-    )
-
-
-def limits_from(args) -> Limits:
-    """The Limits that add_limit_options' options give."""
-    return DEFAULT_LIMITS._replace(max_bytes=args.max_inflated << 20, max_records=args.max_records)
-
-
 def read_log(path, timeout=120, limits: Limits = DEFAULT_LIMITS):
     """Return the content of the Darshan log at ``path`` (see the module docstring for the keys).
 
