@@ -49,7 +49,9 @@ def _map(pool, items):
     done, jobs, failed = [], [], []
     for batch in pool.map(items, context={"run_id": "r"}):
         done += batch.done
-        jobs += [row for part in batch.payload[0] for row in part.rows()] if batch.payload else []
+        jobs += (
+            [row for part in batch.payload["jobs"] for row in part.rows()] if batch.payload else []
+        )
         failed += batch.failed
     return done, jobs, failed
 

@@ -335,11 +335,13 @@ def test_the_job_page_says_not_recorded(ingested):
     sha, _ = _job(st, "pnetcdf-v2")
     con = store.connect(st)
     job = con.execute("SELECT * FROM jobs WHERE log_sha256 = ?", [sha]).df().iloc[0]
-    files = jobdetail.files_of(con, [sha])
+    stored = jobdetail.page_rows_of(con, [sha])
+    files = stored["files"]
+    rows = jobpage.JobRows(files, None, None, stored["accesssizes"], stored["heatmap"])
     findings = pd.DataFrame(columns=["rule", "found", "advice"])
     tables = {
         item["id"]: (item, df)
-        for _, items in jobpage.sections(job, files, findings, None, "moved", "j")
+        for _, items in jobpage.sections(job, rows, findings, "j")
         for item, df in items
     }
     modules_item, per_module = tables["j-modules"]

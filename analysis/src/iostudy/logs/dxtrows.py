@@ -50,10 +50,10 @@ def read_for_ingest(checked: CheckedLog, facts: tuple) -> dict:
     return log
 
 
-def batch_rows(run_info: dict, entries) -> tuple:
-    """logrows.batch_rows' tables of a batch of logs [(LOG_FACTS values, log)], then the dxt
-    table's (a list of Columns)."""
-    return (*logrows.batch_rows(run_info, entries), dxt_columns(run_info, entries))
+def batch_rows(run_info: dict, entries) -> dict[str, list[Columns]]:
+    """logrows.batch_rows' tables of a batch of logs [(LOG_FACTS values, log)], and the dxt
+    table's."""
+    return logrows.batch_rows(run_info, entries) | {"dxt": dxt_columns(run_info, entries)}
 
 
 def weight(log: dict) -> float:

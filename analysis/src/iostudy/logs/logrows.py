@@ -18,7 +18,15 @@ from typing import NamedTuple
 
 from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
-from iostudy.logs import jobmodules, modules, plausibility, proberows, sharing, upconversion
+from iostudy.logs import (
+    accessrows,
+    jobmodules,
+    modules,
+    plausibility,
+    proberows,
+    sharing,
+    upconversion,
+)
 from iostudy.logs.darshanlog_worker import CheckedLog, read
 from iostudy.logs.recordlayout import record_layout
 from iostudy.logs.sizebins import NAMES
@@ -208,6 +216,19 @@ def epoch_utc(sec, nsec=0) -> datetime:
     return datetime.fromtimestamp(sec, timezone.utc).replace(tzinfo=None) + timedelta(
         microseconds=nsec // 1000
     )
+
+
+def timestamp(value):
+    """A UTC datetime (as utc_naive gives them) from an ISO 8601 string or a number of seconds;
+    None when not parseable."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, int | float):
+            return epoch_utc(value)
+        return utc_naive(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
+    except (ValueError, OverflowError, OSError):  # the platform's or datetime's range
+        return None
 
 
 def job_row(log: dict, run: dict) -> dict:
@@ -472,9 +493,10 @@ def _counter_columns(entries) -> list[Columns]:
     return out
 
 
-def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list, list]:
-    """ReaderPool's rows: the jobs, files, probes, lustre and jobcounters rows of a batch of
-    logs [(LOG_FACTS values, log)] of one run, each a list of Columns. Raises
+def batch_rows(run_info: dict, entries) -> dict[str, list[Columns]]:
+    """ReaderPool's rows: the jobs, files, probes, lustre, jobcounters, accesssizes and heatmap
+    rows of a batch of logs [(LOG_FACTS values, log)] of one run, a list of Columns per
+    table. Raises
     :class:`iostudy.logs.plausibility.ImplausibleLog` when a log's records, or its jobs,
     probes or jobcounters rows (a value of its header or its tags: a jobid of -7; a counter of
     a job-level module), are out of the store's bounds: the pool then takes the batch's logs
@@ -491,15 +513,22 @@ def batch_rows(run_info: dict, entries) -> tuple[list, list, list, list, list]:
             own = [r for c in files_columns([(run, log)]) for r in c.rows()]
             probes += proberows.probe_rows(job, own)
     lustre = [row for run, log in entries for row in lustre_rows(log, run)]
-    tables = {
+    checked = {
         "jobs": _as_columns(jobs),
         "probes": _as_columns(probes),
         "jobcounters": _counter_columns(entries),
     }
-    for table, parts in tables.items():
+    for table, parts in checked.items():
         for part in parts:
             if not _plausible_at_once(table, part):
                 for row in part.rows():  # lustre's: check_job's
                     problems = plausibility.row_problems(table, row)
                     plausibility.raise_problems([f"{table} {p}" for p in problems])
-    return tables["jobs"], files, tables["probes"], _as_columns(lustre), tables["jobcounters"]
+    access = [row for run, log in entries for row in accessrows.access_rows(log, run)]
+    heatmap = [row for run, log in entries for row in accessrows.heatmap_rows(log, run)]
+    return checked | {
+        "files": files,
+        "lustre": _as_columns(lustre),
+        "accesssizes": _as_columns(access),
+        "heatmap": _as_columns(heatmap),
+    }

@@ -500,7 +500,7 @@ LOWEST = {
 # [0, 2^32 s); iostat's too (its intervals, and its rates, utilisation and waits, all >= 0 and
 # far below 2^32). The benchmarks' tables hold rates and durations: >= 0. Elsewhere a float
 # need only be finite (perf's values and thresholds: a lower threshold is below 0).
-SECONDS_TABLES = ("jobs", "files", "probes", "iostat", "dxt", "jobcounters")
+SECONDS_TABLES = ("jobs", "files", "probes", "iostat", "dxt", "jobcounters", "heatmap")
 RATE_TABLES = ("iomodel", "ior", "components", "adaptive")
 SHOWN_CHARS = 40  # of a value named in a problem: a hostile one may be a megabyte
 

@@ -46,10 +46,8 @@ The defaults (the schema's) are iostudy's: Drishti's where it has the same measu
 1,000 accesses, as P11/P13), else what a facility would call a problem worth a ticket (a second
 late, a GiB on one OST, a minute of I/O).
 
-Not here: HEATMAP's bins. The store does not keep them (a job page reads them from the log,
-:func:`iostudy.metrics.jobdetail.heatmap`), and reading every log again would cost diagnose far
-more than its bound (100,000 jobs in 30 s); DXT's phases (``io-bursts``) show the bursts of the
-jobs traced.
+Not here: HEATMAP's bins (the store's heatmap table, which a job page draws); DXT's phases
+(``io-bursts``) show the bursts of the jobs traced.
 """
 
 from __future__ import annotations

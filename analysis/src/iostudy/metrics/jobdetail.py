@@ -17,14 +17,13 @@ reads those of many logs in one query):
   process's); the processes with such records and those that moved bytes in them, of the
   job's nprocs; the fastest, the slowest, their mean and variance.
 
-From its jobcounters rows (:func:`jobcounters_of`): :func:`job_modules`, its job-level
-modules (BG/Q's block; AutoPerf's Cray XC job and routers, its MPI operations and ranks).
+From its jobcounters rows: :func:`job_modules`, its job-level modules (BG/Q's block;
+AutoPerf's Cray XC job and routers, its MPI operations and ranks).
 
-From the log itself, when it is still where ingest read it and unchanged (its sha256): what the
-store does not keep.
-- :func:`common_sizes`: the four most common access sizes per module (Darshan's ACCESS1..4
-  counters of every record, counts summed per size);
-- :func:`heatmap`: bytes per time bin and rank per API, from the HEATMAP records.
+:func:`page_rows_of` reads all a job page draws of many logs: their files and jobcounters
+rows, and their accesssizes and heatmap rows (:mod:`iostudy.logs.accessrows`, made at ingest:
+the four most common access sizes per module, Darshan's ACCESS1..4 counters of every record
+summed per size; bytes per time bin and rank per API, from the HEATMAP records).
 """
 
 from __future__ import annotations
@@ -55,6 +54,30 @@ def files_of(con, shas) -> pd.DataFrame:
         "WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
         [sorted(set(shas))],
     ).df()
+
+
+# The columns a job page draws of each table beside files (heatmap: each bin's start since the
+# job started)
+_PAGE_COLUMNS = {
+    "jobcounters": "*",
+    "accesssizes": "*",
+    "heatmap": "run_id, log_sha256, api, rank, bin, bin * bin_width_s AS start_s, bin_width_s, "
+    "read_bytes, write_bytes",
+}
+
+
+def page_rows_of(con, shas) -> dict[str, pd.DataFrame]:
+    """The rows a job page draws of the logs ``shas`` (their sha256), by table, each in
+    ingest's order: files (:func:`files_of`), jobcounters, accesssizes (per module, the most
+    common sizes and their accesses, the most first) and heatmap (api, rank, bin, start_s,
+    bin_width_s, read_bytes, write_bytes: only the bins where a rank moved bytes)."""
+    rows = {"files": files_of(con, shas)}
+    for table, columns in _PAGE_COLUMNS.items():
+        rows[table] = con.execute(
+            f"SELECT {columns} FROM {table} WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
+            [sorted(set(shas))],
+        ).df()
+    return rows
 
 
 def _ordered(df: pd.DataFrame) -> pd.DataFrame:
@@ -181,14 +204,6 @@ def rank_balance(files: pd.DataFrame, nprocs: int) -> tuple[pd.DataFrame, dict]:
     return per_rank, summary
 
 
-def jobcounters_of(con, shas) -> pd.DataFrame:
-    """The jobcounters rows of the logs ``shas`` (their sha256), in one query."""
-    return con.execute(
-        "SELECT * FROM jobcounters WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
-        [sorted(set(shas))],
-    ).df()
-
-
 # An APMPI counter of one MPI operation: the operation, and what it counts
 _MPI_OP = re.compile(r"^(MPI_\w+?)_(CALL_COUNT|TOTAL_BYTES|TOTAL_TIME|MAX_TIME|TOTAL_SYNC_TIME)$")
 _MPI_COLUMNS = {
@@ -265,65 +280,3 @@ def _apxc_routers(rows: pd.DataFrame) -> pd.DataFrame:
     table = kept.groupby(["record", "rank", "kind"])["value"].sum().unstack("kind")
     table = table.reindex(columns=[*place.values(), "flits", "stalls"]).fillna(0).astype("int64")
     return table.reset_index().sort_values("stalls", ascending=False).drop(columns="record")
-
-
-# ------------------------------------------------------------------------------------------
-# From the log (iostudy.logs.darshanlog.read_log's dict)
-
-_ACCESS_PREFIX = {
-    "POSIX": "POSIX",
-    "MPI-IO": "MPIIO",
-    "H5D": "H5D",
-    "PNETCDF_VAR": "PNETCDF_VAR",
-    "DFS": "DFS",
-    "DAOS": "DAOS",
-}
-
-
-def common_sizes(log: dict, top: int = 4) -> pd.DataFrame:
-    """The ``top`` most common access sizes per module (those with Darshan's ACCESS counters:
-    POSIX, MPI-IO, HDF5's datasets, PnetCDF's variables, DFS, DAOS): module, size (bytes),
-    accesses, summed over every record's ACCESS1..4 counters (Darshan's own figure)."""
-    rows = []
-    for module, prefix in _ACCESS_PREFIX.items():
-        counts: dict[int, int] = {}
-        for record in log.get("records", {}).get(module, []):
-            c = record["counters"]
-            for i in range(1, 5):
-                size, n = (
-                    c.get(f"{prefix}_ACCESS{i}_ACCESS", 0),
-                    c.get(f"{prefix}_ACCESS{i}_COUNT", 0),
-                )
-                if n > 0 and size >= 0:
-                    counts[size] = counts.get(size, 0) + n
-        best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
-        rows += [{"module": module, "size": s, "accesses": n} for s, n in best]
-    return pd.DataFrame(rows, columns=["module", "size", "accesses"])
-
-
-def heatmap(log: dict) -> pd.DataFrame:
-    """The log's heatmaps, long: api, rank, bin, start_s (the bin's start since the job
-    started), read_bytes, write_bytes; only the bins where a rank moved bytes."""
-    rows = []
-    for api, hm in log.get("heatmaps", {}).items():
-        width = hm["bin_width"]
-        for rank in hm["ranks"]:
-            reads = hm["read"].get(rank, [])
-            writes = hm["write"].get(rank, [])
-            for b in range(hm["nbins"]):
-                r = reads[b] if b < len(reads) else 0
-                w = writes[b] if b < len(writes) else 0
-                if r or w:
-                    rows.append(
-                        {
-                            "api": api,
-                            "rank": rank,
-                            "bin": b,
-                            "start_s": b * width,
-                            "bin_width_s": width,
-                            "read_bytes": r,
-                            "write_bytes": w,
-                        }
-                    )
-    cols = ["api", "rank", "bin", "start_s", "bin_width_s", "read_bytes", "write_bytes"]
-    return pd.DataFrame(rows, columns=cols)

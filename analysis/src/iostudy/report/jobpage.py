@@ -2,21 +2,33 @@
 job and its provenance, its diagnoses first, then the I/O time per module, operations, access
 sizes, files, rank balance, the job-level modules' counters (the store's jobcounters, when the
 log has such modules), the heatmap and the DXT trace (the store's, when the log has one).
-What the store does not keep (the common access sizes, the heatmap) is read from the log when
-it is found, unchanged (its sha256), where ingest read it (the run's source_root,
-iostudy.store.store) or under the report's results folder."""
+Everything is drawn from the store: no page reads a log again."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import NamedTuple
 
-from iostudy.core import nodecount, provenance
+from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
-from iostudy.logs import darshanlog, sharing, sizebins
+from iostudy.logs import sharing, sizebins
 from iostudy.metrics import jobdetail
 from iostudy.report import dxtfigure, figures, jobfigures
 
 pd = deferred("pandas")
+
+
+class JobRows(NamedTuple):
+    """A job's rows of the store that its page draws: its files rows (every module), DXT
+    segments and their files' paths (dxtfigure.trace_of, paths_of; None: the store has none),
+    jobcounters rows (None or none: no such section), most common access sizes (module, size,
+    accesses) and heatmap bins (jobdetail.heatmap_of's columns)."""
+
+    files: pd.DataFrame
+    trace: tuple[pd.DataFrame, pd.DataFrame] | None
+    counters: pd.DataFrame | None
+    common_sizes: pd.DataFrame
+    heatmap: pd.DataFrame
+
 
 #: the job's figures the record table shows, in order (jobstats.job_table's columns)
 RECORD = [
@@ -51,23 +63,6 @@ RECORD = [
 LABELS = {"nprocs": "processes (nprocs)"}
 
 
-def find_own_log(places: list[Path], sha256: str, show) -> tuple[dict | None, str]:
-    """The job's log, read (iostudy.logs.darshanlog) from the first of ``places`` whose file
-    has the sha256 ingest stored; else None, and why, of the first place (where ingest read
-    it), named as ``show`` gives it (a pseudonym in an anonymized report)."""
-    for place in places:
-        if place.is_file() and provenance.sha256_file(place) == sha256:
-            try:
-                return darshanlog.read_log(place), ""
-            except darshanlog.DarshanLogError as exc:
-                return None, f"its log could not be read again: {exc.reason}"
-    if not places:
-        return None, "the store does not say where its log was"
-    if places[0].is_file():
-        return None, f"the file at {show(places[0])} is not the log ingested (its sha256 differs)"
-    return None, f"its log is no longer at {show(places[0])}"
-
-
 def record_table(job: pd.Series) -> pd.DataFrame:
     """The job as field/value rows, as the page shows them."""
     rows = []
@@ -84,20 +79,10 @@ def record_table(job: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sections(
-    job: pd.Series,
-    files: pd.DataFrame,
-    findings: pd.DataFrame,
-    log: dict | None,
-    why_no_log: str,
-    prefix: str,
-    trace=None,
-    counters=None,
-):
-    """The page's sections as [(heading, [(item, frame)])]; ``files``: the job's files rows
-    (every module), ``findings``: its diagnoses, ``prefix``: of the page's CSV names,
-    ``trace``: its DXT segments and their files' paths (dxtfigure.trace_of, paths_of; None:
-    the store has none), ``counters``: its jobcounters rows (None or none: no such section)."""
+def sections(job: pd.Series, rows: JobRows, findings: pd.DataFrame, prefix: str):
+    """The page's sections as [(heading, [(item, frame)])]; ``rows``: the job's rows of the
+    store, ``findings``: its diagnoses, ``prefix``: of the page's CSV names."""
+    files, trace, counters = rows.files, rows.trace, rows.counters
 
     def item(kind, name, caption, df, **kw):
         return figures.item("job", kind, f"{prefix}-{name}", caption, df, **kw), df
@@ -120,13 +105,13 @@ def sections(
     ]
     out.append(("Diagnoses", _diagnoses(item, findings)))
     out.append(("I/O time and operations per module", _modules(item, files, job.get("flags"))))
-    out.append(("Access sizes", _sizes(item, files, log, why_no_log)))
+    out.append(("Access sizes", _sizes(item, files, rows.common_sizes)))
     nprocs = int(job["nprocs"])
     out.append(("Files", _files(item, files, job.get("flags"), nprocs)))
     out.append(("Rank balance", _ranks(item, files, nprocs)))
     if counters is not None and not counters.empty:
         out.append(("Job-level modules", _job_modules(item, counters)))
-    out.append(("Heatmap: bytes over time", _heatmap(item, log, why_no_log)))
+    out.append(("Heatmap: bytes over time", _heatmap(item, rows.heatmap)))
     if trace is not None:
         out.append(("DXT trace: every read and write", _trace(item, *trace)))
     return out
@@ -164,7 +149,7 @@ def _modules(item, files, flags):
     ]
 
 
-def _sizes(item, files, log, why_no_log):
+def _sizes(item, files, common):
     bins = jobdetail.size_bins(files)
     out = []
     if bins["accesses"].sum() > 0:
@@ -180,23 +165,11 @@ def _sizes(item, files, log, why_no_log):
                 fig=jobfigures.sizes_figure(moved),
             )
         )
-    common_caption = "The most common access sizes per module (Darshan's ACCESS1..4 counters)"
-    if log is None:
-        out.append(
-            item(
-                "note",
-                "common-sizes",
-                f"{common_caption}: not shown, {why_no_log}.",
-                pd.DataFrame(),
-            )
-        )
-    else:
-        common = jobdetail.common_sizes(log)
-        out.append(
-            item(
-                "table", "common-sizes", f"{common_caption}, read from the log.", common, table=True
-            )
-        )
+    caption = (
+        "The most common access sizes per module (Darshan's ACCESS1..4 counters), read from "
+        "the log."
+    )
+    out.append(item("table", "common-sizes", caption, common, table=True))
     return out
 
 
@@ -315,14 +288,11 @@ def _job_modules(item, counters):
     return out
 
 
-def _heatmap(item, log, why_no_log):
+def _heatmap(item, hm):
     caption = (
         "Bytes each rank moved in each time bin, per API, from the log's HEATMAP "
         "records (as PyDarshan's job summary draws them)"
     )
-    if log is None:
-        return [item("note", "heatmap", f"{caption}: not shown, {why_no_log}.", pd.DataFrame())]
-    hm = jobdetail.heatmap(log)
     if hm.empty:
         return [item("note", "heatmap", f"{caption}: the log has none.", hm)]
     return [item("figure", "heatmap", f"{caption}.", hm, fig=jobfigures.heatmap_figure(hm))]

@@ -14,8 +14,6 @@ tables list every job, each with its log's sha256).
 from __future__ import annotations
 
 import hashlib
-import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from iostudy.core import nodecount
@@ -41,12 +39,10 @@ def project_href(name: str) -> str:
 
 class Pages:
     """The pages a version links to (:meth:`links`, as its tables are made) and their writing
-    (:meth:`write`, once the page's layout is known). ``results``: the folder of the run
-    directories, where a job page looks for its log (for what the store does not keep) when it
-    is not where ingest read it."""
+    (:meth:`write`, once the page's layout is known), from the store alone."""
 
-    def __init__(self, data: StudyData, anonymizer=None, results: Path | None = None):
-        self.data, self.anonymizer, self.results = data, anonymizer, results
+    def __init__(self, data: StudyData, anonymizer=None):
+        self.data, self.anonymizer = data, anonymizer
         self.jobs: dict[str, str] = {}  # href -> log sha256
         self.projects: dict[str, str] = {}  # href -> project name
         self.written: set[str] = set()  # the project pages written (a job page links up)
@@ -96,34 +92,28 @@ class Pages:
         if not shas:
             return
         jobs = self.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY)
-        files = self.data.files_of_logs(shas)
-        files = self.anonymizer.frame(files) if self.anonymizer else files
-        by_log = dict(iter(files.groupby(JOB_KEY)))
-        counters = self.data.jobcounters_of_logs(shas)
-        counters = self.anonymizer.frame(counters) if self.anonymizer else counters
-        counters = dict(iter(counters.groupby(JOB_KEY)))
-        where = self._where(shas)
-        logs = self._read_logs(where)
+        stored = {t: self._by_log(r) for t, r in self.data.page_rows_of_logs(shas).items()}
+        files, counters = stored["files"], stored["jobcounters"]
+        common, heatmap = stored["accesssizes"], stored["heatmap"]
+        ingested_from = self._ingested_from(shas)
         for sha in shas:
             job = jobs.loc[sha].copy()
             job[JOB_KEY] = sha
-            job["ingested_from"] = self._show(where[sha][0])
-            mine = by_log.get(sha, files.iloc[:0])
-            mine = mine[mine["run_id"] == job["run_id"]]  # a log ingested by several runs
-            theirs = counters.get(sha)
-            theirs = None if theirs is None else theirs[theirs["run_id"] == job["run_id"]]
+            job["ingested_from"] = self._show(ingested_from[sha])
+            run_id = job["run_id"]  # a log ingested by several runs: this run's rows
+            rows = jobpage.JobRows(
+                files=files.of(sha, run_id),
+                trace=self._trace(sha, job),
+                counters=counters.of(sha, run_id, none=True),
+                common_sizes=common.of(sha, run_id)[["module", "size", "accesses"]],
+                heatmap=heatmap.of(sha, run_id).drop(columns=["run_id", JOB_KEY]),
+            )
             secs = jobpage.sections(
-                job,
-                mine,
-                found[found[JOB_KEY] == sha],
-                *logs[sha],
-                job_href(sha).removesuffix(".html"),
-                self._trace(sha, job),
-                theirs,
+                job, rows, found[found[JOB_KEY] == sha], job_href(sha).removesuffix(".html")
             )
             project = projectpage.project_of(job.to_frame().T).iloc[0]
             up = project_href(project) if project_href(project) in self.written else None
-            top = _job_top(job, found, sha, jobpage.processes_moved(job, mine))
+            top = _job_top(job, found, sha, jobpage.processes_moved(job, rows.files))
             _write(
                 out,
                 job_href(sha),
@@ -134,6 +124,10 @@ class Pages:
                 up=(up, f"project {project}"),
             )
 
+    def _by_log(self, rows: pd.DataFrame) -> _ByLog:
+        """A table's rows of the pages' logs, names anonymized when asked, by log."""
+        return _ByLog(self.anonymizer.frame(rows) if self.anonymizer else rows)
+
     def _trace(self, sha: str, job: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame] | None:
         """The job's DXT segments and their files' paths (names anonymized when asked);
         None when the store has none."""
@@ -143,16 +137,15 @@ class Pages:
         paths = self.anonymizer.frame(paths) if self.anonymizer else paths
         return dxtfigure.trace_of(self.data, sha, job["run_id"]), paths
 
-    def _where(self, shas: list[str]) -> dict[str, tuple[Path | None, str]]:
-        """Per job: where ingest read its log (its path under its run's source_root; None in a
-        run imported from another site, or ingested before source_root was kept), and its path
-        as the store has it."""
+    def _ingested_from(self, shas: list[str]) -> dict[str, Path | None]:
+        """Per job: where ingest read its log (its log_path under its run's source_root; None
+        in a run imported from another site, or ingested before source_root was kept)."""
         jobs = self.data.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY).loc[shas]
         roots = self.data.all_runs.set_index("run_id")["source_root"]
         out = {}
-        for sha, run_id, log in zip(shas, jobs["run_id"], jobs["log"].astype(str), strict=True):
+        for sha, run_id, log_path in zip(shas, jobs["run_id"], jobs["log"], strict=True):
             root = roots.get(run_id)
-            out[sha] = (Path(root) / log if isinstance(root, str) else None, log)
+            out[sha] = Path(root) / str(log_path) if isinstance(root, str) else None
         return out
 
     def _show(self, path: Path | None) -> str | None:
@@ -161,18 +154,20 @@ class Pages:
             return None
         return self.anonymizer.path(str(path)) if self.anonymizer else str(path)
 
-    def _read_logs(self, where: dict) -> dict[str, tuple[dict | None, str]]:
-        """Each job's log (jobpage.find_own_log: where ingest read it, else under results/),
-        read in parallel: a child process each."""
-        base = self.results or Path(".")
 
-        def one(sha):
-            ingested_from, log = where[sha]
-            places = [p for p in (ingested_from, base / log) if p is not None]
-            return sha, jobpage.find_own_log(places, sha, self._show)
+class _ByLog:
+    """Rows of several logs, found by log and run."""
 
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            return dict(pool.map(one, where))
+    def __init__(self, rows: pd.DataFrame):
+        self.empty = rows.iloc[:0]
+        self.logs = dict(iter(rows.groupby(JOB_KEY)))
+
+    def of(self, sha: str, run_id: str, none: bool = False) -> pd.DataFrame | None:
+        """The rows of a log's ingest by the run (``none``: None when the log has no rows)."""
+        rows = self.logs.get(sha)
+        if rows is None:
+            return None if none else self.empty
+        return rows[rows["run_id"] == run_id].reset_index(drop=True)
 
 
 def _job_name(job: pd.Series) -> str:

@@ -251,7 +251,7 @@ def render(
     by column, iostudy.core.anonymize), and the sections that draw names take it too."""
     options = options or ReportOptions()
     runs_df = pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in runs])
-    linked = pages.Pages(tables, options.anonymizer, options.results)
+    linked = pages.Pages(tables, options.anonymizer)
     made = PageItems(options.anonymizer, linked.links)
     report = SectionData(made.add, tables, runs, runs_df, options)
     for section in sections.SECTIONS:

@@ -23,7 +23,7 @@ pd = deferred("pandas")
 
 # Tables with a row per file record, per OST of a file, per Slurm job, per DXT segment or per
 # counter of a rank: queried only.
-QUERY_ONLY = frozenset({"files", "lustre", "sched", "dxt", "jobcounters"})
+QUERY_ONLY = frozenset({"files", "lustre", "sched", "dxt", "jobcounters", "accesssizes", "heatmap"})
 
 
 class StudyData(Mapping):
@@ -102,9 +102,10 @@ class StudyData(Mapping):
         """The study's files rows of some logs (their sha256s)."""
         return jobdetail.files_of(self.con, logs)
 
-    def jobcounters_of_logs(self, logs) -> pd.DataFrame:
-        """The study's jobcounters rows of some logs (their sha256s)."""
-        return jobdetail.jobcounters_of(self.con, logs)
+    def page_rows_of_logs(self, logs) -> dict[str, pd.DataFrame]:
+        """The study's rows a job page draws of some logs (their sha256s), by table
+        (jobdetail.page_rows_of)."""
+        return jobdetail.page_rows_of(self.con, logs)
 
     def files_matching(self, pattern: str) -> pd.DataFrame:
         """The study's files rows whose path matches ``pattern`` (a regular expression both

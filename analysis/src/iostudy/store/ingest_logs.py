@@ -34,6 +34,8 @@ pa = deferred("pyarrow")
 pc = deferred("pyarrow.compute")
 pq = deferred("pyarrow.parquet")
 
+# The tables of a log's rows (iostudy.logs.dxtrows.batch_rows), all keyed by its log_sha256.
+LOG_ROWS = ("jobs", "files", "probes", "lustre", "jobcounters", "accesssizes", "heatmap", "dxt")
 # The default --commit-every: a log tree's logs committed at a time.
 DEFAULT_COMMIT_EVERY = 20_000
 
@@ -125,14 +127,12 @@ def read_logs(logs, run_info: dict, writers, pool, counts: Counts, progress=None
     for batch in pool.map((item for item in readable() if item), context=run_info):
         writer = writers()
         if batch.payload:
-            jobs, files, probes, layouts, counters, traces = batch.payload
-            writer.write("jobs", jobs)
-            writer.write("files", files)
-            writer.write("probes", probes)
-            writer.write("lustre", layouts)
-            writer.write("jobcounters", counters)
-            for chunk in traces:  # a table at a time (iostudy.logs.dxtrows.CHUNK)
-                writer.write("dxt", [chunk])
+            for table, parts in batch.payload.items():
+                if table == "dxt":  # a table at a time (iostudy.logs.dxtrows.CHUNK)
+                    for chunk in parts:
+                        writer.write(table, [chunk])
+                else:
+                    writer.write(table, parts)
             counts.logs_ingested += len(batch.done)
         for (file, facts), reason in batch.failed:
             _quarantine(writer, counts, run_id, file, facts, reason)
@@ -162,7 +162,7 @@ def _quarantine(writer, counts: Counts, run_id: str, file: str, facts: tuple, re
 # Each commit puts the tree's runs row (part <run_id>) in place with the part.
 TREE_PREFIX = "logs-"
 # The tables a log tree fills (no ReFrame report, no benchmark output).
-LOG_TABLES = ("jobs", "files", "probes", "lustre", "jobcounters", "dxt", "quarantine")
+LOG_TABLES = (*LOG_ROWS, "quarantine")
 
 
 def _tree_index(store: Store, run_id: str) -> dict[str, tuple[int, int, str | None]]:

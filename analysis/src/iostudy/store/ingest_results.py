@@ -16,27 +16,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from iostudy.core import jsonlimits, safeio
+from iostudy.core.provenance import sha256_file
 from iostudy.core.reframe_names import display_parameters
-from iostudy.logs.logrows import epoch_utc, int_or_none, utc_naive
+from iostudy.logs.logrows import int_or_none, timestamp
 from iostudy.logs.plausibility import row_problems, shown
 from iostudy.store.store import TABLES
-
-
-def timestamp(value):
-    """A UTC datetime from an ISO 8601 string or a number of seconds; None when not parseable."""
-    if value is None:
-        return None
-    try:
-        if isinstance(value, int | float):
-            return epoch_utc(value)
-        return utc_naive(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
-    except (ValueError, OverflowError, OSError):  # the platform's or datetime's range
-        return None
 
 
 def _float_or_none(value):
@@ -378,12 +366,20 @@ OUTPUTS = {
 
 class ResultFile(NamedTuple):
     """One file of a run's results, read: the table its rows go to (None: it gave none) and
-    the rows, and why the file is quarantined (None: it is not)."""
+    the rows, and why the file is quarantined (None: it is not) with its sha256 (None: not a
+    file that can be read)."""
 
     path: Path
     table: str | None
     rows: list[dict]
     problem: str | None = None
+    sha256: str | None = None
+
+
+def _result(path: Path, table: str | None, rows: list[dict], problem: str | None) -> ResultFile:
+    """A file's ResultFile; a file quarantined has its sha256."""
+    sha = sha256_file(path, follow=False) if problem and path.is_file() else None
+    return ResultFile(path, table, rows, problem, sha)
 
 
 def run_results(run_dir: Path, run_id: str, system: str | None, campaign_params) -> list:
@@ -391,11 +387,11 @@ def run_results(run_dir: Path, run_id: str, system: str | None, campaign_params)
     get that far; unreadable, quarantined) and of each benchmark output its test cases left."""
     path = run_dir / "reframe" / "report.json"
     report, problem = _read_report(path)
-    results = [ResultFile(path, None, [], problem)] if problem else []
+    results = [_result(path, None, [], problem)] if problem else []
     if report:
         rows, left_out = perf_rows(report, run_id, campaign_params)
         why = "performance values left out: " + "; ".join(left_out) if left_out else None
-        results.append(ResultFile(path, "perf", rows, why))
+        results.append(_result(path, "perf", rows, why))
     return results + _benchmark_results(run_dir, report, run_id, system, campaign_params)
 
 
@@ -429,5 +425,5 @@ def _benchmark_results(run_dir: Path, report, run_id, system, campaign_params) -
             case = cases.get(path.parent.relative_to(output).as_posix())
             rows, problems = reader(lines, run_id, case, system, campaign_params)
         why = "benchmark output lines left out: " + "; ".join(problems) if problems else None
-        results.append(ResultFile(path, table, rows, why))
+        results.append(_result(path, table, rows, why))
     return results

@@ -11,42 +11,52 @@ table of the run gets a part, even empty, so that the tables always exist once a
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from iostudy.core import jsonlimits, safeio
-from iostudy.core.provenance import sha256_file
 from iostudy.core.runmanifest import is_dry_run, study_of
 from iostudy.logs.logpool import ReaderPool
-from iostudy.logs.logrows import utc_naive
+from iostudy.logs.logrows import timestamp, utc_naive
 from iostudy.logs.plausibility import row_problems
 from iostudy.store import catalog as catalog_mod
-from iostudy.store.ingest_logs import LogFile, hashed, read_logs, scan_logs
-from iostudy.store.ingest_results import campaign_parameters, run_results, timestamp
+from iostudy.store.ingest_logs import LOG_ROWS, LogFile, hashed, read_logs, scan_logs
+from iostudy.store.ingest_results import campaign_parameters, run_results
 from iostudy.store.ingest_writer import Counts, PartWriter, quarantine, rel_path
 from iostudy.store.store import TABLES, IngestError, Store
 
 
-def load_manifest(run_dir: Path) -> dict:
+class RunManifest(NamedTuple):
+    """A run directory's manifest.json: its content (a JSON object), the sha256 of the bytes
+    read, and the run id it gives (its run_id, else the folder's name)."""
+
+    content: dict
+    sha256: str
+    run_id: str
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    """The run directory's manifest, read once; IngestError naming the file and why when it
+    is not a run directory's, or its run id cannot name a part."""
     path = run_dir / "manifest.json"
     if not path.is_file():
         raise IngestError(f"{run_dir}: not a run directory (no manifest.json)")
     try:
-        manifest = jsonlimits.loads(safeio.read_text(path))
+        data = safeio.read_regular(path)
+        manifest = jsonlimits.loads(data.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise IngestError(f"{path}: cannot read the manifest: {exc}") from None
     if not isinstance(manifest, dict):
         raise IngestError(f"{path}: the manifest is not a JSON object")
-    return manifest
-
-
-def manifest_run_id(run_dir: Path, manifest: dict) -> str:
     run_id = str(manifest.get("run_id") or run_dir.name)
     try:
-        return catalog_mod.check_part_name(run_id)
+        run_id = catalog_mod.check_part_name(run_id)
     except catalog_mod.CatalogError as exc:
-        raise IngestError(f"{run_dir / 'manifest.json'}: run_id: {exc}") from None
+        raise IngestError(f"{path}: run_id: {exc}") from None
+    return RunManifest(manifest, hashlib.sha256(data).hexdigest(), run_id)
 
 
 def _run_info(run_id: str, manifest: dict) -> dict:
@@ -104,7 +114,7 @@ def _carry_over(store: Store, run_id: str, carried: set[str], writer: PartWriter
     """Writes the run's committed rows of the logs in carried (read at an earlier ingest of the
     run); returns the sha256 of those logs found there, ingested or quarantined."""
     already = set()
-    for table in ("jobs", "files", "probes", "lustre", "jobcounters", "dxt"):
+    for table in LOG_ROWS:
         for chunk in store.old_rows(table, run_id, "log_sha256", carried):
             writer.write(table, chunk)
             if table == "jobs":
@@ -131,21 +141,23 @@ def _write_results(
                 rows = [row | {"source_path": source} for row in rows]
             writer.write(result.table, rows)
         if result.problem:
-            sha = sha256_file(result.path, follow=False) if result.path.is_file() else None
-            row = {"run_id": run_id, "path": source, "sha256": sha, "reason": result.problem}
+            row = {
+                "run_id": run_id,
+                "path": source,
+                "sha256": result.sha256,
+                "reason": result.problem,
+            }
             quarantine(writer, counts, row, result.path)
 
 
 def ingest_run(run_dir, store: Store, pool: ReaderPool, counts: Counts, progress=None) -> bool:
     """Ingest one run directory; returns False when it was skipped (already in the store)."""
     run_dir = Path(run_dir)
-    manifest = load_manifest(run_dir)
-    run_id = manifest_run_id(run_dir, manifest)
+    manifest, manifest_sha, run_id = read_manifest(run_dir)
     if is_dry_run(manifest):  # nothing ran: its skips would pass for a run's results
         counts.dry_runs.append(str(run_dir))
         return False
     base = run_dir.resolve().parent
-    manifest_sha = sha256_file(run_dir / "manifest.json")
     old = store.run_row(run_id)
     if old and old.get("manifest_sha256") == manifest_sha:
         counts.runs_skipped += 1

@@ -31,6 +31,7 @@ from iostudy.core.deferred import deferred
 from iostudy.core.errors import BadInput
 from iostudy.core.progress import QUIET, Progress
 from iostudy.logs import dxtrows
+from iostudy.logs.accessrows import ACCESS_COLUMNS, HEATMAP_COLUMNS
 from iostudy.logs.logrows import SIZE_BINS
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.umask import store_umask_applied
@@ -348,6 +349,10 @@ TABLES: dict[str, pa.Schema] = {
             ("fvalue", pa.float64()),
         ]
     ),
+    # A log's most common access sizes per module and its heatmap's bins (a job page's): their
+    # columns are iostudy.logs.accessrows' ACCESS_COLUMNS and HEATMAP_COLUMNS.
+    "accesssizes": pa.schema([(name, getattr(pa, kind)()) for name, kind in ACCESS_COLUMNS]),
+    "heatmap": pa.schema([(name, getattr(pa, kind)()) for name, kind in HEATMAP_COLUMNS]),
     # One row per Slurm job allocation (not step), from sacct output (iostudy.collect.sacct):
     # written by `iostudy sacct import` as STORE/sched/sacct-<source>.parquet, not by ingest (whose
     # part per run stays empty).
