@@ -1,6 +1,7 @@
-"""The check registry (iostudy.benchmarks.registry) against what it describes: the campaign
-schema made from it, the ReFrame checks of reframe-checks/ (their variables and defaults), the
-Spack environment's specs and the campaigns' studies."""
+"""The checks (iostudy.core.checknames) and their parameters (iostudy.benchmarks.registry)
+against what they describe: the campaign schema made from them, the ReFrame checks of
+reframe-checks/ (their variables and defaults), the Spack environment's specs and the
+campaigns' studies."""
 
 import importlib.util
 import json
@@ -24,7 +25,10 @@ from iostudy.benchmarks import (
     registry,
 )
 from iostudy.benchmarks.benchcheck import BenchmarkCheck, RuntimeCheck
-from iostudy.core import config
+from iostudy.benchmarks.campaignschema import SCHEMA_PATH, schema_text
+from iostudy.benchmarks.params import NO_DEFAULT
+from iostudy.cli.cli import main
+from iostudy.core import checknames, config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
@@ -44,46 +48,50 @@ def check_class(name: str):
     return getattr(module, name)
 
 
-def test_schema_in_the_repo_is_the_registrys():
-    assert registry.SCHEMA_PATH == REPO_ROOT / "configs" / "schemas" / "campaign.schema.json"
-    assert registry.SCHEMA_PATH.read_text() == registry.schema_text(), (
-        "run `.venv/bin/python -m iostudy.benchmarks.registry --write`"
+def test_schema_in_the_repo_is_the_registrys(capsys):
+    assert SCHEMA_PATH == REPO_ROOT / "configs" / "schemas" / "campaign.schema.json"
+    assert SCHEMA_PATH.read_text() == schema_text(), (
+        "run `.venv/bin/iostudy campaign-schema --write`"
     )
-    assert registry.main([]) == 0
+    assert main(["campaign-schema"]) == 0
+    assert capsys.readouterr().out == f"ok: {SCHEMA_PATH}\n"
 
 
 def test_schema_check_says_when_the_file_differs(tmp_path, capsys):
     stale = tmp_path / "campaign.schema.json"
-    schema = json.loads(registry.SCHEMA_PATH.read_text())
+    schema = json.loads(SCHEMA_PATH.read_text())
     del schema["$defs"]["ior_check_parameters"]["properties"]["iterations"]
     stale.write_text(json.dumps(schema))
-    assert registry.main(["--schema", str(stale)]) == 1
-    assert "not what the registry makes" in capsys.readouterr().err
-    assert registry.main(["--schema", str(stale), "--write"]) == 0
-    assert stale.read_text() == registry.SCHEMA_PATH.read_text()
+    assert main(["campaign-schema", "--schema", str(stale)]) == 1
+    assert capsys.readouterr().err == (
+        f"iostudy: error: {stale}: not what the registry makes: run with --write\n"
+    )
+    assert main(["campaign-schema", "--schema", str(stale), "--write"]) == 0
+    assert stale.read_text() == SCHEMA_PATH.read_text()
 
 
 def test_every_check_file_is_registered():
     files = sorted(p.stem for p in CHECKS_DIR.glob("*_check.py"))
-    assert files == sorted(registry.CHECKS) and len(files) == 13
+    assert files == sorted(checknames.CHECKS) == sorted(registry.PARAMETERS)
+    assert len(files) == 13
 
 
-@pytest.mark.parametrize("name", sorted(registry.CHECKS))
+@pytest.mark.parametrize("name", sorted(registry.PARAMETERS))
 def test_check_variables_agree_with_the_registry(name):
     """Each parameter is a ReFrame variable of the check with the registry's type and default
     (none where the registry has none), and the check has no parameter of its own beside."""
     cls = check_class(name)
     variables = cls._rfm_var_space
-    for param in registry.CHECKS[name].parameters:
+    for param in registry.PARAMETERS[name].parameters:
         var = variables[param.name]
         assert var.field._types == (REFRAME_TYPES[param.type],), param.name
-        if param.default is registry.NO_DEFAULT:
+        if param.default is NO_DEFAULT:
             assert not var.is_defined(), param.name
         else:
             assert var.default_value == param.reframe_default(), param.name
     base = BenchmarkCheck if issubclass(cls, BenchmarkCheck) else RuntimeCheck
     own = set(variables.vars) - set(base._rfm_var_space.vars)
-    assert own <= {p.name for p in registry.CHECKS[name].parameters}
+    assert own <= {p.name for p in registry.PARAMETERS[name].parameters}
 
 
 def test_defaults_the_checks_take():
@@ -106,25 +114,25 @@ def test_defaults_the_checks_take():
 def test_spack_packages_are_in_the_environment():
     specs = yaml.safe_load((REPO_ROOT / "spack-env" / "spack.yaml").read_text())["spack"]["specs"]
     names = {re.split(r"[@+~ ]", spec, maxsplit=1)[0] for spec in specs}
-    assert {c.package for c in registry.CHECKS.values()} <= names
+    assert {c.package for c in checknames.CHECKS.values()} <= names
 
 
 def test_campaigns_run_checks_for_their_studies():
     for name in config.campaign_names():
         campaign = config.load_campaign(name)
         for entry in campaign["checks"]:
-            assert campaign["study"] in registry.CHECKS[entry["check"]].studies, (name, entry)
+            assert campaign["study"] in checknames.CHECKS[entry["check"]].studies, (name, entry)
 
 
 def test_what_campaign_run_takes_from_the_registry():
-    assert registry.APP_CHECKS == {
+    assert checknames.APP_CHECKS == {
         "btio_check": "BTIO",
         "madbench_check": "MADbench2",
         "flashio_check": "FLASH-IO",
         "haccio_check": "HACC-IO",
         "hmmer_check": "HMMER hmmsearch",
     }
-    benchmarks = {n: c.benchmark for n, c in registry.CHECKS.items() if c.benchmark}
+    benchmarks = {n: c.benchmark for n, c in checknames.CHECKS.items() if c.benchmark}
     assert benchmarks == {
         "iomodel_check": "iomodel",
         "metarates_check": "metarates",
@@ -132,20 +140,20 @@ def test_what_campaign_run_takes_from_the_registry():
         "netbw_check": "netbw",
         "adaptive_check": "adaptive",
     }
-    assert {n for n, c in registry.CHECKS.items() if not c.excludable} == {"iomodel_check"}
-    assert {n for n, c in registry.CHECKS.items() if c.spack_view} == {
+    assert {n for n, c in checknames.CHECKS.items() if not c.excludable} == {"iomodel_check"}
+    assert {n for n, c in checknames.CHECKS.items() if c.spack_view} == {
         "ior_check",
         "mdtest_check",
-        *registry.APP_CHECKS,
+        *checknames.APP_CHECKS,
     }
 
 
 def perf_names(check: str) -> set[str]:
-    return {s.name for s in registry.CHECKS[check].perf}
+    return {s.name for s in checknames.CHECKS[check].perf}
 
 
 def stored(check: str) -> dict[str, str]:
-    return {s.name: s.unit for s in registry.CHECKS[check].perf}
+    return {s.name: s.unit for s in checknames.CHECKS[check].perf}
 
 
 def unit_of(values: dict) -> dict[str, str]:

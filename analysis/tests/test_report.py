@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from iostudy.cli.cli import main
-from iostudy.report import publish, report, runtables
+from iostudy.report import publish, report, runtables, sections
 from iostudy.store import store as store_mod
 
 from . import chromium, reportdata

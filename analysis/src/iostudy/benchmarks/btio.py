@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 
 from iostudy.benchmarks import checks
+from iostudy.core.checknames import BTIO
 from iostudy.core.numfmt import MIB
 
 #: bytes per grid point: 5 doubles (BTIO's FIVE_DBL dimension)
@@ -108,7 +109,7 @@ def input_text(phase: str, points: int, dumps: int, directory: Path, method: int
 def drop_cached_pages_command(directory: Path) -> str:
     """Shell that writes BTIO's file back (BTIO does not sync it) and drops this node's cached
     pages of it, as ior_check does between its phases: the read phase reads the storage."""
-    return checks.drop_cached_pages_command(directory, FILE_NAME, "btio_check", sync=True)
+    return checks.drop_cached_pages_command(directory, FILE_NAME, BTIO.name, sync=True)
 
 
 # ---- output ----------------------------------------------------------------------------------

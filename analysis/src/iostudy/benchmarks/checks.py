@@ -15,6 +15,7 @@ from pathlib import Path
 
 from iostudy.benchmarks import benchparse, spackenv
 from iostudy.core import config, jsonlimits
+from iostudy.core.checknames import IOR
 from iostudy.core.reframe_names import param_text
 
 RUNTIME_BUILD = config.REPO_ROOT / "build" / "runtime" / "libiostudy.so"
@@ -265,7 +266,7 @@ def ior_arguments(
 
 
 def drop_cached_pages_command(
-    workdir: Path, pattern: str = "testfile*", check: str = "ior_check", sync: bool = False
+    workdir: Path, pattern: str = "testfile*", check: str = IOR.name, sync: bool = False
 ) -> str:
     """Shell that drops this node's cached pages of the files pattern matches in workdir (GNU
     dd: count=0 with iflag=nocache drops a whole file's clean pages; no privileges needed), so

@@ -43,6 +43,7 @@ import shlex
 from pathlib import Path
 
 from iostudy.benchmarks import checks
+from iostudy.core.checknames import HACCIO
 from iostudy.core.numfmt import MIB, MIB_S, SECONDS
 
 #: record of one particle: 7 floats, an int64 and a uint16
@@ -218,5 +219,5 @@ def drop_cached_pages_command(workdir: Path, prefix: str = PREFIX) -> str:
     """Shell that writes the checkpoint's files back (hacc-io does not sync them) and drops
     this node's cached pages of them, so that the read phase reads the storage, not memory."""
     return checks.drop_cached_pages_command(
-        workdir, f"{shlex.quote(prefix)}-Part*.data", "haccio_check", sync=True
+        workdir, f"{shlex.quote(prefix)}-Part*.data", HACCIO.name, sync=True
     )

@@ -1,14 +1,11 @@
-"""Every ReFrame check of reframe-checks/ described once: its name and title, the program it
-runs and that program's Spack package, whether the program comes from the system's Spack view,
-whether a campaign may exclude combinations of it, the seed and studies it serves, its
-parameters (ReFrame type, default, description, the JSON-schema constraints of a value) and what
-it stores (its ReFrame performance variables, the rows its output adds to the store).
+"""Every ReFrame check's parameters, described once (the checks themselves, by name, are
+:mod:`iostudy.core.checknames`): a parameter's ReFrame type, default, description and the
+JSON-schema constraints of a value, and what a campaign's entry of the check may add.
 
-What derives from it: the campaign schema's per-check parameters (`campaign_schema`, written
-into configs/schemas/campaign.schema.json by `python -m iostudy.benchmarks.registry --write`,
-whose default run says whether the file is up to date), the checks' ReFrame defaults
-(`reframe_defaults`), what `iostudy campaign run` needs of each check (iostudy.run.campaign) and
-the report's application checks. Plain data, apart from the schema file: no ReFrame here.
+What derives from it: the campaign schema's per-check parameters
+(:mod:`iostudy.benchmarks.campaignschema`, written into configs/schemas/campaign.schema.json by
+`iostudy campaign schema --write`, whose default run says whether the file is up to date) and
+the checks' ReFrame defaults (`reframe_defaults`). Plain data: no ReFrame here.
 
 A parameter's default is the value the check takes when it is not given. `filled` says whether
 a campaign that omits it gets it written in (the schema's "default", which config.load_campaign
@@ -20,129 +17,31 @@ its default serves runs by hand.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from iostudy.core import config
-
-SCHEMA_PATH = config.DEFAULT_CONFIGS / "schemas" / "campaign.schema.json"
-#: No default: the check needs the value (ReFrame's variable has none).
-NO_DEFAULT = object()
-#: "procs_per_node": "system" reaches a check as 0: the partition's cores per node, at most
-#: the check's process count, resolved per test case.
-PER_NODE_OF_SYSTEM = 0
-
-# ---- the shared $defs of the campaign schema and the value forms built on them ----------------
-SHARED_DEFS = {
-    "size": {
-        "description": "bytes, or KiB/MiB/GiB with a K/M/G suffix",
-        "type": "string",
-        "pattern": "^[1-9][0-9]*[KMG]?$",
-    },
-    "power_of_two": {"enum": [1 << k for k in range(17)]},
-}
-SIZE = {"$ref": "#/$defs/size"}
-POWER_OF_TWO = {"$ref": "#/$defs/power_of_two"}
-COUNT = {"type": "integer", "minimum": 1}
-BOOLEAN = {"type": "boolean"}
-SYSTEM = {"const": "system"}
-TARGET_NAME = "^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # as a system description's storage targets
-
-
-def scanned(value: dict, item: dict | None = None) -> dict:
-    """A value, or a list of distinct values to scan (each of item's form; by default value's)."""
-    items = value if item is None else item
-    return {"oneOf": [value, {"type": "array", "minItems": 1, "uniqueItems": True, "items": items}]}
-
-
-def enum(*values) -> dict:
-    return {"enum": list(values)}
-
-
-# Shared scanned forms, named in the schema's $defs.
-SHARED_DEFS["sizes"] = {"description": "a size, or a list of sizes to scan", **scanned(SIZE)}
-SHARED_DEFS["positive_counts"] = {
-    "description": "a count, or a list of counts to scan",
-    **scanned(COUNT),
-}
-#: a scanned value of these forms refers to its $defs entry
-SHARED_FORMS = ((SIZE, "sizes"), (COUNT, "positive_counts"))
+from iostudy.benchmarks.params import (
+    BOOLEAN,
+    COUNT,
+    NO_DEFAULT,
+    POWER_OF_TWO,
+    SIZE,
+    SYSTEM,
+    TARGET_NAME,
+    Param,
+    enum,
+)
+from iostudy.core import checknames
+from iostudy.core.checknames import CheckInfo
 
 
 @dataclass(frozen=True)
-class Param:
-    """A check's parameter: a ReFrame variable of the check, set by a campaign."""
+class CheckParameters:
+    """A check's parameters (iostudy.core.checknames names the check and says what it is)."""
 
-    name: str
-    type: type  # the ReFrame variable's: str, int, float or bool
-    description: str
-    value: dict  # the JSON schema of one value
-    default: object = NO_DEFAULT
-    required: bool = False  # a campaign must give it
-    filled: bool = True  # a campaign that omits it gets the default (module docstring)
-    scan: bool = True  # a list of values scans it
-    item: dict | None = None  # the schema of a scanned list's item, when not that of a value
-
-    def schema(self) -> dict:
-        """The parameter's property in the campaign schema."""
-        shared = next((name for form, name in SHARED_FORMS if form == self.value), None)
-        if not self.scan:
-            prop = {"description": self.description, **self.value}
-        elif self.item is None and shared:
-            prop = {"$ref": f"#/$defs/{shared}", "description": self.description}
-        else:
-            prop = {"description": self.description, **scanned(self.value, self.item)}
-        if self.filled and not self.required and self.default is not NO_DEFAULT:
-            prop["default"] = self.default
-        return prop
-
-    def reframe_default(self):
-        """The default as the check's ReFrame variable holds it."""
-        if self.name == "procs_per_node" and self.default == "system":
-            return PER_NODE_OF_SYSTEM
-        return float(self.default) if self.type is float else self.default
-
-
-@dataclass(frozen=True)
-class Stored:
-    """A ReFrame performance variable of a check (in the store's perf table)."""
-
-    name: str
-    unit: str
-
-
-@dataclass(frozen=True)
-class Check:
-    """A ReFrame check of reframe-checks/ (the file <name>.py, the class <name>)."""
-
-    name: str
-    title: str
+    info: CheckInfo
     description: str  # of its parameters, in the campaign schema
-    program: str  # what the job runs (<flavour>: the MPI flavour's build)
-    package: str  # the program's Spack package (spack-env/spack.yaml)
-    seed: str
-    studies: tuple[str, ...]  # the studies (reports) whose campaigns run it
     parameters: tuple[Param, ...]
-    perf: tuple[Stored, ...]
-    #: the program comes from the system's Spack view, built with one MPI: the check runs with
-    #: that flavour only (without a view it skips, naming what is missing)
-    spack_view: bool = False
-    #: iostudy's own benchmark, <benchmark>-<flavour>: the view's, else `make setup`'s build
-    benchmark: str | None = None
-    #: built on iostudy.benchmarks.benchcheck.BenchmarkCheck: it takes a campaign's exclusions
-    excludable: bool = True
-    application: bool = False  # an application check (the report's applications section)
-    #: the store's tables its output adds rows to, beyond the perf table and the log's
-    rows: tuple[str, ...] = ()
     schema_extra: dict = field(default_factory=dict)
-    #: the Spack variants of its package the check needs (spack-env/spack.yaml must have them)
-    variants: tuple[str, ...] = ()
-    #: (operation, performance variable): an application's write or read MiB/s, held against
-    #: the modelled ceiling of seed 001's Fig. 4 (iostudy.metrics.ceiling)
-    bandwidth: tuple[tuple[str, str], ...] = ()
 
 
 # ---- parameters several checks share ----------------------------------------------------------
@@ -181,21 +80,10 @@ SCALING_POINT = (
 APP_POINT = (PROCS, PROCS_PER_NODE, TARGET)
 
 
-def _perf(unit: str, *names: str) -> tuple[Stored, ...]:
-    return tuple(Stored(name, unit) for name in names)
-
-
-MIB_S, SECONDS, OPS_S = "MiB/s", "s", "ops/s"
-
-IOMODEL = Check(
-    "iomodel_check",
-    "I/O-model benchmark",
+IOMODEL = CheckParameters(
+    checknames.IOMODEL,
     "The I/O-model benchmark (seed 003): every model between file per process and single "
     "shared file, S bytes in total each",
-    "iomodel-<flavour>",
-    "iostudy-iomodel",
-    "003",
-    ("acceptance", "quick"),
     (
         Param(
             "size",
@@ -230,29 +118,12 @@ IOMODEL = Check(
             scan=False,
         ),
     ),
-    _perf(
-        MIB_S,
-        "fpp_write_mib_s",
-        "ssf_write_mib_s",
-        "max_write_mib_s",
-        "fpp_read_mib_s",
-        "ssf_read_mib_s",
-        "max_read_mib_s",
-    ),
-    benchmark="iomodel",
-    excludable=False,
-    rows=("iomodel",),
 )
 
-IOR = Check(
-    "ior_check",
-    "IOR",
+IOR = CheckParameters(
+    checknames.IOR,
     "IOR (seed 001's scaling campaign): write then read back, transfers calls of transfer "
     "bytes per process; a list scans the parameter",
-    "ior",
-    "ior",
-    "001",
-    ("acceptance", "quick", "components"),
     (
         *SCALING_POINT,
         Param(
@@ -295,21 +166,12 @@ IOR = Check(
             scan=False,
         ),
     ),
-    _perf(MIB_S, "write_mib_s", "read_mib_s"),
-    spack_view=True,
-    rows=("ior",),
-    variants=("+hdf5", "+ncmpi"),  # its HDF5 and NCMPI APIs
 )
 
-MDTEST = Check(
-    "mdtest_check",
-    "mdtest",
+MDTEST = CheckParameters(
+    checknames.MDTEST,
     "mdtest: files and directories per process, each process in a directory of its own; a "
     "list scans the parameter",
-    "mdtest",
-    "ior",
-    "001",
-    ("acceptance", "quick"),  # IOR ships mdtest
     (
         *SCALING_POINT,
         Param("files_per_proc", int, "mdtest's -n", COUNT, default=1000, required=True),
@@ -322,38 +184,24 @@ MDTEST = Check(
             scan=False,
         ),
     ),
-    _perf(OPS_S, "file_create_ops_s", "file_stat_ops_s", "file_remove_ops_s", "dir_create_ops_s"),
-    spack_view=True,
 )
 
-METARATES = Check(
-    "metarates_check",
-    "metarates",
+METARATES = CheckParameters(
+    checknames.METARATES,
     "iostudy's metarates: barrier-synchronized create, stat, utime and remove rates, one "
     "directory per process",
-    "metarates-<flavour>",
-    "metarates",
-    "001",
-    ("acceptance",),
     (
         *SCALING_POINT,
         Param(
             "files_per_proc", int, "files each process creates", COUNT, default=1000, required=True
         ),
     ),
-    _perf(OPS_S, "create_ops_s", "stat_ops_s", "utime_ops_s", "remove_ops_s"),
-    benchmark="metarates",
 )
 
-PROBE = Check(
-    "probe_check",
-    "Interference probe",
+PROBE = CheckParameters(
+    checknames.PROBE,
     "The interference probe (seed 004): writers_per_target writers per storage target of the "
     "system, a file each, size bytes each, POSIX",
-    "ioprobe-<flavour>",
-    "iostudy-ioprobe",
-    "004",
-    ("probe",),
     (
         Param(
             "writers_per_target",
@@ -376,21 +224,13 @@ PROBE = Check(
         PROCS_PER_NODE,
         TARGET,
     ),
-    (*_perf(MIB_S, "aggregate_mib_s", "mean_writer_mib_s"), Stored("imbalance", "x")),
-    benchmark="ioprobe",
-    rows=("probes",),
 )
 
-ADAPTIVE = Check(
-    "adaptive_check",
-    "Adaptive I/O",
+ADAPTIVE = CheckParameters(
+    checknames.ADAPTIVE,
     "Seed 004's adaptive I/O (section III-B) against one shared file (MPI-IO, collective) and a "
     "file per process: procs writers in one group per storage target, size bytes each, with "
     "or without a competing writer on half the targets",
-    "adaptive-<flavour>",
-    "iostudy-adaptive",
-    "004",
-    ("probe",),
     (
         replace(PROCS, required=True),
         PROCS_PER_NODE,
@@ -421,18 +261,10 @@ ADAPTIVE = Check(
             default=False,
         ),
     ),
-    (Stored("mib_s", MIB_S), Stored("seconds", SECONDS), Stored("moves", "writes")),
-    benchmark="adaptive",
-    rows=("adaptive",),
 )
-BTIO = Check(
-    "btio_check",
-    "BTIO",
+BTIO = CheckParameters(
+    checknames.BTIO,
     "BTIO, full subtype: collective MPI-IO (seed 001, 4.4); square process counts",
-    "btio",
-    "btio",
-    "001",
-    ("applications",),
     (
         *APP_POINT,
         Param(
@@ -443,16 +275,6 @@ BTIO = Check(
             default="S",
         ),
     ),
-    (
-        *_perf(MIB_S, "write_mib_s", "read_mib_s"),
-        *_perf(SECONDS, "write_time_s", "read_time_s"),
-        Stored("io_mib_s", MIB_S),
-        Stored("io_time_s", SECONDS),
-        Stored("io_gib", "GiB"),
-    ),
-    spack_view=True,
-    application=True,
-    bandwidth=(("write", "write_mib_s"), ("read", "read_mib_s")),
 )
 
 
@@ -461,14 +283,9 @@ def _count(name: str, description: str, default: int) -> Param:
     return Param(name, int, description, COUNT, default=default, filled=False)
 
 
-MADBENCH = Check(
-    "madbench_check",
-    "MADbench2",
+MADBENCH = CheckParameters(
+    checknames.MADBENCH,
     "MADbench2 in I/O mode (seed 001, 4.4); square process counts",
-    "MADbench2.x",
-    "madbench2",
-    "001",
-    ("applications",),
     (
         *APP_POINT,
         _count("npix", "pixels: each matrix is NPIX^2 doubles", 4096),
@@ -494,32 +311,11 @@ MADBENCH = Check(
             scan=False,
         ),
     ),
-    (
-        *_perf(SECONDS, "s_write_s", "w_read_s", "w_write_s", "c_read_s"),
-        *_perf(
-            MIB_S,
-            "s_write_mib_s",
-            "w_read_mib_s",
-            "w_write_mib_s",
-            "c_read_mib_s",
-            "write_mib_s",
-            "read_mib_s",
-        ),
-        *_perf(SECONDS, "s_total_s", "w_total_s", "c_total_s"),
-    ),
-    spack_view=True,
-    application=True,
-    bandwidth=(("write", "write_mib_s"), ("read", "read_mib_s")),
 )
 
-FLASHIO = Check(
-    "flashio_check",
-    "FLASH-IO",
+FLASHIO = CheckParameters(
+    checknames.FLASHIO,
     "FLASH-IO (PnetCDF): checkpoint and two plot files (seed 001, 4.4)",
-    "flash_benchmark_io",
-    "flash-io",
-    "001",
-    ("applications",),
     (
         *APP_POINT,
         Param(
@@ -537,25 +333,11 @@ FLASHIO = Check(
             default="nonblocking",
         ),
     ),
-    (
-        *_perf(SECONDS, "checkpoint_time_s", "plot_centered_time_s", "plot_corner_time_s"),
-        *_perf(MIB_S, "checkpoint_mib_s", "plot_centered_mib_s", "plot_corner_mib_s"),
-        Stored("total_time_s", SECONDS),
-        Stored("total_mib_s", MIB_S),
-    ),
-    spack_view=True,
-    application=True,
-    bandwidth=(("write", "checkpoint_mib_s"),),
 )
 
-HACCIO = Check(
-    "haccio_check",
-    "HACC-IO",
+HACCIO = CheckParameters(
+    checknames.HACCIO,
     "HACC-IO: checkpoint and restart, particles per rank (seed 002, V-A)",
-    "hacc_io_write, hacc_io_read (hacc_io with verify; *_shared for layout shared)",
-    "hacc-io",
-    "002",
-    ("applications",),
     (
         *APP_POINT,
         _count(
@@ -600,20 +382,11 @@ HACCIO = Check(
             default=False,
         ),
     ),
-    (*_perf(MIB_S, "write_mib_s", "read_mib_s"), *_perf(SECONDS, "write_time_s", "read_time_s")),
-    spack_view=True,
-    application=True,
-    bandwidth=(("write", "write_mib_s"), ("read", "read_mib_s")),
 )
 
-HMMER = Check(
-    "hmmer_check",
-    "HMMER hmmsearch",
+HMMER = CheckParameters(
+    checknames.HMMER,
     "HMMER's hmmsearch in seed 002's configurations (Table I), on one node",
-    "hmmsearch (the view's, else Debian's)",
-    "hmmer",
-    "002",
-    ("applications",),
     (
         Param(
             "config",
@@ -659,23 +432,14 @@ HMMER = Check(
             scan=False,
         ),
     ),
-    (Stored("elapsed_s", SECONDS),),
-    spack_view=True,
-    application=True,
     schema_extra={"dependentRequired": {"hmm_file": ["fasta_file"], "fasta_file": ["hmm_file"]}},
-    variants=("+mpi",),
 )
 
-FIO = Check(
-    "fio_check",
-    "fio",
+FIO = CheckParameters(
+    checknames.FIO,
     "fio on the system's scratch storage or each of its storage targets (seed 001, Fig. 3): "
     "jobs processes on one node, a file each; large direct sequential writes or reads, or "
     "small writes each followed by fsync",
-    "fio",
-    "fio",
-    "001",
-    ("acceptance", "components"),
     (
         Param(
             "operation",
@@ -721,18 +485,11 @@ FIO = Check(
             default="scratch",
         ),
     ),
-    (Stored("write_mib_s", MIB_S), Stored("read_mib_s", MIB_S), Stored("syncwrite_mib_s", MIB_S)),
-    rows=("components",),
 )
-NETBW = Check(
-    "netbw_check",
-    "netbw",
+NETBW = CheckParameters(
+    checknames.NETBW,
     "iostudy's netbw (seed 001, Fig. 2b): ping-pong between rank pairs across message sizes "
     "with NetPIPE's unaligned perturbations, one pair alone and all pairs at once",
-    "netbw-<flavour>",
-    "iostudy-netbw",
-    "001",
-    ("acceptance", "components"),
     (
         replace(PROCS, default=2, required=True),
         replace(PROCS_PER_NODE, filled=True),
@@ -755,14 +512,11 @@ NETBW = Check(
             scan=False,
         ),
     ),
-    _perf(MIB_S, "pair_mib_s", "aggregate_mib_s", "unaligned_mib_s"),
-    benchmark="netbw",
-    rows=("components",),
 )
 
-#: every check, by name, in the report's order
-CHECKS: dict[str, Check] = {
-    c.name: c
+#: every check's parameters, by its name, in the report's order
+PARAMETERS: dict[str, CheckParameters] = {
+    c.info.name: c
     for c in (
         IOMODEL,
         IOR,
@@ -781,73 +535,7 @@ CHECKS: dict[str, Check] = {
 }
 
 
-#: the application checks (seeds 001 and 002) and the title of the benchmark each runs
-APP_CHECKS = {c.name: c.title for c in CHECKS.values() if c.application}
-
-
 def reframe_defaults(check: str) -> dict:
     """A check's parameters that have a default, as its ReFrame variables hold them."""
-    params = CHECKS[check].parameters
+    params = PARAMETERS[check].parameters
     return {p.name: p.reframe_default() for p in params if p.default is not NO_DEFAULT}
-
-
-# ---- the campaign schema ---------------------------------------------------------------------
-def parameters_schema(check: Check) -> dict:
-    """The schema of a campaign entry's parameters for check."""
-    schema = {"description": check.description, "type": "object", "additionalProperties": False}
-    required = [p.name for p in check.parameters if p.required]
-    if required:
-        schema["required"] = required
-    schema["properties"] = {p.name: p.schema() for p in check.parameters}
-    return {**schema, **check.schema_extra}
-
-
-def campaign_schema(schema: dict) -> dict:
-    """The campaign schema with what the registry says written in: the check names, the
-    if/then that gives each check's parameters their schema, and the $defs."""
-    entry = schema["properties"]["checks"]["items"]
-    entry["properties"]["check"]["enum"] = sorted(CHECKS)
-    entry["allOf"] = [
-        {
-            "if": {"properties": {"check": {"const": name}}},
-            "then": {"properties": {"parameters": {"$ref": f"#/$defs/{name}_parameters"}}},
-        }
-        for name in CHECKS
-    ]
-    schema["$defs"] = {
-        **SHARED_DEFS,
-        **{f"{name}_parameters": parameters_schema(c) for name, c in CHECKS.items()},
-    }
-    return schema
-
-
-def schema_text(path: Path = SCHEMA_PATH) -> str:
-    """The campaign schema file's text as the registry makes it (the rest from the file)."""
-    return json.dumps(campaign_schema(json.loads(Path(path).read_text())), indent=2) + "\n"
-
-
-def main(argv=None) -> int:
-    """Says whether configs/schemas/campaign.schema.json is what the registry makes (exit 1 when
-    not); with --write, rewrites it."""
-    parser = argparse.ArgumentParser(
-        prog="python -m iostudy.benchmarks.registry",
-        description="The campaign schema's check names, per-check parameters and $defs, made "
-        "from the check registry (iostudy.benchmarks.registry).",
-    )
-    parser.add_argument("--write", action="store_true", help="rewrite the schema file")
-    parser.add_argument("--schema", type=Path, default=SCHEMA_PATH, help="the schema file")
-    args = parser.parse_args(argv)
-    text = schema_text(args.schema)
-    if args.write:
-        args.schema.write_text(text)
-        print(f"wrote {args.schema}")
-        return 0
-    if args.schema.read_text() != text:
-        print(f"{args.schema}: not what the registry makes: run with --write", file=sys.stderr)
-        return 1
-    print(f"ok: {args.schema}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

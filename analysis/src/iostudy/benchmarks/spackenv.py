@@ -21,8 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from iostudy.benchmarks import registry
-from iostudy.core import config, provenance
+from iostudy.core import checknames, config, provenance
 from iostudy.core.errors import Failed
 from iostudy.core.progress import QUIET, Progress
 
@@ -36,10 +35,10 @@ BUILD_ROOT = REPO_ROOT / "build" / "spack"
 
 
 #: Every package of the mission, with the variants the studies need: the runtime's, and each
-#: check's program's (iostudy.benchmarks.registry).
+#: check's program's (iostudy.core.checknames).
 def _mission_specs() -> dict[str, list[str]]:
     specs = {"iostudy-runtime": ["+mpi"]}
-    for check in registry.CHECKS.values():
+    for check in checknames.CHECKS.values():
         wanted = specs.setdefault(check.package, [])
         wanted += [v for v in check.variants if v not in wanted]
     return specs

@@ -8,7 +8,7 @@ import json
 import sys
 
 from iostudy.cli.options import add_store_option
-from iostudy.core import config, paths
+from iostudy.core import checknames, config, paths
 from iostudy.core.errors import BadInput
 
 #: a run's columns as `list runs` shows them
@@ -42,9 +42,7 @@ def studies() -> list[dict]:
 
 
 def checks() -> list[dict]:
-    """Every ReFrame check (iostudy.benchmarks.registry) with what it runs and for whom."""
-    from iostudy.benchmarks import registry
-
+    """Every ReFrame check (iostudy.core.checknames) with what it runs and for whom."""
     return [
         {
             "check": c.name,
@@ -53,7 +51,7 @@ def checks() -> list[dict]:
             "seed": c.seed,
             "studies": list(c.studies),
         }
-        for c in sorted(registry.CHECKS.values(), key=lambda c: c.name)
+        for c in sorted(checknames.CHECKS.values(), key=lambda c: c.name)
     ]
 
 

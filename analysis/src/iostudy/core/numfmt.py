@@ -5,6 +5,7 @@ MIB = 1 << 20
 #: the units of performance values
 MIB_S = "MiB/s"
 SECONDS = "s"
+OPS_S = "ops/s"
 #: integers a float64 holds exactly
 EXACT = 2**53
 

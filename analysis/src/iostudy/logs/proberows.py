@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+from iostudy.core.checknames import PROBE
+
 #: the file each writer writes: DIR/writer.<rank>
 WRITER_FILE = re.compile(r"/writer\.(\d+)$")
 
@@ -20,7 +22,7 @@ def _int(value):
 
 def is_probe(job: dict) -> bool:
     """Whether a jobs row is a probe_check job's."""
-    return job.get("check") == "probe_check"
+    return job.get("check") == PROBE.name
 
 
 def probe_rows(job: dict, files: list[dict]) -> list[dict]:

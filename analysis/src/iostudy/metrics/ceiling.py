@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 
-from iostudy.benchmarks import probe, registry
+from iostudy.benchmarks import probe
+from iostudy.core import checknames
 from iostudy.core.deferred import deferred
 from iostudy.core.nodecount import nodes_for
 
@@ -219,11 +220,11 @@ def points(curves: pd.DataFrame, iomodel: pd.DataFrame, apps=None) -> pd.DataFra
 
 def application_points(perf: pd.DataFrame, one_node=frozenset()) -> pd.DataFrame:
     """The application checks' write and read MiB/s (each check's ``bandwidth`` variables in
-    iostudy.benchmarks.registry) as points (POINT_COLUMNS): its processes, and its nodes from
+    iostudy.core.checknames) as points (POINT_COLUMNS): its processes, and its nodes from
     ReFrame's tasks per node, 1 in the runs of ``one_node`` (run ids of a system without a
     scheduler, where tasks per node says nothing of nodes)."""
     rows = []
-    for name, check in registry.CHECKS.items():
+    for name, check in checknames.CHECKS.items():
         for op, variable in check.bandwidth:
             done = perf[(perf["check"] == name) & (perf["variable"] == variable)]
             done = done[pd.to_numeric(done["value"], errors="coerce").notna()]

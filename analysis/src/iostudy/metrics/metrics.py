@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from iostudy.core import checknames
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, integral
 from iostudy.logs import modules, sharing
@@ -277,7 +278,7 @@ def ior_log_bandwidth(files: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     of each. Returns run_id, log_sha256, tags (the log's), api, module, operation, log_bytes,
     busy_seconds, span_seconds, log_seconds, log_mib_s.
     """
-    ior_jobs = jobs[jobs["check"] == "ior_check"]
+    ior_jobs = jobs[jobs["check"] == checknames.IOR.name]
     rows = []
     test_files = files[files["path"].fillna("").str.contains(IOR_TEST_FILE, regex=True)]
     by_log = dict(tuple(test_files.groupby("log_sha256")))
@@ -469,8 +470,8 @@ def compute_all(con) -> dict[str, pd.DataFrame]:
     # IOR's logs in every module (MPI-IO runs are judged on their MPI-IO records), with every
     # column: a store ingested before the first and last I/O's start were kept lacks them.
     ior_files = con.execute(
-        "SELECT * FROM files WHERE log_sha256 IN "
-        "(SELECT log_sha256 FROM jobs WHERE \"check\" = 'ior_check')"
+        'SELECT * FROM files WHERE log_sha256 IN (SELECT log_sha256 FROM jobs WHERE "check" = ?)',
+        [checknames.IOR.name],
     ).df()
     models = model_throughput(files, jobs)
     return {

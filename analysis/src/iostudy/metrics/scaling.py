@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+from iostudy.core import checknames
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB, short
 from iostudy.core.plotting import fitted_title, legend_below, panels
@@ -33,8 +34,8 @@ np = deferred("numpy")
 pd = deferred("pandas")
 
 #: The checks of the scaling campaign: their points are drawn here, not as metrics over runs.
-SCALING_CHECKS = ("ior_check", "mdtest_check", "metarates_check")
-METADATA_CHECKS = {"mdtest_check": "mdtest", "metarates_check": "metarates"}
+SCALING_CHECKS = (checknames.IOR.name, checknames.MDTEST.name, checknames.METARATES.name)
+METADATA_CHECKS = {checknames.MDTEST.name: "mdtest", checknames.METARATES.name: "metarates"}
 #: A transfer is aligned when it is a multiple of this (1 MiB: the usual Lustre stripe size).
 ALIGNMENT = MIB
 LAYOUTS = {"shared": "N-1 (shared file)", "fpp": "N-N (file per process)"}

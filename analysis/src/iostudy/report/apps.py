@@ -32,8 +32,8 @@ import re
 import textwrap
 from typing import TYPE_CHECKING
 
-from iostudy.benchmarks import registry
 from iostudy.benchmarks.hmmer import RESULTS as HMMER_RESULTS
+from iostudy.core import checknames
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import integral, short
 from iostudy.core.plotting import headroom
@@ -316,7 +316,7 @@ def hmmer_files(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     B or C) a row per file with its role, and a totals row over all the job's STDIO files;
     ordered by role, then configuration, so that A, B and C of a role are together. Columns:
     HMMER_COLUMNS (file: the file's name, path: its full path)."""
-    hmmer = jobs[jobs["check"] == "hmmer_check"]
+    hmmer = jobs[jobs["check"] == checknames.HMMER.name]
     stdio = files[(files["module"] == "stdio") & files["log_sha256"].isin(hmmer["log_sha256"])]
     by_log = dict(tuple(stdio.groupby("log_sha256")))  # a log's sha256 is its identity
     rows = []
@@ -391,7 +391,7 @@ def access_table(jobs: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
     of them not aligned to the file system's block (unaligned_pct) and at most 1 MiB (small_pct),
     MPI-IO collective and independent reads + writes and the collective share, and the bytes
     read + written through each module. Shares are empty when there is no operation."""
-    apps = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
+    apps = jobs[jobs["check"].isin(list(checknames.APP_CHECKS))]
     mine = files[files["log_sha256"].isin(apps["log_sha256"])]
     numbers = mine[COUNTED].apply(pd.to_numeric, errors="coerce").astype(float).fillna(0)
     sums = numbers.groupby([mine["log_sha256"], mine["module"]]).sum()
@@ -444,7 +444,7 @@ def add_section(add, data) -> None:
     """The report's applications section (seeds 001 and 002) through report.render's add();
     nothing when the study has no application-check data (the section then says so)."""
     perf, jobs, runs = (data[t] for t in ("perf", "jobs", "runs"))
-    app_jobs = jobs[jobs["check"].isin(list(registry.APP_CHECKS))]
+    app_jobs = jobs[jobs["check"].isin(list(checknames.APP_CHECKS))]
     files = data.files_of_logs(app_jobs["log_sha256"])
     _add_perf(add, perf, jobs)
     _add_hmmer_files(add, jobs, files, runs)
@@ -454,10 +454,10 @@ def add_section(add, data) -> None:
 def _add_perf(add, perf: pd.DataFrame, jobs: pd.DataFrame) -> None:
     """Per application check, its performance values (table) and their bars (figure)."""
     present = [
-        c for c in registry.APP_CHECKS if (perf["check"] == c).any() or (jobs["check"] == c).any()
+        c for c in checknames.APP_CHECKS if (perf["check"] == c).any() or (jobs["check"] == c).any()
     ]
     for check in present:
-        name = registry.APP_CHECKS[check]
+        name = checknames.APP_CHECKS[check]
         table = perf_table(perf, check)
         if table.empty:
             continue
@@ -484,7 +484,7 @@ def _add_perf(add, perf: pd.DataFrame, jobs: pd.DataFrame) -> None:
 
 def _add_hmmer_files(add, jobs: pd.DataFrame, files: pd.DataFrame, runs: pd.DataFrame) -> None:
     """Per system, HMMER's per-file table of its latest run (seed 002, Table I)."""
-    hmmer_jobs = jobs[jobs["check"] == "hmmer_check"]
+    hmmer_jobs = jobs[jobs["check"] == checknames.HMMER.name]
     for system, run_id in scaling.latest_with(hmmer_jobs, runs).itertuples(index=False):
         table = hmmer_files(hmmer_jobs[hmmer_jobs["run_id"] == run_id], files)
         add(

@@ -21,7 +21,7 @@ their data are one registry, :data:`iostudy.report.sections.SECTIONS`.
 
 from __future__ import annotations
 
-from iostudy.benchmarks import registry
+from iostudy.core import checknames
 from iostudy.report.sections import SECTIONS, SYSTEM
 from iostudy.store.store import is_tree
 
@@ -35,9 +35,9 @@ def kind_of(runs: list[dict], checks: set[str]) -> str:
         return "cross-site"
     if runs and all(is_tree(r) for r in runs):
         return "characterization"
-    if checks & {"probe_check", "adaptive_check"}:
+    if checks & {checknames.PROBE.name, checknames.ADAPTIVE.name}:
         return "interference"
-    if checks & set(registry.APP_CHECKS):
+    if checks & set(checknames.APP_CHECKS):
         return "applications"
     series: dict[tuple, int] = {}
     for r in runs:

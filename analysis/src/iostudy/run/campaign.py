@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iostudy import __version__
-from iostudy.benchmarks import checks, registry, spackenv
-from iostudy.core import config, provenance
+from iostudy.benchmarks import checks, spackenv
+from iostudy.benchmarks.params import PER_NODE_OF_SYSTEM
+from iostudy.core import checknames, config, provenance
 from iostudy.core.reframe_names import param_text
 from iostudy.run import profiles
 from iostudy.run.campaign_rules import CampaignError, resolve_max_procs, validate
@@ -74,7 +75,7 @@ def needed_binaries(campaign: dict, system: str, flavours: list[str]) -> list[Pa
     """The runtime and every check's programs, where the checks will take them from."""
     needed = list(dict.fromkeys(checks.runtime_library(system, e) for e in flavours))
     for entry in campaign["checks"]:
-        benchmark = registry.CHECKS[entry["check"]].benchmark
+        benchmark = checknames.CHECKS[entry["check"]].benchmark
         if benchmark:
             needed += [checks.benchmark_program(system, benchmark, e) for e in flavours]
     return needed
@@ -126,13 +127,13 @@ def reframe_command(
     for entry in campaign["checks"]:
         check = entry["check"]
         cmd += ["-c", str(check_file(check))]
-        spack_view = registry.CHECKS[check].spack_view
+        spack_view = checknames.CHECKS[check].spack_view
         view_mpi = spackenv.view_mpi(system["name"]) if spack_view else None
         if view_mpi and view_mpi[0] in flavours:
             cmd += ["-S", f"{check}.valid_prog_environs={view_mpi[0]}"]
         for name, value in entry["parameters"].items():
             if name == "procs_per_node" and value == "system":
-                value = registry.PER_NODE_OF_SYSTEM
+                value = PER_NODE_OF_SYSTEM
             elif name in ("max_procs", "procs"):
                 value = resolve_max_procs(value, system)
             elif name == "storage_target":
@@ -173,10 +174,10 @@ def benchmark_versions(campaign: dict, system: str) -> dict[str, str | None]:
     versions = {}
     for entry in campaign["checks"]:
         check = entry["check"]
-        package = registry.CHECKS[check].package
+        package = checknames.CHECKS[check].package
         if package in built:
             versions[check] = f"{package}@{built[package]}"
-        elif registry.CHECKS[check].benchmark:
+        elif checknames.CHECKS[check].benchmark:
             versions[check] = f"iostudy@{__version__}"
         else:
             versions[check] = None

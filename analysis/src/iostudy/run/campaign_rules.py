@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import itertools
 
-from iostudy.benchmarks import checks, probe, registry
-from iostudy.core import config
+from iostudy.benchmarks import checks, probe
+from iostudy.core import checknames, config
 from iostudy.core.errors import BadInput
 from iostudy.core.nodecount import nodes_for
 from iostudy.core.reframe_names import param_text
@@ -46,15 +46,15 @@ def validate(campaign: dict, system: dict) -> None:
     """Refuses parameter combinations that cannot run on system, before anything starts."""
     cores = system["nodes"]["cores_per_node"]
     for i, entry in enumerate(campaign["checks"]):
-        if entry.get("exclude") and not registry.CHECKS[entry["check"]].excludable:
-            excludable = sorted(name for name, c in registry.CHECKS.items() if c.excludable)
+        if entry.get("exclude") and not checknames.CHECKS[entry["check"]].excludable:
+            excludable = sorted(name for name, c in checknames.CHECKS.items() if c.excludable)
             raise CampaignError(
                 f"campaign {campaign['name']}: checks[{i}].exclude: {entry['check']} has no "
                 f"exclusions (checks that have: {', '.join(excludable)})"
             )
         if "procs" in entry["parameters"]:
             validate_procs(campaign, system, i, entry["parameters"])
-        if entry["check"] == "probe_check":  # its processes: writers per target x targets
+        if entry["check"] == checknames.PROBE.name:  # its processes: writers per target x targets
             params = entry["parameters"]
             targets = probe.storage_targets(system)
             per_target = values(params.get("writers_per_target", 1))
@@ -62,7 +62,7 @@ def validate(campaign: dict, system: dict) -> None:
             validate_procs(campaign, system, i, {**params, "procs": procs})
         validate_excludes(campaign, i, entry)
         validate_storage_target(campaign, system, i, entry["parameters"])
-        if entry["check"] != "iomodel_check":
+        if entry["check"] != checknames.IOMODEL.name:
             continue
         params = entry["parameters"]
         max_procs = resolve_max_procs(params["max_procs"], system)

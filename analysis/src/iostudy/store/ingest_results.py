@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from iostudy.core import jsonlimits, safeio
+from iostudy.core.checknames import ADAPTIVE, FIO, IOR, NETBW
 from iostudy.core.provenance import sha256_file
 from iostudy.core.reframe_names import display_parameters
 from iostudy.logs.logrows import int_or_none, timestamp
@@ -232,8 +233,8 @@ def log_tags_json(tags: dict) -> str:
 
 def _ior_record(rec) -> None:
     tags = rec.get("log_tags") if isinstance(rec, dict) else None
-    if not isinstance(tags, dict) or tags.get("check") != "ior_check":
-        raise ValueError("not an ior_check record")
+    if not isinstance(tags, dict) or tags.get("check") != IOR.name:
+        raise ValueError(f"not an {IOR.name} record")
     _require(rec, ("operation", "iteration", "bw_mib_s", "aggregate_bytes"))
 
 
@@ -277,8 +278,8 @@ COMPONENT_FIELDS = (
 
 def _components_record(rec) -> None:
     tags = rec.get("log_tags") if isinstance(rec, dict) else None
-    if not isinstance(tags, dict) or tags.get("check") not in ("fio_check", "netbw_check"):
-        raise ValueError("not a fio_check or netbw_check record")
+    if not isinstance(tags, dict) or tags.get("check") not in (FIO.name, NETBW.name):
+        raise ValueError(f"not a {FIO.name} or {NETBW.name} record")
     if rec.get("component") not in ("storage", "network"):
         raise ValueError(f"component {shown(rec.get('component'))}: not storage or network")
     _require(rec, ("operation", "mib_s", "aggregate_mib_s"))
@@ -329,8 +330,8 @@ ADAPTIVE_FIELDS = (
 
 def _adaptive_record(rec) -> None:
     tags = rec.get("log_tags") if isinstance(rec, dict) else None
-    if not isinstance(tags, dict) or tags.get("check") != "adaptive_check":
-        raise ValueError("not an adaptive_check record")
+    if not isinstance(tags, dict) or tags.get("check") != ADAPTIVE.name:
+        raise ValueError(f"not an {ADAPTIVE.name} record")
     _require(rec, ("mode", "writers", "seconds", "mib_s"))
     if rec["mode"] not in ("adaptive", "mpiio", "posix-fpp"):
         raise ValueError(f"mode {shown(rec['mode'])}: not adaptive, mpiio or posix-fpp")
