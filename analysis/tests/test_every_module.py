@@ -28,7 +28,7 @@ import pytest
 from darshan.backend import cffi_backend as backend
 
 from iostudy.cli import cli
-from iostudy.logs import logrows, plausibility, summary
+from iostudy.logs import logrows, storerule, summary
 from iostudy.logs.darshanlog import DarshanLogError, read_log
 from iostudy.metrics import jobdetail
 from iostudy.store import ingest, store
@@ -624,4 +624,4 @@ def test_a_batch_of_counters_is_judged_at_once_and_a_bad_one_still_named(bad, na
 
     assert logrows._plausible_at_once("jobcounters", columns(good))
     assert not logrows._plausible_at_once("jobcounters", columns([*good, bad]))
-    assert any(named in p for p in plausibility.row_problems("jobcounters", bad))
+    assert any(named in p for p in storerule.row_problems("jobcounters", bad))

@@ -168,7 +168,7 @@ def test_good_logs_stored_and_jobs_works(crafted, capsys):
 
 def test_what_ingest_stored_imports_at_another_site(crafted, tmp_path):
     """The store of the crafted tree exports, and another site imports it all: what ingest
-    accepts, import accepts (one rule, iostudy.logs.plausibility, for both)."""
+    accepts, import accepts (one rule, iostudy.logs.storerule, for both)."""
     st, _ = crafted
     bundle = tmp_path / "crafted.tar"
     assert main(["export", "--store", str(st), "--out", str(bundle), "--site", "crafted"]) == 0

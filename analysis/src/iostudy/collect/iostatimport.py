@@ -19,7 +19,7 @@ from iostudy.collect.iostatjson import parse_time
 from iostudy.core import jsonlimits
 from iostudy.core.errors import BadInput
 from iostudy.core.progress import QUIET, Progress
-from iostudy.logs.plausibility import row_problems
+from iostudy.logs.storerule import row_problems
 from iostudy.store import imports
 from iostudy.store import store as store_mod
 

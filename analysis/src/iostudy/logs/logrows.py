@@ -25,6 +25,7 @@ from iostudy.logs import (
     plausibility,
     proberows,
     sharing,
+    storerule,
     upconversion,
 )
 from iostudy.logs.darshanlog_worker import CheckedLog, read
@@ -465,7 +466,7 @@ def _plausible_at_once(table: str, part: Columns) -> bool:
             if isinstance(values, Strings):
                 continue
             data = pa.array(values.values if isinstance(values, Repeated) else values)
-            if not pa.types.is_null(data.type) and plausibility.table_problems(
+            if not pa.types.is_null(data.type) and storerule.table_problems(
                 table, pa.table({name: data})
             ):
                 return False
@@ -522,7 +523,7 @@ def batch_rows(run_info: dict, entries) -> dict[str, list[Columns]]:
         for part in parts:
             if not _plausible_at_once(table, part):
                 for row in part.rows():  # lustre's: check_job's
-                    problems = plausibility.row_problems(table, row)
+                    problems = storerule.row_problems(table, row)
                     plausibility.raise_problems([f"{table} {p}" for p in problems])
     access = [row for run, log in entries for row in accessrows.access_rows(log, run)]
     heatmap = [row for run, log in entries for row in accessrows.heatmap_rows(log, run)]

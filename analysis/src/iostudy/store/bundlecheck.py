@@ -8,7 +8,7 @@ is treated as hostile until every part of it is checked.
 - :func:`check_listing`: the members are exactly what ``bundle.json`` lists;
 - :func:`check_tables`: each table file is Parquet with the store's columns and types (an
   anonymized bundle's pseudonymized columns are strings), run ids of the bundle's runs only, and
-  values within :func:`iostudy.logs.plausibility.table_problems`' bounds.
+  values within :func:`iostudy.logs.storerule.table_problems`' bounds.
 
 Each raises :class:`BundleInvalid` naming the member or field and the problem.
 """
@@ -21,7 +21,7 @@ import jsonschema
 
 from iostudy.core.anonymize import COLUMNS as ANONYMIZED_COLUMNS
 from iostudy.core.deferred import deferred
-from iostudy.logs.plausibility import table_problems
+from iostudy.logs.storerule import table_problems
 from iostudy.store.catalog import PART_NAME, CatalogError, check_part_name
 from iostudy.store.siteid import SITE_NAME
 from iostudy.store.store import IMPORTED_TABLES, LOCAL_COLUMNS, TABLES

@@ -4,7 +4,7 @@ the benchmark outputs its test cases left (iomodel.jsonl, ior.jsonl: the iomodel
 Apart from the log ingest (:mod:`iostudy.store.ingest_logs`): these are small JSON files read
 in this process, with their own ways to be wrong. A line is kept when it is JSON within
 :mod:`iostudy.core.jsonlimits`' limits, a record of its benchmark, and its row is within the
-store's rule (:func:`iostudy.logs.plausibility.row_problems`: each value of its column's type
+store's rule (:func:`iostudy.logs.storerule.row_problems`: each value of its column's type
 and bounds, what another site's import checks); any other line is left out and its file
 quarantined with each line's number and why. A performance value out of the rule is left out
 and the report quarantined the same way. Each file's rows and why it is quarantined are
@@ -24,7 +24,7 @@ from iostudy.core.checknames import ADAPTIVE, FIO, IOR, NETBW
 from iostudy.core.provenance import sha256_file
 from iostudy.core.reframe_names import display_parameters
 from iostudy.logs.logrows import int_or_none, timestamp
-from iostudy.logs.plausibility import row_problems, shown
+from iostudy.logs.storerule import row_problems, shown
 from iostudy.store.store import TABLES
 
 

@@ -21,7 +21,7 @@ from iostudy.core import jsonlimits, safeio
 from iostudy.core.runmanifest import is_dry_run, study_of
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logrows import timestamp, utc_naive
-from iostudy.logs.plausibility import row_problems
+from iostudy.logs.storerule import row_problems
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.ingest_logs import LOG_ROWS, LogFile, hashed, read_logs, scan_logs
 from iostudy.store.ingest_results import campaign_parameters, run_results

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from iostudy.core.deferred import deferred
 from iostudy.logs.logrows import Columns, Repeated, Strings
-from iostudy.logs.plausibility import table_problems
+from iostudy.logs.storerule import table_problems
 from iostudy.store import catalog as catalog_mod
 from iostudy.store.store import RUN_TABLES, TABLES, IngestError, Store
 
@@ -61,7 +61,7 @@ def _rows_table(name: str, rows: list[dict]) -> pa.Table:
 
 
 def _within_rule(table: str, data: pa.Table) -> pa.Table:
-    """data, when its values are within the store's rule (plausibility.table_problems, what
+    """data, when its values are within the store's rule (storerule.table_problems, what
     another site's import checks). Its sources judged each row already (a log out of the rule
     is quarantined, a benchmark's line left out): a value out of it here is a bug of ingest,
     which stops rather than store what no other site could import."""
