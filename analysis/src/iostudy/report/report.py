@@ -315,7 +315,6 @@ def build(
             large_procs,
             large_mib,
             anonymize,
-            results,
             tuple(map(tuple, before_after)),
         )
         version = Version(study, study_dir, title or f"iostudy report: {study}", as_version)
@@ -351,13 +350,13 @@ def _check_pairs(data: StudyData, pairs) -> None:
             raise ReportError(f"--before-after: {exc}") from None
 
 
-def _options(store, all_runs, large_procs, large_mib, anonymize, results, pairs):
+def _options(store, all_runs, large_procs, large_mib, anonymize, pairs):
     try:
         anonymizer = Anonymizer.for_store(store) if anonymize else None
     except AnonymizeError as exc:
         raise ReportError(str(exc)) from None
     systems = compare.system_descriptions(store, all_runs)
-    return ReportOptions(large_procs, large_mib, anonymizer, systems, results, pairs)
+    return ReportOptions(large_procs, large_mib, anonymizer, systems, pairs)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from iostudy.core.anonymize import Anonymizer
@@ -29,7 +28,6 @@ class ReportOptions:
     large_mib: float = workload.LARGE_MIB
     anonymizer: Anonymizer | None = None
     systems: dict | None = None  # system label -> description (compare.system_descriptions)
-    results: Path | None = None  # the folder the store's paths are relative to (its logs')
     pairs: tuple = ()  # (A, B) jobs to compare before and after (iostudy.report.beforeafter)
 
 
