@@ -46,12 +46,13 @@ import os
 import threading
 from pathlib import Path
 
+from iostudy.core.errors import BadInput
 from iostudy.logs.darshanlog_worker import dump
 from iostudy.logs.logpool import ReaderPool
 from iostudy.logs.logregions import DEFAULT_LIMITS, Limits
 
 
-class DarshanLogError(Exception):
+class DarshanLogError(BadInput):
     """A log could not be read cleanly; ``reason`` says why, ``stderr`` holds the reader's lines."""
 
     def __init__(self, path, reason, stderr=()):
