@@ -24,10 +24,12 @@ def _warn_missing_build(manifest: dict) -> None:
 
 def run(args, argv: list[str]) -> tuple[int, Path]:
     """Runs the campaign with ReFrame's progress shown; returns (exit status, run directory)."""
-    prepared = campaign.prepare(args.campaign, args.system, args.results, args.dry_run, argv)
+    system = campaign.resolve_system(args.system)
+    loaded = config.load_campaign(args.campaign)
+    prepared = campaign.prepare(loaded, system, args.results, args.dry_run, argv)
     for path in prepared.not_built:
         print(f"campaign: warning: {config.in_checkout(path)} is not built (dry run)")
-    which = f"campaign {prepared.campaign['name']} on {prepared.system['name']}"
+    which = f"campaign {prepared.campaign['name']} on {system.name}"
     print(f"{which}: run {prepared.rid}")
     _warn_missing_build(prepared.manifest)
     print("+ " + shlex.join(prepared.cmd), flush=True)

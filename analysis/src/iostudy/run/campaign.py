@@ -299,9 +299,9 @@ def require_built(binaries: list[Path], dry_run: bool) -> list[Path]:
 
 
 def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[str]) -> dict:
-    """The manifest written as the run starts. run: the run's id, campaign, system, references,
-    flavours and dry_run."""
-    campaign, system = run["campaign"], run["system"]
+    """The manifest written as the run starts. run: the run's id, campaign, system
+    (:class:`RunSystem`), flavours and dry_run."""
+    campaign, system = run["campaign"], run["system"].description
     commit, dirty = provenance.git_state()
     return {
         "run_id": run["rid"],
@@ -331,7 +331,7 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
         "effective_config": {
             "system": system,
             "campaign": campaign,
-            "references": run["references"],
+            "references": run["system"].references,
         },
         "layout": {
             "reframe": "reframe",
@@ -390,6 +390,25 @@ def run_status(campaign: dict, run_dir: Path, rc: int, dry_run: bool) -> tuple[s
     return ("dry-run" if dry_run else "passed"), cases
 
 
+@dataclass(frozen=True)
+class RunSystem:
+    """The system a campaign runs on, read once before anything starts (:func:`resolve_system`)
+    and handed down as it is: its validated description (configs/systems/<name>/system.json) and
+    its performance references (configs/references/<name>.json)."""
+
+    description: dict
+    references: dict
+
+    @property
+    def name(self) -> str:
+        return self.description["name"]
+
+
+def resolve_system(name: str) -> RunSystem:
+    """The system called name, its description and references validated."""
+    return RunSystem(config.load_system(name), config.load_references(name))
+
+
 @dataclass
 class Prepared:
     """A run ready to start: its directory made, its manifest written."""
@@ -397,7 +416,6 @@ class Prepared:
     rid: str
     run_dir: Path
     campaign: dict
-    system: dict
     dry_run: bool
     cmd: list[str]
     manifest: dict
@@ -406,32 +424,29 @@ class Prepared:
 
 
 def prepare(
-    campaign_name: str, system_name: str, results: Path, dry_run: bool, argv: list[str]
+    campaign: dict, system: RunSystem, results: Path, dry_run: bool, argv: list[str]
 ) -> Prepared:
-    """Checks the campaign on the system, makes its run directory and writes its manifest."""
-    system = config.load_system(system_name)
-    campaign = config.load_campaign(campaign_name)
-    references = config.load_references(system_name)
-    flavours = environs(campaign, system)
-    validate(campaign, system)
-    binaries = needed_binaries(campaign, system_name, flavours)
+    """Checks the campaign (loaded) on the system (:func:`resolve_system`), makes its run
+    directory and writes its manifest."""
+    flavours = environs(campaign, system.description)
+    validate(campaign, system.description)
+    binaries = needed_binaries(campaign, system.name, flavours)
     not_built = require_built(binaries, dry_run)
 
-    rid, run_dir = new_run_dir(Path(results).resolve(), campaign["name"], system["name"])
+    rid, run_dir = new_run_dir(Path(results).resolve(), campaign["name"], system.name)
     (run_dir / "darshan").mkdir()
     (run_dir / "reframe").mkdir()
-    cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
+    cmd = reframe_command(campaign, system.description, run_dir, rid, flavours, dry_run)
     this_run = {
         "rid": rid,
         "campaign": campaign,
         "system": system,
         "dry_run": dry_run,
-        "references": references,
         "flavours": flavours,
     }
     manifest = start_manifest(this_run, binaries, cmd, argv)
     write_manifest(run_dir, manifest)
-    return Prepared(rid, run_dir, campaign, system, dry_run, cmd, manifest, not_built)
+    return Prepared(rid, run_dir, campaign, dry_run, cmd, manifest, not_built)
 
 
 def execute(prepared: Prepared, echo: Callable[[str], None]) -> tuple[str, dict | None]:
