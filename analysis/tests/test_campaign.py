@@ -12,6 +12,8 @@ from iostudy.benchmarks import checks
 from iostudy.cli.cli import main
 from iostudy.core import config
 from iostudy.run import campaign
+from iostudy.run.campaign_rules import resolve_storage_target
+from iostudy.run.runsystem import resolve_system
 from iostudy.store import store
 
 pytestmark = pytest.mark.campaign
@@ -304,7 +306,7 @@ def test_missing_build_says_make_setup(monkeypatch, tmp_path, capsys):
 
 
 def test_reframe_command_line(tmp_path):
-    system = config.load_system("testcluster")
+    system = resolve_system("testcluster")
     quick = config.load_campaign("quick")
     quick["checks"][0]["parameters"]["max_procs"] = [2, 4]
     quick["checks"][0]["repetitions"] = 3
@@ -400,10 +402,10 @@ def test_dry_run_manifest(tmp_path, capsys, monkeypatch):
 
 
 def test_each_storage_target_is_a_test_case_where_the_system_lists_targets(tmp_path):
-    local, cluster = config.load_system("local"), config.load_system("testcluster")
-    assert config.resolve_storage_target("each", cluster) == ["n1-disk", "n2-disk"]
-    assert config.resolve_storage_target("each", local) == "scratch"  # lists none
-    assert config.resolve_storage_target("n2-disk", cluster) == "n2-disk"
+    local, cluster = resolve_system("local"), resolve_system("testcluster")
+    assert resolve_storage_target("each", cluster) == ["n1-disk", "n2-disk"]
+    assert resolve_storage_target("each", local) == "scratch"  # lists none
+    assert resolve_storage_target("n2-disk", cluster) == "n2-disk"
     components = config.load_campaign("components")
     cmd = campaign.reframe_command(components, cluster, tmp_path, "RID", ["openmpi"], False)
     assert "fio_check.storage_target=n1-disk,n2-disk" in cmd

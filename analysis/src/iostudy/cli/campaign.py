@@ -10,6 +10,7 @@ from iostudy.cli.errors import error_line
 from iostudy.core import config, paths
 from iostudy.core.exitcodes import EXIT_FAILED
 from iostudy.run import campaign
+from iostudy.run.runsystem import resolve_system
 
 
 def _echo(line: str) -> None:
@@ -24,7 +25,7 @@ def _warn_missing_build(manifest: dict) -> None:
 
 def run(args, argv: list[str]) -> tuple[int, Path]:
     """Runs the campaign with ReFrame's progress shown; returns (exit status, run directory)."""
-    system = campaign.resolve_system(args.system)
+    system = resolve_system(args.system)
     loaded = config.load_campaign(args.campaign)
     prepared = campaign.prepare(loaded, system, args.results, args.dry_run, argv)
     for path in prepared.not_built:

@@ -193,14 +193,6 @@ def storage_targets(system: dict) -> list[dict]:
     return [t for entry in system.get("storage") or [] for t in entry.get("targets") or []]
 
 
-def resolve_storage_target(value, system: dict):
-    """What fio_check's "storage_target": "each" means: every target the system lists (its
-    storage entries' targets), else its scratch storage alone."""
-    if value != "each":
-        return value
-    return [t["name"] for t in storage_targets(system)] or "scratch"
-
-
 _LEADING_VARIABLE = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 

@@ -43,7 +43,13 @@ from iostudy.benchmarks.params import PER_NODE_OF_SYSTEM
 from iostudy.core import checknames, config, provenance
 from iostudy.core.reframe_names import param_text
 from iostudy.run import profiles
-from iostudy.run.campaign_rules import CampaignError, resolve_max_procs, validate
+from iostudy.run.campaign_rules import (
+    CampaignError,
+    resolve_max_procs,
+    resolve_storage_target,
+    validate,
+)
+from iostudy.run.runsystem import RunSystem
 
 REPO_ROOT = config.REPO_ROOT
 CHECKS_DIR = REPO_ROOT / "reframe-checks"
@@ -100,14 +106,14 @@ def reframe_executable() -> list[str]:
 
 
 def reframe_command(
-    campaign: dict, system: dict, run_dir: Path, rid: str, flavours: list[str], dry_run: bool
+    campaign: dict, system: RunSystem, run_dir: Path, rid: str, flavours: list[str], dry_run: bool
 ) -> list[str]:
     """ReFrame's command line for the whole campaign (one session, one report)."""
     cmd = reframe_executable() + [
         "-C",
         str(REFRAME_SETTINGS),
         "--system",
-        system["name"],
+        system.name,
         "--prefix",
         str(run_dir / "reframe"),
         "--report-file",
@@ -121,23 +127,22 @@ def reframe_command(
         ("campaign", campaign["name"]),
         ("run_id", rid),
         ("run_dir", run_dir),
-        ("scratch_dir", scratch_dir(system, run_dir)),
+        ("scratch_dir", scratch_dir(system.description, run_dir)),
     ):
         cmd += ["-S", f"{name}={value}"]
     for entry in campaign["checks"]:
         check = entry["check"]
         cmd += ["-c", str(check_file(check))]
-        spack_view = checknames.CHECKS[check].spack_view
-        view_mpi = spackenv.view_mpi(system["name"]) if spack_view else None
-        if view_mpi and view_mpi[0] in flavours:
-            cmd += ["-S", f"{check}.valid_prog_environs={view_mpi[0]}"]
+        view_mpi = system.spack_view_mpi if checknames.CHECKS[check].spack_view else None
+        if view_mpi in flavours:
+            cmd += ["-S", f"{check}.valid_prog_environs={view_mpi}"]
         for name, value in entry["parameters"].items():
             if name == "procs_per_node" and value == "system":
                 value = PER_NODE_OF_SYSTEM
             elif name in ("max_procs", "procs"):
-                value = resolve_max_procs(value, system)
+                value = resolve_max_procs(value, system.description)
             elif name == "storage_target":
-                value = config.resolve_storage_target(value, system)
+                value = resolve_storage_target(value, system)
             if isinstance(value, list):
                 cmd += ["-P", f"{check}.{name}={','.join(map(param_text, value))}"]
             else:
@@ -301,13 +306,13 @@ def require_built(binaries: list[Path], dry_run: bool) -> list[Path]:
 def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[str]) -> dict:
     """The manifest written as the run starts. run: the run's id, campaign, system
     (:class:`RunSystem`), flavours and dry_run."""
-    campaign, system = run["campaign"], run["system"].description
+    campaign, system = run["campaign"], run["system"]
     commit, dirty = provenance.git_state()
     return {
         "run_id": run["rid"],
         "campaign": campaign["name"],
         "study": campaign["study"],
-        "system": system["name"],
+        "system": system.name,
         "dry_run": run["dry_run"],
         "started": _now(),
         "finished": None,
@@ -315,29 +320,29 @@ def start_manifest(run: dict, binaries: list[Path], cmd: list[str], argv: list[s
         "exit_code": None,
         "git_commit": commit,
         "git_dirty": dirty,
-        "tool_versions": tool_versions(system),
+        "tool_versions": tool_versions(system.description),
         "binaries_sha256": {
             config.in_checkout(p): provenance.sha256_file(p) if p.is_file() else None
             for p in binaries
         },
         # The Spack build (record, lock) the binaries come from; None: `make setup`'s build.
-        "spack_build": spackenv.manifest_entry(system["name"], commit),
+        "spack_build": spackenv.manifest_entry(system.name, commit),
         # why the run lacks the Spack build its system expects (None: it has one or needs none)
-        "spack_build_missing": spackenv.missing_build(system["name"]),
-        "benchmark_versions": benchmark_versions(campaign, system["name"]),
+        "spack_build_missing": spackenv.missing_build(system.name),
+        "benchmark_versions": benchmark_versions(campaign, system.name),
         "command_line": ["iostudy", *argv],
         "reframe_command_line": cmd,
         "environs": run["flavours"],
         "effective_config": {
-            "system": system,
+            "system": system.description,
             "campaign": campaign,
-            "references": run["system"].references,
+            "references": system.references,
         },
         "layout": {
             "reframe": "reframe",
             "report": "reframe/report.json",
             "darshan": "darshan",
-            "scratch": str(scratch_dir(system, Path("."))),
+            "scratch": str(scratch_dir(system.description, Path("."))),
         },
     }
 
@@ -390,25 +395,6 @@ def run_status(campaign: dict, run_dir: Path, rc: int, dry_run: bool) -> tuple[s
     return ("dry-run" if dry_run else "passed"), cases
 
 
-@dataclass(frozen=True)
-class RunSystem:
-    """The system a campaign runs on, read once before anything starts (:func:`resolve_system`)
-    and handed down as it is: its validated description (configs/systems/<name>/system.json) and
-    its performance references (configs/references/<name>.json)."""
-
-    description: dict
-    references: dict
-
-    @property
-    def name(self) -> str:
-        return self.description["name"]
-
-
-def resolve_system(name: str) -> RunSystem:
-    """The system called name, its description and references validated."""
-    return RunSystem(config.load_system(name), config.load_references(name))
-
-
 @dataclass
 class Prepared:
     """A run ready to start: its directory made, its manifest written."""
@@ -426,17 +412,18 @@ class Prepared:
 def prepare(
     campaign: dict, system: RunSystem, results: Path, dry_run: bool, argv: list[str]
 ) -> Prepared:
-    """Checks the campaign (loaded) on the system (:func:`resolve_system`), makes its run
-    directory and writes its manifest."""
+    """Checks the campaign on the system (both read already: config.load_campaign,
+    :func:`iostudy.run.runsystem.resolve_system`), makes its run directory and writes its
+    manifest."""
     flavours = environs(campaign, system.description)
-    validate(campaign, system.description)
+    validate(campaign, system)
     binaries = needed_binaries(campaign, system.name, flavours)
     not_built = require_built(binaries, dry_run)
 
     rid, run_dir = new_run_dir(Path(results).resolve(), campaign["name"], system.name)
     (run_dir / "darshan").mkdir()
     (run_dir / "reframe").mkdir()
-    cmd = reframe_command(campaign, system.description, run_dir, rid, flavours, dry_run)
+    cmd = reframe_command(campaign, system, run_dir, rid, flavours, dry_run)
     this_run = {
         "rid": rid,
         "campaign": campaign,

@@ -9,10 +9,11 @@ from __future__ import annotations
 import itertools
 
 from iostudy.benchmarks import checks, probe
-from iostudy.core import checknames, config
+from iostudy.core import checknames
 from iostudy.core.errors import BadInput
 from iostudy.core.nodecount import nodes_for
 from iostudy.core.reframe_names import param_text
+from iostudy.run.runsystem import RunSystem
 
 
 class CampaignError(BadInput):
@@ -42,9 +43,18 @@ def resolve_max_procs(value, system: dict):
     return system_procs(system) if value == "system" else value
 
 
-def validate(campaign: dict, system: dict) -> None:
-    """Refuses parameter combinations that cannot run on system, before anything starts."""
-    cores = system["nodes"]["cores_per_node"]
+def resolve_storage_target(value, system: RunSystem):
+    """What fio_check's "storage_target": "each" means: every target the system lists (its
+    storage entries' targets), else its scratch storage alone."""
+    if value != "each":
+        return value
+    return list(system.storage_targets) or "scratch"
+
+
+def validate(campaign: dict, system: RunSystem) -> None:
+    """Refuses parameter combinations that cannot run on the system, before anything starts."""
+    description = system.description
+    cores = description["nodes"]["cores_per_node"]
     for i, entry in enumerate(campaign["checks"]):
         if entry.get("exclude") and not checknames.CHECKS[entry["check"]].excludable:
             excludable = sorted(name for name, c in checknames.CHECKS.items() if c.excludable)
@@ -53,19 +63,19 @@ def validate(campaign: dict, system: dict) -> None:
                 f"exclusions (checks that have: {', '.join(excludable)})"
             )
         if "procs" in entry["parameters"]:
-            validate_procs(campaign, system, i, entry["parameters"])
+            validate_procs(campaign, description, i, entry["parameters"])
         if entry["check"] == checknames.PROBE.name:  # its processes: writers per target x targets
             params = entry["parameters"]
-            targets = probe.storage_targets(system)
+            targets = probe.storage_targets(description)
             per_target = values(params.get("writers_per_target", 1))
             procs = [probe.writers(targets, w) for w in per_target]
-            validate_procs(campaign, system, i, {**params, "procs": procs})
+            validate_procs(campaign, description, i, {**params, "procs": procs})
         validate_excludes(campaign, i, entry)
         validate_storage_target(campaign, system, i, entry["parameters"])
         if entry["check"] != checknames.IOMODEL.name:
             continue
         params = entry["parameters"]
-        max_procs = resolve_max_procs(params["max_procs"], system)
+        max_procs = resolve_max_procs(params["max_procs"], description)
         for size, procs, per_node in itertools.product(
             values(params["size"]), values(max_procs), values(params["procs_per_node"])
         ):
@@ -74,11 +84,14 @@ def validate(campaign: dict, system: dict) -> None:
             problem = checks.iomodel_problem(checks.parse_size(size), procs, per_node)
             if problem:
                 raise CampaignError(f"{where}: {problem}")
-            if system["scheduler"] != "local" and procs // per_node > system["nodes"]["count"]:
+            if (
+                description["scheduler"] != "local"
+                and procs // per_node > description["nodes"]["count"]
+            ):
                 raise CampaignError(
                     f"{where}: max_procs {procs} at {per_node} per node needs "
-                    f"{procs // per_node} nodes, system {system['name']} has "
-                    f"{system['nodes']['count']}"
+                    f"{procs // per_node} nodes, system {system.name} has "
+                    f"{description['nodes']['count']}"
                 )
 
 
@@ -104,14 +117,14 @@ def validate_excludes(campaign: dict, i: int, entry: dict) -> None:
                 )
 
 
-def validate_storage_target(campaign: dict, system: dict, i: int, params: dict) -> None:
+def validate_storage_target(campaign: dict, system: RunSystem, i: int, params: dict) -> None:
     """A storage target a check names is one the system lists."""
-    listed = [t["name"] for t in config.storage_targets(system)]
+    listed = system.storage_targets
     for name in values(params.get("storage_target", "scratch")):
         if name not in ("scratch", "each", *listed):
             raise CampaignError(
                 f"campaign {campaign['name']}: checks[{i}].parameters.storage_target: {name!r} "
-                f"is not a storage target of system {system['name']} (its targets: "
+                f"is not a storage target of system {system.name} (its targets: "
                 f"{', '.join(listed) or 'none'}; or scratch, or each)"
             )
 
