@@ -514,25 +514,10 @@ NETBW = CheckParameters(
     ),
 )
 
-#: every check's parameters, by its name, in the report's order
-PARAMETERS: dict[str, CheckParameters] = {
-    c.info.name: c
-    for c in (
-        IOMODEL,
-        IOR,
-        MDTEST,
-        METARATES,
-        FIO,
-        NETBW,
-        PROBE,
-        ADAPTIVE,
-        BTIO,
-        MADBENCH,
-        FLASHIO,
-        HACCIO,
-        HMMER,
-    )
-}
+#: every check's parameters, by its name, in the report's order (checknames.CHECKS'): a check
+#: named there without its parameters here fails the import (KeyError)
+_DEFINED = {p.info.name: p for p in list(globals().values()) if isinstance(p, CheckParameters)}
+PARAMETERS: dict[str, CheckParameters] = {name: _DEFINED[name] for name in checknames.CHECKS}
 
 
 def reframe_defaults(check: str) -> dict:
