@@ -1,6 +1,6 @@
 """The system a campaign runs on, resolved once from its name before anything starts and handed
 down as it is (`iostudy campaign run`: :mod:`iostudy.cli.campaign`), so that no step of a run
-reads it again by name."""
+loads the system's files again."""
 
 from __future__ import annotations
 
@@ -31,10 +31,7 @@ class RunSystem:
 def resolve_system(name: str) -> RunSystem:
     """The system called name, read and validated."""
     description = config.load_system(name)
+    references = config.load_references(name)
+    targets = tuple(t["name"] for t in config.storage_targets(description))
     view_mpi = spackenv.view_mpi(name)
-    return RunSystem(
-        description=description,
-        references=config.load_references(name),
-        storage_targets=tuple(t["name"] for t in config.storage_targets(description)),
-        spack_view_mpi=view_mpi[0] if view_mpi else None,
-    )
+    return RunSystem(description, references, targets, view_mpi[0] if view_mpi else None)
