@@ -91,7 +91,7 @@ def test_frame_by_column_names_numbers_untouched(anon):
             "uid": [1000, 1001, 1000],
             "account": ["climate", None, "physics"],
             "exe": ["/home/alice/a -n 4", "/bin/b", None],
-            "log": ["x/alice.darshan", "y.darshan", "x/alice.darshan"],
+            "log_path": ["x/alice.darshan", "y.darshan", "x/alice.darshan"],
             "nprocs": [4, 8, 16],
             "bytes_read": [1.5, np.nan, 3.0],
             "system": ["local", "local", "local"],
@@ -102,7 +102,7 @@ def test_frame_by_column_names_numbers_untouched(anon):
     assert out["uid"][0] == out["uid"][2] == anon.uid(1000) != out["uid"][1]
     assert out["account"][0] == anon.project("climate") and pd.isna(out["account"][1])
     assert out["account"][2] == anon.project("physics")
-    assert out["log"][0] == out["log"][2] and "alice" not in out["log"][0]
+    assert out["log_path"][0] == out["log_path"][2] and "alice" not in out["log_path"][0]
     assert pd.isna(out["exe"][2])
     pd.testing.assert_frame_equal(
         out[["nprocs", "bytes_read", "system"]], df[["nprocs", "bytes_read", "system"]]

@@ -173,7 +173,7 @@ def test_tables_as_json_agree_with_csv(tmp_path, capsys):
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert main(["jobs", "--store", str(store), "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
-    assert [r["log"] for r in records] == [r["log"] for r in rows] and len(rows) == 3
+    assert [r["log_path"] for r in records] == [r["log_path"] for r in rows] and len(rows) == 3
     for r, c in zip(records, rows, strict=True):
         assert r["mib_s_per_cn"] == float(c["mib_s_per_cn"])
         assert r["nodes_source"] == c["nodes_source"] == "tag"

@@ -16,7 +16,7 @@ MIB = 1 << 20
 # A well-behaved job: 4 ranks, 64 MiB each in 4 MiB aligned, sequential writes to their own
 # files, little metadata time, one file per rank, no STDIO, no read, no MPI-IO.
 GOOD = {
-    "log": "good.darshan",
+    "log_path": "good.darshan",
     "jobid": 1,
     "run_id": "r",
     "account": "p",
@@ -126,7 +126,7 @@ SAID = {
 
 
 def facts(*changes) -> pd.DataFrame:
-    return pd.DataFrame([{**GOOD, "log": f"job{i}", **c} for i, c in enumerate(changes)])
+    return pd.DataFrame([{**GOOD, "log_path": f"job{i}", **c} for i, c in enumerate(changes)])
 
 
 def test_the_rules_are_the_configured_ones():
@@ -138,7 +138,7 @@ def test_the_rules_are_the_configured_ones():
 @pytest.mark.parametrize("rule", list(SICK))
 def test_each_rule_fires_on_its_own_job_only(rule):
     found = diagnose.diagnose(facts(GOOD, SICK[rule]), diagnose.thresholds())
-    assert found["log"].tolist() == ["job1"], found
+    assert found["log_path"].tolist() == ["job1"], found
     assert found["rule"].tolist() == [rule]
     assert found["found"].tolist() == [SAID[rule]]
     assert found["advice"].iloc[0]
@@ -164,7 +164,7 @@ def test_thresholds_are_where_they_fire():
         {"files": 256, "files_per_proc": 64.0},  # from 64 per process
         {"posix_writes": 5000, "seq_writes": 3999},  # 1,001 random: 20.02%
     )
-    fired = diagnose.diagnose(above, limits)[["log", "rule"]].values.tolist()
+    fired = diagnose.diagnose(above, limits)[["log_path", "rule"]].values.tolist()
     assert fired == [["job0", "small-writes"], ["job2", "random-writes"], ["job1", "many-files"]]
 
 

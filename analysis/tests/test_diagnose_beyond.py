@@ -66,7 +66,7 @@ def _diagnose(store: Path, out: Path, config: dict | None = None) -> pd.DataFram
     the findings of this module's rules, the log by its file name."""
     found = pd.DataFrame(diagnose_json(store, out, config))
     found = found[found["rule"].isin(BEYOND)].copy()
-    found["name"] = found["log"].map(lambda p: Path(p).name if isinstance(p, str) else None)
+    found["name"] = found["log_path"].map(lambda p: Path(p).name if isinstance(p, str) else None)
     return found
 
 
@@ -260,7 +260,7 @@ def test_small_io_storm_fires_on_small_accesses_packed_in_time(traced, segments)
     trickle = "darshan-3.5.0-io_timeline-trickle-dxt.darshan"
     assert storms[trickle][0] <= 402
     everything = pd.DataFrame(json.loads((traced["root"] / "found.json").read_text()))
-    rules = set(everything.loc[everything["log"].str.endswith(trickle), "rule"])
+    rules = set(everything.loc[everything["log_path"].str.endswith(trickle), "rule"])
     assert "small-writes" in rules and "small-io-storm" not in rules
 
 

@@ -125,7 +125,7 @@ def run_diagnose(store: Path, out: Path, limits: dict | None = None) -> dict[str
     given): log name -> {rule: its finding's row}."""
     found: dict[str, dict] = {}
     for row in diagnose_json(store, out, limits):
-        found.setdefault(Path(row["log"]).stem, {})[row["rule"]] = row
+        found.setdefault(Path(row["log_path"]).stem, {})[row["rule"]] = row
     return found
 
 

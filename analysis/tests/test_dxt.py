@@ -171,7 +171,7 @@ def _stored(st: Path) -> tuple[dict, dict]:
 def _jobs_csv(st: Path, capsys) -> dict:
     assert main(["jobs", "--store", str(st), "--csv"]) == 0
     rows = csv.DictReader(io.StringIO(capsys.readouterr().out))
-    return {Path(r["log"]).name: r for r in rows}
+    return {Path(r["log_path"]).name: r for r in rows}
 
 
 # The one log with DXT the store's rule refuses for its other values: a POSIX metadata time

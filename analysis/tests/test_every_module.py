@@ -194,7 +194,7 @@ def _jobs(st: Path, *args) -> dict[str, dict]:
     out = io.StringIO()
     with redirect_stdout(out):
         assert cli.main(["jobs", "--store", str(st), "--csv", *args]) == 0
-    return {r["log"].rsplit("/", 1)[1]: r for r in csv.DictReader(io.StringIO(out.getvalue()))}
+    return {r["log_path"].rsplit("/", 1)[1]: r for r in csv.DictReader(io.StringIO(out.getvalue()))}
 
 
 @pytest.mark.parametrize(

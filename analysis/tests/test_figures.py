@@ -100,7 +100,7 @@ def test_a_cross_check_without_its_log_reads_no_log_not_no():
 
 
 def test_a_row_links_from_its_job_id_else_its_first_cell():
-    table = pd.DataFrame({"log": ["a.darshan", "b.darshan"], "jobid": [7, 8], "value": [1, 2]})
+    table = pd.DataFrame({"log_path": ["a.darshan", "b.darshan"], "jobid": [7, 8], "value": [1, 2]})
     shown = figures.rows(table, ["job-a.html", None])
     assert shown["rows"] == [
         [("a.darshan", "", None), ("7", "num", "job-a.html"), ("1", "num", None)],

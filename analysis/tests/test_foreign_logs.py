@@ -208,7 +208,7 @@ def test_ingest_takes_a_log_file_as_a_tree_of_one_log(site, tmp_path, capsys):
     run_id = "logs-" + log.name.removesuffix(".darshan")
     assert runs.at[run_id, "source_root"] == str(log.parent)
     jobs = _jobs(store)
-    assert list(jobs["jobid"]) == [13734580] and list(jobs["log"]) == [log.name]
+    assert list(jobs["jobid"]) == [13734580] and list(jobs["log_path"]) == [log.name]
     assert main(["ingest", str(log), "--store", str(store)]) == 0  # again: nothing new
     assert "logs 0 ingested, 1 skipped" in capsys.readouterr().out
 

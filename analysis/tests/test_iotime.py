@@ -35,7 +35,7 @@ def both_paths(tmp_path_factory):
     jobs = con.execute("SELECT * FROM jobs").df()
     grouped = metrics.io_time(files, jobs, ["log_sha256"]).set_index("log_sha256")
     prefix = f"{DARSHAN_LOGS.name}/"
-    names = table["log"].str.removeprefix(prefix)
+    names = table["log_path"].str.removeprefix(prefix)
     return table.set_index(names), grouped.reindex(table.index).set_index(names)
 
 
@@ -155,6 +155,6 @@ def test_rank_0_alone_is_one_strategy_for_both():
     con.register("files", files)
     con.register("jobs", jobs)
     expected = {"r0": "rank-0", "r2": "N:N"}
-    assert jobstats.job_table(con).set_index("log")["strategy"].to_dict() == expected
+    assert jobstats.job_table(con).set_index("log_path")["strategy"].to_dict() == expected
     models = metrics.model_throughput(files, jobs)
     assert models.set_index("log_sha256")["strategy"].to_dict() == expected

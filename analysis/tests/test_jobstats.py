@@ -52,7 +52,7 @@ def _pydarshan_metrics(path, mod):
 
 @pytest.mark.parametrize("mod", ["POSIX", "MPI-IO", "STDIO"])
 def test_bytes_and_bandwidth_agree_with_pydarshan_on_every_test_log(test_log_store, mod):
-    rows = {r["log"]: r for r in _jobs_csv(test_log_store, "--module", mod)}
+    rows = {r["log_path"]: r for r in _jobs_csv(test_log_store, "--module", mod)}
     assert len(rows) == len(ALL_LOGS)
     compared = 0
     for path in ALL_LOGS:
@@ -124,7 +124,7 @@ def test_every_format_version_and_byte_order_is_read(test_log_store):
 def test_columns_and_scope(test_log_store):
     rows = _jobs_csv(test_log_store)
     for name in (
-        "log",
+        "log_path",
         "jobid",
         "nprocs",
         "nodes",
@@ -144,7 +144,7 @@ def test_columns_and_scope(test_log_store):
         "procs_per_file",
     ):
         assert name in rows[0]
-    by_name = {r["log"].rsplit("/", 1)[1]: r for r in rows}
+    by_name = {r["log_path"].rsplit("/", 1)[1]: r for r in rows}
     # The 3.5.0 release log: 4 ranks write and read one shared file through MPI-IO.
     r = by_name["mpi-io-test-x86_64-3.5.0.darshan"]
     assert r["interfaces"] == "POSIX+STDIO+MPI-IO" and r["strategy"] == "N:1"
@@ -154,22 +154,24 @@ def test_columns_and_scope(test_log_store):
         4.0,
     )
     # default scope = POSIX + STDIO records
-    posix = {x["log"]: x for x in _jobs_csv(test_log_store, "--module", "POSIX")}
-    stdio = {x["log"]: x for x in _jobs_csv(test_log_store, "--module", "STDIO")}
+    posix = {x["log_path"]: x for x in _jobs_csv(test_log_store, "--module", "POSIX")}
+    stdio = {x["log_path"]: x for x in _jobs_csv(test_log_store, "--module", "STDIO")}
     for row in rows:
         for col in ("bytes_read", "bytes_written"):
-            assert int(row[col]) == int(posix[row["log"]][col]) + int(stdio[row["log"]][col])
+            assert int(row[col]) == int(posix[row["log_path"]][col]) + int(
+                stdio[row["log_path"]][col]
+            )
     # STDIO-only log: no POSIX counters, so no sequential or aligned share
     r = by_name["laytonjb_test1_id28730_6-7-43012-2131301613401632697_1.darshan"]
     assert r["interfaces"] == "STDIO" and r["seq_pct"] == "" and r["aligned_pct"] == ""
     # HDF5 and PnetCDF logs show their library interface
     hdf5 = [r for r in rows if "HDF5" in r["interfaces"]]
-    assert {r["log"].rsplit("/", 1)[1][:14] for r in hdf5} >= {"shane_ior-HDF5"}
+    assert {r["log_path"].rsplit("/", 1)[1][:14] for r in hdf5} >= {"shane_ior-HDF5"}
     assert any("PnetCDF" in r["interfaces"] for r in rows)
     for r in rows:
         assert r["strategy"] in ("N:N", "N:1", "N:M", "rank-0", "none")
         if r["md_cost_pct"]:
-            assert -1e-6 <= float(r["md_cost_pct"]) <= 100 + 1e-6 or "ppc64" in r["log"]
+            assert -1e-6 <= float(r["md_cost_pct"]) <= 100 + 1e-6 or "ppc64" in r["log_path"]
         per_proc = int(r["bytes_read"]) + int(r["bytes_written"])
         assert math.isclose(float(r["mib_per_proc"]), per_proc / 2**20 / int(r["nprocs"]))
 
@@ -260,7 +262,7 @@ def test_strategy_rules_on_hand_made_records():
     con = duckdb.connect()
     con.register("files", pd.DataFrame(files).astype({"record_id": "uint64"}))
     con.register("jobs", jobs)
-    table = jobstats.job_table(con).set_index("log")
+    table = jobstats.job_table(con).set_index("log_path")
     assert table["strategy"].to_dict() == {"nn": "N:N", "n1": "N:1", "nm": "N:M", "r0": "rank-0"}
     assert table["io_procs"].to_dict() == {"nn": 4, "n1": 4, "nm": 4, "r0": 1}
     assert table["procs_per_file"].to_dict() == {"nn": 1, "n1": 4, "nm": 2, "r0": 1}

@@ -364,7 +364,7 @@ def test_the_report_and_iostudy_jobs_show_one_mib_s_per_cn(study, capsys):
     from iostudy.cli.cli import main
 
     assert main(["jobs", "--store", str(study["store"]), "--csv"]) == 0
-    cli_rows = {r["log"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    cli_rows = {r["log_path"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     report_rows = _csv(study["v2"].parent / "job-mib-s-per-cn.csv")
     assert report_rows
     for r in report_rows:
@@ -789,7 +789,7 @@ def test_anonymized_report_shows_no_name(tree_study, browser):
     assert html.count(climate) >= 4  # two tables, two figures at least
     assert "Anonymized" in html
     # Paths too, consistently between CSVs.
-    points = {r["log"] for r in _csv(v / "files-vs-procs.csv")}
+    points = {r["log_path"] for r in _csv(v / "files-vs-procs.csv")}
     jobs = {r["log_path"] for r in _csv(v / "job-mib-s-per-cn.csv")}
     assert points == jobs and not any("treddy" in p for p in points)
     # The key stays in the store, never in the report; the next build has the same pseudonyms.

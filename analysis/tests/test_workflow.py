@@ -98,7 +98,7 @@ def test_workflow_runs_and_is_incremental(workdir, release_log, tmp_path):
     log = (workdir / "logs" / "ingest_run" / f"{RUNS[0]}.log").read_text().splitlines()
     assert log[-1].endswith("logs 2 ingested, 0 skipped, 1 quarantined"), log
     metrics = workdir / "results" / "metrics"
-    jobs = {Path(r["log"]).name: r for r in read_csv(metrics / "jobs.csv")}
+    jobs = {Path(r["log_path"]).name: r for r in read_csv(metrics / "jobs.csv")}
     assert set(jobs) == {"dd_id1.darshan", "mpi-io-test_id3171794.darshan"}
     dd = jobs["dd_id1.darshan"]
     assert int(dd["bytes_read"]) + int(dd["bytes_written"]) == RUNTIME_MIB * 2**20

@@ -27,7 +27,7 @@ SIZES = list(workload_tables.SIZE_BINS)
 def job(log, account, nprocs, read_mib, written_mib, interfaces, strategy, **extra):
     """One row of jobstats.job_table: the columns the contract promises, zero unless given."""
     row = {
-        "log": f"logs/{log}.darshan",
+        "log_path": f"logs/{log}.darshan",
         "run_id": "tree",
         "log_sha256": log * 8,
         "jobid": len(log),
@@ -250,7 +250,7 @@ def test_files_vs_procs(jobs):
     assert points["project"].tolist() == ["physics"] * 4 + ["(unknown)"] + ["(other projects)"] * 2
     assert points[points["project"] == "physics"]["nprocs"].tolist() == [1024, 2048, 2048, 4096]
     e = pick(points, project="(unknown)")
-    assert (e["nprocs"], e["files"], e["log"]) == (1024, 1024, "logs/e.darshan")
+    assert (e["nprocs"], e["files"], e["log_path"]) == (1024, 1024, "logs/e.darshan")
 
 
 def test_large_jobs_filter(jobs):

@@ -109,7 +109,7 @@ def test_logs_joined_with_accounting(cluster, tmp_path):
     # POSIX records over the nodes Slurm gave the job (scoped to POSIX, as PyDarshan counts).
     text = cluster.run(iostudy, "jobs", "--store", st, "--csv", "--module", "POSIX").stdout
     posix = next(p for p in csv.DictReader(io.StringIO(text)) if int(p["jobid"]) == int(parallel))
-    log = darshan.DarshanReport(str(tmp_path / posix["log"]), read_all=False)
+    log = darshan.DarshanReport(str(tmp_path / posix["log_path"]), read_all=False)
     log.mod_read_all_records("POSIX")
     derived = accumulate_records(log.records["POSIX"].to_df(), "POSIX", np_).derived_metrics
     assert float(posix["mib_s_per_cn"]) == pytest.approx(

@@ -20,7 +20,7 @@ TABLES = ("summary", "levels", "sizes")
 def as_text(pair: dict) -> str:
     """Which jobs A and B are and how they were named, then each table."""
     parts = [
-        f"{side}: {j['log']} (job {comparejobs.jobid_text(j['jobid'])}; named by its "
+        f"{side}: {j['log_path']} (job {comparejobs.jobid_text(j['jobid'])}; named by its "
         f"{j['named_by']})\n"
         for side, j in (("A", pair["a"]), ("B", pair["b"]))
     ]

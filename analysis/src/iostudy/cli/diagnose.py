@@ -17,11 +17,11 @@ def as_text(found) -> str:
     """The findings for a reader: per job its log, then each finding with its code, numbers,
     files, ranks, history and advice on lines of their own."""
     lines, job = [], None
-    for r in found.sort_values("log", kind="stable").itertuples():  # rules in their order
+    for r in found.sort_values("log_path", kind="stable").itertuples():  # rules in their order
         if r.log_sha256 != job:
             job = r.log_sha256
             code = r.executable if isinstance(r.executable, str) else "unknown"
-            lines.append(f"{r.log} (job {r.jobid}, code {code}):")
+            lines.append(f"{r.log_path} (job {r.jobid}, code {code}):")
         code = f" [Drishti {r.drishti}]" if isinstance(r.drishti, str) else ""
         lines.append(f"  {r.rule}{code}: {r.found}")
         for name in ("files", "ranks", "history", "advice"):

@@ -74,7 +74,6 @@ COLUMNS = {
     "exe": "command",
     "executable": "command",  # a program's file name (iostudy diagnose's findings)
     "command_line": "command",
-    "log": "path",
     "log_path": "path",
     "path": "path",
     "file": "path",

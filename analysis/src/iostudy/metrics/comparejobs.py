@@ -79,8 +79,8 @@ def _readings(jobs: pd.DataFrame, name: str):
         yield "job id", jobs[jobs["jobid"] == jobid] if jobid < 2**63 else jobs.iloc[:0]
     if _HEX.match(key.lower()):
         yield "sha256 prefix", jobs[jobs["log_sha256"].str.startswith(key.lower())]
-    logs = jobs["log"].astype(str)
-    named = (logs == key) | (logs.str.rsplit("/", n=1).str[-1] == key)
+    paths = jobs["log_path"].astype(str)
+    named = (paths == key) | (paths.str.rsplit("/", n=1).str[-1] == key)
     path = Path(key)
     if path.is_file():  # a log file here, wherever it was ingested from: its content names it
         named |= jobs["log_sha256"] == provenance.sha256_file(path)
@@ -89,7 +89,7 @@ def _readings(jobs: pd.DataFrame, name: str):
 
 def _listed(rows: pd.DataFrame) -> str:
     shown = ", ".join(
-        f"job {jobid_text(r.jobid)} {r.log} ({r.log_sha256[:12]})"
+        f"job {jobid_text(r.jobid)} {r.log_path} ({r.log_sha256[:12]})"
         for r in rows.head(5).itertuples()
     )
     return shown + (", ..." if len(rows) > 5 else "")

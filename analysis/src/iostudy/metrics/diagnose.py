@@ -26,7 +26,7 @@ pd = deferred("pandas")
 
 CONFIG = "diagnoses.json"
 COLUMNS = [
-    "log",
+    "log_path",
     "jobid",
     "run_id",
     "account",

@@ -65,7 +65,7 @@ from iostudy.metrics import diagnose_facts
 
 pd = deferred("pandas")
 
-FILLED = ("log", "jobid", "run_id", "account", "nprocs")  # from the job's facts
+FILLED = ("log_path", "jobid", "run_id", "account", "nprocs")  # from the job's facts
 
 
 @dataclass(frozen=True)
@@ -462,7 +462,7 @@ BEYOND_RULES: tuple[Beyond, ...] = (
 
 
 def _run(rule: Beyond, con, facts: pd.DataFrame, limits: dict, jobs: pd.DataFrame):
-    """A rule's findings with the job's facts (log, jobid, ...), its name and advice."""
+    """A rule's findings with the job's facts (log_path, jobid, ...), its name and advice."""
     if not _has(con, rule.table):
         return None
     rows = rule.find(con, facts, limits[rule.name])

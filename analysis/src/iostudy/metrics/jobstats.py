@@ -73,7 +73,7 @@ SIZE_COLUMNS = [f"{op}_{b.lower()}" for op in ("read", "write") for b in sizebin
 SUMMED = ["bytes_read", "bytes_written", *iotime.CLASS_BYTES.values(), *SIZE_COLUMNS]
 # The columns the issue asks for first, then the rest.
 COLUMNS = [
-    "log",
+    "log_path",
     "jobid",
     "nprocs",
     "nodes",
@@ -182,7 +182,7 @@ by_log AS (
            {size_sums}
     FROM f GROUP BY ALL
 )
-SELECT j.log_path AS log, j.jobid, j.nprocs,
+SELECT j.log_path, j.jobid, j.nprocs,
        -- an older ingest's 1 "assumed" is no count
        COALESCE(j.sched_nodes, CASE WHEN j.nodes_source <> 'assumed' OR j.nodes_source IS NULL
                                     THEN j.nodes END) AS nodes,

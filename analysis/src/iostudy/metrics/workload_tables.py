@@ -196,16 +196,16 @@ def top_projects(jobs: pd.DataFrame, n: int = TOP) -> pd.DataFrame:
 
 def files_vs_procs(jobs: pd.DataFrame, projects: list[str]) -> pd.DataFrame:
     """Seed 000's Fig. 5: per job, its processes and the files it accessed, with its project
-    when it is one of projects, else "(other projects)": project, log, nprocs, files,
+    when it is one of projects, else "(other projects)": project, log_path, nprocs, files,
     strategy; in the order of projects, then by processes."""
-    columns = ["project", "log", "nprocs", "files", "strategy"]
+    columns = ["project", "log_path", "nprocs", "files", "strategy"]
     if jobs.empty:
         return pd.DataFrame(columns=columns)
     project = project_of(jobs)
     out = pd.DataFrame(
         {
             "project": project.where(project.isin(projects), OTHER),
-            "log": jobs["log"],
+            "log_path": jobs["log_path"],
             "nprocs": pd.to_numeric(jobs["nprocs"], errors="coerce"),
             "files": pd.to_numeric(jobs["files"], errors="coerce").fillna(0),
             "strategy": jobs["strategy"],
@@ -213,7 +213,7 @@ def files_vs_procs(jobs: pd.DataFrame, projects: list[str]) -> pd.DataFrame:
     )
     order = {p: i for i, p in enumerate([*projects, OTHER])}
     out["_o"] = out["project"].map(order)
-    out = out.sort_values(["_o", "nprocs", "files", "log"], kind="stable").drop(columns="_o")
+    out = out.sort_values(["_o", "nprocs", "files", "log_path"], kind="stable").drop(columns="_o")
     return out.reset_index(drop=True)
 
 

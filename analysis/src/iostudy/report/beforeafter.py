@@ -33,7 +33,7 @@ def add_section(add, con, pairs, anonymizer=None, jobs: pd.DataFrame | None = No
             anonymizer.frame(pair[k].to_frame().T).iloc[0] if anonymizer else pair[k]
             for k in ("a", "b")
         )
-        what = f"A = job {a['jobid']} ({a['log']}), B = job {b['jobid']} ({b['log']})"
+        what = f"A = job {a['jobid']} ({a['log_path']}), B = job {b['jobid']} ({b['log_path']})"
         summary = pair["summary"]
         drawn = summary[summary["metric"].isin(DRAWN)]
         add(

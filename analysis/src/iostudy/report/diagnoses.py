@@ -89,7 +89,7 @@ def add_section(add, con, anonymizer=None, jobs: pd.DataFrame | None = None):
         "every finding in the CSV).",
         found,
         table=True,
-        hide=["log_sha256", "advice", "run_id", "log", "nprocs"],
+        hide=["log_sha256", "advice", "run_id", "log_path", "nprocs"],
     )
     return found
 

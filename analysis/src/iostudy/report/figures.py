@@ -516,7 +516,7 @@ def _page_columns(df: pd.DataFrame) -> tuple[list[str], list[str]]:
 
 
 #: the cell of a row that links to its page (links): the first of these shown, else the first
-LINKED = ("jobid", "log", "log_path")
+LINKED = ("jobid", "log_path")
 
 
 def rows(df: pd.DataFrame, links: list | None = None) -> dict:

@@ -32,7 +32,7 @@ class JobRows(NamedTuple):
 
 #: the job's figures the record table shows, in order (jobstats.job_table's columns)
 RECORD = [
-    "log",
+    "log_path",
     "ingested_from",
     "jobid",
     "system",
@@ -60,7 +60,7 @@ RECORD = [
     "log_sha256",
 ]
 #: the record table's names of fields it words otherwise than every table (figures.HEADERS)
-LABELS = {"nprocs": "processes (nprocs)"}
+LABELS = {"log_path": "log", "nprocs": "processes (nprocs)"}
 
 
 def record_table(job: pd.Series) -> pd.DataFrame:

@@ -143,7 +143,7 @@ class Pages:
         jobs = self.data.job_table().drop_duplicates(JOB_KEY).set_index(JOB_KEY).loc[shas]
         roots = self.data.all_runs.set_index("run_id")["source_root"]
         out = {}
-        for sha, run_id, log_path in zip(shas, jobs["run_id"], jobs["log"], strict=True):
+        for sha, run_id, log_path in zip(shas, jobs["run_id"], jobs["log_path"], strict=True):
             root = roots.get(run_id)
             out[sha] = Path(root) / str(log_path) if isinstance(root, str) else None
         return out
@@ -172,7 +172,7 @@ class _ByLog:
 
 def _job_name(job: pd.Series) -> str:
     jobid = job.get("jobid")
-    return f"{int(jobid)}" if pd.notna(jobid) else Path(str(job.get("log"))).name
+    return f"{int(jobid)}" if pd.notna(jobid) else Path(str(job.get("log_path"))).name
 
 
 def _job_top(job: pd.Series, found: pd.DataFrame, sha: str, moved: str) -> tuple[str, list[str]]:

@@ -15,7 +15,7 @@ UNKNOWN = "(unknown)"
 #: than Table VI's rows)
 DRAWN_FROM = 5
 TABLE_V = [
-    "log",
+    "log_path",
     "jobid",
     "user",
     "nprocs",

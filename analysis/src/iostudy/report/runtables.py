@@ -65,8 +65,8 @@ def job_table(data: StudyData) -> pd.DataFrame:
     """MiB/s/CN per job as :mod:`iostudy.metrics.jobstats` defines it (the one definition: the
     slowest rank's form over the layers that moved the bytes; seed 000's shared-file span form
     beside it), with the columns a reader needs."""
-    t = data.job_table().rename(columns={"log": "log_path"})
-    t["bytes"] = t["bytes_read"] + t["bytes_written"]
+    t = data.job_table()
+    t = t.assign(bytes=t["bytes_read"] + t["bytes_written"])  # the study's table stays as it is
     runs = data["jobs"][["log_sha256", "environ", "repetition"]].drop_duplicates("log_sha256")
     t = t.merge(runs, on="log_sha256", how="left")
     return t[JOB_COLUMNS]
