@@ -51,9 +51,9 @@ def check_class(name: str):
 def test_schema_in_the_repo_is_the_registrys(capsys):
     assert SCHEMA_PATH == REPO_ROOT / "configs" / "schemas" / "campaign.schema.json"
     assert SCHEMA_PATH.read_text() == schema_text(), (
-        "run `.venv/bin/iostudy campaign-schema --write`"
+        "run `.venv/bin/iostudy campaign schema --write`"
     )
-    assert main(["campaign-schema"]) == 0
+    assert main(["campaign", "schema"]) == 0
     assert capsys.readouterr().out == f"ok: {SCHEMA_PATH}\n"
 
 
@@ -62,11 +62,11 @@ def test_schema_check_says_when_the_file_differs(tmp_path, capsys):
     schema = json.loads(SCHEMA_PATH.read_text())
     del schema["$defs"]["ior_check_parameters"]["properties"]["iterations"]
     stale.write_text(json.dumps(schema))
-    assert main(["campaign-schema", "--schema", str(stale)]) == 1
+    assert main(["campaign", "schema", "--schema", str(stale)]) == 1
     assert capsys.readouterr().err == (
         f"iostudy: error: {stale}: not what the registry makes: run with --write\n"
     )
-    assert main(["campaign-schema", "--schema", str(stale), "--write"]) == 0
+    assert main(["campaign", "schema", "--schema", str(stale), "--write"]) == 0
     assert stale.read_text() == SCHEMA_PATH.read_text()
 
 

@@ -5,6 +5,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from iostudy.cli import schema
 from iostudy.cli.checks import check_files
 from iostudy.cli.errors import error_line
 from iostudy.core import config, paths
@@ -121,3 +122,4 @@ def register(groups):
         "against their schemas.",
     )
     check_p.set_defaults(func=cmd_check)
+    schema.register(cmds)

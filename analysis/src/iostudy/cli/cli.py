@@ -23,7 +23,6 @@ GROUP_MODULES = {
     "config": "config",
     "list": "listing",
     "campaign": "campaign",
-    "campaign-schema": "schema",
     "ingest": "ingest",
     "jobs": "jobs",
     "diagnose": "diagnose",

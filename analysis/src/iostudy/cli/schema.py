@@ -1,4 +1,4 @@
-"""``iostudy campaign-schema [--write] [--schema FILE]``: whether
+"""``iostudy campaign schema [--write] [--schema FILE]``: whether
 configs/schemas/campaign.schema.json is what the checks' parameters make
 (:mod:`iostudy.benchmarks.campaignschema`), or, with ``--write``, rewriting it."""
 
@@ -22,9 +22,10 @@ def cmd_campaign_schema(args) -> int:
     return 0
 
 
-def register(groups) -> None:
-    p = groups.add_parser(
-        "campaign-schema",
+def register(campaign_commands) -> None:
+    """Adds ``schema`` to the campaign group's commands."""
+    p = campaign_commands.add_parser(
+        "schema",
         help="check (or --write) the campaign schema's per-check parts",
         description="The campaign schema's check names, per-check parameters and $defs, made "
         "from the checks' parameters (iostudy.benchmarks.registry): says whether the schema "
