@@ -29,7 +29,7 @@ from iostudy.benchmarks import (
     spackenv,
 )
 from iostudy.cli.output import StderrProgress
-from iostudy.report import sections
+from iostudy.report import runtables
 from iostudy.store import siteid
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -516,13 +516,13 @@ def test_the_manifest_names_the_programs_commit_and_when_it_is_not_the_checkout(
     assert entry["iostudy_packages"] == record["iostudy_packages"]
     assert entry["differs_from_checkout"] == ["iostudy-ioprobe"]
     assert entry["spack_source"] == "git"
-    text = sections.spack_build_text(entry)
+    text = runtables.spack_build_text(entry)
     assert "Spack 1.1.0, git" in text
     assert head[:12] in text and "c" * 12 in text
     assert "NOT the checkout's commit: iostudy-ioprobe" in text
-    same = sections.spack_build_text(entry | {"differs_from_checkout": []})
+    same = runtables.spack_build_text(entry | {"differs_from_checkout": []})
     assert "NOT" not in same
-    every = sections.spack_build_text(
+    every = runtables.spack_build_text(
         entry | {"differs_from_checkout": sorted(record["iostudy_packages"])}
     )
     assert every.endswith("(NOT the checkout's commit)")
