@@ -166,8 +166,8 @@ def _sizes(item, files, common):
             )
         )
     caption = (
-        "The most common access sizes per module (Darshan's ACCESS1..4 counters), read from "
-        "the log."
+        "The most common access sizes per module (Darshan's ACCESS1..4 counters), as ingest "
+        "stored them; none where the job's modules keep no such counters (STDIO)."
     )
     out.append(item("table", "common-sizes", caption, common, table=True))
     return out
