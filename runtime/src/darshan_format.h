@@ -19,6 +19,7 @@ enum ios_module_id {
     IOS_MOD_POSIX = 1,
     IOS_MOD_MPIIO = 2,
     IOS_MOD_H5F = 3,
+    IOS_MOD_H5D = 4,
     IOS_MOD_PNETCDF_FILE = 5,
     IOS_MOD_LUSTRE = 8,
     IOS_MOD_STDIO = 9,
@@ -27,6 +28,7 @@ enum ios_module_id {
 #define IOS_POSIX_VER 4
 #define IOS_MPIIO_VER 3
 #define IOS_H5F_VER 3
+#define IOS_H5D_VER 2
 #define IOS_PNETCDF_FILE_VER 3
 #define IOS_LUSTRE_VER 2
 #define IOS_STDIO_VER 2
@@ -91,6 +93,14 @@ enum ios_h5f_fcounter {
 #include "h5f_fcounters.def"
     H5F_F_NUM_INDICES
 };
+enum ios_h5d_counter {
+#include "h5d_counters.def"
+    H5D_NUM_INDICES
+};
+enum ios_h5d_fcounter {
+#include "h5d_fcounters.def"
+    H5D_F_NUM_INDICES
+};
 enum ios_pnetcdf_file_counter {
 #include "pnetcdf_file_counters.def"
     PNETCDF_FILE_NUM_INDICES
@@ -129,6 +139,17 @@ struct ios_h5f_record {
     double fcounters[H5F_F_NUM_INDICES];
 };
 static_assert(sizeof(struct ios_h5f_record) == 80, "H5F v3 record is 80 bytes");
+
+/* H5D v2: the record id of the dataset's file (its H5F and POSIX records) follows the base. */
+#define IOS_H5D_NDIMS 5                         /* dimensions of chunks and accesses kept */
+#define IOS_H5D_ACCESS (1 + 2 * IOS_H5D_NDIMS) /* an access: size, lengths, strides */
+struct ios_h5d_record {
+    struct ios_base_record base;
+    uint64_t file_rec_id;
+    int64_t counters[H5D_NUM_INDICES];
+    double fcounters[H5D_F_NUM_INDICES];
+};
+static_assert(sizeof(struct ios_h5d_record) == 912, "H5D v2 record is 912 bytes");
 
 struct ios_pnetcdf_file_record {
     struct ios_base_record base;

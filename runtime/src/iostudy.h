@@ -288,6 +288,7 @@ void ios_collect_records(struct ios_record_set *set, int mod, size_t rec_size,
 void ios_mpiio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_stdio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_h5f_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_h5d_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_pnetcdf_file_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Writes the heatmap records, rebinned to bin_width and nbins from the process's own time
  * origin, which lies shift seconds after the job's. */
@@ -306,6 +307,7 @@ void ios_posix_reset(void) IOS_HIDDEN;
 void ios_mpiio_reset(void) IOS_HIDDEN;
 void ios_stdio_reset(void) IOS_HIDDEN;
 void ios_h5f_reset(void) IOS_HIDDEN;
+void ios_h5d_reset(void) IOS_HIDDEN;
 void ios_pnetcdf_file_reset(void) IOS_HIDDEN;
 void ios_heatmap_reset(void) IOS_HIDDEN;
 /* The runtime's side of each module (modules.def): its records copied out at shutdown (NULL: the

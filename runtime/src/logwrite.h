@@ -115,6 +115,11 @@ extern const struct ios_reducer ios_posix_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_mpiio_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_stdio_reducer IOS_HIDDEN;
 extern const struct ios_reducer ios_h5f_reducer IOS_HIDDEN;
+extern const struct ios_reducer ios_h5d_reducer IOS_HIDDEN;
+/* An H5D access (IOS_H5D_ACCESS values, the size first) seen n times in all goes into the four
+ * most common (slots, counts) where Darshan puts it; a zero size is never kept. */
+void ios_h5d_common_insert(int64_t *slots, int64_t *counts, const int64_t *access,
+                           int64_t n) IOS_HIDDEN;
 extern const struct ios_reducer ios_pnetcdf_file_reducer IOS_HIDDEN;
 
 /* The modules (modules.def), indexed by IOS_M_<NAME>, in file order: what a log says of them.

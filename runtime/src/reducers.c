@@ -3,6 +3,8 @@
  * the modules, which the shutdown (shutdown.c) and the merge tool apply alike. */
 #include "logwrite.h"
 
+#include <string.h>
+
 /* ---- common values -------------------------------------------------------------------- */
 void ios_common_merge(int64_t *vals, int64_t *counts, const int64_t *in_vals,
                       const int64_t *in_counts, int n_in) {
@@ -191,6 +193,103 @@ static void h5f_combine(const void *in_v, void *inout_v) {
 
 const struct ios_reducer ios_h5f_reducer = IOS_REDUCER_PLAIN(
     struct ios_h5f_record, H5F_F_OPEN_START_TIMESTAMP, H5F_F_CLOSE_END_TIMESTAMP, h5f_combine);
+
+/* ---- H5D ----------------------------------------------------------------------------- */
+void ios_h5d_common_insert(int64_t *slots, int64_t *counts, const int64_t *access, int64_t n) {
+    enum { W = IOS_H5D_ACCESS };
+    int64_t s[4 * W] = {0}, c[4] = {0};
+    int k = 0, i = 0;
+    if (access[0] == 0)
+        return;
+    /* Darshan's order: count down, then the access size down; the newest first among equals. */
+    for (; i < 4 && (counts[i] > n || (counts[i] == n && slots[i * W] > access[0])); i++, k++) {
+        memcpy(&s[k * W], &slots[i * W], sizeof(int64_t) * W);
+        c[k] = counts[i];
+    }
+    if (k == 4)
+        return;
+    memcpy(&s[k * W], access, sizeof(int64_t) * W);
+    c[k++] = n;
+    for (; k < 4 && i < 4; i++)
+        if (memcmp(&slots[i * W], access, sizeof(int64_t) * W) != 0) {
+            memcpy(&s[k * W], &slots[i * W], sizeof(int64_t) * W);
+            c[k++] = counts[i];
+        }
+    memcpy(slots, s, sizeof s);
+    memcpy(counts, c, sizeof c);
+}
+
+static int64_t h5d_bytes(const void *rec) {
+    const struct ios_h5d_record *r = rec;
+    return r->counters[H5D_BYTES_READ] + r->counters[H5D_BYTES_WRITTEN];
+}
+
+static double h5d_time(const void *rec) {
+    const struct ios_h5d_record *r = rec;
+    return r->fcounters[H5D_F_READ_TIME] + r->fcounters[H5D_F_WRITE_TIME] +
+           r->fcounters[H5D_F_META_TIME];
+}
+
+/* The four most common accesses of both: an access both have takes both counts (in's slot),
+ * then in's four and inout's four go in one by one, as Darshan merges them. */
+static void h5d_merge_accesses(int64_t *c, const int64_t *ic) {
+    enum { W = IOS_H5D_ACCESS };
+    int64_t in[4 * W], in_n[4], out[4 * W], out_n[4];
+    memcpy(in, &ic[H5D_ACCESS1_ACCESS], sizeof in);
+    memcpy(in_n, &ic[H5D_ACCESS1_COUNT], sizeof in_n);
+    memcpy(out, &c[H5D_ACCESS1_ACCESS], sizeof out);
+    memcpy(out_n, &c[H5D_ACCESS1_COUNT], sizeof out_n);
+    for (int j = 0; j < 4; j++)
+        for (int k = 0; k < 4; k++)
+            if (memcmp(&in[j * W], &out[k * W], sizeof(int64_t) * W) == 0) {
+                memset(&out[k * W], 0, sizeof(int64_t) * W);
+                in_n[j] += out_n[k];
+                out_n[k] = 0;
+            }
+    memset(&c[H5D_ACCESS1_ACCESS], 0, sizeof in);
+    memset(&c[H5D_ACCESS1_COUNT], 0, sizeof in_n);
+    for (int j = 0; j < 4; j++)
+        ios_h5d_common_insert(&c[H5D_ACCESS1_ACCESS], &c[H5D_ACCESS1_COUNT], &in[j * W], in_n[j]);
+    for (int j = 0; j < 4; j++)
+        ios_h5d_common_insert(&c[H5D_ACCESS1_ACCESS], &c[H5D_ACCESS1_COUNT], &out[j * W],
+                              out_n[j]);
+}
+
+static void h5d_combine(const void *in_v, void *inout_v) {
+    const struct ios_h5d_record *in = in_v;
+    struct ios_h5d_record *io = inout_v;
+    int64_t *c = io->counters;
+    const int64_t *ic = in->counters;
+    io->file_rec_id = in->file_rec_id;
+    for (int j = H5D_OPENS; j <= H5D_POINT_SELECTS; j++)
+        c[j] += ic[j];
+    for (int j = H5D_SIZE_READ_AGG_0_100; j <= H5D_SIZE_WRITE_AGG_1G_PLUS; j++)
+        c[j] += ic[j];
+    h5d_merge_accesses(c, ic);
+    for (int j = H5D_DATASPACE_NDIMS; j <= H5D_CHUNK_SIZE_D5; j++) /* the shape: in's */
+        c[j] = ic[j];
+    c[H5D_USE_MPIIO_COLLECTIVE] = c[H5D_USE_MPIIO_COLLECTIVE] == 1 || ic[H5D_USE_MPIIO_COLLECTIVE] == 1;
+    c[H5D_USE_DEPRECATED] = c[H5D_USE_DEPRECATED] == 1 || ic[H5D_USE_DEPRECATED] == 1;
+    double *fc = io->fcounters;
+    const double *ifc = in->fcounters;
+    ios_reduce_starts(fc, ifc, H5D_F_OPEN_START_TIMESTAMP, H5D_F_CLOSE_START_TIMESTAMP);
+    ios_reduce_ends(fc, ifc, H5D_F_OPEN_END_TIMESTAMP, H5D_F_CLOSE_END_TIMESTAMP);
+    for (int j = H5D_F_READ_TIME; j <= H5D_F_META_TIME; j++)
+        fc[j] += ifc[j];
+    if (ifc[H5D_F_MAX_READ_TIME] > fc[H5D_F_MAX_READ_TIME]) {
+        fc[H5D_F_MAX_READ_TIME] = ifc[H5D_F_MAX_READ_TIME];
+        c[H5D_MAX_READ_TIME_SIZE] = ic[H5D_MAX_READ_TIME_SIZE];
+    }
+    if (ifc[H5D_F_MAX_WRITE_TIME] > fc[H5D_F_MAX_WRITE_TIME]) {
+        fc[H5D_F_MAX_WRITE_TIME] = ifc[H5D_F_MAX_WRITE_TIME];
+        c[H5D_MAX_WRITE_TIME_SIZE] = ic[H5D_MAX_WRITE_TIME_SIZE];
+    }
+    ios_combine_rank_extremes(&ios_h5d_reducer, in, io);
+}
+
+const struct ios_reducer ios_h5d_reducer =
+    IOS_REDUCER(H5D, struct ios_h5d_record, H5D_F_OPEN_START_TIMESTAMP, H5D_F_CLOSE_END_TIMESTAMP,
+                h5d_bytes, h5d_time, h5d_combine);
 
 /* ---- PNETCDF_FILE -------------------------------------------------------------------- */
 static void pnetcdf_file_combine(const void *in_v, void *inout_v) {
