@@ -141,7 +141,7 @@ struct ios_h5f_record {
 static_assert(sizeof(struct ios_h5f_record) == 80, "H5F v3 record is 80 bytes");
 
 /* H5D v2: the record id of the dataset's file (its H5F and POSIX records) follows the base. */
-#define IOS_H5D_NDIMS 5                         /* dimensions of chunks and accesses kept */
+#define IOS_H5D_NDIMS 5                        /* dimensions of chunks and accesses kept */
 #define IOS_H5D_ACCESS (1 + 2 * IOS_H5D_NDIMS) /* an access: size, lengths, strides */
 struct ios_h5d_record {
     struct ios_base_record base;

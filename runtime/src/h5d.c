@@ -80,9 +80,8 @@ static int h5_functions(void) {
         return h5.ok;
     h5.ok = H5_FN(fget_name, "H5Fget_name") && H5_FN(iget_name, "H5Iget_name") &&
             H5_FN(iget_type, "H5Iget_type") && H5_FN(dget_type, "H5Dget_type") &&
-            H5_FN(dget_space, "H5Dget_space") &&
-            H5_FN(dget_create_plist, "H5Dget_create_plist") && H5_FN(tclose, "H5Tclose") &&
-            H5_FN(sclose, "H5Sclose") && H5_FN(pclose, "H5Pclose") &&
+            H5_FN(dget_space, "H5Dget_space") && H5_FN(dget_create_plist, "H5Dget_create_plist") &&
+            H5_FN(tclose, "H5Tclose") && H5_FN(sclose, "H5Sclose") && H5_FN(pclose, "H5Pclose") &&
             H5_FN(extent_ndims, "H5Sget_simple_extent_ndims") &&
             H5_FN(extent_npoints, "H5Sget_simple_extent_npoints") &&
             H5_FN(get_layout, "H5Pget_layout") && H5_FN(get_chunk, "H5Pget_chunk") &&
@@ -155,8 +154,8 @@ static void opened(ios_hid loc, const char *name, ios_hid dset, const struct h5d
     ios_guard(0);
     if (!named || !ios_enter())
         return;
-    struct h5d_dataset *d = ios_file_by_name(&datasets_by_id, IOS_MOD_H5D, rec_name, sizeof *d,
-                                             sizeof *d->rec, NULL);
+    struct h5d_dataset *d =
+        ios_file_by_name(&datasets_by_id, IOS_MOD_H5D, rec_name, sizeof *d, sizeof *d->rec, NULL);
     if (d) {
         int64_t *c = d->rec->counters;
         double *fc = d->rec->fcounters;
@@ -355,7 +354,8 @@ static void flushed_or_closed(ios_hid dset, int closed, double t1, double t2) {
         return ret;                                                                                \
     }
 
-H5D_WRAP_OPEN(H5Dcreate1, (ios_hid loc, const char *name, ios_hid type, ios_hid space, ios_hid dcpl),
+H5D_WRAP_OPEN(H5Dcreate1,
+              (ios_hid loc, const char *name, ios_hid type, ios_hid space, ios_hid dcpl),
               (loc, name, type, space, dcpl), created(loc, name, ret, type, space, dcpl, 1, t1, t2))
 H5D_WRAP_OPEN(H5Dcreate2,
               (ios_hid loc, const char *name, ios_hid type, ios_hid space, ios_hid lcpl,

@@ -251,8 +251,7 @@ static void h5d_merge_accesses(int64_t *c, const int64_t *ic) {
     for (int j = 0; j < 4; j++)
         ios_h5d_common_insert(&c[H5D_ACCESS1_ACCESS], &c[H5D_ACCESS1_COUNT], &in[j * W], in_n[j]);
     for (int j = 0; j < 4; j++)
-        ios_h5d_common_insert(&c[H5D_ACCESS1_ACCESS], &c[H5D_ACCESS1_COUNT], &out[j * W],
-                              out_n[j]);
+        ios_h5d_common_insert(&c[H5D_ACCESS1_ACCESS], &c[H5D_ACCESS1_COUNT], &out[j * W], out_n[j]);
 }
 
 static void h5d_combine(const void *in_v, void *inout_v) {
@@ -268,7 +267,8 @@ static void h5d_combine(const void *in_v, void *inout_v) {
     h5d_merge_accesses(c, ic);
     for (int j = H5D_DATASPACE_NDIMS; j <= H5D_CHUNK_SIZE_D5; j++) /* the shape: in's */
         c[j] = ic[j];
-    c[H5D_USE_MPIIO_COLLECTIVE] = c[H5D_USE_MPIIO_COLLECTIVE] == 1 || ic[H5D_USE_MPIIO_COLLECTIVE] == 1;
+    c[H5D_USE_MPIIO_COLLECTIVE] =
+        c[H5D_USE_MPIIO_COLLECTIVE] == 1 || ic[H5D_USE_MPIIO_COLLECTIVE] == 1;
     c[H5D_USE_DEPRECATED] = c[H5D_USE_DEPRECATED] == 1 || ic[H5D_USE_DEPRECATED] == 1;
     double *fc = io->fcounters;
     const double *ifc = in->fcounters;

@@ -34,8 +34,18 @@ from iostudy.logs.darshanlog import read_log
 NPROCS = 2
 MODES = ["reduced", "per-rank"]
 ROUNDING = 1e-9
-BINS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
-        "100M_1G", "1G_PLUS"]  # fmt: skip
+BINS = [
+    "0_100",
+    "100_1K",
+    "1K_10K",
+    "10K_100K",
+    "100K_1M",
+    "1M_4M",
+    "4M_10M",
+    "10M_100M",
+    "100M_1G",
+    "1G_PLUS",
+]
 
 
 def program(runner, name: str):
@@ -105,8 +115,22 @@ def bins(op: str, sizes: list[int]) -> dict:
     return c
 
 
-def expected(opens, reads, writes, shape, *, flushes=0, rw=0, regular=0, irregular=0, points=0,
-             accesses=(), chunk=(), deprecated=0, collective=0) -> dict:  # fmt: skip
+def expected(
+    opens,
+    reads,
+    writes,
+    shape,
+    *,
+    flushes=0,
+    rw=0,
+    regular=0,
+    irregular=0,
+    points=0,
+    accesses=(),
+    chunk=(),
+    deprecated=0,
+    collective=0,
+) -> dict:
     """The counters of a dataset: reads and writes are lists of access sizes; shape is
     (dimensions, points, datatype size); accesses [(size, count, lengths, strides)]."""
     c = zeros()
@@ -152,24 +176,30 @@ CONTIG = expected(
     regular=2,
     irregular=1,
     points=1,
-    accesses=[(2048, 2, (), ()), (192, 2, (0, 0, 0, 8, 6), (0, 0, 0, 8, 4)), (52, 1, (), ()),
-              (20, 1, (), ())],  # fmt: skip
+    accesses=[
+        (2048, 2, (), ()),
+        (192, 2, (0, 0, 0, 8, 6), (0, 0, 0, 8, 4)),
+        (52, 1, (), ()),
+        (20, 1, (), ()),
+    ],
 )
 CALLS = {
     "/contig": CONTIG,
     "/chunked": expected(
         2, [1536], [1536], (3, 192, 8), rw=1, accesses=[(1536, 2, (), ())], chunk=(4, 3, 2)
     ),
-    "/old": expected(
-        2, [200], [200], (1, 100, 2), rw=1, accesses=[(200, 2, (), ())], deprecated=1
-    ),
+    "/old": expected(2, [200], [200], (1, 100, 2), rw=1, accesses=[(200, 2, (), ())], deprecated=1),
     "/ginner": expected(1, [], [80], (1, 10, 8), accesses=[(80, 1, (), ())]),
     "//chunked": expected(1, [], [], (3, 192, 8), chunk=(4, 3, 2)),
 }
 # What the timing decides: the size of the slowest read and write (one of the sizes).
 TIMED = ("H5D_MAX_READ_TIME_SIZE", "H5D_MAX_WRITE_TIME_SIZE")
-EXTREMES = ("H5D_FASTEST_RANK", "H5D_FASTEST_RANK_BYTES", "H5D_SLOWEST_RANK",
-            "H5D_SLOWEST_RANK_BYTES")  # fmt: skip
+EXTREMES = (
+    "H5D_FASTEST_RANK",
+    "H5D_FASTEST_RANK_BYTES",
+    "H5D_SLOWEST_RANK",
+    "H5D_SLOWEST_RANK_BYTES",
+)
 
 
 def check_times(rec: dict, run: Scenario, ranks: int = 1) -> None:
@@ -200,8 +230,9 @@ def file_rec_ids(log_path) -> dict:
         "r = darshan.DarshanReport(sys.argv[1], read_all=True)\n"
         "print(json.dumps({str(x['id']): x['file_rec_id'] for x in r.records['H5D'].to_list()}))"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(log_path)], capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(log_path)], capture_output=True, text=True, check=True
+    )
     return {int(k): v for k, v in json.loads(out.stdout).items()}
 
 
@@ -298,7 +329,9 @@ def test_shared(shared_run: Scenario):
 def darshan_lib() -> str:
     prefix = os.environ.get("DARSHAN_PREFIX")
     if not prefix:
-        pytest.skip("DARSHAN_PREFIX not set: no Darshan 3.5.0 (built with the HDF5 module) to compare")
+        pytest.skip(
+            "DARSHAN_PREFIX not set: no Darshan 3.5.0 (built with the HDF5 module) to compare"
+        )
     lib = os.path.join(prefix, "lib", "libdarshan.so")
     if not os.path.isfile(lib):
         pytest.skip(f"DARSHAN_PREFIX has no lib/libdarshan.so ({lib})")

@@ -53,8 +53,8 @@ static void contig(hid_t file) {
     static int buf[16 * 32];
     hsize_t dims[2] = {16, 32};
     hid_t space = H5Screate_simple(2, dims, NULL);
-    hid_t d = H5Dcreate2(file, "contig", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT,
-                         H5P_DEFAULT);
+    hid_t d =
+        H5Dcreate2(file, "contig", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     CHECK(space >= 0 && d >= 0, "H5Dcreate2 contig");
     for (int i = 0; i < 16 * 32; i++)
         buf[i] = i;
