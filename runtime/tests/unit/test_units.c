@@ -312,6 +312,53 @@ static void test_record_encoder(void) {
     free(buf);
 }
 
+/* H5D's shared-record rules, as darshan-runtime 3.5.0's hdf5_dataset_record_reduction_op has
+ * them: an access both records have takes both counts, then in's four and inout's four are
+ * ranked (count down, size down); sums, ORed flags, in's shape, first starts, slowest access. */
+static void test_h5d_reduction(void) {
+    static struct ios_h5d_record in, io;
+    enum { W = IOS_H5D_ACCESS };
+    int64_t a[W] = {512, 0, 0, 0, 16, 8, 0, 0, 0, 1, 1}, b[W] = {64}, c[W] = {1024}, d[W] = {8};
+    int64_t *ic = in.counters, *oc = io.counters;
+    memcpy(&ic[H5D_ACCESS1_ACCESS], a, sizeof a);
+    memcpy(&ic[H5D_ACCESS2_ACCESS], b, sizeof b);
+    ic[H5D_ACCESS1_COUNT] = 3, ic[H5D_ACCESS2_COUNT] = 1;
+    memcpy(&oc[H5D_ACCESS1_ACCESS], c, sizeof c);
+    memcpy(&oc[H5D_ACCESS2_ACCESS], a, sizeof a);
+    memcpy(&oc[H5D_ACCESS3_ACCESS], d, sizeof d);
+    oc[H5D_ACCESS1_COUNT] = 3, oc[H5D_ACCESS2_COUNT] = 2, oc[H5D_ACCESS3_COUNT] = 1;
+    ic[H5D_OPENS] = 2, oc[H5D_OPENS] = 3;
+    ic[H5D_DATASPACE_NDIMS] = 2, oc[H5D_DATASPACE_NDIMS] = 7;
+    oc[H5D_USE_DEPRECATED] = 1;
+    in.fcounters[H5D_F_OPEN_START_TIMESTAMP] = 2.0, io.fcounters[H5D_F_OPEN_START_TIMESTAMP] = 0;
+    in.fcounters[H5D_F_MAX_WRITE_TIME] = 0.5, ic[H5D_MAX_WRITE_TIME_SIZE] = 512;
+    io.fcounters[H5D_F_MAX_WRITE_TIME] = 0.25, oc[H5D_MAX_WRITE_TIME_SIZE] = 1024;
+    in.file_rec_id = 42;
+    ios_h5d_reducer.combine(&in, &io);
+    const int64_t *want[4] = {a, c, b, d};
+    const int64_t want_n[4] = {5, 3, 1, 1};
+    for (int i = 0; i < 4; i++)
+        CHECK(memcmp(&oc[H5D_ACCESS1_ACCESS + i * W], want[i], sizeof a) == 0 &&
+                  oc[H5D_ACCESS1_COUNT + i] == want_n[i],
+              "access %d: %lld x %lld", i + 1, (long long)oc[H5D_ACCESS1_ACCESS + i * W],
+              (long long)oc[H5D_ACCESS1_COUNT + i]);
+    CHECK(oc[H5D_OPENS] == 5 && oc[H5D_DATASPACE_NDIMS] == 2 && oc[H5D_USE_DEPRECATED] == 1,
+          "sums, in's shape, flags");
+    CHECK(io.fcounters[H5D_F_OPEN_START_TIMESTAMP] == 2.0, "first start: the non-zero one");
+    CHECK(io.fcounters[H5D_F_MAX_WRITE_TIME] == 0.5 && oc[H5D_MAX_WRITE_TIME_SIZE] == 512,
+          "slowest write and its size");
+    CHECK(io.file_rec_id == 42, "file record id");
+    /* At run time an access seen again moves up past those it now outnumbers. */
+    int64_t slots[4 * W] = {0}, counts[4] = {0};
+    ios_h5d_common_insert(slots, counts, c, 1);
+    ios_h5d_common_insert(slots, counts, b, 1);
+    ios_h5d_common_insert(slots, counts, b, 2);
+    ios_h5d_common_insert(slots, counts, (int64_t[W]){0}, 5); /* size 0: never kept */
+    CHECK(slots[0] == 64 && counts[0] == 2 && slots[W] == 1024 && counts[1] == 1 && counts[2] == 0,
+          "live: %lld x %lld, %lld x %lld", (long long)slots[0], (long long)counts[0],
+          (long long)slots[W], (long long)counts[1]);
+}
+
 int main(void) {
     test_hash();
     test_size_bins();
@@ -323,6 +370,7 @@ int main(void) {
     test_path_cache();
     test_heatmap();
     test_record_encoder();
+    test_h5d_reduction();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     else
