@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 from rt_checks import records_named
 from rt_hash import darshan_hash
+from rt_killed import merged, mmap_logs, wait_ready
 from rt_run import Scenario, real_tmp
 
 from iostudy.logs.darshanlog import read_log
@@ -347,7 +349,7 @@ def by_name(log: dict) -> dict:
     return {(log["name_records"][r["id"]], r["rank"]): r for r in log["records"].get("H5D", [])}
 
 
-@pytest.mark.parametrize("name", ["h5d_calls", "h5d_shared"])
+@pytest.mark.parametrize("name", ["h5d_calls", "h5d_shared", "hdf5_file"])
 def test_same_as_darshan(runner, tmp_path_factory, name):
     """Every H5D record of ours has Darshan's name, rank and counters (the timings apart: the
     slowest access's size and the fastest/slowest rank, which the clock decides)."""
@@ -388,3 +390,54 @@ def test_darshan_parser_reads_ours(calls_run: Scenario):
         assert int(p.pop("H5D_FILE_REC_ID")) == ids[rec["id"]]
         assert {k: int(v) for k, v in p.items() if k in rec["counters"]} == rec["counters"]
         assert len(p) == len(rec["counters"]) + len(rec["fcounters"])
+
+
+# programs/hdf5_file.c, per rank: H5Dcreate2 "data" (np * 1024 ints, contiguous), a collective
+# write of its 1024 ints (regular hyperslab, 4096 bytes); then H5Dopen2 and a collective read of
+# the same 4096 bytes.
+def hdf5_file_expected(ranks: int) -> dict:
+    return expected(
+        2 * ranks,
+        [4096] * ranks,
+        [4096] * ranks,
+        (1, NPROCS * 1024, 4),
+        rw=ranks,
+        regular=2 * ranks,
+        accesses=[(4096, 2 * ranks, (0, 0, 0, 0, 1024), (0, 0, 0, 0, 1))],
+        collective=1,
+    )
+
+
+def test_killed_job_keeps_its_h5d_records(runner, tmp_path_factory, capsys):
+    """The memory-mapped logs of a killed job hold each rank's H5D record; merged (iostudy-merge,
+    the same reduction), one rank -1 record."""
+    prog = runner.tests_dir / "hdf5_file-openmpi"
+    if not prog.is_file():
+        pytest.skip(f"{prog.name} not built: libhdf5-openmpi-dev (Open MPI build) not found")
+    d = real_tmp(tmp_path_factory, "h5d_killed")
+    app_env = {
+        "LD_PRELOAD": str(runner.lib),
+        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
+        "DARSHAN_MMAP_LOGPATH": d,
+    }
+    cmd, env = runner.mpirun_command("openmpi", NPROCS, [prog, d, "wait"], app_env)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for line in wait_ready(proc, NPROCS):
+            os.kill(int(line.split()[2]), signal.SIGKILL)
+        assert proc.wait(timeout=60) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    name = os.path.join(d, "data.h5") + ":/data"
+    ranks = []
+    for path in mmap_logs(d):
+        (rec,) = records_named(read_log(path), "H5D", name)
+        assert counters_of(rec) == hdf5_file_expected(1)
+        ranks.append(rec["rank"])
+    assert sorted(ranks) == list(range(NPROCS))
+    (rec,) = records_named(merged(d, capsys), "H5D", name)
+    assert rec["rank"] == -1
+    assert counters_of(rec) == hdf5_file_expected(NPROCS)
+    assert rec["counters"]["H5D_FASTEST_RANK_BYTES"] == 2 * 4096
