@@ -47,8 +47,8 @@ struct h5d_dataset { /* the record first: ios_file_by_name */
     struct ios_h5d_record *rec;
     int last_io; /* 0, or 1 + the last access's is_write */
     double last_read_end, last_write_end, last_meta_end;
-    int naccesses;
-    struct h5d_access accesses[TRACKED];
+    int naccesses, room;
+    struct h5d_access *accesses; /* grown as distinct accesses come, up to TRACKED */
 };
 
 static struct ios_map datasets_by_id;  /* record id -> dataset */
@@ -76,7 +76,7 @@ static struct {
 
 #define H5_FN(field, name) (*(void **)&h5.field = dlsym(RTLD_DEFAULT, name))
 static int h5_functions(void) {
-    if (IOS_LIKELY(h5.looked_up))
+    if (IOS_LIKELY(__atomic_load_n(&h5.looked_up, __ATOMIC_ACQUIRE)))
         return h5.ok;
     h5.ok = H5_FN(fget_name, "H5Fget_name") && H5_FN(iget_name, "H5Iget_name") &&
             H5_FN(iget_type, "H5Iget_type") && H5_FN(dget_type, "H5Dget_type") &&
@@ -90,7 +90,7 @@ static int h5_functions(void) {
             H5_FN(is_regular, "H5Sis_regular_hyperslab") &&
             H5_FN(get_regular, "H5Sget_regular_hyperslab");
     H5_FN(get_dxpl_mpio, "H5Pget_dxpl_mpio");
-    h5.looked_up = 1;
+    __atomic_store_n(&h5.looked_up, 1, __ATOMIC_RELEASE); /* another thread may look them up too */
     return h5.ok;
 }
 
@@ -257,9 +257,18 @@ static void count_access(struct h5d_dataset *d, const int64_t *access) {
     for (int i = 0; i < d->naccesses && !a; i++)
         if (memcmp(d->accesses[i].v, access, sizeof d->accesses[i].v) == 0)
             a = &d->accesses[i];
-    if (!a && d->naccesses < TRACKED) {
+    if (!a && d->naccesses == d->room && d->room < TRACKED) {
+        int room = d->room ? 2 * d->room : 2;
+        struct h5d_access *more = realloc(d->accesses, (size_t)room * sizeof *more);
+        if (more) {
+            d->accesses = more;
+            d->room = room;
+        }
+    }
+    if (!a && d->naccesses < d->room) {
         a = &d->accesses[d->naccesses++];
         memcpy(a->v, access, sizeof a->v);
+        a->n = 0;
     }
     if (!a)
         return;

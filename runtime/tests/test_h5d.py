@@ -190,6 +190,7 @@ CONTIG = expected(
         (20, 1, (), ()),
     ],
 )
+MANY = [(1, 2), (32, 1), (31, 1), (30, 1)]  # (ints, count) of the four most common
 CALLS = {
     "/contig": CONTIG,
     "/chunked": expected(
@@ -198,6 +199,17 @@ CALLS = {
     "/old": expected(2, [200], [200], (1, 100, 2), rw=1, accesses=[(200, 2, (), ())], deprecated=1),
     "/ginner": expected(1, [], [80], (1, 10, 8), accesses=[(80, 1, (), ())]),
     "//chunked": expected(1, [], [], (3, 192, 8), chunk=(4, 3, 2)),
+    # 44 writes of the first k ints, k = 1 .. 40, then 40 three times, then 1: only the first 32
+    # distinct accesses are counted (as Darshan), so 40 ints, written 4 times, is never among the
+    # most common; 1 int (twice) is, then the largest of the accesses written once.
+    "/many": expected(
+        1,
+        [],
+        [4 * k for k in range(1, 41)] + [160] * 3 + [4],
+        (1, 64, 4),
+        regular=44,
+        accesses=[(4 * k, n, (0, 0, 0, 0, k), (0, 0, 0, 0, 1)) for k, n in MANY],
+    ),
 }
 # What the timing decides: the size of the slowest read and write (one of the sizes).
 TIMED = ("H5D_MAX_READ_TIME_SIZE", "H5D_MAX_WRITE_TIME_SIZE")
@@ -255,7 +267,10 @@ def test_calls(calls_run: Scenario, dataset: str):
         assert rec["rank"] == rank
         assert counters_of(rec) == CALLS[dataset], name
         c = rec["counters"]
-        sizes = {"/contig": ([192, 20, 0, 2048], [2048, 192, 52])}.get(dataset)
+        sizes = {
+            "/contig": ([192, 20, 0, 2048], [2048, 192, 52]),
+            "/many": ([0], [4 * k for k in range(1, 41)]),
+        }.get(dataset)
         if sizes:
             assert c["H5D_MAX_READ_TIME_SIZE"] in sizes[0]
             assert c["H5D_MAX_WRITE_TIME_SIZE"] in sizes[1]

@@ -17,6 +17,9 @@
  *     "old"     1-D 100 short, H5Dcreate1 (deprecated): H5Dwrite H5S_ALL (200 bytes); H5Dclose.
  *     group "g", "inner" in it, 1-D 10 long long, H5Dcreate2 from the group: H5Dwrite H5S_ALL
  *               (80 bytes); H5Dclose.
+ *     "many"    1-D 64 int, H5Dcreate2: H5Dwrite of the first k elements (regular hyperslab
+ *               start 0, count k) for k = 1 .. 40 (40 distinct accesses, 4k bytes), then of the
+ *               first 40 three times more, then of the first 1 once more; H5Dclose.
  *   H5Fclose; H5Fopen read-only:
  *     H5Dopen2 "chunked", H5Dread H5S_ALL (1536 bytes), H5Dclose;
  *     H5Dopen1 "old", H5Dread H5S_ALL (200 bytes), H5Dclose;
@@ -107,6 +110,27 @@ static void create_others(hid_t file) {
     CHECK(H5Dclose(d) >= 0 && H5Sclose(s10) >= 0 && H5Gclose(g) >= 0, "close inner");
 }
 
+/* More distinct accesses than the 32 a dataset's most common ones are counted among. */
+static void many(hid_t file) {
+    static int buf[64];
+    hsize_t n = 64, start = 0;
+    hid_t space = H5Screate_simple(1, &n, NULL);
+    hid_t d =
+        H5Dcreate2(file, "many", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(space >= 0 && d >= 0, "H5Dcreate2 many");
+    int sizes[44];
+    for (int k = 1; k <= 40; k++)
+        sizes[k - 1] = k;
+    sizes[40] = sizes[41] = sizes[42] = 40;
+    sizes[43] = 1;
+    for (int i = 0; i < 44; i++) {
+        hsize_t count = (hsize_t)sizes[i];
+        CHECK(H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, NULL, &count, NULL) >= 0, "hs");
+        transfer(d, space, sizes[i], 1, buf);
+    }
+    CHECK(H5Dclose(d) >= 0 && H5Sclose(space) >= 0, "close many");
+}
+
 static void reopen(const char *path) {
     static double dbl[4 * 6 * 8];
     static short sht[100];
@@ -144,6 +168,7 @@ int main(int argc, char **argv) {
     CHECK(file >= 0, "H5Fcreate");
     contig(file);
     create_others(file);
+    many(file);
     CHECK(H5Fclose(file) >= 0, "H5Fclose");
     reopen(path);
     MPI_Barrier(MPI_COMM_WORLD);
