@@ -1,0 +1,170 @@
+/* DXT_POSIX and DXT_MPIIO: every read and write of a traced file as a segment (offset, length,
+ * start and end time), per rank, in Darshan 3.5.0's format (reference §6.6: DXT_POSIX v1,
+ * DXT_MPIIO v2). Off unless a job asks for it, as Darshan decides: DXT_ENABLE_IO_TRACE (both), or
+ * DARSHAN_MOD_ENABLE naming DXT_POSIX, DXT_MPIIO, or `*`.
+ *
+ * Memory is bounded as Darshan 3.5.0 bounds it: each module has 2 MiB (Darshan's
+ * DXT_IO_TRACE_MEM_MAX, changed there only when Darshan is configured); a file's record takes its
+ * 104-byte head, and each direction's segments grow by 64 at first, then by doubling, the last
+ * growth cut to what is left. A segment that finds no room is dropped and the module's partial
+ * flag set. Traces are never reduced across ranks (Darshan has no reduction for them either). */
+#include "iostudy.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#define DXT_MEM (2 * 1024 * 1024)
+#define FIRST_SEGMENTS 64
+
+int ios_dxt_flags;
+
+static const int module_ids[IOS_DXT_NAPIS] = {IOS_MOD_DXT_POSIX, IOS_MOD_DXT_MPIIO};
+static struct {
+    size_t used;
+    struct ios_dxt_trace *traces; /* every trace of the module, newest first */
+} mods[IOS_DXT_NAPIS];
+
+/* Whether a comma-separated list of Darshan module names names this one (`*` first: all). */
+static int listed(const char *list, const char *name) {
+    if (!list)
+        return 0;
+    size_t n = strlen(name);
+    if (list[0] == '*' && (list[1] == ',' || list[1] == '\0'))
+        return 1;
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return 1;
+        p += len + (end != NULL);
+    }
+    return 0;
+}
+
+void ios_dxt_config(void) {
+    /* DXT is disabled by default, and enabling wins over DARSHAN_MOD_DISABLE in Darshan. */
+    const char *enable = getenv("DARSHAN_MOD_ENABLE");
+    int all = getenv("DXT_ENABLE_IO_TRACE") != NULL;
+    ios_dxt_flags = 0;
+    if (all || listed(enable, "DXT_POSIX"))
+        ios_dxt_flags |= 1 << IOS_DXT_POSIX;
+    if (all || listed(enable, "DXT_MPIIO"))
+        ios_dxt_flags |= 1 << IOS_DXT_MPIIO;
+}
+
+/* Room for size more bytes of api's module, or its partial flag set. */
+static int take(int api, size_t size) {
+    if (size > DXT_MEM - mods[api].used) {
+        ios_set_partial(module_ids[api]);
+        return -1;
+    }
+    mods[api].used += size;
+    return 0;
+}
+
+static struct ios_dxt_trace *new_trace(int api, uint64_t id) {
+    if (take(api, sizeof(struct ios_dxt_record_head)) != 0)
+        return NULL;
+    struct ios_dxt_trace *t = calloc(1, sizeof *t);
+    if (!t) {
+        ios_set_partial(module_ids[api]);
+        return NULL;
+    }
+    t->id = id;
+    t->next = mods[api].traces;
+    mods[api].traces = t;
+    return t;
+}
+
+/* Grows one direction's segments: 64, then doubling, the last growth cut to what is left. */
+static int grow(int api, struct ios_dxt_trace *t, int dir) {
+    int64_t more = t->cap[dir] ? t->cap[dir] : FIRST_SEGMENTS;
+    size_t left = (DXT_MEM - mods[api].used) / sizeof(struct ios_dxt_segment);
+    if ((size_t)more > left)
+        more = (int64_t)left;
+    if (more == 0 || take(api, (size_t)more * sizeof(struct ios_dxt_segment)) != 0) {
+        ios_set_partial(module_ids[api]);
+        return -1;
+    }
+    struct ios_dxt_segment *seg =
+        realloc(t->seg[dir], (size_t)(t->cap[dir] + more) * sizeof(struct ios_dxt_segment));
+    if (!seg) {
+        ios_set_partial(module_ids[api]);
+        return -1;
+    }
+    t->seg[dir] = seg;
+    t->cap[dir] += more;
+    return 0;
+}
+
+void ios_dxt_add_slow(int api, struct ios_dxt_trace **trace, uint64_t id, int is_write,
+                      int64_t offset, int64_t length, double t1, double t2) {
+    struct ios_dxt_trace *t = *trace;
+    if (!t && !(t = *trace = new_trace(api, id)))
+        return;
+    if (t->full & (1 << is_write))
+        return;
+    if (t->count[is_write] == t->cap[is_write] && grow(api, t, is_write) != 0) {
+        t->full |= 1 << is_write;
+        return;
+    }
+    t->seg[is_write][t->count[is_write]++] = (struct ios_dxt_segment){offset, length, t1, t2};
+}
+
+static size_t trace_size(const struct ios_dxt_trace *t) {
+    int64_t n = t->count[0] + t->count[1];
+    return n ? sizeof(struct ios_dxt_record_head) + (size_t)n * sizeof(struct ios_dxt_segment) : 0;
+}
+
+/* The traces of api's module as records (rank filled in later); files without a segment have
+ * none, as in Darshan. */
+static void collect(int api, struct ios_record_set *set) {
+    set->mod = module_ids[api];
+    set->rec_size = 0;
+    set->count = set->len = 0;
+    size_t total = 0;
+    for (const struct ios_dxt_trace *t = mods[api].traces; t; t = t->next)
+        total += trace_size(t);
+    set->buf = malloc(total + 1);
+    if (!set->buf)
+        return;
+    char host[IOS_DXT_HOSTNAME_LEN] = {0};
+    gethostname(host, sizeof host - 1);
+    for (const struct ios_dxt_trace *t = mods[api].traces; t; t = t->next) {
+        if (!trace_size(t))
+            continue;
+        struct ios_dxt_record_head *head = (void *)(set->buf + set->len);
+        memset(head, 0, sizeof *head);
+        head->base.id = t->id;
+        memcpy(head->hostname, host, sizeof host);
+        head->write_count = t->count[1];
+        head->read_count = t->count[0];
+        struct ios_dxt_segment *seg = (void *)(head + 1); /* writes first, then reads */
+        memcpy(seg, t->seg[1], (size_t)t->count[1] * sizeof *seg);
+        memcpy(seg + t->count[1], t->seg[0], (size_t)t->count[0] * sizeof *seg);
+        set->len += trace_size(t);
+        set->count++;
+    }
+}
+
+void ios_dxt_posix_collect(struct ios_record_set *set) { collect(IOS_DXT_POSIX, set); }
+void ios_dxt_mpiio_collect(struct ios_record_set *set) { collect(IOS_DXT_MPIIO, set); }
+
+int ios_dxt_module(int mod) { return mod == IOS_MOD_DXT_POSIX || mod == IOS_MOD_DXT_MPIIO; }
+
+void ios_dxt_shift(struct ios_record_set *set, double by) {
+    for (size_t off = 0, i = 0; i < set->count; i++) {
+        struct ios_dxt_record_head *head = (void *)(set->buf + off);
+        struct ios_dxt_segment *seg = (void *)(head + 1);
+        for (int64_t k = 0; k < head->write_count + head->read_count; k++) {
+            seg[k].start_time += by;
+            seg[k].end_time += by;
+        }
+        off += ios_dxt_record_size(head);
+    }
+}
+
+/* A forked child starts its own traces; the parent's are left behind (files may still point at
+ * them, as records of the parent are left to other modules). */
+void ios_dxt_posix_reset(void) { mods[IOS_DXT_POSIX].used = 0, mods[IOS_DXT_POSIX].traces = NULL; }
+void ios_dxt_mpiio_reset(void) { mods[IOS_DXT_MPIIO].used = 0, mods[IOS_DXT_MPIIO].traces = NULL; }
