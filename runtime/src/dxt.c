@@ -6,8 +6,9 @@
  * Memory is bounded as Darshan 3.5.0 bounds it: each module has 2 MiB (Darshan's
  * DXT_IO_TRACE_MEM_MAX, changed there only when Darshan is configured); a file's record takes its
  * 104-byte head, and each direction's segments grow by 64 at first, then by doubling, the last
- * growth cut to what is left. A segment that finds no room is dropped and the module's partial
- * flag set. Traces are never reduced across ranks (Darshan has no reduction for them either). */
+ * growth cut to what is left (in chunks that are never moved). A segment that finds no room is
+ * dropped and the module's partial flag set. Traces are never reduced across ranks (Darshan has no
+ * reduction for them either). */
 #include "iostudy.h"
 
 #include <stdlib.h>
@@ -76,9 +77,10 @@ static struct ios_dxt_trace *new_trace(int api, uint64_t id) {
     return t;
 }
 
-/* Grows one direction's segments: 64, then doubling, the last growth cut to what is left. */
+/* A new chunk for one direction: 64 segments, then as many as there are, the last one cut to
+ * what is left. */
 static int grow(int api, struct ios_dxt_trace *t, int dir) {
-    int64_t more = t->cap[dir] ? t->cap[dir] : FIRST_SEGMENTS;
+    int64_t more = t->count[dir] ? t->count[dir] : FIRST_SEGMENTS;
     size_t left = (DXT_MEM - mods[api].used) / sizeof(struct ios_dxt_segment);
     if ((size_t)more > left)
         more = (int64_t)left;
@@ -86,14 +88,19 @@ static int grow(int api, struct ios_dxt_trace *t, int dir) {
         ios_set_partial(module_ids[api]);
         return -1;
     }
-    struct ios_dxt_segment *seg =
-        realloc(t->seg[dir], (size_t)(t->cap[dir] + more) * sizeof(struct ios_dxt_segment));
-    if (!seg) {
+    struct ios_dxt_chunk *c = malloc(sizeof *c + (size_t)more * sizeof(struct ios_dxt_segment));
+    if (!c) {
         ios_set_partial(module_ids[api]);
         return -1;
     }
-    t->seg[dir] = seg;
-    t->cap[dir] += more;
+    c->next = NULL;
+    c->n = 0;
+    c->cap = more;
+    if (t->last[dir])
+        t->last[dir]->next = c;
+    else
+        t->first[dir] = c;
+    t->last[dir] = c;
     return 0;
 }
 
@@ -104,16 +111,29 @@ void ios_dxt_add_slow(int api, struct ios_dxt_trace **trace, uint64_t id, int is
         return;
     if (t->full & (1 << is_write))
         return;
-    if (t->count[is_write] == t->cap[is_write] && grow(api, t, is_write) != 0) {
+    struct ios_dxt_chunk *c = t->last[is_write];
+    if ((!c || c->n == c->cap) && grow(api, t, is_write) != 0) {
         t->full |= 1 << is_write;
         return;
     }
-    t->seg[is_write][t->count[is_write]++] = (struct ios_dxt_segment){offset, length, t1, t2};
+    c = t->last[is_write];
+    c->seg[c->n++] = (struct ios_dxt_segment){offset, length, t1, t2};
+    t->count[is_write]++;
 }
 
 static size_t trace_size(const struct ios_dxt_trace *t) {
     int64_t n = t->count[0] + t->count[1];
     return n ? sizeof(struct ios_dxt_record_head) + (size_t)n * sizeof(struct ios_dxt_segment) : 0;
+}
+
+/* One direction's segments copied to out; the next free segment after them. */
+static struct ios_dxt_segment *copy_segments(const struct ios_dxt_chunk *c,
+                                             struct ios_dxt_segment *out) {
+    for (; c; c = c->next) {
+        ios_copy(out, c->seg, (size_t)c->n * sizeof *out);
+        out += c->n;
+    }
+    return out;
 }
 
 /* The traces of api's module as records (rank filled in later); files without a segment have
@@ -139,9 +159,8 @@ static void collect(int api, struct ios_record_set *set) {
         memcpy(head->hostname, host, sizeof host);
         head->write_count = t->count[1];
         head->read_count = t->count[0];
-        struct ios_dxt_segment *seg = (void *)(head + 1); /* writes first, then reads */
-        memcpy(seg, t->seg[1], (size_t)t->count[1] * sizeof *seg);
-        memcpy(seg + t->count[1], t->seg[0], (size_t)t->count[0] * sizeof *seg);
+        /* Writes first, then reads. */
+        copy_segments(t->first[0], copy_segments(t->first[1], (void *)(head + 1)));
         set->len += trace_size(t);
         set->count++;
     }

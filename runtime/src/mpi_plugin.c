@@ -97,8 +97,9 @@ static int64_t get_byte_offset(void *fh, int64_t offset) {
     return (int64_t)bytes;
 }
 #else
-#define get_byte_offset NULL /* Darshan 3.5.0 does not ask Open MPI (an ompio bug), and writes -1  \
-                              */
+#define get_byte_offset                                                                            \
+    NULL /* Darshan 3.5.0 does not ask Open MPI (an ompio bug), and writes -1                      \
+          */
 #endif
 
 IOS_EXPORT int ios_mpi_plugin_init(struct ios_comm *comm) {
