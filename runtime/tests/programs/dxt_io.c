@@ -33,12 +33,12 @@ int main(int argc, char **argv) {
 
     MPI_File fh;
     MPI_Status st;
-    CHECK(MPI_File_open(MPI_COMM_WORLD, path_in(dir, "mpiio.dat"),
-                        MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) == MPI_SUCCESS,
+    CHECK(MPI_File_open(MPI_COMM_WORLD, path_in(dir, "mpiio.dat"), MPI_MODE_CREATE | MPI_MODE_RDWR,
+                        MPI_INFO_NULL, &fh) == MPI_SUCCESS,
           "MPI_File_open");
     for (int k = 0; k < 2; k++)
-        CHECK(MPI_File_write_at(fh, 4096L * (2 * rank + k), buf, 64 * (rank + 1), MPI_BYTE,
-                                &st) == MPI_SUCCESS,
+        CHECK(MPI_File_write_at(fh, 4096L * (2 * rank + k), buf, 64 * (rank + 1), MPI_BYTE, &st) ==
+                  MPI_SUCCESS,
               "MPI_File_write_at");
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(MPI_File_read_at(fh, 4096L * (2 * rank), buf, 32, MPI_BYTE, &st) == MPI_SUCCESS,
