@@ -12,7 +12,8 @@ programs/dxt_many.c: 70,000 one-byte pwrites, more than a DXT module's 2 MiB hol
 growth (64 segments, then doubling, the last growth cut to what is left) keeps
 (2 MiB - 104-byte record head) // 32-byte segments = 65,532, and sets DXT_POSIX's partial flag.
 
-The oracle is the real PyDarshan in a subprocess; darshan-dxt-parser and the differential run under
+The oracle is the real PyDarshan in a subprocess; DXT Explorer runs when dxt-explorer is on PATH;
+darshan-dxt-parser and the differential run under
 Darshan 3.5.0 need DARSHAN_PREFIX (a Darshan 3.5.0 installation: bin/darshan-dxt-parser,
 lib/libdarshan.so) and are skipped without it.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -214,3 +216,22 @@ def test_segments_equal_darshans(dxt_run, runner, tmp_path_factory):
         darshans = traced(theirs, {os.path.join(d2, name)})
         strip = lambda t: {(k[0], os.path.basename(k[1]), k[2]): v for k, v in t.items()}  # noqa: E731
         assert strip(mine) == strip(darshans), name
+
+
+def test_dxt_explorer_makes_its_html(dxt_run, tmp_path):
+    """DXT Explorer (PyPI dxt-explorer, on PATH with its Python first: it runs its plots with
+    `python3`) makes its pages of our log."""
+    explorer = shutil.which("dxt-explorer")
+    if explorer is None:
+        pytest.skip("dxt-explorer not on PATH (pip install dxt-explorer)")
+    _, d, _ = dxt_run
+    res = subprocess.run(
+        [explorer, "-p", tmp_path, Path(d) / "x.darshan"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "ERROR" not in res.stderr, res.stderr[-3000:]
+    assert (tmp_path / "index.html").is_file()
+    assert len(list(tmp_path.glob("*-operation.html"))) >= 2  # posix.dat, mpiio.dat
