@@ -13,9 +13,8 @@ growth (64 segments, then doubling, the last growth cut to what is left) keeps
 (2 MiB - 104-byte record head) // 32-byte segments = 65,532, and sets DXT_POSIX's partial flag.
 
 The oracle is the real PyDarshan in a subprocess; DXT Explorer runs when dxt-explorer is on PATH;
-darshan-dxt-parser and the differential run under
-Darshan 3.5.0 need DARSHAN_PREFIX (a Darshan 3.5.0 installation: bin/darshan-dxt-parser,
-lib/libdarshan.so) and are skipped without it.
+darshan-dxt-parser and the differential run under Darshan 3.5.0 need DARSHAN_PREFIX (a Darshan
+3.5.0 installation: bin/darshan-dxt-parser, lib/libdarshan.so) and are skipped without it.
 """
 
 from __future__ import annotations
