@@ -175,17 +175,24 @@ def test_memory_bound_cuts_traces_and_sets_partial(run_instrumented, build_dir, 
 # ---- with a Darshan 3.5.0 installation (DARSHAN_PREFIX) -----------------------------------------
 
 
-def darshan_prefix() -> Path:
-    prefix = os.environ.get("DARSHAN_PREFIX")
-    if not prefix:
+def darshan_prefixes() -> list[Path]:
+    """DARSHAN_PREFIX: one or more Darshan 3.5.0 installations, separated by os.pathsep (a
+    runtime is built against one MPI: one prefix per flavour)."""
+    prefixes = [Path(p) for p in os.environ.get("DARSHAN_PREFIX", "").split(os.pathsep) if p]
+    if not prefixes:
         pytest.skip("DARSHAN_PREFIX (a Darshan 3.5.0 installation) is not set")
-    return Path(prefix)
+    return prefixes
+
+
+def darshan_tool(name: str) -> Path:
+    for prefix in darshan_prefixes():
+        if (prefix / "bin" / name).is_file():
+            return prefix / "bin" / name
+    pytest.skip(f"no bin/{name} in DARSHAN_PREFIX")
 
 
 def test_darshan_dxt_parser_reads_our_log(dxt_run):
-    parser = darshan_prefix() / "bin" / "darshan-dxt-parser"
-    if not parser.is_file():
-        pytest.skip(f"{parser} not found (DARSHAN_PREFIX)")
+    parser = darshan_tool("darshan-dxt-parser")
     flavour, d, _ = dxt_run
     log = Path(d) / "x.darshan"
     res = subprocess.run([parser, log], capture_output=True, text=True, timeout=120)
@@ -202,12 +209,12 @@ def darshan_mpi(lib: Path) -> str | None:
 
 
 def test_segments_equal_darshans(dxt_run, runner, tmp_path_factory):
-    lib = darshan_prefix() / "lib" / "libdarshan.so"
-    if not lib.is_file():
-        pytest.skip(f"{lib} not found (DARSHAN_PREFIX)")
     flavour, d, ours = dxt_run
-    if darshan_mpi(lib) != flavour:
-        pytest.skip(f"{lib} is not built against {flavour}")
+    libs = [p / "lib" / "libdarshan.so" for p in darshan_prefixes()]
+    libs = [lib for lib in libs if lib.is_file() and darshan_mpi(lib) == flavour]
+    if not libs:
+        pytest.skip(f"no lib/libdarshan.so built against {flavour} in DARSHAN_PREFIX")
+    lib = libs[0]
     d2, res = run_dxt_io(runner, tmp_path_factory, flavour, lib=lib, tag="darshan")
     theirs = read_dxt(res.log)
     for name in ("posix.dat", "mpiio.dat"):
