@@ -241,3 +241,28 @@ def test_dxt_explorer_makes_its_html(dxt_run, tmp_path):
     assert "ERROR" not in res.stderr, res.stderr[-3000:]
     assert (tmp_path / "index.html").is_file()
     assert len(list(tmp_path.glob("*-operation.html"))) >= 2  # posix.dat, mpiio.dat
+
+
+def test_memory_bound_equals_darshans(run_instrumented, build_dir, tmp_path):
+    """dxt_many under Darshan 3.5.0 (any of DARSHAN_PREFIX's runtimes, the one without MPI
+    first): the same segments kept, the same partial flag."""
+    libs = [p / "lib" / "libdarshan.so" for p in darshan_prefixes()]
+    libs = sorted(
+        (lib for lib in libs if lib.is_file()), key=lambda lib: darshan_mpi(lib) is not None
+    )
+    if not libs:
+        pytest.skip("no lib/libdarshan.so in DARSHAN_PREFIX")
+    d = os.path.realpath(tmp_path)
+    cmd = [build_dir / "tests" / "dxt_many", d, "70000"]
+    env = {"DXT_ENABLE_IO_TRACE": "1"}
+    ours = read_dxt(run_instrumented(cmd, env, tmp_path).log)
+    theirs_dir = tmp_path / "darshan"
+    theirs_dir.mkdir()
+    res = run_instrumented(cmd, dict(env, LD_PRELOAD=str(libs[0])), theirs_dir)
+    assert res.returncode == 0, res.describe()
+    theirs = read_dxt(res.log)
+    assert ours["modules"]["DXT_POSIX"] and theirs["modules"]["DXT_POSIX"]
+    keep = ("name", "rank", "write_count", "read_count", "writes", "reads")
+    assert [{k: r[k] for k in keep} for r in ours["traces"]["DXT_POSIX"]] == [
+        {k: r[k] for k in keep} for r in theirs["traces"]["DXT_POSIX"]
+    ]
