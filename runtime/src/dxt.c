@@ -8,8 +8,14 @@
  * 104-byte head, and each direction's segments grow by 64 at first, then by doubling, the last
  * growth cut to what is left (in chunks that are never moved). A segment that finds no room is
  * dropped and the module's partial flag set. Traces are never reduced across ranks (Darshan has no
- * reduction for them either). */
-#include "iostudy.h"
+ * reduction for them either).
+ *
+ * Darshan 3.5.0's triggers: DARSHAN_DXT_SMALL_IO_TRIGGER=p keeps, at shutdown, the traces of the
+ * files whose reads and writes under 10 KiB are at least the fraction p of this process's reads
+ * and writes of the file (POSIX counters), DARSHAN_DXT_UNALIGNED_IO_TRIGGER=p those whose accesses
+ * not aligned to the file system's block are; a file that fails one loses its DXT_POSIX and its
+ * DXT_MPIIO trace. */
+#include "posix.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,6 +24,18 @@
 #define FIRST_SEGMENTS 64
 
 int ios_dxt_flags;
+
+/* The triggers' fractions (Darshan parses them as float); negative: not set. */
+static double small_trigger = -1, unaligned_trigger = -1;
+
+static double trigger(const char *name) {
+    const char *v = getenv(name);
+    char *end;
+    if (!v)
+        return -1;
+    float p = strtof(v, &end);
+    return end != v && *end == '\0' ? (double)p : -1;
+}
 
 static const int module_ids[IOS_DXT_NAPIS] = {IOS_MOD_DXT_POSIX, IOS_MOD_DXT_MPIIO};
 static struct {
@@ -51,6 +69,8 @@ void ios_dxt_config(void) {
         ios_dxt_flags |= 1 << IOS_DXT_POSIX;
     if (all || listed(enable, "DXT_MPIIO"))
         ios_dxt_flags |= 1 << IOS_DXT_MPIIO;
+    small_trigger = trigger("DARSHAN_DXT_SMALL_IO_TRIGGER");
+    unaligned_trigger = trigger("DARSHAN_DXT_UNALIGNED_IO_TRIGGER");
 }
 
 /* Room for size more bytes of api's module, or its partial flag set. */
@@ -121,8 +141,38 @@ void ios_dxt_add_slow(int api, struct ios_dxt_trace **trace, uint64_t id, int is
     t->count[is_write]++;
 }
 
+/* Whether the triggers keep the file of record id (its POSIX counters in this process). */
+static int triggered(uint64_t id) {
+    struct posix_file *f = ios_posix_recorded(id);
+    if (!f)
+        return 1;
+    const int64_t *c = f->rec->counters;
+    int total = (int)(c[POSIX_WRITES] + c[POSIX_READS]);
+    int small =
+        (int)(c[POSIX_SIZE_WRITE_0_100] + c[POSIX_SIZE_WRITE_100_1K] + c[POSIX_SIZE_WRITE_1K_10K] +
+              c[POSIX_SIZE_READ_0_100] + c[POSIX_SIZE_READ_100_1K] + c[POSIX_SIZE_READ_1K_10K]);
+    int unaligned = (int)c[POSIX_FILE_NOT_ALIGNED];
+    /* As Darshan compares: a file without reads or writes (0 / 0) fails. */
+    if (small_trigger >= 0 && !(small / (double)total >= small_trigger))
+        return 0;
+    return !(unaligned_trigger >= 0 && !(unaligned / (double)total >= unaligned_trigger));
+}
+
+/* Marks the traces the triggers leave out: a POSIX trace's file, in both modules. */
+static void apply_triggers(void) {
+    if (small_trigger < 0 && unaligned_trigger < 0)
+        return;
+    for (struct ios_dxt_trace *t = mods[IOS_DXT_POSIX].traces; t; t = t->next) {
+        if (t->dropped || triggered(t->id))
+            continue;
+        t->dropped = 1;
+        for (struct ios_dxt_trace *m = mods[IOS_DXT_MPIIO].traces; m; m = m->next)
+            m->dropped |= m->id == t->id;
+    }
+}
+
 static size_t trace_size(const struct ios_dxt_trace *t) {
-    int64_t n = t->count[0] + t->count[1];
+    int64_t n = t->dropped ? 0 : t->count[0] + t->count[1];
     return n ? sizeof(struct ios_dxt_record_head) + (size_t)n * sizeof(struct ios_dxt_segment) : 0;
 }
 
@@ -142,6 +192,8 @@ static void collect(int api, struct ios_record_set *set) {
     set->mod = module_ids[api];
     set->rec_size = 0;
     set->count = set->len = 0;
+    if (api == IOS_DXT_POSIX)
+        apply_triggers(); /* before DXT_MPIIO's (the next module) */
     size_t total = 0;
     for (const struct ios_dxt_trace *t = mods[api].traces; t; t = t->next)
         total += trace_size(t);

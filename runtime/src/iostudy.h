@@ -294,7 +294,8 @@ struct ios_dxt_trace {
     uint64_t id;
     int64_t count[2]; /* segments kept */
     struct ios_dxt_chunk *first[2], *last[2];
-    int full; /* bit 1 << direction: memory spent, its segments are dropped */
+    int full;    /* bit 1 << direction: memory spent, its segments are dropped */
+    int dropped; /* left out of the log by a trigger */
 };
 void ios_dxt_config(void) IOS_HIDDEN; /* from Darshan's variables */
 void ios_dxt_add_slow(int api, struct ios_dxt_trace **trace, uint64_t id, int is_write,

@@ -172,6 +172,32 @@ def test_memory_bound_cuts_traces_and_sets_partial(run_instrumented, build_dir, 
     assert rec["writes"] == [[i, 1] for i in range(kept)]
 
 
+TRIGGER_WRITES = 1000  # dxt_many's 1-byte pwrites at 0 .. 999: one aligned (offset 0), all small
+
+
+@pytest.mark.parametrize(
+    "variable,fraction,kept",
+    [
+        ("DARSHAN_DXT_SMALL_IO_TRIGGER", "1", True),  # all 1,000 are under 10 KiB
+        ("DARSHAN_DXT_UNALIGNED_IO_TRIGGER", "0.998", True),  # 999 / 1,000 unaligned
+        ("DARSHAN_DXT_UNALIGNED_IO_TRIGGER", "0.9995", False),
+    ],
+)
+def test_triggers_keep_or_drop_a_files_trace(
+    run_instrumented, build_dir, tmp_path, variable, fraction, kept
+):
+    d = os.path.realpath(tmp_path)
+    assert os.statvfs(d).f_bsize > TRIGGER_WRITES, "offset 0 the only aligned one"
+    env = {"DXT_ENABLE_IO_TRACE": "1", variable: fraction}
+    res = run_instrumented(
+        [build_dir / "tests" / "dxt_many", d, str(TRIGGER_WRITES)], env, tmp_path
+    )
+    assert res.returncode == 0, res.describe()
+    dxt = read_dxt(res.log)
+    counts = [r["write_count"] for r in dxt["traces"].get("DXT_POSIX", [])]
+    assert counts == ([TRIGGER_WRITES] if kept else [])
+
+
 # ---- with a Darshan 3.5.0 installation (DARSHAN_PREFIX) -----------------------------------------
 
 
