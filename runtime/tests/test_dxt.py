@@ -269,22 +269,49 @@ def test_dxt_explorer_makes_its_html(dxt_run, tmp_path):
     assert len(list(tmp_path.glob("*-operation.html"))) >= 2  # posix.dat, mpiio.dat
 
 
+def darshan_any_lib() -> Path:
+    """A runtime of DARSHAN_PREFIX for a program without MPI, the one built without MPI first."""
+    libs = [p / "lib" / "libdarshan.so" for p in darshan_prefixes()]
+    libs = [lib for lib in libs if lib.is_file()]
+    if not libs:
+        pytest.skip("no lib/libdarshan.so in DARSHAN_PREFIX")
+    return sorted(libs, key=lambda lib: darshan_mpi(lib) is not None)[0]
+
+
+@pytest.mark.parametrize(
+    "variable,fraction",
+    [
+        ("DARSHAN_DXT_SMALL_IO_TRIGGER", "1"),
+        ("DARSHAN_DXT_UNALIGNED_IO_TRIGGER", "0.998"),
+        ("DARSHAN_DXT_UNALIGNED_IO_TRIGGER", "0.9995"),
+    ],
+)
+def test_triggers_equal_darshans(run_instrumented, build_dir, tmp_path, variable, fraction):
+    lib = darshan_any_lib()
+    d = os.path.realpath(tmp_path)
+    cmd = [build_dir / "tests" / "dxt_many", d, str(TRIGGER_WRITES)]
+    env = {"DXT_ENABLE_IO_TRACE": "1", variable: fraction}
+    ours = read_dxt(run_instrumented(cmd, env, tmp_path).log)
+    theirs_dir = tmp_path / "darshan"
+    theirs_dir.mkdir()
+    theirs = read_dxt(run_instrumented(cmd, dict(env, LD_PRELOAD=str(lib)), theirs_dir).log)
+    counts = [
+        [r["write_count"] for r in log["traces"].get("DXT_POSIX", [])] for log in (ours, theirs)
+    ]
+    assert counts[0] == counts[1]
+
+
 def test_memory_bound_equals_darshans(run_instrumented, build_dir, tmp_path):
     """dxt_many under Darshan 3.5.0 (any of DARSHAN_PREFIX's runtimes, the one without MPI
     first): the same segments kept, the same partial flag."""
-    libs = [p / "lib" / "libdarshan.so" for p in darshan_prefixes()]
-    libs = sorted(
-        (lib for lib in libs if lib.is_file()), key=lambda lib: darshan_mpi(lib) is not None
-    )
-    if not libs:
-        pytest.skip("no lib/libdarshan.so in DARSHAN_PREFIX")
+    lib = darshan_any_lib()
     d = os.path.realpath(tmp_path)
     cmd = [build_dir / "tests" / "dxt_many", d, "70000"]
     env = {"DXT_ENABLE_IO_TRACE": "1"}
     ours = read_dxt(run_instrumented(cmd, env, tmp_path).log)
     theirs_dir = tmp_path / "darshan"
     theirs_dir.mkdir()
-    res = run_instrumented(cmd, dict(env, LD_PRELOAD=str(libs[0])), theirs_dir)
+    res = run_instrumented(cmd, dict(env, LD_PRELOAD=str(lib)), theirs_dir)
     assert res.returncode == 0, res.describe()
     theirs = read_dxt(res.log)
     assert ours["modules"]["DXT_POSIX"] and theirs["modules"]["DXT_POSIX"]
