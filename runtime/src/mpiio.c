@@ -86,12 +86,25 @@ static inline int64_t dxt_position(ios_file fh) {
     return DXT_ON && mpi->byte_offset ? mpi->position(fh) : -1;
 }
 
-/* A read or write of count elements of datatype at offset at of fh's view (etypes; -1: not
- * known), posted or done during [t1, t2]. */
-static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_handle datatype,
-                     int64_t at, double t1, double t2) {
+/* The DXT_MPIIO segment of a read or write at offset at of fh's view (etypes). Apart, so that an
+ * untraced call pays the test of DXT_ON only. */
+static __attribute__((noinline)) void dxt_segment(ios_file fh, int is_write, int64_t at,
+                                                  int64_t count, ios_handle datatype, double t1,
+                                                  double t2) {
     int64_t bytes = mpi->type_bytes(datatype, count);
-    int64_t byte_off = DXT_ON && mpi->byte_offset ? mpi->byte_offset(fh, at) : -1;
+    int64_t byte_off = mpi->byte_offset ? mpi->byte_offset(fh, at) : -1;
+    if (!ios_enter())
+        return;
+    struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
+    if (f)
+        ios_dxt_add(IOS_DXT_MPIIO, &f->dxt, f->rec->base.id, is_write, byte_off, bytes, t1, t2);
+    ios_leave();
+}
+
+/* A read or write of count elements of datatype, posted or done during [t1, t2]. */
+static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_handle datatype,
+                     double t1, double t2) {
+    int64_t bytes = mpi->type_bytes(datatype, count);
     if (!ios_enter())
         return;
     struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
@@ -119,8 +132,6 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
         else
             ios_timer_add(&fc[MPIIO_F_READ_TIME], t1, t2, &f->last_read_end);
         ios_heatmap_add(IOS_HEATMAP_MPIIO, is_write, bytes, t1, t2);
-        if (DXT_ON)
-            ios_dxt_add(IOS_DXT_MPIIO, &f->dxt, f->rec->base.id, is_write, byte_off, bytes, t1, t2);
     }
     ios_leave();
 }
@@ -169,9 +180,11 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
 #define MPIIO_AT_AT_BEGIN off
 
 #define X(name, shape, dir, kind)                                                                  \
-    MPIIO_WRAP_AT(                                                                                 \
-        name, MPIIO_PARAMS_##shape, MPIIO_ARGS_##shape, MPIIO_AT_##shape,                          \
-        count_rw(fh, IO_##dir == IO_WRITE, MPIIO_##kind##_##dir##S, count, dt, at, t1, t2));
+    MPIIO_WRAP_AT(name, MPIIO_PARAMS_##shape, MPIIO_ARGS_##shape, MPIIO_AT_##shape, {              \
+        count_rw(fh, IO_##dir == IO_WRITE, MPIIO_##kind##_##dir##S, count, dt, t1, t2);            \
+        if (DXT_ON)                                                                                \
+            dxt_segment(fh, IO_##dir == IO_WRITE, at, count, dt, t1, t2);                          \
+    });
 #include "mpiio_calls.def"
 #undef X
 
