@@ -132,6 +132,7 @@ static void read_config(void) {
     ios_config.mem_alignment = (int64_t)env_double("DARSHAN_MEMALIGN", 8.0);
     ios_config.mem_align_mask = ios_align_mask(ios_config.mem_alignment);
     ios_config.disable_shared_redux = getenv("DARSHAN_DISABLE_SHARED_REDUCTION") != NULL;
+    ios_dxt_config();
     const char *ex = getenv("DARSHAN_EXCLUDE_DIRS");
     if (!ex)
         ios_set_excludes(default_excludes);

@@ -23,6 +23,8 @@ enum ios_module_id {
     IOS_MOD_PNETCDF_FILE = 5,
     IOS_MOD_LUSTRE = 8,
     IOS_MOD_STDIO = 9,
+    IOS_MOD_DXT_POSIX = 10,
+    IOS_MOD_DXT_MPIIO = 11,
     IOS_MOD_HEATMAP = 15,
 };
 #define IOS_POSIX_VER 4
@@ -33,6 +35,9 @@ enum ios_module_id {
 #define IOS_LUSTRE_VER 2
 #define IOS_STDIO_VER 2
 #define IOS_HEATMAP_VER 1
+/* DXT as Darshan 3.5.0 writes it (later versions add a thread id that 3.5.0 cannot read). */
+#define IOS_DXT_POSIX_VER 1
+#define IOS_DXT_MPIIO_VER 2
 
 struct ios_log_map {
     uint64_t off;
@@ -197,5 +202,20 @@ struct ios_heatmap_record_head {
     uint64_t unused_pointer_slots[2]; /* the reader skips them; Darshan writes two dead pointers */
 };
 static_assert(sizeof(struct ios_heatmap_record_head) == 48, "HEATMAP v1 fixed part is 48 bytes");
+
+/* DXT_POSIX v1 / DXT_MPIIO v2 record: this head, then write_count then read_count segments. */
+#define IOS_DXT_HOSTNAME_LEN 64
+struct ios_dxt_record_head {
+    struct ios_base_record base;
+    int64_t shared_record; /* 0: this rank's trace (Darshan never writes shared ones) */
+    char hostname[IOS_DXT_HOSTNAME_LEN];
+    int64_t write_count, read_count;
+};
+static_assert(sizeof(struct ios_dxt_record_head) == 104, "DXT record head is 104 bytes");
+struct ios_dxt_segment {
+    int64_t offset, length; /* offset -1: not known (Darshan's MPI-IO under Open MPI) */
+    double start_time, end_time;
+};
+static_assert(sizeof(struct ios_dxt_segment) == 32, "DXT segment is 32 bytes");
 
 #endif

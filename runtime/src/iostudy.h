@@ -279,6 +279,45 @@ static inline void ios_heatmap_add(int api, int is_write, int64_t bytes, double 
         ios_heatmap_add_slow(api, is_write, bytes, t1, t2);
 }
 
+/* ---- DXT traces (dxt.c) ------------------------------------------------------------------ */
+enum { IOS_DXT_POSIX, IOS_DXT_MPIIO, IOS_DXT_NAPIS };
+extern int ios_dxt_flags IOS_HIDDEN; /* bit 1 << IOS_DXT_<API>: traced; 0 (usual): no tracing */
+/* One file's segments in one module, per direction ([0] reads, [1] writes): chunks that are
+ * never moved (the first of 64 segments, each next as large as all before, Darshan's growth). */
+struct ios_dxt_chunk {
+    struct ios_dxt_chunk *next;
+    int64_t n, cap;
+    struct ios_dxt_segment seg[];
+};
+struct ios_dxt_trace {
+    struct ios_dxt_trace *next;
+    uint64_t id;
+    int64_t count[2]; /* segments kept */
+    struct ios_dxt_chunk *first[2], *last[2];
+    int full;    /* bit 1 << direction: memory spent, its segments are dropped */
+    int dropped; /* left out of the log by a trigger */
+};
+void ios_dxt_config(void) IOS_HIDDEN; /* from Darshan's variables */
+void ios_dxt_add_slow(int api, struct ios_dxt_trace **trace, uint64_t id, int is_write,
+                      int64_t offset, int64_t length, double t1, double t2) IOS_HIDDEN;
+/* A segment of the file whose trace is *trace (made at its first segment); inside ios_enter(). */
+static inline void ios_dxt_add(int api, struct ios_dxt_trace **trace, uint64_t id, int is_write,
+                               int64_t offset, int64_t length, double t1, double t2) {
+    struct ios_dxt_trace *t = *trace;
+    struct ios_dxt_chunk *c;
+    if (IOS_UNLIKELY(!t || !(c = t->last[is_write]) || c->n == c->cap)) {
+        ios_dxt_add_slow(api, trace, id, is_write, offset, length, t1, t2);
+        return;
+    }
+    c->seg[c->n++] = (struct ios_dxt_segment){offset, length, t1, t2};
+    t->count[is_write]++;
+}
+void ios_dxt_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_dxt_mpiio_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_dxt_posix_reset(void) IOS_HIDDEN;
+void ios_dxt_mpiio_reset(void) IOS_HIDDEN;
+int ios_dxt_module(int mod) IOS_HIDDEN;                               /* DXT_POSIX or DXT_MPIIO */
+void ios_dxt_shift(struct ios_record_set *set, double by) IOS_HIDDEN; /* times from job start */
 /* ---- modules at shutdown ------------------------------------------------------------------ */
 void ios_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Copies out, as they are, the records of files, a map of record id -> a module's file struct

@@ -113,6 +113,36 @@ static size_t store_region(const void *in, size_t len, unsigned char **out) {
     return len + 11;
 }
 
+/* A zlib stream of stored blocks (at most 65,535 bytes each) of any length: no compression,
+ * a copy and the checksum (DXT's traces, whose compression would cost more than the tracing). */
+static size_t store_region_blocks(const void *in, size_t len, unsigned char **out) {
+    size_t blocks = len / 65535 + 1;
+    unsigned char *z = *out = malloc(ZLIB_HEADER_LEN + 5 * blocks + len + ZLIB_TRAILER_LEN);
+    if (!z)
+        return 0;
+    zlib_header(z);
+    size_t at = ZLIB_HEADER_LEN;
+    for (size_t done = 0, b = 0; b < blocks; b++) {
+        size_t n = len - done < 65535 ? len - done : 65535;
+        z[at] = b + 1 == blocks; /* stored; the last one final */
+        z[at + 1] = (unsigned char)n;
+        z[at + 2] = (unsigned char)(n >> 8);
+        z[at + 3] = (unsigned char)~n;
+        z[at + 4] = (unsigned char)(~n >> 8);
+        ios_copy(z + at + 5, (const unsigned char *)in + done, n);
+        at += 5 + n;
+        done += n;
+    }
+    put_be32(z + at, adler32_of(in, len));
+    return at + ZLIB_TRAILER_LEN;
+}
+
+static int store_stream(const void *in, size_t len, struct bytes *out) {
+    out->data = NULL;
+    out->len = store_region_blocks(in, len, &out->data);
+    return out->len ? 0 : -1;
+}
+
 /* A zlib stream of fixed-size records, by the record-aware encoder (recdeflate.c). */
 static size_t deflate_records(const void *in, size_t len, size_t record_size, unsigned char **out) {
     size_t cap = ios_deflate_records_bound(len);
@@ -250,9 +280,13 @@ static int compress_parts(const struct ios_comm *comm, struct log_content *c, st
     failed |= compress_region(raw.data, raw.len, 0, &parts[R_NAMES]) != 0;
     if (!raw.borrowed)
         free(raw.data);
-    for (int r = R_MODULES; r < N_REGIONS; r++)
-        failed |=
-            compress_region(c->sets[r].buf, c->sets[r].len, c->sets[r].rec_size, &parts[r]) != 0;
+    for (int r = R_MODULES; r < N_REGIONS; r++) {
+        const struct ios_record_set *set = &c->sets[r];
+        if (set->len && (set->mod == IOS_MOD_DXT_POSIX || set->mod == IOS_MOD_DXT_MPIIO))
+            failed |= store_stream(set->buf, set->len, &parts[r]) != 0;
+        else
+            failed |= compress_region(set->buf, set->len, set->rec_size, &parts[r]) != 0;
+    }
     if (comm->rank == 0) {
         failed |= compress_region(&c->jr, sizeof c->jr.job + strlen(c->jr.exe) + 1, 0, job) != 0;
         failed |= c->why != NULL;

@@ -29,10 +29,18 @@ size_t ios_heatmap_record_size(int64_t nbins) {
     return sizeof(struct ios_heatmap_record_head) + 2 * (size_t)nbins * sizeof(int64_t);
 }
 
+size_t ios_dxt_record_size(const void *rec) {
+    const struct ios_dxt_record_head *head = rec;
+    return sizeof *head +
+           (size_t)(head->write_count + head->read_count) * sizeof(struct ios_dxt_segment);
+}
+
 size_t ios_record_size(const struct ios_record_set *set, const void *rec) {
     if (set->rec_size)
         return set->rec_size;
     if (set->mod == IOS_MOD_LUSTRE)
         return ios_lustre_record_size(rec);
+    if (set->mod == IOS_MOD_DXT_POSIX || set->mod == IOS_MOD_DXT_MPIIO)
+        return ios_dxt_record_size(rec);
     return ios_heatmap_record_size(((const struct ios_heatmap_record_head *)rec)->nbins);
 }

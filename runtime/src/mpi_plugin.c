@@ -84,6 +84,24 @@ static int comm_size(uintptr_t comm) {
 
 static int info_is_null(uintptr_t info) { return (MPI_Info)info == MPI_INFO_NULL; }
 
+static int64_t position(void *fh) {
+    MPI_Offset at = 0;
+    return PMPI_File_get_position((MPI_File)fh, &at) == MPI_SUCCESS ? (int64_t)at : -1;
+}
+
+#ifndef OPEN_MPI
+static int64_t get_byte_offset(void *fh, int64_t offset) {
+    MPI_Offset bytes = -1;
+    if (offset < 0 || PMPI_File_get_byte_offset((MPI_File)fh, offset, &bytes) != MPI_SUCCESS)
+        return -1;
+    return (int64_t)bytes;
+}
+#else
+#define get_byte_offset                                                                            \
+    NULL /* Darshan 3.5.0 does not ask Open MPI (an ompio bug), and writes -1                      \
+          */
+#endif
+
 IOS_EXPORT int ios_mpi_plugin_init(struct ios_comm *comm) {
     if (PMPI_Comm_rank(MPI_COMM_WORLD, &comm->rank) != MPI_SUCCESS ||
         PMPI_Comm_size(MPI_COMM_WORLD, &comm->size) != MPI_SUCCESS)
@@ -97,5 +115,7 @@ IOS_EXPORT int ios_mpi_plugin_init(struct ios_comm *comm) {
     comm->type_bytes = type_bytes;
     comm->comm_size = comm_size;
     comm->info_is_null = info_is_null;
+    comm->position = position;
+    comm->byte_offset = get_byte_offset;
     return 0;
 }

@@ -29,6 +29,7 @@ struct mpiio_file { /* the record first: ios_file_by_name */
     int last_io; /* IO_READ or IO_WRITE, for RW_SWITCHES */
     double last_read_end, last_write_end, last_meta_end;
     struct ios_value_counts access;
+    struct ios_dxt_trace *dxt; /* its DXT_MPIIO segments, when traced */
 };
 
 static struct ios_map files_by_id; /* record id -> file */
@@ -78,6 +79,29 @@ static void opened(ios_handle comm, const char *filename, int amode, ios_handle 
 }
 
 /* A read or write of count elements of datatype, posted or done during [t1, t2]. */
+#define DXT_ON IOS_UNLIKELY(ios_dxt_flags &(1 << IOS_DXT_MPIIO))
+
+/* DXT's offset of a call without one: the individual position before the call (etypes). */
+static inline int64_t dxt_position(ios_file fh) {
+    return DXT_ON && mpi->byte_offset ? mpi->position(fh) : -1;
+}
+
+/* The DXT_MPIIO segment of a read or write at offset at of fh's view (etypes). Apart, so that an
+ * untraced call pays the test of DXT_ON only. */
+static __attribute__((noinline)) void dxt_segment(ios_file fh, int is_write, int64_t at,
+                                                  int64_t count, ios_handle datatype, double t1,
+                                                  double t2) {
+    int64_t bytes = mpi->type_bytes(datatype, count);
+    int64_t byte_off = mpi->byte_offset ? mpi->byte_offset(fh, at) : -1;
+    if (!ios_enter())
+        return;
+    struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
+    if (f)
+        ios_dxt_add(IOS_DXT_MPIIO, &f->dxt, f->rec->base.id, is_write, byte_off, bytes, t1, t2);
+    ios_leave();
+}
+
+/* A read or write of count elements of datatype, posted or done during [t1, t2]. */
 static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_handle datatype,
                      double t1, double t2) {
     int64_t bytes = mpi->type_bytes(datatype, count);
@@ -121,11 +145,15 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
 /* Each wrapper is exported under both names: programs and MPICH's Fortran bindings call
  * MPI_File_*, Open MPI's Fortran bindings call PMPI_File_*. The real call is always the MPI
  * library's PMPI_File_*. */
-#define MPIIO_WRAP(name, params, args, record)                                                     \
+#define MPIIO_WRAP(name, params, args, record) MPIIO_WRAP_AT(name, params, args, 0, record)
+/* at: evaluated before the real call (DXT's offset of a read or write). */
+#define MPIIO_WRAP_AT(name, params, args, at_expr, record)                                         \
     IOS_EXPORT int MPI_File_##name params {                                                        \
         IOS_NEXT_REAL(int, params, "PMPI_File_" #name, "MPI");                                     \
         if (!active())                                                                             \
             return real args;                                                                      \
+        int64_t at = at_expr;                                                                      \
+        (void)at;                                                                                  \
         MPIIO_TIMED(ret, real args);                                                               \
         if (ret == 0)                                                                              \
             record;                                                                                \
@@ -145,9 +173,18 @@ static void count_rw(ios_file fh, int is_write, int counter, int64_t count, ios_
 #define MPIIO_PARAMS_AT_BEGIN (ios_file fh, ios_offset off, void *buf, int count, ios_handle dt)
 #define MPIIO_ARGS_AT_BEGIN (fh, off, buf, count, dt)
 
+/* DXT's offset of each shape: the call's own, or the position before it. */
+#define MPIIO_AT_BUF dxt_position(fh)
+#define MPIIO_AT_AT_BUF off
+#define MPIIO_AT_BEGIN dxt_position(fh)
+#define MPIIO_AT_AT_BEGIN off
+
 #define X(name, shape, dir, kind)                                                                  \
-    MPIIO_WRAP(name, MPIIO_PARAMS_##shape, MPIIO_ARGS_##shape,                                     \
-               count_rw(fh, IO_##dir == IO_WRITE, MPIIO_##kind##_##dir##S, count, dt, t1, t2));
+    MPIIO_WRAP_AT(name, MPIIO_PARAMS_##shape, MPIIO_ARGS_##shape, MPIIO_AT_##shape, {              \
+        count_rw(fh, IO_##dir == IO_WRITE, MPIIO_##kind##_##dir##S, count, dt, t1, t2);            \
+        if (DXT_ON)                                                                                \
+            dxt_segment(fh, IO_##dir == IO_WRITE, at, count, dt, t1, t2);                          \
+    });
 #include "mpiio_calls.def"
 #undef X
 

@@ -34,6 +34,11 @@ static void collect_records(const struct ios_comm *comm, struct ios_record_set *
         const struct ios_reducer *reducer = module_of(r)->reducer;
         if (!ios_module_ops[r - R_MODULES].collect)
             continue;
+        if (ios_dxt_module(module_of(r)->id)) { /* per rank, never reduced */
+            ios_dxt_shift(&sets[r], shift);
+            set_ranks(&sets[r], comm->rank);
+            continue;
+        }
         if (reducer)
             ios_shift_timestamps(&sets[r], reducer, shift);
         set_ranks(&sets[r], comm->rank);
