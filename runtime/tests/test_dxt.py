@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rt_darshan import darshan_any_lib, darshan_lib, darshan_tool
 from rt_run import real_tmp
 
 FLAVOURS = ["openmpi", "mpich"]
@@ -201,22 +202,6 @@ def test_triggers_keep_or_drop_a_files_trace(
 # ---- with a Darshan 3.5.0 installation (DARSHAN_PREFIX) -----------------------------------------
 
 
-def darshan_prefixes() -> list[Path]:
-    """DARSHAN_PREFIX: one or more Darshan 3.5.0 installations, separated by os.pathsep (a
-    runtime is built against one MPI: one prefix per flavour)."""
-    prefixes = [Path(p) for p in os.environ.get("DARSHAN_PREFIX", "").split(os.pathsep) if p]
-    if not prefixes:
-        pytest.skip("DARSHAN_PREFIX (a Darshan 3.5.0 installation) is not set")
-    return prefixes
-
-
-def darshan_tool(name: str) -> Path:
-    for prefix in darshan_prefixes():
-        if (prefix / "bin" / name).is_file():
-            return prefix / "bin" / name
-    pytest.skip(f"no bin/{name} in DARSHAN_PREFIX")
-
-
 def test_darshan_dxt_parser_reads_our_log(dxt_run):
     parser = darshan_tool("darshan-dxt-parser")
     flavour, d, _ = dxt_run
@@ -226,21 +211,9 @@ def test_darshan_dxt_parser_reads_our_log(dxt_run):
     assert "DXT_POSIX module data" in res.stdout and "DXT_MPIIO module data" in res.stdout
 
 
-def darshan_mpi(lib: Path) -> str | None:
-    """The MPI flavour libdarshan.so was built against, from the libraries it needs."""
-    out = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
-    if "libmpich" in out:
-        return "mpich"
-    return "openmpi" if "libmpi.so" in out else None
-
-
 def test_segments_equal_darshans(dxt_run, runner, tmp_path_factory):
     flavour, d, ours = dxt_run
-    libs = [p / "lib" / "libdarshan.so" for p in darshan_prefixes()]
-    libs = [lib for lib in libs if lib.is_file() and darshan_mpi(lib) == flavour]
-    if not libs:
-        pytest.skip(f"no lib/libdarshan.so built against {flavour} in DARSHAN_PREFIX")
-    lib = libs[0]
+    lib = darshan_lib(flavour)
     d2, res = run_dxt_io(runner, tmp_path_factory, flavour, lib=lib, tag="darshan")
     theirs = read_dxt(res.log)
     for name in ("posix.dat", "mpiio.dat"):
@@ -267,15 +240,6 @@ def test_dxt_explorer_makes_its_html(dxt_run, tmp_path):
     assert "ERROR" not in res.stderr, res.stderr[-3000:]
     assert (tmp_path / "index.html").is_file()
     assert len(list(tmp_path.glob("*-operation.html"))) >= 2  # posix.dat, mpiio.dat
-
-
-def darshan_any_lib() -> Path:
-    """A runtime of DARSHAN_PREFIX for a program without MPI, the one built without MPI first."""
-    libs = [p / "lib" / "libdarshan.so" for p in darshan_prefixes()]
-    libs = [lib for lib in libs if lib.is_file()]
-    if not libs:
-        pytest.skip("no lib/libdarshan.so in DARSHAN_PREFIX")
-    return sorted(libs, key=lambda lib: darshan_mpi(lib) is not None)[0]
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ Darshan's rules the expected values follow (darshan-runtime 3.5.0, lib/darshan-h
 - the shape (dimensions, points, datatype size, chunks with D1 the last dimension) is the last
   open's; USE_DEPRECATED is the last open's (H5Dcreate1, H5Dopen1).
 
-Against Darshan 3.5.0 (DARSHAN_PREFIX: its install prefix, built with the HDF5 module for
+Against Darshan 3.5.0 (DARSHAN_PREFIX, rt_darshan: its installation built with the HDF5 module for
 Debian's Open MPI HDF5), the records have the same names, ranks and counters; only what the clock
 decides is left out of the comparison (the sizes of the slowest read and write, the fastest and
 slowest rank with their bytes, the fcounters). No other difference was found on these programs.
@@ -32,6 +32,7 @@ import sys
 
 import pytest
 from rt_checks import records_named
+from rt_darshan import darshan_lib, darshan_tool
 from rt_hash import darshan_hash
 from rt_killed import merged, mmap_logs, wait_ready
 from rt_run import Scenario, real_tmp
@@ -348,18 +349,6 @@ def test_shared(shared_run: Scenario):
 
 
 # ---- Darshan 3.5.0 on the same programs --------------------------------------------------------
-def darshan_lib() -> str:
-    prefix = os.environ.get("DARSHAN_PREFIX")
-    if not prefix:
-        pytest.skip(
-            "DARSHAN_PREFIX not set: no Darshan 3.5.0 (built with the HDF5 module) to compare"
-        )
-    lib = os.path.join(prefix, "lib", "libdarshan.so")
-    if not os.path.isfile(lib):
-        pytest.skip(f"DARSHAN_PREFIX has no lib/libdarshan.so ({lib})")
-    return lib
-
-
 def by_name(log: dict) -> dict:
     return {(log["name_records"][r["id"]], r["rank"]): r for r in log["records"].get("H5D", [])}
 
@@ -368,7 +357,7 @@ def by_name(log: dict) -> dict:
 def test_same_as_darshan(runner, tmp_path_factory, name):
     """Every H5D record of ours has Darshan's name, rank and counters (the timings apart: the
     slowest access's size and the fastest/slowest rank, which the clock decides)."""
-    lib = darshan_lib()
+    lib = str(darshan_lib("openmpi"))  # Debian's HDF5 is built with Open MPI
     ours = run(runner, real_tmp(tmp_path_factory, f"{name}_ours"), name)
     d = real_tmp(tmp_path_factory, f"{name}_darshan")
     log = os.path.join(d, "x.darshan")
@@ -389,8 +378,7 @@ def test_same_as_darshan(runner, tmp_path_factory, name):
 def test_darshan_parser_reads_ours(calls_run: Scenario):
     """darshan-parser (Darshan 3.5.0's darshan-util) prints every H5D counter of our log as
     PyDarshan reads it, and the file record id PyDarshan gives."""
-    darshan_lib()
-    parser = os.path.join(os.environ["DARSHAN_PREFIX"], "bin", "darshan-parser")
+    parser = darshan_tool("darshan-parser")
     out = subprocess.run([parser, str(calls_run.result.log)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     printed: dict = {}
