@@ -224,17 +224,19 @@ def test_segments_equal_darshans(dxt_run, runner, tmp_path_factory):
 
 
 def test_dxt_explorer_makes_its_html(dxt_run, tmp_path):
-    """DXT Explorer (PyPI dxt-explorer, on PATH with its Python first: it runs its plots with
-    `python3`) makes its pages of our log."""
-    explorer = shutil.which("dxt-explorer")
-    if explorer is None:
-        pytest.skip("dxt-explorer not on PATH (pip install dxt-explorer)")
+    """DXT Explorer (dxt-explorer, in the test extra of analysis/pyproject.toml) makes its pages
+    of our log. It runs its plots with `python3`: its own environment's comes first on PATH."""
+    bin_dir = os.path.dirname(sys.executable)
+    path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+    explorer = shutil.which("dxt-explorer", path=path)
+    assert explorer, f"dxt-explorer is not installed beside {sys.executable} (make venv)"
     _, d, _ = dxt_run
     res = subprocess.run(
         [explorer, "-p", tmp_path, Path(d) / "x.darshan"],
         capture_output=True,
         text=True,
         timeout=600,
+        env=dict(os.environ, PATH=path),
     )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "ERROR" not in res.stderr, res.stderr[-3000:]
