@@ -289,6 +289,7 @@ void ios_mpiio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_stdio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_h5f_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_pnetcdf_file_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_pnetcdf_var_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Writes the heatmap records, rebinned to bin_width and nbins from the process's own time
  * origin, which lies shift seconds after the job's. */
 void ios_heatmap_collect(struct ios_record_set *set, double bin_width, int64_t nbins,
@@ -307,6 +308,7 @@ void ios_mpiio_reset(void) IOS_HIDDEN;
 void ios_stdio_reset(void) IOS_HIDDEN;
 void ios_h5f_reset(void) IOS_HIDDEN;
 void ios_pnetcdf_file_reset(void) IOS_HIDDEN;
+void ios_pnetcdf_var_reset(void) IOS_HIDDEN;
 void ios_heatmap_reset(void) IOS_HIDDEN;
 /* The runtime's side of each module (modules.def): its records copied out at shutdown (NULL: the
  * heatmap, rebinned then, ios_heatmap_collect) and forgotten in a forked child. */
