@@ -380,5 +380,7 @@ int ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
 void ios_warn_log_lost(const char *path, const char *why) IOS_HIDDEN;
 /* Lets the MPI-IO wrappers record, with the plugin's knowledge of MPI's handles. */
 void ios_mpiio_enable(const struct ios_comm *comm) IOS_HIDDEN;
+/* The size of an MPI datatype (0: MPI_DATATYPE_NULL, or no MPI plugin), for PnetCDF's vard. */
+int64_t ios_mpi_type_bytes(uintptr_t datatype) IOS_HIDDEN;
 
 #endif

@@ -180,7 +180,7 @@ static int64_t access_info(const struct pnc_var *v, int ncid, const struct pnc_s
         }
         break;
     case PNC_K_VARD:
-        return t[0] = s->bytes;
+        return t[0] = ios_mpi_type_bytes(s->filetype);
     default: /* var1: one element */
         break;
     }

@@ -11,12 +11,12 @@ enum pnc_op { PNC_OP_PUT, PNC_OP_GET, PNC_OP_IPUT, PNC_OP_IGET, PNC_OP_BPUT };
 enum pnc_mode { PNC_INDEP, PNC_COLL, PNC_NB };
 
 /* What a put or get names of its variable: count and stride per dimension (vara, vars, varm),
- * num subarrays of counts (varn), bytes (vard: the file type's size). */
+ * num subarrays of counts (varn), the file's MPI datatype (vard). */
 struct pnc_shape {
     int kind, num;
     const long long *count, *stride;
     long long *const *counts;
-    int64_t bytes;
+    uintptr_t filetype; /* vard: its size is the access's */
 };
 
 /* A successful put or get of varid in ncid, posted (nonblocking) or done in [t1, t2]. */

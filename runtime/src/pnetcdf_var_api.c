@@ -1,9 +1,9 @@
 /* PNETCDF_VAR module: the wrappers of PnetCDF's variable calls, as darshan-runtime 3.5.0 wraps
  * them: ncmpi_def_var and ncmpi_inq_varid (a variable's record), and the put and get families
- * var, var1, vara, vars, varm, varn and vard, for each element type and the flexible form (a
- * buffer, its count and MPI datatype), independent and collective (_all), and the nonblocking
- * iput, iget and bput (counted when posted; their waits are PNETCDF_FILE's). The records are kept
- * by pnetcdf_var.c.
+ * var, var1, vara, vars, varm and varn, for each element type and the flexible form (a buffer,
+ * its count and MPI datatype), independent and collective (_all), and the nonblocking iput, iget
+ * and bput (counted when posted; their waits are PNETCDF_FILE's); vard, flexible and blocking
+ * only, its size its file type's. The records are kept by pnetcdf_var.c.
  *
  * As in pnetcdf.c, neither pnetcdf.h nor mpi.h is included: MPI_Offset is long long, MPI handles
  * are uintptr_t, every typed buffer is a pointer (void *: the same in the ABI). */
@@ -90,6 +90,10 @@ IOS_EXPORT int ncmpi_inq_varid(int ncid, const char *name, int *varidp) {
 #define PNC_A_varn ncid, varid, num, starts, counts
 #define PNC_S_varn                                                                                 \
     { .kind = PNC_K_VARN, .num = num, .counts = counts }
+#define PNC_P_vard int ncid, int varid, ios_handle filetype
+#define PNC_A_vard ncid, varid, filetype
+#define PNC_S_vard                                                                                 \
+    { .kind = PNC_K_VARD, .filetype = filetype }
 /* The buffer: typed (T) or flexible (F); then nothing (blocking, B) or the request (N). */
 #define PNC_BP_T , const void *buf
 #define PNC_BA_T , buf
@@ -147,3 +151,9 @@ PNC_VAR_KIND(vara)
 PNC_VAR_KIND(vars)
 PNC_VAR_KIND(varm)
 PNC_VAR_KIND(varn)
+
+/* vard: the flexible form only, blocking only. */
+PNC_VAR_WRAP(put, vard, , , F, B, PNC_INDEP, PNC_OP_PUT)
+PNC_VAR_WRAP(put, vard, , _all, F, B, PNC_COLL, PNC_OP_PUT)
+PNC_VAR_WRAP(get, vard, , , F, B, PNC_INDEP, PNC_OP_GET)
+PNC_VAR_WRAP(get, vard, , _all, F, B, PNC_COLL, PNC_OP_GET)

@@ -1,6 +1,6 @@
 """PNETCDF_VAR records of programs/pnc_var_families.c (Open MPI, 2 ranks), one run per put/get
-family (var, var1, vara, vars, varm, varn), reduced (one rank -1 record per variable) and, for
-one family, per rank (DARSHAN_DISABLE_SHARED_REDUCTION).
+family (var, var1, vara, vars, varm, varn, and vard: blocking only), reduced (one rank -1
+record per variable) and, for one family, per rank (DARSHAN_DISABLE_SHARED_REDUCTION).
 
 Every counter is derived by hand from the program's pattern (its header): per rank, variable v
 (int) takes one independent put, one collective put, one iput and one bput (nonblocking, counted
@@ -32,9 +32,17 @@ from iostudy.logs.darshanlog import read_log
 
 NPROCS = 2
 NY, NX_RANK = 4, 8
-FAMILIES = ["var", "var1", "vara", "vars", "varm", "varn"]
+FAMILIES = ["var", "var1", "vara", "vars", "varm", "varn", "vard"]
 # Elements one access names, and the lengths and strides of its tuple (dimensions y, x).
-ELEMENTS = {"var": NY * NX_RANK * NPROCS, "var1": 1, "vara": 32, "vars": 8, "varm": 8, "varn": 16}
+ELEMENTS = {
+    "var": NY * NX_RANK * NPROCS,
+    "var1": 1,
+    "vara": 32,
+    "vars": 8,
+    "varm": 8,
+    "varn": 16,
+    "vard": 32,
+}
 LENGTHS = {"vara": (4, 8), "vars": (2, 4), "varm": (2, 4)}
 STRIDES = {"vars": (2, 2), "varm": (2, 2)}
 BINS = ["0_100", "100_1K", "1K_10K"]
@@ -136,6 +144,18 @@ def expected(family: str, var: str, ranks: int) -> dict:
             f"SIZE_READ_AGG_{bin_of(size)}": 3,
         }
         accesses = 7
+        if family == "vard":  # blocking only: no iput, bput, iget
+            for n in ("NB_WRITES", "NB_READS", "IPUT_VARD", "BPUT_VARD", "IGET_VARD"):
+                del c[n]
+            c |= {
+                "BYTES_WRITTEN": 2 * size,
+                "BYTES_READ": 2 * size,
+                "PUT_VARD": 2,
+                "GET_VARD": 2,
+                f"SIZE_WRITE_AGG_{bin_of(size)}": 2,
+                f"SIZE_READ_AGG_{bin_of(size)}": 2,
+            }
+            accesses = 4
     else:
         c = {
             "OPENS": 2,

@@ -1,5 +1,5 @@
 /* PnetCDF variable pattern of one put/get family (see test_pnc_var.py): `pnc_var_families DIR F`,
- * F one of var, var1, vara, vars, varm, varn. Every rank r of np:
+ * F one of var, var1, vara, vars, varm, varn, vard. Every rank r of np:
  *   DIR/F.nc  ncmpi_create; dimensions "y" = 4, "x" = np * 8, "t" unlimited; variables
  *             int v(y, x), double w(y, x), int r(t, x) (three ncmpi_def_var); enddef;
  *             v: one independent put (begin/end_indep_data), one collective put (_all), one
@@ -18,6 +18,8 @@
  *   vars  start {0, r*8}, count {2, 4}, stride {2, 2}                8
  *   varm  as vars, imap {1, 2} (the buffer transposed)               8
  *   varn  two subarrays: {0, r*8} count {1, 8}; {2, r*8} count {2, 4}  16
+ *   vard  as vara, an MPI subarray file type (put/get_vard: blocking only, so v has no iput,
+ *         bput or iget)                                              32
  * Rank 0 prints "np=<np> family=<F>" at the end.
  */
 #include <mpi.h>
@@ -34,7 +36,8 @@ struct region {
     MPI_Offset start[2], count[2], stride[2], imap[2];
     MPI_Offset *starts[2], *counts[2];
     MPI_Offset nstart[2][2], ncount[2][2];
-    MPI_Offset n; /* elements */
+    MPI_Offset n;          /* elements */
+    MPI_Datatype ftype[2]; /* vard: the region as file types of int and of double */
 };
 
 static void region_of(struct region *out, const char *f, int rank, int np) {
@@ -43,6 +46,14 @@ static void region_of(struct region *out, const char *f, int rank, int np) {
         g.n = NY * np * NX_RANK;
     } else if (!strcmp(f, "var1")) {
         g.n = 1;
+    } else if (!strcmp(f, "vard")) {
+        int sizes[2] = {NY, np * NX_RANK}, sub[2] = {NY, NX_RANK}, at[2] = {0, rank * NX_RANK};
+        MPI_Datatype base[2] = {MPI_INT, MPI_DOUBLE};
+        for (int i = 0; i < 2; i++) {
+            MPI_Type_create_subarray(2, sizes, sub, at, MPI_ORDER_C, base[i], &g.ftype[i]);
+            MPI_Type_commit(&g.ftype[i]);
+        }
+        g.n = 32;
     } else if (!strcmp(f, "vara")) {
         g.count[0] = NY, g.count[1] = NX_RANK, g.n = 32;
     } else if (!strcmp(f, "vars") || !strcmp(f, "varm")) {
@@ -103,6 +114,12 @@ static int int_access(const char *f, int how, int all, int ncid, int v, struct r
                : how == 3 ? ncmpi_iget_varm_int(ncid, v, s, c, st, m, b, req)
                           : ncmpi_bput_varm_int(ncid, v, s, c, st, m, b, req);
     }
+    case 'd':
+        CHECK(how < 2, "vard is blocking only");
+        return how == 0 ? (all ? ncmpi_put_vard_all : ncmpi_put_vard)(ncid, v, g->ftype[0], b, g->n,
+                                                                      MPI_INT)
+                        : (all ? ncmpi_get_vard_all : ncmpi_get_vard)(ncid, v, g->ftype[0], b, g->n,
+                                                                      MPI_INT);
     default: {
         MPI_Offset *const *s = g->starts, *const *c = g->counts;
         return how == 0   ? (all ? ncmpi_put_varn_int_all : ncmpi_put_varn_int)(ncid, v, 2, s, c, b)
@@ -132,6 +149,9 @@ static int double_access(const char *f, int get, int ncid, int w, struct region 
     if (!strcmp(f, "varm"))
         return get ? ncmpi_get_varm_all(ncid, w, g->start, g->count, g->stride, g->imap, b, n, t)
                    : ncmpi_put_varm_all(ncid, w, g->start, g->count, g->stride, g->imap, b, n, t);
+    if (!strcmp(f, "vard"))
+        return get ? ncmpi_get_vard_all(ncid, w, g->ftype[1], b, n, t)
+                   : ncmpi_put_vard_all(ncid, w, g->ftype[1], b, n, t);
     return get ? ncmpi_get_varn_all(ncid, w, 2, g->starts, g->counts, b, n, t)
                : ncmpi_put_varn_all(ncid, w, 2, g->starts, g->counts, b, n, t);
 }
@@ -155,13 +175,15 @@ static void write_phase(const char *path, const char *f, int rank, int np, struc
     NC(int_access(f, 0, 0, ncid, v, g, b, NULL));
     NC(ncmpi_end_indep_data(ncid));
     NC(int_access(f, 0, 1, ncid, v, g, b, NULL));
-    NC(ncmpi_buffer_attach(ncid, g->n * (MPI_Offset)sizeof(int)));
-    NC(int_access(f, 2, 0, ncid, v, g, b, &req[0]));
-    NC(int_access(f, 4, 0, ncid, v, g, b, &req[1]));
-    NC(ncmpi_wait_all(ncid, 2, req, st));
-    NC(st[0]);
-    NC(st[1]);
-    NC(ncmpi_buffer_detach(ncid));
+    if (strcmp(f, "vard")) { /* nonblocking */
+        NC(ncmpi_buffer_attach(ncid, g->n * (MPI_Offset)sizeof(int)));
+        NC(int_access(f, 2, 0, ncid, v, g, b, &req[0]));
+        NC(int_access(f, 4, 0, ncid, v, g, b, &req[1]));
+        NC(ncmpi_wait_all(ncid, 2, req, st));
+        NC(st[0]);
+        NC(st[1]);
+        NC(ncmpi_buffer_detach(ncid));
+    }
     NC(double_access(f, 0, ncid, w, g, d));
     MPI_Offset rs[2] = {0, rank * NX_RANK}, rc[2] = {1, NX_RANK};
     NC(ncmpi_put_vara_int_all(ncid, r, rs, rc, b));
@@ -176,7 +198,7 @@ static void read_phase(const char *path, const char *f, int rank, struct region 
     NC(ncmpi_inq_varid(ncid, "v", &v));
     NC(ncmpi_inq_varid(ncid, "w", &w));
     int base = strcmp(f, "var") ? 1000 * rank : 0;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < (strcmp(f, "vard") ? 3 : 2); k++) {
         memset(b, 0, sizeof b);
         if (k == 0)
             NC(ncmpi_begin_indep_data(ncid));
