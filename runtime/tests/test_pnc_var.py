@@ -335,7 +335,7 @@ def test_same_as_darshan(runner, tmp_path_factory, family):
     prog = program(runner)
     d = real_tmp(tmp_path_factory, f"pnc_{family}_darshan")
     log = Path(d) / "darshan.darshan"
-    env = {"LD_PRELOAD": str(lib), "DARSHAN_LOGFILE": str(log)}
+    env = {"LD_PRELOAD": str(lib), "DARSHAN_LOGFILE": str(log), "DARSHAN_MMAP_LOGPATH": d}
     full, launcher_env = runner.mpirun_command("openmpi", NPROCS, [prog, d, family], env)
     res = subprocess.run(full, env=launcher_env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
