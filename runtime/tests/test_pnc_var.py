@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from rt_checks import records_named
+from rt_killed import merged, mmap_logs, wait_ready
 from rt_run import Scenario, real_tmp
 
 from iostudy.logs.darshanlog import read_log
@@ -354,3 +356,39 @@ def test_same_as_darshan(runner, tmp_path_factory, family):
             assert (a["fcounters"][k] == 0) == (v == 0), (
                 f"{name} {k}: iostudy {a['fcounters'][k]}, Darshan {v}"
             )
+
+
+def test_killed_job_keeps_its_var_records(runner, tmp_path_factory, capsys):
+    """The memory-mapped logs of a killed job hold each rank's PNETCDF_VAR records; merged
+    (`iostudy logs merge`), one rank -1 record per variable, reduced as at a normal end."""
+    prog = program(runner)
+    d = real_tmp(tmp_path_factory, "pnc_killed")
+    app_env = {
+        "LD_PRELOAD": str(runner.lib),
+        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
+        "DARSHAN_MMAP_LOGPATH": d,
+    }
+    cmd, env = runner.mpirun_command("openmpi", NPROCS, [prog, d, "vars", "wait"], app_env)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for line in wait_ready(proc, NPROCS):
+            os.kill(int(line.split()[2]), signal.SIGKILL)
+        assert proc.wait(timeout=60) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    names = {var: os.path.join(d, f"vars.nc:{var}") for var in ("v", "w", "r")}
+    for path in mmap_logs(d):
+        log = read_log(path)
+        for var, name in names.items():
+            (rec,) = records_named(log, "PNETCDF_VAR", name)
+            assert {k: v for k, v in rec["counters"].items() if v} == expected("vars", var, 1)
+    log = merged(d, capsys)
+    for var, name in names.items():
+        (rec,) = records_named(log, "PNETCDF_VAR", name)
+        assert rec["rank"] == -1
+        c = {k: v for k, v in rec["counters"].items() if v}
+        for n in EXTREMES:
+            c.pop(f"PNETCDF_VAR_{n}", None)
+        assert c == expected("vars", var, NPROCS)

@@ -20,7 +20,9 @@
  *   varn  two subarrays: {0, r*8} count {1, 8}; {2, r*8} count {2, 4}  16
  *   vard  as vara, an MPI subarray file type (put/get_vard: blocking only, so v has no iput,
  *         bput or iget)                                              32
- * Rank 0 prints "np=<np> family=<F>" at the end.
+ * Rank 0 prints "np=<np> family=<F>" at the end. With a third argument "wait", every rank prints
+ * "ready <rank> <pid>" instead and waits to be killed (the records must survive in the
+ * memory-mapped logs).
  */
 #include <mpi.h>
 #include <pnetcdf.h>
@@ -223,7 +225,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    CHECK(argc == 3 && np <= 64, "usage: pnc_var_families DIR FAMILY, at most 64 ranks");
+    CHECK((argc == 3 || argc == 4) && np <= 64, "usage: pnc_var_families DIR FAMILY [wait]");
     const char *f = argv[2];
     char name[64];
     snprintf(name, sizeof name, "%s.nc", f);
@@ -233,6 +235,12 @@ int main(int argc, char **argv) {
     write_phase(path, f, rank, np, &g);
     read_phase(path, f, rank, &g);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (argc == 4 && strcmp(argv[3], "wait") == 0) {
+        printf("ready %d %d\n", rank, (int)getpid());
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
     if (rank == 0)
         printf("np=%d family=%s\n", np, f);
     MPI_Finalize();
