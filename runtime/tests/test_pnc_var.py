@@ -292,9 +292,10 @@ def test_file_rec_id(pnc_run: Scenario):
 # What differs from Darshan on purpose, by family and variable: counter -> why.
 WHOLE_VAR = (
     "Darshan multiplies a whole-variable access (put_var, get_var) by the record dimension's "
-    "current length whenever the file has one, record variable or not: v and w are fixed-size "
-    "variables of a file with a record dimension, whose length is 0 while they are written and "
-    "1 when read; iostudy counts the variable's own elements"
+    "current length whenever the file has one, record variable or not: pnc_var_families' v and "
+    "w are fixed-size variables of a file with a record dimension of length 0 while they are "
+    "written and 1 when read, pnc_var_edges' scalar s is put when it is 2; iostudy counts the "
+    "variable's own elements"
 )
 WHOLE_VAR_COUNTERS = [
     "BYTES_WRITTEN",
@@ -392,3 +393,135 @@ def test_killed_job_keeps_its_var_records(runner, tmp_path_factory, capsys):
         for n in EXTREMES:
             c.pop(f"PNETCDF_VAR_{n}", None)
         assert c == expected("vars", var, NPROCS)
+
+
+# ---- edge cases: programs/pnc_var_edges.c ------------------------------------------------------
+def access(slot: int, size: int, count: int, lengths=(), strides=()) -> dict:
+    c = {f"PNETCDF_VAR_ACCESS{slot}_ACCESS": size, f"PNETCDF_VAR_ACCESS{slot}_COUNT": count}
+    for d, n in enumerate(lengths, 1):
+        c[f"PNETCDF_VAR_ACCESS{slot}_LENGTH_D{d}"] = n
+    for d, n in enumerate(strides, 1):
+        c[f"PNETCDF_VAR_ACCESS{slot}_STRIDE_D{d}"] = n
+    return c
+
+
+def edges_expected(var: str) -> dict:
+    """The reduced record of each variable of pnc_var_edges.c (its header), NPROCS ranks."""
+    P, n = "PNETCDF_VAR_", NPROCS
+    if var == "h":
+        # Per rank A (12 bytes, lengths of the last five dimensions 1,1,1,1,3), B (A with the
+        # strides 1), C (2 bytes, lengths 1) three times, a zero-size vara (bin 0_100, no
+        # tuple), D (var1: 2 bytes, no lengths) twice. Each rank ranks them C 3, D 2, then the
+        # ties by first value, the newcomer above: B 1, A 1. The reduction sums equal tuples
+        # and ranks in's slots in order: C 6, D 4, A 2 (a newcomer tying with B 2: above).
+        c = {
+            "OPENS": 3,
+            "COLL_WRITES": 8,
+            "BYTES_WRITTEN": 34,
+            "PUT_VARA": 5,
+            "PUT_VARS": 1,
+            "PUT_VAR1": 2,
+            "SIZE_WRITE_AGG_0_100": 8,
+        }
+        c = {P + k: v * n for k, v in c.items()}
+        c |= {P + "NDIMS": 6, P + "NPOINTS": 2 * 3 * NPROCS, P + "DATATYPE_SIZE": 2}
+        c |= access(1, 2, 3 * n, (1, 1, 1, 1, 1)) | access(2, 2, 2 * n)
+        c |= access(3, 12, n, (1, 1, 1, 1, 3)) | access(4, 12, n, (1, 1, 1, 1, 3), (1,) * 5)
+        return c
+    if var == "t":  # one record put, then the whole variable (NPROCS records) got
+        c = {
+            "OPENS": 1,
+            "COLL_WRITES": 1,
+            "COLL_READS": 1,
+            "BYTES_WRITTEN": 16,
+            "BYTES_READ": 16 * NPROCS,
+            "RW_SWITCHES": 1,
+            "PUT_VARA": 1,
+            "GET_VAR": 1,
+            "SIZE_WRITE_AGG_0_100": 1,
+            "SIZE_READ_AGG_0_100": 1,
+        }
+        c = {P + k: v * n for k, v in c.items()}
+        c |= {
+            P + "MAX_WRITE_TIME_SIZE": 16,
+            P + "MAX_READ_TIME_SIZE": 16 * NPROCS,
+            P + "NDIMS": 2,
+            P + "NPOINTS": 4,
+            P + "DATATYPE_SIZE": 4,
+            P + "IS_RECORD_VAR": 1,
+        }
+        # the larger size above its tie
+        return c | access(1, 16 * NPROCS, n) | access(2, 16, n, (1, 4))
+    c = {
+        "OPENS": 1,
+        "COLL_WRITES": 1,
+        "COLL_READS": 1,
+        "BYTES_WRITTEN": 8,
+        "BYTES_READ": 8,
+        "RW_SWITCHES": 1,
+        "PUT_VAR": 1,
+        "GET_VAR1": 1,
+        "SIZE_WRITE_AGG_0_100": 1,
+        "SIZE_READ_AGG_0_100": 1,
+    }
+    c = {P + k: v * n for k, v in c.items()}
+    c |= {
+        P + "MAX_WRITE_TIME_SIZE": 8,
+        P + "MAX_READ_TIME_SIZE": 8,
+        P + "NPOINTS": 1,
+        P + "DATATYPE_SIZE": 8,
+    }
+    return c | access(1, 8, 2 * n)
+
+
+def run_edges(runner, tmp_path_factory, lib=None) -> tuple[str, dict]:
+    """pnc_var_edges.c run under this runtime, or under ``lib`` (Darshan): its directory, log."""
+    prog = runner.tests_dir / "pnc_var_edges-openmpi"
+    if not prog.is_file():
+        program(runner)  # skips naming the package
+    d = real_tmp(tmp_path_factory, "pnc_edges")
+    if lib is None:
+        res = runner.mpirun("openmpi", NPROCS, [prog, d], d)
+        assert res.returncode == 0 and res.stdout == f"np={NPROCS} edges\n", res.describe()
+        return d, read_log(res.log)
+    log = Path(d) / "darshan.darshan"
+    env = {"LD_PRELOAD": str(lib), "DARSHAN_LOGFILE": str(log), "DARSHAN_MMAP_LOGPATH": d}
+    full, launcher_env = runner.mpirun_command("openmpi", NPROCS, [prog, d], env)
+    res = subprocess.run(full, env=launcher_env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return d, read_log(log)
+
+
+@pytest.fixture(scope="module")
+def edges_run(runner, tmp_path_factory):
+    return run_edges(runner, tmp_path_factory)
+
+
+@pytest.mark.parametrize("var", ["h", "t", "s"])
+def test_edges(edges_run, var):
+    d, log = edges_run
+    (rec,) = records_named(log, "PNETCDF_VAR", os.path.join(d, f"edges.nc:{var}"))
+    assert rec["rank"] == -1
+    c = {k: v for k, v in rec["counters"].items() if v}
+    for n in EXTREMES:
+        c.pop(f"PNETCDF_VAR_{n}", None)
+    if var == "h":  # the size of the slowest put: whichever it was
+        assert c.pop("PNETCDF_VAR_MAX_WRITE_TIME_SIZE", 0) in (12, 2, 0)
+    assert c == edges_expected(var)
+
+
+def test_edges_same_as_darshan(runner, tmp_path_factory, edges_run):
+    lib = darshan_lib()
+    d, ours = edges_run
+    theirs_dir, theirs = run_edges(runner, tmp_path_factory, lib)
+    diffs = {
+        "h": {f"PNETCDF_VAR_{n}": "timing" for n in TIMING + ["MAX_WRITE_TIME_SIZE"]},
+        "t": darshan_differences("vara", "t"),
+        "s": darshan_differences("var", "v"),  # a scalar, whole, in a file with records
+    }
+    for var, skip in diffs.items():
+        [a] = records_named(ours, "PNETCDF_VAR", os.path.join(d, f"edges.nc:{var}"))
+        [b] = records_named(theirs, "PNETCDF_VAR", os.path.join(theirs_dir, f"edges.nc:{var}"))
+        for k, v in b["counters"].items():
+            if k not in skip:
+                assert a["counters"][k] == v, f"{var} {k}: iostudy {a['counters'][k]}, Darshan {v}"
