@@ -21,6 +21,7 @@ enum ios_module_id {
     IOS_MOD_H5F = 3,
     IOS_MOD_H5D = 4,
     IOS_MOD_PNETCDF_FILE = 5,
+    IOS_MOD_PNETCDF_VAR = 6,
     IOS_MOD_LUSTRE = 8,
     IOS_MOD_STDIO = 9,
     IOS_MOD_DXT_POSIX = 10,
@@ -32,6 +33,7 @@ enum ios_module_id {
 #define IOS_H5F_VER 3
 #define IOS_H5D_VER 2
 #define IOS_PNETCDF_FILE_VER 3
+#define IOS_PNETCDF_VAR_VER 1
 #define IOS_LUSTRE_VER 2
 #define IOS_STDIO_VER 2
 #define IOS_HEATMAP_VER 1
@@ -114,6 +116,14 @@ enum ios_pnetcdf_file_fcounter {
 #include "pnetcdf_file_fcounters.def"
     PNETCDF_FILE_F_NUM_INDICES
 };
+enum ios_pnetcdf_var_counter {
+#include "pnetcdf_var_counters.def"
+    PNETCDF_VAR_NUM_INDICES
+};
+enum ios_pnetcdf_var_fcounter {
+#include "pnetcdf_var_fcounters.def"
+    PNETCDF_VAR_F_NUM_INDICES
+};
 enum ios_stdio_counter {
 #include "stdio_counters.def"
     STDIO_NUM_INDICES
@@ -162,6 +172,17 @@ struct ios_pnetcdf_file_record {
     double fcounters[PNETCDF_FILE_F_NUM_INDICES];
 };
 static_assert(sizeof(struct ios_pnetcdf_file_record) == 152, "PNETCDF_FILE v3 record is 152 bytes");
+
+/* PNETCDF_VAR v1: one per variable, named "<file>:<variable>"; file_rec_id is its file's
+ * PNETCDF_FILE record id. */
+#define IOS_PNETCDF_VAR_MAX_NDIMS 5
+struct ios_pnetcdf_var_record {
+    struct ios_base_record base;
+    uint64_t file_rec_id;
+    int64_t counters[PNETCDF_VAR_NUM_INDICES];
+    double fcounters[PNETCDF_VAR_F_NUM_INDICES];
+};
+static_assert(sizeof(struct ios_pnetcdf_var_record) == 1120, "PNETCDF_VAR v1 record is 1120 bytes");
 
 struct ios_stdio_record {
     struct ios_base_record base;

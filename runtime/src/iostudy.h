@@ -329,6 +329,7 @@ void ios_stdio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_h5f_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_h5d_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_pnetcdf_file_collect(struct ios_record_set *set) IOS_HIDDEN;
+void ios_pnetcdf_var_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Writes the heatmap records, rebinned to bin_width and nbins from the process's own time
  * origin, which lies shift seconds after the job's. */
 void ios_heatmap_collect(struct ios_record_set *set, double bin_width, int64_t nbins,
@@ -348,6 +349,7 @@ void ios_stdio_reset(void) IOS_HIDDEN;
 void ios_h5f_reset(void) IOS_HIDDEN;
 void ios_h5d_reset(void) IOS_HIDDEN;
 void ios_pnetcdf_file_reset(void) IOS_HIDDEN;
+void ios_pnetcdf_var_reset(void) IOS_HIDDEN;
 void ios_heatmap_reset(void) IOS_HIDDEN;
 /* The runtime's side of each module (modules.def): its records copied out at shutdown (NULL: the
  * heatmap, rebinned then, ios_heatmap_collect) and forgotten in a forked child. */
@@ -419,5 +421,7 @@ int ios_write_log(const struct ios_comm *comm) IOS_HIDDEN;
 void ios_warn_log_lost(const char *path, const char *why) IOS_HIDDEN;
 /* Lets the MPI-IO wrappers record, with the plugin's knowledge of MPI's handles. */
 void ios_mpiio_enable(const struct ios_comm *comm) IOS_HIDDEN;
+/* The size of an MPI datatype (0: MPI_DATATYPE_NULL, or no MPI plugin), for PnetCDF's vard. */
+int64_t ios_mpi_type_bytes(uintptr_t datatype) IOS_HIDDEN;
 
 #endif

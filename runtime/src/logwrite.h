@@ -137,6 +137,12 @@ extern const struct ios_reducer ios_h5d_reducer IOS_HIDDEN;
 void ios_h5d_common_insert(int64_t *slots, int64_t *counts, const int64_t *access,
                            int64_t n) IOS_HIDDEN;
 extern const struct ios_reducer ios_pnetcdf_file_reducer IOS_HIDDEN;
+extern const struct ios_reducer ios_pnetcdf_var_reducer IOS_HIDDEN;
+/* Darshan's update of four most common tuples of n values (vals: 4 x n, counts: 4): the tuple v
+ * with its count total takes its rank (count, then first value, descending); v[0] == 0 is never
+ * kept (reducers.c). */
+void ios_common_tuple_insert(int64_t *vals, int64_t *counts, const int64_t *v, int n,
+                             int64_t total) IOS_HIDDEN;
 
 /* The modules (modules.def), indexed by IOS_M_<NAME>, in file order: what a log says of them.
  * The runtime's side of each (collect, reset) is ios_module_ops (iostudy.h). */

@@ -41,6 +41,8 @@ static __thread int depth;
 
 void ios_mpiio_enable(const struct ios_comm *comm) { mpi = comm->type_bytes ? comm : NULL; }
 
+int64_t ios_mpi_type_bytes(uintptr_t datatype) { return mpi ? mpi->type_bytes(datatype, 1) : 0; }
+
 static inline int active(void) { return mpi != NULL && depth == 0 && ios_recording(); }
 
 static inline uint64_t fh_key(ios_file fh) { return (uint64_t)(uintptr_t)fh; }

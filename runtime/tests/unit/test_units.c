@@ -1,7 +1,7 @@
 /* Unit tests of the runtime's building blocks (run by ctest): the record-id hash against the
- * format reference's vectors, common-value merging, size bins, timers, the u64 map, path
- * normalization, the heatmap's bins and the record encoder. Expected values come from the
- * reference, or from zlib's inflate, not from the code under test. */
+ * format reference's vectors, common-value merging (values and PNETCDF_VAR's tuples), size bins,
+ * timers, the u64 map, path normalization, the heatmap's bins and the record encoder. Expected
+ * values come from the reference, or from zlib's inflate, not from the code under test. */
 #include "iostudy.h"
 #include "logwrite.h"
 
@@ -93,6 +93,38 @@ static void test_common_values(void) {
     /* 8 was dropped by the first merge, so it comes back with 1 and loses the tie to 512. */
     CHECK(vals[3] == 512 && counts[3] == 1, "then 512, got %lld x %lld", (long long)vals[3],
           (long long)counts[3]);
+}
+
+/* Darshan's ranking of common tuples (PNETCDF_VAR's accesses): by count, then first value, a
+ * newcomer above an equal one; a tuple of first value 0 is never kept. */
+static void test_common_tuples(void) {
+    int64_t v[12] = {0}, c[4] = {0};
+    int64_t a[3] = {64, 1, 2}, b[3] = {128, 4, 0}, x[3] = {64, 9, 9}, z[3] = {0, 5, 5};
+    ios_common_tuple_insert(v, c, a, 3, 1);
+    ios_common_tuple_insert(v, c, b, 3, 1); /* tie: the larger first value above */
+    CHECK(v[0] == 128 && c[0] == 1 && v[3] == 64 && c[1] == 1, "b then a");
+    ios_common_tuple_insert(v, c, a, 3, 2);
+    ios_common_tuple_insert(v, c, x, 3, 2); /* tie, equal first values: the newcomer above */
+    ios_common_tuple_insert(v, c, z, 3, 9);
+    int64_t want_v[12] = {64, 9, 9, 64, 1, 2, 128, 4, 0}, want_c[4] = {2, 2, 1, 0};
+    CHECK(!memcmp(v, want_v, sizeof v) && !memcmp(c, want_c, sizeof c), "x, a, b: %lld %lld %lld",
+          (long long)v[1], (long long)v[4], (long long)v[6]);
+
+    /* The reduction: a tuple both records have is counted once with both counts. */
+    static struct ios_pnetcdf_var_record in, io;
+    in.counters[PNETCDF_VAR_ACCESS1_ACCESS] = io.counters[PNETCDF_VAR_ACCESS1_ACCESS] = 32;
+    in.counters[PNETCDF_VAR_ACCESS1_COUNT] = 3;
+    io.counters[PNETCDF_VAR_ACCESS1_COUNT] = 2;
+    io.counters[PNETCDF_VAR_ACCESS2_ACCESS] = 16;
+    io.counters[PNETCDF_VAR_ACCESS2_COUNT] = 4;
+    in.counters[PNETCDF_VAR_OPENS] = io.counters[PNETCDF_VAR_OPENS] = 1;
+    in.counters[PNETCDF_VAR_IS_RECORD_VAR] = 1;
+    ios_pnetcdf_var_reducer.combine(&in, &io);
+    int64_t *r = io.counters;
+    CHECK(r[PNETCDF_VAR_ACCESS1_ACCESS] == 32 && r[PNETCDF_VAR_ACCESS1_COUNT] == 5, "32 x 5");
+    CHECK(r[PNETCDF_VAR_ACCESS2_ACCESS] == 16 && r[PNETCDF_VAR_ACCESS2_COUNT] == 4, "16 x 4");
+    CHECK(r[PNETCDF_VAR_ACCESS3_COUNT] == 0 && r[PNETCDF_VAR_OPENS] == 2, "no third; 2 opens");
+    CHECK(r[PNETCDF_VAR_IS_RECORD_VAR] == 1, "a record variable");
 }
 
 static void test_value_counts(void) {
@@ -363,6 +395,7 @@ int main(void) {
     test_hash();
     test_size_bins();
     test_common_values();
+    test_common_tuples();
     test_value_counts();
     test_timer();
     test_map();
