@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -39,3 +40,23 @@ def wait_ready(proc: subprocess.Popen, lines: int, timeout: float = 60) -> list[
 
 def mmap_logs(d: str) -> list[Path]:
     return sorted(Path(d).glob("*_mmap-log-*.darshan"))
+
+
+def kill_when_ready(runner, args: list, d: str, nprocs: int) -> None:
+    """Runs ``args`` on ``nprocs`` Open MPI ranks under the runtime, with memory-mapped logs in
+    ``d``, and SIGKILLs each rank once it says it is ready: the job ends without a shutdown."""
+    app_env = {
+        "LD_PRELOAD": str(runner.lib),
+        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
+        "DARSHAN_MMAP_LOGPATH": d,
+    }
+    cmd, env = runner.mpirun_command("openmpi", nprocs, args, app_env)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for line in wait_ready(proc, nprocs):
+            os.kill(int(line.split()[2]), signal.SIGKILL)
+        assert proc.wait(timeout=60) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

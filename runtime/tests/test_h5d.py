@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -34,7 +33,7 @@ import pytest
 from rt_checks import records_named
 from rt_darshan import darshan_lib, darshan_tool
 from rt_hash import darshan_hash
-from rt_killed import merged, mmap_logs, wait_ready
+from rt_killed import kill_when_ready, merged, mmap_logs
 from rt_run import Scenario, real_tmp
 
 from iostudy.logs.darshanlog import read_log
@@ -418,21 +417,7 @@ def test_killed_job_keeps_its_h5d_records(runner, tmp_path_factory, capsys):
     if not prog.is_file():
         pytest.skip(f"{prog.name} not built: libhdf5-openmpi-dev (Open MPI build) not found")
     d = real_tmp(tmp_path_factory, "h5d_killed")
-    app_env = {
-        "LD_PRELOAD": str(runner.lib),
-        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
-        "DARSHAN_MMAP_LOGPATH": d,
-    }
-    cmd, env = runner.mpirun_command("openmpi", NPROCS, [prog, d, "wait"], app_env)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        for line in wait_ready(proc, NPROCS):
-            os.kill(int(line.split()[2]), signal.SIGKILL)
-        assert proc.wait(timeout=60) != 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_when_ready(runner, [prog, d, "wait"], d, NPROCS)
     name = os.path.join(d, "data.h5") + ":/data"
     ranks = []
     for path in mmap_logs(d):

@@ -11,12 +11,10 @@ subprocess.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 
 import pytest
 from rt_checks import records_named
-from rt_killed import merged, mmap_logs, wait_ready
+from rt_killed import kill_when_ready, merged, mmap_logs
 from rt_run import Scenario, real_tmp
 
 from iostudy.logs.darshanlog import read_log
@@ -139,21 +137,7 @@ def test_killed_hdf5_job_keeps_its_h5f_records(runner, tmp_path_factory, capsys)
     """The memory-mapped logs of a killed job hold each rank's H5F record; merged, one rank -1."""
     prog = program(runner, "hdf5")
     d = real_tmp(tmp_path_factory, "hdf5_killed")
-    app_env = {
-        "LD_PRELOAD": str(runner.lib),
-        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
-        "DARSHAN_MMAP_LOGPATH": d,
-    }
-    cmd, env = runner.mpirun_command("openmpi", NPROCS, [prog, d, "wait"], app_env)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        for line in wait_ready(proc, NPROCS):
-            os.kill(int(line.split()[2]), signal.SIGKILL)
-        assert proc.wait(timeout=60) != 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_when_ready(runner, [prog, d, "wait"], d, NPROCS)
     name = os.path.join(d, "data.h5")
     ranks = []
     for path in mmap_logs(d):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from pathlib import Path
 import pytest
 from rt_checks import records_named
 from rt_darshan import darshan_lib
-from rt_killed import merged, mmap_logs, wait_ready
+from rt_killed import kill_when_ready, merged, mmap_logs
 from rt_run import Scenario, real_tmp
 
 from iostudy.logs.darshanlog import read_log
@@ -367,21 +366,7 @@ def test_killed_job_keeps_its_var_records(runner, tmp_path_factory, capsys):
     (`iostudy logs merge`), one rank -1 record per variable, reduced as at a normal end."""
     prog = program(runner)
     d = real_tmp(tmp_path_factory, "pnc_killed")
-    app_env = {
-        "LD_PRELOAD": str(runner.lib),
-        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
-        "DARSHAN_MMAP_LOGPATH": d,
-    }
-    cmd, env = runner.mpirun_command("openmpi", NPROCS, [prog, d, "vars", "wait"], app_env)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        for line in wait_ready(proc, NPROCS):
-            os.kill(int(line.split()[2]), signal.SIGKILL)
-        assert proc.wait(timeout=60) != 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_when_ready(runner, [prog, d, "vars", "wait"], d, NPROCS)
     names = {var: os.path.join(d, f"vars.nc:{var}") for var in ("v", "w", "r")}
     for path in mmap_logs(d):
         log = read_log(path)
