@@ -199,38 +199,13 @@ class PageItems:
         self.items: list[dict] = []
         self.frames: dict[str, pd.DataFrame] = {}
 
-    def add(
-        self,
-        section,
-        kind,
-        ident,
-        caption,
-        df,
-        fig=None,
-        table=False,
-        hide=(),
-        label=None,
-        whole=False,
-    ):
-        """figures.item's arguments."""
+    def add(self, section, kind, ident, caption, df, *shown, **options):
+        """figures.item's arguments; the frame kept (anonymized) for its CSV."""
         if self.anonymizer is not None:
             df = self.anonymizer.frame(df)
         self.frames[ident] = df
-        self.items.append(
-            figures.item(
-                section,
-                kind,
-                ident,
-                caption,
-                df,
-                fig,
-                table,
-                hide,
-                label,
-                links=self.links,
-                whole=whole,
-            )
-        )
+        item = figures.item(section, kind, ident, caption, df, *shown, links=self.links, **options)
+        self.items.append(item)
 
 
 def render(
