@@ -1,6 +1,6 @@
 """Sizes a newcomer can read, checked by `make lint` on the code as the formatter writes it: no
 module of analysis/src/iostudy over 600 lines and no function over 60 (branches per function:
-ruff's C901 at 12, ruff.toml). The formatter may be turned off (`# fmt: skip`) only on a data
+ruff's C901 at 12, ruff.toml). The formatter may be turned off (its skip comment) only on a data
 table, at most 25 times: a skip elsewhere would let packed code pass these limits. Standard
 library only."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "analysis" / "src" / "iostudy"
 MODULE_LINES, FUNCTION_LINES, FORMATTER_SKIPS = 600, 60, 25
-SKIP = "# fmt: skip"
+# the comment by which the formatter leaves a line as written (split: this file has none)
+SKIP = "# fmt: " + "skip"
 # what a data table is: a literal, assigned or given as a default
 LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Constant)
 
