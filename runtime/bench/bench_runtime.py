@@ -3,26 +3,29 @@
 1. Instructions added per intercepted call (64-byte pwrite, pread, read, write, fwrite, fread;
    lseek, fstat, open+close, stat), counted by valgrind's callgrind, which counts instructions
    repeatably: ((I(lib, N) - I(lib, 0)) - (I(none, N) - I(none, 0))) / N; the fixed instructions
-   per process (a run with no calls, against the same run without a runtime); and a workload of
-   N create+stat+unlink iterations on distinct names: instructions per iteration the same way,
-   and wall-time overhead (see 4). iostudy and, given its library
-   (--darshan, or DARSHAN_LIB= for make), Darshan 3.5.0 are measured side by side in the same
-   run; each instrumented run must leave a log, else the bench stops (an unfair measurement).
+   per process (a run with no calls, against the same run without a runtime); what a DXT trace
+   (DXT_ENABLE_IO_TRACE) adds to a pwrite and a pread; and a workload of N create+stat+unlink
+   iterations on distinct names: instructions per iteration the same way, and wall-time
+   overhead (see 4). iostudy and, given its library (--darshan, or DARSHAN_LIB= for make),
+   Darshan 3.5.0 are measured side by side in the same run; each instrumented run must leave a
+   log, else the bench stops (an unfair measurement).
 2. Instructions added per 64-byte MPI_File_write_at (one process, MPI_COMM_SELF), per MPI
    flavour built, the same way; it includes the POSIX write beneath, which is recorded too.
    Compared with the instructions the MPI library itself spends on the call.
 3. The memory-mapped logs (the default) against IOSTUDY_MMAP_LOGS=0: instructions per 64-byte
    pwrite and fwrite, and the fixed instructions per process.
-4. Wall-time overhead of 4 processes each writing 256 MiB in 1 MiB writes, with and without the
-   runtime. Every wall time is measured in rounds that alternate the runs (each round starts one
-   further on) and reported as the mean of each round's difference to its run without a runtime,
-   over the mean without, with the 95 % confidence interval of that mean. The runs work in a
-   folder of /dev/shm (tmpfs) where there is one: the runtime's cost does not depend on the file
-   system, while a disk file system's own time strays by tens of percent from run to run (ext4
-   without a journal skips the inodes freed in the last minutes), and tmpfs's time is the
-   shortest, so the runtime's share is the largest it can be. Both runtimes are told to record
-   every path there (DARSHAN_EXCLUDE_DIRS; both exclude /dev/ by default), and each instrumented
-   workload run must leave POSIX records.
+4. Wall-time overheads. Every wall time is measured in rounds that alternate the runs (each round
+   starts one further on) and reported as the mean of each round's difference to its run
+   without a runtime, over the mean without, with the 95 % confidence interval of that mean.
+   Both runtimes are told to record every path (DARSHAN_EXCLUDE_DIRS; both exclude /dev/ by
+   default), and each instrumented workload run must leave POSIX records.
+   - The create+stat+unlink workload in a folder of /dev/shm (tmpfs), where the file system's
+     time is the shortest and so the runtime's share the largest: iostudy's overhead against
+     Darshan's in the same rounds (their paired difference, with its interval).
+   - The same workload on ext4 on a loop device (made, mounted and removed by the bench, as
+     root; the test cluster's storage targets are such file systems): iostudy's overhead
+     against a target.
+   - 4 processes each writing 256 MiB in 1 MiB writes, in the tmpfs folder.
 
 Standard library only, so it runs with any Python 3.
 """
@@ -45,19 +48,24 @@ import time
 # Darshan 3.5.0 wraps only glibc's __xstat/__fxstat, which glibc >= 2.33 no longer calls:
 # stat() and fstat() bypass it, so its stat and fstat are measured through those entries.
 CALLS = (
-    ("pwrite", "pwrite", "pwrite", 200),
-    ("pread", "pread", "pread", 200),
-    ("read", "read", "read", 200),
-    ("write", "write", "write", 200),
-    ("fwrite", "fwrite", "fwrite", 150),
-    ("fread", "fread", "fread", 150),
+    ("pwrite", "pwrite", "pwrite", 150),
+    ("pread", "pread", "pread", 150),
+    ("read", "read", "read", 150),
+    ("write", "write", "write", 150),
+    ("fwrite", "fwrite", "fwrite", 120),
+    ("fread", "fread", "fread", 120),
     ("lseek", "lseek", "lseek", None),
     ("fstat", "fstat", "fxstat", None),
-    ("open+close", "open", "open", 1000),
-    ("stat", "stat", "xstat", 400),
+    ("open+close", "open", "open", 350),
+    ("stat", "stat", "xstat", 200),
 )
-FIXED_TARGET = 200_000
-WORKLOAD_WALL_TARGET_PCT = 5.0
+FIXED_TARGET = 150_000
+# A traced read or write (DXT_ENABLE_IO_TRACE) may add this many instructions to an untraced one.
+TRACED_EXTRA_TARGET = 60
+TRACED_CALLS = ("pwrite", "pread")
+# The workload on a disk file system: ext4 on a loop device, as the test cluster's targets are.
+DISK_WALL_TARGET_PCT = 5.0
+DISK_IMAGE_MIB = 256
 # Darshan keeps at most 1,024 records per module by default; iostudy keeps what DARSHAN_MODMEM
 # holds (5,953 of the workload's files with 4 MiB). The workload's wall time is also measured
 # with iostudy's memory cut to 1,024 POSIX records' worth: the cost of the records kept, apart
@@ -78,18 +86,20 @@ VERDICTS = {True: "ok", False: "MISSED", UNDECIDED: "undecided: the 95 % interva
 ROW = "  {:22} {:>10} {:>14} {:>6} {:>10} {}"
 
 
-def environment(lib, mmap=True):
+def environment(lib, mmap=True, trace=False):
     """The environment of a run with lib preloaded (None: no runtime); iostudy's
-    memory-mapped logs where they go by default, unless mmap is false."""
+    memory-mapped logs where they go by default, unless mmap is false; DXT traces with trace."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("LD_PRELOAD", "DARSHAN", "IOSTUDY_MMAP"))
+        if not k.startswith(("LD_PRELOAD", "DARSHAN", "IOSTUDY_MMAP", "DXT_"))
     }
     if lib:
         env.update(LD_PRELOAD=lib, DARSHAN_ENABLE_NONMPI="1")
     if not mmap:
         env["IOSTUDY_MMAP_LOGS"] = "0"
+    if trace:
+        env["DXT_ENABLE_IO_TRACE"] = "1"
     return env
 
 
@@ -143,15 +153,16 @@ def instructions(cmd, env):
 
 
 @functools.cache
-def count(build, lib, op, n, workdir, mmap=True):
+def count(build, lib, op, n, workdir, mmap=True, trace=False):
     """Instructions of `bench_calls op n` under lib (None: no runtime); each run once."""
     cmd = [os.path.join(build, "bench_calls"), op, str(n), workdir]
-    return instructions(cmd, environment(lib, mmap))
+    return instructions(cmd, environment(lib, mmap, trace))
 
 
-def per_call(build, lib, op, calls, workdir, mmap=True):
+def per_call(build, lib, op, calls, workdir, mmap=True, trace=False):
     """Instructions lib adds to one call of op."""
-    added = count(build, lib, op, calls, workdir, mmap) - count(build, lib, op, 0, workdir, mmap)
+    runs = (count(build, lib, op, n, workdir, mmap, trace) for n in (calls, 0))
+    added = next(runs) - next(runs)
     own = count(build, None, op, calls, workdir) - count(build, None, op, 0, workdir)
     return (added - own) / calls
 
@@ -223,15 +234,20 @@ def timed_environment(lib):
     return dict(environment(lib), DARSHAN_EXCLUDE_DIRS=RECORD_ALL_BUT)
 
 
-def paired_overhead(with_lib, without):
-    """(overhead %, half-width % of its 95 % confidence interval) of runs with a runtime against
-    the same rounds' runs without: the mean of the rounds' differences over the mean without. A
-    round's two runs share the machine's state of the moment, so their difference strays far
-    less than either time."""
-    differences = [w - n for w, n in zip(with_lib, without, strict=True)]
-    base = statistics.fmean(without)
+def paired_difference(times, others, base):
+    """(difference %, half-width % of its 95 % confidence interval) of times against the same
+    rounds' others: the mean of the rounds' differences over the mean of base. A round's runs
+    share the machine's state of the moment, so their difference strays far less than either
+    time."""
+    differences = [t - o for t, o in zip(times, others, strict=True)]
+    mean_base = statistics.fmean(base)
     half_width = Z95 * statistics.stdev(differences) / math.sqrt(len(differences))
-    return statistics.fmean(differences) / base * 100, half_width / base * 100
+    return statistics.fmean(differences) / mean_base * 100, half_width / mean_base * 100
+
+
+def paired_overhead(with_lib, without):
+    """paired_difference of runs with a runtime against the same rounds' runs without."""
+    return paired_difference(with_lib, without, without)
 
 
 def shown_overhead(with_lib, without):
@@ -310,31 +326,119 @@ def call_rows(args, ours, theirs, workdir):
         lib and per_call(args.build, lib, "create", n, workdir) for lib in (ours, theirs)
     )
     verdicts.append(row("create+stat+unlink/iter", mine, other, "darshan"))
+    return verdicts + traced_rows(args, ours, theirs, workdir)
+
+
+def traced_rows(args, ours, theirs, workdir):
+    """Print what tracing (DXT_ENABLE_IO_TRACE) adds to a read or write; their verdicts."""
+    verdicts = []
+    for op in TRACED_CALLS:
+        mine, other = (
+            lib
+            and per_call(args.build, lib, op, args.calls, workdir, trace=True)
+            - per_call(args.build, lib, op, args.calls, workdir)
+            for lib in (ours, theirs)
+        )
+        verdicts.append(row(f"{op}, traced: added", mine, other, TRACED_EXTRA_TARGET))
     return verdicts
 
 
-def workload_row(args, ours, theirs, workdir):
-    """Print the row of the workload's wall-time overhead; its verdict."""
-    envs = {
-        "none": timed_environment(None),
-        "iostudy": timed_environment(ours),
-        DARSHANS_COUNT: dict(timed_environment(ours), DARSHAN_MODMEM=str(DARSHANS_RECORDS_MIB)),
-        **({"darshan": timed_environment(theirs)} if theirs else {}),
-    }
-    runs = workload_wall(args.build, envs, args.calls, args.runs, workdir)
-    mine, half_width = paired_overhead(runs["iostudy"], runs["none"])
-    other = paired_overhead(runs["darshan"], runs["none"])[0] if theirs else None
-    met = row("create+stat+unlink wall%", mine, other, WORKLOAD_WALL_TARGET_PCT, "+.1f", half_width)
+def workload_envs(ours, theirs, records_kept=False):
+    """{label: environment} of the workload's timed runs: without a runtime, iostudy, with
+    records_kept iostudy with 1,024 records' memory, and Darshan when given."""
+    envs = {"none": timed_environment(None), "iostudy": timed_environment(ours)}
+    if records_kept:
+        envs[DARSHANS_COUNT] = dict(envs["iostudy"], DARSHAN_MODMEM=str(DARSHANS_RECORDS_MIB))
+    if theirs:
+        envs["darshan"] = timed_environment(theirs)
+    return envs
+
+
+def print_workload_runs(args, runs, workdir):
+    """Print where the workload ran, its time without a runtime and every overhead."""
     print(
         f"  (wall: {args.runs} alternating rounds of {args.calls} iterations in {workdir}; "
         f"without a runtime {statistics.fmean(runs['none']):.3f} s on average)"
     )
     shown = ", ".join(f"{k} {shown_overhead(runs[k], runs['none'])}" for k in runs if k != "none")
     print(f"  (overhead with its 95 % interval: {shown})")
+
+
+def tmpfs_workload_row(args, ours, theirs, workdir):
+    """Print the workload's wall-time row on tmpfs, where the runtime's share is the largest:
+    met when the 95 % interval of the rounds' paired difference, iostudy's time minus Darshan's,
+    does not lie above 0 (iostudy at or below Darshan). Its verdict (None without Darshan)."""
+    runs = workload_wall(
+        args.build, workload_envs(ours, theirs, True), args.calls, args.runs, workdir
+    )
+    mine = paired_overhead(runs["iostudy"], runs["none"])[0]
+    if not theirs:
+        row("create+stat+unlink wall% tmpfs", mine, None, "darshan", "+.1f")
+        print_workload_runs(args, runs, workdir)
+        return None
+    other = paired_overhead(runs["darshan"], runs["none"])[0]
+    gap, half_width = paired_difference(runs["iostudy"], runs["darshan"], runs["none"])
+    met = gap - half_width <= 0
+    where = "below" if gap + half_width < 0 else "at" if met else "above"
+    cells = (cell(mine, "+.1f"), cell(other, "+.1f"), "", "<= Darshan", VERDICTS[met])
+    print(ROW.format("create+stat+unlink wall% tmpfs", *cells).rstrip())
+    print_workload_runs(args, runs, workdir)
+    print(f"  (iostudy minus Darshan, paired: {gap:+.1f} % ± {half_width:.1f}: {where} Darshan's)")
     print(
         f"  (iostudy keeps the records that fit in 4 MiB; {DARSHANS_COUNT}: "
         f"DARSHAN_MODMEM={DARSHANS_RECORDS_MIB})"
     )
+    return met
+
+
+@contextlib.contextmanager
+def ext4_folder(build):
+    """(folder, None): a folder on a new ext4 file system on a loop device, its image in build;
+    (None, why not) where one cannot be made. All of it is removed afterwards."""
+    missing = [t for t in ("mkfs.ext4", "losetup", "mount", "umount") if not shutil.which(t)]
+    if os.geteuid() != 0 or missing:
+        yield None, "needs root" if not missing else f"{', '.join(missing)} missing"
+        return
+    with tempfile.TemporaryDirectory(prefix="iostudy-bench-ext4-", dir=build) as scratch:
+        image, mountpoint = os.path.join(scratch, "ext4.img"), os.path.join(scratch, "mnt")
+        os.mkdir(mountpoint)
+        with open(image, "wb") as f:
+            f.truncate(DISK_IMAGE_MIB << 20)
+        made = subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "nodiscard", image])
+        attach = subprocess.run(
+            ["losetup", "--find", "--show", image], capture_output=True, text=True
+        )
+        device = attach.stdout.strip()
+        if made.returncode or attach.returncode:
+            yield None, f"mkfs.ext4 or losetup failed: {attach.stderr.strip()}"
+            return
+        try:
+            if subprocess.run(["mount", device, mountpoint]).returncode:
+                yield None, f"mount {device} failed"
+                return
+            try:
+                yield mountpoint, None
+            finally:
+                subprocess.run(["umount", mountpoint], check=True)
+        finally:
+            subprocess.run(["losetup", "-d", device], check=True)
+
+
+def disk_workload_row(args, ours, theirs):
+    """Print the workload's wall-time row on ext4 on a loop device; its verdict."""
+    with ext4_folder(args.build) as (workdir, why_not):
+        if workdir is None:
+            print(f"  create+stat+unlink wall% ext4: {NOT_MEASURED} ({why_not})")
+            return None
+        runs = workload_wall(
+            args.build, workload_envs(ours, theirs), args.calls, args.runs, workdir
+        )
+    mine, half_width = paired_overhead(runs["iostudy"], runs["none"])
+    other = paired_overhead(runs["darshan"], runs["none"])[0] if theirs else None
+    met = row(
+        "create+stat+unlink wall% ext4", mine, other, DISK_WALL_TARGET_PCT, "+.1f", half_width
+    )
+    print_workload_runs(args, runs, "ext4 on a loop device")
     return met
 
 
@@ -344,7 +448,8 @@ def call_table(args, workdir, timed_dir):
     print(f"Instructions added per call ({args.calls} calls, callgrind), fixed cost, workload:")
     print(ROW.format("call", "iostudy", "Darshan 3.5.0", "ratio", "target", "").rstrip())
     verdicts = call_rows(args, ours, theirs, workdir)
-    verdicts.append(workload_row(args, ours, theirs, timed_dir))
+    verdicts.append(tmpfs_workload_row(args, ours, theirs, timed_dir))
+    verdicts.append(disk_workload_row(args, ours, theirs))
     if not theirs:
         print("  Darshan 3.5.0: not measured (pass DARSHAN_LIB=…/libdarshan.so)")
     print("  Darshan 3.5.0 wraps only __xstat/__fxstat: its stat, fstat measured through them")
