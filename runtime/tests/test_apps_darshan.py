@@ -69,9 +69,9 @@ MODE = (
 )
 COMMON_ORDER = (
     "the four most common strides of a shared record are merged two ranks at a time and what "
-    "falls out of a pair's four is lost: iostudy merges in rank order (a non-commutative "
-    "reduction, as `iostudy logs merge` does), Darshan in the order Open MPI's reduction takes "
-    "for its commutative operator; BTIO's independent writes tie three strides for the third "
+    "falls out of a pair's four is lost: iostudy merges in an order the ranks fix (a "
+    "non-commutative reduction), Darshan in the order Open MPI's reduction takes for its "
+    "commutative operator; BTIO's independent writes tie three strides for the third "
     "place, so the two keep different ones"
 )
 VARID = (
