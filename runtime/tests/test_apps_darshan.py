@@ -2,7 +2,9 @@
 flashio_check.py), run once under iostudy's runtime and once under Darshan 3.5.0 (issue 45): every
 record of every module in the two logs (POSIX, MPI-IO, STDIO, PNETCDF_FILE, PNETCDF_VAR, H5F and
 H5D when present) is matched by name and rank, and every integer counter must equal Darshan's,
-with the exceptions of DIFFERENCES and SHARED_DIFFERENCES (each with its reason). Of the floating
+with the exceptions of DIFFERENCES and SHARED_DIFFERENCES (each with its reason), and, in a
+run of several netCDF files, the accesses of PnetCDF variables (VARID: their calls are compared
+summed over the run). Of the floating
 counters, times differ from run to run: the variance of the ranks' bytes is compared, and for
 the others which are set (not 0).
 
