@@ -56,3 +56,11 @@ def darshan_any_lib() -> Path:
     if not libs:
         pytest.skip(f"no lib/libdarshan.so in {VARIABLE}")
     return sorted(libs, key=lambda lib: darshan_mpi(lib) is not None)[0]
+
+
+def darshan_mpirun(runner, flavour: str, nprocs: int, cmd: list, d: str, env_extra=None):
+    """``cmd`` on ``nprocs`` ranks of ``flavour`` under Darshan 3.5.0's runtime instead of
+    iostudy's: Darshan honours the variables iostudy's runs set, so its log is the result's
+    log (``d``/x.darshan)."""
+    env = {"LD_PRELOAD": str(darshan_lib(flavour)), **(env_extra or {})}
+    return runner.mpirun(flavour, nprocs, cmd, d, env_extra=env)

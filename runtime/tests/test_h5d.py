@@ -31,7 +31,7 @@ import sys
 
 import pytest
 from rt_checks import records_named
-from rt_darshan import darshan_lib, darshan_tool
+from rt_darshan import darshan_mpirun, darshan_tool
 from rt_hash import darshan_hash
 from rt_killed import kill_when_ready, merged, mmap_logs
 from rt_run import Scenario, real_tmp
@@ -356,14 +356,12 @@ def by_name(log: dict) -> dict:
 def test_same_as_darshan(runner, tmp_path_factory, name):
     """Every H5D record of ours has Darshan's name, rank and counters (the timings apart: the
     slowest access's size and the fastest/slowest rank, which the clock decides)."""
-    lib = str(darshan_lib("openmpi"))  # Debian's HDF5 is built with Open MPI
     ours = run(runner, real_tmp(tmp_path_factory, f"{name}_ours"), name)
     d = real_tmp(tmp_path_factory, f"{name}_darshan")
-    log = os.path.join(d, "x.darshan")
-    # Darshan's own log, written where DARSHAN_LOGFILE says; the runtime preloaded is Darshan's.
-    env = {"DARSHAN_LOGFILE": log, "LD_PRELOAD": lib}
-    res = runner.mpirun("openmpi", NPROCS, [program(runner, name), d], d, env_extra=env)
+    # Debian's HDF5 is built with Open MPI
+    res = darshan_mpirun(runner, "openmpi", NPROCS, [program(runner, name), d], d)
     assert res.returncode == 0 and res.stdout == f"np={NPROCS}\n", res.describe()
+    log = res.log
     theirs = read_log(log)
     assert theirs["modules"]["H5D"]["ver"] == ours.log["modules"]["H5D"]["ver"]
     mine = by_name(ours.log)

@@ -22,13 +22,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from rt_checks import records_named
-from rt_darshan import darshan_lib
+from rt_darshan import darshan_mpirun
 from rt_killed import kill_when_ready, merged, mmap_logs
-from rt_run import Scenario, real_tmp
+from rt_run import Runner, Scenario, real_tmp
 
 from iostudy.logs.darshanlog import read_log
 
@@ -331,17 +330,13 @@ DARSHAN_RUNS = [(f, "reduced") for f in FAMILIES] + [("vars", "per-rank")]
     ("family", "mode"), DARSHAN_RUNS, ids=[f"{f}-{m}" for f, m in DARSHAN_RUNS]
 )
 def test_same_as_darshan(runner, tmp_path_factory, family, mode):
-    lib = darshan_lib("openmpi")  # Debian's PnetCDF is built with Open MPI
     prog = program(runner)
     d = real_tmp(tmp_path_factory, f"pnc_{family}_darshan")
-    log = Path(d) / "darshan.darshan"
-    env = {"LD_PRELOAD": str(lib), "DARSHAN_LOGFILE": str(log), "DARSHAN_MMAP_LOGPATH": d}
-    if mode == "per-rank":
-        env["DARSHAN_DISABLE_SHARED_REDUCTION"] = "1"
-    full, launcher_env = runner.mpirun_command("openmpi", NPROCS, [prog, d, family], env)
-    res = subprocess.run(full, env=launcher_env, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr
-    theirs = read_log(log)
+    env = {"DARSHAN_DISABLE_SHARED_REDUCTION": "1"} if mode == "per-rank" else {}
+    # Debian's PnetCDF is built with Open MPI
+    res = darshan_mpirun(runner, "openmpi", NPROCS, [prog, d, family], d, env)
+    assert res.returncode == 0, res.describe()
+    theirs = read_log(res.log)
     ours = run_family(runner, tmp_path_factory, family, mode)
     for var in ("v", "w", "r"):
         name = f"{family}.nc:{var}"
@@ -462,22 +457,16 @@ def edges_expected(var: str) -> dict:
     return c | access(1, 8, 2 * n)
 
 
-def run_edges(runner, tmp_path_factory, lib=None) -> tuple[str, dict]:
-    """pnc_var_edges.c run under this runtime, or under ``lib`` (Darshan): its directory, log."""
+def run_edges(runner, tmp_path_factory, darshan=False) -> tuple[str, dict]:
+    """pnc_var_edges.c run under this runtime, or under Darshan: its directory, log."""
     prog = runner.tests_dir / "pnc_var_edges-openmpi"
     if not prog.is_file():
         program(runner)  # skips naming the package
     d = real_tmp(tmp_path_factory, "pnc_edges")
-    if lib is None:
-        res = runner.mpirun("openmpi", NPROCS, [prog, d], d)
-        assert res.returncode == 0 and res.stdout == f"np={NPROCS} edges\n", res.describe()
-        return d, read_log(res.log)
-    log = Path(d) / "darshan.darshan"
-    env = {"LD_PRELOAD": str(lib), "DARSHAN_LOGFILE": str(log), "DARSHAN_MMAP_LOGPATH": d}
-    full, launcher_env = runner.mpirun_command("openmpi", NPROCS, [prog, d], env)
-    res = subprocess.run(full, env=launcher_env, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr
-    return d, read_log(log)
+    mpirun = darshan_mpirun if darshan else Runner.mpirun
+    res = mpirun(runner, "openmpi", NPROCS, [prog, d], d)
+    assert res.returncode == 0 and res.stdout == f"np={NPROCS} edges\n", res.describe()
+    return d, read_log(res.log)
 
 
 @pytest.fixture(scope="module")
@@ -499,9 +488,9 @@ def test_edges(edges_run, var):
 
 
 def test_edges_same_as_darshan(runner, tmp_path_factory, edges_run):
-    lib = darshan_lib("openmpi")  # Debian's PnetCDF is built with Open MPI
     d, ours = edges_run
-    theirs_dir, theirs = run_edges(runner, tmp_path_factory, lib)
+    # Debian's PnetCDF is built with Open MPI
+    theirs_dir, theirs = run_edges(runner, tmp_path_factory, darshan=True)
     diffs = {
         "h": {f"PNETCDF_VAR_{n}": "timing" for n in TIMING + ["MAX_WRITE_TIME_SIZE"]},
         "t": darshan_differences("vara", "t"),
