@@ -229,3 +229,108 @@ def test_rank_rules_keep_darshans_ranks(runner, tmp_path_factory, case):
     for log in (ours, theirs):
         log["STDIO"] = [(n, r) for n, r in log.get("STDIO", []) if n != "<STDOUT>"]
     assert ours == theirs
+
+
+# ---- settings ignored with a warning, and the other settings of the file --------------------
+
+
+def test_a_bad_line_is_one_warning_naming_file_line_and_key(runner, tmp_path):
+    d = os.path.realpath(tmp_path)
+    config = "# comment\n\nNAME_EXCLUDE many_001 POSIX\nNO_SUCH_KEY 1\nMODMEM lots\n"
+    config += "MOD_DISABLE POSIX,NOPE\nRANK_EXCLUDE 1:x\nNAME_EXCLUDE ( POSIX\n"
+    res = run_many(runner, d, config)
+    path = os.path.join(d, "darshan.conf")
+    assert res.stderr.splitlines() == [
+        f"iostudy: {path}:4: NO_SUCH_KEY: unknown setting, ignored",
+        f'iostudy: {path}:5: MODMEM: "lots" is not a positive number of MiB, ignored',
+        f'iostudy: {path}:6: MOD_DISABLE: unknown module "NOPE", ignored',
+        f'iostudy: {path}:7: RANK_EXCLUDE: "1:x" is not a rank or a range of ranks, ignored',
+        f'iostudy: {path}:8: NAME_EXCLUDE: cannot compile the regex "(", ignored',
+    ]
+    # the good settings hold: POSIX disabled, so many_001's exclusion is moot
+    assert inventory(res.log, d).get("POSIX", []) == []
+
+
+def test_a_missing_file_is_one_warning(runner, tmp_path):
+    d = os.path.realpath(tmp_path)
+    missing = os.path.join(d, "absent.conf")
+    res = run_many(runner, d, None, {"DARSHAN_CONFIG_PATH": missing})
+    assert res.stderr.startswith(f"iostudy: cannot open the Darshan config file {missing} ")
+    assert len(res.stderr.splitlines()) == 1
+    assert inventory(res.log, d)["POSIX"] == posix(0, 1, 2, 3)
+
+
+def test_logpath_of_the_file_and_the_variable_over_it(runner, tmp_path):
+    d = os.path.realpath(tmp_path)
+    roots = [os.path.join(d, name) for name in ("file_root", "variable_root")]
+    for root in roots:
+        os.mkdir(root)
+    env = {"DARSHAN_LOGFILE": None}
+    run_many(runner, d, f"LOGPATH {roots[0]}\n", env)
+    assert [len(files) for _, _, files in os.walk(roots[0]) if files] == [1]
+    run_many(runner, d, f"LOGPATH {roots[0]}\n", dict(env, DARSHAN_LOGPATH=roots[1]))
+    assert [len(files) for _, _, files in os.walk(roots[1]) if files] == [1]
+    assert [len(files) for _, _, files in os.walk(roots[0]) if files] == [1]
+
+
+TRIGGER_WRITES = 1000  # dxt_many's 1-byte pwrites at 0 .. 999: offset 0 the only aligned one
+
+
+@pytest.mark.parametrize(
+    "config,env,kept",
+    [
+        ("DXT_SMALL_IO_TRIGGER 1\n", {}, True),  # all 1,000 are under 10 KiB
+        ("DXT_UNALIGNED_IO_TRIGGER 0.9995\n", {}, False),  # 999 / 1,000 unaligned
+        ("DXT_UNALIGNED_IO_TRIGGER 0.9995\n", {"DARSHAN_DXT_UNALIGNED_IO_TRIGGER": "0.998"}, True),
+    ],
+)
+def test_dxt_triggers_of_the_file(runner, build_dir, tmp_path, config, env, kept):
+    d = os.path.realpath(tmp_path)
+    assert os.statvfs(d).f_bsize > TRIGGER_WRITES
+    env = dict(env, DARSHAN_CONFIG_PATH=write_config(d, "MOD_ENABLE DXT_POSIX\n" + config))
+    res = runner.instrumented([build_dir / "tests" / "dxt_many", d, str(TRIGGER_WRITES)], d, env)
+    assert res.returncode == 0 and res.stderr == "", res.describe()
+    counts = [t["write_count"] for t in read_dxt(res.log)["traces"].get("DXT_POSIX", [])]
+    assert counts == ([TRIGGER_WRITES] if kept else [])
+
+
+def test_max_records_of_dxt_is_its_memory(runner, build_dir, tmp_path):
+    """MAX_RECORDS n DXT_POSIX gives the module n KiB, as Darshan 3.5.0's 1 KiB DXT records: 64
+    KiB keep (65,536 - 104-byte head) // 32-byte segments = 2,044 of 3,000 writes."""
+    d = os.path.realpath(tmp_path)
+    env = {
+        "DARSHAN_CONFIG_PATH": write_config(d, "MOD_ENABLE DXT_POSIX\nMAX_RECORDS 64 DXT_POSIX\n")
+    }
+    res = runner.instrumented([build_dir / "tests" / "dxt_many", d, "3000"], d, env)
+    assert res.returncode == 0 and res.stderr == "", res.describe()
+    dxt = read_dxt(res.log)
+    assert [t["write_count"] for t in dxt["traces"]["DXT_POSIX"]] == [(65536 - 104) // 32]
+    assert dxt["modules"]["DXT_POSIX"], "partial"
+
+
+def test_max_records_of_dxt_equals_darshans(runner, build_dir, tmp_path):
+    lib = darshan_any_lib()
+    config = "MOD_ENABLE DXT_POSIX\nMAX_RECORDS 64 DXT_POSIX\n"
+    got = []
+    for tag, preload in (("ours", None), ("darshan", lib)):
+        d = os.path.realpath(tmp_path / tag)
+        os.mkdir(d)
+        env = {"DARSHAN_CONFIG_PATH": write_config(d, config)}
+        if preload:
+            env["LD_PRELOAD"] = str(preload)
+        res = runner.instrumented([build_dir / "tests" / "dxt_many", d, "3000"], d, env)
+        got.append(inventory(res.log, d))
+    assert got[0] == got[1]
+
+
+def test_dump_config_shows_the_files_settings(runner, tmp_path):
+    d = os.path.realpath(tmp_path)
+    res = run_many(runner, d, "DUMP_CONFIG\nMODMEM 2.5\nNAME_EXCLUDE x$,y POSIX\nMOD_DISABLE H5D\n")
+    lines = res.stderr.splitlines()
+    assert "iostudy: config: MODMEM = 2.5 MiB, NAMEMEM = 1 MiB, MEM_ALIGNMENT = 8 bytes" in lines
+    assert (
+        "iostudy: config: POSIX ENABLED, MAX_RECORDS = 0, NAME_EXCLUDE = x$,y, NAME_INCLUDE = NONE"
+        in lines
+    )
+    assert "iostudy: config: H5D DISABLED" in lines
+    assert "iostudy: config: DXT_POSIX DISABLED" in lines
