@@ -80,66 +80,29 @@ static void write_to_stderr(const char *line, size_t n) {
         (void)!IOS_CALL(write)(STDERR_FILENO, line, n);
 }
 
-void ios_warn(const char *fmt, ...) {
-    if (warned++)
-        return;
+static void warn_line(const char *fmt, va_list ap) {
     char line[512] = "iostudy: ";
     size_t n = strlen(line);
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
-    va_end(ap);
     n = strlen(line);
     line[n++] = '\n';
     IOS_KEEP_ERRNO(write_to_stderr(line, n));
 }
 
-/* ---- configuration (Darshan's variables where the meaning is the same) ---------------------- */
-static double env_double(const char *name, double fallback) {
-    const char *v = getenv(name);
-    char *end;
-    if (!v || !*v)
-        return fallback;
-    double d = strtod(v, &end);
-    return (*end == '\0' && d > 0) ? d : fallback;
+void ios_warn(const char *fmt, ...) {
+    if (warned++)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    warn_line(fmt, ap);
+    va_end(ap);
 }
 
-static char **split_list(const char *list) {
-    size_t n = 1;
-    for (const char *p = list; *p; p++)
-        n += *p == ',';
-    char **out = calloc(n + 1, sizeof(char *));
-    char *copy = strdup(list);
-    if (!out || !copy) {
-        free(out);
-        free(copy);
-        return NULL;
-    }
-    size_t i = 0;
-    for (char *save, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        out[i++] = tok;
-    return out;
-}
-
-static void read_config(void) {
-    static char *default_excludes[] = {
-#define X(prefix) prefix,
-#include "default_excludes.def"
-#undef X
-        NULL};
-    ios_config.modmem_mib = env_double("DARSHAN_MODMEM", 4.0);
-    ios_config.namemem_mib = env_double("DARSHAN_NAMEMEM", 1.0);
-    ios_config.mem_alignment = (int64_t)env_double("DARSHAN_MEMALIGN", 8.0);
-    ios_config.mem_align_mask = ios_align_mask(ios_config.mem_alignment);
-    ios_config.disable_shared_redux = getenv("DARSHAN_DISABLE_SHARED_REDUCTION") != NULL;
-    ios_dxt_config();
-    const char *ex = getenv("DARSHAN_EXCLUDE_DIRS");
-    if (!ex)
-        ios_set_excludes(default_excludes);
-    else if (strcmp(ex, "none") == 0)
-        ios_set_excludes(NULL);
-    else
-        ios_set_excludes(split_list(ex));
+void ios_warn_config(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    warn_line(fmt, ap);
+    va_end(ap);
 }
 
 /* ---- bounded record and name memory -----------------------------------------------------------
@@ -170,6 +133,12 @@ static int name_new_record(uint64_t id, const char *name, size_t len) {
 }
 
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
+    int refused = ios_config_refuses(mod, name);
+    if (refused) {
+        if (refused == IOS_REFUSED_FULL)
+            ios_set_partial(mod);
+        return -1;
+    }
     if (modmem_used + size > (size_t)(ios_config.modmem_mib * 1048576.0)) {
         ios_set_partial(mod); /* spent: every new name of a file-heavy program ends here */
         return -1;
@@ -184,6 +153,7 @@ int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) {
     }
     modmem_used += size;
     namemem_used += name_cost;
+    ios_config_count_record(mod);
     return 0;
 }
 
@@ -227,6 +197,7 @@ static void reset_records(void) {
     ios_map_free(&names);
     modmem_used = namemem_used = 0;
     partial_flags = 0;
+    ios_config_forget_records();
     for (int m = 0; m < IOS_NMODULES; m++)
         ios_module_ops[m].reset();
 }
@@ -238,7 +209,11 @@ void ios_core_start(void) {
     if (atomic_load(&ios_state) != IOS_OFF)
         return;
     ios_guard(1);
-    read_config();
+    ios_config_read();
+    if (ios_config_app_excluded(ios_job_app_name())) { /* APP_EXCLUDE: no records, no log */
+        ios_guard(0);
+        return;
+    }
     owner_pid = getpid();
     ios_job_begin();
     ios_mmap_open();
@@ -407,8 +382,10 @@ __attribute__((constructor)) static void ios_constructor(int argc, char **argv) 
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     if (getenv("DARSHAN_DISABLE"))
         return;
-    if (getenv("DARSHAN_ENABLE_NONMPI"))
+    if (getenv("DARSHAN_ENABLE_NONMPI")) {
         ios_core_start();
+        ios_config_set_rank(0);
+    }
 }
 
 __attribute__((destructor)) static void ios_destructor(void) {

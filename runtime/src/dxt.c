@@ -1,10 +1,11 @@
 /* DXT_POSIX and DXT_MPIIO: every read and write of a traced file as a segment (offset, length,
  * start and end time), per rank, in Darshan 3.5.0's format (reference §6.6: DXT_POSIX v1,
- * DXT_MPIIO v2). Off unless a job asks for it, as Darshan decides: DXT_ENABLE_IO_TRACE (both), or
- * DARSHAN_MOD_ENABLE naming DXT_POSIX, DXT_MPIIO, or `*`.
+ * DXT_MPIIO v2). Off unless a job asks for it, as Darshan decides (config.c: DXT_ENABLE_IO_TRACE,
+ * or MOD_ENABLE naming DXT_POSIX, DXT_MPIIO, or `*`); a file's trace is not made when the
+ * configuration's NAME_EXCLUDE rules for that DXT module refuse the file's name.
  *
  * Memory is bounded as Darshan 3.5.0 bounds it: each module has 2 MiB (Darshan's
- * DXT_IO_TRACE_MEM_MAX, changed there only when Darshan is configured); a file's record takes its
+ * DXT_IO_TRACE_MEM_MAX), or n KiB with MAX_RECORDS n for it, as there; a file's record takes its
  * 104-byte head, and each direction's segments grow by 64 at first, then by doubling, the last
  * growth cut to what is left (in chunks that are never moved). A segment that finds no room is
  * dropped and the module's partial flag set. Traces are never reduced across ranks (Darshan has no
@@ -20,22 +21,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define DXT_MEM (2 * 1024 * 1024)
 #define FIRST_SEGMENTS 64
 
 int ios_dxt_flags;
-
-/* The triggers' fractions (Darshan parses them as float); negative: not set. */
-static double small_trigger = -1, unaligned_trigger = -1;
-
-static double trigger(const char *name) {
-    const char *v = getenv(name);
-    char *end;
-    if (!v)
-        return -1;
-    float p = strtof(v, &end);
-    return end != v && *end == '\0' ? (double)p : -1;
-}
 
 static const int module_ids[IOS_DXT_NAPIS] = {IOS_MOD_DXT_POSIX, IOS_MOD_DXT_MPIIO};
 static struct {
@@ -43,39 +31,9 @@ static struct {
     struct ios_dxt_trace *traces; /* every trace of the module, newest first */
 } mods[IOS_DXT_NAPIS];
 
-/* Whether a comma-separated list of Darshan module names names this one (`*` first: all). */
-static int listed(const char *list, const char *name) {
-    if (!list)
-        return 0;
-    size_t n = strlen(name);
-    if (list[0] == '*' && (list[1] == ',' || list[1] == '\0'))
-        return 1;
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && memcmp(p, name, n) == 0)
-            return 1;
-        p += len + (end != NULL);
-    }
-    return 0;
-}
-
-void ios_dxt_config(void) {
-    /* DXT is disabled by default, and enabling wins over DARSHAN_MOD_DISABLE in Darshan. */
-    const char *enable = getenv("DARSHAN_MOD_ENABLE");
-    int all = getenv("DXT_ENABLE_IO_TRACE") != NULL;
-    ios_dxt_flags = 0;
-    if (all || listed(enable, "DXT_POSIX"))
-        ios_dxt_flags |= 1 << IOS_DXT_POSIX;
-    if (all || listed(enable, "DXT_MPIIO"))
-        ios_dxt_flags |= 1 << IOS_DXT_MPIIO;
-    small_trigger = trigger("DARSHAN_DXT_SMALL_IO_TRIGGER");
-    unaligned_trigger = trigger("DARSHAN_DXT_UNALIGNED_IO_TRIGGER");
-}
-
 /* Room for size more bytes of api's module, or its partial flag set. */
 static int take(int api, size_t size) {
-    if (size > DXT_MEM - mods[api].used) {
+    if (size > ios_config.dxt_mem[api] - mods[api].used) {
         ios_set_partial(module_ids[api]);
         return -1;
     }
@@ -83,7 +41,13 @@ static int take(int api, size_t size) {
     return 0;
 }
 
+/* The trace of a file the configuration does not trace (NAME_EXCLUDE of a DXT module): its
+ * segments find it full and go, and the rules are asked once per file, not per call. */
+static struct ios_dxt_trace untraced = {.full = 3};
+
 static struct ios_dxt_trace *new_trace(int api, uint64_t id) {
+    if (ios_config_refuses(module_ids[api], ios_record_name(id)))
+        return &untraced;
     if (take(api, sizeof(struct ios_dxt_record_head)) != 0)
         return NULL;
     struct ios_dxt_trace *t = calloc(1, sizeof *t);
@@ -101,7 +65,7 @@ static struct ios_dxt_trace *new_trace(int api, uint64_t id) {
  * what is left. */
 static int grow(int api, struct ios_dxt_trace *t, int dir) {
     int64_t more = t->count[dir] ? t->count[dir] : FIRST_SEGMENTS;
-    size_t left = (DXT_MEM - mods[api].used) / sizeof(struct ios_dxt_segment);
+    size_t left = (ios_config.dxt_mem[api] - mods[api].used) / sizeof(struct ios_dxt_segment);
     if ((size_t)more > left)
         more = (int64_t)left;
     if (more == 0 || take(api, (size_t)more * sizeof(struct ios_dxt_segment)) != 0) {
@@ -153,6 +117,8 @@ static int triggered(uint64_t id) {
               c[POSIX_SIZE_READ_0_100] + c[POSIX_SIZE_READ_100_1K] + c[POSIX_SIZE_READ_1K_10K]);
     int unaligned = (int)c[POSIX_FILE_NOT_ALIGNED];
     /* As Darshan compares: a file without reads or writes (0 / 0) fails. */
+    double small_trigger = ios_config.dxt_small_trigger;
+    double unaligned_trigger = ios_config.dxt_unaligned_trigger;
     if (small_trigger >= 0 && !(small / (double)total >= small_trigger))
         return 0;
     return !(unaligned_trigger >= 0 && !(unaligned / (double)total >= unaligned_trigger));
@@ -160,7 +126,7 @@ static int triggered(uint64_t id) {
 
 /* Marks the traces the triggers leave out: a POSIX trace's file, in both modules. */
 static void apply_triggers(void) {
-    if (small_trigger < 0 && unaligned_trigger < 0)
+    if (ios_config.dxt_small_trigger < 0 && ios_config.dxt_unaligned_trigger < 0)
         return;
     for (struct ios_dxt_trace *t = mods[IOS_DXT_POSIX].traces; t; t = t->next) {
         if (t->dropped || triggered(t->id))

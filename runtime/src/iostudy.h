@@ -92,16 +92,38 @@ static inline double ios_now(void) {
     return (double)(ts.tv_sec * 1000000000 + ts.tv_nsec - ios_origin_ns) * 1e-9;
 }
 
+/* Darshan's settings (config.c reads them: its file, then its variables, which override). */
 struct ios_config {
-    double modmem_mib;                /* DARSHAN_MODMEM: record memory, shared by all modules */
-    double namemem_mib;               /* DARSHAN_NAMEMEM: record-name memory */
-    int64_t mem_alignment;            /* DARSHAN_MEMALIGN */
+    double modmem_mib;                /* MODMEM: record memory, shared by all modules */
+    double namemem_mib;               /* NAMEMEM: record-name memory */
+    int64_t mem_alignment;            /* MEM_ALIGNMENT (DARSHAN_MEMALIGN) */
     uint64_t mem_align_mask;          /* its ios_align_mask */
-    int disable_shared_redux;         /* DARSHAN_DISABLE_SHARED_REDUCTION */
+    int disable_shared_redux;         /* DISABLE_SHARED_REDUCTION */
     char **exclude_dirs;              /* path prefixes never recorded (NULL-terminated) */
     uint64_t exclude_second_bytes[4]; /* the set of their second bytes (ios_set_excludes) */
+    uint64_t mod_disabled;            /* bit 1 << module id: records none (this rank's) */
+    double dxt_small_trigger;         /* DXT_SMALL_IO_TRIGGER; negative: not set */
+    double dxt_unaligned_trigger;     /* DXT_UNALIGNED_IO_TRIGGER; likewise */
+    size_t dxt_mem[2];                /* bytes of each DXT module (IOS_DXT_<API>) */
+    char *jobid_env;                  /* JOBID: the variable of the job id; NULL: SLURM_JOB_ID */
+    char *log_path;                   /* LOGPATH; NULL: not set */
+    char *mmap_log_path;              /* MMAP_LOGPATH; NULL: not set */
 };
 extern struct ios_config ios_config IOS_HIDDEN;
+
+/* Reads the configuration (at start, before anything is recorded), with one warning line for
+ * each setting it ignores. */
+void ios_config_read(void) IOS_HIDDEN;
+/* APP_EXCLUDE (and not APP_INCLUDE): the program app (argv[0]) is not instrumented at all. */
+int ios_config_app_excluded(const char *app) IOS_HIDDEN;
+/* The process's rank is known (0 without MPI): the rank rules apply, DUMP_CONFIG on rank 0. */
+void ios_config_set_rank(int rank) IOS_HIDDEN;
+/* Whether module mod may make a record named name (a record's creation asks, never a call on
+ * a file): 0, or why not. Call under the lock; ios_config_count_record once it is made. */
+enum { IOS_REFUSED_BY_RULE = 1, IOS_REFUSED_FULL = 2 /* MAX_RECORDS: the module is partial */ };
+int ios_config_refuses(int mod, const char *name) IOS_HIDDEN;
+void ios_config_count_record(int mod) IOS_HIDDEN;
+void ios_config_forget_records(void) IOS_HIDDEN; /* a forked child's records start anew */
 
 /* ---- records and names ------------------------------------------------------------------ */
 uint64_t ios_hash(const unsigned char *k, size_t length, uint64_t level) IOS_HIDDEN;
@@ -297,7 +319,6 @@ struct ios_dxt_trace {
     int full;    /* bit 1 << direction: memory spent, its segments are dropped */
     int dropped; /* left out of the log by a trigger */
 };
-void ios_dxt_config(void) IOS_HIDDEN; /* from Darshan's variables */
 void ios_dxt_add_slow(int api, struct ios_dxt_trace **trace, uint64_t id, int is_write,
                       int64_t offset, int64_t length, double t1, double t2) IOS_HIDDEN;
 /* A segment of the file whose trace is *trace (made at its first segment); inside ios_enter(). */
@@ -383,7 +404,8 @@ void ios_lustre_reset(void) IOS_HIDDEN;
 
 /* ---- the job record (jobinfo.c) ---------------------------------------------------------- */
 void ios_job_save_args(int argc, char **argv) IOS_HIDDEN;
-void ios_job_begin(void) IOS_HIDDEN; /* start time and time origin: now */
+const char *ios_job_app_name(void) IOS_HIDDEN; /* argv[0], as APP_EXCLUDE sees it */
+void ios_job_begin(void) IOS_HIDDEN;           /* start time and time origin: now */
 void ios_job_set_fork_parent(pid_t parent) IOS_HIDDEN;
 struct timespec ios_job_start(void) IOS_HIDDEN;
 int64_t ios_job_id(void) IOS_HIDDEN;
@@ -408,6 +430,8 @@ void ios_core_exec_failed(int stopped) IOS_HIDDEN;
  * its rank in *rank (mpi.c). */
 int ios_mpi_unfinished(int *rank) IOS_HIDDEN;
 void ios_warn(const char *fmt, ...) IOS_HIDDEN __attribute__((format(printf, 1, 2)));
+/* A line of the configuration's (a setting ignored, DUMP_CONFIG): every one is written. */
+void ios_warn_config(const char *fmt, ...) IOS_HIDDEN __attribute__((format(printf, 1, 2)));
 /* The real function name of a wrapped library (MPI, HDF5, PnetCDF): it exists whenever the
  * program could call the wrapper, so without it the wrapper stops, saying why. */
 void *ios_next_symbol(const char *name, const char *library) IOS_HIDDEN;

@@ -32,6 +32,8 @@ void ios_job_save_args(int argc, char **argv) {
     saved_argv = argv;
 }
 
+const char *ios_job_app_name(void) { return saved_argc > 0 && saved_argv ? saved_argv[0] : NULL; }
+
 void ios_job_begin(void) {
     struct timespec origin;
     clock_gettime(CLOCK_MONOTONIC, &origin);
@@ -49,7 +51,7 @@ struct timespec ios_job_start(void) {
 }
 
 int64_t ios_job_id(void) {
-    const char *var = getenv("DARSHAN_JOBID");
+    const char *var = ios_config.jobid_env;
     const char *val = getenv(var && *var ? var : "SLURM_JOB_ID");
     char *end;
     if (val && *val) {
@@ -290,7 +292,7 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
     char root[2048];
     size_t root_exists_len = 0;
     mode_t shared_mode = 0;
-    const char *logpath = getenv("DARSHAN_LOGPATH");
+    const char *logpath = ios_config.log_path;
     if (logpath && *logpath) {
         snprintf(root, sizeof root, "%s", logpath);
         root_exists_len = strlen(root); /* the site creates the root; we add the date folders */

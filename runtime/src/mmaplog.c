@@ -107,7 +107,7 @@ void ios_mmap_open(void) {
         return;
     /* Node-local memory by default: on a disk file system every first write to a page of a
      * shared mapping allocates blocks, milliseconds per process. */
-    const char *dir = getenv("DARSHAN_MMAP_LOGPATH");
+    const char *dir = ios_config.mmap_log_path;
     if (!dir || !*dir)
         dir = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
     long page = sysconf(_SC_PAGESIZE);

@@ -83,7 +83,10 @@ static void mpi_started(void) {
     int saved = ios_in_runtime;
     ios_guard(1);
     ios_core_start();
-    load_plugin();
+    if (atomic_load(&ios_state) == IOS_ON) { /* not when APP_EXCLUDE refused the program */
+        load_plugin();
+        ios_config_set_rank(have_comm ? comm.rank : 0);
+    }
     ios_guard(saved);
 }
 
