@@ -94,27 +94,36 @@ static int attach(int api) {
     return 0;
 }
 
-/* A segment the last record does not take: the first one of a new record, placed whole and then
- * counted in the region at once; or, without room, dropped. */
-void ios_dxt_add_slow(int api, uint64_t id, int is_write, int64_t offset, int64_t length, double t1,
-                      double t2) {
-    struct ios_dxt_log *l = &ios_dxt_logs[api];
-    const size_t size = sizeof(struct ios_dxt_record_head) + sizeof(struct ios_dxt_segment);
-    if ((!l->end && attach(api) != 0) || (size_t)(l->limit - l->end) < size) {
-        ios_set_partial(module_ids[api]);
-        return;
-    }
+#define HEAD (ptrdiff_t)sizeof(struct ios_dxt_record_head)
+#define SEGMENT (ptrdiff_t)sizeof(struct ios_dxt_segment)
+
+/* A record of the segment, placed whole and then counted in the region at once. */
+static void start_record(struct ios_dxt_log *l, uint64_t id, int is_write,
+                         struct ios_dxt_segment seg) {
     struct ios_dxt_record_head *head = (void *)l->end;
     *head = (struct ios_dxt_record_head){
         .base = {id, ios_mmap_rank()}, .write_count = is_write, .read_count = !is_write};
     memcpy(head->hostname, host, sizeof host);
-    *(struct ios_dxt_segment *)(head + 1) = (struct ios_dxt_segment){offset, length, t1, t2};
+    *(struct ios_dxt_segment *)(head + 1) = seg;
     atomic_signal_fence(memory_order_seq_cst);
-    *l->len += size;
-    l->end += size;
+    *l->len += HEAD + SEGMENT;
+    l->end += HEAD + SEGMENT;
     l->open = head;
     l->open_id = id;
     l->open_dirs = is_write ? 3 : 1;
+}
+
+/* A segment the last record does not take: the first one of a new record; dropped when there is
+ * no room left, the module marked partial. */
+void ios_dxt_add_slow(int api, uint64_t id, int is_write, int64_t offset, int64_t length, double t1,
+                      double t2) {
+    struct ios_dxt_log *l = &ios_dxt_logs[api];
+    int last_takes_it = (l->open_dirs & (1 << is_write)) && l->open_id == id; /* but no room */
+    if ((!l->end && attach(api) != 0) || last_takes_it || l->limit - l->end < HEAD + SEGMENT) {
+        ios_set_partial(module_ids[api]);
+        return;
+    }
+    start_record(l, id, is_write, (struct ios_dxt_segment){offset, length, t1, t2});
 }
 
 /* Whether the triggers keep the file of record id (its POSIX counters in this process). */

@@ -102,8 +102,8 @@ int ios_dxt_gather(const unsigned char *region, size_t len, int (*keep)(uint64_t
         const struct ios_dxt_segment *seg = (const void *)(h + 1);
         if (!g->kept)
             continue;
-        memcpy(g->w, seg, (size_t)h->write_count * sizeof *seg);
-        memcpy(g->r, seg + h->write_count, (size_t)h->read_count * sizeof *seg);
+        ios_copy(g->w, seg, (size_t)h->write_count * sizeof *seg);
+        ios_copy(g->r, seg + h->write_count, (size_t)h->read_count * sizeof *seg);
         g->w += h->write_count;
         g->r += h->read_count;
     }

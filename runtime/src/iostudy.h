@@ -296,28 +296,21 @@ extern int ios_dxt_flags IOS_HIDDEN; /* bit 1 << IOS_DXT_<API>: traced; 0 (usual
 struct ios_dxt_log {
     struct ios_dxt_record_head *open; /* the last record */
     uint64_t open_id;
-    int open_dirs;      /* bit 1 << is_write: the directions the last record takes; 0: none */
-    unsigned char *end; /* where the next segment goes: the region's end */
-    unsigned char *limit;
-    uint64_t *len; /* the region's length, in the log's header */
+    int open_dirs;        /* bit 1 << is_write: the directions the last record takes; 0: none */
+    unsigned char *end;   /* where the next segment goes: the region's end */
+    unsigned char *limit; /* appended up to here without a look (see dxt.c) */
+    uint64_t *len;        /* the region's length, in the log's header */
 };
 extern struct ios_dxt_log ios_dxt_logs[IOS_DXT_NAPIS] IOS_HIDDEN;
 void ios_dxt_config(void) IOS_HIDDEN; /* from Darshan's variables */
 void ios_dxt_add_slow(int api, uint64_t id, int is_write, int64_t offset, int64_t length, double t1,
                       double t2) IOS_HIDDEN;
-/* A segment of the file of record id; inside ios_enter(). */
-static inline void ios_dxt_add(int api, uint64_t id, int is_write, int64_t offset, int64_t length,
-                               double t1, double t2) {
-    struct ios_dxt_log *l = &ios_dxt_logs[api];
-    if (IOS_UNLIKELY(!(l->open_dirs & (1 << is_write)) || l->open_id != id ||
-                     l->limit - l->end < (ptrdiff_t)sizeof(struct ios_dxt_segment))) {
-        ios_dxt_add_slow(api, id, is_write, offset, length, t1, t2);
-        return;
-    }
-    *(struct ios_dxt_segment *)l->end = (struct ios_dxt_segment){offset, length, t1, t2};
-    l->end += sizeof(struct ios_dxt_segment);
+/* seg added to the last record: placed, in the region, then counted. */
+static inline void ios_dxt_append(struct ios_dxt_log *l, int is_write, struct ios_dxt_segment seg) {
+    *(struct ios_dxt_segment *)l->end = seg;
+    l->end += sizeof seg;
     atomic_signal_fence(memory_order_seq_cst);
-    *l->len += sizeof(struct ios_dxt_segment);
+    *l->len += sizeof seg;
     atomic_signal_fence(memory_order_seq_cst);
     if (is_write)
         l->open->write_count++;
@@ -325,6 +318,16 @@ static inline void ios_dxt_add(int api, uint64_t id, int is_write, int64_t offse
         l->open->read_count++;
         l->open_dirs = 1; /* reads only, after the writes */
     }
+}
+/* A segment of the file of record id; inside ios_enter(). */
+static inline void ios_dxt_add(int api, uint64_t id, int is_write, int64_t offset, int64_t length,
+                               double t1, double t2) {
+    struct ios_dxt_log *l = &ios_dxt_logs[api];
+    if (IOS_UNLIKELY(!(l->open_dirs & (1 << is_write)) || l->open_id != id ||
+                     l->limit - l->end < (ptrdiff_t)sizeof(struct ios_dxt_segment)))
+        ios_dxt_add_slow(api, id, is_write, offset, length, t1, t2);
+    else
+        ios_dxt_append(l, is_write, (struct ios_dxt_segment){offset, length, t1, t2});
 }
 void ios_dxt_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_dxt_mpiio_collect(struct ios_record_set *set) IOS_HIDDEN;
