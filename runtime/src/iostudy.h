@@ -260,6 +260,10 @@ void ios_mmap_add_name(uint64_t id, const char *name, size_t len) IOS_HIDDEN; /*
 /* The bytes of mod's records (mod < 0: of the names) as they stand in the mapping; NULL while
  * there is none (no file made yet, or none at all). */
 unsigned char *ios_mmap_region(int mod, size_t *len) IOS_HIDDEN;
+/* A module's region to be grown at its end (DXT's), made now if need be: its start, and in *len
+ * the header's count of its bytes; NULL without a mapped log. */
+unsigned char *ios_mmap_tail(int mod, uint64_t **len) IOS_HIDDEN;
+int ios_mmap_rank(void) IOS_HIDDEN; /* the rank the mapped log's records are given */
 void ios_mmap_set_partial(uint64_t flags) IOS_HIDDEN;
 const char *ios_mmap_path(void) IOS_HIDDEN; /* NULL while no file is made */
 /* An MPI job: this process's rank, the job's size and id, for its mapped log. */
@@ -304,41 +308,51 @@ static inline void ios_heatmap_add(int api, int is_write, int64_t bytes, double 
 /* ---- DXT traces (dxt.c) ------------------------------------------------------------------ */
 enum { IOS_DXT_POSIX, IOS_DXT_MPIIO, IOS_DXT_NAPIS };
 extern int ios_dxt_flags IOS_HIDDEN; /* bit 1 << IOS_DXT_<API>: traced; 0 (usual): no tracing */
-/* One file's segments in one module, per direction ([0] reads, [1] writes): chunks that are
- * never moved (the first of 64 segments, each next as large as all before, Darshan's growth). */
-struct ios_dxt_chunk {
-    struct ios_dxt_chunk *next;
-    int64_t n, cap;
-    struct ios_dxt_segment seg[];
+/* A module's segments, in its region of the memory-mapped log (else in the heap, the same
+ * layout), as records of Darshan's format that the log's readers read at every instruction:
+ * each record holds one run of a file's calls, its writes then its reads, and only the last one
+ * grows. A segment of the last record's file is placed after it, the region's length grows by
+ * it (a tail shorter than a record's head, which the readers take for the region's end), then
+ * the record counts it; any other segment starts a record (dxt.c). */
+struct ios_dxt_log {
+    struct ios_dxt_record_head *open; /* the last record */
+    uint64_t open_id;
+    int open_dirs;        /* bit 1 << is_write: the directions the last record takes; 0: none */
+    unsigned char *end;   /* where the next segment goes: the region's end */
+    unsigned char *limit; /* appended up to here without a look (see dxt.c) */
+    uint64_t *len;        /* the region's length, in the log's header */
 };
-struct ios_dxt_trace {
-    struct ios_dxt_trace *next;
-    uint64_t id;
-    int64_t count[2]; /* segments kept */
-    struct ios_dxt_chunk *first[2], *last[2];
-    int full;    /* bit 1 << direction: memory spent, its segments are dropped */
-    int dropped; /* left out of the log by a trigger */
-};
-void ios_dxt_add_slow(int api, struct ios_dxt_trace **trace, uint64_t id, int is_write,
-                      int64_t offset, int64_t length, double t1, double t2) IOS_HIDDEN;
-/* A segment of the file whose trace is *trace (made at its first segment); inside ios_enter(). */
-static inline void ios_dxt_add(int api, struct ios_dxt_trace **trace, uint64_t id, int is_write,
-                               int64_t offset, int64_t length, double t1, double t2) {
-    struct ios_dxt_trace *t = *trace;
-    struct ios_dxt_chunk *c;
-    if (IOS_UNLIKELY(!t || !(c = t->last[is_write]) || c->n == c->cap)) {
-        ios_dxt_add_slow(api, trace, id, is_write, offset, length, t1, t2);
-        return;
+extern struct ios_dxt_log ios_dxt_logs[IOS_DXT_NAPIS] IOS_HIDDEN;
+void ios_dxt_add_slow(int api, uint64_t id, int is_write, int64_t offset, int64_t length, double t1,
+                      double t2) IOS_HIDDEN;
+/* seg added to the last record: placed, in the region, then counted. */
+static inline void ios_dxt_append(struct ios_dxt_log *l, int is_write, struct ios_dxt_segment seg) {
+    *(struct ios_dxt_segment *)l->end = seg;
+    l->end += sizeof seg;
+    atomic_signal_fence(memory_order_seq_cst);
+    *l->len += sizeof seg;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (is_write)
+        l->open->write_count++;
+    else {
+        l->open->read_count++;
+        l->open_dirs = 1; /* reads only, after the writes */
     }
-    c->seg[c->n++] = (struct ios_dxt_segment){offset, length, t1, t2};
-    t->count[is_write]++;
+}
+/* A segment of the file of record id; inside ios_enter(). */
+static inline void ios_dxt_add(int api, uint64_t id, int is_write, int64_t offset, int64_t length,
+                               double t1, double t2) {
+    struct ios_dxt_log *l = &ios_dxt_logs[api];
+    if (IOS_UNLIKELY(!(l->open_dirs & (1 << is_write)) || l->open_id != id ||
+                     l->limit - l->end < (ptrdiff_t)sizeof(struct ios_dxt_segment)))
+        ios_dxt_add_slow(api, id, is_write, offset, length, t1, t2);
+    else
+        ios_dxt_append(l, is_write, (struct ios_dxt_segment){offset, length, t1, t2});
 }
 void ios_dxt_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_dxt_mpiio_collect(struct ios_record_set *set) IOS_HIDDEN;
 void ios_dxt_posix_reset(void) IOS_HIDDEN;
 void ios_dxt_mpiio_reset(void) IOS_HIDDEN;
-int ios_dxt_module(int mod) IOS_HIDDEN;                               /* DXT_POSIX or DXT_MPIIO */
-void ios_dxt_shift(struct ios_record_set *set, double by) IOS_HIDDEN; /* times from job start */
 /* ---- modules at shutdown ------------------------------------------------------------------ */
 void ios_posix_collect(struct ios_record_set *set) IOS_HIDDEN;
 /* Copies out, as they are, the records of files, a map of record id -> a module's file struct

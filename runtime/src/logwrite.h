@@ -91,6 +91,17 @@ size_t ios_lustre_size(int64_t comps, int64_t stripes) IOS_HIDDEN;
 size_t ios_lustre_record_size(const void *rec) IOS_HIDDEN;
 size_t ios_heatmap_record_size(int64_t nbins) IOS_HIDDEN;
 size_t ios_dxt_record_size(const void *rec) IOS_HIDDEN; /* a DXT trace, segments included */
+int ios_dxt_module(int mod) IOS_HIDDEN;                 /* DXT_POSIX or DXT_MPIIO */
+/* DXT records as a region holds them while a process runs (dxtlog.c): runs of a file's calls,
+ * several records per file, and perhaps a tail shorter than a head (a segment being added).
+ * Appends to out one record per file, in the order of their first runs: the first run's head,
+ * then every write, then every read, each in region order; a file keep(id) refuses is left out.
+ * 0, or -1 without memory (out unchanged). */
+int ios_dxt_gather(const unsigned char *region, size_t len, int (*keep)(uint64_t id),
+                   struct ios_record_set *out) IOS_HIDDEN;
+void ios_dxt_shift(struct ios_record_set *set, double by) IOS_HIDDEN; /* times from job start */
+/* The latest end time of set's segments (0 without one). */
+double ios_dxt_last_end(const struct ios_record_set *set) IOS_HIDDEN;
 
 /* How a module's shared records (opened by every rank) are reduced to one rank -1 record. */
 struct ios_reducer {

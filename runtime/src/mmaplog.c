@@ -9,7 +9,8 @@
  * as the image's log.
  *
  * File layout: header | job region (job record + command line and mounts, 4096 bytes) | name
- * region (DARSHAN_NAMEMEM bytes) | one region of DARSHAN_MODMEM bytes per module below. The file
+ * region (DARSHAN_NAMEMEM bytes) | one region per module below, of DARSHAN_MODMEM bytes (a DXT
+ * module's of its own bound, 2 MiB, whose records grow at the region's end: dxt.c). The file
  * is sparse: only pages holding records take space. The header's maps always describe what is
  * in the regions: a record is placed, then counted (region lengths only grow), and every store
  * reaches the page cache at once, so a kill at any instruction leaves a consistent log. */
@@ -25,19 +26,31 @@
 
 #define JOB_REGION 4096 /* Darshan's DARSHAN_JOB_RECORD_SIZE: job record and exe/mount string */
 
-/* The modules whose records live in the file, one region each in the order of ios_modules
- * (heatmaps are rebinned at shutdown: not here); slot_of[module index] is the region's place. */
-static int nslots, slot_of_module[IOS_NMODULES];
-
-static void number_slots(void) {
-    nslots = 0;
-    for (int m = 0; m < IOS_NMODULES; m++)
-        slot_of_module[m] = ios_modules[m].in_mmap ? nslots++ : -1;
-}
-
 int ios_mmap_on;
 static unsigned char *map; /* NULL until the file is made */
 static size_t map_len, name_cap, mod_cap;
+
+/* The modules whose records live in the file, one region each in the order of ios_modules
+ * (heatmaps are rebinned at shutdown: not here): region_at[module index] is the region's place
+ * after the name region, -1 for the others. */
+static ptrdiff_t region_at[IOS_NMODULES];
+
+static size_t region_cap(int m) {
+    int id = ios_modules[m].id;
+    if (!ios_dxt_module(id))
+        return mod_cap;
+    return ios_config.dxt_mem[id == IOS_MOD_DXT_POSIX ? IOS_DXT_POSIX : IOS_DXT_MPIIO];
+}
+
+/* Places the regions; their total size. */
+static size_t place_regions(void) {
+    size_t at = 0;
+    for (int m = 0; m < IOS_NMODULES; m++) {
+        region_at[m] = ios_modules[m].in_mmap ? (ptrdiff_t)at : -1;
+        at += ios_modules[m].in_mmap ? region_cap(m) : 0;
+    }
+    return at;
+}
 static struct ios_log_header *header; /* in early, then at the start of the mapping */
 static struct ios_log_job *job;
 static int rank;
@@ -46,10 +59,11 @@ static int unlinked; /* the file was removed before an exec; the mapping lives o
 /* The header and job region before the file exists. */
 static _Alignas(64) unsigned char early[sizeof(struct ios_log_header) + JOB_REGION];
 
-static int slot_of(int mod) {
+/* The module index of module id mod when its records live in the file, else -1. */
+static int in_file(int mod) {
     for (int m = 0; m < IOS_NMODULES; m++)
         if (ios_modules[m].id == mod)
-            return slot_of_module[m];
+            return region_at[m] >= 0 ? m : -1;
     return -1;
 }
 
@@ -92,11 +106,10 @@ static void fill_header(void) {
     header->name_map.off = sizeof *header + JOB_REGION;
     for (int m = 0; m < IOS_NMODULES; m++) {
         const struct ios_module *mod = &ios_modules[m];
-        if (slot_of_module[m] < 0)
+        if (region_at[m] < 0)
             continue;
         /* An empty region (length 0) reads as an absent module. */
-        header->mod_map[mod->id].off =
-            header->name_map.off + name_cap + (size_t)slot_of_module[m] * mod_cap;
+        header->mod_map[mod->id].off = header->name_map.off + name_cap + (size_t)region_at[m];
         header->mod_ver[mod->id] = (uint32_t)mod->version;
     }
 }
@@ -113,8 +126,7 @@ void ios_mmap_open(void) {
     long page = sysconf(_SC_PAGESIZE);
     name_cap = (size_t)(ios_config.namemem_mib * 1048576.0);
     mod_cap = (size_t)(ios_config.modmem_mib * 1048576.0);
-    number_slots();
-    map_len = sizeof(struct ios_log_header) + JOB_REGION + name_cap + (size_t)nslots * mod_cap;
+    map_len = sizeof(struct ios_log_header) + JOB_REGION + name_cap + place_regions();
     map_len = (map_len + (size_t)page - 1) / (size_t)page * (size_t)page;
     if (make_path(dir) != 0) {
         ios_warn("cannot name a memory-mapped log in %s: logs of killed runs are lost", dir);
@@ -154,11 +166,11 @@ static int create(void) {
 static int ready(void) { return ios_mmap_on && (map || create() == 0); }
 
 void *ios_mmap_alloc(int mod, size_t size) {
-    int slot = slot_of(mod);
-    if (slot < 0 || !ready())
+    int index = in_file(mod);
+    if (index < 0 || !ready())
         return NULL;
     struct ios_log_map *m = &header->mod_map[mod];
-    if (m->len + size > mod_cap)
+    if (m->len + size > region_cap(index))
         return NULL;
     struct ios_base_record *rec = (void *)(map + m->off + m->len);
     rec->rank = rank;
@@ -186,12 +198,21 @@ void ios_mmap_add_name(uint64_t id, const char *name, size_t len) {
 }
 
 unsigned char *ios_mmap_region(int mod, size_t *len) {
-    if (!map || (mod >= 0 && slot_of(mod) < 0))
+    if (!map || (mod >= 0 && in_file(mod) < 0))
         return NULL;
     const struct ios_log_map *m = mod < 0 ? &header->name_map : &header->mod_map[mod];
     *len = m->len;
     return map + m->off;
 }
+
+unsigned char *ios_mmap_tail(int mod, uint64_t **len) {
+    if (in_file(mod) < 0 || !ready())
+        return NULL;
+    *len = &header->mod_map[mod].len;
+    return map + header->mod_map[mod].off;
+}
+
+int ios_mmap_rank(void) { return rank; }
 
 const char *ios_mmap_path(void) { return map ? path : NULL; }
 
@@ -265,7 +286,7 @@ static int write_packed(int fd, struct ios_log_header *h, double run_time) {
     at += header->name_map.len;
     for (int i = 0; i < IOS_NMODULES; i++) {
         struct ios_log_map *m = &h->mod_map[ios_modules[i].id];
-        if (slot_of_module[i] < 0)
+        if (region_at[i] < 0)
             continue;
         if (m->len)
             err |= ios_write_all(fd, map + m->off, m->len, at);
@@ -324,7 +345,7 @@ static int copy_used(int fd) {
         ios_write_all(fd, map + header->name_map.off, header->name_map.len, header->name_map.off);
     for (int i = 0; i < IOS_NMODULES; i++) {
         const struct ios_log_map *m = &header->mod_map[ios_modules[i].id];
-        if (slot_of_module[i] >= 0)
+        if (region_at[i] >= 0)
             err |= ios_write_all(fd, map + m->off, m->len, m->off);
     }
     return err;

@@ -29,7 +29,6 @@ struct mpiio_file { /* the record first: ios_file_by_name */
     int last_io; /* IO_READ or IO_WRITE, for RW_SWITCHES */
     double last_read_end, last_write_end, last_meta_end;
     struct ios_value_counts access;
-    struct ios_dxt_trace *dxt; /* its DXT_MPIIO segments, when traced */
 };
 
 static struct ios_map files_by_id; /* record id -> file */
@@ -99,7 +98,7 @@ static __attribute__((noinline)) void dxt_segment(ios_file fh, int is_write, int
         return;
     struct mpiio_file *f = ios_map_get(&files_by_fh, fh_key(fh));
     if (f)
-        ios_dxt_add(IOS_DXT_MPIIO, &f->dxt, f->rec->base.id, is_write, byte_off, bytes, t1, t2);
+        ios_dxt_add(IOS_DXT_MPIIO, f->rec->base.id, is_write, byte_off, bytes, t1, t2);
     ios_leave();
 }
 

@@ -20,7 +20,6 @@ struct posix_file { /* the record first: ios_file_by_name */
     uint64_t align_mask;                       /* ios_align_mask of POSIX_FILE_ALIGNMENT */
     double last_read_end, last_write_end, last_meta_end;
     struct posix_sizes *sizes; /* made at the first read or write: most files see none */
-    struct ios_dxt_trace *dxt; /* its DXT_POSIX segments, when traced */
 };
 
 /* The access sizes and strides of a file's reads and writes (1 KiB). */
@@ -124,7 +123,7 @@ static inline __attribute__((always_inline)) void posix_count_rw(struct posix_fi
     ios_heatmap_add(IOS_HEATMAP_POSIX, is_write, ret, t1, t2);
     int64_t this_offset = offset >= 0 ? offset : f->offset;
     if (IOS_UNLIKELY(ios_dxt_flags & (1 << IOS_DXT_POSIX)))
-        ios_dxt_add(IOS_DXT_POSIX, &f->dxt, f->rec->base.id, is_write, this_offset, ret, t1, t2);
+        ios_dxt_add(IOS_DXT_POSIX, f->rec->base.id, is_write, this_offset, ret, t1, t2);
     int64_t *last_byte = is_write ? &f->last_byte_written : &f->last_byte_read;
     int64_t last = *last_byte, end = this_offset + ret - 1, stride = 0;
     if (this_offset > last) {

@@ -42,15 +42,19 @@ def mmap_logs(d: str) -> list[Path]:
     return sorted(Path(d).glob("*_mmap-log-*.darshan"))
 
 
-def kill_when_ready(runner, args: list, d: str, nprocs: int) -> None:
-    """Runs ``args`` on ``nprocs`` Open MPI ranks under the runtime, with memory-mapped logs in
-    ``d``, and SIGKILLs each rank once it says it is ready: the job ends without a shutdown."""
+def kill_when_ready(
+    runner, args: list, d: str, nprocs: int, flavour: str = "openmpi", env_extra=None
+) -> None:
+    """Runs ``args`` on ``nprocs`` ranks of ``flavour`` under the runtime (with ``env_extra``),
+    with memory-mapped logs in ``d``, and SIGKILLs each rank once it says it is ready: the job
+    ends without a shutdown."""
     app_env = {
         "LD_PRELOAD": str(runner.lib),
         "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
         "DARSHAN_MMAP_LOGPATH": d,
+        **(env_extra or {}),
     }
-    cmd, env = runner.mpirun_command("openmpi", nprocs, args, app_env)
+    cmd, env = runner.mpirun_command(flavour, nprocs, args, app_env)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         for line in wait_ready(proc, nprocs):

@@ -12,6 +12,14 @@ programs/dxt_many.c: 70,000 one-byte pwrites, more than a DXT module's 2 MiB hol
 growth (64 segments, then doubling, the last growth cut to what is left) keeps
 (2 MiB - 104-byte record head) // 32-byte segments = 65,532, and sets DXT_POSIX's partial flag.
 
+programs/dxt_killed.c: traced pwrites and preads of two files, interleaved, then a SIGKILL, an
+_exit or an exec: its memory-mapped log (or the log written from it at _exit and exec) holds every
+segment, a file's trace perhaps in several records (one per run of calls on it); `iostudy logs
+merge` gathers them into one record per file and rank. Darshan 3.5.0 keeps no trace in its
+memory-mapped logs: for these the oracle is the programs' own I/O, derived by hand from them.
+dxt_io with "wait" is killed the same way on 2 ranks, and its merged log must hold each rank's
+segments of the pattern above.
+
 The oracle is the real PyDarshan in a subprocess; DXT Explorer runs when dxt-explorer is on PATH;
 darshan-dxt-parser and the differential run under Darshan 3.5.0 need DARSHAN_PREFIX (a Darshan
 3.5.0 installation: bin/darshan-dxt-parser, lib/libdarshan.so) and are skipped without it.
@@ -19,51 +27,25 @@ darshan-dxt-parser and the differential run under Darshan 3.5.0 need DARSHAN_PRE
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from rt_darshan import darshan_any_lib, darshan_lib, darshan_tool
-from rt_run import real_tmp
+from rt_dxt import joined, read_dxt, traced
+from rt_killed import kill_when_ready, merged, mmap_logs, wait_ready
+from rt_run import clean_env, real_tmp
+
+from iostudy.cli.cli import main as iostudy
 
 FLAVOURS = ["openmpi", "mpich"]
 NPROCS = 2
 DXT_MEM = 2 * 1024 * 1024  # Darshan 3.5.0's DXT_IO_TRACE_MEM_MAX, per module
 HEAD, SEGMENT = 104, 32  # bytes of a DXT record's head and of a segment
-
-READER = r"""
-import json, sys
-import darshan
-r = darshan.DarshanReport(sys.argv[1], read_all=True)
-out = {"modules": {k: bool(v.get("partial_flag")) for k, v in r.modules.items()}, "traces": {}}
-for mod in ("DXT_POSIX", "DXT_MPIIO"):
-    if mod not in r.records:
-        continue
-    recs = []
-    for rec in r.records[mod].to_df():
-        def segs(df):
-            return [[int(o), int(n)] for o, n in zip(df.get("offset", []), df.get("length", []))]
-        recs.append({"name": r.name_records[rec["id"]], "rank": int(rec["rank"]),
-                     "hostname": rec["hostname"], "write_count": int(rec["write_count"]),
-                     "read_count": int(rec["read_count"]),
-                     "writes": segs(rec["write_segments"]), "reads": segs(rec["read_segments"])})
-    out["traces"][mod] = recs
-print(json.dumps(out))
-"""
-
-
-def read_dxt(log) -> dict:
-    """PyDarshan's view of a log's DXT: modules (name -> partial flag) and traces (module -> list
-    of records with name, rank, counts and [offset, length] segments)."""
-    res = subprocess.run(
-        [sys.executable, "-c", READER, str(log)], capture_output=True, text=True, timeout=300
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout)
 
 
 def expected(directory: str, flavour: str) -> dict:
@@ -79,20 +61,6 @@ def expected(directory: str, flavour: str) -> dict:
             [[at(4096 * (2 * r + k)), 64 * (r + 1)] for k in range(2)],
             [[at(4096 * 2 * r), 32]],
         )
-    return out
-
-
-def traced(dxt: dict, names) -> dict:
-    """The traces of the named files: (module, name, rank) -> (writes, reads)."""
-    out = {}
-    for mod, recs in dxt["traces"].items():
-        for rec in recs:
-            if rec["name"] in names:
-                key = (mod, rec["name"], rec["rank"])
-                assert key not in out, f"two records for {key}"
-                assert rec["write_count"] == len(rec["writes"])
-                assert rec["read_count"] == len(rec["reads"])
-                out[key] = (rec["writes"], rec["reads"])
     return out
 
 
@@ -199,6 +167,159 @@ def test_triggers_keep_or_drop_a_files_trace(
     assert counts == ([TRIGGER_WRITES] if kept else [])
 
 
+# ---- processes that end without a shutdown: the memory-mapped log ------------------------------
+
+EXTRA = 3  # dxt_killed's 1-byte pwrites of b.dat after its pattern
+
+
+def killed_expected(d: str, extra: int = EXTRA) -> dict:
+    """dxt_killed's traces, from its pattern: (module, name, rank) -> (writes, reads)."""
+    a, b = os.path.join(d, "a.dat"), os.path.join(d, "b.dat")
+    return {
+        ("DXT_POSIX", a, 0): ([[0, 100], [100, 100], [200, 100]], [[0, 50]]),
+        ("DXT_POSIX", b, 0): ([[0, 200]] + [[1000 + i, 1] for i in range(extra)], [[5, 10]]),
+    }
+
+
+def end_without_shutdown(runner, d: str, how: str, extra: int = EXTRA) -> Path:
+    """dxt_killed, traced, ended by how (kill, _exit, exec of true): the log it left, the
+    memory-mapped one of a killed process, else the one _exit and exec write from it."""
+    env = {
+        "LD_PRELOAD": runner.lib,
+        "DARSHAN_ENABLE_NONMPI": "1",
+        "DXT_ENABLE_IO_TRACE": "1",
+        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
+        "DARSHAN_MMAP_LOGPATH": d,
+    }
+    cmd = [runner.bin("dxt_killed"), d, how, str(extra), shutil.which("true")]
+    proc = subprocess.Popen(cmd, env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        if how == "kill":
+            assert wait_ready(proc, 1) == [f"ready {proc.pid}"]
+            proc.send_signal(signal.SIGKILL)
+            assert proc.wait(timeout=30) == -signal.SIGKILL
+            (path,) = mmap_logs(d)
+            return path
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert mmap_logs(d) == []
+    return Path(d) / "x.darshan"
+
+
+@pytest.mark.parametrize("how", ["kill", "_exit", "exec"])
+def test_a_process_without_shutdown_keeps_its_traces(runner, tmp_path_factory, how):
+    d = real_tmp(tmp_path_factory, f"dxt_{how}")
+    dxt = read_dxt(end_without_shutdown(runner, d, how))
+    assert joined(dxt, {os.path.join(d, n) for n in ("a.dat", "b.dat")}) == killed_expected(d)
+    assert not dxt["modules"]["DXT_POSIX"], "DXT_POSIX marked partial"
+
+
+def test_merged_killed_process_has_one_trace_per_file(runner, tmp_path_factory, capsys):
+    d = real_tmp(tmp_path_factory, "dxt_killed_merged")
+    end_without_shutdown(runner, d, "kill")
+    merged(d, capsys)
+    dxt = read_dxt(Path(d) / "merged.darshan")
+    assert traced(dxt, {os.path.join(d, n) for n in ("a.dat", "b.dat")}) == killed_expected(d)
+
+
+HEADER_MOD_MAP = 48  # Darshan 3.41 header: mod_map[id] {off, len} (u64) at 48 + 16 id
+DXT_POSIX_ID = 10
+
+
+def test_a_segment_being_added_is_not_yet_seen(runner, tmp_path_factory, capsys):
+    """A kill between a segment's growth of the region and its record's count leaves a tail of
+    one segment after the last record: the readers take the region as ending before it, and the
+    log is read as it was before that segment. Made here by growing the region's length in a
+    killed process's log by one segment's bytes (the region's room beyond it is zeros)."""
+    d = real_tmp(tmp_path_factory, "dxt_tail")
+    path = end_without_shutdown(runner, d, "kill")
+    at = HEADER_MOD_MAP + 16 * DXT_POSIX_ID + 8
+    with open(path, "r+b") as f:
+        f.seek(at)
+        length = int.from_bytes(f.read(8), "little")
+        f.seek(at)
+        f.write((length + SEGMENT).to_bytes(8, "little"))
+    names = {os.path.join(d, n) for n in ("a.dat", "b.dat")}
+    assert joined(read_dxt(path), names) == killed_expected(d)
+    merged(d, capsys)
+    assert traced(read_dxt(Path(d) / "merged.darshan"), names) == killed_expected(d)
+
+
+def test_a_killed_process_keeps_the_bounded_trace(runner, tmp_path_factory, capsys):
+    """70,000 one-byte writes of b.dat after the pattern: the 2 MiB region holds the heads of
+    the pattern's 6 runs (a, b, a, a, b, then b's writes after its read), 104 bytes each, and
+    (2 MiB - 6 x 104) / 32 segments; b's first writes are kept, the rest dropped, and DXT_POSIX
+    is marked partial. Read from the merged log: Darshan 3.5.0's reader reads only the first
+    MiB of a region of an uncompressed log, which the memory-mapped one is."""
+    d = real_tmp(tmp_path_factory, "dxt_killed_bound")
+    end_without_shutdown(runner, d, "kill", extra=70000)
+    merged(d, capsys)
+    dxt = read_dxt(Path(d) / "merged.darshan")
+    assert dxt["modules"]["DXT_POSIX"], "DXT_POSIX's partial flag"
+    kept = (DXT_MEM - 6 * HEAD) // SEGMENT - 6  # the pattern's own 6 segments
+    got = traced(dxt, {os.path.join(d, n) for n in ("a.dat", "b.dat")})
+    assert got == killed_expected(d, kept)
+
+
+@pytest.fixture(scope="module", params=FLAVOURS)
+def killed_mpi(request, runner, tmp_path_factory):
+    """dxt_io on 2 ranks of a flavour, killed once its I/O is done, its memory-mapped logs merged
+    by `iostudy logs merge`: (flavour, folder, merged log)."""
+    flavour = request.param
+    prog = runner.mpi_program("dxt_io", flavour)
+    d = real_tmp(tmp_path_factory, f"dxt_killed_mpi_{flavour}")
+    kill_when_ready(runner, [prog, d, "wait"], d, NPROCS, flavour, {"DXT_ENABLE_IO_TRACE": "1"})
+    logs = mmap_logs(d)
+    assert len(logs) == NPROCS
+    out = Path(d) / "merged.darshan"
+    assert iostudy(["logs", "merge", *map(str, logs), "--output", str(out)]) == 0
+    return flavour, d, out
+
+
+def test_killed_mpi_job_merges_every_ranks_traces(killed_mpi):
+    flavour, d, log = killed_mpi
+    dxt = read_dxt(log)
+    got = traced(dxt, {os.path.join(d, n) for n in ("posix.dat", "mpiio.dat")})
+    # mpiio.dat's POSIX traffic is the MPI library's own: only its MPI-IO trace is the program's
+    got = {k: v for k, v in got.items() if k[0] == "DXT_MPIIO" or k[1].endswith("posix.dat")}
+    assert got == expected(d, flavour)
+    assert all(rec["rank"] in range(NPROCS) for recs in dxt["traces"].values() for rec in recs)
+
+
+def test_dxt_explorer_reads_a_killed_jobs_merged_log(killed_mpi):
+    _, d, log = killed_mpi
+    explorer_pages(log, Path(d) / "explorer")
+
+
+def parsed_segments(text: str) -> dict:
+    """darshan-dxt-parser's output as (module, name, rank) -> (writes, reads), each
+    [[offset, length], ...] in its order."""
+    out, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("# DXT, file_id:"):
+            name = line.split("file_name: ", 1)[1]
+        elif line.startswith(" X_"):
+            mod, rank, op, _, offset, length = line.split()[:6]
+            key = ("DXT_" + mod[2:], name, int(rank))
+            writes, reads = out.setdefault(key, ([], []))
+            (writes if op == "write" else reads).append([int(offset), int(length)])
+    return out
+
+
+def test_darshan_dxt_parser_reads_a_killed_jobs_merged_log(killed_mpi):
+    flavour, d, log = killed_mpi
+    res = subprocess.run(
+        [darshan_tool("darshan-dxt-parser"), log], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    got = parsed_segments(res.stdout)
+    for key, want in expected(d, flavour).items():
+        assert got[key] == want, key
+
+
 # ---- with a Darshan 3.5.0 installation (DARSHAN_PREFIX) -----------------------------------------
 
 
@@ -223,16 +344,16 @@ def test_segments_equal_darshans(dxt_run, runner, tmp_path_factory):
         assert strip(mine) == strip(darshans), name
 
 
-def test_dxt_explorer_makes_its_html(dxt_run, tmp_path):
+def explorer_pages(log: Path, out: Path) -> None:
     """DXT Explorer (dxt-explorer, in the test extra of analysis/pyproject.toml) makes its pages
-    of our log. It runs its plots with `python3`: its own environment's comes first on PATH."""
+    of log in out. It runs its plots with `python3`: its own environment's comes first on PATH."""
     bin_dir = os.path.dirname(sys.executable)
     path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     explorer = shutil.which("dxt-explorer", path=path)
     assert explorer, f"dxt-explorer is not installed beside {sys.executable} (make venv)"
-    _, d, _ = dxt_run
+    out.mkdir(exist_ok=True)
     res = subprocess.run(
-        [explorer, "-p", tmp_path, Path(d) / "x.darshan"],
+        [explorer, "-p", out, log],
         capture_output=True,
         text=True,
         timeout=600,
@@ -240,8 +361,13 @@ def test_dxt_explorer_makes_its_html(dxt_run, tmp_path):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "ERROR" not in res.stderr, res.stderr[-3000:]
-    assert (tmp_path / "index.html").is_file()
-    assert len(list(tmp_path.glob("*-operation.html"))) >= 2  # posix.dat, mpiio.dat
+    assert (out / "index.html").is_file()
+    assert len(list(out.glob("*-operation.html"))) >= 2  # posix.dat, mpiio.dat
+
+
+def test_dxt_explorer_makes_its_html(dxt_run, tmp_path):
+    _, d, _ = dxt_run
+    explorer_pages(Path(d) / "x.darshan", tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ log of them. Each rank used to write its own log to the one DARSHAN_LOGFILE: all
 with "File exists".
 
 Pattern (rank r of 4): shared.dat: pwrite (r+1)*100 bytes at 1000*r; rank<r>.dat: write 10.
+The run is traced (DXT_ENABLE_IO_TRACE): the merged log holds each rank's DXT_POSIX segments.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 
 import pytest
 from rt_checks import record
+from rt_dxt import read_dxt, traced
 from rt_killed import merged, mmap_logs
 from rt_run import real_tmp
 
@@ -26,7 +28,7 @@ def test_unfinished_mpi_job_is_merged_like_a_killed_one(runner, tmp_path_factory
     d = real_tmp(tmp_path_factory, f"unfinished_{flavour}")
     full, env = runner.mpirun_command(flavour, NPROCS, [prog, plain_dir], {})
     plain = runner._run(full, env, timeout=180)
-    res = runner.mpirun(flavour, NPROCS, [prog, d], d)
+    res = runner.mpirun(flavour, NPROCS, [prog, d], d, env_extra={"DXT_ENABLE_IO_TRACE": "1"})
     if flavour == "openmpi":
         assert res.returncode == plain.returncode, res.describe()  # the MPI's verdict, unchanged
     else:  # Hydra's verdict depends on the race it sees: 0, or 9 when it killed the rest itself
@@ -47,3 +49,10 @@ def test_unfinished_mpi_job_is_merged_like_a_killed_one(runner, tmp_path_factory
     for r in range(NPROCS):
         own = record(log, "POSIX", os.path.join(d, f"rank{r}.dat"), rank=r)["counters"]
         assert (own["POSIX_OPENS"], own["POSIX_WRITES"], own["POSIX_BYTES_WRITTEN"]) == (1, 1, 10)
+    shared_name, own = os.path.join(d, "shared.dat"), lambda r: os.path.join(d, f"rank{r}.dat")
+    dxt = traced(
+        read_dxt(os.path.join(d, "merged.darshan")), {shared_name, *map(own, range(NPROCS))}
+    )
+    want = {("DXT_POSIX", shared_name, r): ([[1000 * r, (r + 1) * 100]], []) for r in range(NPROCS)}
+    want.update({("DXT_POSIX", own(r), r): ([[0, 10]], []) for r in range(NPROCS)})
+    assert dxt == want

@@ -88,8 +88,31 @@ static int append(struct ios_record_set *set, const void *rec, size_t size) {
     return 0;
 }
 
+/* One input's DXT region m into set: its runs gathered into one record per file, as the
+ * shutdown gathers them, timestamps moved by shift; *job_end moved past its last segment (a
+ * killed process's job record ends at its last record made, not its last segment). */
+static int merge_dxt(struct ios_record_set *set, const struct merge_input *in, struct ios_log_map m,
+                     double shift, int64_t *job_end) {
+    struct ios_record_set runs = {.mod = set->mod};
+    if (ios_dxt_gather(in->data + m.off, m.len, NULL, &runs) != 0)
+        return merge_error(in->path, "out of memory");
+    ios_dxt_shift(&runs, shift);
+    int64_t last = in->start_ns + (int64_t)((ios_dxt_last_end(&runs) - shift) * 1e9);
+    *job_end = last > *job_end ? last : *job_end;
+    unsigned char *grown = realloc(set->buf, set->len + runs.len + 1);
+    if (grown) {
+        memcpy(grown + set->len, runs.buf, runs.len);
+        set->buf = grown;
+        set->len += runs.len;
+        set->count += runs.count;
+    }
+    free(runs.buf);
+    return grown ? 0 : merge_error(in->path, "out of memory");
+}
+
 /* One input's names and records into c, its timestamps moved to the job's start. */
-static int merge_add(struct log_content *c, const struct merge_input *in, int64_t job_start) {
+static int merge_add(struct log_content *c, const struct merge_input *in, int64_t job_start,
+                     int64_t *job_end) {
     const unsigned char *p = in->data + in->header->name_map.off;
     const unsigned char *end = p + in->header->name_map.len;
     while (p + sizeof(uint64_t) < end) {
@@ -108,6 +131,12 @@ static int merge_add(struct log_content *c, const struct merge_input *in, int64_
             continue;
         if (in->header->mod_ver[mod->id] != (uint32_t)mod->version)
             return merge_error(in->path, "a module of another record version");
+        double shift = (double)(in->start_ns - job_start) * 1e-9;
+        if (ios_dxt_module(mod->id)) {
+            if (merge_dxt(&c->sets[r], in, m, shift, job_end) != 0)
+                return 2;
+            continue;
+        }
         struct ios_record_set one = {.mod = c->sets[r].mod, .rec_size = c->sets[r].rec_size};
         one.buf = in->data + m.off;
         for (size_t off = 0; off < m.len; one.count++) {
@@ -118,7 +147,7 @@ static int merge_add(struct log_content *c, const struct merge_input *in, int64_
         }
         one.len = m.len;
         if (mod->reducer)
-            ios_shift_timestamps(&one, mod->reducer, (double)(in->start_ns - job_start) * 1e-9);
+            ios_shift_timestamps(&one, mod->reducer, shift);
         for (size_t off = 0, i = 0; i < one.count; i++) {
             size_t size = ios_record_size(&one, one.buf + off);
             if (append(&c->sets[r], one.buf + off, size) != 0)
@@ -243,13 +272,13 @@ int main(int argc, char **argv) {
         c.sets[r] =
             (struct ios_record_set){.mod = module_of(r)->id, .rec_size = module_of(r)->rec_size};
     for (int i = 0; i < n && !status; i++) {
-        status = merge_add(&c, &in[i], job_start);
+        status = merge_add(&c, &in[i], job_start, &job_end);
         c.partial |= (int64_t)in[i].header->partial_flag;
     }
     if (!status) {
         int64_t nprocs = in[0].job->nprocs;
         for (int r = R_MODULES; redux && nprocs > 1 && r < N_REGIONS; r++)
-            if (module_of(r)->in_mmap)
+            if (module_of(r)->in_mmap && !ios_dxt_module(module_of(r)->id)) /* per rank */
                 merge_reduce(&c.sets[r], module_of(r)->reducer, nprocs);
         c.jr.job = *in[0].job;
         ios_set_job_span(&c.jr.job, job_start, job_end);

@@ -5,7 +5,8 @@
  *   DIR/mpiio.dat  MPI_File_open on MPI_COMM_WORLD (CREATE|RDWR), default view; 2
  *                  MPI_File_write_at of 64 (r + 1) MPI_BYTEs at 4096 (2 r + k), k = 0..1; barrier;
  *                  1 MPI_File_read_at of 32 MPI_BYTEs at 4096 (2 r); close
- * Rank 0 prints "np=<np>" at the end. */
+ * Rank 0 prints "np=<np>" at the end. With a third argument "wait", every rank then prints
+ * "ready <rank> <pid>" and waits for a signal instead of ending (test_dxt.py kills it). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <mpi.h>
@@ -46,6 +47,12 @@ int main(int argc, char **argv) {
     CHECK(MPI_File_close(&fh) == MPI_SUCCESS, "MPI_File_close");
 
     MPI_Barrier(MPI_COMM_WORLD);
+    if (argc > 2 && strcmp(argv[2], "wait") == 0) {
+        printf("ready %d %d\n", rank, (int)getpid());
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
     if (rank == 0)
         printf("np=%d\n", np);
     MPI_Finalize();
