@@ -79,9 +79,32 @@ static inline void posix_unmap_fd(int fd, struct posix_file *f) {
 struct posix_file *ios_posix_file_by_name(const char *name) IOS_HIDDEN;
 /* The file of a record already made, or NULL; call inside ios_enter(). */
 struct posix_file *ios_posix_recorded(uint64_t id) IOS_HIDDEN;
+/* The file of an absolute path not looked up before, now named (normalized, hashed) and
+ * remembered, the program's errno kept; NULL when the path is not recorded. Call inside
+ * ios_enter(). */
+struct posix_file *ios_posix_named_first(const char *path, size_t len, uint64_t key) IOS_HIDDEN;
+extern struct ios_path_cache ios_posix_absolute_paths IOS_HIDDEN;
+/* posix_enter_with_file of a relative path, made absolute first, outside the lock (getcwd,
+ * readlink), and not remembered: the working directory may change. */
+int ios_posix_enter_with_relative(int dirfd, const char *path, struct posix_file **f) IOS_HIDDEN;
 /* Enters the runtime with the file of path (relative to dirfd), or NULL when it is not recorded;
- * 0 when the runtime is not entered. */
-int ios_posix_enter_with_file(int dirfd, const char *path, struct posix_file **f) IOS_HIDDEN;
+ * 0 when the runtime is not entered. Leaves errno as it was. Inline for an absolute path named
+ * before: the lookup of what it came to is most of a stat. */
+static inline int posix_enter_with_file(int dirfd, const char *path, struct posix_file **f) {
+    if (!path)
+        return 0;
+    if (path[0] != '/')
+        return ios_posix_enter_with_relative(dirfd, path, f);
+    if (!ios_enter())
+        return 0;
+    size_t len = strlen(path);
+    uint64_t key = ios_path_key(path, len);
+    void *known;
+    *f = ios_path_cache_get(&ios_posix_absolute_paths, path, len, key, &known)
+             ? known
+             : ios_posix_named_first(path, len, key);
+    return 1;
+}
 /* An open, dup or fileno: counts the open and maps fd. reset: a real open restarts offsets. */
 void ios_posix_count_open(struct posix_file *f, int fd, int mode, int extra_counter, int reset,
                           double t1, double t2) IOS_HIDDEN;

@@ -21,22 +21,28 @@ void ios_posix_count_open(struct posix_file *f, int fd, int mode, int extra_coun
     posix_map_fd(fd, f);
 }
 
-static void opened(int fd, int dirfd, const char *path, int mode, double t1, double t2) {
+/* A file's Lustre layout is taken once, at its first open, outside the lock. */
+static void first_opened(struct posix_file *f, const char *name, int fd) {
     int saved = errno;
-    struct posix_file *f;
     ios_guard(1);
-    if (ios_posix_enter_with_file(dirfd, path, &f)) {
-        int first_open = f && f->rec->counters[POSIX_OPENS] == 0;
-        if (f)
-            ios_posix_count_open(f, fd, mode, -1, 1, t1, t2);
-        const char *name = first_open ? ios_record_name(f->rec->base.id) : NULL;
-        ios_leave();
-        ios_guard(1);
-        if (name) /* a file's Lustre layout is taken once, at its first open */
-            ios_lustre_file_opened(f->rec->base.id, name, fd);
-    }
+    ios_lustre_file_opened(f->rec->base.id, name, fd);
     ios_guard(0);
     errno = saved;
+}
+
+static void opened(int fd, int dirfd, const char *path, int mode, double t1, double t2) {
+    struct posix_file *f;
+    if (!posix_enter_with_file(dirfd, path, &f))
+        return;
+    const char *name = NULL;
+    if (f) {
+        if (IOS_UNLIKELY(f->rec->counters[POSIX_OPENS] == 0))
+            name = ios_record_name(f->rec->base.id);
+        ios_posix_count_open(f, fd, mode, -1, 1, t1, t2);
+    }
+    ios_leave();
+    if (IOS_UNLIKELY(name != NULL))
+        first_opened(f, name, fd);
 }
 
 /* ---- the open family --------------------------------------------------------------------- */
