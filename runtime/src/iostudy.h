@@ -82,6 +82,10 @@ static inline void ios_leave(void) {
  * this function: -fno-plt for all would bind every libc function the library calls at load
  * time, 24,000 instructions more for every process. */
 extern int clock_gettime(clockid_t clock, struct timespec *ts) __attribute__((noplt));
+/* So are those of the lookup of a path named before (stat, open), which every process calls
+ * anyway: bound at load time, they spare the lazy binding's first call too. */
+extern size_t strlen(const char *s) __attribute__((noplt));
+extern int memcmp(const void *a, const void *b, size_t n) __attribute__((noplt));
 
 /* Seconds since the runtime started (CLOCK_MONOTONIC). */
 extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */

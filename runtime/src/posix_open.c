@@ -30,7 +30,8 @@ static void first_opened(struct posix_file *f, const char *name, int fd) {
     errno = saved;
 }
 
-static void opened(int fd, int dirfd, const char *path, int mode, double t1, double t2) {
+static inline __attribute__((always_inline)) void opened(int fd, int dirfd, const char *path,
+                                                         int mode, double t1, double t2) {
     struct posix_file *f;
     if (!posix_enter_with_file(dirfd, path, &f))
         return;
