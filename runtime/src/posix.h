@@ -184,10 +184,12 @@ static inline __attribute__((always_inline)) void posix_count_rw(struct posix_fi
 
 /* Times a call on a tracked fd and, if it succeeded, runs the statement on f inside the lock. */
 #define POSIX_WRAP_FD_META(name, type, call, ok, stmt)                                             \
-    IOS_REAL(name);                                                                                \
     struct posix_file *f = posix_fd_file(fd);                                                      \
-    if (!f)                                                                                        \
+    if (!f) {                                                                                      \
+        IOS_REAL(name);                                                                            \
         return call;                                                                               \
+    }                                                                                              \
+    IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL(type, ret, call);                                                               \
     if ((ok) && ios_enter()) {                                                                     \
         stmt;                                                                                      \

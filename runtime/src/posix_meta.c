@@ -64,9 +64,11 @@ static void stat_fd(int fd, double t1, double t2) {
     }                                                                                              \
     return ret
 #define POSIX_WRAP_FSTAT(name, call, st_mode)                                                      \
-    IOS_REAL(name);                                                                                \
-    if (!posix_fd_file(fd))                                                                        \
+    if (!posix_fd_file(fd)) {                                                                      \
+        IOS_REAL(name);                                                                            \
         return call;                                                                               \
+    }                                                                                              \
+    IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret == 0 && S_ISREG(st_mode))                                                              \
         stat_fd(fd, t1, t2);                                                                       \

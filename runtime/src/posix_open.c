@@ -125,10 +125,9 @@ IOS_EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags) {
 
 /* ---- close ----------------------------------------------------------------------------------- */
 IOS_EXPORT int close(int fd) {
-    IOS_REAL(close);
     struct posix_file *f = posix_fd_file(fd);
     if (!f)
-        return ios_real.close(fd);
+        return IOS_CALL(close)(fd);
     /* Out of the table before the kernel frees the number: another thread's open may get it at
      * once, and the mapping it makes must stay. */
     posix_unmap_fd(fd, f);
