@@ -221,8 +221,8 @@ static inline int ios_aligned(uint64_t v, uint64_t mask, int64_t a) {
 /* Adds the part of [t1, t2] that does not overlap the previous operation to *timer. */
 static inline void ios_timer_add(double *timer, double t1, double t2, double *last_end) {
     /* Written as two maxima (maxsd, no branch), *last_end read once (timer might alias it). */
-    double last = *last_end;
-    *timer += t2 - (last < t1 ? t1 : last);
+    double last = *last_end, from = t1 > last ? t1 : last;
+    *timer += t2 - from;
     *last_end = t2 > last ? t2 : last;
 }
 

@@ -90,18 +90,17 @@ struct posix_file *ios_posix_recorded(uint64_t id) IOS_HIDDEN;
 /* The file of an absolute path not looked up before, now named (normalized, hashed) and
  * remembered, the program's errno kept; NULL when the path is not recorded. Call inside
  * ios_enter(). */
-struct posix_file *ios_posix_named_first(const char *path, size_t len, uint64_t key) IOS_HIDDEN;
+struct posix_file *ios_posix_named_first(const char *path) IOS_HIDDEN;
 extern struct ios_path_cache ios_posix_absolute_paths IOS_HIDDEN;
 /* posix_enter_with_file of a relative path, made absolute first, outside the lock (getcwd,
  * readlink), and not remembered: the working directory may change. */
 int ios_posix_enter_with_relative(int dirfd, const char *path, struct posix_file **f) IOS_HIDDEN;
-/* Enters the runtime with the file of path (relative to dirfd), or NULL when it is not recorded;
- * 0 when the runtime is not entered. Leaves errno as it was. Inline for an absolute path named
- * before: the lookup of what it came to is most of a stat. */
+/* Enters the runtime with the file of path (relative to dirfd; not NULL: a call that succeeded
+ * named it), or NULL when it is not recorded; 0 when the runtime is not entered. Leaves errno as
+ * it was. Inline for an absolute path named before: the lookup of what it came to is most of a
+ * stat. */
 static inline __attribute__((always_inline)) int posix_enter_with_file(int dirfd, const char *path,
                                                                        struct posix_file **f) {
-    if (!path)
-        return 0;
     if (path[0] != '/')
         return ios_posix_enter_with_relative(dirfd, path, f);
     if (!ios_enter())
@@ -111,7 +110,7 @@ static inline __attribute__((always_inline)) int posix_enter_with_file(int dirfd
     void *known;
     *f = ios_path_cache_get(&ios_posix_absolute_paths, path, len, key, &known)
              ? known
-             : ios_posix_named_first(path, len, key);
+             : ios_posix_named_first(path); /* its key again: one register less here */
     return 1;
 }
 /* Forgets the AIO requests in flight (a forked child's are not its own). */

@@ -42,8 +42,10 @@ struct posix_file *ios_posix_file_by_name(const char *name) {
 /* What absolute paths came to (posix_enter_with_file looks them up). */
 struct ios_path_cache ios_posix_absolute_paths;
 
-struct posix_file *ios_posix_named_first(const char *path, size_t len, uint64_t key) {
+struct posix_file *ios_posix_named_first(const char *path) {
     int saved = errno; /* naming may allocate and ask the file system */
+    size_t len = strlen(path);
+    uint64_t key = ios_path_key(path, len);
     char scratch[PATH_MAX];
     const char *name = ios_absolute_name(path, len, scratch, sizeof scratch);
     struct posix_file *f = name ? ios_posix_file_by_name(name) : NULL;

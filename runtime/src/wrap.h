@@ -50,8 +50,11 @@
 #define IOS_EARLY_REAL(X)                                                                          \
     X(open)                                                                                        \
     X(close)                                                                                       \
-    X(read) X(write) X(pread) X(pwrite) X(lseek) X(fstat) X(stat) X(mmap) X(rename) X(_exit)       \
-        X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(execveat)
+    X(read)                                                                                        \
+    X(write)                                                                                       \
+    X(pread)                                                                                       \
+    X(pwrite) X(lseek) X(fstat) X(stat) X(mmap) X(rename) X(_exit) X(execve) X(execv) X(execvp)    \
+        X(execvpe) X(fexecve) X(execveat)
 #define IOS_EARLY_open ~, 1
 #define IOS_EARLY_close ~, 1
 #define IOS_EARLY_read ~, 1
