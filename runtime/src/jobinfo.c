@@ -214,11 +214,16 @@ void ios_job_exe_mounts(char *out, size_t outlen) {
             *p = ' ';
     read_mounts();
     int written = 0;
-    for (int i = 0; i < n_mounts; i++) {
-        size_t need = 2 + strlen(mounts[i].type) + mounts[i].path_len;
+    for (int i = 0; i < n_mounts; i++) { /* "\n<type>\t<path>", copied: no formatting */
+        size_t type_len = strlen(mounts[i].type), need = 2 + type_len + mounts[i].path_len;
         if (n + need + 1 > outlen)
             break;
-        n += (size_t)snprintf(out + n, outlen - n, "\n%s\t%s", mounts[i].type, mounts[i].path);
+        out[n++] = '\n';
+        memcpy(out + n, mounts[i].type, type_len);
+        n += type_len;
+        out[n++] = '\t';
+        memcpy(out + n, mounts[i].path, mounts[i].path_len + 1);
+        n += mounts[i].path_len;
         written++;
     }
     if (written == 0)
