@@ -45,18 +45,18 @@ import time
 # Darshan 3.5.0 wraps only glibc's __xstat/__fxstat, which glibc >= 2.33 no longer calls:
 # stat() and fstat() bypass it, so its stat and fstat are measured through those entries.
 CALLS = (
-    ("pwrite", "pwrite", "pwrite", 200),
-    ("pread", "pread", "pread", 200),
-    ("read", "read", "read", 200),
-    ("write", "write", "write", 200),
-    ("fwrite", "fwrite", "fwrite", 150),
-    ("fread", "fread", "fread", 150),
+    ("pwrite", "pwrite", "pwrite", 150),
+    ("pread", "pread", "pread", 150),
+    ("read", "read", "read", 150),
+    ("write", "write", "write", 150),
+    ("fwrite", "fwrite", "fwrite", 120),
+    ("fread", "fread", "fread", 120),
     ("lseek", "lseek", "lseek", None),
     ("fstat", "fstat", "fxstat", None),
-    ("open+close", "open", "open", 1000),
-    ("stat", "stat", "xstat", 400),
+    ("open+close", "open", "open", 350),
+    ("stat", "stat", "xstat", 200),
 )
-FIXED_TARGET = 200_000
+FIXED_TARGET = 150_000
 WORKLOAD_WALL_TARGET_PCT = 5.0
 # Darshan keeps at most 1,024 records per module by default; iostudy keeps what DARSHAN_MODMEM
 # holds (5,953 of the workload's files with 4 MiB). The workload's wall time is also measured

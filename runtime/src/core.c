@@ -27,7 +27,7 @@ static int warned;      /* at most one warning line per process */
 static void resolve_early(void) {
 #define EARLY(name)                                                                                \
     _Static_assert(IOS_IS_EARLY(name), #name " is resolved early: mark it IOS_EARLY_" #name);      \
-    IOS_REAL(name);
+    IOS_REAL(name)
     IOS_EARLY_REAL(EARLY)
 #undef EARLY
 }

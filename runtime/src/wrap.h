@@ -48,13 +48,24 @@
  * spares every read, write, open, close and stat a test. IOS_EARLY_<name> marks each one for
  * IOS_IS_EARLY (1 for a marked name, else 0); core.c checks that every listed one is marked. */
 #define IOS_EARLY_REAL(X)                                                                          \
-    X(open)                                                                                        \
-    X(close)                                                                                       \
-    X(read)                                                                                        \
-    X(write)                                                                                       \
-    X(pread)                                                                                       \
-    X(pwrite) X(lseek) X(fstat) X(stat) X(mmap) X(rename) X(_exit) X(execve) X(execv) X(execvp)    \
-        X(execvpe) X(fexecve) X(execveat)
+    X(open);                                                                                       \
+    X(close);                                                                                      \
+    X(read);                                                                                       \
+    X(write);                                                                                      \
+    X(pread);                                                                                      \
+    X(pwrite);                                                                                     \
+    X(lseek);                                                                                      \
+    X(fstat);                                                                                      \
+    X(stat);                                                                                       \
+    X(mmap);                                                                                       \
+    X(rename);                                                                                     \
+    X(_exit);                                                                                      \
+    X(execve);                                                                                     \
+    X(execv);                                                                                      \
+    X(execvp);                                                                                     \
+    X(execvpe);                                                                                    \
+    X(fexecve);                                                                                    \
+    X(execveat);
 #define IOS_EARLY_open ~, 1
 #define IOS_EARLY_close ~, 1
 #define IOS_EARLY_read ~, 1
