@@ -448,8 +448,9 @@ def call_table(args, workdir, timed_dir):
     print(f"Instructions added per call ({args.calls} calls, callgrind), fixed cost, workload:")
     print(ROW.format("call", "iostudy", "Darshan 3.5.0", "ratio", "target", "").rstrip())
     verdicts = call_rows(args, ours, theirs, workdir)
-    verdicts.append(tmpfs_workload_row(args, ours, theirs, timed_dir))
-    verdicts.append(disk_workload_row(args, ours, theirs))
+    if not args.no_wall_time:
+        verdicts.append(tmpfs_workload_row(args, ours, theirs, timed_dir))
+        verdicts.append(disk_workload_row(args, ours, theirs))
     if not theirs:
         print("  Darshan 3.5.0: not measured (pass DARSHAN_LIB=…/libdarshan.so)")
     print("  Darshan 3.5.0 wraps only __xstat/__fxstat: its stat, fstat measured through them")
@@ -512,6 +513,11 @@ def parse_args():
     parser.add_argument("--runs", type=int, default=40, help="alternating wall-time rounds (>= 30)")
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--mib", type=int, default=256, help="MiB each process writes")
+    parser.add_argument(
+        "--no-wall-time",
+        action="store_true",
+        help="count instructions only: skip the timed runs (their rows are left out)",
+    )
     args = parser.parse_args()
     if args.runs < 30:
         sys.exit("bench: --runs must be at least 30 (the confidence intervals assume as many)")
@@ -540,7 +546,8 @@ def main():
         verdicts = call_table(args, workdir, timed_dir)
         mpiio_table(args, workdir)
         mmap_table(args, workdir)
-        verdicts.append(wall_table(args, timed_dir))
+        if not args.no_wall_time:
+            verdicts.append(wall_table(args, timed_dir))
     if False in verdicts:
         print("bench-runtime: some targets missed")
         return 1

@@ -25,10 +25,10 @@ static int warned;      /* at most one warning line per process */
  * resolved at its first call (a dlsym each: resolving all ~150 at start was most of the fixed
  * cost of a process). */
 static void resolve_early(void) {
-#define EARLY(name) IOS_REAL(name)
-    EARLY(open), EARLY(close), EARLY(read), EARLY(write), EARLY(pread), EARLY(pwrite);
-    EARLY(lseek), EARLY(fstat), EARLY(stat), EARLY(mmap), EARLY(rename), EARLY(_exit);
-    EARLY(execve), EARLY(execv), EARLY(execvp), EARLY(execvpe), EARLY(fexecve), EARLY(execveat);
+#define EARLY(name)                                                                                \
+    _Static_assert(IOS_IS_EARLY(name), #name " is resolved early: mark it IOS_EARLY_" #name);      \
+    IOS_REAL(name)
+    IOS_EARLY_REAL(EARLY)
 #undef EARLY
 }
 
@@ -208,6 +208,7 @@ static void reset_records(void) {
 void ios_core_start(void) {
     if (atomic_load(&ios_state) != IOS_OFF)
         return;
+    resolve_early(); /* done by the constructor, unless another library's started the runtime */
     ios_guard(1);
     ios_config_read();
     if (ios_config_app_excluded(ios_job_app_name())) { /* APP_EXCLUDE: no records, no log */

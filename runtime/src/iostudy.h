@@ -82,6 +82,10 @@ static inline void ios_leave(void) {
  * this function: -fno-plt for all would bind every libc function the library calls at load
  * time, 24,000 instructions more for every process. */
 extern int clock_gettime(clockid_t clock, struct timespec *ts) __attribute__((noplt));
+/* So are those of the lookup of a path named before (stat, open), which every process calls
+ * anyway: bound at load time, they spare the lazy binding's first call too. */
+extern size_t strlen(const char *s) __attribute__((noplt));
+extern int memcmp(const void *a, const void *b, size_t n) __attribute__((noplt));
 
 /* Seconds since the runtime started (CLOCK_MONOTONIC). */
 extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */
@@ -147,10 +151,36 @@ struct ios_path_cache_slot {
 struct ios_path_cache {
     struct ios_path_cache_slot *slots; /* made at the first put */
 };
-uint64_t ios_path_key(const char *path, size_t len) IOS_HIDDEN;
+#define IOS_PATH_CACHE_SLOTS 1024 /* a power of two */
+/* Inline, as the lookup below: a stat or an open of a path named before is mostly these two. */
+static inline uint64_t ios_path_key(const char *path, size_t len) {
+    const uint64_t m = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = (uint64_t)len * m, w;
+    if (len >= 8) { /* a folder's files differ at the end: the last word always counts */
+        memcpy(&w, path, sizeof w);
+        h = (h ^ w) * m;
+        memcpy(&w, path + len / 2 - 4, sizeof w);
+        h = (h ^ w) * m;
+        memcpy(&w, path + len - 8, sizeof w);
+        h = (h ^ w) * m;
+    } else {
+        for (size_t i = 0; i < len; i++)
+            h = (h ^ (unsigned char)path[i]) * m;
+    }
+    return h ^ (h >> 29);
+}
 /* 1 with *val when path (len bytes, key from ios_path_key) is remembered, else 0. */
-int ios_path_cache_get(const struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
-                       void **val) IOS_HIDDEN;
+static inline int ios_path_cache_get(const struct ios_path_cache *c, const char *path, size_t len,
+                                     uint64_t key, void **val) {
+    const struct ios_path_cache_slot *s;
+    if (!c->slots)
+        return 0;
+    s = &c->slots[key & (IOS_PATH_CACHE_SLOTS - 1)];
+    if (s->key != key || s->len != len || memcmp(s->path, path, len) != 0)
+        return 0;
+    *val = s->val;
+    return 1;
+}
 void ios_path_cache_put(struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
                         void *val) IOS_HIDDEN;
 void ios_path_cache_clear(struct ios_path_cache *c) IOS_HIDDEN;
@@ -213,8 +243,8 @@ static inline int ios_aligned(uint64_t v, uint64_t mask, int64_t a) {
 /* Adds the part of [t1, t2] that does not overlap the previous operation to *timer. */
 static inline void ios_timer_add(double *timer, double t1, double t2, double *last_end) {
     /* Written as two maxima (maxsd, no branch), *last_end read once (timer might alias it). */
-    double last = *last_end;
-    *timer += t2 - (last < t1 ? t1 : last);
+    double last = *last_end, from = t1 > last ? t1 : last;
+    *timer += t2 - from;
     *last_end = t2 > last ? t2 : last;
 }
 

@@ -68,7 +68,7 @@ static int skipped_fs_type(const char *type) {
                                  "fusectl",    "debugfs",   "securityfs", "nfsd",    "none",
                                  "rpc_pipefs", "hugetlbfs", "cgroup",     "cgroup2", NULL};
     for (const char **s = skip; *s; s++)
-        if (strcmp(type, *s) == 0)
+        if ((*s)[0] == type[0] && strcmp(type, *s) == 0) /* the first byte settles most */
             return 1;
     return 0;
 }
@@ -101,17 +101,23 @@ static char *read_text(const char *path, size_t limit) {
 }
 
 /* The next space-separated field of a mount table line, its octal escapes (\040) decoded in
- * place, as getmntent decodes them; *p moves past it. */
+ * place, as getmntent decodes them; *p moves past it. Spans without a backslash are found by
+ * strcspn, not byte by byte: the table is read by every process. */
 static char *mount_field(char **p) {
-    char *start = *p + strspn(*p, " \t"), *r = start, *w = start;
-    for (; *r && *r != ' ' && *r != '\t' && *r != '\n'; r++) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-            r[3] >= '0' && r[3] <= '7') {
+    static const char stops[] = " \t\n\\";
+    char *start = *p + strspn(*p, " \t"), *r = start + strcspn(start, stops), *w = r;
+    while (*r == '\\') {
+        if (r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+            r[3] <= '7') {
             *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 3;
+            r += 4;
         } else {
-            *w++ = *r;
+            *w++ = *r++;
         }
+        size_t n = strcspn(r, stops);
+        memmove(w, r, n);
+        w += n;
+        r += n;
     }
     *p = *r == '\n' || *r == '\0' ? r : r + 1;
     *w = '\0';
@@ -216,11 +222,16 @@ void ios_job_exe_mounts(char *out, size_t outlen) {
             *p = ' ';
     read_mounts();
     int written = 0;
-    for (int i = 0; i < n_mounts; i++) {
-        size_t need = 2 + strlen(mounts[i].type) + mounts[i].path_len;
+    for (int i = 0; i < n_mounts; i++) { /* "\n<type>\t<path>", copied: no formatting */
+        size_t type_len = strlen(mounts[i].type), need = 2 + type_len + mounts[i].path_len;
         if (n + need + 1 > outlen)
             break;
-        n += (size_t)snprintf(out + n, outlen - n, "\n%s\t%s", mounts[i].type, mounts[i].path);
+        out[n++] = '\n';
+        memcpy(out + n, mounts[i].type, type_len);
+        n += type_len;
+        out[n++] = '\t';
+        memcpy(out + n, mounts[i].path, mounts[i].path_len + 1);
+        n += mounts[i].path_len;
         written++;
     }
     if (written == 0)
@@ -276,6 +287,14 @@ static int make_dirs(char *path, size_t from, mode_t shared_mode) {
     }
 }
 
+/* a then b into out, cut to outlen as snprintf cuts (outlen > 0): a copy, not formatting. */
+static void join(char *out, size_t outlen, const char *a, const char *b) {
+    size_t na = strnlen(a, outlen - 1), nb = strnlen(b, outlen - 1 - na);
+    memcpy(out, a, na);
+    memcpy(out + na, b, nb);
+    out[na + nb] = '\0';
+}
+
 /* Fills the path the log is written to and the stem it is renamed from: Darshan's
  * <root>/<Y>/<M>/<D>/<user>_<exe>_id<jobid>-<pid>_<M>-<D>-<secs>-<logmod>.darshan_partial,
  * renamed to <stem>_<write seconds>.darshan; DARSHAN_LOGFILE is used as it is. Returns 0, or -1
@@ -285,7 +304,7 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
                      const char **why) {
     const char *logfile = getenv("DARSHAN_LOGFILE");
     if (logfile && *logfile) {
-        snprintf(path, pathlen, "%s", logfile);
+        join(path, pathlen, logfile, "");
         stem[0] = '\0';
         return 0;
     }
@@ -294,7 +313,7 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
     mode_t shared_mode = 0;
     const char *logpath = ios_config.log_path;
     if (logpath && *logpath) {
-        snprintf(root, sizeof root, "%s", logpath);
+        join(root, sizeof root, logpath, "");
         root_exists_len = strlen(root); /* the site creates the root; we add the date folders */
         struct stat st;
         if (IOS_CALL(stat)(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -344,6 +363,6 @@ int ios_job_log_path(int64_t jobid, char *path, size_t pathlen, char *stem, size
         /* Darshan's fallback for an over-long name */
         snprintf(stem, stemlen, "%s/id%lld", dir, (long long)jobid);
     }
-    snprintf(path, pathlen, "%s.darshan_partial", stem);
+    join(path, pathlen, stem, ".darshan_partial");
     return 0;
 }

@@ -55,7 +55,8 @@ static struct ios_log_header *header; /* in early, then at the start of the mapp
 static struct ios_log_job *job;
 static int rank;
 static char path[PATH_MAX];
-static int unlinked; /* the file was removed before an exec; the mapping lives on */
+static char dir[PATH_MAX]; /* where the file goes; its path is made with the file */
+static int unlinked;       /* the file was removed before an exec; the mapping lives on */
 /* The header and job region before the file exists. */
 static _Alignas(64) unsigned char early[sizeof(struct ios_log_header) + JOB_REGION];
 
@@ -68,7 +69,7 @@ static int in_file(int mod) {
 }
 
 /* <dir>/<user>_<exe>_id<jobid>_mmap-log-<host>-<pid>.darshan: one per process and node. */
-static int make_path(const char *dir) {
+static int make_path(void) {
     const char *user = getenv("LOGNAME");
     char uid[32], host[256] = "";
     if (!user || !*user || strchr(user, '/')) {
@@ -120,18 +121,20 @@ void ios_mmap_open(void) {
         return;
     /* Node-local memory by default: on a disk file system every first write to a page of a
      * shared mapping allocates blocks, milliseconds per process. */
-    const char *dir = ios_config.mmap_log_path;
-    if (!dir || !*dir)
-        dir = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+    const char *where = ios_config.mmap_log_path;
+    if (!where || !*where)
+        where = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+    size_t dir_len = strnlen(where, sizeof dir);
+    if (dir_len == sizeof dir) {
+        ios_warn("cannot name a memory-mapped log in %s: logs of killed runs are lost", where);
+        return;
+    }
+    memcpy(dir, where, dir_len + 1);
     long page = sysconf(_SC_PAGESIZE);
     name_cap = (size_t)(ios_config.namemem_mib * 1048576.0);
     mod_cap = (size_t)(ios_config.modmem_mib * 1048576.0);
     map_len = sizeof(struct ios_log_header) + JOB_REGION + name_cap + place_regions();
     map_len = (map_len + (size_t)page - 1) / (size_t)page * (size_t)page;
-    if (make_path(dir) != 0) {
-        ios_warn("cannot name a memory-mapped log in %s: logs of killed runs are lost", dir);
-        return;
-    }
     map = NULL;
     fill_header();
     rank = 0;
@@ -142,6 +145,11 @@ void ios_mmap_open(void) {
 /* Makes the file, with the header and job region so far; 0, or -1 with memory-mapped logs off
  * (the records then live in the heap, and the process ends through the normal shutdown). */
 static int create(void) {
+    if (make_path() != 0) { /* not before: a process that records nothing needs no name */
+        ios_warn("cannot name a memory-mapped log in %s: logs of killed runs are lost", dir);
+        ios_mmap_on = 0;
+        return -1;
+    }
     int fd = IOS_CALL(open)(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     void *m = MAP_FAILED;
     if (fd >= 0 && ftruncate(fd, (off_t)map_len) == 0)

@@ -34,13 +34,19 @@ struct posix_sizes {
 extern struct posix_file *_Atomic *_Atomic ios_posix_fd_table IOS_HIDDEN;
 extern int ios_posix_fd_table_size IOS_HIDDEN;
 
-/* The file of a tracked descriptor, or NULL. */
-static inline struct posix_file *posix_fd_lookup(int fd) {
+/* The table's entry of fd, or NULL when it has none. */
+static inline struct posix_file *_Atomic *posix_fd_slot(int fd) {
     struct posix_file *_Atomic *table =
         atomic_load_explicit(&ios_posix_fd_table, memory_order_acquire);
     if (!table || (unsigned)fd >= (unsigned)ios_posix_fd_table_size)
         return NULL;
-    return atomic_load_explicit(&table[fd], memory_order_relaxed);
+    return &table[fd];
+}
+
+/* The file of a tracked descriptor, or NULL. */
+static inline struct posix_file *posix_fd_lookup(int fd) {
+    struct posix_file *_Atomic *slot = posix_fd_slot(fd);
+    return slot ? atomic_load_explicit(slot, memory_order_relaxed) : NULL;
 }
 
 /* The file of a tracked descriptor, unless the runtime itself is working on this thread. The
@@ -67,28 +73,71 @@ static inline void posix_map_fd(int fd, struct posix_file *f) {
 
 /* fd no longer names f: the entry is cleared unless another thread has mapped the number since
  * (lock-free: each entry is atomic). */
+static inline void posix_unmap_slot(struct posix_file *_Atomic *slot, struct posix_file *f) {
+    atomic_compare_exchange_strong_explicit(slot, &f, NULL, memory_order_relaxed,
+                                            memory_order_relaxed);
+}
 static inline void posix_unmap_fd(int fd, struct posix_file *f) {
-    struct posix_file *_Atomic *table =
-        atomic_load_explicit(&ios_posix_fd_table, memory_order_acquire);
-    if (table && (unsigned)fd < (unsigned)ios_posix_fd_table_size)
-        atomic_compare_exchange_strong_explicit(&table[fd], &f, NULL, memory_order_relaxed,
-                                                memory_order_relaxed);
+    struct posix_file *_Atomic *slot = posix_fd_slot(fd);
+    if (slot)
+        posix_unmap_slot(slot, f);
 }
 /* Finds or creates the record of a normalized name; call inside ios_enter()/ios_leave(). */
 struct posix_file *ios_posix_file_by_name(const char *name) IOS_HIDDEN;
 /* The file of a record already made, or NULL; call inside ios_enter(). */
 struct posix_file *ios_posix_recorded(uint64_t id) IOS_HIDDEN;
-/* Enters the runtime with the file of path (relative to dirfd), or NULL when it is not recorded;
- * 0 when the runtime is not entered. */
-int ios_posix_enter_with_file(int dirfd, const char *path, struct posix_file **f) IOS_HIDDEN;
-/* An open, dup or fileno: counts the open and maps fd. reset: a real open restarts offsets. */
-void ios_posix_count_open(struct posix_file *f, int fd, int mode, int extra_counter, int reset,
-                          double t1, double t2) IOS_HIDDEN;
+/* The file of an absolute path not looked up before, now named (normalized, hashed) and
+ * remembered, the program's errno kept; NULL when the path is not recorded. Call inside
+ * ios_enter(). */
+struct posix_file *ios_posix_named_first(const char *path) IOS_HIDDEN;
+extern struct ios_path_cache ios_posix_absolute_paths IOS_HIDDEN;
+/* posix_enter_with_file of a relative path, made absolute first, outside the lock (getcwd,
+ * readlink), and not remembered: the working directory may change. */
+int ios_posix_enter_with_relative(int dirfd, const char *path, struct posix_file **f) IOS_HIDDEN;
+/* Enters the runtime with the file of path (relative to dirfd; not NULL: a call that succeeded
+ * named it), or NULL when it is not recorded; 0 when the runtime is not entered. Leaves errno as
+ * it was. Inline for an absolute path named before: the lookup of what it came to is most of a
+ * stat. */
+static inline __attribute__((always_inline)) int posix_enter_with_file(int dirfd, const char *path,
+                                                                       struct posix_file **f) {
+    if (path[0] != '/')
+        return ios_posix_enter_with_relative(dirfd, path, f);
+    if (!ios_enter())
+        return 0;
+    size_t len = strlen(path);
+    uint64_t key = ios_path_key(path, len);
+    void *known;
+    *f = ios_path_cache_get(&ios_posix_absolute_paths, path, len, key, &known)
+             ? known
+             : ios_posix_named_first(path); /* its key again: one register less here */
+    return 1;
+}
 /* Forgets the AIO requests in flight (a forked child's are not its own). */
 void ios_posix_aio_reset(void) IOS_HIDDEN;
 
 static inline void posix_meta_time(struct posix_file *f, double t1, double t2) {
     ios_timer_add(&f->rec->fcounters[POSIX_F_META_TIME], t1, t2, &f->last_meta_end);
+}
+
+/* An open, dup or fileno: counts the open and maps fd. reset: a real open restarts offsets.
+ * Inline: an open's arguments are most of what a call would pass. */
+static inline __attribute__((always_inline)) void posix_count_open(struct posix_file *f, int fd,
+                                                                   int mode, int extra_counter,
+                                                                   int reset, double t1,
+                                                                   double t2) {
+    int64_t *c = f->rec->counters;
+    double *fc = f->rec->fcounters;
+    if (mode)
+        c[POSIX_MODE] = mode;
+    if (reset)
+        f->offset = f->last_byte_read = f->last_byte_written = 0;
+    c[POSIX_OPENS]++;
+    if (extra_counter >= 0)
+        c[extra_counter]++;
+    ios_first_start(&fc[POSIX_F_OPEN_START_TIMESTAMP], t1);
+    fc[POSIX_F_OPEN_END_TIMESTAMP] = t2;
+    posix_meta_time(f, t1, t2);
+    posix_map_fd(fd, f);
 }
 
 static inline int posix_buf_aligned(const void *buf) {
@@ -160,10 +209,12 @@ static inline __attribute__((always_inline)) void posix_count_rw(struct posix_fi
 
 /* Times a call on a tracked fd and, if it succeeded, runs the statement on f inside the lock. */
 #define POSIX_WRAP_FD_META(name, type, call, ok, stmt)                                             \
-    IOS_REAL(name);                                                                                \
     struct posix_file *f = posix_fd_file(fd);                                                      \
-    if (!f)                                                                                        \
+    if (!f) {                                                                                      \
+        IOS_REAL(name);                                                                            \
         return call;                                                                               \
+    }                                                                                              \
+    IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL(type, ret, call);                                                               \
     if ((ok) && ios_enter()) {                                                                     \
         stmt;                                                                                      \

@@ -15,10 +15,12 @@ static int iov_aligned(const struct iovec *iov, int iovcnt) {
 /* Times the real call on a tracked fd and records its transfer. The hot path: no errno work,
  * since recording makes no system call. */
 #define POSIX_WRAP_RW(name, call, is_write, offset, aligned)                                       \
-    IOS_REAL(name);                                                                                \
     struct posix_file *f = posix_fd_file(fd);                                                      \
-    if (!f)                                                                                        \
+    if (!f) {                                                                                      \
+        IOS_REAL(name);                                                                            \
         return call;                                                                               \
+    }                                                                                              \
+    IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL(ssize_t, ret, call);                                                            \
     if (ret >= 0)                                                                                  \
         posix_count_rw(f, is_write, offset, ret, aligned, t1, t2);                                 \

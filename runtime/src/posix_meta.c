@@ -34,18 +34,14 @@ IOS_EXPORT int fdatasync(int fd) {
 }
 /* ---- stat family ------------------------------------------------------------------------- */
 static void stat_path(int dirfd, const char *path, double t1, double t2) {
-    int saved = errno;
     struct posix_file *f;
-    ios_guard(1);
-    if (ios_posix_enter_with_file(dirfd, path, &f)) {
+    if (posix_enter_with_file(dirfd, path, &f)) {
         if (f) {
             f->rec->counters[POSIX_STATS]++;
             posix_meta_time(f, t1, t2);
         }
         ios_leave();
     }
-    ios_guard(0);
-    errno = saved;
 }
 
 static void stat_fd(int fd, double t1, double t2) {
@@ -68,9 +64,11 @@ static void stat_fd(int fd, double t1, double t2) {
     }                                                                                              \
     return ret
 #define POSIX_WRAP_FSTAT(name, call, st_mode)                                                      \
-    IOS_REAL(name);                                                                                \
-    if (!posix_fd_file(fd))                                                                        \
+    if (!posix_fd_file(fd)) {                                                                      \
+        IOS_REAL(name);                                                                            \
         return call;                                                                               \
+    }                                                                                              \
+    IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL(int, ret, call);                                                                \
     if (ret == 0 && S_ISREG(st_mode))                                                              \
         stat_fd(fd, t1, t2);                                                                       \

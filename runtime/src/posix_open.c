@@ -4,39 +4,29 @@
 
 #include <stdarg.h>
 
-void ios_posix_count_open(struct posix_file *f, int fd, int mode, int extra_counter, int reset,
-                          double t1, double t2) {
-    int64_t *c = f->rec->counters;
-    double *fc = f->rec->fcounters;
-    if (mode)
-        c[POSIX_MODE] = mode;
-    if (reset)
-        f->offset = f->last_byte_read = f->last_byte_written = 0;
-    c[POSIX_OPENS]++;
-    if (extra_counter >= 0)
-        c[extra_counter]++;
-    ios_first_start(&fc[POSIX_F_OPEN_START_TIMESTAMP], t1);
-    fc[POSIX_F_OPEN_END_TIMESTAMP] = t2;
-    posix_meta_time(f, t1, t2);
-    posix_map_fd(fd, f);
-}
-
-static void opened(int fd, int dirfd, const char *path, int mode, double t1, double t2) {
+/* A file's Lustre layout is taken once, at its first open, outside the lock. */
+static void first_opened(struct posix_file *f, const char *name, int fd) {
     int saved = errno;
-    struct posix_file *f;
     ios_guard(1);
-    if (ios_posix_enter_with_file(dirfd, path, &f)) {
-        int first_open = f && f->rec->counters[POSIX_OPENS] == 0;
-        if (f)
-            ios_posix_count_open(f, fd, mode, -1, 1, t1, t2);
-        const char *name = first_open ? ios_record_name(f->rec->base.id) : NULL;
-        ios_leave();
-        ios_guard(1);
-        if (name) /* a file's Lustre layout is taken once, at its first open */
-            ios_lustre_file_opened(f->rec->base.id, name, fd);
-    }
+    ios_lustre_file_opened(f->rec->base.id, name, fd);
     ios_guard(0);
     errno = saved;
+}
+
+static inline __attribute__((always_inline)) void opened(int fd, int dirfd, const char *path,
+                                                         int mode, double t1, double t2) {
+    struct posix_file *f;
+    if (!posix_enter_with_file(dirfd, path, &f))
+        return;
+    const char *name = NULL;
+    if (f) {
+        if (IOS_UNLIKELY(f->rec->counters[POSIX_OPENS] == 0))
+            name = ios_record_name(f->rec->base.id);
+        posix_count_open(f, fd, mode, -1, 1, t1, t2);
+    }
+    ios_leave();
+    if (IOS_UNLIKELY(name != NULL))
+        first_opened(f, name, fd);
 }
 
 /* ---- the open family --------------------------------------------------------------------- */
@@ -118,13 +108,13 @@ IOS_EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags) {
 
 /* ---- close ----------------------------------------------------------------------------------- */
 IOS_EXPORT int close(int fd) {
-    IOS_REAL(close);
-    struct posix_file *f = posix_fd_file(fd);
+    struct posix_file *_Atomic *slot = !ios_in_runtime ? posix_fd_slot(fd) : NULL;
+    struct posix_file *f = slot ? atomic_load_explicit(slot, memory_order_relaxed) : NULL;
     if (!f)
-        return ios_real.close(fd);
+        return IOS_CALL(close)(fd);
     /* Out of the table before the kernel frees the number: another thread's open may get it at
      * once, and the mapping it makes must stay. */
-    posix_unmap_fd(fd, f);
+    posix_unmap_slot(slot, f);
     IOS_TIMED_CALL(int, ret, ios_real.close(fd));
     if (ios_enter()) {
         double *fc = f->rec->fcounters;
@@ -141,7 +131,7 @@ IOS_EXPORT int close(int fd) {
 /* A new descriptor for a tracked file: an open that keeps the offsets (Darshan's REFOPEN). */
 #define POSIX_WRAP_DUP(name, call)                                                                 \
     POSIX_WRAP_FD_META(name, int, call, ret >= 0,                                                  \
-                       ios_posix_count_open(f, ret, 0, POSIX_DUPS, 0, t1, t2))
+                       posix_count_open(f, ret, 0, POSIX_DUPS, 0, t1, t2))
 IOS_EXPORT int dup(int fd) { POSIX_WRAP_DUP(dup, ios_real.dup(fd)); }
 /* dup2 and dup3 replace newfd in one step: newfd then names fd's file, or, fd untracked, none. */
 #define POSIX_WRAP_DUP_ONTO(name, call)                                                            \
@@ -153,7 +143,7 @@ IOS_EXPORT int dup(int fd) { POSIX_WRAP_DUP(dup, ios_real.dup(fd)); }
     if (ret >= 0 && !f)                                                                            \
         posix_unmap_fd(newfd, replaced);                                                           \
     if (ret >= 0 && f && ios_enter()) {                                                            \
-        ios_posix_count_open(f, ret, 0, POSIX_DUPS, 0, t1, t2);                                    \
+        posix_count_open(f, ret, 0, POSIX_DUPS, 0, t1, t2);                                        \
         ios_leave();                                                                               \
     }                                                                                              \
     return ret
@@ -186,7 +176,7 @@ IOS_EXPORT int fileno(FILE *stream) {
         const char *name = ios_stdio_stream_name(stream);
         struct posix_file *f = name ? ios_posix_file_by_name(name) : NULL;
         if (f)
-            ios_posix_count_open(f, ret, 0, POSIX_FILENOS, 0, t1, t2);
+            posix_count_open(f, ret, 0, POSIX_FILENOS, 0, t1, t2);
         ios_leave();
     }
     errno = saved;

@@ -39,39 +39,33 @@ struct posix_file *ios_posix_file_by_name(const char *name) {
     return f;
 }
 
-/* The file of an absolute path: remembered, or named (normalized, hashed) once; NULL when the
- * path is not recorded. Call inside ios_enter(). */
-static struct ios_path_cache absolute_paths;
+/* What absolute paths came to (posix_enter_with_file looks them up). */
+struct ios_path_cache ios_posix_absolute_paths;
 
-static struct posix_file *file_of_absolute(const char *path) {
+struct posix_file *ios_posix_named_first(const char *path) {
+    int saved = errno; /* naming may allocate and ask the file system */
     size_t len = strlen(path);
     uint64_t key = ios_path_key(path, len);
-    void *known;
-    if (ios_path_cache_get(&absolute_paths, path, len, key, &known))
-        return known;
     char scratch[PATH_MAX];
     const char *name = ios_absolute_name(path, len, scratch, sizeof scratch);
     struct posix_file *f = name ? ios_posix_file_by_name(name) : NULL;
-    ios_path_cache_put(&absolute_paths, path, len, key, f);
+    ios_path_cache_put(&ios_posix_absolute_paths, path, len, key, f);
+    errno = saved;
     return f;
 }
 
-/* A relative path is made absolute first, outside the lock (getcwd, readlink), and not
- * remembered: the working directory may change. */
-int ios_posix_enter_with_file(int dirfd, const char *path, struct posix_file **f) {
-    if (!path)
-        return 0;
-    if (path[0] == '/') {
-        if (!ios_enter())
-            return 0;
-        *f = file_of_absolute(path);
-        return 1;
-    }
+int ios_posix_enter_with_relative(int dirfd, const char *path, struct posix_file **f) {
     char name[PATH_MAX];
-    if (ios_normalize_path(path, dirfd, name, sizeof name) != 0 || !ios_enter())
-        return 0;
-    *f = ios_posix_file_by_name(name);
-    return 1;
+    int saved = errno, entered = 0;
+    ios_guard(1); /* the working directory is asked outside the lock */
+    if (ios_normalize_path(path, dirfd, name, sizeof name) == 0 && ios_enter()) {
+        *f = ios_posix_file_by_name(name);
+        entered = 1;
+    } else {
+        ios_guard(0);
+    }
+    errno = saved;
+    return entered;
 }
 
 struct posix_file *ios_posix_recorded(uint64_t id) {
@@ -139,7 +133,7 @@ void ios_posix_collect(struct ios_record_set *set) {
 void ios_posix_reset(void) {
     ios_map_free(&files_by_id);
     ios_posix_aio_reset();
-    ios_path_cache_clear(&absolute_paths);
+    ios_path_cache_clear(&ios_posix_absolute_paths);
     void *table = atomic_load_explicit(&ios_posix_fd_table, memory_order_relaxed);
     if (table) /* zero pages again without touching (allocating) every one of them */
         madvise(table, (size_t)ios_posix_fd_table_size * sizeof(void *), MADV_DONTNEED);

@@ -208,44 +208,14 @@ int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) {
 }
 
 /* ---- what absolute paths came to ---------------------------------------------------------- */
-#define PATH_CACHE_SLOTS 1024 /* a power of two */
-#define PATH_CACHE_MAX 256    /* longer paths are not remembered: memory stays under 300 KiB */
-
-static inline uint64_t load_word(const char *p) {
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-uint64_t ios_path_key(const char *path, size_t len) {
-    const uint64_t m = 0x9e3779b97f4a7c15ULL;
-    uint64_t h = (uint64_t)len * m;
-    if (len >= 8) { /* a folder's files differ at the end: the last word always counts */
-        h = (h ^ load_word(path)) * m;
-        h = (h ^ load_word(path + len / 2 - 4)) * m;
-        h = (h ^ load_word(path + len - 8)) * m;
-    } else {
-        for (size_t i = 0; i < len; i++)
-            h = (h ^ (unsigned char)path[i]) * m;
-    }
-    return h ^ (h >> 29);
-}
-
-int ios_path_cache_get(const struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
-                       void **val) {
-    const struct ios_path_cache_slot *s = c->slots ? &c->slots[key & (PATH_CACHE_SLOTS - 1)] : NULL;
-    if (!s || s->key != key || s->len != len || memcmp(s->path, path, len) != 0)
-        return 0;
-    *val = s->val;
-    return 1;
-}
+#define PATH_CACHE_MAX 256 /* longer paths are not remembered: memory stays under 300 KiB */
 
 void ios_path_cache_put(struct ios_path_cache *c, const char *path, size_t len, uint64_t key,
                         void *val) {
     if (len > PATH_CACHE_MAX ||
-        (!c->slots && !(c->slots = calloc(PATH_CACHE_SLOTS, sizeof *c->slots))))
+        (!c->slots && !(c->slots = calloc(IOS_PATH_CACHE_SLOTS, sizeof *c->slots))))
         return;
-    struct ios_path_cache_slot *s = &c->slots[key & (PATH_CACHE_SLOTS - 1)];
+    struct ios_path_cache_slot *s = &c->slots[key & (IOS_PATH_CACHE_SLOTS - 1)];
     if (s->room < len) { /* a slot keeps its copy's memory for the paths that follow */
         size_t room = len > 64 ? len : 64;
         char *copy = malloc(room);
@@ -262,7 +232,7 @@ void ios_path_cache_put(struct ios_path_cache *c, const char *path, size_t len, 
 }
 
 void ios_path_cache_clear(struct ios_path_cache *c) {
-    for (size_t i = 0; c->slots && i < PATH_CACHE_SLOTS; i++)
+    for (size_t i = 0; c->slots && i < IOS_PATH_CACHE_SLOTS; i++)
         free(c->slots[i].path);
     free(c->slots);
     c->slots = NULL;

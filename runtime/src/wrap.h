@@ -12,6 +12,7 @@
  *   IOS_TIMED_CALL(type, ret, call): t1, the real call's result in ret, t2;
  *   IOS_WRAP_TIMED(name, type, call): a libc wrapper's first half: straight through (return
  *     call) unless recording, else the call timed into ret, t1, t2;
+ *   IOS_REAL_RECORDING(name): IOS_REAL where the runtime is known to have started;
  *   IOS_KEEP_ERRNO(stmt): stmt (recording may allocate) with the program's errno kept.
  * The read and write wrappers skip the last: recording there makes no call that sets errno. */
 #ifndef IOS_WRAP_H
@@ -34,10 +35,60 @@
 #endif
 
 #define IOS_WRAP_TIMED(name, type, call)                                                           \
-    IOS_REAL(name);                                                                                \
-    if (!ios_recording())                                                                          \
+    if (!ios_recording()) {                                                                        \
+        IOS_REAL(name);                                                                            \
         return call;                                                                               \
+    }                                                                                              \
+    IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL(type, ret, call)
+
+/* The real functions the runtime resolves as it starts (core.c), before it records anything: a
+ * signal handler may reach them first, and the runtime's own I/O uses them. A wrapper that
+ * records (or found a tracked descriptor, mapped while recording) calls them unchecked, which
+ * spares every read, write, open, close and stat a test. IOS_EARLY_<name> marks each one for
+ * IOS_IS_EARLY (1 for a marked name, else 0); core.c checks that every listed one is marked. */
+#define IOS_EARLY_REAL(X)                                                                          \
+    X(open);                                                                                       \
+    X(close);                                                                                      \
+    X(read);                                                                                       \
+    X(write);                                                                                      \
+    X(pread);                                                                                      \
+    X(pwrite);                                                                                     \
+    X(lseek);                                                                                      \
+    X(fstat);                                                                                      \
+    X(stat);                                                                                       \
+    X(mmap);                                                                                       \
+    X(rename);                                                                                     \
+    X(_exit);                                                                                      \
+    X(execve);                                                                                     \
+    X(execv);                                                                                      \
+    X(execvp);                                                                                     \
+    X(execvpe);                                                                                    \
+    X(fexecve);                                                                                    \
+    X(execveat);
+#define IOS_EARLY_open ~, 1
+#define IOS_EARLY_close ~, 1
+#define IOS_EARLY_read ~, 1
+#define IOS_EARLY_write ~, 1
+#define IOS_EARLY_pread ~, 1
+#define IOS_EARLY_pwrite ~, 1
+#define IOS_EARLY_lseek ~, 1
+#define IOS_EARLY_fstat ~, 1
+#define IOS_EARLY_stat ~, 1
+#define IOS_EARLY_mmap ~, 1
+#define IOS_EARLY_rename ~, 1
+#define IOS_EARLY__exit ~, 1
+#define IOS_EARLY_execve ~, 1
+#define IOS_EARLY_execv ~, 1
+#define IOS_EARLY_execvp ~, 1
+#define IOS_EARLY_execvpe ~, 1
+#define IOS_EARLY_fexecve ~, 1
+#define IOS_EARLY_execveat ~, 1
+#define IOS_SECOND_(a, b, ...) b
+#define IOS_PROBE_(...) IOS_SECOND_(__VA_ARGS__)
+#define IOS_IS_EARLY(name) IOS_PROBE_(IOS_EARLY_##name, 0, )
+/* IOS_REAL in a wrapper that records: nothing for an early function. */
+#define IOS_REAL_RECORDING(name) (IOS_IS_EARLY(name) ? (void)0 : IOS_REAL(name))
 
 #define IOS_NEXT_REAL(type, params, symbol, library)                                               \
     static type(*real) params;                                                                     \
