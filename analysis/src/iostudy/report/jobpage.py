@@ -205,17 +205,23 @@ def _files(item, files, flags, nprocs):
     ]
 
 
+# What the records of a module of jobdetail.IN_FILES are, as a caption names them
+_IN_FILES = {"H5D": "HDF5 datasets", "PNETCDF_VAR": "PnetCDF variables"}
+
+
 def _datasets(item, files, flags, nprocs):
     """The HDF5 datasets' and PnetCDF variables' table, each with its file (none: no item)."""
     table = jobdetail.dataset_table(files, nprocs)
     if table.empty:
         return []
     top = len(figures.page_rows(table))
+    kinds = " and ".join(
+        kind for module, kind in _IN_FILES.items() if (table["module"] == module).any()
+    )
     caption = (
-        f"The {top} of {len(table):,} HDF5 datasets and PnetCDF variables that moved the most "
-        "bytes, each with the file it is in (its record's file_rec_id, the file's H5F or "
-        "PNETCDF_FILE record), as the application asked the library for them; every one in "
-        "the CSV."
+        f"The {top} of {len(table):,} {kinds} that moved the most bytes, as the application "
+        "asked the library for them, each with the file it is in (its record's file_rec_id: "
+        "the file's H5F or PNETCDF_FILE record); every one in the CSV."
     )
     table = jobfigures.not_recorded(table, flags)
     hide = ["read_time", "write_time", "meta_time", "opens"]
