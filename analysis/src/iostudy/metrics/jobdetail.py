@@ -12,6 +12,7 @@ reads those of many logs in one query):
   variables' the sizes the application asked for);
 - :func:`file_table`: per file (a module's records of one path): bytes, time, class and the
   processes that accessed it (:mod:`iostudy.logs.sharing`: one process is never shared);
+  :func:`dataset_table`: the same per HDF5 dataset and PnetCDF variable, with its file;
 - :func:`rank_balance`: per rank, its bytes and time in its own records of the layers a job's
   totals count (POSIX, STDIO, DFS or DAOS; a one-process job's rank -1 records are its one
   process's); the processes with such records and those that moved bytes in them, of the
