@@ -625,3 +625,47 @@ def test_a_batch_of_counters_is_judged_at_once_and_a_bad_one_still_named(bad, na
     assert logrows._plausible_at_once("jobcounters", columns(good))
     assert not logrows._plausible_at_once("jobcounters", columns([*good, bad]))
     assert any(named in p for p in storerule.row_problems("jobcounters", bad))
+
+
+IN_FILES = {"H5D": "h5d", "PNETCDF_VAR": "pnetcdf_var"}  # records naming their file's record
+
+
+def _pydarshan_file_ids(path: Path) -> dict:
+    """{(module token, record id, rank): file_rec_id, None for an H5D version 1 record (which
+    had none: the reader's 0)} of a log's datasets and variables, as PyDarshan reads them."""
+    report, out = _report(path), {}
+    for mod in set(IN_FILES) & set(report.modules):
+        report.mod_read_all_records(mod, warnings=False)
+        old = mod == "H5D" and report.modules[mod]["ver"] == 1
+        for rec in report.records[mod].to_list():
+            key = (IN_FILES[mod], int(rec["id"]), int(rec["rank"]))
+            out[key] = None if old else int(rec["file_rec_id"])
+    return out
+
+
+def test_every_dataset_and_variable_is_stored_with_its_files_record_id(stored):
+    """files.file_record_id of every H5D and PNETCDF_VAR record of every log: PyDarshan's
+    file_rec_id (null for H5D version 1), the record id of a record of the same log (its
+    file's); null in every other module's rows."""
+    con = store.connect(stored)
+    compared = 0
+    for path in LOGS:
+        want = _pydarshan_file_ids(path)
+        if not want or _name(path) in IMPLAUSIBLE:
+            continue
+        rows = con.execute(
+            "SELECT module, record_id::VARCHAR, rank, file_record_id::VARCHAR, file_record_id IN "
+            "(SELECT record_id FROM files o WHERE o.log_sha256 = f.log_sha256) FROM files f "
+            "JOIN jobs USING (log_sha256) WHERE jobs.log_path LIKE ? AND module IN (?, ?)",
+            [f"%/{_name(path)}", *IN_FILES.values()],
+        ).fetchall()
+        got = {(m, int(r), k): None if f is None else int(f) for m, r, k, f, _ in rows}
+        assert got == want, path
+        assert all(linked for *_, f, linked in rows if f is not None), path
+        compared += sum(v is not None for v in want.values())
+    assert compared > 0
+    others = con.execute(
+        "SELECT count(*) FROM files WHERE module NOT IN ('h5d', 'pnetcdf_var') "
+        "AND file_record_id IS NOT NULL"
+    ).fetchone()
+    assert others == (0,)

@@ -77,6 +77,7 @@ COLUMNS = {
     "log_path": "path",
     "path": "path",
     "file": "path",
+    "file_path": "path",  # an HDF5 dataset's or PnetCDF variable's file (jobdetail.files_of)
     "source_path": "path",
     "reason": "text",
 }

@@ -27,7 +27,9 @@ child reads PyDarshan's frames column by column, never through a float64 row):
 - ``records``: {module: [{id, rank, counters {name: int}, fcounters {name: float}}]} for the
   record modules (POSIX, STDIO, MPI-IO, HDF5's H5F and H5D, PnetCDF's PNETCDF_FILE and
   PNETCDF_VAR, DFS, DAOS), from ``report.records[mod].to_df()`` (only records that have a
-  name)
+  name); H5D's and PNETCDF_VAR's with ``file_rec_id`` too: the record id of the dataset's or
+  variable's file (0 in an H5D version 1 record, which had none), as PyDarshan's
+  ``to_list()`` gives it
 - ``lustre``: [{id, rank, components [{counters {LUSTRE_COMP_*: int}, pool_name, ost_ids [int]}]}],
   the LUSTRE module's layouts, from ``report.records["LUSTRE"].to_df()`` (named records only)
 - ``heatmaps``: {api: {nbins, bin_width, ranks [sorted], read {rank: [bytes per bin]},

@@ -39,7 +39,7 @@ from iostudy.logs.logregions import (
     decoded_names,
 )
 from iostudy.logs.modules import GENERIC_MODULES, JOB_MODULES
-from iostudy.logs.recordlayout import record_layout
+from iostudy.logs.recordlayout import FILE_ID, record_layout
 
 np = deferred("numpy")
 backend = deferred("darshan.backend.cffi_backend")
@@ -82,8 +82,9 @@ def _buffers() -> _Buffers:
 
 class RecordArrays(NamedTuple):
     """The named records of one module, column-wise: ids (uint64), ranks (int64), counters
-    (records x counters, int64), fcounters (records x fcounters, float64), and the names of the
-    counter columns."""
+    (records x counters, int64), fcounters (records x fcounters, float64), the names of the
+    counter columns, and the file record ids (uint64: H5D's and PNETCDF_VAR's link from a
+    dataset or variable to its file's record; None for a module without one)."""
 
     ids: np.ndarray
     ranks: np.ndarray
@@ -91,10 +92,12 @@ class RecordArrays(NamedTuple):
     fcounters: np.ndarray
     cnames: list
     fnames: list
+    file_ids: np.ndarray | None = None
 
     def as_dicts(self) -> list[dict]:
-        """[{id, rank, counters {name: int}, fcounters {name: float}}] (exact Python numbers)."""
-        return [
+        """[{id, rank, counters {name: int}, fcounters {name: float}}] (exact Python numbers),
+        with file_rec_id where the module has it."""
+        records = [
             {
                 "id": rid,
                 "rank": rank,
@@ -109,6 +112,10 @@ class RecordArrays(NamedTuple):
                 strict=True,
             )
         ]
+        if self.file_ids is not None:
+            for record, file_id in zip(records, self.file_ids.tolist(), strict=True):
+                record["file_rec_id"] = file_id
+        return records
 
 
 def _stored_records(handle, idx, size) -> bytes:
@@ -143,6 +150,7 @@ def _record_arrays(mod, stored: bytes, names) -> RecordArrays:
         kept["fcounters"].reshape(len(kept), len(lay.fnames)).copy(),
         lay.cnames,
         lay.fnames,
+        kept[FILE_ID].copy() if FILE_ID in lay.dtype.names else None,
     )
 
 

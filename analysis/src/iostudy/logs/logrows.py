@@ -29,7 +29,7 @@ from iostudy.logs import (
     upconversion,
 )
 from iostudy.logs.darshanlog_worker import CheckedLog, read
-from iostudy.logs.recordlayout import record_layout
+from iostudy.logs.recordlayout import FILE_ID, record_layout
 from iostudy.logs.sizebins import NAMES
 from iostudy.logs.summary import MODULE_COUNTERS
 
@@ -65,7 +65,7 @@ EXTRA_COUNTERS = {
     **{
         f"{end}_rank{what.lower()}": {
             m: [f"{m.replace('-', '')}_{end.upper()}_RANK{what}"]
-            for m in ("POSIX", "MPI-IO", "STDIO")
+            for m in ("POSIX", "MPI-IO", "STDIO", "H5D", "PNETCDF_VAR", "DFS", "DAOS")
         }
         for end in ("fastest", "slowest")
         for what in ("", "_BYTES")
@@ -374,6 +374,8 @@ def _module_files(mod: str, parts) -> tuple[Columns, np.ndarray] | None:
     }
     if max_byte is not None:
         columns["max_byte"] = counters[:, max_byte].max(axis=1)
+    if FILE_ID in lay.dtype.names:  # a dataset's or variable's file
+        columns["file_record_id"] = records[FILE_ID]
     for col in set().union(*(nulled for *_, nulled in parts)):  # logs with quirks: rare
         of_logs = [i for i, (*_, nulled) in enumerate(parts) if col in nulled]
         columns[col] = _with_nulls(columns[col], np.isin(logs, of_logs))
@@ -441,7 +443,10 @@ def _unrecorded_columns(mod: str, version: int) -> tuple[str, ...]:
     lacked = {i for i, c in enumerate(lay.cnames) if c in missing}
     summed, floats, _ = _module_plan(mod)
     columns = [col for col, idx in summed.items() if idx and lacked >= set(idx)]
-    return tuple(columns + [col for col, i in floats.items() if lay.fnames[i] in missing])
+    columns += [col for col, i in floats.items() if lay.fnames[i] in missing]
+    if version < upconversion.FILE_ID_SINCE.get(mod, 0):
+        columns.append("file_record_id")
+    return tuple(columns)
 
 
 def _stored_sums(mod: str) -> dict:

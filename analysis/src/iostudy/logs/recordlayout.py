@@ -56,6 +56,9 @@ _OLDER = {
     ("PNETCDF_FILE", 2): 64,  # DARSHAN_PNETCDF_FILE_SIZE_2; 2, 4 (3.1.7 to 3.4.0)
     ("BG/Q", 1): 120,  # bgq: DARSHAN_BGQ_FILE_SIZE_1, (112 + 8); 11, 1 (3.0)
 }
+# The field of H5D's and PNETCDF_VAR's records that links a dataset or variable to its file: the
+# record id of the file's path (its H5F or PNETCDF_FILE record, and POSIX's)
+FILE_ID = "file_rec_id"
 # libdarshan-util's tables of counter names are named after the module, but BG/Q's after "BGQ"
 # (bgq_counter_names): PyDarshan's counter_names("BG/Q") finds none
 _TABLES = {"BG/Q": "BGQ"}

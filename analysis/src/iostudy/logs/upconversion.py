@@ -10,9 +10,10 @@ stored as null, never summed, and the only -1 plausibility allows there.
 Darshan 3.5.0 (``darshan_log_get_*``: what each step up sets to -1) and checked against every
 real test log (tests/test_upconversion.py). What the reader derives rather than fills is
 recorded: PNETCDF_FILE_OPENS of versions 1 and 2 is their independent plus collective opens
-(those versions counted a create as an open). Not counters of a record module iostudy stores,
-so not in the table: POSIX version 1 records with fopen counters are dropped whole by the
-reader; H5D version 1 lacks its file record id (0); LUSTRE version 1 components lack their
+(those versions counted a create as an open). H5D version 1 had no file record id (the
+reader sets it to 0): its files rows' ``file_record_id`` is null (:data:`FILE_ID_SINCE`).
+Not counters of a record module iostudy stores, so not in the table: POSIX version 1 records
+with fopen counters are dropped whole by the reader; LUSTRE version 1 components lack their
 stripe pattern, flags, extent end and mirror id (-1) and extent start (0); DXT_MPIIO version 1
 segments lack their offsets (-1).
 """
@@ -59,6 +60,10 @@ ADDED = {
         ),
     },
 }
+
+# module -> the version whose records first held the record id of their file (an older one's:
+# 0, as the reader fills it); modules not named have none, or had it from version 1
+FILE_ID_SINCE = {"H5D": 2}
 
 # A jobs.flags reason naming the files columns of a module stored as null: flag() writes it,
 # flagged() reads it back for a job page.

@@ -12,6 +12,7 @@ reads those of many logs in one query):
   variables' the sizes the application asked for);
 - :func:`file_table`: per file (a module's records of one path): bytes, time, class and the
   processes that accessed it (:mod:`iostudy.logs.sharing`: one process is never shared);
+  :func:`dataset_table`: the same per HDF5 dataset and PnetCDF variable, with its file;
 - :func:`rank_balance`: per rank, its bytes and time in its own records of the layers a job's
   totals count (POSIX, STDIO, DFS or DAOS; a one-process job's rank -1 records are its one
   process's); the processes with such records and those that moved bytes in them, of the
@@ -47,11 +48,18 @@ _COUNTS = ["bytes_read", "bytes_written", "reads", "writes", "opens", "seeks"]
 def files_of(con, shas) -> pd.DataFrame:
     """The files rows of the logs ``shas`` (their sha256), every module, in one query, with
     ``counted``: whether the row is one a job's totals count (iostudy.logs.modules.counted: the
-    layers that moved the bytes, each byte once)."""
+    layers that moved the bytes, each byte once), and ``file_path``: an HDF5 dataset's or
+    PnetCDF variable's file, the path of the log's records of its file_record_id (null where
+    the log has none, and for other modules). The record id itself is left out: a column of
+    64-bit ids with nulls would reach pandas as floats, which cannot hold them."""
     rule = modules.counted(modules.DEFAULT_SCOPE)
     return con.execute(
-        f"SELECT *, ({rule}) AS counted FROM files "
-        "WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))",
+        f"WITH mine AS (SELECT * FROM files WHERE log_sha256 IN (SELECT unnest(?::VARCHAR[]))), "
+        "named AS (SELECT log_sha256, record_id, any_value(path) AS file_path FROM mine "
+        "GROUP BY ALL) "
+        f"SELECT files.* EXCLUDE (file_record_id), ({rule}) AS counted, named.file_path "
+        "FROM mine files LEFT JOIN named ON named.log_sha256 = files.log_sha256 "
+        "AND named.record_id = files.file_record_id",
         [sorted(set(shas))],
     ).df()
 
@@ -122,27 +130,31 @@ def size_bins(files: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["module", "operation", "size", "accesses"])
 
 
+#: file_table's columns
+FILE_COLUMNS = [
+    "path",
+    "module",
+    "sharing",
+    "processes",
+    "bytes_read",
+    "bytes_written",
+    "bytes",
+    "io_time",
+    "read_time",
+    "write_time",
+    "meta_time",
+    "opens",
+    "reads",
+    "writes",
+]
+
+
 def file_table(files: pd.DataFrame, nprocs: int) -> pd.DataFrame:
     """Per file and module: its path, class (N:N, N:1, N:M), the processes of the job's
     ``nprocs`` that accessed it (iostudy.logs.sharing.processes: a record of all of them counts
     them all; one process is 1, in a one-process job too), bytes read and written, and its I/O
     time summed over the processes."""
-    cols = [
-        "path",
-        "module",
-        "sharing",
-        "processes",
-        "bytes_read",
-        "bytes_written",
-        "bytes",
-        "io_time",
-        "read_time",
-        "write_time",
-        "meta_time",
-        "opens",
-        "reads",
-        "writes",
-    ]
+    cols = FILE_COLUMNS
     if files.empty:
         return pd.DataFrame(columns=cols)
     own = files.assign(own=files["rank"].where(files["rank"] >= 0))
@@ -157,6 +169,30 @@ def file_table(files: pd.DataFrame, nprocs: int) -> pd.DataFrame:
     table = table.reset_index()
     table["module"] = table["module"].map(modules.display)
     return table[cols]
+
+
+#: the modules whose records are objects in a file (its datasets, its variables)
+IN_FILES = ("h5d", "pnetcdf_var")
+
+
+def dataset_table(files: pd.DataFrame, nprocs: int) -> pd.DataFrame:
+    """Per HDF5 dataset and PnetCDF variable (the H5D and PNETCDF_VAR records of one name):
+    the file it belongs to (``file_path``: its file_record_id's), its name in that file (its
+    record's name, "<file>:<dataset>", after the file's path), and file_table's figures; the
+    most bytes first."""
+    cols = ["file", "name", *FILE_COLUMNS[1:]]
+    mine = files[files["module"].isin(IN_FILES)]
+    if mine.empty:
+        return pd.DataFrame(columns=cols)
+    table = file_table(mine, nprocs)
+    file_of = mine.groupby("path")["file_path"].first()
+    table["file"] = table["path"].map(file_of)
+    table["name"] = [
+        path[len(f) + 1 :] if isinstance(f, str) and path.startswith(f"{f}:") else path
+        for path, f in zip(table["path"], table["file"], strict=True)
+    ]
+    table = table.sort_values(["bytes", "file", "name"], ascending=[False, True, True])
+    return table[cols].reset_index(drop=True)
 
 
 def rank_balance(files: pd.DataFrame, nprocs: int) -> tuple[pd.DataFrame, dict]:

@@ -26,7 +26,11 @@ TIME_PARTS = (
 #: ranks drawn one bar each; above, a histogram of their times
 RANKS_DRAWN = 64
 #: the job page's columns made of others: not recorded when none of them is
-DERIVED = {"bytes": ("bytes_read", "bytes_written"), "meta_pct": ("meta_time",)}
+DERIVED = {
+    "bytes": ("bytes_read", "bytes_written"),
+    "meta_pct": ("meta_time",),
+    "file": ("file_record_id",),  # a dataset's file (jobdetail.dataset_table)
+}
 
 
 def not_recorded(table: pd.DataFrame, flags) -> pd.DataFrame:

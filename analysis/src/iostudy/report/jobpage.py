@@ -182,7 +182,7 @@ def _files(item, files, flags, nprocs):
     by_bytes, by_time = (jobfigures.not_recorded(t, flags) for t in (by_bytes, by_time))
     top = len(figures.page_rows(table))
     of_job = processes_text(nprocs)
-    return [
+    return _datasets(item, files, flags, nprocs) + [
         item(
             "table",
             "files-by-bytes",
@@ -203,6 +203,29 @@ def _files(item, files, flags, nprocs):
             hide=["bytes_read", "bytes_written", "opens"],
         ),
     ]
+
+
+# What the records of a module of jobdetail.IN_FILES are, as a caption names them
+_IN_FILES = {"H5D": "HDF5 datasets", "PNETCDF_VAR": "PnetCDF variables"}
+
+
+def _datasets(item, files, flags, nprocs):
+    """The HDF5 datasets' and PnetCDF variables' table, each with its file (none: no item)."""
+    table = jobdetail.dataset_table(files, nprocs)
+    if table.empty:
+        return []
+    top = len(figures.page_rows(table))
+    kinds = " and ".join(
+        kind for module, kind in _IN_FILES.items() if (table["module"] == module).any()
+    )
+    caption = (
+        f"The {top} of {len(table):,} {kinds} that moved the most bytes, as the application "
+        "asked the library for them, each with the file it is in (its record's file_rec_id: "
+        "the file's H5F or PNETCDF_FILE record); every one in the CSV."
+    )
+    table = jobfigures.not_recorded(table, flags)
+    hide = ["read_time", "write_time", "meta_time", "opens"]
+    return [item("table", "datasets", caption, table, table=True, hide=hide)]
 
 
 # The layers a job's totals count (iostudy.logs.modules.DEFAULT_SCOPE), as a caption names them

@@ -101,10 +101,11 @@ def _columns_table(table: str, chunks: list[Columns]) -> pa.Table:
             elif isinstance(parts[0], Repeated):
                 values = pa.array([v for p in parts for v in p.values], f.type)
                 arrays.append(_expanded(values, np.concatenate([p.counts for p in parts])))
-            elif isinstance(parts[0], np.ndarray):
+            elif all(isinstance(p, np.ndarray) for p in parts):
                 arrays.append(pa.array(np.concatenate(parts)).cast(f.type))
-            else:
-                arrays.append(pa.array([x for p in parts for x in p], f.type))
+            else:  # lists with nulls (a batch's logs with quirks) beside arrays: typed as one
+                values = [p.tolist() if isinstance(p, np.ndarray) else p for p in parts]
+                arrays.append(pa.array([x for p in values for x in p], f.type))
         tables.append(pa.Table.from_arrays(arrays, schema=schema))
     return pa.concat_tables(tables)
 

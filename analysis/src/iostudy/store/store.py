@@ -162,6 +162,10 @@ TABLES: dict[str, pa.Schema] = {
             # accesses per size bin (POSIX, DFS, DAOS; MPI-IO's aggregate sizes, HDF5's
             # datasets', PnetCDF's variables'), seed 000's Fig. 9
             *((f"{op}_{b.lower()}", pa.int64()) for op in ("read", "write") for b in SIZE_BINS),
+            # an HDF5 dataset's or PnetCDF variable's file (H5D's and PNETCDF_VAR's
+            # file_rec_id): the record id of the file's path, the record_id of its h5f or
+            # pnetcdf rows (and posix's); null for other modules and H5D version 1 records
+            ("file_record_id", pa.uint64()),
         ]
     ),
     "perf": pa.schema(
