@@ -149,6 +149,8 @@ def top_files(seg: pd.DataFrame) -> list[tuple[str, int]]:
 def offsets_figure(seg: pd.DataFrame, files: list, paths: dict) -> Figure:
     """Per file of ``files`` (top_files), each access's offset against its start time, reads
     and writes in their colours (a dot per access)."""
+    from matplotlib.ticker import MaxNLocator  # matplotlib is loaded only when a figure is drawn
+
     span = max(float(seg["end"].max()), 1e-9)
     fig, axes = panels(len(files), 3.6, 2.3, extra_height=0.3)
     for ax, (module, rid) in zip(axes, files, strict=True):
@@ -167,8 +169,12 @@ def offsets_figure(seg: pd.DataFrame, files: list, paths: dict) -> Figure:
                 )
         name = str(paths.get(rid, rid))
         ax.set_title(f"{modules.display(module)} {_tail(name)}", fontsize=8)
-        ax.set_xlim(0, span)
-        ax.set_ylim(0, max(1.0, float((mine["offset"] + mine["length"]).max())) * 1.05)
+        # A margin on every side: an access at offset 0, or at the last instant, is drawn on
+        # the axes' edge, where the spine would hide it.
+        top = max(1.0, float((mine["offset"] + mine["length"]).max()))
+        ax.set_xlim(-0.02 * span, 1.02 * span)
+        ax.set_ylim(-0.04 * top, 1.05 * top)
+        ax.xaxis.set_major_locator(MaxNLocator(4))  # a short job's times are long numbers
         ax.yaxis.set_major_formatter(lambda v, _: binary_bytes(v))
         ax.set_xlabel("seconds since the job started", fontsize=7)
         ax.set_ylabel("offset", fontsize=7)
