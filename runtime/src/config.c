@@ -421,6 +421,7 @@ static void read_exclude_dirs(void) {
 #undef X
         NULL};
     const char *ex = getenv("DARSHAN_EXCLUDE_DIRS");
+    ios_config.exclude_dirs_default = !ex;
     if (!ex)
         ios_set_excludes(default_excludes);
     else if (strcmp(ex, "none") == 0)
@@ -534,6 +535,7 @@ void ios_config_read(void) {
     }
     /* DXT is off unless enabled, and enabling wins over disabling, as Darshan decides. */
     mod_disabled_all_ranks = (DXT_BITS | mod_disable) & ~mod_enable;
+    ios_config.name_includes = name_include.n > 0;
     read_exclude_dirs();
     apply_rank(0); /* until an MPI job gives the rank */
 }
@@ -546,7 +548,10 @@ int ios_config_refuses(int mod, const char *name) {
     uint64_t bit = BIT(mod);
     if (ios_config.mod_disabled & bit)
         return IOS_REFUSED_BY_RULE;
-    if (name && name_exclude.n && matches(&name_exclude, bit, name) &&
+    /* As Darshan 3.5.0 decides: a name under an excluded directory, or one a NAME_EXCLUDE rule
+     * of the module matches, is recorded only if a NAME_INCLUDE rule of the module matches. */
+    if (name && (ios_config.name_includes || name_exclude.n) &&
+        (ios_under_excluded_dir(name) || matches(&name_exclude, bit, name)) &&
         !matches(&name_include, bit, name))
         return IOS_REFUSED_BY_RULE;
     /* DXT's MAX_RECORDS is its memory (ios_config.dxt_mem); the heatmap's records are fixed */

@@ -105,6 +105,9 @@ struct ios_config {
     int disable_shared_redux;         /* DISABLE_SHARED_REDUCTION */
     char **exclude_dirs;              /* path prefixes never recorded (NULL-terminated) */
     uint64_t exclude_second_bytes[4]; /* the set of their second bytes (ios_set_excludes) */
+    int exclude_dirs_default;         /* exclude_dirs are Darshan's defaults (not the variable) */
+    int name_includes;                /* NAME_INCLUDE rules: an excluded directory's path may
+                                         be recorded after all (ios_config_refuses decides) */
     uint64_t mod_disabled;            /* bit 1 << module id: records none (this rank's) */
     double dxt_small_trigger;         /* DXT_SMALL_IO_TRIGGER; negative: not set */
     double dxt_unaligned_trigger;     /* DXT_UNALIGNED_IO_TRIGGER; likewise */
@@ -135,6 +138,8 @@ uint64_t ios_record_id(const char *name) IOS_HIDDEN;
 
 /* Sets the path prefixes never recorded (NULL-terminated; NULL: none). */
 void ios_set_excludes(char **dirs) IOS_HIDDEN;
+/* Whether path lies under an excluded directory (and not under a default inclusion). */
+int ios_under_excluded_dir(const char *path) IOS_HIDDEN;
 /* Normalizes a path the way Darshan names records (absolute, // and /./ collapsed) into out;
  * returns 0, or -1 if the path must not be recorded (excluded prefix, too long). */
 int ios_normalize_path(const char *path, int dirfd, char *out, size_t outlen) IOS_HIDDEN;

@@ -151,16 +151,27 @@ void ios_set_excludes(char **dirs) {
     }
 }
 
+/* Darshan 3.5.0's default inclusion: recorded although under /var/, while the default
+ * exclusions are in force (Cray DataWarp mounts). */
+static const char default_inclusion[] = "/var/opt/cray/dws/mounts/";
+
 /* Under a prefix never recorded (DARSHAN_EXCLUDE_DIRS). Most paths share no second byte with
  * any prefix: the set of those bytes settles them. */
-static int excluded(const char *path) {
+int ios_under_excluded_dir(const char *path) {
     unsigned char b = (unsigned char)path[0] ? (unsigned char)path[1] : 0;
     if (!(ios_config.exclude_second_bytes[b >> 6] & (UINT64_C(1) << (b & 63))))
         return 0;
     for (char **dir = ios_config.exclude_dirs; dir && *dir; dir++)
         if (strncmp(path, *dir, strlen(*dir)) == 0)
-            return 1;
+            return !(ios_config.exclude_dirs_default &&
+                     strncmp(path, default_inclusion, sizeof default_inclusion - 1) == 0);
     return 0;
+}
+
+/* Never recorded by any module: under an excluded directory, with no NAME_INCLUDE rule that
+ * could bring it back (with one, each module's record asks: ios_config_refuses). */
+static int excluded(const char *path) {
+    return !ios_config.name_includes && ios_under_excluded_dir(path);
 }
 
 /* name, in writable memory, as a record is named: // and /./ collapsed (rare: looked for

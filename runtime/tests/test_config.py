@@ -64,7 +64,8 @@ def inventory(log: Path, d: str) -> dict:
 
 
 def run_many(runner, d: str, config: str | None, env: dict | None = None, lib=None):
-    env = dict(env or {})
+    # {d} in a value: the run's folder; None: the variable unset
+    env = {k: v and v.replace("{d}", d) for k, v in (env or {}).items()}
     if config is not None:
         env["DARSHAN_CONFIG_PATH"] = write_config(d, config)
     if lib is not None:
@@ -91,6 +92,18 @@ CASES = {
         "NAME_EXCLUDE many_001,STDOUT *\n",
         {},
         {"POSIX": posix(0, 2, 3), "STDIO": []},
+    ),
+    # DARSHAN_EXCLUDE_DIRS names the program's folder: NAME_INCLUDE brings a file back, in
+    # the modules it lists only (Darshan 3.5.0's darshan_core_excluded_path).
+    "include_under_excluded_dir": (
+        "NAME_INCLUDE many_00[02]\\.dat$ POSIX\n",
+        {"DARSHAN_EXCLUDE_DIRS": "{d}/"},
+        {"POSIX": posix(0, 2), "STDIO": STDOUT},
+    ),
+    "include_of_another_module": (
+        "NAME_INCLUDE many_000 STDIO\n",
+        {"DARSHAN_EXCLUDE_DIRS": "{d}/"},
+        {"POSIX": [], "STDIO": STDOUT},
     ),
     "other_module": ("NAME_EXCLUDE .* STDIO\n", {}, {"POSIX": posix(0, 1, 2, 3), "STDIO": []}),
     "mod_disable": ("MOD_DISABLE POSIX\n", {}, {"POSIX": [], "STDIO": STDOUT}),
