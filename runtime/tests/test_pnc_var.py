@@ -353,6 +353,8 @@ def test_same_as_darshan(runner, tmp_path_factory, family, mode):
                         f"{name} {k}: ours {a['counters'][k]}, Darshan {v}"
                     )
             for k, v in b["fcounters"].items():  # times differ; which are set must not
+                if k.endswith("VARIANCE_RANK_TIME"):  # 0 when the ranks' times tie, by the clock
+                    continue
                 assert (a["fcounters"][k] == 0) == (v == 0), f"{name} {k}: {a['fcounters'][k]}, {v}"
 
 
