@@ -3,7 +3,8 @@
  *   return  returns 0 from main
  *   _exit   _exit(0) (stdout flushed first)
  *   exec    execl(argv[4], argv[4], NULL) (stdout flushed first; a program that records
- *           nothing) */
+ *           nothing)
+ *   kill    "ready <pid>" on stdout, and a wait for a signal */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <unistd.h>
@@ -33,6 +34,12 @@ int main(int argc, char **argv) {
         CHECK(argc == 5, "exec: the program to exec");
         execl(argv[4], argv[4], (char *)NULL);
         CHECK(0, "execl");
+    }
+    if (strcmp(end, "kill") == 0) {
+        printf("ready %d\n", (int)getpid());
+        fflush(stdout);
+        for (;;)
+            pause();
     }
     return 0;
 }
