@@ -307,9 +307,10 @@ void ios_mmap_set_rank(int rank, int nprocs, int64_t jobid) IOS_HIDDEN;
 void ios_mmap_close(int keep) IOS_HIDDEN;
 /* In a forked child: let go of the parent's mapped log without touching it. */
 void ios_mmap_forget(void) IOS_HIDDEN;
-/* The mapped log written as this process's log (uncompressed), named as ios_job_log_path names
- * logs, into out; 0, or -1 with a reason in *why. Safe in a signal handler: no allocation, no
- * stdio, no lock; call with the runtime's lock held. _exit and exec end a process image so. */
+/* The mapped log written as this process's log (its regions zlib streams of stored blocks), named
+ * as ios_job_log_path names logs, into out; 0, or -1 with a reason in *why. Safe in a signal
+ * handler: no allocation, no stdio, no lock; call with the runtime's lock held. _exit and exec end
+ * a process image so. */
 int ios_mmap_write_log(char *out, size_t outlen, const char **why) IOS_HIDDEN;
 /* Before an exec: the file goes, its mapping stays. If the exec fails, ios_mmap_relink makes
  * the file again from the mapping and maps it in the mapping's place. */

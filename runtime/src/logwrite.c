@@ -18,20 +18,24 @@
 /* ---- serialization ------------------------------------------------------------------------- */
 struct bytes {
     unsigned char *data;
-    size_t len;
-    int borrowed; /* data is the memory-mapped log's: not freed */
+    size_t len;     /* its length in the file */
+    int borrowed;   /* data is not this part's own (the records', the memory-mapped log's) */
+    int stored;     /* data is the region itself, written as stored blocks (ios_write_stored) */
+    size_t raw_len; /* stored: the region's length */
 };
 
 /* Each region is its own complete zlib stream (reference §2.3). Regions under 4 KiB (the job
- * record; a few records) are stored, not compressed: a zlib header, stored blocks, the Adler-32
- * sum. Building a block's Huffman codes (and a compressor's tables) costs tens of thousands of
- * instructions whatever the input: most of what the runtime would add to a short process, for a
- * kilobyte or two of log. Larger regions of fixed-size records (the modules') go through the
- * record encoder (recdeflate.c): a third of libdeflate's instructions at its fastest level, a size
- * within a few percent. The rest (names, heatmaps) is compressed at level 1: what matters at
- * exit is time. With libdeflate (twice zlib's speed, and smaller output) one compressor serves
- * them; with zlib, one deflate state with the full 32 KiB window and hash, reset between regions
- * (a smaller hash makes zlib walk more collisions: twice as slow on records). */
+ * record; a few records) and DXT's traces are stored, not compressed: a zlib header, stored
+ * blocks, the Adler-32 sum, written straight from the records (ios_write_stored). Building a
+ * block's Huffman codes (and a compressor's tables) costs tens of thousands of instructions
+ * whatever the input: most of what the runtime would add to a short process, for a kilobyte or
+ * two of log; deflating DXT's 32 bytes of times and offsets costs more than the tracing. Larger
+ * regions of fixed-size records (the modules') go through the record encoder (recdeflate.c): a
+ * third of libdeflate's instructions at its fastest level, a size within a few percent. The rest
+ * (names, heatmaps) is compressed at level 1: what matters at exit is time. With libdeflate
+ * (twice zlib's speed, and smaller output) one compressor serves them; with zlib, one deflate
+ * state with the full 32 KiB window and hash, reset between regions (a smaller hash makes zlib
+ * walk more collisions: twice as slow on records). */
 #define STORED_BELOW 4096
 
 static void put_be32(unsigned char *p, uint32_t v) {
@@ -41,8 +45,11 @@ static void put_be32(unsigned char *p, uint32_t v) {
     p[3] = (unsigned char)v;
 }
 
+/* The Adler-32 sum of in after sum (1 before any byte); pure computation, async-signal-safe. */
 #ifdef IOS_HAVE_LIBDEFLATE
-static uint32_t adler32_of(const void *in, size_t len) { return libdeflate_adler32(1, in, len); }
+static uint32_t adler32_after(uint32_t sum, const void *in, size_t len) {
+    return libdeflate_adler32(sum, in, len);
+}
 
 static struct libdeflate_compressor *compressor;
 
@@ -59,8 +66,8 @@ static void end_compression(void) {
     compressor = NULL;
 }
 #else
-static uint32_t adler32_of(const void *in, size_t len) {
-    return (uint32_t)adler32(adler32(0, Z_NULL, 0), in, (uInt)len);
+static uint32_t adler32_after(uint32_t sum, const void *in, size_t len) {
+    return (uint32_t)adler32(sum, in, (uInt)len);
 }
 
 static z_stream deflater;
@@ -97,50 +104,50 @@ static void zlib_header(unsigned char *z) {
     z[1] = 0x01;
 }
 
-/* A zlib stream of one stored block (len < 65536). */
-static size_t store_region(const void *in, size_t len, unsigned char **out) {
-    unsigned char *z = *out = malloc(ZLIB_HEADER_LEN + 5 + len + ZLIB_TRAILER_LEN);
-    if (!z)
-        return 0;
-    zlib_header(z);
-    z[2] = 0x01; /* the final block, stored */
-    z[3] = (unsigned char)len;
-    z[4] = (unsigned char)(len >> 8);
-    z[5] = (unsigned char)~len;
-    z[6] = (unsigned char)(~len >> 8);
-    memcpy(z + 7, in, len);
-    put_be32(z + 7 + len, adler32_of(in, len));
-    return len + 11;
+/* A stored block holds at most 65,535 bytes behind its 5-byte header: the type (stored, final
+ * or not) and the length with its complement, little-endian. */
+#define STORED_BLOCK_MAX 65535
+#define STORED_HEAD_LEN 5
+
+size_t ios_stored_len(size_t len) {
+    size_t blocks = len / STORED_BLOCK_MAX + 1;
+    return ZLIB_HEADER_LEN + STORED_HEAD_LEN * blocks + len + ZLIB_TRAILER_LEN;
 }
 
-/* A zlib stream of stored blocks (at most 65,535 bytes each) of any length: no compression,
- * a copy and the checksum (DXT's traces, whose compression would cost more than the tracing). */
-static size_t store_region_blocks(const void *in, size_t len, unsigned char **out) {
-    size_t blocks = len / 65535 + 1;
-    unsigned char *z = *out = malloc(ZLIB_HEADER_LEN + 5 * blocks + len + ZLIB_TRAILER_LEN);
-    if (!z)
-        return 0;
-    zlib_header(z);
-    size_t at = ZLIB_HEADER_LEN;
-    for (size_t done = 0, b = 0; b < blocks; b++) {
-        size_t n = len - done < 65535 ? len - done : 65535;
-        z[at] = b + 1 == blocks; /* stored; the last one final */
-        z[at + 1] = (unsigned char)n;
-        z[at + 2] = (unsigned char)(n >> 8);
-        z[at + 3] = (unsigned char)~n;
-        z[at + 4] = (unsigned char)(~n >> 8);
-        ios_copy(z + at + 5, (const unsigned char *)in + done, n);
-        at += 5 + n;
-        done += n;
+int ios_write_stored(int fd, const void *in, size_t len, uint64_t off) {
+    const unsigned char *p = in;
+    unsigned char head[ZLIB_HEADER_LEN + STORED_HEAD_LEN]; /* the stream's, then a block's */
+    size_t head_len = ZLIB_HEADER_LEN, blocks = len / STORED_BLOCK_MAX + 1;
+    uint32_t sum = 1;
+    zlib_header(head);
+    for (size_t b = 0; b < blocks; b++) {
+        size_t n = len < STORED_BLOCK_MAX ? len : STORED_BLOCK_MAX;
+        unsigned char *h = head + head_len;
+        h[0] = b + 1 == blocks; /* the last block is final */
+        h[1] = (unsigned char)n;
+        h[2] = (unsigned char)(n >> 8);
+        h[3] = (unsigned char)~n;
+        h[4] = (unsigned char)(~n >> 8);
+        if (ios_write_all(fd, head, head_len + STORED_HEAD_LEN, off) != 0 ||
+            (n && ios_write_all(fd, p, n, off + head_len + STORED_HEAD_LEN) != 0))
+            return -1;
+        sum = adler32_after(sum, p, n);
+        off += head_len + STORED_HEAD_LEN + n;
+        head_len = 0;
+        p += n;
+        len -= n;
     }
-    put_be32(z + at, adler32_of(in, len));
-    return at + ZLIB_TRAILER_LEN;
+    put_be32(head, sum);
+    return ios_write_all(fd, head, ZLIB_TRAILER_LEN, off);
 }
 
-static int store_stream(const void *in, size_t len, struct bytes *out) {
-    out->data = NULL;
-    out->len = store_region_blocks(in, len, &out->data);
-    return out->len ? 0 : -1;
+/* The region as a part written later by ios_write_stored, from where it lies. */
+static void store_part(const void *in, size_t len, struct bytes *out) {
+    *out = (struct bytes){.data = (unsigned char *)in,
+                          .len = ios_stored_len(len),
+                          .borrowed = 1,
+                          .stored = 1,
+                          .raw_len = len};
 }
 
 /* A zlib stream of fixed-size records, by the record-aware encoder (recdeflate.c). */
@@ -153,20 +160,29 @@ static size_t deflate_records(const void *in, size_t len, size_t record_size, un
     size_t body = ios_deflate_records(in, len, record_size, z + ZLIB_HEADER_LEN, cap);
     if (!body)
         return 0;
-    put_be32(z + ZLIB_HEADER_LEN + body, adler32_of(in, len));
+    put_be32(z + ZLIB_HEADER_LEN + body, adler32_after(1, in, len));
     return ZLIB_HEADER_LEN + body + ZLIB_TRAILER_LEN;
 }
 
 /* A region as one zlib stream: stored when small, records by their own encoder, the rest (the
- * names, the variable-size heatmap records) by the general compressor. */
+ * names, the variable-size heatmap records) by the general compressor. A stored part borrows
+ * in, which must live until the part is written. */
 static int compress_region(const void *in, size_t len, size_t record_size, struct bytes *out) {
-    out->data = NULL;
-    out->len = !len                 ? 0
-               : len < STORED_BELOW ? store_region(in, len, &out->data)
+    *out = (struct bytes){0};
+    if (len && len < STORED_BELOW) {
+        store_part(in, len, out);
+        return 0;
+    }
+    out->len = !len ? 0
                : record_size && record_size <= IOS_DEFLATE_RECORD_MAX
                    ? deflate_records(in, len, record_size, &out->data)
                    : deflate_region(in, len, &out->data);
     return len && !out->len ? -1 : 0;
+}
+
+static int write_part(int fd, const struct bytes *part, uint64_t off) {
+    return part->stored ? ios_write_stored(fd, part->data, part->raw_len, off)
+                        : ios_write_all(fd, part->data, part->len, off);
 }
 
 /* The ids of every record of sets into used; -1 when memory ran out. */
@@ -278,12 +294,14 @@ static int compress_parts(const struct ios_comm *comm, struct log_content *c, st
     struct bytes raw = {0};
     int failed = serialize_names(c, &raw) != 0;
     failed |= compress_region(raw.data, raw.len, 0, &parts[R_NAMES]) != 0;
-    if (!raw.borrowed)
+    if (parts[R_NAMES].stored)
+        parts[R_NAMES].borrowed = raw.borrowed; /* the part owns the names now */
+    else if (!raw.borrowed)
         free(raw.data);
     for (int r = R_MODULES; r < N_REGIONS; r++) {
         const struct ios_record_set *set = &c->sets[r];
-        if (set->len && (set->mod == IOS_MOD_DXT_POSIX || set->mod == IOS_MOD_DXT_MPIIO))
-            failed |= store_stream(set->buf, set->len, &parts[r]) != 0;
+        if (set->len && ios_dxt_module(set->mod))
+            store_part(set->buf, set->len, &parts[r]);
         else
             failed |= compress_region(set->buf, set->len, set->rec_size, &parts[r]) != 0;
     }
@@ -353,10 +371,9 @@ static int write_file(const struct ios_comm *comm, struct log_content *c, const 
         fd = IOS_CALL(open)(c->path, O_WRONLY);
     int err = fd < 0;
     for (int r = 0; r < N_REGIONS && !err; r++)
-        err = parts[r].len &&
-              ios_write_all(fd, parts[r].data, parts[r].len, p->start[r] + p->offsets[r]) != 0;
+        err = parts[r].len && write_part(fd, &parts[r], p->start[r] + p->offsets[r]) != 0;
     if (!err && comm->rank == 0 && job->len)
-        err = ios_write_all(fd, job->data, job->len, sizeof(struct ios_log_header)) != 0;
+        err = write_part(fd, job, sizeof(struct ios_log_header)) != 0;
     if (err && !c->why)
         c->why = strerror(errno);
     int64_t any_err = err || failed;
@@ -377,9 +394,11 @@ int ios_write_content(const struct ios_comm *comm, struct log_content *c) {
     place_parts(comm, parts, job.len, c->partial, &p);
     failed = write_file(comm, c, parts, &job, &p, failed);
     end_compression();
-    free(job.data);
+    if (!job.borrowed)
+        free(job.data);
     for (int r = 0; r < N_REGIONS; r++) {
-        free(parts[r].data);
+        if (!parts[r].borrowed)
+            free(parts[r].data);
         if (!c->sets[r].borrowed)
             free(c->sets[r].buf);
     }

@@ -289,6 +289,12 @@ void ios_reduce_shared(const struct ios_comm *comm, struct ios_record_set *set,
 void ios_mark_shared(const struct ios_comm *comm, struct ios_record_set *set) IOS_HIDDEN;
 /* Writes len bytes of buf at off in fd, whatever the short writes and EINTR; 0, or -1 (errno). */
 int ios_write_all(int fd, const void *buf, size_t len, uint64_t off) IOS_HIDDEN;
+/* A region as a zlib stream of stored (uncompressed) deflate blocks, as Darshan's reader takes any
+ * zlib region: ios_stored_len(len) bytes, written at off in fd straight from in, block headers
+ * and the Adler-32 sum from a few bytes of stack; 0, or -1 (errno). Async-signal-safe (no
+ * allocation, no lock, no stdio): _exit and exec write their logs with it. */
+size_t ios_stored_len(size_t len) IOS_HIDDEN;
+int ios_write_stored(int fd, const void *in, size_t len, uint64_t off) IOS_HIDDEN;
 /* The log written at path gets its final name, <stem>_<secs>.darshan (Darshan's: secs is how long
  * the write took), when it has a stem, and is made read-only; path then names it. */
 void ios_log_finish(char *path, size_t pathlen, const char *stem, int secs) IOS_HIDDEN;

@@ -2,7 +2,10 @@
  * memory-mapped file laid out as an uncompressed Darshan log (comp_type none) in a node-local
  * directory (DARSHAN_MMAP_LOGPATH, default /dev/shm, else /tmp), so that a job killed by SIGKILL, a
  * crash or the scheduler's time limit leaves one readable per-process log; `iostudy logs merge`
- * turns those into one job log. On normal exit the file is removed once the normal log is written.
+ * turns those into one job log (Darshan 3.5.0's reader reads only the first MiB of a region of an
+ * uncompressed log: the file is whole for the merge). On normal exit the file is removed once the
+ * normal log is written; at _exit and exec it is written out as the log, its regions stored in
+ * zlib streams, which Darshan's reader reads whole.
  * The file is made at the first record or name (or when MPI gives the rank): a process that
  * records nothing, killed or not, leaves no file behind, and does not pay for one. Until then
  * the header and job region live in private memory, so that _exit and exec can still write them
@@ -283,29 +286,37 @@ static const unsigned char *heatmap_records(double run_time, size_t *len) {
     return buf;
 }
 
-/* Writes the log: the mapped regions packed one after the other, then the heatmaps, then the
- * header that makes the file a log. */
+/* One region of the log at *at as a zlib stream of stored blocks, *m its place (none when
+ * empty); *at moves past it. */
+static int write_region(int fd, const void *in, size_t len, struct ios_log_map *m, uint64_t *at) {
+    *m = (struct ios_log_map){len ? *at : 0, len ? ios_stored_len(len) : 0};
+    *at += m->len;
+    return len ? ios_write_stored(fd, in, len, m->off) : 0;
+}
+
+/* Writes the log: every region, the mapped ones then the heatmaps, one after the other as
+ * zlib streams of stored blocks (Darshan 3.5.0's reader of uncompressed logs reads only the
+ * first MiB of a region; of zlib streams, any length), then the header that makes the file a
+ * log. No compression: a copy of the records and their checksum, cheap at _exit. */
 static int write_packed(int fd, struct ios_log_header *h, double run_time) {
-    uint64_t at = sizeof *h + JOB_REGION;
-    int err = ios_write_all(fd, job, JOB_REGION, sizeof *h);
-    h->name_map.off = at;
+    uint64_t at = sizeof *h;
+    struct ios_log_map job_map;
+    size_t exe_len = strnlen((const char *)(job + 1), JOB_REGION - sizeof *job - 1) + 1;
+    int err = write_region(fd, job, sizeof *job + exe_len, &job_map, &at);
+    h->comp_type = IOS_COMP_ZLIB;
+    h->name_map.off = at;     /* where the job region ends, even with no names */
     if (header->name_map.len) /* a length, a file: regions fill only once it is made */
-        err |= ios_write_all(fd, map + header->name_map.off, header->name_map.len, at);
-    at += header->name_map.len;
+        err |=
+            write_region(fd, map + header->name_map.off, header->name_map.len, &h->name_map, &at);
     for (int i = 0; i < IOS_NMODULES; i++) {
         struct ios_log_map *m = &h->mod_map[ios_modules[i].id];
-        if (region_at[i] < 0)
-            continue;
-        if (m->len)
-            err |= ios_write_all(fd, map + m->off, m->len, at);
-        m->off = m->len ? at : 0;
-        at += m->len;
+        if (region_at[i] >= 0)
+            err |= write_region(fd, map + m->off, m->len, m, &at);
     }
     size_t heat_len;
     const unsigned char *heat = heatmap_records(run_time, &heat_len);
     if (heat_len) {
-        err |= ios_write_all(fd, heat, heat_len, at);
-        h->mod_map[IOS_MOD_HEATMAP] = (struct ios_log_map){at, heat_len};
+        err |= write_region(fd, heat, heat_len, &h->mod_map[IOS_MOD_HEATMAP], &at);
         h->mod_ver[IOS_MOD_HEATMAP] = IOS_HEATMAP_VER;
     }
     return err | ios_write_all(fd, h, sizeof *h, 0);

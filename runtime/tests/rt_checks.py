@@ -8,6 +8,11 @@ record is reported too.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 U64 = 0xFFFFFFFFFFFFFFFF
 
 POSIX_COUNTERS = (
@@ -261,3 +266,46 @@ def record(log: dict, module: str, name: str, rank: int | None = None) -> dict:
 
 def module_names(log: dict, module: str) -> list:
     return sorted(log["name_records"].get(r["id"], "?") for r in log["records"].get(module, []))
+
+
+# many_files' files, one 704-byte POSIX record each (Darshan 3.5.0's record): 3,200 of them make a
+# POSIX region of 2.2 MiB, over the 1 MiB of a region that Darshan 3.5.0's reader reads of an
+# uncompressed log (its darshan_log_noz_read loses its place after its first 1 MiB load)
+MANY_FILES_OVER_2MIB = 3200
+
+# the counters check_many_files looks at, in its order
+MANY_FILES_COUNTERS = ["POSIX_OPENS", "POSIX_WRITES", "POSIX_BYTES_WRITTEN"]
+
+PYDARSHAN_RECORDS = r"""
+import json, sys
+import darshan
+mod, keys = sys.argv[2], sys.argv[3:]
+r = darshan.DarshanReport(sys.argv[1], read_all=True)
+counters = r.records[mod].to_df()["counters"]
+names = [r.name_records[int(i)] for i in counters["id"]]
+values = [[int(v) for v in counters[k]] for k in keys]
+print(json.dumps([[n, [col[i] for col in values]] for i, n in enumerate(names)]))
+"""
+
+
+def pydarshan_records(log, module: str, counters: list[str]) -> list:
+    """PyDarshan's records of ``module`` in ``log`` (in a subprocess: a misread log may crash
+    it): [name, [the counters' values]], one a record, in the log's order."""
+    res = subprocess.run(
+        [sys.executable, "-c", PYDARSHAN_RECORDS, str(log), module, *counters],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout)
+
+
+def check_many_files(records: list, d: str, n: int) -> None:
+    """many_files' n files, from [name, [MANY_FILES_COUNTERS' values]] of a log's POSIX records
+    (PyDarshan's, darshan-parser's): each file once, opened and written 10 bytes once, and no
+    other record."""
+    assert len(records) == n
+    assert {name for name, _ in records} == {os.path.join(d, f"many_{i:03d}.dat") for i in range(n)}
+    for name, counts in records:
+        assert counts == [1, 1, 10], name

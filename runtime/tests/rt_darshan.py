@@ -64,3 +64,20 @@ def darshan_mpirun(runner, flavour: str, nprocs: int, cmd: list, d: str, env_ext
     log (``d``/x.darshan)."""
     env = {"LD_PRELOAD": str(darshan_lib(flavour)), **(env_extra or {})}
     return runner.mpirun(flavour, nprocs, cmd, d, env_extra=env)
+
+
+def darshan_parser_records(log, module: str, counters: list[str]) -> list:
+    """darshan-parser's records of ``module`` in ``log``, from its lines "module, rank, record id,
+    counter, value, file name, mount point, fs type": [name, [the counters' values]], one a
+    record (id and rank), in the log's order."""
+    res = subprocess.run(
+        [darshan_tool("darshan-parser"), str(log)], capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    records: dict = {}
+    for line in res.stdout.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 6 and fields[0] == module:
+            rec = records.setdefault((fields[1], fields[2]), (fields[5], {}))
+            rec[1][fields[3]] = fields[4]
+    return [[name, [int(values[c]) for c in counters]] for name, values in records.values()]

@@ -264,6 +264,35 @@ def test_a_killed_process_keeps_the_bounded_trace(runner, tmp_path_factory, caps
     assert got == killed_expected(d, kept)
 
 
+# dxt_killed's extra writes for a trace over 40,000 segments: a region of 1.4 MiB, over the 1 MiB
+# of a region that Darshan 3.5.0's reader reads of an uncompressed log
+EXTRA_OVER_1MIB = 45000
+
+
+@pytest.fixture(scope="module", params=["_exit", "exec"])
+def large_trace(request, runner, tmp_path_factory):
+    """dxt_killed with EXTRA_OVER_1MIB extra writes, ended by _exit or exec: (folder, its log)."""
+    d = real_tmp(tmp_path_factory, f"dxt_large{request.param}")
+    return d, end_without_shutdown(runner, d, request.param, extra=EXTRA_OVER_1MIB)
+
+
+def test_pydarshan_reads_every_segment_of_a_large_trace_at_exit_or_exec(large_trace):
+    d, log = large_trace
+    dxt = read_dxt(log)
+    names = {os.path.join(d, n) for n in ("a.dat", "b.dat")}
+    assert joined(dxt, names) == killed_expected(d, EXTRA_OVER_1MIB)
+    assert not dxt["modules"]["DXT_POSIX"], "DXT_POSIX marked partial"
+
+
+def test_darshan_dxt_parser_reads_every_segment_of_a_large_trace_at_exit_or_exec(large_trace):
+    d, log = large_trace
+    res = subprocess.run(
+        [darshan_tool("darshan-dxt-parser"), log], capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert parsed_segments(res.stdout) == killed_expected(d, EXTRA_OVER_1MIB)
+
+
 @pytest.fixture(scope="module", params=FLAVOURS)
 def killed_mpi(request, runner, tmp_path_factory):
     """dxt_io on 2 ranks of a flavour, killed once its I/O is done, its memory-mapped logs merged

@@ -17,7 +17,18 @@ import time
 from pathlib import Path
 
 import pytest
-from rt_checks import common_slots, compare_counters, histogram, posix_expected, records_named
+from rt_checks import (
+    MANY_FILES_COUNTERS,
+    MANY_FILES_OVER_2MIB,
+    check_many_files,
+    common_slots,
+    compare_counters,
+    histogram,
+    posix_expected,
+    pydarshan_records,
+    records_named,
+)
+from rt_darshan import darshan_parser_records
 from rt_killed import merged, mmap_logs, wait_ready
 from rt_run import clean_env, fs_block_size, real_tmp
 
@@ -223,3 +234,42 @@ def test_merge_refuses_what_it_cannot_merge(runner, tmp_path_factory, capsys):
     out.write_bytes(b"precious")
     refused(a, why="never overwritten")
     assert out.read_bytes() == b"precious"
+
+
+@pytest.fixture(scope="module")
+def large_killed(runner, tmp_path_factory):
+    """many_files making MANY_FILES_OVER_2MIB files, killed, its memory-mapped log merged by
+    `iostudy logs merge`: (folder, the merged log). The memory-mapped log is uncompressed, and
+    Darshan 3.5.0's reader reads only its first MiB a region: the merge reads it whole."""
+    d = real_tmp(tmp_path_factory, "large_killed")
+    env = {
+        "LD_PRELOAD": runner.lib,
+        "DARSHAN_ENABLE_NONMPI": "1",
+        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
+        "DARSHAN_MMAP_LOGPATH": d,
+    }
+    cmd = [runner.bin("many_files"), d, str(MANY_FILES_OVER_2MIB), "kill"]
+    proc = subprocess.Popen(cmd, env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_ready(proc, 1) == [f"ready {proc.pid}"]
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out = os.path.join(d, "merged.darshan")
+    assert iostudy(["logs", "merge", *map(str, mmap_logs(d)), "--output", out]) == 0
+    return d, out
+
+
+def test_merged_large_log_of_a_killed_process_reads_whole(large_killed):
+    d, log = large_killed
+    check_many_files(pydarshan_records(log, "POSIX", MANY_FILES_COUNTERS), d, MANY_FILES_OVER_2MIB)
+
+
+def test_darshan_parser_reads_a_merged_large_log_whole(large_killed):
+    d, log = large_killed
+    check_many_files(
+        darshan_parser_records(log, "POSIX", MANY_FILES_COUNTERS), d, MANY_FILES_OVER_2MIB
+    )

@@ -12,8 +12,16 @@ import shutil
 import subprocess
 
 import pytest
-from rt_checks import module_names, record
-from rt_run import clean_env
+from rt_checks import (
+    MANY_FILES_COUNTERS,
+    MANY_FILES_OVER_2MIB,
+    check_many_files,
+    module_names,
+    pydarshan_records,
+    record,
+)
+from rt_darshan import darshan_parser_records
+from rt_run import clean_env, real_tmp
 
 from iostudy.logs.darshanlog import read_log
 
@@ -261,3 +269,39 @@ def test_a_shell_loop_leaves_no_files(runner, tmp_path):
     assert res.returncode == 0 and res.stderr == "", res.describe()
     assert len(_logs(d)) == 51
     assert _mmap_logs(d) == []
+
+
+# ---- logs with regions over 1 MiB at _exit and exec --------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["_exit", "exec"])
+def large_log(request, runner, tmp_path_factory):
+    """many_files making MANY_FILES_OVER_2MIB files, ended by _exit or by an exec of true (which
+    records nothing; its log is empty): (folder, the log many_files' image wrote)."""
+    d = real_tmp(tmp_path_factory, f"large{request.param}")
+    cmd = [runner.bin("many_files"), d, str(MANY_FILES_OVER_2MIB), request.param]
+    proc = subprocess.run(
+        [*cmd, shutil.which("true")],
+        env=clean_env(_runtime_env(runner, d, logfile=False)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert _mmap_logs(d) == []
+    (log,) = [path for path in _logs(d) if "_many_files_id" in os.path.basename(path)]
+    return d, log
+
+
+def test_pydarshan_reads_a_large_log_of_exit_or_exec_whole(large_log):
+    """A POSIX region of 2.2 MiB: every file's record, named (Darshan 3.5.0's reader used to
+    read the first MiB of the log's uncompressed region and then lose its place)."""
+    d, log = large_log
+    check_many_files(pydarshan_records(log, "POSIX", MANY_FILES_COUNTERS), d, MANY_FILES_OVER_2MIB)
+
+
+def test_darshan_parser_reads_a_large_log_of_exit_or_exec_whole(large_log):
+    d, log = large_log
+    check_many_files(
+        darshan_parser_records(log, "POSIX", MANY_FILES_COUNTERS), d, MANY_FILES_OVER_2MIB
+    )

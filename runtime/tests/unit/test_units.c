@@ -1,7 +1,8 @@
 /* Unit tests of the runtime's building blocks (run by ctest): the record-id hash against the
  * format reference's vectors, common-value merging (values and PNETCDF_VAR's tuples), size bins,
- * timers, the u64 map, path normalization, the heatmap's bins and the record encoder. Expected
- * values come from the reference, or from zlib's inflate, not from the code under test. */
+ * timers, the u64 map, path normalization, the heatmap's bins, the record encoder and the stored
+ * zlib streams. Expected values come from the reference, or from zlib's inflate, not from the
+ * code under test. */
 #include "iostudy.h"
 #include "logwrite.h"
 
@@ -391,6 +392,42 @@ static void test_h5d_reduction(void) {
           (long long)slots[W], (long long)counts[1]);
 }
 
+/* ios_write_stored's stream (at an offset of a file), inflated by zlib with its header and
+ * Adler-32 check (Darshan's reader of zlib regions), gives back its input, in ios_stored_len
+ * bytes: around the 65,535-byte block's edges and over several blocks. */
+static void test_stored_streams(void) {
+    enum { OFF = 3, MAX = 200003 };
+    size_t sizes[] = {0, 1, 65534, 65535, 65536, 3 * 65535, MAX};
+    unsigned char *in = malloc(MAX), *z = malloc(MAX + 64), *back = malloc(MAX + 1);
+    FILE *f = tmpfile();
+    CHECK(in && z && back && f, "memory or a temporary file");
+    if (!(in && z && back && f))
+        return;
+    uint64_t x = 5;
+    for (size_t b = 0; b < MAX; b++)
+        in[b] = (unsigned char)((x = x * 6364136223846793005ULL + 1) >> 56);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t len = sizes[i], zlen = ios_stored_len(len);
+        CHECK(ftruncate(fileno(f), 0) == 0, "ftruncate");
+        CHECK(ios_write_stored(fileno(f), in, len, OFF) == 0, "%zu bytes: written", len);
+        CHECK(pread(fileno(f), z, zlen + 1, OFF) == (ssize_t)zlen, "%zu bytes: %zu in the file",
+              len, zlen);
+        z_stream s = {
+            .next_in = z, .avail_in = (uInt)zlen, .next_out = back, .avail_out = (uInt)len + 1};
+        CHECK(inflateInit(&s) == Z_OK, "inflateInit");
+        int rc = inflate(&s, Z_FINISH);
+        CHECK(rc == Z_STREAM_END, "%zu bytes: inflate returned %d (%s)", len, rc,
+              s.msg ? s.msg : "");
+        CHECK(s.total_out == len && memcmp(back, in, len) == 0 && s.avail_in == 0,
+              "%zu bytes: %lu back, %u left over", len, s.total_out, s.avail_in);
+        inflateEnd(&s);
+    }
+    fclose(f);
+    free(in);
+    free(z);
+    free(back);
+}
+
 int main(void) {
     test_hash();
     test_size_bins();
@@ -403,6 +440,7 @@ int main(void) {
     test_path_cache();
     test_heatmap();
     test_record_encoder();
+    test_stored_streams();
     test_h5d_reduction();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
