@@ -87,13 +87,20 @@ extern int clock_gettime(clockid_t clock, struct timespec *ts) __attribute__((no
 extern size_t strlen(const char *s) __attribute__((noplt));
 extern int memcmp(const void *a, const void *b, size_t n) __attribute__((noplt));
 
-/* Seconds since the runtime started (CLOCK_MONOTONIC). */
-extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */
-static inline double ios_now(void) {
+/* CLOCK_MONOTONIC in nanoseconds: what a wrapper keeps across its real call (one integer
+ * register; a double would be spilled to the stack and read back at each use). */
+static inline int64_t ios_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    /* In integer nanoseconds first: one conversion, not two (every wrapper calls this twice). */
-    return (double)(ts.tv_sec * 1000000000 + ts.tv_nsec - ios_origin_ns) * 1e-9;
+    return ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+/* Seconds since the runtime started of a time of ios_now_ns, as the records keep times. */
+extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */
+static inline double ios_seconds(int64_t ns) {
+    return (double)(ns - ios_origin_ns) * 1e-9;
+}
+static inline double ios_now(void) {
+    return ios_seconds(ios_now_ns());
 }
 
 /* Darshan's settings (config.c reads them: its file, then its variables, which override). */
@@ -254,30 +261,28 @@ static inline void ios_timer_add(double *timer, double t1, double t2, double *la
 struct ios_value_counts {
     int64_t value[IOS_CV_SLOTS]; /* an unused slot holds 0 */
     int64_t count[IOS_CV_SLOTS];
-    int n, last;
+    int n, last; /* last: the slot counted last, outside the inline path */
+    int top; /* the slot of the record's most common value (its vals[0]), once it has one */
 };
 /* Counts v, and keeps the record's four most common values (vals, counts) current at every
  * moment, in the order ios_common_merge gives: a memory-mapped log's record is whole whenever
- * the process is killed (without one, shutdown recomputes them from vc all the same). Inline for
- * the usual case: the value counted last, the record's most common one. */
+ * the process is killed (without one, shutdown recomputes them from vc all the same). The
+ * record's counts are its values' counts in vc. Inline for the usual case: v is the record's most
+ * common value, which stays first with one more. */
 void ios_value_count_slow(struct ios_value_counts *vc, int64_t v, int64_t *vals,
                           int64_t *counts) IOS_HIDDEN;
 /* Moves the value vc counted last into the record's four slots where it now ranks. */
-void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) IOS_HIDDEN;
+void ios_common_live(int64_t *vals, int64_t *counts, struct ios_value_counts *vc) IOS_HIDDEN;
 static inline void ios_value_count(struct ios_value_counts *vc, int64_t v, int64_t *vals,
                                    int64_t *counts) {
     if (v == 0)
         return;
-    int i = vc->last;
-    if (IOS_UNLIKELY(vc->value[i] != v)) { /* v != 0: an unused slot never matches */
+    if (IOS_LIKELY(vals[0] == v)) { /* v != 0: an unused slot never matches */
+        counts[0]++;
+        vc->count[vc->top]++;
+    } else {
         ios_value_count_slow(vc, v, vals, counts);
-        return;
     }
-    int64_t n = ++vc->count[i];
-    if (IOS_LIKELY(vals[0] == v))
-        counts[0] = n;
-    else
-        ios_common_live(vals, counts, vc);
 }
 /* ---- robust logs (mmaplog.c) -------------------------------------------------------------- */
 /* The records live in this process's memory-mapped log, a file made at the first record. */

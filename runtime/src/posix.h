@@ -144,15 +144,17 @@ static inline int posix_buf_aligned(const void *buf) {
     return ios_aligned((uintptr_t)buf, ios_config.mem_align_mask, ios_config.mem_alignment);
 }
 
-/* A read or write of ret bytes at offset (-1: at the file offset), Darshan's POSIX semantics.
- * Inlined in every read and write wrapper, where the direction's branches fold away: a call
- * and its register shuffle were a tenth of what a wrapper adds. */
+/* A read or write of ret bytes at offset (-1: at the file offset) from ns1 to ns2 (ios_now_ns),
+ * Darshan's POSIX semantics. Inlined in every read and write wrapper, where the direction's
+ * branches fold away: a call and its register shuffle were a tenth of what a wrapper adds. */
 static inline __attribute__((always_inline)) void posix_count_rw(struct posix_file *f, int is_write,
                                                                  int64_t offset, int64_t ret,
-                                                                 int mem_aligned, double t1,
-                                                                 double t2) {
+                                                                 int mem_aligned, int64_t ns1,
+                                                                 int64_t ns2) {
     if (!ios_enter())
         return;
+    /* In seconds only now: doubles made before the lock's loop would live on the stack. */
+    double t1 = ios_seconds(ns1), t2 = ios_seconds(ns2);
     int64_t *c = f->rec->counters;
     double *fc = f->rec->fcounters;
     /* The times first, while t1 and t2 are in registers: the calls of the slow paths below
@@ -174,14 +176,18 @@ static inline __attribute__((always_inline)) void posix_count_rw(struct posix_fi
     if (IOS_UNLIKELY(ios_dxt_flags & (1 << IOS_DXT_POSIX)))
         ios_dxt_add(IOS_DXT_POSIX, f->rec->base.id, is_write, this_offset, ret, t1, t2);
     int64_t *last_byte = is_write ? &f->last_byte_written : &f->last_byte_read;
+    /* Darshan's tests folded into one difference: sequential when the access starts after the
+     * last byte (gap >= 0), consecutive when right after it (gap 0, no stride then), a stride
+     * counted only once a byte was accessed (last != 0). */
     int64_t last = *last_byte, end = this_offset + ret - 1, stride = 0;
-    if (this_offset > last) {
+    int64_t gap = this_offset - last - 1;
+    if (gap >= 0) {
         c[is_write ? POSIX_SEQ_WRITES : POSIX_SEQ_READS]++;
-        if (last != 0)
-            stride = this_offset - last - 1;
+        if (gap == 0)
+            c[is_write ? POSIX_CONSEC_WRITES : POSIX_CONSEC_READS]++;
+        else if (last != 0)
+            stride = gap;
     }
-    if (this_offset == last + 1)
-        c[is_write ? POSIX_CONSEC_WRITES : POSIX_CONSEC_READS]++;
     *last_byte = end;
     f->offset = end + 1;
     int max_byte = is_write ? POSIX_MAX_BYTE_WRITTEN : POSIX_MAX_BYTE_READ;

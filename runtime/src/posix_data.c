@@ -21,9 +21,9 @@ static int iov_aligned(const struct iovec *iov, int iovcnt) {
         return call;                                                                               \
     }                                                                                              \
     IOS_REAL_RECORDING(name);                                                                      \
-    IOS_TIMED_CALL(ssize_t, ret, call);                                                            \
+    IOS_TIMED_CALL_NS(ssize_t, ret, call);                                                         \
     if (ret >= 0)                                                                                  \
-        posix_count_rw(f, is_write, offset, ret, aligned, t1, t2);                                 \
+        posix_count_rw(f, is_write, offset, ret, aligned, ns1, ns2);                               \
     return ret
 
 IOS_EXPORT ssize_t read(int fd, void *buf, size_t count) {
@@ -93,11 +93,11 @@ IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, i
     if (!in && !out)                                                                               \
         return call;                                                                               \
     int64_t in_offset = in_at, out_offset = out_at; /* before the call moves them */               \
-    IOS_TIMED_CALL(type, ret, call);                                                               \
+    IOS_TIMED_CALL_NS(type, ret, call);                                                            \
     if (ret >= 0 && in)                                                                            \
-        posix_count_rw(in, 0, in_offset, ret, 1, t1, t2);                                          \
+        posix_count_rw(in, 0, in_offset, ret, 1, ns1, ns2);                                        \
     if (ret >= 0 && out)                                                                           \
-        posix_count_rw(out, 1, out_offset, ret, 1, t1, t2);                                        \
+        posix_count_rw(out, 1, out_offset, ret, 1, ns1, ns2);                                      \
     return ret
 
 IOS_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
@@ -126,11 +126,11 @@ struct aio_pending {
     struct posix_file *f;
     int is_write;
     int64_t offset;
-    double t1;
+    int64_t ns1; /* submitted (ios_now_ns) */
 };
 static struct ios_map aio_pending;
 
-static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, double t1) {
+static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, int64_t ns1) {
     struct posix_file *f = posix_fd_file(fd);
     if (!f || !ios_enter())
         return;
@@ -141,7 +141,7 @@ static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, 
         p = NULL;
     }
     if (p)
-        *p = (struct aio_pending){f, is_write, offset, t1};
+        *p = (struct aio_pending){f, is_write, offset, ns1};
     else
         ios_set_partial(IOS_MOD_POSIX);
     ios_leave();
@@ -166,7 +166,7 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return ios_real.name(cb);                                                                  \
-    aio_submitted(cb, cb->aio_fildes, is_write, cb->aio_offset, ios_now());                        \
+    aio_submitted(cb, cb->aio_fildes, is_write, cb->aio_offset, ios_now_ns());                        \
     int ret = ios_real.name(cb);                                                                   \
     if (ret != 0) { /* not queued: nothing to collect */                                           \
         struct aio_pending gone;                                                                   \
@@ -180,7 +180,7 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
     struct aio_pending p;                                                                          \
     if (aio_taken(cb, &p) && ret >= 0)                                                             \
         posix_count_rw(p.f, p.is_write, p.offset, ret,                                             \
-                       posix_buf_aligned((const void *)cb->aio_buf), p.t1, ios_now());             \
+                       posix_buf_aligned((const void *)cb->aio_buf), p.ns1, ios_now_ns());             \
     return ret
 
 /* Each read or write request of the list is submitted as aio_read/aio_write submit one; the
@@ -188,12 +188,12 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
 #define POSIX_WRAP_LIO_LISTIO(name)                                                                \
     IOS_REAL(name);                                                                                \
     if (ios_recording()) {                                                                         \
-        double t1 = ios_now();                                                                     \
+        int64_t ns1 = ios_now_ns();                                                                \
         for (int i = 0; i < nent; i++)                                                             \
             if (list[i] &&                                                                         \
                 (list[i]->aio_lio_opcode == LIO_READ || list[i]->aio_lio_opcode == LIO_WRITE))     \
                 aio_submitted(list[i], list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_WRITE,  \
-                              list[i]->aio_offset, t1);                                            \
+                              list[i]->aio_offset, ns1);                                           \
     }                                                                                              \
     return ios_real.name(mode, list, nent, sig)
 

@@ -33,6 +33,15 @@
 #else
 #define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+g"(t))
 #endif
+/* IOS_TIMED_CALL in nanoseconds (ios_now_ns), ns1 and ns2: the hot wrappers' form, which convert
+ * them to seconds (ios_seconds) only once the real call has returned and succeeded. */
+#define IOS_TIMED_CALL_NS(type, ret, call)                                                         \
+    int64_t ns1 = ios_now_ns();                                                                    \
+    IOS_COMPUTED_NS(ns1);                                                                          \
+    type ret = call;                                                                               \
+    int64_t ns2 = ios_now_ns();                                                                    \
+    IOS_COMPUTED_NS(ns2)
+#define IOS_COMPUTED_NS(t) __asm__ volatile("" : "+r"(t))
 
 #define IOS_WRAP_TIMED(name, type, call)                                                           \
     if (!ios_recording()) {                                                                        \
