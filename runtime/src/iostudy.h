@@ -44,19 +44,22 @@ static inline void ios_guard(int on) {
     atomic_signal_fence(memory_order_seq_cst);
 }
 
+static inline int ios_started(void) {
+    return IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON);
+}
 static inline int ios_recording(void) {
-    return IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON) &&
-           !ios_in_runtime;
+    return ios_started() && !ios_in_runtime;
 }
 
-/* One lock for all records: the critical sections are a few dozen instructions long. */
-extern atomic_flag ios_lock_flag IOS_HIDDEN;
+/* One lock for all records: the critical sections are a few dozen instructions long. Its bit
+ * 0 is set by a fetch-or, one instruction on x86 (lock bts) where atomic_flag took three. */
+extern atomic_uint ios_lock_flag IOS_HIDDEN;
 static inline void ios_lock(void) {
-    while (atomic_flag_test_and_set_explicit(&ios_lock_flag, memory_order_acquire))
+    while (atomic_fetch_or_explicit(&ios_lock_flag, 1, memory_order_acquire) & 1)
         sched_yield();
 }
 static inline void ios_unlock(void) {
-    atomic_flag_clear_explicit(&ios_lock_flag, memory_order_release);
+    atomic_store_explicit(&ios_lock_flag, 0, memory_order_release);
 }
 
 /* The critical section around every record update: 1 with the lock held, or 0 (nothing held)
@@ -72,6 +75,15 @@ static inline int ios_enter(void) {
     ios_unlock();
     ios_guard(0);
     return 0;
+}
+/* ios_enter for a wrapper that made its call without looking at the guard (the read and write
+ * wrappers, where the look cost a load more): 0 as well when the runtime is already working on
+ * this thread (a signal handler's call, the runtime's own I/O), which then passes through
+ * unrecorded, only timed. */
+static inline int ios_enter_unguarded(void) {
+    if (ios_in_runtime)
+        return 0;
+    return ios_enter();
 }
 static inline void ios_leave(void) {
     ios_unlock();
@@ -255,6 +267,34 @@ static inline void ios_timer_add(double *timer, double t1, double t2, double *la
     *last_end = t2 > last ? t2 : last;
 }
 
+/* The hot read and write paths keep a direction's times in nanoseconds (ios_now_ns) beside
+ * the record's seconds: comparisons of integers in registers, and a time converted only when
+ * the record takes it. */
+struct ios_rw_ns {
+    int64_t first;    /* the earliest start; 0: none yet (the clock is never 0) */
+    int64_t last_end; /* the latest end, for the timer's overlap */
+};
+/* ios_first_start in nanoseconds: *start (seconds) takes ns when it is the earliest. */
+static inline void ios_first_start_ns(double *start, struct ios_rw_ns *rt, int64_t ns) {
+    if ((uint64_t)rt->first - 1 >= (uint64_t)ns) {
+        rt->first = ns;
+        *start = ios_seconds(ns);
+    }
+}
+/* ios_timer_add in nanoseconds; seconds: ns2 - ns1 in seconds, which the usual case adds (an
+ * operation that starts after the last one ended; the caller has it for the longest time). */
+static inline void ios_timer_add_ns(double *timer, int64_t ns1, int64_t ns2, double seconds,
+                                    struct ios_rw_ns *rt) {
+    int64_t last = rt->last_end;
+    if (IOS_LIKELY(ns1 >= last)) {
+        *timer += seconds;
+        rt->last_end = ns2;
+    } else {
+        *timer += (double)(ns2 - last) * 1e-9;
+        rt->last_end = ns2 > last ? ns2 : last;
+    }
+}
+
 /* Frequencies of up to 32 distinct non-zero values (access sizes or strides) per file; the four
  * most common are written at shutdown. Zero is never kept, so it is not counted either, and
  * does not take a slot (Darshan counts it in one of its 32, then drops it). */
@@ -327,6 +367,8 @@ struct ios_heatmap {
      * Empty (to <= from) until the heatmap records and whenever the bins collapse. */
     double from, to;
     int bin;
+    /* [from, to) in nanoseconds (ios_now_ns), a little inside: a time there is surely in it. */
+    int64_t from_ns, to_ns;
 };
 extern struct ios_heatmap ios_heatmaps[IOS_HEATMAP_NAPIS] IOS_HIDDEN;
 void ios_heatmap_add_slow(int api, int is_write, int64_t bytes, double t1, double t2) IOS_HIDDEN;
@@ -338,6 +380,17 @@ static inline void ios_heatmap_add(int api, int is_write, int64_t bytes, double 
         h->bins[is_write][h->bin] += bytes;
     else
         ios_heatmap_add_slow(api, is_write, bytes, t1, t2);
+}
+
+/* ios_heatmap_add of an operation from ns1 to ns2 (ios_now_ns), which the usual case compares
+ * as integers: the read and write wrappers keep their times so. */
+static inline void ios_heatmap_add_ns(int api, int is_write, int64_t bytes, int64_t ns1,
+                                      int64_t ns2) {
+    struct ios_heatmap *h = &ios_heatmaps[api];
+    if (IOS_LIKELY(ns1 >= h->from_ns && ns2 < h->to_ns))
+        h->bins[is_write][h->bin] += bytes;
+    else
+        ios_heatmap_add_slow(api, is_write, bytes, ios_seconds(ns1), ios_seconds(ns2));
 }
 
 /* ---- DXT traces (dxt.c) ------------------------------------------------------------------ */
@@ -354,7 +407,7 @@ struct ios_dxt_log {
     uint64_t open_id;
     int open_dirs;        /* bit 1 << is_write: the directions the last record takes; 0: none */
     unsigned char *end;   /* where the next segment goes: the region's end */
-    unsigned char *limit; /* appended up to here without a look (see dxt.c) */
+    unsigned char *limit; /* the last place a segment fits: appended up to here without a look */
     uint64_t *len;        /* the region's length, in the log's header */
 };
 extern struct ios_dxt_log ios_dxt_logs[IOS_DXT_NAPIS] IOS_HIDDEN;
@@ -378,8 +431,7 @@ static inline void ios_dxt_append(struct ios_dxt_log *l, int is_write, struct io
 static inline void ios_dxt_add(int api, uint64_t id, int is_write, int64_t offset, int64_t length,
                                double t1, double t2) {
     struct ios_dxt_log *l = &ios_dxt_logs[api];
-    if (IOS_UNLIKELY(!(l->open_dirs & (1 << is_write)) || l->open_id != id ||
-                     l->limit - l->end < (ptrdiff_t)sizeof(struct ios_dxt_segment)))
+    if (IOS_UNLIKELY(!(l->open_dirs & (1 << is_write)) || l->open_id != id || l->end > l->limit))
         ios_dxt_add_slow(api, id, is_write, offset, length, t1, t2);
     else
         ios_dxt_append(l, is_write, (struct ios_dxt_segment){offset, length, t1, t2});

@@ -13,9 +13,10 @@ static int iov_aligned(const struct iovec *iov, int iovcnt) {
 }
 
 /* Times the real call on a tracked fd and records its transfer. The hot path: no errno work,
- * since recording makes no system call. */
-#define POSIX_WRAP_RW(name, call, is_write, offset, aligned)                                       \
-    struct posix_file *f = posix_fd_file(fd);                                                      \
+ * since recording makes no system call; the guard is looked at once the call is made
+ * (posix_count_rw). */
+#define POSIX_WRAP_RW(name, call, is_write, offset, buffer, aligned)                               \
+    struct posix_file *f = posix_fd_lookup(fd);                                                    \
     if (!f) {                                                                                      \
         IOS_REAL(name);                                                                            \
         return call;                                                                               \
@@ -23,64 +24,64 @@ static int iov_aligned(const struct iovec *iov, int iovcnt) {
     IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL_NS(ssize_t, ret, call);                                                         \
     if (ret >= 0)                                                                                  \
-        posix_count_rw(f, is_write, offset, ret, aligned, ns1, ns2);                               \
+        posix_count_rw(f, is_write, offset, ret, buffer, aligned, ns1, ns2);                       \
     return ret
 
 IOS_EXPORT ssize_t read(int fd, void *buf, size_t count) {
-    POSIX_WRAP_RW(read, ios_real.read(fd, buf, count), 0, -1, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(read, ios_real.read(fd, buf, count), 0, -1, buf, 1);
 }
 IOS_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
-    POSIX_WRAP_RW(write, ios_real.write(fd, buf, count), 1, -1, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(write, ios_real.write(fd, buf, count), 1, -1, buf, 1);
 }
 IOS_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t off) {
-    POSIX_WRAP_RW(pread, ios_real.pread(fd, buf, count, off), 0, off, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(pread, ios_real.pread(fd, buf, count, off), 0, off, buf, 1);
 }
 IOS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t off) {
-    POSIX_WRAP_RW(pwrite, ios_real.pwrite(fd, buf, count, off), 1, off, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(pwrite, ios_real.pwrite(fd, buf, count, off), 1, off, buf, 1);
 }
 IOS_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off64_t off) {
-    POSIX_WRAP_RW(pread64, ios_real.pread64(fd, buf, count, off), 0, off, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(pread64, ios_real.pread64(fd, buf, count, off), 0, off, buf, 1);
 }
 IOS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t off) {
-    POSIX_WRAP_RW(pwrite64, ios_real.pwrite64(fd, buf, count, off), 1, off, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(pwrite64, ios_real.pwrite64(fd, buf, count, off), 1, off, buf, 1);
 }
 /* _FORTIFY_SOURCE forms: the real ones keep their buffer-overflow check. */
 IOS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen) {
     POSIX_WRAP_RW(__read_chk, ios_real.__read_chk(fd, buf, count, buflen), 0, -1,
-                  posix_buf_aligned(buf));
+                  buf, 1);
 }
 IOS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t count, off_t off, size_t buflen) {
     POSIX_WRAP_RW(__pread_chk, ios_real.__pread_chk(fd, buf, count, off, buflen), 0, off,
-                  posix_buf_aligned(buf));
+                  buf, 1);
 }
 IOS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t off, size_t buflen) {
     POSIX_WRAP_RW(__pread64_chk, ios_real.__pread64_chk(fd, buf, count, off, buflen), 0, off,
-                  posix_buf_aligned(buf));
+                  buf, 1);
 }
 IOS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
-    POSIX_WRAP_RW(readv, ios_real.readv(fd, iov, n), 0, -1, iov_aligned(iov, n));
+    POSIX_WRAP_RW(readv, ios_real.readv(fd, iov, n), 0, -1, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n) {
-    POSIX_WRAP_RW(writev, ios_real.writev(fd, iov, n), 1, -1, iov_aligned(iov, n));
+    POSIX_WRAP_RW(writev, ios_real.writev(fd, iov, n), 1, -1, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off) {
-    POSIX_WRAP_RW(preadv, ios_real.preadv(fd, iov, n, off), 0, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(preadv, ios_real.preadv(fd, iov, n, off), 0, off, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off) {
-    POSIX_WRAP_RW(pwritev, ios_real.pwritev(fd, iov, n, off), 1, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(pwritev, ios_real.pwritev(fd, iov, n, off), 1, off, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off) {
-    POSIX_WRAP_RW(preadv64, ios_real.preadv64(fd, iov, n, off), 0, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(preadv64, ios_real.preadv64(fd, iov, n, off), 0, off, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int n, off64_t off) {
-    POSIX_WRAP_RW(pwritev64, ios_real.pwritev64(fd, iov, n, off), 1, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(pwritev64, ios_real.pwritev64(fd, iov, n, off), 1, off, NULL, iov_aligned(iov, n));
 }
 /* offset -1 means "at the file offset" for the v2 calls, exactly as count_rw reads it */
 IOS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
-    POSIX_WRAP_RW(preadv2, ios_real.preadv2(fd, iov, n, off, flags), 0, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(preadv2, ios_real.preadv2(fd, iov, n, off, flags), 0, off, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
-    POSIX_WRAP_RW(pwritev2, ios_real.pwritev2(fd, iov, n, off, flags), 1, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(pwritev2, ios_real.pwritev2(fd, iov, n, off, flags), 1, off, NULL, iov_aligned(iov, n));
 }
 
 /* A copy inside the kernel (copy_file_range, sendfile): its bytes are a read of the input's file
@@ -95,9 +96,9 @@ IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, i
     int64_t in_offset = in_at, out_offset = out_at; /* before the call moves them */               \
     IOS_TIMED_CALL_NS(type, ret, call);                                                            \
     if (ret >= 0 && in)                                                                            \
-        posix_count_rw(in, 0, in_offset, ret, 1, ns1, ns2);                                        \
+        posix_count_rw(in, 0, in_offset, ret, NULL, 1, ns1, ns2);                                  \
     if (ret >= 0 && out)                                                                           \
-        posix_count_rw(out, 1, out_offset, ret, 1, ns1, ns2);                                      \
+        posix_count_rw(out, 1, out_offset, ret, NULL, 1, ns1, ns2);                                \
     return ret
 
 IOS_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
@@ -179,8 +180,8 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
     ssize_t ret = ios_real.name(cb);                                                               \
     struct aio_pending p;                                                                          \
     if (aio_taken(cb, &p) && ret >= 0)                                                             \
-        posix_count_rw(p.f, p.is_write, p.offset, ret,                                             \
-                       posix_buf_aligned((const void *)cb->aio_buf), p.ns1, ios_now_ns());             \
+        posix_count_rw(p.f, p.is_write, p.offset, ret, (const void *)cb->aio_buf, 1, p.ns1,          \
+                       ios_now_ns());                                                              \
     return ret
 
 /* Each read or write request of the list is submitted as aio_read/aio_write submit one; the

@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 
 struct posix_file *_Atomic *_Atomic ios_posix_fd_table;
-int ios_posix_fd_table_size;
+_Atomic unsigned ios_posix_fd_table_size;
 static struct ios_map files_by_id;
 
 int ios_posix_fd_table_init(void) {
@@ -22,8 +22,8 @@ int ios_posix_fd_table_init(void) {
                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (table == MAP_FAILED)
         return -1;
-    ios_posix_fd_table_size = (int)n;
-    atomic_store_explicit(&ios_posix_fd_table, table, memory_order_release);
+    atomic_store_explicit(&ios_posix_fd_table, table, memory_order_relaxed);
+    atomic_store_explicit(&ios_posix_fd_table_size, (unsigned)n, memory_order_release);
     return 0;
 }
 

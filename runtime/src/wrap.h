@@ -12,6 +12,8 @@
  *   IOS_TIMED_CALL(type, ret, call): t1, the real call's result in ret, t2;
  *   IOS_WRAP_TIMED(name, type, call): a libc wrapper's first half: straight through (return
  *     call) unless recording, else the call timed into ret, t1, t2;
+ *   IOS_TIMED_CALL_NS, IOS_WRAP_TIMED_NS: the same with the times in nanoseconds, ns1, ns2
+ *     (IOS_WRAP_TIMED_NS leaves the guard to ios_enter_unguarded, after the call);
  *   IOS_REAL_RECORDING(name): IOS_REAL where the runtime is known to have started;
  *   IOS_KEEP_ERRNO(stmt): stmt (recording may allocate) with the program's errno kept.
  * The read and write wrappers skip the last: recording there makes no call that sets errno. */
@@ -50,6 +52,15 @@
     }                                                                                              \
     IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL(type, ret, call)
+/* IOS_WRAP_TIMED with the times in nanoseconds, which looks at the state only: the record's
+ * update must enter with ios_enter_unguarded, which looks at the guard (a load less). */
+#define IOS_WRAP_TIMED_NS(name, type, call)                                                        \
+    if (!ios_started()) {                                                                          \
+        IOS_REAL(name);                                                                            \
+        return call;                                                                               \
+    }                                                                                              \
+    IOS_REAL_RECORDING(name);                                                                      \
+    IOS_TIMED_CALL_NS(type, ret, call)
 
 /* The real functions the runtime resolves as it starts (core.c), before it records anything: a
  * signal handler may reach them first, and the runtime's own I/O uses them. A wrapper that

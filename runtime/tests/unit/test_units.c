@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 struct ios_config ios_config;
+int64_t ios_origin_ns; /* the clock's start: 0 here, so nanoseconds count from 0 s */
 static int failures;
 
 #define CHECK(cond, ...)                                                                           \
