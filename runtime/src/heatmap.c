@@ -94,7 +94,7 @@ void ios_heatmap_add_slow(int api, int is_write, int64_t bytes, double t1, doubl
         t1 = 0;
     int bin = (int)(t1 / h->width);                /* as spread() bins it */
     if (bin < BINS && t2 < (bin + 1) * h->width) { /* in one bin: the next will likely be too */
-        h->bin = bin;
+        h->bin = &h->bins[0][bin];
         h->from = bin * h->width;
         h->to = (bin + 1) * h->width;
         /* A margin above the rounding of ios_seconds (a few nanoseconds in a year) and of these

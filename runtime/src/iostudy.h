@@ -366,7 +366,7 @@ struct ios_heatmap {
     /* The bin the last operation fell in whole, [from, to): the next one most often does too.
      * Empty (to <= from) until the heatmap records and whenever the bins collapse. */
     double from, to;
-    int bin;
+    int64_t *bin; /* its read bin (bins[0][b]); its write bin is IOS_HEATMAP_BINS further */
     /* [from, to) in nanoseconds (ios_now_ns), a little inside: a time there is surely in it. */
     int64_t from_ns, to_ns;
 };
@@ -377,7 +377,7 @@ static inline void ios_heatmap_add(int api, int is_write, int64_t bytes, double 
     struct ios_heatmap *h = &ios_heatmaps[api];
     /* Most operations start and end in the bin the last one fell in. */
     if (IOS_LIKELY(t1 >= h->from && t2 < h->to))
-        h->bins[is_write][h->bin] += bytes;
+        h->bin[is_write * IOS_HEATMAP_BINS] += bytes;
     else
         ios_heatmap_add_slow(api, is_write, bytes, t1, t2);
 }
@@ -388,7 +388,7 @@ static inline void ios_heatmap_add_ns(int api, int is_write, int64_t bytes, int6
                                       int64_t ns2) {
     struct ios_heatmap *h = &ios_heatmaps[api];
     if (IOS_LIKELY(ns1 >= h->from_ns && ns2 < h->to_ns))
-        h->bins[is_write][h->bin] += bytes;
+        h->bin[is_write * IOS_HEATMAP_BINS] += bytes;
     else
         ios_heatmap_add_slow(api, is_write, bytes, ios_seconds(ns1), ios_seconds(ns2));
 }
