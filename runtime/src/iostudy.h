@@ -47,9 +47,7 @@ static inline void ios_guard(int on) {
 static inline int ios_started(void) {
     return IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON);
 }
-static inline int ios_recording(void) {
-    return ios_started() && !ios_in_runtime;
-}
+static inline int ios_recording(void) { return ios_started() && !ios_in_runtime; }
 
 /* One lock for all records: the critical sections are a few dozen instructions long. Its bit
  * 0 is set by a fetch-or, one instruction on x86 (lock bts) where atomic_flag took three. */
@@ -108,12 +106,8 @@ static inline int64_t ios_now_ns(void) {
 }
 /* Seconds since the runtime started of a time of ios_now_ns, as the records keep times. */
 extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */
-static inline double ios_seconds(int64_t ns) {
-    return (double)(ns - ios_origin_ns) * 1e-9;
-}
-static inline double ios_now(void) {
-    return ios_seconds(ios_now_ns());
-}
+static inline double ios_seconds(int64_t ns) { return (double)(ns - ios_origin_ns) * 1e-9; }
+static inline double ios_now(void) { return ios_seconds(ios_now_ns()); }
 
 /* Darshan's settings (config.c reads them: its file, then its variables, which override). */
 struct ios_config {
@@ -302,7 +296,7 @@ struct ios_value_counts {
     int64_t value[IOS_CV_SLOTS]; /* an unused slot holds 0 */
     int64_t count[IOS_CV_SLOTS];
     int n, last; /* last: the slot counted last, outside the inline path */
-    int top; /* the slot of the record's most common value (its vals[0]), once it has one */
+    int top;     /* the slot of the record's most common value (its vals[0]), once it has one */
 };
 /* Counts v, and keeps the record's four most common values (vals, counts) current at every
  * moment, in the order ios_common_merge gives: a memory-mapped log's record is whole whenever

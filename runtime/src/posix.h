@@ -47,8 +47,8 @@ static inline struct posix_file *_Atomic *posix_fd_slot(int fd) {
 static inline struct posix_file *posix_fd_lookup(int fd) {
     if ((unsigned)fd >= atomic_load_explicit(&ios_posix_fd_table_size, memory_order_acquire))
         return NULL;
-    return atomic_load_explicit(&atomic_load_explicit(&ios_posix_fd_table, memory_order_relaxed)[fd],
-                                memory_order_relaxed);
+    return atomic_load_explicit(
+        &atomic_load_explicit(&ios_posix_fd_table, memory_order_relaxed)[fd], memory_order_relaxed);
 }
 
 /* The file of a tracked descriptor, unless the runtime itself is working on this thread. The
@@ -152,9 +152,10 @@ static inline int posix_buf_aligned(const void *buf) {
  * before the lock would live on the stack. Inlined in every read and write wrapper, where the
  * direction's branches fold away: a call and its register shuffle were a tenth of what a
  * wrapper adds. */
-static inline __attribute__((always_inline)) void
-posix_count_rw(struct posix_file *f, int is_write, int64_t offset, int64_t ret, const void *buf,
-               int mem_aligned, int64_t ns1, int64_t ns2) {
+static inline __attribute__((always_inline)) void posix_count_rw(struct posix_file *f, int is_write,
+                                                                 int64_t offset, int64_t ret,
+                                                                 const void *buf, int mem_aligned,
+                                                                 int64_t ns1, int64_t ns2) {
     if (!ios_enter_unguarded())
         return;
     int64_t *c = f->rec->counters;

@@ -47,16 +47,14 @@ IOS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t off) 
 }
 /* _FORTIFY_SOURCE forms: the real ones keep their buffer-overflow check. */
 IOS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen) {
-    POSIX_WRAP_RW(__read_chk, ios_real.__read_chk(fd, buf, count, buflen), 0, -1,
-                  buf, 1);
+    POSIX_WRAP_RW(__read_chk, ios_real.__read_chk(fd, buf, count, buflen), 0, -1, buf, 1);
 }
 IOS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t count, off_t off, size_t buflen) {
-    POSIX_WRAP_RW(__pread_chk, ios_real.__pread_chk(fd, buf, count, off, buflen), 0, off,
-                  buf, 1);
+    POSIX_WRAP_RW(__pread_chk, ios_real.__pread_chk(fd, buf, count, off, buflen), 0, off, buf, 1);
 }
 IOS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t off, size_t buflen) {
-    POSIX_WRAP_RW(__pread64_chk, ios_real.__pread64_chk(fd, buf, count, off, buflen), 0, off,
-                  buf, 1);
+    POSIX_WRAP_RW(__pread64_chk, ios_real.__pread64_chk(fd, buf, count, off, buflen), 0, off, buf,
+                  1);
 }
 IOS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
     POSIX_WRAP_RW(readv, ios_real.readv(fd, iov, n), 0, -1, NULL, iov_aligned(iov, n));
@@ -74,14 +72,17 @@ IOS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off)
     POSIX_WRAP_RW(preadv64, ios_real.preadv64(fd, iov, n, off), 0, off, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int n, off64_t off) {
-    POSIX_WRAP_RW(pwritev64, ios_real.pwritev64(fd, iov, n, off), 1, off, NULL, iov_aligned(iov, n));
+    POSIX_WRAP_RW(pwritev64, ios_real.pwritev64(fd, iov, n, off), 1, off, NULL,
+                  iov_aligned(iov, n));
 }
 /* offset -1 means "at the file offset" for the v2 calls, exactly as count_rw reads it */
 IOS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
-    POSIX_WRAP_RW(preadv2, ios_real.preadv2(fd, iov, n, off, flags), 0, off, NULL, iov_aligned(iov, n));
+    POSIX_WRAP_RW(preadv2, ios_real.preadv2(fd, iov, n, off, flags), 0, off, NULL,
+                  iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
-    POSIX_WRAP_RW(pwritev2, ios_real.pwritev2(fd, iov, n, off, flags), 1, off, NULL, iov_aligned(iov, n));
+    POSIX_WRAP_RW(pwritev2, ios_real.pwritev2(fd, iov, n, off, flags), 1, off, NULL,
+                  iov_aligned(iov, n));
 }
 
 /* A copy inside the kernel (copy_file_range, sendfile): its bytes are a read of the input's file
@@ -167,7 +168,7 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return ios_real.name(cb);                                                                  \
-    aio_submitted(cb, cb->aio_fildes, is_write, cb->aio_offset, ios_now_ns());                        \
+    aio_submitted(cb, cb->aio_fildes, is_write, cb->aio_offset, ios_now_ns());                     \
     int ret = ios_real.name(cb);                                                                   \
     if (ret != 0) { /* not queued: nothing to collect */                                           \
         struct aio_pending gone;                                                                   \
@@ -180,7 +181,7 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
     ssize_t ret = ios_real.name(cb);                                                               \
     struct aio_pending p;                                                                          \
     if (aio_taken(cb, &p) && ret >= 0)                                                             \
-        posix_count_rw(p.f, p.is_write, p.offset, ret, (const void *)cb->aio_buf, 1, p.ns1,          \
+        posix_count_rw(p.f, p.is_write, p.offset, ret, (const void *)cb->aio_buf, 1, p.ns1,        \
                        ios_now_ns());                                                              \
     return ret
 

@@ -10,7 +10,7 @@
 
 struct stdio_file { /* the record first: ios_file_by_name */
     struct ios_stdio_record *rec;
-    int64_t offset; /* bytes from the start, as the stream's calls moved it */
+    int64_t offset;         /* bytes from the start, as the stream's calls moved it */
     struct ios_rw_ns rw[2]; /* of reads [0] and writes [1] */
     double last_meta_end;
 };
