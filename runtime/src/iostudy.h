@@ -97,12 +97,16 @@ extern int clock_gettime(clockid_t clock, struct timespec *ts) __attribute__((no
 extern size_t strlen(const char *s) __attribute__((noplt));
 extern int memcmp(const void *a, const void *b, size_t n) __attribute__((noplt));
 
-/* CLOCK_MONOTONIC in nanoseconds: what a wrapper keeps across its real call (one integer
- * register; a double would be spilled to the stack and read back at each use). */
+/* CLOCK_MONOTONIC in nanoseconds: the read and write wrappers' times (IOS_TIMED_CALL_NS),
+ * integers until a record takes them in seconds (a double made before the real call was kept on
+ * the stack and read back at each use). */
+static inline int64_t ios_ns_of(const struct timespec *ts) {
+    return ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
 static inline int64_t ios_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return ios_ns_of(&ts);
 }
 /* Seconds since the runtime started of a time of ios_now_ns, as the records keep times. */
 extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */

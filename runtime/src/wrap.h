@@ -35,15 +35,17 @@
 #else
 #define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+g"(t))
 #endif
-/* IOS_TIMED_CALL in nanoseconds (ios_now_ns), ns1 and ns2: the hot wrappers' form, which convert
- * them to seconds (ios_seconds) only once the real call has returned and succeeded. */
+/* IOS_TIMED_CALL in nanoseconds, ns1 and ns2: the hot wrappers' form, which convert them to
+ * seconds (ios_seconds) only once the real call has returned and succeeded. The clock's first
+ * reading stays in its timespec, on the stack, until then: as an integer in a register it took
+ * one more register to save, the arguments of the real call being held at that point too. */
 #define IOS_TIMED_CALL_NS(type, ret, call)                                                         \
-    int64_t ns1 = ios_now_ns();                                                                    \
-    IOS_COMPUTED_NS(ns1);                                                                          \
+    struct timespec ios_ts1_, ios_ts2_;                                                            \
+    clock_gettime(CLOCK_MONOTONIC, &ios_ts1_);                                                     \
     type ret = call;                                                                               \
-    int64_t ns2 = ios_now_ns();                                                                    \
-    IOS_COMPUTED_NS(ns2)
-#define IOS_COMPUTED_NS(t) __asm__ volatile("" : "+r"(t))
+    clock_gettime(CLOCK_MONOTONIC, &ios_ts2_);                                                     \
+    int64_t ns1 = ios_ns_of(&ios_ts1_), ns2 = ios_ns_of(&ios_ts2_);                                \
+    __asm__ volatile("" : "+r"(ns1), "+r"(ns2))
 
 #define IOS_WRAP_TIMED(name, type, call)                                                           \
     if (!ios_recording()) {                                                                        \
