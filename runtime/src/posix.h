@@ -22,6 +22,7 @@ struct posix_file { /* the record first: ios_file_by_name */
     int64_t longest[2];                        /* ns of POSIX_F_MAX_READ_TIME, _WRITE_TIME */
     double last_meta_end;
     struct posix_sizes *sizes; /* made at the first read or write: most files see none */
+    uint64_t id;               /* the record's, for DXT: one load less than through rec */
 };
 
 /* The access sizes and strides of a file's reads and writes (1 KiB). */
@@ -179,8 +180,7 @@ static inline __attribute__((always_inline)) void posix_count_rw(struct posix_fi
     ios_heatmap_add_ns(IOS_HEATMAP_POSIX, is_write, ret, ns1, ns2);
     int64_t this_offset = offset >= 0 ? offset : f->offset;
     if (IOS_UNLIKELY(ios_dxt_flags & (1 << IOS_DXT_POSIX)))
-        ios_dxt_add(IOS_DXT_POSIX, f->rec->base.id, is_write, this_offset, ret, ios_seconds(ns1),
-                    t2);
+        ios_dxt_add(IOS_DXT_POSIX, f->id, is_write, this_offset, ret, ios_seconds(ns1), t2);
     int64_t *last_byte = is_write ? &f->last_byte_written : &f->last_byte_read;
     /* Darshan's tests folded into one difference: sequential when the access starts after the
      * last byte (gap >= 0), consecutive when right after it (gap 0, no stride then), a stride

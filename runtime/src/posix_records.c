@@ -32,6 +32,7 @@ struct posix_file *ios_posix_file_by_name(const char *name) {
     struct posix_file *f =
         ios_file_by_name(&files_by_id, IOS_MOD_POSIX, name, sizeof *f, sizeof *f->rec, &created);
     if (f && created) {
+        f->id = f->rec->base.id;
         f->rec->counters[POSIX_MEM_ALIGNMENT] = ios_config.mem_alignment;
         f->rec->counters[POSIX_FILE_ALIGNMENT] = ios_file_alignment(name);
         f->align_mask = ios_align_mask(f->rec->counters[POSIX_FILE_ALIGNMENT]);
