@@ -16,7 +16,7 @@ __thread volatile int ios_in_runtime __attribute__((tls_model("initial-exec")));
 int64_t ios_origin_ns;
 struct ios_config ios_config;
 
-atomic_flag ios_lock_flag = ATOMIC_FLAG_INIT;
+atomic_uint ios_lock_flag;
 static pid_t owner_pid; /* the process whose records these are (a vfork child is not it) */
 static int warned;      /* at most one warning line per process */
 
@@ -353,7 +353,7 @@ static void atfork_parent(void) {
 }
 
 static void atfork_child(void) {
-    atomic_flag_clear(&ios_lock_flag);
+    ios_unlock();
     if (atomic_load(&ios_state) != IOS_ON)
         return;
     ios_mmap_forget();

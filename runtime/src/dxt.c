@@ -34,6 +34,9 @@ static unsigned char *heap_region[IOS_DXT_NAPIS];
 static uint64_t heap_len[IOS_DXT_NAPIS];
 static char host[IOS_DXT_HOSTNAME_LEN];
 
+#define HEAD (ptrdiff_t)sizeof(struct ios_dxt_record_head)
+#define SEGMENT (ptrdiff_t)sizeof(struct ios_dxt_segment)
+
 /* The region api's segments go to: the memory-mapped log's, or the heap's; 0, or -1. */
 static int attach(int api) {
     struct ios_dxt_log *l = &ios_dxt_logs[api];
@@ -49,12 +52,9 @@ static int attach(int api) {
         gethostname(host, sizeof host - 1);
     l->len = len;
     l->end = region + *len;
-    l->limit = region + ios_config.dxt_mem[api];
+    l->limit = region + ios_config.dxt_mem[api] - SEGMENT;
     return 0;
 }
-
-#define HEAD (ptrdiff_t)sizeof(struct ios_dxt_record_head)
-#define SEGMENT (ptrdiff_t)sizeof(struct ios_dxt_segment)
 
 /* A record of the segment, placed whole and then counted in the region at once. */
 static void start_record(struct ios_dxt_log *l, uint64_t id, int is_write,
@@ -93,7 +93,7 @@ void ios_dxt_add_slow(int api, uint64_t id, int is_write, int64_t offset, int64_
     if (refuses(api, id))
         return;
     int last_takes_it = (l->open_dirs & (1 << is_write)) && l->open_id == id; /* but no room */
-    if ((!l->end && attach(api) != 0) || last_takes_it || l->limit - l->end < HEAD + SEGMENT) {
+    if ((!l->end && attach(api) != 0) || last_takes_it || l->limit - l->end < HEAD) {
         ios_set_partial(module_ids[api]);
         return;
     }

@@ -34,6 +34,7 @@ static void collapse(struct ios_heatmap *h) {
     h->width *= 2;
     h->end = h->width * BINS;
     h->from = h->to = 0; /* the remembered bin is gone */
+    h->from_ns = h->to_ns = 0;
 }
 
 /* Spreads bytes over the bins [t1, t2] overlaps, in proportion to the overlap; the last bin
@@ -93,9 +94,14 @@ void ios_heatmap_add_slow(int api, int is_write, int64_t bytes, double t1, doubl
         t1 = 0;
     int bin = (int)(t1 / h->width);                /* as spread() bins it */
     if (bin < BINS && t2 < (bin + 1) * h->width) { /* in one bin: the next will likely be too */
-        h->bin = bin;
+        h->bin = &h->bins[0][bin];
         h->from = bin * h->width;
         h->to = (bin + 1) * h->width;
+        /* A margin above the rounding of ios_seconds (a few nanoseconds in a year) and of these
+         * products: a time within it is left to this function, which compares seconds. */
+        int64_t margin = 2 + (int64_t)(h->to * 1e9) / (INT64_C(1) << 40);
+        h->from_ns = ios_origin_ns + (int64_t)(h->from * 1e9) + margin;
+        h->to_ns = ios_origin_ns + (int64_t)(h->to * 1e9) - margin;
     }
     spread(h->bins[is_write], BINS, h->width, bytes, t1, t2);
 }

@@ -44,19 +44,20 @@ static inline void ios_guard(int on) {
     atomic_signal_fence(memory_order_seq_cst);
 }
 
-static inline int ios_recording(void) {
-    return IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON) &&
-           !ios_in_runtime;
+static inline int ios_started(void) {
+    return IOS_LIKELY(atomic_load_explicit(&ios_state, memory_order_relaxed) == IOS_ON);
 }
+static inline int ios_recording(void) { return ios_started() && !ios_in_runtime; }
 
-/* One lock for all records: the critical sections are a few dozen instructions long. */
-extern atomic_flag ios_lock_flag IOS_HIDDEN;
+/* One lock for all records: the critical sections are a few dozen instructions long. Its bit
+ * 0 is set by a fetch-or, one instruction on x86 (lock bts) where atomic_flag took three. */
+extern atomic_uint ios_lock_flag IOS_HIDDEN;
 static inline void ios_lock(void) {
-    while (atomic_flag_test_and_set_explicit(&ios_lock_flag, memory_order_acquire))
+    while (atomic_fetch_or_explicit(&ios_lock_flag, 1, memory_order_acquire) & 1)
         sched_yield();
 }
 static inline void ios_unlock(void) {
-    atomic_flag_clear_explicit(&ios_lock_flag, memory_order_release);
+    atomic_store_explicit(&ios_lock_flag, 0, memory_order_release);
 }
 
 /* The critical section around every record update: 1 with the lock held, or 0 (nothing held)
@@ -73,6 +74,15 @@ static inline int ios_enter(void) {
     ios_guard(0);
     return 0;
 }
+/* ios_enter for a wrapper that made its call without looking at the guard (the read and write
+ * wrappers, where the look cost a load more): 0 as well when the runtime is already working on
+ * this thread (a signal handler's call, the runtime's own I/O), which then passes through
+ * unrecorded, only timed. */
+static inline int ios_enter_unguarded(void) {
+    if (ios_in_runtime)
+        return 0;
+    return ios_enter();
+}
 static inline void ios_leave(void) {
     ios_unlock();
     ios_guard(0);
@@ -87,14 +97,21 @@ extern int clock_gettime(clockid_t clock, struct timespec *ts) __attribute__((no
 extern size_t strlen(const char *s) __attribute__((noplt));
 extern int memcmp(const void *a, const void *b, size_t n) __attribute__((noplt));
 
-/* Seconds since the runtime started (CLOCK_MONOTONIC). */
-extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */
-static inline double ios_now(void) {
+/* CLOCK_MONOTONIC in nanoseconds: the read and write wrappers' times (IOS_TIMED_CALL_NS),
+ * integers until a record takes them in seconds (a double made before the real call was kept on
+ * the stack and read back at each use). */
+static inline int64_t ios_ns_of(const struct timespec *ts) {
+    return ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+static inline int64_t ios_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    /* In integer nanoseconds first: one conversion, not two (every wrapper calls this twice). */
-    return (double)(ts.tv_sec * 1000000000 + ts.tv_nsec - ios_origin_ns) * 1e-9;
+    return ios_ns_of(&ts);
 }
+/* Seconds since the runtime started of a time of ios_now_ns, as the records keep times. */
+extern int64_t ios_origin_ns IOS_HIDDEN; /* CLOCK_MONOTONIC at start, in nanoseconds */
+static inline double ios_seconds(int64_t ns) { return (double)(ns - ios_origin_ns) * 1e-9; }
+static inline double ios_now(void) { return ios_seconds(ios_now_ns()); }
 
 /* Darshan's settings (config.c reads them: its file, then its variables, which override). */
 struct ios_config {
@@ -253,36 +270,62 @@ static inline void ios_timer_add(double *timer, double t1, double t2, double *la
     *last_end = t2 > last ? t2 : last;
 }
 
+/* The hot read and write paths keep a direction's times in nanoseconds (ios_now_ns) beside
+ * the record's seconds: comparisons of integers in registers, and a time converted only when
+ * the record takes it. */
+struct ios_rw_ns {
+    int64_t first;    /* the earliest start; 0: none yet (the clock is never 0) */
+    int64_t last_end; /* the latest end, for the timer's overlap */
+};
+/* ios_first_start in nanoseconds: *start (seconds) takes ns when it is the earliest. */
+static inline void ios_first_start_ns(double *start, struct ios_rw_ns *rt, int64_t ns) {
+    if ((uint64_t)rt->first - 1 >= (uint64_t)ns) {
+        rt->first = ns;
+        *start = ios_seconds(ns);
+    }
+}
+/* ios_timer_add in nanoseconds; seconds: ns2 - ns1 in seconds, which the usual case adds (an
+ * operation that starts after the last one ended; the caller has it for the longest time). */
+static inline void ios_timer_add_ns(double *timer, int64_t ns1, int64_t ns2, double seconds,
+                                    struct ios_rw_ns *rt) {
+    int64_t last = rt->last_end;
+    if (IOS_LIKELY(ns1 >= last)) {
+        *timer += seconds;
+        rt->last_end = ns2;
+    } else {
+        *timer += (double)(ns2 - last) * 1e-9;
+        rt->last_end = ns2 > last ? ns2 : last;
+    }
+}
+
 /* Frequencies of up to 32 distinct non-zero values (access sizes or strides) per file; the four
  * most common are written at shutdown. Zero is never kept, so it is not counted either, and
  * does not take a slot (Darshan counts it in one of its 32, then drops it). */
 struct ios_value_counts {
     int64_t value[IOS_CV_SLOTS]; /* an unused slot holds 0 */
     int64_t count[IOS_CV_SLOTS];
-    int n, last;
+    int n, last; /* last: the slot counted last, outside the inline path */
+    int top;     /* the slot of the record's most common value (its vals[0]), once it has one */
 };
 /* Counts v, and keeps the record's four most common values (vals, counts) current at every
  * moment, in the order ios_common_merge gives: a memory-mapped log's record is whole whenever
- * the process is killed (without one, shutdown recomputes them from vc all the same). Inline for
- * the usual case: the value counted last, the record's most common one. */
+ * the process is killed (without one, shutdown recomputes them from vc all the same). The
+ * record's counts are its values' counts in vc. Inline for the usual case: v is the record's most
+ * common value, which stays first with one more. */
 void ios_value_count_slow(struct ios_value_counts *vc, int64_t v, int64_t *vals,
                           int64_t *counts) IOS_HIDDEN;
 /* Moves the value vc counted last into the record's four slots where it now ranks. */
-void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) IOS_HIDDEN;
+void ios_common_live(int64_t *vals, int64_t *counts, struct ios_value_counts *vc) IOS_HIDDEN;
 static inline void ios_value_count(struct ios_value_counts *vc, int64_t v, int64_t *vals,
                                    int64_t *counts) {
     if (v == 0)
         return;
-    int i = vc->last;
-    if (IOS_UNLIKELY(vc->value[i] != v)) { /* v != 0: an unused slot never matches */
+    if (IOS_LIKELY(vals[0] == v)) { /* v != 0: an unused slot never matches */
+        counts[0]++;
+        vc->count[vc->top]++;
+    } else {
         ios_value_count_slow(vc, v, vals, counts);
-        return;
     }
-    int64_t n = ++vc->count[i];
-    if (IOS_LIKELY(vals[0] == v))
-        counts[0] = n;
-    else
-        ios_common_live(vals, counts, vc);
 }
 /* ---- robust logs (mmaplog.c) -------------------------------------------------------------- */
 /* The records live in this process's memory-mapped log, a file made at the first record. */
@@ -327,7 +370,9 @@ struct ios_heatmap {
     /* The bin the last operation fell in whole, [from, to): the next one most often does too.
      * Empty (to <= from) until the heatmap records and whenever the bins collapse. */
     double from, to;
-    int bin;
+    int64_t *bin; /* its read bin (bins[0][b]); its write bin is IOS_HEATMAP_BINS further */
+    /* [from, to) in nanoseconds (ios_now_ns), a little inside: a time there is surely in it. */
+    int64_t from_ns, to_ns;
 };
 extern struct ios_heatmap ios_heatmaps[IOS_HEATMAP_NAPIS] IOS_HIDDEN;
 void ios_heatmap_add_slow(int api, int is_write, int64_t bytes, double t1, double t2) IOS_HIDDEN;
@@ -336,9 +381,20 @@ static inline void ios_heatmap_add(int api, int is_write, int64_t bytes, double 
     struct ios_heatmap *h = &ios_heatmaps[api];
     /* Most operations start and end in the bin the last one fell in. */
     if (IOS_LIKELY(t1 >= h->from && t2 < h->to))
-        h->bins[is_write][h->bin] += bytes;
+        h->bin[is_write * IOS_HEATMAP_BINS] += bytes;
     else
         ios_heatmap_add_slow(api, is_write, bytes, t1, t2);
+}
+
+/* ios_heatmap_add of an operation from ns1 to ns2 (ios_now_ns), which the usual case compares
+ * as integers: the read and write wrappers keep their times so. */
+static inline void ios_heatmap_add_ns(int api, int is_write, int64_t bytes, int64_t ns1,
+                                      int64_t ns2) {
+    struct ios_heatmap *h = &ios_heatmaps[api];
+    if (IOS_LIKELY(ns1 >= h->from_ns && ns2 < h->to_ns))
+        h->bin[is_write * IOS_HEATMAP_BINS] += bytes;
+    else
+        ios_heatmap_add_slow(api, is_write, bytes, ios_seconds(ns1), ios_seconds(ns2));
 }
 
 /* ---- DXT traces (dxt.c) ------------------------------------------------------------------ */
@@ -355,7 +411,7 @@ struct ios_dxt_log {
     uint64_t open_id;
     int open_dirs;        /* bit 1 << is_write: the directions the last record takes; 0: none */
     unsigned char *end;   /* where the next segment goes: the region's end */
-    unsigned char *limit; /* appended up to here without a look (see dxt.c) */
+    unsigned char *limit; /* the last place a segment fits: appended up to here without a look */
     uint64_t *len;        /* the region's length, in the log's header */
 };
 extern struct ios_dxt_log ios_dxt_logs[IOS_DXT_NAPIS] IOS_HIDDEN;
@@ -379,8 +435,7 @@ static inline void ios_dxt_append(struct ios_dxt_log *l, int is_write, struct io
 static inline void ios_dxt_add(int api, uint64_t id, int is_write, int64_t offset, int64_t length,
                                double t1, double t2) {
     struct ios_dxt_log *l = &ios_dxt_logs[api];
-    if (IOS_UNLIKELY(!(l->open_dirs & (1 << is_write)) || l->open_id != id ||
-                     l->limit - l->end < (ptrdiff_t)sizeof(struct ios_dxt_segment)))
+    if (IOS_UNLIKELY(!(l->open_dirs & (1 << is_write)) || l->open_id != id || l->end > l->limit))
         ios_dxt_add_slow(api, id, is_write, offset, length, t1, t2);
     else
         ios_dxt_append(l, is_write, (struct ios_dxt_segment){offset, length, t1, t2});

@@ -18,8 +18,11 @@ struct posix_file { /* the record first: ios_file_by_name */
     int64_t last_byte_read, last_byte_written; /* reset at open and close */
     int last_io;                               /* IO_READ or IO_WRITE, for RW_SWITCHES */
     uint64_t align_mask;                       /* ios_align_mask of POSIX_FILE_ALIGNMENT */
-    double last_read_end, last_write_end, last_meta_end;
+    struct ios_rw_ns rw[2];                    /* of reads [0] and writes [1] (fsync's too) */
+    int64_t longest[2];                        /* ns of POSIX_F_MAX_READ_TIME, _WRITE_TIME */
+    double last_meta_end;
     struct posix_sizes *sizes; /* made at the first read or write: most files see none */
+    uint64_t id;               /* the record's, for DXT: one load less than through rec */
 };
 
 /* The access sizes and strides of a file's reads and writes (1 KiB). */
@@ -29,24 +32,24 @@ struct posix_sizes {
 
 /* fd -> file, read without the lock on the hot path: entries are pointer-sized stores, and a
  * file's state lives until the process ends. Sized once, backed lazily by the kernel; made under
- * the lock, and published after its size (release) so that a thread that sees the table sees
- * its size (acquire). */
+ * the lock, and its size (0 until then) published after it (release) so that a thread that sees
+ * the size sees the table (acquire): one test, of the size, asks both. */
 extern struct posix_file *_Atomic *_Atomic ios_posix_fd_table IOS_HIDDEN;
-extern int ios_posix_fd_table_size IOS_HIDDEN;
+extern _Atomic unsigned ios_posix_fd_table_size IOS_HIDDEN;
 
 /* The table's entry of fd, or NULL when it has none. */
 static inline struct posix_file *_Atomic *posix_fd_slot(int fd) {
-    struct posix_file *_Atomic *table =
-        atomic_load_explicit(&ios_posix_fd_table, memory_order_acquire);
-    if (!table || (unsigned)fd >= (unsigned)ios_posix_fd_table_size)
+    if ((unsigned)fd >= atomic_load_explicit(&ios_posix_fd_table_size, memory_order_acquire))
         return NULL;
-    return &table[fd];
+    return &atomic_load_explicit(&ios_posix_fd_table, memory_order_relaxed)[fd];
 }
 
 /* The file of a tracked descriptor, or NULL. */
 static inline struct posix_file *posix_fd_lookup(int fd) {
-    struct posix_file *_Atomic *slot = posix_fd_slot(fd);
-    return slot ? atomic_load_explicit(slot, memory_order_relaxed) : NULL;
+    if ((unsigned)fd >= atomic_load_explicit(&ios_posix_fd_table_size, memory_order_acquire))
+        return NULL;
+    return atomic_load_explicit(
+        &atomic_load_explicit(&ios_posix_fd_table, memory_order_relaxed)[fd], memory_order_relaxed);
 }
 
 /* The file of a tracked descriptor, unless the runtime itself is working on this thread. The
@@ -67,7 +70,7 @@ static inline void posix_map_fd(int fd, struct posix_file *f) {
         return;
     struct posix_file *_Atomic *table =
         atomic_load_explicit(&ios_posix_fd_table, memory_order_relaxed);
-    if ((unsigned)fd < (unsigned)ios_posix_fd_table_size)
+    if ((unsigned)fd < atomic_load_explicit(&ios_posix_fd_table_size, memory_order_relaxed))
         atomic_store_explicit(&table[fd], f, memory_order_relaxed);
 }
 
@@ -144,44 +147,53 @@ static inline int posix_buf_aligned(const void *buf) {
     return ios_aligned((uintptr_t)buf, ios_config.mem_align_mask, ios_config.mem_alignment);
 }
 
-/* A read or write of ret bytes at offset (-1: at the file offset), Darshan's POSIX semantics.
- * Inlined in every read and write wrapper, where the direction's branches fold away: a call
- * and its register shuffle were a tenth of what a wrapper adds. */
+/* A read or write of ret bytes at offset (-1: at the file offset) from ns1 to ns2 (ios_now_ns),
+ * Darshan's POSIX semantics; its memory is aligned when buf is (NULL: no buffer, or vectors)
+ * and mem_aligned holds (the vectors'). buf is looked at here, inside the lock: a flag made
+ * before the lock would live on the stack. Inlined in every read and write wrapper, where the
+ * direction's branches fold away: a call and its register shuffle were a tenth of what a
+ * wrapper adds. */
 static inline __attribute__((always_inline)) void posix_count_rw(struct posix_file *f, int is_write,
                                                                  int64_t offset, int64_t ret,
-                                                                 int mem_aligned, double t1,
-                                                                 double t2) {
-    if (!ios_enter())
+                                                                 const void *buf, int mem_aligned,
+                                                                 int64_t ns1, int64_t ns2) {
+    if (!ios_enter_unguarded())
         return;
     int64_t *c = f->rec->counters;
     double *fc = f->rec->fcounters;
-    /* The times first, while t1 and t2 are in registers: the calls of the slow paths below
-     * would make the compiler save and reload them. */
+    /* The times in nanoseconds (integers that stay in registers), in seconds where the record
+     * takes them; first, while they are in registers: the slow paths' calls below would make
+     * the compiler save and reload them. */
     int start = is_write ? POSIX_F_WRITE_START_TIMESTAMP : POSIX_F_READ_START_TIMESTAMP;
-    ios_first_start(&fc[start], t1);
+    ios_first_start_ns(&fc[start], &f->rw[is_write], ns1);
+    double t2 = ios_seconds(ns2);
     fc[is_write ? POSIX_F_WRITE_END_TIMESTAMP : POSIX_F_READ_END_TIMESTAMP] = t2;
-    int max_time = is_write ? POSIX_F_MAX_WRITE_TIME : POSIX_F_MAX_READ_TIME;
-    if (fc[max_time] < t2 - t1) {
-        fc[max_time] = t2 - t1;
+    int64_t took = ns2 - ns1;
+    double seconds = (double)took * 1e-9;
+    if (f->longest[is_write] < took) {
+        f->longest[is_write] = took;
+        fc[is_write ? POSIX_F_MAX_WRITE_TIME : POSIX_F_MAX_READ_TIME] = seconds;
         c[is_write ? POSIX_MAX_WRITE_TIME_SIZE : POSIX_MAX_READ_TIME_SIZE] = ret;
     }
-    if (is_write)
-        ios_timer_add(&fc[POSIX_F_WRITE_TIME], t1, t2, &f->last_write_end);
-    else
-        ios_timer_add(&fc[POSIX_F_READ_TIME], t1, t2, &f->last_read_end);
-    ios_heatmap_add(IOS_HEATMAP_POSIX, is_write, ret, t1, t2);
+    ios_timer_add_ns(&fc[is_write ? POSIX_F_WRITE_TIME : POSIX_F_READ_TIME], ns1, ns2, seconds,
+                     &f->rw[is_write]);
+    ios_heatmap_add_ns(IOS_HEATMAP_POSIX, is_write, ret, ns1, ns2);
     int64_t this_offset = offset >= 0 ? offset : f->offset;
     if (IOS_UNLIKELY(ios_dxt_flags & (1 << IOS_DXT_POSIX)))
-        ios_dxt_add(IOS_DXT_POSIX, f->rec->base.id, is_write, this_offset, ret, t1, t2);
+        ios_dxt_add(IOS_DXT_POSIX, f->id, is_write, this_offset, ret, ios_seconds(ns1), t2);
     int64_t *last_byte = is_write ? &f->last_byte_written : &f->last_byte_read;
+    /* Darshan's tests folded into one difference: sequential when the access starts after the
+     * last byte (gap >= 0), consecutive when right after it (gap 0, no stride then), a stride
+     * counted only once a byte was accessed (last != 0). */
     int64_t last = *last_byte, end = this_offset + ret - 1, stride = 0;
-    if (this_offset > last) {
+    int64_t gap = this_offset - last - 1;
+    if (gap >= 0) {
         c[is_write ? POSIX_SEQ_WRITES : POSIX_SEQ_READS]++;
-        if (last != 0)
-            stride = this_offset - last - 1;
+        if (gap == 0)
+            c[is_write ? POSIX_CONSEC_WRITES : POSIX_CONSEC_READS]++;
+        else if (last != 0)
+            stride = gap;
     }
-    if (this_offset == last + 1)
-        c[is_write ? POSIX_CONSEC_WRITES : POSIX_CONSEC_READS]++;
     *last_byte = end;
     f->offset = end + 1;
     int max_byte = is_write ? POSIX_MAX_BYTE_WRITTEN : POSIX_MAX_BYTE_READ;
@@ -197,17 +209,20 @@ static inline __attribute__((always_inline)) void posix_count_rw(struct posix_fi
         ios_value_count(&sizes->access, ret, &c[POSIX_ACCESS1_ACCESS], &c[POSIX_ACCESS1_COUNT]);
         ios_value_count(&sizes->stride, stride, &c[POSIX_STRIDE1_STRIDE], &c[POSIX_STRIDE1_COUNT]);
     }
-    if (!mem_aligned)
+    if (!posix_buf_aligned(buf) || !mem_aligned)
         c[POSIX_MEM_NOT_ALIGNED]++;
     if (!ios_aligned((uint64_t)this_offset, f->align_mask, c[POSIX_FILE_ALIGNMENT]))
         c[POSIX_FILE_NOT_ALIGNED]++;
-    if (f->last_io == (is_write ? IO_READ : IO_WRITE))
-        c[POSIX_RW_SWITCHES]++;
-    f->last_io = is_write ? IO_WRITE : IO_READ;
+    if (f->last_io != (is_write ? IO_WRITE : IO_READ)) { /* mostly the same as the last */
+        if (f->last_io != IO_NONE)
+            c[POSIX_RW_SWITCHES]++;
+        f->last_io = is_write ? IO_WRITE : IO_READ;
+    }
     ios_leave();
 }
 
-/* Times a call on a tracked fd and, if it succeeded, runs the statement on f inside the lock. */
+/* Times a call on a tracked fd and, if it succeeded, runs the statement on f inside the lock
+ * (with the times in seconds, t1 and t2, and in nanoseconds, ns1 and ns2). */
 #define POSIX_WRAP_FD_META(name, type, call, ok, stmt)                                             \
     struct posix_file *f = posix_fd_file(fd);                                                      \
     if (!f) {                                                                                      \
@@ -215,8 +230,9 @@ static inline __attribute__((always_inline)) void posix_count_rw(struct posix_fi
         return call;                                                                               \
     }                                                                                              \
     IOS_REAL_RECORDING(name);                                                                      \
-    IOS_TIMED_CALL(type, ret, call);                                                               \
+    IOS_TIMED_CALL_NS(type, ret, call);                                                            \
     if ((ok) && ios_enter()) {                                                                     \
+        __attribute__((unused)) double t1 = ios_seconds(ns1), t2 = ios_seconds(ns2);               \
         stmt;                                                                                      \
         ios_leave();                                                                               \
     }                                                                                              \

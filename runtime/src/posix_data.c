@@ -13,74 +13,76 @@ static int iov_aligned(const struct iovec *iov, int iovcnt) {
 }
 
 /* Times the real call on a tracked fd and records its transfer. The hot path: no errno work,
- * since recording makes no system call. */
-#define POSIX_WRAP_RW(name, call, is_write, offset, aligned)                                       \
-    struct posix_file *f = posix_fd_file(fd);                                                      \
+ * since recording makes no system call; the guard is looked at once the call is made
+ * (posix_count_rw). */
+#define POSIX_WRAP_RW(name, call, is_write, offset, buffer, aligned)                               \
+    struct posix_file *f = posix_fd_lookup(fd);                                                    \
     if (!f) {                                                                                      \
         IOS_REAL(name);                                                                            \
         return call;                                                                               \
     }                                                                                              \
     IOS_REAL_RECORDING(name);                                                                      \
-    IOS_TIMED_CALL(ssize_t, ret, call);                                                            \
+    IOS_TIMED_CALL_NS(ssize_t, ret, call);                                                         \
     if (ret >= 0)                                                                                  \
-        posix_count_rw(f, is_write, offset, ret, aligned, t1, t2);                                 \
+        posix_count_rw(f, is_write, offset, ret, buffer, aligned, ns1, ns2);                       \
     return ret
 
 IOS_EXPORT ssize_t read(int fd, void *buf, size_t count) {
-    POSIX_WRAP_RW(read, ios_real.read(fd, buf, count), 0, -1, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(read, ios_real.read(fd, buf, count), 0, -1, buf, 1);
 }
 IOS_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
-    POSIX_WRAP_RW(write, ios_real.write(fd, buf, count), 1, -1, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(write, ios_real.write(fd, buf, count), 1, -1, buf, 1);
 }
 IOS_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t off) {
-    POSIX_WRAP_RW(pread, ios_real.pread(fd, buf, count, off), 0, off, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(pread, ios_real.pread(fd, buf, count, off), 0, off, buf, 1);
 }
 IOS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t off) {
-    POSIX_WRAP_RW(pwrite, ios_real.pwrite(fd, buf, count, off), 1, off, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(pwrite, ios_real.pwrite(fd, buf, count, off), 1, off, buf, 1);
 }
 IOS_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off64_t off) {
-    POSIX_WRAP_RW(pread64, ios_real.pread64(fd, buf, count, off), 0, off, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(pread64, ios_real.pread64(fd, buf, count, off), 0, off, buf, 1);
 }
 IOS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t off) {
-    POSIX_WRAP_RW(pwrite64, ios_real.pwrite64(fd, buf, count, off), 1, off, posix_buf_aligned(buf));
+    POSIX_WRAP_RW(pwrite64, ios_real.pwrite64(fd, buf, count, off), 1, off, buf, 1);
 }
 /* _FORTIFY_SOURCE forms: the real ones keep their buffer-overflow check. */
 IOS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen) {
-    POSIX_WRAP_RW(__read_chk, ios_real.__read_chk(fd, buf, count, buflen), 0, -1,
-                  posix_buf_aligned(buf));
+    POSIX_WRAP_RW(__read_chk, ios_real.__read_chk(fd, buf, count, buflen), 0, -1, buf, 1);
 }
 IOS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t count, off_t off, size_t buflen) {
-    POSIX_WRAP_RW(__pread_chk, ios_real.__pread_chk(fd, buf, count, off, buflen), 0, off,
-                  posix_buf_aligned(buf));
+    POSIX_WRAP_RW(__pread_chk, ios_real.__pread_chk(fd, buf, count, off, buflen), 0, off, buf, 1);
 }
 IOS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t off, size_t buflen) {
-    POSIX_WRAP_RW(__pread64_chk, ios_real.__pread64_chk(fd, buf, count, off, buflen), 0, off,
-                  posix_buf_aligned(buf));
+    POSIX_WRAP_RW(__pread64_chk, ios_real.__pread64_chk(fd, buf, count, off, buflen), 0, off, buf,
+                  1);
 }
 IOS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
-    POSIX_WRAP_RW(readv, ios_real.readv(fd, iov, n), 0, -1, iov_aligned(iov, n));
+    POSIX_WRAP_RW(readv, ios_real.readv(fd, iov, n), 0, -1, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n) {
-    POSIX_WRAP_RW(writev, ios_real.writev(fd, iov, n), 1, -1, iov_aligned(iov, n));
+    POSIX_WRAP_RW(writev, ios_real.writev(fd, iov, n), 1, -1, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off) {
-    POSIX_WRAP_RW(preadv, ios_real.preadv(fd, iov, n, off), 0, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(preadv, ios_real.preadv(fd, iov, n, off), 0, off, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off) {
-    POSIX_WRAP_RW(pwritev, ios_real.pwritev(fd, iov, n, off), 1, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(pwritev, ios_real.pwritev(fd, iov, n, off), 1, off, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off) {
-    POSIX_WRAP_RW(preadv64, ios_real.preadv64(fd, iov, n, off), 0, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(preadv64, ios_real.preadv64(fd, iov, n, off), 0, off, NULL, iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int n, off64_t off) {
-    POSIX_WRAP_RW(pwritev64, ios_real.pwritev64(fd, iov, n, off), 1, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(pwritev64, ios_real.pwritev64(fd, iov, n, off), 1, off, NULL,
+                  iov_aligned(iov, n));
 }
 /* offset -1 means "at the file offset" for the v2 calls, exactly as count_rw reads it */
 IOS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
-    POSIX_WRAP_RW(preadv2, ios_real.preadv2(fd, iov, n, off, flags), 0, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(preadv2, ios_real.preadv2(fd, iov, n, off, flags), 0, off, NULL,
+                  iov_aligned(iov, n));
 }
 IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
-    POSIX_WRAP_RW(pwritev2, ios_real.pwritev2(fd, iov, n, off, flags), 1, off, iov_aligned(iov, n));
+    POSIX_WRAP_RW(pwritev2, ios_real.pwritev2(fd, iov, n, off, flags), 1, off, NULL,
+                  iov_aligned(iov, n));
 }
 
 /* A copy inside the kernel (copy_file_range, sendfile): its bytes are a read of the input's file
@@ -93,11 +95,11 @@ IOS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, i
     if (!in && !out)                                                                               \
         return call;                                                                               \
     int64_t in_offset = in_at, out_offset = out_at; /* before the call moves them */               \
-    IOS_TIMED_CALL(type, ret, call);                                                               \
+    IOS_TIMED_CALL_NS(type, ret, call);                                                            \
     if (ret >= 0 && in)                                                                            \
-        posix_count_rw(in, 0, in_offset, ret, 1, t1, t2);                                          \
+        posix_count_rw(in, 0, in_offset, ret, NULL, 1, ns1, ns2);                                  \
     if (ret >= 0 && out)                                                                           \
-        posix_count_rw(out, 1, out_offset, ret, 1, t1, t2);                                        \
+        posix_count_rw(out, 1, out_offset, ret, NULL, 1, ns1, ns2);                                \
     return ret
 
 IOS_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
@@ -126,11 +128,11 @@ struct aio_pending {
     struct posix_file *f;
     int is_write;
     int64_t offset;
-    double t1;
+    int64_t ns1; /* submitted (ios_now_ns) */
 };
 static struct ios_map aio_pending;
 
-static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, double t1) {
+static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, int64_t ns1) {
     struct posix_file *f = posix_fd_file(fd);
     if (!f || !ios_enter())
         return;
@@ -141,7 +143,7 @@ static void aio_submitted(const void *cb, int fd, int is_write, int64_t offset, 
         p = NULL;
     }
     if (p)
-        *p = (struct aio_pending){f, is_write, offset, t1};
+        *p = (struct aio_pending){f, is_write, offset, ns1};
     else
         ios_set_partial(IOS_MOD_POSIX);
     ios_leave();
@@ -166,7 +168,7 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
     IOS_REAL(name);                                                                                \
     if (!ios_recording())                                                                          \
         return ios_real.name(cb);                                                                  \
-    aio_submitted(cb, cb->aio_fildes, is_write, cb->aio_offset, ios_now());                        \
+    aio_submitted(cb, cb->aio_fildes, is_write, cb->aio_offset, ios_now_ns());                     \
     int ret = ios_real.name(cb);                                                                   \
     if (ret != 0) { /* not queued: nothing to collect */                                           \
         struct aio_pending gone;                                                                   \
@@ -179,8 +181,8 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
     ssize_t ret = ios_real.name(cb);                                                               \
     struct aio_pending p;                                                                          \
     if (aio_taken(cb, &p) && ret >= 0)                                                             \
-        posix_count_rw(p.f, p.is_write, p.offset, ret,                                             \
-                       posix_buf_aligned((const void *)cb->aio_buf), p.t1, ios_now());             \
+        posix_count_rw(p.f, p.is_write, p.offset, ret, (const void *)cb->aio_buf, 1, p.ns1,        \
+                       ios_now_ns());                                                              \
     return ret
 
 /* Each read or write request of the list is submitted as aio_read/aio_write submit one; the
@@ -188,12 +190,12 @@ static int aio_taken(const void *cb, struct aio_pending *out) {
 #define POSIX_WRAP_LIO_LISTIO(name)                                                                \
     IOS_REAL(name);                                                                                \
     if (ios_recording()) {                                                                         \
-        double t1 = ios_now();                                                                     \
+        int64_t ns1 = ios_now_ns();                                                                \
         for (int i = 0; i < nent; i++)                                                             \
             if (list[i] &&                                                                         \
                 (list[i]->aio_lio_opcode == LIO_READ || list[i]->aio_lio_opcode == LIO_WRITE))     \
                 aio_submitted(list[i], list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_WRITE,  \
-                              list[i]->aio_offset, t1);                                            \
+                              list[i]->aio_offset, ns1);                                           \
     }                                                                                              \
     return ios_real.name(mode, list, nent, sig)
 

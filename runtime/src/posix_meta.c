@@ -23,13 +23,13 @@ IOS_EXPORT off64_t lseek64(int fd, off64_t off, int whence) {
 IOS_EXPORT int fsync(int fd) {
     POSIX_WRAP_FD_META(fsync, int, ios_real.fsync(fd), ret == 0, {
         f->rec->counters[POSIX_FSYNCS]++;
-        ios_timer_add(&f->rec->fcounters[POSIX_F_WRITE_TIME], t1, t2, &f->last_write_end);
+        ios_timer_add_ns(&f->rec->fcounters[POSIX_F_WRITE_TIME], ns1, ns2, t2 - t1, &f->rw[1]);
     });
 }
 IOS_EXPORT int fdatasync(int fd) {
     POSIX_WRAP_FD_META(fdatasync, int, ios_real.fdatasync(fd), ret == 0, {
         f->rec->counters[POSIX_FDSYNCS]++;
-        ios_timer_add(&f->rec->fcounters[POSIX_F_WRITE_TIME], t1, t2, &f->last_write_end);
+        ios_timer_add_ns(&f->rec->fcounters[POSIX_F_WRITE_TIME], ns1, ns2, t2 - t1, &f->rw[1]);
     });
 }
 /* ---- stat family ------------------------------------------------------------------------- */

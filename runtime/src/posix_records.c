@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 
 struct posix_file *_Atomic *_Atomic ios_posix_fd_table;
-int ios_posix_fd_table_size;
+_Atomic unsigned ios_posix_fd_table_size;
 static struct ios_map files_by_id;
 
 int ios_posix_fd_table_init(void) {
@@ -22,8 +22,8 @@ int ios_posix_fd_table_init(void) {
                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (table == MAP_FAILED)
         return -1;
-    ios_posix_fd_table_size = (int)n;
-    atomic_store_explicit(&ios_posix_fd_table, table, memory_order_release);
+    atomic_store_explicit(&ios_posix_fd_table, table, memory_order_relaxed);
+    atomic_store_explicit(&ios_posix_fd_table_size, (unsigned)n, memory_order_release);
     return 0;
 }
 
@@ -32,6 +32,7 @@ struct posix_file *ios_posix_file_by_name(const char *name) {
     struct posix_file *f =
         ios_file_by_name(&files_by_id, IOS_MOD_POSIX, name, sizeof *f, sizeof *f->rec, &created);
     if (f && created) {
+        f->id = f->rec->base.id;
         f->rec->counters[POSIX_MEM_ALIGNMENT] = ios_config.mem_alignment;
         f->rec->counters[POSIX_FILE_ALIGNMENT] = ios_file_alignment(name);
         f->align_mask = ios_align_mask(f->rec->counters[POSIX_FILE_ALIGNMENT]);

@@ -10,8 +10,9 @@
 
 struct stdio_file { /* the record first: ios_file_by_name */
     struct ios_stdio_record *rec;
-    int64_t offset; /* bytes from the start, as the stream's calls moved it */
-    double last_read_end, last_write_end, last_meta_end;
+    int64_t offset;         /* bytes from the start, as the stream's calls moved it */
+    struct ios_rw_ns rw[2]; /* of reads [0] and writes [1] */
+    double last_meta_end;
 };
 
 static struct ios_map files_by_id; /* record id -> file */
@@ -57,11 +58,12 @@ const char *ios_stdio_stream_name(FILE *stream) {
     return f ? ios_record_name(f->rec->base.id) : NULL;
 }
 
-/* Records a read or write of bytes (a flush: a zero-byte write counted as a flush, as in
- * Darshan). The hot path: no errno work, since nothing here makes a system call. */
+/* Records a read or write of bytes from ns1 to ns2 (ios_now_ns; a flush: a zero-byte write
+ * counted as a flush, as in Darshan). The hot path: no errno work, since nothing here makes a
+ * system call. */
 static inline __attribute__((always_inline)) void
-count_rw_inline(FILE *stream, int is_write, int is_flush, int64_t bytes, double t1, double t2) {
-    if (!ios_enter())
+count_rw_inline(FILE *stream, int is_write, int is_flush, int64_t bytes, int64_t ns1, int64_t ns2) {
+    if (!ios_enter_unguarded()) /* STDIO_WRAP did not look at the guard */
         return;
     struct stdio_file *f = stream_file(stream);
     if (f) {
@@ -75,26 +77,24 @@ count_rw_inline(FILE *stream, int is_write, int is_flush, int64_t bytes, double 
         c[is_write ? STDIO_BYTES_WRITTEN : STDIO_BYTES_READ] += bytes;
         c[!is_write ? STDIO_READS : is_flush ? STDIO_FLUSHES : STDIO_WRITES]++;
         int start = is_write ? STDIO_F_WRITE_START_TIMESTAMP : STDIO_F_READ_START_TIMESTAMP;
-        ios_first_start(&fc[start], t1);
-        fc[is_write ? STDIO_F_WRITE_END_TIMESTAMP : STDIO_F_READ_END_TIMESTAMP] = t2;
-        if (is_write)
-            ios_timer_add(&fc[STDIO_F_WRITE_TIME], t1, t2, &f->last_write_end);
-        else
-            ios_timer_add(&fc[STDIO_F_READ_TIME], t1, t2, &f->last_read_end);
-        ios_heatmap_add(IOS_HEATMAP_STDIO, is_write, bytes, t1, t2);
+        ios_first_start_ns(&fc[start], &f->rw[is_write], ns1);
+        fc[is_write ? STDIO_F_WRITE_END_TIMESTAMP : STDIO_F_READ_END_TIMESTAMP] = ios_seconds(ns2);
+        ios_timer_add_ns(&fc[is_write ? STDIO_F_WRITE_TIME : STDIO_F_READ_TIME], ns1, ns2,
+                         (double)(ns2 - ns1) * 1e-9, &f->rw[is_write]);
+        ios_heatmap_add_ns(IOS_HEATMAP_STDIO, is_write, bytes, ns1, ns2);
     }
     ios_leave();
 }
 /* Inlined in every wrapper, where the kind's branches fold away (a call and its register
  * shuffle were a tenth of what a wrapper adds). */
-#define STDIO_COUNT_READ(bytes) count_rw_inline(target, 0, 0, bytes, t1, t2)
-#define STDIO_COUNT_WRITE(bytes) count_rw_inline(target, 1, 0, bytes, t1, t2)
+#define STDIO_COUNT_READ(bytes) count_rw_inline(target, 0, 0, bytes, ns1, ns2)
+#define STDIO_COUNT_WRITE(bytes) count_rw_inline(target, 1, 0, bytes, ns1, ns2)
 
 enum meta_op { META_SEEK, META_TELL };
 
 /* Records a seek (offset: where the stream now is) or a position query. */
 static void count_meta(FILE *stream, enum meta_op op, int64_t offset, double t1, double t2) {
-    if (!ios_enter())
+    if (!ios_enter_unguarded()) /* STDIO_WRAP did not look at the guard */
         return;
     struct stdio_file *f = stream_file(stream);
     if (f) {
@@ -192,10 +192,11 @@ IOS_EXPORT FILE *fdopen(int fd, const char *mode) {
     return ret;
 }
 
-/* Times the real call and, when ok holds, runs record (STDIO_COUNT_READ, STDIO_COUNT_WRITE or a
- * count_*) on the stream, target. */
+/* Times the real call (ns1, ns2) and, when ok holds, runs record (STDIO_COUNT_READ,
+ * STDIO_COUNT_WRITE or a count_*, which look at the guard: IOS_WRAP_TIMED_NS) on the stream,
+ * target. */
 #define STDIO_WRAP(name, type, call, stream, ok, record)                                           \
-    IOS_WRAP_TIMED(name, type, call);                                                              \
+    IOS_WRAP_TIMED_NS(name, type, call);                                                           \
     FILE *target = stream;                                                                         \
     if (ok)                                                                                        \
         record;                                                                                    \
@@ -360,13 +361,13 @@ static int scan(int (*real)(FILE *, const char *, va_list), FILE *stream, const 
     IOS_REAL(ftell);
     if (!ios_recording())
         return real(stream, fmt, ap);
-    double t1 = ios_now();
+    int64_t ns1 = ios_now_ns();
     long before = ios_real.ftell(stream);
     int ret = real(stream, fmt, ap);
     long after = ios_real.ftell(stream);
-    double t2 = ios_now();
+    int64_t ns2 = ios_now_ns();
     if (ret != 0 && before >= 0 && after >= before)
-        count_rw_inline(stream, 0, 0, after - before, t1, t2);
+        count_rw_inline(stream, 0, 0, after - before, ns1, ns2);
     return ret;
 }
 /* stdio.h renames fscanf and vfscanf to their __isoc99_ forms; the asm labels define the plain
@@ -428,19 +429,19 @@ IOS_EXPORT void rewind(FILE *stream) {
 /* Asking the position moves nothing: its time is metadata time, not a seek. */
 IOS_EXPORT long ftell(FILE *stream) {
     STDIO_WRAP(ftell, long, ios_real.ftell(stream), stream, ret >= 0,
-               count_meta(target, META_TELL, 0, t1, t2));
+               count_meta(target, META_TELL, 0, ios_seconds(ns1), ios_seconds(ns2)));
 }
 IOS_EXPORT off_t ftello(FILE *stream) {
     STDIO_WRAP(ftello, off_t, ios_real.ftello(stream), stream, ret >= 0,
-               count_meta(target, META_TELL, 0, t1, t2));
+               count_meta(target, META_TELL, 0, ios_seconds(ns1), ios_seconds(ns2)));
 }
 IOS_EXPORT off64_t ftello64(FILE *stream) {
     STDIO_WRAP(ftello64, off64_t, ios_real.ftello64(stream), stream, ret >= 0,
-               count_meta(target, META_TELL, 0, t1, t2));
+               count_meta(target, META_TELL, 0, ios_seconds(ns1), ios_seconds(ns2)));
 }
 IOS_EXPORT int fflush(FILE *stream) {
     STDIO_WRAP(fflush, int, ios_real.fflush(stream), stream, ret == 0 && stream,
-               count_rw_inline(target, 1, 1, 0, t1, t2));
+               count_rw_inline(target, 1, 1, 0, ns1, ns2));
 }
 IOS_EXPORT int fclose(FILE *stream) {
     IOS_REAL(fclose);

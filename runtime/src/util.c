@@ -73,7 +73,7 @@ uint64_t ios_record_id(const char *name) {
 }
 
 /* ---- common values --------------------------------------------------------------------------- */
-void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_counts *vc) {
+void ios_common_live(int64_t *vals, int64_t *counts, struct ios_value_counts *vc) {
     int64_t v = vc->value[vc->last], c = vc->count[vc->last];
     int i = 0;
     while (i < 4 && !(vals[i] == v && counts[i] > 0))
@@ -95,17 +95,23 @@ void ios_common_live(int64_t *vals, int64_t *counts, const struct ios_value_coun
         vals[i - 1] = tv;
         counts[i - 1] = tc;
     }
+    if (i == 0)
+        vc->top = vc->last;
 }
 
-/* v: a non-zero value other than the one counted last. */
+/* v: a non-zero value other than the record's most common one. */
 void ios_value_count_slow(struct ios_value_counts *vc, int64_t v, int64_t *vals, int64_t *counts) {
-    int i = 0;
+    int i = vc->last;
+    if (vc->value[i] == v)
+        goto count; /* a run of a value that is not (yet) the most common */
+    i = 0;
     while (i < vc->n && vc->value[i] != v)
         i++;
     if (i == vc->n && vc->n == IOS_CV_SLOTS)
         return; /* a 33rd distinct value: not kept, as in Darshan */
     if (i == vc->n)
         vc->value[vc->n++] = v;
+count:
     vc->count[i]++;
     vc->last = i;
     ios_common_live(vals, counts, vc);

@@ -12,6 +12,8 @@
  *   IOS_TIMED_CALL(type, ret, call): t1, the real call's result in ret, t2;
  *   IOS_WRAP_TIMED(name, type, call): a libc wrapper's first half: straight through (return
  *     call) unless recording, else the call timed into ret, t1, t2;
+ *   IOS_TIMED_CALL_NS, IOS_WRAP_TIMED_NS: the same with the times in nanoseconds, ns1, ns2
+ *     (IOS_WRAP_TIMED_NS leaves the guard to ios_enter_unguarded, after the call);
  *   IOS_REAL_RECORDING(name): IOS_REAL where the runtime is known to have started;
  *   IOS_KEEP_ERRNO(stmt): stmt (recording may allocate) with the program's errno kept.
  * The read and write wrappers skip the last: recording there makes no call that sets errno. */
@@ -33,6 +35,17 @@
 #else
 #define IOS_COMPUTED_NOW(t) __asm__ volatile("" : "+g"(t))
 #endif
+/* IOS_TIMED_CALL in nanoseconds, ns1 and ns2: the hot wrappers' form, which convert them to
+ * seconds (ios_seconds) only once the real call has returned and succeeded. The clock's first
+ * reading stays in its timespec, on the stack, until then: as an integer in a register it took
+ * one more register to save, the arguments of the real call being held at that point too. */
+#define IOS_TIMED_CALL_NS(type, ret, call)                                                         \
+    struct timespec ios_ts1_, ios_ts2_;                                                            \
+    clock_gettime(CLOCK_MONOTONIC, &ios_ts1_);                                                     \
+    type ret = call;                                                                               \
+    clock_gettime(CLOCK_MONOTONIC, &ios_ts2_);                                                     \
+    int64_t ns1 = ios_ns_of(&ios_ts1_), ns2 = ios_ns_of(&ios_ts2_);                                \
+    __asm__ volatile("" : "+r"(ns1), "+r"(ns2))
 
 #define IOS_WRAP_TIMED(name, type, call)                                                           \
     if (!ios_recording()) {                                                                        \
@@ -41,6 +54,15 @@
     }                                                                                              \
     IOS_REAL_RECORDING(name);                                                                      \
     IOS_TIMED_CALL(type, ret, call)
+/* IOS_WRAP_TIMED with the times in nanoseconds, which looks at the state only: the record's
+ * update must enter with ios_enter_unguarded, which looks at the guard (a load less). */
+#define IOS_WRAP_TIMED_NS(name, type, call)                                                        \
+    if (!ios_started()) {                                                                          \
+        IOS_REAL(name);                                                                            \
+        return call;                                                                               \
+    }                                                                                              \
+    IOS_REAL_RECORDING(name);                                                                      \
+    IOS_TIMED_CALL_NS(type, ret, call)
 
 /* The real functions the runtime resolves as it starts (core.c), before it records anything: a
  * signal handler may reach them first, and the runtime's own I/O uses them. A wrapper that

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 struct ios_config ios_config;
+int64_t ios_origin_ns; /* the clock's start: 0 here, so nanoseconds count from 0 s */
 static int failures;
 
 #define CHECK(cond, ...)                                                                           \
@@ -145,6 +146,18 @@ static void test_value_counts(void) {
     for (int i = 0; i < 3; i++)
         ios_value_count(&vc, 7, vals, counts);
     CHECK(vals[0] == 7 && counts[0] == 4 && vals[1] == 5 && counts[1] == 2, "7 four times first");
+    /* 5 overtakes 7 (five against four), then is counted as the first, then 7 again overtakes:
+     * every count is what was counted, in the record and in vc. */
+    for (int i = 0; i < 4; i++)
+        ios_value_count(&vc, 5, vals, counts);
+    CHECK(vals[0] == 5 && counts[0] == 6 && vals[1] == 7 && counts[1] == 4 && vc.count[4] == 6,
+          "5 six times first: %ld:%ld %ld:%ld, vc %ld", (long)vals[0], (long)counts[0],
+          (long)vals[1], (long)counts[1], (long)vc.count[4]);
+    for (int i = 0; i < 3; i++)
+        ios_value_count(&vc, 7, vals, counts);
+    CHECK(vals[0] == 7 && counts[0] == 7 && vals[1] == 5 && counts[1] == 6 && vc.count[6] == 7,
+          "7 seven times first: %ld:%ld %ld:%ld, vc %ld", (long)vals[0], (long)counts[0],
+          (long)vals[1], (long)counts[1], (long)vc.count[7]);
 }
 
 static void test_timer(void) {
@@ -257,6 +270,29 @@ static void test_heatmap(void) {
     CHECK(h->bin_width_seconds == 0.2 && total == 1064, "width %g total %lld", h->bin_width_seconds,
           (long long)total);
     free(set.buf);
+}
+
+/* The read and write wrappers' form, in nanoseconds: an operation in the bin the last one fell in
+ * is added there; one that ends past the bin's end, by a nanosecond, is not (it is spread). */
+static void test_heatmap_ns(void) {
+    ios_heatmap_reset();
+    ios_origin_ns = 1000;
+    const int64_t ms = 1000000, o = ios_origin_ns;
+    ios_heatmap_add_ns(IOS_HEATMAP_POSIX, 1, 100, o + 10 * ms, o + 20 * ms); /* bin 0 */
+    ios_heatmap_add_ns(IOS_HEATMAP_POSIX, 1, 50, o + 30 * ms, o + 40 * ms);
+    ios_heatmap_add_ns(IOS_HEATMAP_POSIX, 0, 8, o + 100 * ms - 1, o + 100 * ms + 1); /* across */
+    ios_heatmap_add_ns(IOS_HEATMAP_POSIX, 1, 30, o + 150 * ms, o + 160 * ms);        /* bin 1 */
+    ios_heatmap_add_ns(IOS_HEATMAP_POSIX, 1, 5, o + 170 * ms, o + 180 * ms);
+    struct ios_record_set set;
+    ios_heatmap_collect(&set, 0.1, 4, 0.0);
+    const struct ios_heatmap_record_head *h = (const void *)set.buf;
+    const int64_t *w = (const int64_t *)(h + 1), *r = w + 4;
+    CHECK(w[0] == 150 && w[1] == 35 && w[2] == 0, "write bins %lld %lld %lld", (long long)w[0],
+          (long long)w[1], (long long)w[2]);
+    CHECK(r[0] + r[1] == 8 && r[1] > 0, "read bins %lld %lld", (long long)r[0], (long long)r[1]);
+    free(set.buf);
+    ios_heatmap_reset();
+    ios_origin_ns = 0;
 }
 
 /* The record encoder's output, inflated by zlib (the reader PyDarshan and darshan-parser use),
@@ -439,6 +475,7 @@ int main(void) {
     test_paths();
     test_path_cache();
     test_heatmap();
+    test_heatmap_ns();
     test_record_encoder();
     test_stored_streams();
     test_h5d_reduction();
