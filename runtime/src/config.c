@@ -330,9 +330,41 @@ static void read_file(const char *path) {
 
 /* ---- the environment --------------------------------------------------------------------- */
 
+/* Every variable read here starts with DARSHAN_ or DXT_: one pass over the environment finds
+ * those, and each setting is looked up among them (some twenty getenv calls, each a walk of the
+ * whole environment, were 8,000 of a process's fixed instructions). */
+#define MAX_VARIABLES 64
+static const char *variables[MAX_VARIABLES];
+static int n_variables; /* -1: more than MAX_VARIABLES, getenv decides */
+
+static void gather_variables(void) {
+    extern char **environ;
+    n_variables = 0;
+    for (char **e = environ; e && *e; e++) {
+        if ((*e)[0] != 'D' || (strncmp(*e, "DARSHAN_", 8) != 0 && strncmp(*e, "DXT_", 4) != 0))
+            continue;
+        if (n_variables == MAX_VARIABLES) {
+            n_variables = -1;
+            return;
+        }
+        variables[n_variables++] = *e;
+    }
+}
+
+/* getenv(name) of a DARSHAN_ or DXT_ variable, as it was when gather_variables ran. */
+static const char *variable(const char *name) {
+    if (n_variables < 0)
+        return getenv(name);
+    size_t n = strlen(name);
+    for (int i = 0; i < n_variables; i++)
+        if (strncmp(variables[i], name, n) == 0 && variables[i][n] == '=')
+            return variables[i] + n + 1;
+    return NULL;
+}
+
 /* A variable of one value (an empty one is not set), by its setting's name in the file. */
 static void env_value(const char *var, const char *key) {
-    const char *v = getenv(var);
+    const char *v = variable(var);
     struct origin o = {NULL, 0, var};
     if (v && *v)
         single_value(&o, key, v);
@@ -340,7 +372,7 @@ static void env_value(const char *var, const char *key) {
 
 /* Either variable of a pair replaces what the file said of the pair. */
 static void env_apps(void) {
-    const char *ex = getenv("DARSHAN_APP_EXCLUDE"), *in = getenv("DARSHAN_APP_INCLUDE");
+    const char *ex = variable("DARSHAN_APP_EXCLUDE"), *in = variable("DARSHAN_APP_INCLUDE");
     if (!ex && !in)
         return;
     free_patterns(&app_exclude);
@@ -353,7 +385,7 @@ static void env_apps(void) {
 }
 
 static void env_ranks(void) {
-    const char *ex = getenv("DARSHAN_RANK_EXCLUDE"), *in = getenv("DARSHAN_RANK_INCLUDE");
+    const char *ex = variable("DARSHAN_RANK_EXCLUDE"), *in = variable("DARSHAN_RANK_INCLUDE");
     if (!ex && !in)
         return;
     rank_exclude.n = rank_include.n = 0;
@@ -365,7 +397,7 @@ static void env_ranks(void) {
 }
 
 static void env_modules(void) {
-    const char *dis = getenv("DARSHAN_MOD_DISABLE"), *en = getenv("DARSHAN_MOD_ENABLE");
+    const char *dis = variable("DARSHAN_MOD_DISABLE"), *en = variable("DARSHAN_MOD_ENABLE");
     struct origin od = {NULL, 0, "DARSHAN_MOD_DISABLE"}, oe = {NULL, 0, "DARSHAN_MOD_ENABLE"};
     if (dis || en)
         mod_disable = mod_enable = 0;
@@ -373,7 +405,7 @@ static void env_modules(void) {
         mod_disable |= modules(&od, dis);
     if (en)
         mod_enable |= modules(&oe, en);
-    if (getenv("DXT_ENABLE_IO_TRACE")) /* Darshan's older way to turn both traces on */
+    if (variable("DXT_ENABLE_IO_TRACE")) /* Darshan's older way to turn both traces on */
         mod_enable |= DXT_BITS;
 }
 
@@ -389,9 +421,9 @@ static void read_environment(void) {
     env_apps();
     env_ranks();
     env_modules();
-    if (getenv("DARSHAN_DUMP_CONFIG"))
+    if (variable("DARSHAN_DUMP_CONFIG"))
         dump_config = 1;
-    if (getenv("DARSHAN_DISABLE_SHARED_REDUCTION"))
+    if (variable("DARSHAN_DISABLE_SHARED_REDUCTION"))
         ios_config.disable_shared_redux = 1;
 }
 
@@ -420,7 +452,7 @@ static void read_exclude_dirs(void) {
 #include "default_excludes.def"
 #undef X
         NULL};
-    const char *ex = getenv("DARSHAN_EXCLUDE_DIRS");
+    const char *ex = variable("DARSHAN_EXCLUDE_DIRS");
     ios_config.exclude_dirs_default = !ex;
     if (!ex)
         ios_set_excludes(default_excludes);
@@ -523,8 +555,9 @@ void ios_config_set_rank(int rank) {
 }
 
 void ios_config_read(void) {
+    gather_variables();
     defaults();
-    const char *file = getenv("DARSHAN_CONFIG_PATH");
+    const char *file = variable("DARSHAN_CONFIG_PATH");
     if (file && *file)
         read_file(file);
     read_environment();
