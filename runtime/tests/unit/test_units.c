@@ -258,12 +258,12 @@ static void test_heatmap(void) {
     free(set.buf);
 }
 
-/* The record encoder's output, inflated by zlib (the reader PyDarshan and darshan-parser use),
- * gives back its input exactly, within the bound. */
+/* The record encoder's output (rec 0: its name mode's), inflated by zlib (the reader PyDarshan
+ * and darshan-parser use), gives back its input exactly, within the bound. */
 static void check_round_trip(const char *what, const unsigned char *in, size_t len, size_t rec) {
     size_t cap = ios_deflate_records_bound(len);
     unsigned char *z = malloc(cap), *back = malloc(len + 1);
-    size_t zlen = ios_deflate_records(in, len, rec, z, cap);
+    size_t zlen = rec ? ios_deflate_records(in, len, rec, z, cap) : ios_deflate_names(in, len, z, cap);
     CHECK(zlen > 0 && zlen <= cap, "%s: %zu bytes encoded of %zu allowed", what, zlen, cap);
     z_stream s = {
         .next_in = z, .avail_in = (uInt)zlen, .next_out = back, .avail_out = (uInt)len + 1};
@@ -344,6 +344,41 @@ static void test_record_encoder(void) {
     free(buf);
 }
 
+/* Appends a name entry (a hashed id, name, NUL) at buf + *len. */
+static void put_name(unsigned char *buf, size_t *len, const char *name) {
+    uint64_t id = ios_record_id(name);
+    memcpy(buf + *len, &id, sizeof id);
+    memcpy(buf + *len + sizeof id, name, strlen(name) + 1);
+    *len += sizeof id + strlen(name) + 1;
+}
+
+static void test_name_encoder(void) {
+    enum { LEN = 1 << 20, LONG = 40000 };
+    unsigned char *buf = malloc(LEN);
+    char *name = malloc(LONG + 1);
+    size_t len = 0;
+    for (int i = 0; i < 12000; i++) { /* a folder's files, names of growing length */
+        snprintf(name, LONG, "/scratch/run/out/file.%d%s", i * 7, i % 3 ? ".h5" : "");
+        put_name(buf, &len, name);
+    }
+    check_round_trip("12,000 names in one folder", buf, len, 0);
+    size_t some = len;
+    memset(name, 'a', LONG); /* longer than a block's tokens, than deflate's window */
+    name[LONG] = '\0';
+    put_name(buf, &len, name);
+    name[LONG - 1] = 'b';
+    put_name(buf, &len, name);
+    put_name(buf, &len, "/short");
+    check_round_trip("names longer than a block and the window", buf, len, 0);
+    for (size_t cut = 1; cut < 12; cut++) /* a region ending inside an entry: any bytes go */
+        check_round_trip("a cut entry", buf + some - cut - 20, cut + 20, 0);
+    check_round_trip("no NUL", (const unsigned char *)name, LONG, 0);
+    unsigned char z[64];
+    CHECK(ios_deflate_names(buf, 4096, z, sizeof z) == 0, "a short output is refused");
+    free(name);
+    free(buf);
+}
+
 /* H5D's shared-record rules, as darshan-runtime 3.5.0's hdf5_dataset_record_reduction_op has
  * them: an access both records have takes both counts, then in's four and inout's four are
  * ranked (count down, size down); sums, ORed flags, in's shape, first starts, slowest access. */
@@ -403,6 +438,7 @@ int main(void) {
     test_path_cache();
     test_heatmap();
     test_record_encoder();
+    test_name_encoder();
     test_h5d_reduction();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
