@@ -353,7 +353,7 @@ static void put_name(unsigned char *buf, size_t *len, const char *name) {
 }
 
 static void test_name_encoder(void) {
-    enum { LEN = 1 << 20, LONG = 40000 };
+    enum { LEN = 4 << 20, LONG = 40000 };
     unsigned char *buf = malloc(LEN);
     char *name = malloc(LONG + 1);
     size_t len = 0;
@@ -361,7 +361,13 @@ static void test_name_encoder(void) {
         snprintf(name, LONG, "/scratch/run/out/file.%d%s", i * 7, i % 3 ? ".h5" : "");
         put_name(buf, &len, name);
     }
-    check_round_trip("12,000 names in one folder", buf, len, 0);
+    for (int i = 0; i < 1400; i++) { /* folders of every depth: every distance symbol */
+        int depth = i / 2;
+        memset(name, 'd', (size_t)depth * 4);
+        snprintf(name + depth * 4, LONG - (size_t)depth * 4, "/f%d", i);
+        put_name(buf, &len, name);
+    }
+    check_round_trip("13,400 names", buf, len, 0);
     size_t some = len;
     memset(name, 'a', LONG); /* longer than a block's tokens, than deflate's window */
     name[LONG] = '\0';
