@@ -198,6 +198,22 @@ static void test_paths(void) {
     CHECK(ios_normalize_path("/home/x", AT_FDCWD, out, sizeof out) != 0, "all excluded");
     ios_set_excludes(NULL);
     CHECK(ios_normalize_path("/etc/passwd", AT_FDCWD, out, sizeof out) == 0, "none excluded");
+    /* // and /./ at every offset of paths of every length up to 40 are found (collapsed in a
+     * copy); a path of single slashes and dots comes back as it is. */
+    for (size_t len = 3; len <= 40; len++)
+        for (size_t at = 0; at + 3 <= len; at++)
+            for (int dot = 0; dot < 2; dot++) {
+                char path[48];
+                for (size_t i = 0; i < len; i++)
+                    path[i] = i % 3 == 0 ? '/' : i % 3 == 1 ? '.' : 'x';
+                path[len] = '\0';
+                const char *same = ios_absolute_name(path, len, out, sizeof out);
+                CHECK(same == path, "%s: taken as it is", path);
+                memcpy(path + at, dot ? "/./" : "//x", 3);
+                const char *got = ios_absolute_name(path, len, out, sizeof out);
+                CHECK(got == out && !strstr(got, "//") && !strstr(got, "/./"), "%s: %s", path,
+                      got ? got : "(null)");
+            }
 }
 
 /* The path cache answers only for the very path put, keeps the latest of two paths that share a
