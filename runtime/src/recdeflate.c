@@ -1,4 +1,5 @@
-/* A deflate encoder (RFC 1951) for arrays of fixed-size records: what a log's module regions are.
+/* A deflate encoder (RFC 1951) for arrays of fixed-size records, what a log's module regions
+ * are, and for its name region.
  *
  * Why not only libdeflate or zlib: a process with thousands of files spends most of its exit
  * compressing their records (20,000 creates: 5,953 POSIX records, 4 MB, 75M instructions at
@@ -6,9 +7,16 @@
  * encoders search a hash of recent strings at every position. Records need no search: a counter
  * is most often equal to the same counter one or two records before, and a run of zeros to the
  * eight bytes before it. So this encoder tries exactly those three distances at each position,
- * comparing eight bytes at a time. Each block of tokens then gets its own Huffman codes, or
- * deflate's fixed ones when those come out smaller. The output is an ordinary deflate stream:
- * zlib, PyDarshan and darshan-parser read it as any other.
+ * comparing eight bytes at a time (32 along a match), and the commonest token, eight bytes or
+ * more equal to the record before's, is taken without trying the others. Literals (ids, the low
+ * bytes of timestamps) are kept as runs, whose bytes are read again from the input when the
+ * block is written. Each block of tokens then gets its own Huffman codes, or deflate's fixed ones
+ * when those come out smaller. Those 4 MB take 16.5M instructions (libdeflate's size within 5 %:
+ * 5 % smaller there, 4 % larger for the records of a tar of /usr/include). Names are matched
+ * against the name before (its folder, most of it), in 3.5M instructions where libdeflate
+ * took 6.8M, 11 % smaller for names in one folder, 10 % larger for a tree's (tar of /usr/include).
+ * The output is an ordinary deflate stream: zlib, PyDarshan and darshan-parser read it as any
+ * other.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -19,8 +27,8 @@
 
 #define MIN_MATCH 3
 #define MAX_MATCH 258
-#define RUN_DISTANCE 8         /* a run of zeros, or of a repeated 8-byte value, in a record */
-#define N_DISTANCES 3          /* one record back, two records back, RUN_DISTANCE back */
+#define RUN_DISTANCE 8 /* a run of zeros, or of a repeated 8-byte value, in a record */
+#define N_DISTANCES 3  /* one record back, two records back, RUN_DISTANCE back */
 #define EXPLICIT_DISTANCE N_DISTANCES /* a match whose distance is the token after it (names) */
 #define MATCH_KINDS (N_DISTANCES + 1)
 #define MAX_DISTANCE 32768
@@ -368,9 +376,10 @@ static inline uint64_t load64(const unsigned char *p) {
  * last. */
 static inline size_t match_length(const unsigned char *a, const unsigned char *b, size_t max) {
     size_t n = 0;
-    while (n + 32 <= max && ((load64(a + n) ^ load64(b + n)) | (load64(a + n + 8) ^ load64(b + n + 8)) |
-                             (load64(a + n + 16) ^ load64(b + n + 16)) |
-                             (load64(a + n + 24) ^ load64(b + n + 24))) == 0)
+    while (n + 32 <= max &&
+           ((load64(a + n) ^ load64(b + n)) | (load64(a + n + 8) ^ load64(b + n + 8)) |
+            (load64(a + n + 16) ^ load64(b + n + 16)) |
+            (load64(a + n + 24) ^ load64(b + n + 24))) == 0)
         n += 32;
     while (n + 8 <= max) {
         uint64_t x = load64(a + n), y = load64(b + n);
@@ -484,7 +493,6 @@ static inline size_t literal_span(const unsigned char *in, size_t p, uint64_t to
 #endif
 }
 
-
 /* The block's tokens from p on, until the block is full or the input ends; returns where they
  * end. */
 static size_t tokenize(const unsigned char *in, size_t len, size_t p, struct block *b) {
@@ -529,8 +537,8 @@ static size_t records_tokens(const unsigned char *in, size_t len, size_t p, stru
 }
 
 /* in as blocks of next's tokens, into out (cap: ios_deflate_records_bound(len) at least). */
-static size_t deflate_blocks(const unsigned char *in, size_t len, struct block *b,
-                             tokenizer *next, void *state, unsigned char *out) {
+static size_t deflate_blocks(const unsigned char *in, size_t len, struct block *b, tokenizer *next,
+                             void *state, unsigned char *out) {
     if (!length_symbol[MAX_MATCH])
         build_length_symbols();
     struct bit_writer w = {.out = out};

@@ -279,7 +279,8 @@ static void test_heatmap(void) {
 static void check_round_trip(const char *what, const unsigned char *in, size_t len, size_t rec) {
     size_t cap = ios_deflate_records_bound(len);
     unsigned char *z = malloc(cap), *back = malloc(len + 1);
-    size_t zlen = rec ? ios_deflate_records(in, len, rec, z, cap) : ios_deflate_names(in, len, z, cap);
+    size_t zlen =
+        rec ? ios_deflate_records(in, len, rec, z, cap) : ios_deflate_names(in, len, z, cap);
     CHECK(zlen > 0 && zlen <= cap, "%s: %zu bytes encoded of %zu allowed", what, zlen, cap);
     z_stream s = {
         .next_in = z, .avail_in = (uInt)zlen, .next_out = back, .avail_out = (uInt)len + 1};
