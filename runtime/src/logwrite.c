@@ -27,12 +27,12 @@ struct bytes {
  * sum. Building a block's Huffman codes (and a compressor's tables) costs tens of thousands of
  * instructions whatever the input: most of what the runtime would add to a short process, for a
  * kilobyte or two of log. Larger regions of fixed-size records (the modules') go through the
- * record encoder (recdeflate.c): a fifth of libdeflate's instructions at its fastest level, a size
- * within a few percent; the names too, in its name mode. The rest (heatmaps, a long job record)
- * is compressed at level 1: what matters at exit is time. With libdeflate (twice zlib's speed, and
- * smaller output) one compressor serves them; with zlib, one deflate state with the full 32 KiB
- * window and hash, reset between regions (a smaller hash makes zlib walk more collisions: twice as
- * slow on records). */
+ * record encoder (recdeflate.c): a quarter of libdeflate's instructions at its fastest level, a
+ * size within a few percent; the names too, in its name mode. The rest (heatmaps, a long job
+ * record) is compressed at level 1: what matters at exit is time. With libdeflate (twice zlib's
+ * speed, and smaller output) one compressor serves them; with zlib, one deflate state with the full
+ * 32 KiB window and hash, reset between regions (a smaller hash makes zlib walk more collisions:
+ * twice as slow on records). */
 #define STORED_BELOW 4096
 
 static void put_be32(unsigned char *p, uint32_t v) {
