@@ -36,7 +36,8 @@ enum { KEYS_UNMADE, KEYS_MADE, KEYS_FAILED };
 static int keys_state;
 
 static int make_recorded_keys(void) {
-    if (ios_map_reserve(&recorded_keys, files_by_id.count) != 0)
+    /* Room for twice as many: most lookups miss, and a miss probes until a free slot. */
+    if (ios_map_reserve(&recorded_keys, 2 * files_by_id.count) != 0)
         return KEYS_FAILED;
     for (size_t i = 0; i < files_by_id.cap; i++) {
         const char *name = files_by_id.keys[i] ? ios_record_name(files_by_id.keys[i]) : NULL;
@@ -47,21 +48,23 @@ static int make_recorded_keys(void) {
     return KEYS_MADE;
 }
 
-/* Whether name surely has no record, and none can be made: refused then (flags set). */
-static int refused_unhashed(const char *name) {
+/* Whether name surely has no record, and none can be made: refused then (flags set). key: its
+ * ios_path_key when known, else NULL. */
+static int refused_unhashed(const char *name, const uint64_t *key) {
     if (!ios_record_memory_spent(sizeof(struct ios_posix_record)))
         return 0;
     if (keys_state == KEYS_UNMADE)
         keys_state = make_recorded_keys();
     if (keys_state != KEYS_MADE ||
-        ios_map_get(&recorded_keys, ios_path_key(name, strlen(name)) | 1))
+        ios_map_get(&recorded_keys, (key ? *key : ios_path_key(name, strlen(name))) | 1))
         return 0;
     ios_refuse_record(IOS_MOD_POSIX, name);
     return 1;
 }
 
-struct posix_file *ios_posix_file_by_name(const char *name) {
-    if (refused_unhashed(name))
+/* ios_posix_file_by_name, with the name's ios_path_key when known (else NULL). */
+static struct posix_file *file_by_name_key(const char *name, const uint64_t *key) {
+    if (refused_unhashed(name, key))
         return NULL;
     int created = 0;
     struct posix_file *f =
@@ -74,6 +77,10 @@ struct posix_file *ios_posix_file_by_name(const char *name) {
     return f;
 }
 
+struct posix_file *ios_posix_file_by_name(const char *name) {
+    return file_by_name_key(name, NULL);
+}
+
 /* What absolute paths came to (posix_enter_with_file looks them up). */
 struct ios_path_cache ios_posix_absolute_paths;
 
@@ -83,7 +90,7 @@ struct posix_file *ios_posix_named_first(const char *path) {
     uint64_t key = ios_path_key(path, len);
     char scratch[PATH_MAX];
     const char *name = ios_absolute_name(path, len, scratch, sizeof scratch);
-    struct posix_file *f = name ? ios_posix_file_by_name(name) : NULL;
+    struct posix_file *f = !name ? NULL : file_by_name_key(name, name == path ? &key : NULL);
     ios_path_cache_put(&ios_posix_absolute_paths, path, len, key, f);
     errno = saved;
     return f;
