@@ -219,6 +219,12 @@ const char *ios_strip_fs_prefix(const char *filename) IOS_HIDDEN;
  * ios_register_record does the same and also allocates the zeroed record. */
 int ios_reserve_record(int mod, uint64_t id, const char *name, size_t size) IOS_HIDDEN;
 void *ios_register_record(int mod, uint64_t id, const char *name, size_t size) IOS_HIDDEN;
+/* Whether the record memory is spent for records of size bytes: it never comes back (until a
+ * fork's reset), so a module then makes no record of that size again. */
+int ios_record_memory_spent(size_t size) IOS_HIDDEN;
+/* What ios_reserve_record does with a new name once the memory is spent (its rules, the partial
+ * flag), without the name's record id: it refuses it. */
+void ios_refuse_record(int mod, const char *name) IOS_HIDDEN;
 const char *ios_record_name(uint64_t id) IOS_HIDDEN;
 /* Darshan's FILE_ALIGNMENT: block size of the file system holding path. */
 int64_t ios_file_alignment(const char *path) IOS_HIDDEN;

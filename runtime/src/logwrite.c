@@ -31,11 +31,11 @@ struct bytes {
  * whatever the input: most of what the runtime would add to a short process, for a kilobyte or
  * two of log; deflating DXT's 32 bytes of times and offsets costs more than the tracing. Larger
  * regions of fixed-size records (the modules') go through the record encoder (recdeflate.c): a
- * third of libdeflate's instructions at its fastest level, a size within a few percent. The rest
- * (names, heatmaps) is compressed at level 1: what matters at exit is time. With libdeflate
- * (twice zlib's speed, and smaller output) one compressor serves them; with zlib, one deflate
- * state with the full 32 KiB window and hash, reset between regions (a smaller hash makes zlib
- * walk more collisions: twice as slow on records). */
+ * quarter of libdeflate's instructions at its fastest level, a size within a few percent; the
+ * names too, in its name mode. The rest (heatmaps, a long job record) is compressed at level 1:
+ * what matters at exit is time. With libdeflate (twice zlib's speed, and smaller output) one
+ * compressor serves them; with zlib, one deflate state with the full 32 KiB window and hash, reset
+ * between regions (a smaller hash makes zlib walk more collisions: twice as slow on records). */
 #define STORED_BELOW 4096
 
 static void put_be32(unsigned char *p, uint32_t v) {
@@ -150,14 +150,16 @@ static void store_part(const void *in, size_t len, struct bytes *out) {
                           .raw_len = len};
 }
 
-/* A zlib stream of fixed-size records, by the record-aware encoder (recdeflate.c). */
+/* A zlib stream of fixed-size records, by the record-aware encoder (recdeflate.c); record_size 0:
+ * of the name region's entries, by its name mode. */
 static size_t deflate_records(const void *in, size_t len, size_t record_size, unsigned char **out) {
     size_t cap = ios_deflate_records_bound(len);
     unsigned char *z = *out = malloc(ZLIB_HEADER_LEN + cap + ZLIB_TRAILER_LEN);
     if (!z)
         return 0;
     zlib_header(z);
-    size_t body = ios_deflate_records(in, len, record_size, z + ZLIB_HEADER_LEN, cap);
+    size_t body = record_size ? ios_deflate_records(in, len, record_size, z + ZLIB_HEADER_LEN, cap)
+                              : ios_deflate_names(in, len, z + ZLIB_HEADER_LEN, cap);
     if (!body)
         return 0;
     put_be32(z + ZLIB_HEADER_LEN + body, adler32_after(1, in, len));
@@ -183,6 +185,18 @@ static int compress_region(const void *in, size_t len, size_t record_size, struc
 static int write_part(int fd, const struct bytes *part, uint64_t off) {
     return part->stored ? ios_write_stored(fd, part->data, part->raw_len, off)
                         : ios_write_all(fd, part->data, part->len, off);
+}
+
+/* The name region as one zlib stream: stored when small, else by the record encoder's name mode
+ * (half libdeflate's instructions at its fastest level). A stored part borrows in. */
+static int compress_names(const void *in, size_t len, struct bytes *out) {
+    *out = (struct bytes){0};
+    if (len && len < STORED_BELOW) {
+        store_part(in, len, out);
+        return 0;
+    }
+    out->len = !len ? 0 : deflate_records(in, len, 0, &out->data);
+    return len && !out->len ? -1 : 0;
 }
 
 /* The ids of every record of sets into used; -1 when memory ran out. */
@@ -293,7 +307,7 @@ static int compress_parts(const struct ios_comm *comm, struct log_content *c, st
                           struct bytes *job) {
     struct bytes raw = {0};
     int failed = serialize_names(c, &raw) != 0;
-    failed |= compress_region(raw.data, raw.len, 0, &parts[R_NAMES]) != 0;
+    failed |= compress_names(raw.data, raw.len, &parts[R_NAMES]) != 0;
     if (parts[R_NAMES].stored)
         parts[R_NAMES].borrowed = raw.borrowed; /* the part owns the names now */
     else if (!raw.borrowed)

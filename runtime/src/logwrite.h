@@ -275,6 +275,10 @@ void ios_seed_extremes(const struct ios_reducer *r, void *rec, int rank) IOS_HID
 #define IOS_DEFLATE_RECORD_MAX 16384
 size_t ios_deflate_records(const unsigned char *in, size_t len, size_t record_size,
                            unsigned char *out, size_t cap) IOS_HIDDEN;
+/* A name region (entries of an 8-byte id, a name and its NUL) as a raw deflate stream by the
+ * same encoder (recdeflate.c), each entry matched against the one before; out as above. */
+size_t ios_deflate_names(const unsigned char *in, size_t len, unsigned char *out,
+                         size_t cap) IOS_HIDDEN;
 /* At most 9 bits a byte with the fixed codes (a block never takes more than with them), and
  * each block's 10 bits of header and end. */
 static inline size_t ios_deflate_records_bound(size_t len) {

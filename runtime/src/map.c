@@ -29,9 +29,16 @@ static int map_grow(struct ios_map *m, size_t cap) {
         free(bigger.vals);
         return -1;
     }
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->keys[i] != 0)
-            ios_map_put(&bigger, m->keys[i], m->vals[i]);
+    for (size_t i = 0; i < m->cap; i++) { /* distinct keys, room to spare: placed as they come */
+        if (m->keys[i] == 0)
+            continue;
+        size_t j = map_slot(m->keys[i], cap);
+        while (bigger.keys[j] != 0)
+            j = (j + 1) & (cap - 1);
+        bigger.keys[j] = m->keys[i];
+        bigger.vals[j] = m->vals[i];
+    }
+    bigger.count = m->count;
     ios_map_free(m);
     *m = bigger;
     return 0;

@@ -27,7 +27,45 @@ int ios_posix_fd_table_init(void) {
     return 0;
 }
 
-struct posix_file *ios_posix_file_by_name(const char *name) {
+/* Once the record memory is spent, the ios_path_key of every recorded name: a name whose key
+ * is not among them is new, and is refused without its record id (a file-heavy program names
+ * thousands of files after that; the lookup8 hash of each was most of their cost). Made then,
+ * complete from then on: no record is made any more. */
+static struct ios_map recorded_keys;
+enum { KEYS_UNMADE, KEYS_MADE, KEYS_FAILED };
+static int keys_state;
+
+static int make_recorded_keys(void) {
+    /* Room for twice as many: most lookups miss, and a miss probes until a free slot. */
+    if (ios_map_reserve(&recorded_keys, 2 * files_by_id.count) != 0)
+        return KEYS_FAILED;
+    for (size_t i = 0; i < files_by_id.cap; i++) {
+        const char *name = files_by_id.keys[i] ? ios_record_name(files_by_id.keys[i]) : NULL;
+        if (name && ios_map_put(&recorded_keys, ios_path_key(name, strlen(name)) | 1,
+                                files_by_id.vals[i]) != 0)
+            return KEYS_FAILED; /* incomplete: of no use */
+    }
+    return KEYS_MADE;
+}
+
+/* Whether name surely has no record, and none can be made: refused then (flags set). key: its
+ * ios_path_key when known, else NULL. */
+static int refused_unhashed(const char *name, const uint64_t *key) {
+    if (!ios_record_memory_spent(sizeof(struct ios_posix_record)))
+        return 0;
+    if (keys_state == KEYS_UNMADE)
+        keys_state = make_recorded_keys();
+    if (keys_state != KEYS_MADE ||
+        ios_map_get(&recorded_keys, (key ? *key : ios_path_key(name, strlen(name))) | 1))
+        return 0;
+    ios_refuse_record(IOS_MOD_POSIX, name);
+    return 1;
+}
+
+/* ios_posix_file_by_name, with the name's ios_path_key when known (else NULL). */
+static struct posix_file *file_by_name_key(const char *name, const uint64_t *key) {
+    if (refused_unhashed(name, key))
+        return NULL;
     int created = 0;
     struct posix_file *f =
         ios_file_by_name(&files_by_id, IOS_MOD_POSIX, name, sizeof *f, sizeof *f->rec, &created);
@@ -40,6 +78,10 @@ struct posix_file *ios_posix_file_by_name(const char *name) {
     return f;
 }
 
+struct posix_file *ios_posix_file_by_name(const char *name) {
+    return file_by_name_key(name, NULL);
+}
+
 /* What absolute paths came to (posix_enter_with_file looks them up). */
 struct ios_path_cache ios_posix_absolute_paths;
 
@@ -49,7 +91,7 @@ struct posix_file *ios_posix_named_first(const char *path) {
     uint64_t key = ios_path_key(path, len);
     char scratch[PATH_MAX];
     const char *name = ios_absolute_name(path, len, scratch, sizeof scratch);
-    struct posix_file *f = name ? ios_posix_file_by_name(name) : NULL;
+    struct posix_file *f = !name ? NULL : file_by_name_key(name, name == path ? &key : NULL);
     ios_path_cache_put(&ios_posix_absolute_paths, path, len, key, f);
     errno = saved;
     return f;
@@ -133,6 +175,8 @@ void ios_posix_collect(struct ios_record_set *set) {
 
 void ios_posix_reset(void) {
     ios_map_free(&files_by_id);
+    ios_map_free(&recorded_keys);
+    keys_state = KEYS_UNMADE;
     ios_posix_aio_reset();
     ios_path_cache_clear(&ios_posix_absolute_paths);
     void *table = atomic_load_explicit(&ios_posix_fd_table, memory_order_relaxed);

@@ -139,11 +139,10 @@ static void collapse_separators(char *path) {
     *w = '\0';
 }
 
+/* Whether path holds // or /./ (libc's vectorized search: most paths have many slashes, a
+ * redundant one rarely). */
 static int has_redundant_separator(const char *path) {
-    for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/'))
-        if (p[1] == '/' || (p[1] == '.' && p[2] == '/'))
-            return 1;
-    return 0;
+    return strstr(path, "//") || strstr(path, "/./");
 }
 
 void ios_set_excludes(char **dirs) {

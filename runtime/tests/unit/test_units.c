@@ -212,6 +212,22 @@ static void test_paths(void) {
     CHECK(ios_normalize_path("/home/x", AT_FDCWD, out, sizeof out) != 0, "all excluded");
     ios_set_excludes(NULL);
     CHECK(ios_normalize_path("/etc/passwd", AT_FDCWD, out, sizeof out) == 0, "none excluded");
+    /* // and /./ at every offset of paths of every length up to 40 are found (collapsed in a
+     * copy); a path of single slashes and dots comes back as it is. */
+    for (size_t len = 3; len <= 40; len++)
+        for (size_t at = 0; at + 3 <= len; at++)
+            for (int dot = 0; dot < 2; dot++) {
+                char path[48];
+                for (size_t i = 0; i < len; i++)
+                    path[i] = i % 3 == 0 ? '/' : i % 3 == 1 ? '.' : 'x';
+                path[len] = '\0';
+                const char *same = ios_absolute_name(path, len, out, sizeof out);
+                CHECK(same == path, "%s: taken as it is", path);
+                memcpy(path + at, dot ? "/./" : "//x", 3);
+                const char *got = ios_absolute_name(path, len, out, sizeof out);
+                CHECK(got == out && !strstr(got, "//") && !strstr(got, "/./"), "%s: %s", path,
+                      got ? got : "(null)");
+            }
 }
 
 /* The path cache answers only for the very path put, keeps the latest of two paths that share a
@@ -295,12 +311,13 @@ static void test_heatmap_ns(void) {
     ios_origin_ns = 0;
 }
 
-/* The record encoder's output, inflated by zlib (the reader PyDarshan and darshan-parser use),
- * gives back its input exactly, within the bound. */
+/* The record encoder's output (rec 0: its name mode's), inflated by zlib (the reader PyDarshan
+ * and darshan-parser use), gives back its input exactly, within the bound. */
 static void check_round_trip(const char *what, const unsigned char *in, size_t len, size_t rec) {
     size_t cap = ios_deflate_records_bound(len);
     unsigned char *z = malloc(cap), *back = malloc(len + 1);
-    size_t zlen = ios_deflate_records(in, len, rec, z, cap);
+    size_t zlen =
+        rec ? ios_deflate_records(in, len, rec, z, cap) : ios_deflate_names(in, len, z, cap);
     CHECK(zlen > 0 && zlen <= cap, "%s: %zu bytes encoded of %zu allowed", what, zlen, cap);
     z_stream s = {
         .next_in = z, .avail_in = (uInt)zlen, .next_out = back, .avail_out = (uInt)len + 1};
@@ -378,6 +395,47 @@ static void test_record_encoder(void) {
     CHECK(ios_deflate_records(buf, 16, IOS_DEFLATE_RECORD_MAX + 8, z, sizeof z) == 0,
           "a record beyond the window is refused");
     CHECK(ios_deflate_records(buf, 4096, 704, z, sizeof z) == 0, "a short output is refused");
+    free(buf);
+}
+
+/* Appends a name entry (a hashed id, name, NUL) at buf + *len. */
+static void put_name(unsigned char *buf, size_t *len, const char *name) {
+    uint64_t id = ios_record_id(name);
+    memcpy(buf + *len, &id, sizeof id);
+    memcpy(buf + *len + sizeof id, name, strlen(name) + 1);
+    *len += sizeof id + strlen(name) + 1;
+}
+
+static void test_name_encoder(void) {
+    enum { LEN = 4 << 20, LONG = 40000 };
+    unsigned char *buf = malloc(LEN);
+    char *name = malloc(LONG + 1);
+    size_t len = 0;
+    for (int i = 0; i < 12000; i++) { /* a folder's files, names of growing length */
+        snprintf(name, LONG, "/scratch/run/out/file.%d%s", i * 7, i % 3 ? ".h5" : "");
+        put_name(buf, &len, name);
+    }
+    for (int i = 0; i < 1400; i++) { /* folders of every depth: every distance symbol */
+        int depth = i / 2;
+        memset(name, 'd', (size_t)depth * 4);
+        snprintf(name + depth * 4, LONG - (size_t)depth * 4, "/f%d", i);
+        put_name(buf, &len, name);
+    }
+    check_round_trip("13,400 names", buf, len, 0);
+    size_t some = len;
+    memset(name, 'a', LONG); /* longer than a block's tokens, than deflate's window */
+    name[LONG] = '\0';
+    put_name(buf, &len, name);
+    name[LONG - 1] = 'b';
+    put_name(buf, &len, name);
+    put_name(buf, &len, "/short");
+    check_round_trip("names longer than a block and the window", buf, len, 0);
+    for (size_t cut = 1; cut < 12; cut++) /* a region ending inside an entry: any bytes go */
+        check_round_trip("a cut entry", buf + some - cut - 20, cut + 20, 0);
+    check_round_trip("no NUL", (const unsigned char *)name, LONG, 0);
+    unsigned char z[64];
+    CHECK(ios_deflate_names(buf, 4096, z, sizeof z) == 0, "a short output is refused");
+    free(name);
     free(buf);
 }
 
@@ -478,6 +536,7 @@ int main(void) {
     test_heatmap_ns();
     test_record_encoder();
     test_stored_streams();
+    test_name_encoder();
     test_h5d_reduction();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
