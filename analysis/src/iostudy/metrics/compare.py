@@ -1,8 +1,9 @@
 """Which results can be compared, and whether a run regressed: ``iostudy compare``.
 
 A result is one ReFrame performance value of a run (the store's perf table; repetitions of one
-run are one result, their median). Its **fingerprint** is the sha256 (12 hex digits) of what
-must be equal for two values to be compared:
+run are one result: their median, and their values kept for the rank test). Its
+**fingerprint** is the sha256 (12 hex digits) of what must be equal for two values to be
+compared:
 
     check, variable, unit      what was measured (ior_check write_mib_s MiB/s)
     version                    the benchmark's version (runs.benchmark_versions; "unknown"
@@ -12,27 +13,39 @@ must be equal for two values to be compared:
                                the repetition
     num_tasks, per node        the scale
 
-A **series** is one fingerprint on one system of one site. Each point of a series is judged:
+A **series** is one fingerprint on one system of one site. Each point (run) of a series gets one
+verdict of VERDICTS from its references:
 
-- against the system's reference band (ReFrame's reference x (1 + lower) .. x (1 + upper),
-  recorded with the value) when it has one: worse than the band's edge is a regression;
-- against the series' history: the median of the previous ``window`` points (at least
-  ``min_history`` of them) ± max(k x 1.4826 x MAD, tolerance x median); MAD is the median
-  absolute deviation, x 1.4826 the standard deviation it estimates for normal noise, and the
-  tolerance keeps a history of near-equal values from flagging ordinary noise. Beyond the
-  worse edge is a regression, beyond the better edge an improvement. A band that reaches zero
-  (half-width at least the median) could never see a drop: the history is too noisy to judge,
-  which the verdict says with the history's coefficient of variation, instead of a band.
-  The change shown is against the history's median (none without a history).
+- **its baseline**: the repetitions of the previous ``window`` (10) runs (at least 2 runs and 3
+  repetitions), or with ``--baseline RUN`` those of the accepted run for the runs after it. The
+  run's repetitions are tested against the baseline's with the Mann-Whitney rank test
+  (two-sided p), and the change is the Hodges-Lehmann shift in % of the baseline's median with
+  its 95 % interval, widened by the spread of the earlier runs' medians (1.96 x their CoV x
+  sqrt(1 + 1/runs)), since repetitions of one run share that run's conditions.
+  **regression**: p < 0.01 and the interval's near edge more than 5 % (``tolerance``) worse;
+  **improvement**: the same, better; **too noisy**: neither, and the smallest detectable change
+  (80 % power: the larger of 3.42 x the repetitions' standard error and 5 % + 2.80 x the
+  standard error with the runs' spread) is over 50 %; **no change**: otherwise. **not judged**:
+  fewer than 2 earlier runs, fewer than 3 baseline repetitions, or too few repetitions for the
+  rank test ever to reach p < 0.01 (a run of 1 repetition against fewer than 199).
+- **its system's ceiling** (a rate, when the system description has measured peaks): under 10 %
+  of it (``ceiling_fraction``) is a regression;
+- **its reference band** (ReFrame's reference x (1 + lower) .. x (1 + upper)): outside it is a
+  regression. A band that cannot fail (no edge on the worse side, a floor at or under 0, or a
+  floor under 10 % of the series' median: "100..inf" under values of 4,000) judges nothing.
 
-Both are applied: the references of configs/references are acceptance floors, set far below
-the usual value, which a run twice as slow never crosses; the history is what sees it. Which
-side is worse follows the unit (:func:`direction`): rates (``*/s``) are worse lower, times
-(``s``) and factors (``x``, the imbalance) worse higher, anything else either way.
+The verdict is the first of regression, improvement, too noisy, no change found by a reference;
+"not judged" when none judged. A reference that cannot fail never passes a value. Which side is
+worse follows the unit (:func:`direction`): rates (``*/s``) are worse lower, times (``s``) and
+factors (``x``, the imbalance) worse higher, anything else either way.
+
+Change-points: E-divisive means over the series' run medians (iostudy.metrics.regression);
+``change_point`` marks the run that starts a new segment.
 
 ``iostudy compare`` judges the latest point of every series (``--all``: every point), prints a
-table, and exits 1 when a judged point is a regression, so that a scheduled campaign or a CI
-job can alert on it.
+table (``--json``: one object, every series with its verdict and evidence), and exits 1 when a
+judged point is a regression, so that a scheduled campaign or a CI job can alert on it, 0
+without one, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -45,12 +58,34 @@ from pathlib import Path
 from iostudy.core import config
 from iostudy.core.deferred import deferred
 from iostudy.logs.logrows import int_or_none
+from iostudy.metrics import regression
 from iostudy.store import store as store_mod
 
 np = deferred("numpy")
 pd = deferred("pandas")
 
-MAD_TO_SIGMA = 1.4826
+VERDICTS = ("regression", "improvement", "no change", "too noisy", "not judged")
+WINDOW = 10  # earlier runs whose repetitions are the history's baseline
+MIN_RUNS = 2  # earlier runs a history needs
+MIN_REPETITIONS = 3  # repetitions a baseline needs
+ALPHA = 0.01  # the rank test's significance
+LEVEL = 0.95  # the change's interval
+TOLERANCE = 0.05  # a change smaller than this (of the baseline's median) is no change
+NOISE_LIMIT = 0.5  # a series whose smallest detectable change is over this is too noisy
+CEILING_FRACTION = 0.1  # a rate under this fraction of its system's ceiling regressed
+FAR_EDGE = 0.1  # a reference floor under this fraction of the series' median cannot fail
+#: the judged columns besides the identity columns (iostudy compare --json)
+STAT_COLUMNS = [
+    "change_pct",
+    "change_low_pct",
+    "change_high_pct",
+    "p_value",
+    "noise_cov",
+    "min_detectable_pct",
+    "history_median",
+    "history_low",
+    "history_high",
+]
 FINGERPRINT_FIELDS = (
     "check",
     "variable",
@@ -131,7 +166,8 @@ def results(store) -> pd.DataFrame:
 
 def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run and fingerprint: site, system, label, run_id, started, the fingerprint's
-    fields, fingerprint, value (median of the repetitions), band_low, band_high, n (values)."""
+    fields, fingerprint, value (median of the repetitions), repetitions (their values), band_low,
+    band_high, n (values)."""
     perf = perf[perf["value"].notna()]
     columns = [
         "site",
@@ -142,6 +178,7 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         *FINGERPRINT_FIELDS,
         "fingerprint",
         "value",
+        "repetitions",
         "band_low",
         "band_high",
         "n",
@@ -187,7 +224,7 @@ def _fingerprinted(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _medians(perf: pd.DataFrame) -> pd.DataFrame:
-    """One row per run and fingerprint: the median of its repetitions' values, and how many."""
+    """One row per run and fingerprint: its repetitions' values, their median and count."""
     rows = []
     keys = ["site", "system", "run_id", "started", "fingerprint"]
     for key, g in perf.groupby(keys, dropna=False, sort=False):
@@ -197,6 +234,7 @@ def _medians(perf: pd.DataFrame) -> pd.DataFrame:
                 **dict(zip(keys, key, strict=True)),
                 **{f: first[f] for f in FINGERPRINT_FIELDS},
                 "value": float(g["value"].median()),
+                "repetitions": [float(v) for v in g["value"]],
                 "band_low": first["band_low"],
                 "band_high": first["band_high"],
                 "n": len(g),
@@ -215,88 +253,185 @@ def metric_name(row) -> str:
     return f"{row['check']} {row['variable']}" + (f" ({', '.join(shown)})" if shown else "")
 
 
-def judge(table: pd.DataFrame, k=3.0, window=10, min_history=3, tolerance=0.1) -> pd.DataFrame:
-    """Every point of ``results`` with its verdict: basis, history_median, history_low,
-    history_high, change_pct (against the history's median; none without a history),
-    verdict: regression, improvement, ok, noisy history, or no baseline. See the module
-    docstring."""
+def judge(
+    table: pd.DataFrame,
+    window=WINDOW,
+    tolerance=TOLERANCE,
+    alpha=ALPHA,
+    noise_limit=NOISE_LIMIT,
+    baseline_run=None,
+    descriptions=None,
+    ceiling_fraction=CEILING_FRACTION,
+) -> pd.DataFrame:
+    """Every point of ``results`` with its verdict (one of VERDICTS) and evidence: change_pct,
+    change_low_pct, change_high_pct, p_value, noise_cov, min_detectable_pct, baseline, basis,
+    against (which reference decided: history, accepted run, ceiling, reference, or ""),
+    change_point, history_median (the baseline's median) and history_low, history_high (it
+    x (1 -/+ tolerance)). ``baseline_run``: the accepted run whose repetitions are the baseline
+    of the runs after it; ``descriptions``: label -> system description (their ceilings). See
+    the module docstring."""
+    rules = {"window": window, "tolerance": tolerance, "alpha": alpha, "noise": noise_limit}
     out = []
     for _, series in table.groupby(["label", "fingerprint"], sort=False):
         series = series.sort_values(["started", "run_id"])
-        values = series["value"].to_numpy(float)
-        for i, row in enumerate(series.to_dict("records")):
-            history = values[max(0, i - window) : i]
-            hist = _history(history, min_history, k, tolerance)
+        rows = series.to_dict("records")
+        reps = [_repetitions(r) for r in rows]
+        points = {**rules, "reps": reps, "runs": [r["run_id"] for r in rows]}
+        points["typical"] = float(np.median(series["value"]))
+        ids = points["runs"]
+        points["accepted"] = ids.index(baseline_run) if baseline_run in ids else None
+        top = ceiling((descriptions or {}).get(rows[0]["label"]), rows[0]["unit"])
+        points["ceiling"] = (top[0], ceiling_fraction) if top and ceiling_fraction else None
+        starts = set(regression.e_divisive(series["value"].to_numpy(float)))
+        for i, row in enumerate(rows):
             out.append(
                 {
                     **row,
                     "metric": metric_name(row),
                     "direction": direction(row["unit"]),
-                    **_verdict(row, hist),
-                    "latest": i == len(series) - 1,
+                    **_point(row, i, points),
+                    "change_point": i in starts,
+                    "latest": i == len(rows) - 1,
                 }
             )
     return pd.DataFrame(out)
 
 
-def _history(history: np.ndarray, min_history: int, k: float, tolerance: float) -> dict:
-    """A series' history band: median ± max(k x 1.4826 x MAD, tolerance x |median|); a band
-    that reaches zero cannot see a drop to nothing: too noisy to judge (its CoV said)."""
-    if len(history) < min_history:
-        return {"median": math.nan, "low": math.nan, "high": math.nan, "noisy": None}
-    med = float(np.median(history))
-    mad = float(np.median(np.abs(history - med))) * MAD_TO_SIGMA
-    half = max(k * mad, tolerance * abs(med))
-    mean = float(np.mean(history))
-    cov = float(np.std(history)) / abs(mean) if mean else math.inf
-    noisy = f"history too noisy to judge (CoV {cov:.2f}, {len(history)} runs)"
-    return {
-        "median": med,
-        "low": med - half,
-        "high": med + half,
-        "half": half,
-        "n": len(history),
-        "noisy": noisy if half >= abs(med) else None,
-    }
+def _repetitions(row: dict) -> list[float]:
+    reps = row.get("repetitions")
+    if reps is None or (isinstance(reps, float) and math.isnan(reps)) or not len(reps):
+        return [float(row["value"])]
+    return [float(v) for v in reps]
 
 
-def _verdict(row: dict, hist: dict) -> dict:
+def _point(row: dict, i: int, points: dict) -> dict:
+    """One run's verdict from its references: its baseline (history or accepted run), the
+    system's ceiling, its reference band."""
     way = direction(row["unit"])
-    lo, hi, value = row["band_low"], row["band_high"], row["value"]
-    has_band = not (pd.isna(lo) and pd.isna(hi))
-    worse_band = has_band and (
-        (way != "lower" and value_below(value, lo)) or (way != "higher" and value_above(value, hi))
-    )
-    basis, worse_hist, better_hist = [], False, False
-    if has_band:
-        basis.append(f"band {_num(lo)}..{_num(hi)}")
-    if hist["noisy"]:
-        basis.append(hist["noisy"])
-    elif not math.isnan(hist["median"]):
-        basis.append(
-            f"history median {_num(hist['median'])} ± {_num(hist['half'])} ({hist['n']} runs)"
-        )
-        below, above = value < hist["low"], value > hist["high"]
-        worse_hist = (way != "lower" and below) or (way != "higher" and above)
-        better_hist = (way == "higher" and above) or (way == "lower" and below)
-    if worse_band or worse_hist:
-        verdict = "regression"
-    elif better_hist:
-        verdict = "improvement"
-    elif hist["noisy"]:
-        verdict = "noisy history"
-    else:
-        verdict = "ok" if basis else "no baseline"
-    med = hist["median"]
-    change = 100 * (value - med) / abs(med) if med and np.isfinite(med) else math.nan
+    found = [
+        _against_baseline(i, points, way),
+        _against_ceiling(row, points["ceiling"], way),
+        _against_band(row, points["typical"], way),
+    ]
+    found = [f for f in found if f]
+    for verdict in VERDICTS:
+        deciding = [f for f in found if f["verdict"] == verdict]
+        if deciding:
+            break
+    first = deciding[0]
+    stats = found[0].get("stats", {})
     return {
-        "history_median": med,
-        "history_low": hist["low"],
-        "history_high": hist["high"],
-        "change_pct": change,
-        "basis": "; ".join(basis) or "-",
+        **dict.fromkeys(STAT_COLUMNS, math.nan),
+        **stats,
         "verdict": verdict,
+        "baseline": first["baseline"] if verdict != "not judged" else "",
+        "against": first["against"] if verdict != "not judged" else "",
+        "basis": "; ".join(f["text"] for f in found),
     }
+
+
+def _not_judged(why: str, cov=math.nan) -> dict:
+    stats = {"noise_cov": cov}
+    return {"verdict": "not judged", "text": why, "against": "", "baseline": "", "stats": stats}
+
+
+def _against_baseline(i: int, points: dict, way: str) -> dict:
+    """The rank test of run i's repetitions against its baseline's (the module docstring)."""
+    reps, runs = points["reps"], points["runs"]
+    earlier = list(range(max(0, i - points["window"]), i))
+    if points["accepted"] is not None and i > points["accepted"]:
+        base = reps[points["accepted"]]
+        against, name = "accepted run", f"accepted run {runs[points['accepted']]}"
+    else:
+        base = [v for j in earlier for v in reps[j]]
+        against, name = "history", f"runs {runs[earlier[0]]}..{runs[i - 1]}" if earlier else ""
+        if len(earlier) < MIN_RUNS:
+            why = f"history: {len(earlier)} earlier runs (at least {MIN_RUNS} needed)"
+            return _not_judged(why, regression.pooled_cov([reps[i]]))
+    cov, cur = regression.pooled_cov([reps[j] for j in earlier] + [reps[i]]), reps[i]
+    if len(base) < MIN_REPETITIONS:
+        why = f"{name}: {len(base)} repetitions (at least {MIN_REPETITIONS} needed)"
+        return _not_judged(why, cov)
+    if regression.smallest_p(len(cur), len(base)) >= points["alpha"]:
+        why = (
+            f"{name}: {len(cur)} against {len(base)} repetitions cannot reach "
+            f"p < {points['alpha']:g}"
+        )
+        return _not_judged(why, cov)
+    med = float(np.median(base))
+    if not med:
+        return _not_judged(f"{name}: median 0", cov)
+    spread = regression.runs_spread([float(np.median(reps[j])) for j in earlier])
+    stats = regression.change(
+        cur, base, spread, len(earlier), cov, points["alpha"], points["tolerance"], LEVEL
+    )
+    tol = 100 * points["tolerance"]
+    low, high, p = stats["change_low_pct"], stats["change_high_pct"], stats["p_value"]
+    below, above = high < -tol, low > tol
+    worse = (way != "lower" and below) or (way != "higher" and above)
+    better = (way == "higher" and above) or (way == "lower" and below)
+    if p < points["alpha"] and worse:
+        verdict = "regression"
+    elif p < points["alpha"] and better:
+        verdict = "improvement"
+    elif stats["min_detectable_pct"] > 100 * points["noise"]:
+        verdict = "too noisy"
+    else:
+        verdict = "no change"
+    baseline = f"{name} ({len(base)} repetitions)"
+    text = (
+        f"{stats['change_pct']:+.1f}% ({low:+.1f}..{high:+.1f}%) against {baseline}, "
+        f"p {p:.2g}; noise CoV {_num(cov)}, runs' spread {spread:.2f}: smallest detectable "
+        f"change {stats['min_detectable_pct']:.0f}%"
+        + (f" (over {100 * points['noise']:.0f}%)" if verdict == "too noisy" else "")
+    )
+    hist = {"history_median": med, "history_low": med * (1 - points["tolerance"])}
+    hist["history_high"] = med * (1 + points["tolerance"])
+    return {
+        "verdict": verdict,
+        "text": text,
+        "against": against,
+        "baseline": baseline,
+        "stats": {**stats, **hist},
+    }
+
+
+def _against_ceiling(row: dict, top, way: str) -> dict | None:
+    """A value under ``fraction`` of the system's measured component ceiling regressed."""
+    if not top or way != "higher":
+        return None
+    limit = top[0] * top[1]
+    name = f"ceiling {top[0]:,.0f} {row['unit']} x {100 * top[1]:.0f}%"
+    low = row["value"] < limit
+    text = f"{_num(row['value'])} {'under' if low else 'at or over'} {name}"
+    verdict = "regression" if low else "no change"
+    return {"verdict": verdict, "text": text, "against": "ceiling", "baseline": name}
+
+
+def _against_band(row: dict, typical: float, way: str) -> dict | None:
+    """ReFrame's reference band; one that cannot fail (no edge on the worse side, an edge at or
+    below 0, or one FAR_EDGE away from the series' median) judges nothing."""
+    lo, hi, value = row["band_low"], row["band_high"], row["value"]
+    if pd.isna(lo) and pd.isna(hi):
+        return None
+    name = f"reference band {_num(lo)}..{_num(hi)}"
+    floor = way != "lower" and _can_fail(lo, typical, low=True)
+    ceil = way != "higher" and _can_fail(hi, typical, low=False)
+    if not floor and not ceil:
+        return _not_judged(f"{name} cannot fail (series median {_num(typical)})")
+    if (floor and value < lo) or (ceil and value > hi):
+        verdict, text = "regression", f"{_num(value)} outside {name}"
+    else:
+        verdict, text = "no change", f"within {name}"
+    return {"verdict": verdict, "text": text, "against": "reference", "baseline": name}
+
+
+def _can_fail(edge, typical: float, low: bool) -> bool:
+    if pd.isna(edge) or math.isinf(edge) or (low and edge <= 0):
+        return False
+    if not typical or not math.isfinite(typical):
+        return True
+    return edge >= typical * FAR_EDGE if low else edge <= typical / FAR_EDGE
 
 
 def value_below(value, edge) -> bool:
