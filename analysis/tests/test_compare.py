@@ -1,6 +1,7 @@
 """iostudy.metrics.compare's verdicts on series whose answer is known by construction: a history of
-values near 100 MiB/s then 50 (a regression), 99 (ok), 200 (an improvement); a time (s) that
-doubles; a value under its reference floor with no history; too short a history. Then on real
+runs' repetitions near 100 MiB/s then 24 (a regression, from two earlier runs), the headline's
+fall, 5x swings between runs (never a confident verdict), bands that cannot fail (not judged),
+an accepted run as the baseline, a ceiling, change-points. Then on real
 campaign runs on local: an unchanged rerun passes, a run throttled by a CPU quota is flagged."""
 
 import json
@@ -49,52 +50,123 @@ def verdicts(frame, **kw):
     return list(compare.judge(frame, **kw).sort_values("started")["verdict"])
 
 
-def test_history_flags_the_slow_run_only():
-    history = [100, 104, 97, 101, 99]
-    assert verdicts(series(history + [50]))[-1] == "regression"
-    assert verdicts(series(history + [99]))[-1] == "ok"
-    assert verdicts(series(history + [200]))[-1] == "improvement"
-    # the first points have no history yet
-    assert verdicts(series(history))[:3] == ["no baseline"] * 3
+def with_reps(runs, **kw):
+    """A series of runs given by their repetitions."""
+    frame = series([float(pd.Series(r).median()) for r in runs], **kw)
+    frame["repetitions"] = [list(map(float, r)) for r in runs]
+    return frame
+
+
+QUIET = [[98, 101, 100, 103, 99], [100, 97, 102, 99, 101], [101, 99, 100, 98, 102]]
+
+
+def test_a_short_history_judges_a_clear_drop_from_the_repetitions():
+    # two earlier runs of 5 repetitions at ~100, the latest at ~24: every latest repetition
+    # under every earlier one (U = 0); ties (99, 100, 101 and 24 twice) make it the normal
+    # approximation: sigma^2 = 50/12 x (16 - 4 x 6 / 210) = 66.19, z = (25 - 0.5) / 8.136
+    # = 3.011, p = 0.0026
+    judged = compare.judge(with_reps([*QUIET[:2], [24, 25, 23, 26, 24]]))
+    last = judged.sort_values("started").iloc[-1]
+    assert last["verdict"] == "regression"
+    assert last["p_value"] == pytest.approx(
+        math.erfc(24.5 / math.sqrt(50 / 12 * (16 - 24 / 210)) / math.sqrt(2))
+    )
+    # HL: median of (latest - baseline) differences = 24 - 100 = -76 of the median 100
+    assert last["change_pct"] == pytest.approx(-76.0)
+    assert last["change_high_pct"] < -5
+    assert last["baseline"] == "runs r0..r1 (10 repetitions)"
+    # one run, or one earlier run: not judged
+    assert verdicts(with_reps([[24, 25, 23, 26, 24]])) == ["not judged"]
+    assert verdicts(with_reps([QUIET[0], [24, 25, 23, 26, 24]])) == ["not judged"] * 2
+
+
+def test_the_headline_case_a_fall_of_76_percent_is_a_regression():
+    runs = [[4915, 4700, 5100], [4800, 5000, 4650], [4900, 4750, 5050], [769, 740, 800]]
+    last = compare.judge(with_reps(runs)).sort_values("started").iloc[-1]
+    # 3 against 9 with no ties, U = 0: exact p = 2 / C(12, 3) = 2 / 220
+    assert last["p_value"] == pytest.approx(2 / 220)
+    assert last["verdict"] == "regression"
+    # every difference lies in 740 - 5100 .. 800 - 4650 = -4360 .. -3850, of the median 4900:
+    # -89.0 .. -78.6 %; the interval's near edge beyond the 5 % tolerance by far
+    assert -89.0 < last["change_pct"] < -78.5 and last["change_high_pct"] < -50
+
+
+def test_five_fold_swings_between_runs_are_never_a_confident_verdict():
+    swing = [[100, 110, 95], [500, 520, 480], [102, 108, 97]]
+    for latest in ([490, 505, 515], [99, 104, 96]):
+        last = compare.judge(with_reps([*swing, latest])).sort_values("started").iloc[-1]
+        assert last["verdict"] in ("too noisy", "not judged"), last["basis"]
+        assert last["min_detectable_pct"] > 50
+    # two runs of 3 against 3 cannot reach p < 0.01 (smallest p 2 / C(9, 3) = 0.024)
+    assert verdicts(with_reps([*swing[:2], [490, 505, 515]]))[-1] == "not judged"
+
+
+def test_a_band_that_cannot_fail_is_not_judged():
+    values = [4000, 4100, 4200]
+    for edges in ((100.0, math.inf), (0.0, math.inf), (-math.inf, math.inf)):
+        assert verdicts(series(values, band=edges)) == ["not judged"] * 3
+    # a band that can fail still judges: inside it is no change, under it a regression
+    assert verdicts(series([3000], band=(2000.0, math.inf))) == ["no change"]
+    assert verdicts(series([1000], band=(2000.0, math.inf))) == ["regression"]
 
 
 def test_direction_follows_the_unit():
     assert compare.direction("MiB/s") == "higher" and compare.direction("s") == "lower"
-    assert verdicts(series([10, 10.5, 9.8, 10.1, 20], unit="s"))[-1] == "regression"
-    assert verdicts(series([10, 10.5, 9.8, 10.1, 5], unit="s"))[-1] == "improvement"
+    # no ties: 3 against 9 tested exactly, U at its edge: p = 2 / C(12, 3) = 0.009
+    times = [[10.0, 10.2, 9.9], [10.1, 9.8, 10.05], [9.95, 10.3, 10.15]]
+    assert verdicts(with_reps([*times, [20.1, 19.8, 20.3]], unit="s"))[-1] == "regression"
+    assert verdicts(with_reps([*times, [5.1, 4.9, 5.0]], unit="s"))[-1] == "improvement"
 
 
-def test_reference_floor_without_history():
-    assert verdicts(series([50], band=(105.0, math.inf))) == ["regression"]
-    assert verdicts(series([3000], band=(105.0, math.inf))) == ["ok"]
+def test_quiet_runs_are_no_change_and_small_shifts_within_tolerance_too():
+    assert verdicts(with_reps([*QUIET, [99, 102, 100, 98, 101]]))[-1] == "no change"
+    # 3 % lower, significant but inside the 5 % tolerance
+    assert verdicts(with_reps([*QUIET, [96, 97, 98, 97, 96]]))[-1] == "no change"
 
 
-def test_a_history_too_noisy_to_judge_says_so():
-    # median 1000, MAD 900 -> 3 x 1.4826 x 900 = 4003 > 1000: the band would reach below 0
-    noisy = series([100, 1000, 1900, 50, 3000, 40])
-    last = compare.judge(noisy).sort_values("started").iloc[-1]
-    assert last["verdict"] == "noisy history"
-    # CoV of the 5 runs before: population std 1122.7 / mean 1210 = 0.93
-    assert last["basis"] == "history too noisy to judge (CoV 0.93, 5 runs)"
-    # the reference band still judges: a value under the floor is a regression
-    floored = series([100, 1000, 1900, 50, 3000, 40], band=(50.0, math.inf))
-    assert verdicts(floored)[-1] == "regression"
+def test_accepted_run_is_the_baseline_of_the_runs_after_it():
+    # no ties within the latest and r0: 5 against 5 tested exactly (p = 2 / 252 at U = 0)
+    runs = [QUIET[0], [60, 61, 59, 62, 60.5], [59, 60, 61, 58, 60.5], [60, 59, 61, 62, 58]]
+    # against the history of its 2 runs before (at ~60) the latest is no change; against r0:
+    # -40 %
+    assert verdicts(with_reps(runs), window=2)[-1] == "no change"
+    judged = compare.judge(with_reps(runs), baseline_run="r0").sort_values("started")
+    assert list(judged["verdict"])[1:] == ["regression"] * 3
+    assert judged["baseline"].iloc[-1] == "accepted run r0 (5 repetitions)"
 
 
-def test_change_is_against_the_history_median_only():
-    judged = compare.judge(series([100, 104, 97, 101, 99, 50], band=(10.0, math.inf)))
-    rows = judged.sort_values("started")
-    # the first points have only the floor: no change printed against it
-    assert rows["change_pct"].iloc[:3].isna().all()
-    # the last: median of 100, 104, 97, 101, 99 = 100 -> -50 %; the band's width stated:
-    # MAD 1 -> 3 x 1.4826 = 4.45 < 10 % of 100 -> ± 10
-    assert rows["change_pct"].iloc[-1] == pytest.approx(-50.0)
-    assert rows["basis"].iloc[-1] == "band 10..inf; history median 100 ± 10 (5 runs)"
+def test_a_value_under_a_fraction_of_its_ceiling_regressed():
+    desc = {"local": {"peaks": {"aggregate_mib_s": 10000}}}
+    judged = compare.judge(series([500, 2000]), descriptions=desc)
+    assert list(judged.sort_values("started")["verdict"]) == ["regression", "no change"]
+    assert judged["baseline"].iloc[0] == "ceiling 10,000 MiB/s x 10%"
 
 
-def test_tolerance_keeps_equal_history_from_flagging_noise():
-    assert verdicts(series([100, 100, 100, 100, 95]))[-1] == "ok"  # within 10%
-    assert verdicts(series([100, 100, 100, 100, 85]))[-1] == "regression"
+def test_change_points_mark_the_run_starting_a_new_segment():
+    values = [100, 102, 99, 101, 100, 60, 61, 59, 60, 62]
+    judged = compare.judge(series(values)).sort_values("started")
+    assert list(judged["change_point"]) == [i == 5 for i in range(10)]
+
+
+def test_results_keep_the_repetitions():
+    perf = pd.DataFrame(
+        {
+            "run_id": ["a", "a", "a"],
+            "system": "local",
+            "check": "ior_check",
+            "variable": "write_mib_s",
+            "unit": "MiB/s",
+            "value": [300.0, 100.0, 200.0],
+            "parameters": ['{"repetition": 0}', '{"repetition": 1}', '{"repetition": 2}'],
+            "environ": "openmpi",
+            "reference": None,
+            "lower": None,
+            "upper": None,
+        }
+    )
+    runs = pd.DataFrame({"run_id": ["a"], "system": ["local"], "started": ["2026-01-01"]})
+    (row,) = compare.results_of(perf, runs).to_dict("records")
+    assert row["value"] == 200.0 and sorted(row["repetitions"]) == [100.0, 200.0, 300.0]
 
 
 def test_cross_site_says_why_results_cannot_be_compared():
@@ -195,7 +267,7 @@ def test_throttled_run_is_flagged_and_unchanged_rerun_is_not(tmp_path, capsys):
     judged = compare.judge(compare.results(store), tolerance=float(TOLERANCE))
     slow_rows = judged[judged["run_id"] == slow]
     assert len(slow_rows) == 3 and (slow_rows["change_pct"] < -100 * float(TOLERANCE)).all()
-    assert set(slow_rows["verdict"]) <= {"regression", "noisy history"}, slow_rows
+    assert set(slow_rows["verdict"]) <= {"regression", "too noisy"}, slow_rows
     report_of_the_series(store, results, slow)
 
 
@@ -237,3 +309,23 @@ def report_of_the_series(store: Path, results: Path, slow: str) -> None:
     sections = chromium.assert_no_empty_section(page)
     assert sections[:3] == ["counts", "regressions", "over-runs"], sections
     chromium.assert_within_budget(page)
+
+
+def test_json_lists_every_series_with_its_evidence():
+    from iostudy.cli import compare as compare_cmd
+
+    frame = with_reps([*QUIET[:2], [24, 25, 23, 26, 24]]).assign(site=None, system="local")
+    judged = compare.judge(frame, descriptions={})
+    out = json.loads(compare_cmd.as_json(judged, EXIT_REGRESSION))
+    assert out["exit_status"] == EXIT_REGRESSION
+    assert out["verdicts"] == {
+        "regression": 1,
+        "improvement": 0,
+        "no change": 0,
+        "too noisy": 0,
+        "not judged": 2,
+    }
+    last = out["series"][-1]
+    assert set(compare_cmd.JSON_COLUMNS) <= set(last)
+    assert last["verdict"] == "regression" and last["repetitions"] == [24, 25, 23, 26, 24]
+    assert out["series"][0]["p_value"] is None and out["series"][0]["band_high"] is None

@@ -361,23 +361,14 @@ def _against_baseline(i: int, points: dict, way: str) -> dict:
     med = float(np.median(base))
     if not med:
         return _not_judged(f"{name}: median 0", cov)
-    spread = regression.runs_spread([float(np.median(reps[j])) for j in earlier])
+    # the spread between quiet runs: the accepted run's own history, not the runs it judges
+    quiet = [j for j in earlier if against == "history" or j <= points["accepted"]]
+    spread = regression.runs_spread([float(np.median(reps[j])) for j in quiet])
     stats = regression.change(
-        cur, base, spread, len(earlier), cov, points["alpha"], points["tolerance"], LEVEL
+        cur, base, spread, len(quiet), cov, points["alpha"], points["tolerance"], LEVEL
     )
-    tol = 100 * points["tolerance"]
+    verdict = _decide(stats, way, points)
     low, high, p = stats["change_low_pct"], stats["change_high_pct"], stats["p_value"]
-    below, above = high < -tol, low > tol
-    worse = (way != "lower" and below) or (way != "higher" and above)
-    better = (way == "higher" and above) or (way == "lower" and below)
-    if p < points["alpha"] and worse:
-        verdict = "regression"
-    elif p < points["alpha"] and better:
-        verdict = "improvement"
-    elif stats["min_detectable_pct"] > 100 * points["noise"]:
-        verdict = "too noisy"
-    else:
-        verdict = "no change"
     baseline = f"{name} ({len(base)} repetitions)"
     text = (
         f"{stats['change_pct']:+.1f}% ({low:+.1f}..{high:+.1f}%) against {baseline}, "
@@ -394,6 +385,25 @@ def _against_baseline(i: int, points: dict, way: str) -> dict:
         "baseline": baseline,
         "stats": {**stats, **hist},
     }
+
+
+def _decide(stats: dict, way: str, points: dict) -> str:
+    """regression or improvement: significant and the interval's near edge past the tolerance;
+    too noisy: neither, and the smallest detectable change over the limit; else no change."""
+    tol = 100 * points["tolerance"]
+    low, high, p = stats["change_low_pct"], stats["change_high_pct"], stats["p_value"]
+    below, above = high < -tol, low > tol
+    worse = (way != "lower" and below) or (way != "higher" and above)
+    better = (way == "higher" and above) or (way == "lower" and below)
+    if p < points["alpha"] and worse:
+        verdict = "regression"
+    elif p < points["alpha"] and better:
+        verdict = "improvement"
+    elif stats["min_detectable_pct"] > 100 * points["noise"]:
+        verdict = "too noisy"
+    else:
+        verdict = "no change"
+    return verdict
 
 
 def _against_ceiling(row: dict, top, way: str) -> dict | None:

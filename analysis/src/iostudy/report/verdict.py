@@ -3,8 +3,9 @@
 One word and the reasons behind it, most severe first:
 - FAIL: a run failed (ReFrame's exit status, an error, an interruption), a test case failed, or
   a performance value is outside its reference;
-- REGRESSED: the latest run of a series is worse than its history's band or floor
-  (:func:`iostudy.metrics.compare.judge`), by how much;
+- REGRESSED: the latest run of a series regressed against its baseline (its history's or an
+  accepted run's repetitions) or its system's ceiling (:func:`iostudy.metrics.compare.judge`),
+  by how much;
 - INCOMPLETE: something the campaign asked for did not run: each check with its cases and why
   (ReFrame's skip reason, e.g. a program not built, with the command that builds it); cases a
   campaign excludes on purpose are not missing; a run whose manifest is missing cannot say
@@ -113,15 +114,12 @@ def _failed_values(perf: pd.DataFrame) -> list[str]:
 
 
 def _regressions(judged: pd.DataFrame) -> list[str]:
-    """The series whose latest run is worse than its own history's band (a value below a
-    reference floor is a failing value already, not also a regression)."""
+    """The series whose latest run regressed against its baseline or its system's ceiling (a
+    value outside its reference band is a failing value already, not also a regression)."""
     if judged.empty:
         return []
     latest = judged.sort_values(["started", "run_id"]).groupby(["label", "fingerprint"]).tail(1)
-    worse = ((latest["direction"] != "lower") & (latest["value"] < latest["history_low"])) | (
-        (latest["direction"] != "higher") & (latest["value"] > latest["history_high"])
-    )
-    bad = latest[(latest["verdict"] == "regression") & worse]
+    bad = latest[(latest["verdict"] == "regression") & (latest["against"] != "reference")]
     out = [
         f"{r.metric} on {r.label}: {short(r.value)} {r.unit or ''}, {_change(r.change_pct)} "
         f"({r.basis}; run {r.run_id})"
@@ -131,8 +129,8 @@ def _regressions(judged: pd.DataFrame) -> list[str]:
 
 
 def _change(pct) -> str:
-    """The change as `iostudy compare` states it: against the history's median."""
-    return "no history to compare with" if pd.isna(pct) else f"{pct:+.1f}% against the median"
+    """The change as `iostudy compare` states it: against the baseline's median."""
+    return "no baseline to compare with" if pd.isna(pct) else f"{pct:+.1f}% against the median"
 
 
 def _not_run(runs: list[dict]) -> list[str]:
