@@ -201,11 +201,11 @@ REGRESSION_CAMPAIGN = {
 # unthrottled run's (37 against a median of 4,250 here; a tenth of a CPU gave 424 against
 # 3,900, too close to the band below).
 THROTTLE = 0.05
-# The history band's floor. Page-cache writes on a shared 2-core VM vary between unchanged
-# runs by a factor of two for a file per process (a CI run saw 2,891 after a median of 6,398)
-# and up to four and a half for the shared file (686.6 after a median of 3,102): the band flags
-# only a value under 15 % of the history's median. The throttled run falls to about 1 %.
-TOLERANCE = "0.85"
+# A change counts when its interval's near edge passes this fraction of the baseline's median.
+# Page-cache writes on a shared 2-core VM vary between unchanged runs by a factor of two for a
+# file per process and up to four and a half for the shared file (the interval is widened by
+# that spread); the throttled run falls by 78 to 95 %.
+TOLERANCE = "0.5"
 
 
 def campaign_run(campaign: Path, results: Path, wrap=None) -> str:
@@ -262,8 +262,8 @@ def test_throttled_run_is_flagged_and_unchanged_rerun_is_not(tmp_path, capsys):
     assert flagged and all(f"in run {slow}" in line for line in flagged), out
     # Which of the three rates is flagged depends on its history: page-cache writes on this
     # shared 2-core VM vary between unchanged runs (the shared file's by up to 4.5x, and a CI
-    # run saw the file-per-process rate's CoV at 0.38), and a history whose band reaches zero
-    # says "too noisy to judge" rather than flag. Every rate fell far past the tolerance.
+    # run saw the file-per-process rate's CoV at 0.38), and a series whose smallest detectable
+    # change is over 50 % is "too noisy" rather than flagged. Every rate fell past the tolerance.
     judged = compare.judge(compare.results(store), tolerance=float(TOLERANCE))
     slow_rows = judged[judged["run_id"] == slow]
     assert len(slow_rows) == 3 and (slow_rows["change_pct"] < -100 * float(TOLERANCE)).all()
