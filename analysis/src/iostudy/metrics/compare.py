@@ -20,8 +20,9 @@ verdict of VERDICTS from its references:
   repetitions), or with ``--baseline RUN`` those of the accepted run for the runs after it. The
   run's repetitions are tested against the baseline's with the Mann-Whitney rank test
   (two-sided p), and the change is the Hodges-Lehmann shift in % of the baseline's median with
-  its 95 % interval, widened by the spread of the earlier runs' medians (1.96 x their CoV x
-  sqrt(1 + 1/runs)), since repetitions of one run share that run's conditions.
+  its 95 % interval, widened on the log of the ratio by the spread of the earlier runs' medians
+  (1.96 x their CoV x sqrt(1 + 1/runs)), since repetitions of one run share that run's
+  conditions.
   **regression**: p < 0.01 and the interval's near edge more than 5 % (``tolerance``) worse;
   **improvement**: the same, better; **too noisy**: neither, and the smallest detectable change
   (80 % power: the larger of 3.42 x the repetitions' standard error and 5 % + 2.80 x the

@@ -192,10 +192,11 @@ def runs_spread(medians) -> float:
 
 def change(cur, base, spread, runs, cov, alpha, tolerance, level=0.95) -> dict:
     """``cur`` against ``base`` in % of the base's median: the Hodges-Lehmann shift and its
-    ``level`` interval widened by the spread between ``runs`` runs (z x spread x
-    sqrt(1 + 1/runs)), the rank test's p-value, and the smallest change found with 80 % power:
-    the larger of the test's at ``alpha`` (the repetitions' standard error, ``cov`` x
-    sqrt(1/m + 1/n)) and ``tolerance`` + the interval's (the standard error with the spread)."""
+    ``level`` interval widened, on the log of the ratio, by the spread between ``runs`` runs
+    (z x spread x sqrt(1 + 1/runs)), the rank test's p-value, and the smallest change found
+    with 80 % power: the larger of the test's at ``alpha`` (the repetitions' standard error,
+    ``cov`` x sqrt(1/m + 1/n)) and ``tolerance`` + the interval's (the standard error with the
+    spread)."""
     med = float(np.median(base))
     shift, low, high = hodges_lehmann(cur, base, level)
     between = spread * math.sqrt(1 + 1 / max(runs, 1))
@@ -206,11 +207,24 @@ def change(cur, base, spread, runs, cov, alpha, tolerance, level=0.95) -> dict:
         minimum_detectable(se_within, alpha),
         tolerance + minimum_detectable(math.hypot(se_within, between), 1 - level),
     )
+    # widened on the log of the ratio: run-to-run noise of rates is multiplicative, and a rate
+    # cannot fall by more than 100 %
+    centre, low, high = (_log_ratio(v * pct) for v in (shift, low, high))
     return {
         "change_pct": shift * pct,
-        "change_low_pct": shift * pct - math.hypot((shift - low) * pct, extra),
-        "change_high_pct": shift * pct + math.hypot((high - shift) * pct, extra),
+        "change_low_pct": _pct(centre - math.hypot(centre - low, extra / 100)),
+        "change_high_pct": _pct(centre + math.hypot(high - centre, extra / 100)),
         "p_value": mann_whitney(cur, base),
         "noise_cov": cov,
         "min_detectable_pct": 100 * detectable,
     }
+
+
+def _log_ratio(change_pct: float) -> float:
+    if math.isinf(change_pct):
+        return change_pct
+    return math.log(max(1 + change_pct / 100, 1e-9))
+
+
+def _pct(log_ratio: float) -> float:
+    return 100 * (math.exp(log_ratio) - 1) if log_ratio < 700 else math.inf
