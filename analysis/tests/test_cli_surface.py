@@ -179,7 +179,8 @@ def test_tables_as_json_agree_with_csv(tmp_path, capsys):
         assert r["nodes_source"] == c["nodes_source"] == "tag"
     assert main(["compare", "--store", str(store), "--json"]) in (0, 1)  # 1: a regression
     judged = json.loads(capsys.readouterr().out)
-    assert judged and {"system", "metric", "value", "verdict"} <= set(judged[0])
+    assert judged["exit_status"] in (0, 1) and sum(judged["verdicts"].values()) >= 1
+    assert {"system", "metric", "value", "verdict"} <= set(judged["series"][0])
     with pytest.raises(SystemExit):
         main(["jobs", "--store", str(store), "--csv", "--json"])
 
