@@ -188,6 +188,12 @@ def test_a_baseline_judges_where_the_reference_cannot():
     v = verdict([run()], one, noisy)
     assert v.word == "NOT JUDGED"
     assert v.reasons[-1] == f"iomodel_check ssf_write_mib_s on local: too noisy ({why}; run r1)"
+    # series alike in why they were not judged: one line
+    short = judged(row(), row(fingerprint="f2", metric="iomodel_check fpp_write_mib_s"))
+    assert verdict([run()], one, short).reasons[-1] == (
+        "2 series not judged: no reference and not enough history (e.g. iomodel_check "
+        "ssf_write_mib_s on local)"
+    )
 
 
 def test_which_references_can_fail():

@@ -213,14 +213,18 @@ def _edge(x) -> str:
 
 
 def _unjudged_series(latest: pd.DataFrame) -> list[str]:
-    """The series whose latest run could not be judged against a baseline, and why."""
+    """The series whose latest run could not be judged against a baseline, and why: one line
+    per reason (a series alone with its reason is named)."""
     if latest.empty:
         return []
     rows = latest[latest["verdict"].isin(("too noisy", "not judged"))]
-    out = [
-        f"{r.metric} on {r.label}: {r.verdict} ({r.basis}; run {r.run_id})"
-        for r in rows.itertuples()
-    ]
+    out = []
+    for (verdict, basis), g in rows.groupby(["verdict", "basis"], sort=False):
+        r = g.iloc[0]
+        if len(g) == 1:
+            out.append(f"{r.metric} on {r.label}: {verdict} ({basis}; run {r.run_id})")
+        else:
+            out.append(f"{len(g)} series {verdict}: {basis} (e.g. {r.metric} on {r.label})")
     return _counted(out, "series not judged")
 
 
