@@ -89,11 +89,12 @@ def test_headline_figures_against_the_declared_peak():
     systems = {"local": {"peaks": {"aggregate_mib_s": 4800, "metadata_ops_s": None}}}
     assert headline.best_lines(perf, systems) == [
         # 1200 / 4800 = 25 %
-        "best write: 1200 MiB/s (ior_check write_mib_s on local, run r2; 25% of its declared "
-        "4800 MiB/s)",
-        "best read: 3000 MiB/s (ior_check read_mib_s on other, run r2; no peak declared)",
-        "best metadata rate: 500 ops/s (mdtest_check file_create_ops_s on local, run r2; no "
-        "peak declared)",
+        "context, best write ever measured: 1200 MiB/s (ior_check write_mib_s on local, run "
+        "r2; 25% of its declared 4800 MiB/s)",
+        "context, best read ever measured: 3000 MiB/s (ior_check read_mib_s on other, run r2; "
+        "no peak declared)",
+        "context, best metadata rate ever measured: 500 ops/s (mdtest_check "
+        "file_create_ops_s on local, run r2; no peak declared)",
     ]
     jobs = pd.DataFrame({"mib_s_per_cn": [1.0, 2.0, 3.0, 4.0, None], "nodes": [1] * 5})
     # of 1..4: median 2.5, 10th percentile 1.3, 90th 3.7 (linear interpolation)

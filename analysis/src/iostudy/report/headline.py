@@ -6,7 +6,7 @@ from __future__ import annotations
 from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
-from iostudy.metrics import compare, scaling
+from iostudy.metrics import scaling
 from iostudy.report import components_report, layout, probe_report
 from iostudy.report import verdict as verdict_mod
 from iostudy.report.sectiondata import SectionData
@@ -17,10 +17,7 @@ pd = deferred("pandas")
 
 def study_verdict(r: SectionData) -> verdict_mod.Verdict:
     """The study's verdict (iostudy.report.verdict) from its runs, values and their history."""
-    perf = r.data["perf"]
-    results = compare.results_of(perf, r.runs_df) if len(perf) else pd.DataFrame()
-    judged = compare.judge(results) if len(results) else pd.DataFrame()
-    found = verdict_mod.verdict(r.runs, perf, judged, jobs=len(r.data["jobs"]))
+    found = verdict_mod.verdict(r.runs, r.data["perf"], r.judged, jobs=len(r.data["jobs"]))
     ceiling = components_report.verdict_lines(r.found.get("ceiling") or {})
     return verdict_mod.Verdict(found.word, (*found.reasons, *ceiling)) if ceiling else found
 
@@ -69,8 +66,8 @@ def _judged(table: pd.DataFrame, column: str, what: str) -> str:
     return f"{text} ({missing} without a log)" if missing else text
 
 
-# The headline's measures of a check study: (what, unit, a variable name's word, the system
-# peak it is a fraction of).
+# The headline's context of a check study, the best value ever measured: (what, unit, a variable
+# name's word, the system peak it is a fraction of).
 BEST = (
     ("best write", "MiB/s", "write", "aggregate_mib_s"),
     ("best read", "MiB/s", "read", "aggregate_mib_s"),
@@ -79,16 +76,56 @@ BEST = (
 
 
 def headline(r: SectionData, kind: str) -> list[str]:
-    """The kind's headline figures, a line each, with where each comes from: acceptance and
-    regression the best bandwidths and metadata rate against the system's declared peak;
+    """The kind's headline figures, a line each, with where each comes from: acceptance,
+    regression and cross-site per system its latest run against its baseline, then as context
+    the best bandwidths and metadata rate ever measured against the system's declared peak;
     interference the probes' variability; characterization the jobs' MiB/s/CN."""
     if kind == "interference":
         return probe_lines(r.data["probes"])
     if kind == "characterization":
         return job_lines(r.jobs)
     if kind in ("acceptance", "regression", "cross-site"):
-        return best_lines(r.data["perf"], r.options.systems or {})
+        return latest_lines(r.judged) + best_lines(r.data["perf"], r.options.systems or {})
     return []
+
+
+# The order a headline counts its verdicts in: what a reader acts on first; a verdict not named
+# here comes last.
+READING_ORDER = ("regression", "too noisy", "not judged", "improvement", "no change")
+
+
+def latest_lines(judged: pd.DataFrame) -> list[str]:
+    """Per system, its series' latest runs against their baselines (compare.judge): how many
+    of each verdict, and the worst change with its interval and verdict."""
+    if judged.empty:
+        return []
+    latest = judged[judged["latest"].astype(bool)]
+    out = []
+    for label, rows in latest.groupby("label", sort=True):
+        runs = ", ".join(dict.fromkeys(rows.sort_values("started")["run_id"]))
+        counts = rows["verdict"].value_counts()
+        order = sorted(
+            counts.index,
+            key=lambda v: READING_ORDER.index(v) if v in READING_ORDER else len(READING_ORDER),
+        )
+        text = ", ".join(f"{counts[v]} {v}" for v in order)
+        out.append(f"{label}, latest run {runs} against its baseline: {text}; {_worst(rows)}")
+    return out
+
+
+def _worst(rows: pd.DataFrame) -> str:
+    """The latest run's worst change: the largest fall of a rate, rise of a time, or change
+    of a value either way."""
+    measured = rows[rows["change_pct"].notna()]
+    if measured.empty:
+        return "no change measured (no baseline to compare with)"
+    sign = measured["direction"].map({"higher": -1.0, "lower": 1.0})
+    worse = (measured["change_pct"] * sign).fillna(measured["change_pct"].abs())
+    r = measured.loc[worse.idxmax()]
+    return (
+        f"worst change {r['metric']}: {verdict_mod.change_text(r)}, {r['verdict']} "
+        f"(against {r['baseline']})"
+    )
 
 
 def best_lines(perf: pd.DataFrame, systems: dict) -> list[str]:
@@ -106,7 +143,9 @@ def best_lines(perf: pd.DataFrame, systems: dict) -> list[str]:
             else "no peak declared"
         )
         where = f"{best['check']} {best['variable']} on {best['system']}, run {best['run_id']}"
-        out.append(f"{what}: {short(best['value'])} {unit} ({where}; {share})")
+        out.append(
+            f"context, {what} ever measured: {short(best['value'])} {unit} ({where}; {share})"
+        )
     return out
 
 

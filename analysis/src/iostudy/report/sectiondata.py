@@ -95,6 +95,12 @@ class SectionData:
         return compare.results_of(self.data["perf"], self.runs_df)
 
     @cached_property
+    def judged(self) -> pd.DataFrame:
+        """compare.judge of the comparable results, once: the page's verdict, its headline and
+        the regression section's."""
+        return compare.judge(self.comparable) if len(self.comparable) else pd.DataFrame()
+
+    @cached_property
     def workload_items(self) -> list[tuple[str, tuple, dict]]:
         """The workload's and the large jobs' items as (section, add's other arguments):
         metrics.workload draws both from one ranking of the projects."""

@@ -245,8 +245,8 @@ def cross_site_section(d: SectionData) -> None:
 
 
 def regressions_section(d: SectionData) -> None:
-    if len(d.comparable):
-        compare_report.add_regressions(d.add, d.comparable)
+    if len(d.judged):
+        compare_report.add_regressions(d.add, d.judged)
 
 
 def applications_section(d: SectionData) -> None:
@@ -356,7 +356,7 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "regressions",
-        "Each result over time: bands and regressions",
+        "Each result over time: verdicts against the baseline, noise, change-points",
         regressions_section,
         "iostudy schedule (the campaign run again, hourly or nightly)",
         {"regression": 1},
