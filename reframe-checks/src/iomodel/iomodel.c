@@ -167,9 +167,10 @@ static int validate(const options_t *o, char *err) {
                     o->max_procs);
     /* every chunk is (S / M) times a power of two, so S / M aligned aligns every offset */
     if (o->sync == SYNC_DIRECT && o->size / (uint64_t)o->max_procs % DIRECT_ALIGN != 0)
-        return fail(err, "--sync direct: --size / --max-procs (%" PRIu64 ") is not a multiple of %"
-                    PRIu64 " (O_DIRECT's alignment)", o->size / (uint64_t)o->max_procs,
-                    DIRECT_ALIGN);
+        return fail(err,
+                    "--sync direct: --size / --max-procs (%" PRIu64
+                    ") is not a multiple of 4096 (O_DIRECT's alignment)",
+                    o->size / (uint64_t)o->max_procs);
     if (!o->list && o->dir == NULL)
         return fail(err, "--dir is required (except with --list)");
     return 0;
@@ -292,11 +293,10 @@ static uint64_t chunk_bytes(const bench_t *b, const model_t *md) {
     return b->opt.size / (uint64_t)io_procs(md);
 }
 
-/* The keys shared by --list and run output, up to "bytes". */
+/* The keys shared by --list and run output, up to "sync". */
 static void print_head(const bench_t *b, const model_t *md) {
     printf("{\"benchmark\":\"iomodel\",\"n\":%d,\"p\":%d,\"f\":%d,\"m\":%d,\"io_procs\":%d,"
-           "\"procs_per_file\":%d,\"files\":%d,\"nodes\":%d,\"bytes\":%" PRIu64
-           ",\"sync\":\"%s\"",
+           "\"procs_per_file\":%d,\"files\":%d,\"nodes\":%d,\"bytes\":%" PRIu64 ",\"sync\":\"%s\"",
            md->n, md->p, md->f, md->m, io_procs(md), procs_per_file(md), file_count(md), md->n,
            b->opt.size, SYNC_NAMES[b->opt.sync]);
 }
