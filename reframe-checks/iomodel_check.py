@@ -13,7 +13,7 @@ configs/references/<system>.json. The job's setup is iostudy.benchmarks.benchche
 the logic iostudy.benchmarks.checks'. By hand:
 
     reframe -C configs/reframe_settings.py --system local -c reframe-checks/iomodel_check.py \\
-        -S size=16M -S max_procs=4 -r
+        -S size=16M -S max_procs=4 -S sync=auto -r
 """
 
 from pathlib import Path
@@ -23,7 +23,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
-from iostudy.benchmarks import checks, registry
+from iostudy.benchmarks import checks, measures, registry
 from iostudy.benchmarks.benchcheck import RuntimeCheck
 from iostudy.core import numfmt
 
@@ -44,6 +44,8 @@ class iomodel_check(RuntimeCheck):
     #: 0: the partition's cores per node, at most max_procs
     procs_per_node = variable(int, value=DEFAULTS["procs_per_node"])
     read_back = variable(typ.Bool, value=DEFAULTS["read_back"])
+    #: auto, direct (O_DIRECT), fsync or none: what the time includes (iostudy.benchmarks.measures)
+    sync = variable(str, value=DEFAULTS["sync"])
 
     @run_after("setup")
     def set_job(self):
@@ -59,12 +61,19 @@ class iomodel_check(RuntimeCheck):
             if not built.is_file() and not self.is_dry_run():
                 raise FileNotFoundError(f"{built} is missing: run `make setup` or `make spack`")
         workdir = self.job_folder(self.scratch_folder())
+        size = checks.parse_size(self.size)
+        # every chunk is (S / M) times a power of two (iomodel.c); the 1-node models put all S
+        # on one node
+        aligned = (size // procs) % measures.DIRECT_ALIGN == 0
+        sync = self.measure(self.sync, self.scratch_folder(), aligned, size)
         tags = {
             "size": self.size,
             "max_procs": procs,
             "procs_per_node": per_node,
             "read_back": str(bool(self.read_back)).lower(),
             "nodes": self.node_count(procs, per_node),
+            "sync": sync,
+            "measures": self.measures,
         }
         self.preload(CHECK, program, workdir, tags)
         self.executable_opts = [
@@ -76,6 +85,8 @@ class iomodel_check(RuntimeCheck):
             str(per_node),
             "--dir",
             str(workdir),
+            "--sync",
+            sync,
         ] + (["--read-back"] if self.read_back else [])
 
     def _lines(self):

@@ -29,7 +29,7 @@ from pathlib import Path
 import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 
-from iostudy.benchmarks import checks, registry
+from iostudy.benchmarks import checks, measures, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
 from iostudy.core import numfmt
 
@@ -54,6 +54,8 @@ class ior_check(BenchmarkCheck):
     transfer = variable(str, value=DEFAULTS["transfer"])
     transfers = variable(int, value=DEFAULTS["transfers"])  # per process and iteration
     iterations = variable(int, value=DEFAULTS["iterations"])
+    #: auto, direct (O_DIRECT) or fsync: what the time includes (iostudy.benchmarks.measures)
+    sync = variable(str, value=DEFAULTS["sync"])
 
     @run_after("setup")
     def set_job(self):
@@ -62,12 +64,21 @@ class ior_check(BenchmarkCheck):
         program, why = checks.spack_program(
             self.current_system.name, "ior", self.current_environ.name
         )
+        if self.sync == "none":
+            raise ValueError(f"{CHECK}: sync none: IOR's write phase always fsyncs (-e)")
+        block = checks.parse_size(self.transfer) * self.transfers
+        aligned = (
+            self.api == "POSIX" and checks.parse_size(self.transfer) % measures.DIRECT_ALIGN == 0
+        )
+        sync = self.measure(self.sync, self.target_folder(), aligned, block * self.procs)
         tags = {
             "api": self.api,
             "layout": self.layout,
             "transfer": self.transfer,
             "transfers": self.transfers,
             "iterations": self.iterations,
+            "sync": sync,
+            "measures": self.measures,
         }
         workdir = self.prepare(CHECK, program, why, tags)
         self.drop_pages = checks.drop_cached_pages_command(workdir)
@@ -80,6 +91,7 @@ class ior_check(BenchmarkCheck):
                 self.iterations,
                 workdir / "testfile",
                 phase,
+                direct=sync == "direct",
             )
             for phase in checks.IOR_PHASES
         }

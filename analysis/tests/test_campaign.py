@@ -44,6 +44,7 @@ def test_quick_campaign_with_defaults():
         "max_procs": "system",
         "procs_per_node": "system",
         "read_back": False,
+        "sync": "auto",  # O_DIRECT where the scratch takes it: local's RAM holds 256 MiB
     }
     assert not entry["optional"]
     # IOR and mdtest where the Spack view has them: optional elsewhere.

@@ -76,3 +76,9 @@ def test_quick_campaign_on_testcluster(cluster, tmp_path):
             "testcluster",
         )
         assert (tags["nodes"], tags["procs_per_node"], tags["run_id"]) == ("2", "2", run_dir.name)
+        # quick's sync auto (reframe-checks/README.md): the mode used and what it measured
+        assert (tags["sync"], tags["measures"]) in {
+            ("direct", "storage (O_DIRECT)"),
+            ("fsync", "storage (fsync)"),
+            ("fsync", "memory (tmpfs)"),
+        }, tags

@@ -34,6 +34,7 @@ RUN_KEYS = [
     "files",
     "nodes",
     "bytes",
+    "sync",
     "write_seconds",
     "write_mib_s",
     "read_seconds",

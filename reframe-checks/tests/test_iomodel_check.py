@@ -10,15 +10,18 @@ tests choose small sizes and their own references.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import campaign_runs as runs
 import pytest
 
 from iostudy.benchmarks import checks, spackenv
+from iostudy.cli.cli import main
 from iostudy.core import config
 from iostudy.logs.darshanlog import read_log
 from iostudy.run import campaign as campaign_mod
+from iostudy.store import store as store_mod
 
 pytestmark = pytest.mark.campaign
 
@@ -184,6 +187,24 @@ def scripts_by_environ(run_dir: Path) -> dict[str, str]:
     return {p.parent.parent.name: p.read_text() for p in runs.job_scripts(run_dir, "iomodel_check")}
 
 
+def expected_sync(folder: Path) -> tuple[str, str]:
+    """sync auto's mode and label in folder, by GNU dd and util-linux's findmnt (oracles)."""
+    folder = next(p for p in [folder, *folder.parents] if p.exists())
+    kind = subprocess.run(
+        ["findmnt", "-n", "-o", "FSTYPE", "--target", str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[-1]
+    probe = folder / "dd-direct-probe"
+    dd = ["dd", "if=/dev/zero", f"of={probe}", "bs=4096", "count=1", "oflag=direct"]
+    works = subprocess.run(dd, capture_output=True, check=False).returncode == 0
+    probe.unlink(missing_ok=True)
+    if kind in ("tmpfs", "ramfs"):
+        return "fsync", f"memory ({kind})"
+    return ("direct", "storage (O_DIRECT)") if works else ("fsync", "storage (fsync)")
+
+
 @pytest.mark.parametrize("system", ["local", "testcluster"])
 def test_dry_run_writes_job_scripts(system, configs_copy, spack_build, tmp_path, capsys):
     """Without a Spack build (spack_build: an empty stand-in) the programs are `make setup`'s."""
@@ -202,6 +223,9 @@ def test_dry_run_writes_job_scripts(system, configs_copy, spack_build, tmp_path,
         # quick's max_procs "system": every core, 2 on local, 2 nodes x 2 on testcluster.
         procs = sysdesc["nodes"]["count"] * sysdesc["nodes"]["cores_per_node"]
         assert f"{binary} --size 256M --max-procs {procs} --procs-per-node 2 --dir" in launch
+        # quick's sync auto: O_DIRECT where dd can write with it and the folder is no tmpfs
+        sync, label = expected_sync(run_dir / "scratch")
+        assert launch.endswith(f" --sync {sync}")
         if system == "local":
             # The flavour's own mpirun, with one rank per core of the one 2-core node.
             assert launch.startswith(f'"${{IOSTUDY_MPIRUN:-mpirun}}" -np {procs} ')
@@ -234,6 +258,8 @@ def test_dry_run_writes_job_scripts(system, configs_copy, spack_build, tmp_path,
             "repetition": "0",
             "nodes": "1" if system == "local" else "2",
             "run_id": run_dir.name,
+            "sync": sync,
+            "measures": label,
         }
     # Nothing ran: no logs, no benchmark output.
     assert not runs.darshan_logs(run_dir)
@@ -350,3 +376,36 @@ def test_references_decide(configs_copy, tmp_path, capsys):
     assert case["perfvalues"]["local:default:fpp_write_mib_s"][5] == "pass"
     # The job ran and left its log all the same.
     assert len(runs.darshan_logs(run_dir)) == 1
+
+
+@pytest.mark.exclusive
+def test_what_was_measured_reaches_the_store(configs_copy, tmp_path, capsys):
+    """sync auto on a real run: the benchmark's lines say the mode, the log's tags and the
+    store's perf and iomodel parameters say what was measured (the label by dd and findmnt)."""
+    require_built()
+    iomodel_campaign(
+        configs_copy,
+        "synced",
+        {"size": "4M", "max_procs": 2, "sync": "auto"},
+        environs=["openmpi"],
+    )
+    status, out, run_dir = runs.run_campaign(capsys, "synced", "local", tmp_path / "results")
+    assert status == 0, out
+    sync, label = expected_sync(run_dir / "scratch")
+    (case,) = runs.report_cases(run_dir)
+    assert case["measures"] == label
+    lines = checks.iomodel_lines(Path(case["outputdir"], "iomodel.jsonl").read_text())
+    assert len(lines) == 3 and {r["sync"] for r in lines} == {sync}
+    (log,) = runs.darshan_logs(run_dir)
+    tags = read_log(log)["job"]["metadata"]
+    assert (tags["sync"], tags["measures"]) == (sync, label)
+    store = tmp_path / "store"
+    assert main(["ingest", str(run_dir), "--store", str(store)]) == 0
+    db = store_mod.connect(store)
+    for table in ("perf", "iomodel"):
+        params = {
+            json.dumps(json.loads(p))
+            for (p,) in db.execute(f"SELECT parameters FROM {table}").fetchall()
+        }
+        (only,) = params
+        assert json.loads(only)["measures"] == label and json.loads(only)["sync"] == "auto"

@@ -3,12 +3,14 @@
  * Given a total size S, a maximum process count M and P processes per node (N = M / P nodes),
  * it writes exactly S bytes once per I/O model (n, p, f, m): n nodes, p processes per node doing
  * I/O, f files per node, each file shared by m nodes (all powers of two). Writes are POSIX
- * pwrite calls synchronized by MPI barriers; rank 0 prints one JSON line per model. The
- * definitions, the CLI and the output are documented in reframe-checks/README.md.
+ * pwrite calls synchronized by MPI barriers; rank 0 prints one JSON line per model. --sync says
+ * what the time includes: none (the page cache may hold the data), fsync (each rank's fsync
+ * before its close) or direct (O_DIRECT: no page cache). The definitions, the CLI and the
+ * output are documented in reframe-checks/README.md.
  *
  * Exit status: 0 success, 1 an I/O error during a model, 2 bad parameters.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* O_DIRECT */
 #define _FILE_OFFSET_BITS 64
 
 #include <errno.h>
@@ -38,6 +40,13 @@ enum { EXIT_IO = 1, EXIT_USAGE = 2 };
 #define LUSTRE_MIN_STRIPE ((uint64_t)64 << 10)
 /* Lustre keeps the stripe size in 32 bits: 2 GiB is the largest power of two that fits. */
 #define LUSTRE_MAX_STRIPE ((uint64_t)2 << 30)
+/* O_DIRECT: buffer, offsets and lengths multiples of the logical block; 4 KiB covers 512-byte
+ * and 4 KiB devices and the page size. */
+#define DIRECT_ALIGN ((uint64_t)4096)
+
+/* What a phase's time includes beyond the system calls' return. */
+typedef enum { SYNC_NONE, SYNC_FSYNC, SYNC_DIRECT } sync_t;
+static const char *const SYNC_NAMES[] = {"none", "fsync", "direct"};
 
 typedef struct {
     int n; /* nodes used */
@@ -51,6 +60,7 @@ typedef struct {
     long max_procs, ppn;
     const char *dir;
     const char *models;
+    sync_t sync;
     bool read_back, list, keep, help;
 } options_t;
 
@@ -69,10 +79,14 @@ typedef struct {
 
 static const char USAGE[] =
     "usage: iomodel --size S --max-procs M --procs-per-node P --dir DIR [--read-back]\n"
-    "               [--models all|serial,fpp,fpn,ssf,n:p:f:m,...] [--list] [--keep]\n"
+    "               [--sync none|fsync|direct] [--models all|serial,fpp,fpn,ssf,n:p:f:m,...]\n"
+    "               [--list] [--keep]\n"
     "Writes exactly S bytes (suffix K, M or G: KiB, MiB, GiB) once per I/O model between\n"
     "serial and single shared file, and prints one JSON line per model. Run it with exactly\n"
-    "M MPI ranks placed in blocks of P per node; --list prints the models without I/O.\n";
+    "M MPI ranks placed in blocks of P per node; --list prints the models without I/O.\n"
+    "--sync: none (default; the page cache may hold the data), fsync (each rank fsyncs its\n"
+    "file before closing it, inside the timed phase) or direct (O_DIRECT; S / M a multiple\n"
+    "of 4096).\n";
 
 static bool is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -83,6 +97,7 @@ static const struct option LONG_OPTIONS[] = {
     {"dir", required_argument, NULL, 'd'},
     {"models", required_argument, NULL, 'x'},
     {"read-back", no_argument, NULL, 'r'},
+    {"sync", required_argument, NULL, 'y'},
     {"list", no_argument, NULL, 'l'},
     {"keep", no_argument, NULL, 'k'},
     {"help", no_argument, NULL, 'h'},
@@ -108,6 +123,13 @@ static int apply_option(void *opts, int c, const char *arg, char *err) {
     case 'r':
         o->read_back = true;
         return 0;
+    case 'y':
+        for (int k = 0; k <= SYNC_DIRECT; k++)
+            if (strcmp(arg, SYNC_NAMES[k]) == 0) {
+                o->sync = (sync_t)k;
+                return 0;
+            }
+        return fail(err, "--sync '%s': expected none, fsync or direct", arg);
     case 'l':
         o->list = true;
         return 0;
@@ -143,6 +165,12 @@ static int validate(const options_t *o, char *err) {
     if (o->size % (uint64_t)o->max_procs != 0)
         return fail(err, "--size %" PRIu64 " is not divisible by --max-procs %ld", o->size,
                     o->max_procs);
+    /* every chunk is (S / M) times a power of two, so S / M aligned aligns every offset */
+    if (o->sync == SYNC_DIRECT && o->size / (uint64_t)o->max_procs % DIRECT_ALIGN != 0)
+        return fail(err,
+                    "--sync direct: --size / --max-procs (%" PRIu64
+                    ") is not a multiple of 4096 (O_DIRECT's alignment)",
+                    o->size / (uint64_t)o->max_procs);
     if (!o->list && o->dir == NULL)
         return fail(err, "--dir is required (except with --list)");
     return 0;
@@ -265,12 +293,12 @@ static uint64_t chunk_bytes(const bench_t *b, const model_t *md) {
     return b->opt.size / (uint64_t)io_procs(md);
 }
 
-/* The keys shared by --list and run output, up to "bytes". */
+/* The keys shared by --list and run output, up to "sync". */
 static void print_head(const bench_t *b, const model_t *md) {
     printf("{\"benchmark\":\"iomodel\",\"n\":%d,\"p\":%d,\"f\":%d,\"m\":%d,\"io_procs\":%d,"
-           "\"procs_per_file\":%d,\"files\":%d,\"nodes\":%d,\"bytes\":%" PRIu64,
+           "\"procs_per_file\":%d,\"files\":%d,\"nodes\":%d,\"bytes\":%" PRIu64 ",\"sync\":\"%s\"",
            md->n, md->p, md->f, md->m, io_procs(md), procs_per_file(md), file_count(md), md->n,
-           b->opt.size);
+           b->opt.size, SYNC_NAMES[b->opt.sync]);
 }
 
 static void print_tail(const bench_t *b, const model_t *md) {
@@ -397,6 +425,15 @@ static int transfer(int fd, bool write, char *buf, size_t buflen, uint64_t off, 
     return 0;
 }
 
+/* --sync fsync: the chunk reaches the storage inside the timed write, and its now clean pages
+ * are dropped, so that --read-back reads the storage too (dropping clean pages is cheap: no
+ * I/O). 0 or errno. */
+static int sync_and_drop(int fd, uint64_t off, uint64_t len) {
+    if (fsync(fd) != 0)
+        return errno;
+    return posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+}
+
 /* This rank's part of a phase: open, transfer its chunk, close. 0 or EXIT_IO (reported). */
 static int rank_io(const bench_t *b, const model_t *md, bool write) {
     int file;
@@ -405,9 +442,12 @@ static int rank_io(const bench_t *b, const model_t *md, bool write) {
         return 0;
     char path[PATH_LEN];
     file_path(b, md, file, path);
-    int fd = write ? open(path, O_CREAT | O_WRONLY, 0644) : open(path, O_RDONLY);
+    int direct = b->opt.sync == SYNC_DIRECT ? O_DIRECT : 0;
+    int fd = write ? open(path, O_CREAT | O_WRONLY | direct, 0644) : open(path, O_RDONLY | direct);
     char *buf = write ? b->buf : b->readbuf;
     int e = fd < 0 ? errno : transfer(fd, write, buf, b->buflen, offset, chunk_bytes(b, md));
+    if (e == 0 && write && b->opt.sync == SYNC_FSYNC)
+        e = sync_and_drop(fd, offset, chunk_bytes(b, md));
     if (fd >= 0 && close(fd) != 0 && e == 0)
         e = errno;
     if (e == 0)
@@ -446,10 +486,16 @@ static int run_model(const bench_t *b, const model_t *md) {
     return status;
 }
 
+/* O_DIRECT's alignment for every buffer (free()d as malloc's); NULL when out of memory. */
+static char *aligned_buffer(size_t len) {
+    void *p = NULL;
+    return posix_memalign(&p, (size_t)DIRECT_ALIGN, len) == 0 ? p : NULL;
+}
+
 static int run_all(bench_t *b) {
     b->buflen = (size_t)(b->opt.size < IO_PIECE ? b->opt.size : IO_PIECE);
-    b->buf = malloc(b->buflen);
-    b->readbuf = b->opt.read_back ? malloc(b->buflen) : NULL;
+    b->buf = aligned_buffer(b->buflen);
+    b->readbuf = b->opt.read_back ? aligned_buffer(b->buflen) : NULL;
     if (agree(b->buf == NULL || (b->opt.read_back && b->readbuf == NULL)) != 0) {
         if (b->rank == 0)
             fprintf(stderr, "iomodel: error: cannot allocate %zu bytes\n", b->buflen);

@@ -22,7 +22,8 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 
-from iostudy.benchmarks import checks, registry
+from iostudy.benchmarks import checks, measures, registry
+from iostudy.core import config
 from iostudy.core.nodecount import nodes_for
 
 
@@ -41,6 +42,20 @@ class RuntimeCheck(rfm.RunOnlyRegressionTest):
     scratch_dir = variable(str, value="")
     campaign = variable(str, value="none")
     run_id = variable(str, value="")
+    #: what the benchmark's time measures (iostudy.benchmarks.measures), set in setup: in the
+    #: run report, from which ingest puts it in the results' parameters
+    measures = variable(str, value="")
+
+    def measure(self, requested: str, folder: Path, aligned: bool, bytes_per_node: int) -> str:
+        """The sync mode a run in folder uses for the sync parameter ``requested``
+        (measures.resolve_sync); sets measures to what the run then measures."""
+        try:
+            mode = measures.resolve_sync(requested, folder, aligned)
+        except ValueError as exc:
+            raise ValueError(f"{self.unique_name}: {exc}") from None
+        memory = measures.node_memory_mib(config.load_system(self.current_system.name))
+        self.measures = measures.measures(mode, folder, bytes_per_node, memory)
+        return mode
 
     def place(self, procs: int, per_node: int) -> int:
         """Sets the job's tasks, procs ranks, per_node per node (0: the partition's cores per
@@ -120,6 +135,12 @@ class BenchmarkCheck(RuntimeCheck):
     #: combinations the campaign leaves out, "name=value&name=value" each (checks.excluded_by)
     excluded = variable(typ.List[str], value=[])
 
+    def target_folder(self) -> Path:
+        """Where the target's files go: /dev/shm (memory) or the scratch storage."""
+        if self.target == "memory":
+            return checks.memory_target_root(self.run_id)
+        return self.scratch_folder()
+
     def prepare(self, check: str, program: Path | None, why: str, tags: dict) -> Path:
         """Skips (with why) without program or when the campaign excluded this combination;
         else sets the job up and returns its folder."""
@@ -127,11 +148,7 @@ class BenchmarkCheck(RuntimeCheck):
         self.skip_if(exclusion is not None, f"{checks.EXCLUDED}: {exclusion}")
         self.skip_if(program is None, why)
         per_node = self.place(self.procs, self.procs_per_node)
-        if self.target == "memory":
-            base = checks.memory_target_root(self.run_id)
-        else:
-            base = self.scratch_folder()
-        workdir = self.job_folder(base)
+        workdir = self.job_folder(self.target_folder())
         point = {
             "procs": self.procs,
             "procs_per_node": per_node,

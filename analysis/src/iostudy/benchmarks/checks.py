@@ -247,15 +247,26 @@ IOR_PHASES = ("write", "read")
 
 
 def ior_arguments(
-    api: str, layout: str, transfer: str, transfers: int, iterations: int, path: Path, phase: str
+    api: str,
+    layout: str,
+    transfer: str,
+    transfers: int,
+    iterations: int,
+    path: Path,
+    phase: str,
+    direct: bool = False,
 ) -> list[str]:
     """IOR's options for one phase: transfers calls of transfer bytes per process (its block);
-    write with fsync before closing (-e), or read other tasks' data (-C); the files kept (-k)
-    for the read phase and removed by the job; every iteration's results as JSON on stdout."""
+    write with fsync before closing (-e), or read other tasks' data (-C); with direct, O_DIRECT
+    (--posix.odirect: IOR 4's form of IOR 3's -B, POSIX only); the files kept (-k) for the read
+    phase and removed by the job; every iteration's results as JSON on stdout."""
     if phase not in IOR_PHASES:
         raise ValueError(f"IOR phase {phase!r}: not one of {', '.join(IOR_PHASES)}")
+    if direct and api != "POSIX":
+        raise ValueError(f"IOR's O_DIRECT is the POSIX backend's, not {api}'s")
     block = parse_size(transfer) * transfers
-    args = ["-a", api] + (["-w", "-e"] if phase == "write" else ["-r", "-C"])
+    args = ["-a", api] + (["--posix.odirect"] if direct else [])
+    args += ["-w", "-e"] if phase == "write" else ["-r", "-C"]
     args += ["-k", "-b", str(block), "-t", str(parse_size(transfer)), "-i", str(iterations)]
     args += ["-o", str(path)]
     if layout == "fpp":

@@ -80,6 +80,22 @@ SCALING_POINT = (
 APP_POINT = (PROCS, PROCS_PER_NODE, TARGET)
 
 
+def _sync(modes: tuple[str, ...], default: str, what: str) -> Param:
+    """What a storage benchmark's time includes (iostudy.benchmarks.measures): not filled, so
+    that the results of campaigns that do not name it keep their fingerprints."""
+    return Param(
+        "sync",
+        str,
+        f"{what}; auto: direct where the file system takes O_DIRECT (not tmpfs) and the "
+        "transfers are aligned, else fsync. Each result is labelled with what it measured "
+        "(`measures`)",
+        enum(*modes),
+        default=default,
+        filled=False,
+        scan=False,
+    )
+
+
 IOMODEL = CheckParameters(
     checknames.IOMODEL,
     "The I/O-model benchmark (seed 003): every model between file per process and single "
@@ -116,6 +132,12 @@ IOMODEL = CheckParameters(
             BOOLEAN,
             default=False,
             scan=False,
+        ),
+        _sync(
+            ("auto", "direct", "fsync", "none"),
+            "none",
+            "direct: O_DIRECT; fsync: each rank fsyncs before its close, inside the timed "
+            "phase; none: the page cache may hold the data",
         ),
     ),
 )
@@ -164,6 +186,12 @@ IOR = CheckParameters(
             {"type": "integer", "minimum": 1, "maximum": 100},
             default=3,
             scan=False,
+        ),
+        _sync(
+            ("auto", "direct", "fsync"),
+            "fsync",
+            "direct: O_DIRECT (-B, POSIX only); fsync: fsync before each close of the write "
+            "phase (-e) and the read phase's cached pages dropped first (both always)",
         ),
     ),
 )

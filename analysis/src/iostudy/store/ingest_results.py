@@ -43,13 +43,17 @@ def _case_parameters(case: dict, campaign_parameters=None) -> dict:
     """A test case's parameters: those its display name shows (display_parameters; typed
     as ReFrame recorded them in the case when it did), and the values in the case of the
     variables the campaign set for its check (``campaign_parameters``: check -> names), which
-    ReFrame does not show in the name."""
+    ReFrame does not show in the name; and what the case measured (its ``measures`` label:
+    "storage (O_DIRECT)", "page cache possible: ..."; iostudy.benchmarks.measures), so that a
+    value from memory is never compared with one from storage."""
     display = _display_name(case)
     shown = display_parameters(display)
     params = {k: case.get(k, v) if "." not in k else v for k, v in shown.items()}
     for name in (campaign_parameters or {}).get(_case_check(case), ()):
         if name in case and name not in params:
             params[name] = case[name]
+    if isinstance(case.get("measures"), str) and case["measures"]:
+        params["measures"] = case["measures"]
     return params
 
 
