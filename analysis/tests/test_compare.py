@@ -303,7 +303,7 @@ def report_of_the_series(store: Path, results: Path, slow: str) -> None:
     fell = [
         line
         for line in report["reasons"]
-        if "_write_mib_s" in line and slow in line and "% against the median (" in line
+        if "_write_mib_s" in line and slow in line and "% (95% interval " in line
     ]
     assert fell, report["reasons"]
     sections = chromium.assert_no_empty_section(page)
