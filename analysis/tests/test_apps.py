@@ -509,9 +509,10 @@ def test_report_of_a_real_hmmer_campaign(configs_copy, tmp_path, capsys):
     v1 = reports / "tests" / "v1"
     html = (v1 / "index.html").read_text()
     # an applications study: its layout within the page budget, no console error; the three
-    # configurations ran and passed
+    # configurations ran and passed, and with one run and no reference that can fail nothing
+    # could fail: not judged, never a PASS
     report = chromium.verdict_at_top(v1 / "index.html")
-    assert report["kind"] == "applications" and report["verdict"] == "PASS", report
+    assert report["kind"] == "applications" and report["verdict"] == "NOT JUDGED", report
     assert report["reasons"][0].startswith("3 test cases ran and passed, "), report
     chromium.assert_within_budget(v1 / "index.html")
     parser = Tables("hmmer-files-local")
