@@ -183,9 +183,10 @@ def test_interference_shows_in_the_samples_and_the_report(configs_copy, tmp_path
     load = chromium.load(page.as_uri())
     assert not load.errors(), load.errors()
     # an interference study: its layout within the page budget; two campaigns of four
-    # repetitions ran and passed
+    # repetitions ran and passed, and nothing could fail (no reference that can, one earlier
+    # run): not judged, never a PASS
     report = chromium.verdict_at_top(page)
-    assert report["kind"] == "interference" and report["verdict"] == "PASS", report
+    assert report["kind"] == "interference" and report["verdict"] == "NOT JUDGED", report
     assert report["reasons"][0].startswith("8 test cases ran and passed, "), report
     chromium.assert_within_budget(page)
 
