@@ -307,10 +307,12 @@ def main(argv=None) -> int:
     if not trials:
         print("bench-compare: no trial fitted in --minutes")
         return 1
+    t1 = time.monotonic()
     scores = score(judged(trials))
     print(
         f"\nbench-compare: {len(trials)} trials of {args.quiet} quiet runs, "
-        f"{args.repetitions} repetitions a run, in {(time.monotonic() - t0) / 60:.1f} min\n"
+        f"{args.repetitions} repetitions a run, measured in {(t1 - t0) / 60:.1f} min, "
+        f"judged in {time.monotonic() - t1:.1f} s\n"
     )
     print("\n".join(table(trials, scores, args)))
     print()
