@@ -34,9 +34,12 @@ target is printed, not an error; the exit status is non-zero only when a step fa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
+import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -89,7 +92,12 @@ class Bench:
         cmd += ["oflag=direct", "conv=notrunc,fsync", "status=none"]
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, preexec_fn=self.limits)
-        _, status, usage = os.wait4(proc.pid, 0)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:  # Ctrl-C or a kill: no dd left in the cgroup it must remove
+            proc.kill()
+            proc.wait()
+            raise
         wall = time.monotonic() - t0
         if os.waitstatus_to_exitcode(status) != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed (status {status})")
@@ -288,6 +296,10 @@ def measure(args) -> list[Trial]:
     return trials
 
 
+def interrupted(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=30, help="trials at most (30)")
@@ -296,18 +308,23 @@ def main(argv=None) -> int:
     ap.add_argument("--repetitions", type=int, default=5, help="dd executions a run (5)")
     ap.add_argument("--mib", type=int, default=16, help="MiB each dd writes (16)")
     ap.add_argument("--base-mib-s", type=float, default=50, help="the quiet throttle (50)")
+    ap.add_argument("--save", help="write every run's values and start there (JSON)")
     ap.add_argument("--tmp", help="where the loop device's image goes (the temporary folder)")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         # as bench-runtime's ext4 run: make bench goes on without it
         print("bench-compare: not measured: needs root (a loop device, the throttle, a quota)")
         return 0
+    signal.signal(signal.SIGTERM, interrupted)  # a kill undoes the limits as Ctrl-C does
+    signal.signal(signal.SIGINT, interrupted)  # even where the shell ignored it (cmd &)
     t0 = time.monotonic()
     trials = measure(args)
     if not trials:
         print("bench-compare: no trial fitted in --minutes")
         return 1
     t1 = time.monotonic()
+    if args.save:  # every repetition's value, to look at or judge again
+        Path(args.save).write_text(json.dumps([dataclasses.asdict(t) for t in trials], default=str))
     scores = score(judged(trials))
     print(
         f"\nbench-compare: {len(trials)} trials of {args.quiet} quiet runs, "
