@@ -29,13 +29,13 @@ SYSTEM ?= local
 CLUSTER_NODES ?=
 
 # Only trees and files that exist: the lists grow as the project does.
-PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests ci/cluster ci/check_*.py configs reframe-checks spack-env conftest.py)
+PY_DIRS := $(wildcard analysis runtime/tests runtime/bench ci/tests ci/cluster ci/check_*.py ci/kernel_limits.py configs reframe-checks spack-env conftest.py)
 C_FILES := $(wildcard runtime/src/*.[ch] runtime/tools/*.c runtime/tests/programs/*.[ch] runtime/tests/unit/*.c runtime/bench/*.c \
 	analysis/src/fswalk/*.c \
 	ci/tests/reframe/src/*.c reframe-checks/src/*.[ch] reframe-checks/src/*/*.[ch])
 
 .PHONY: help setup apt-packages build-runtime build-checks build-fswalk venv test test-fast test-runtime \
-	test-python test-cluster lint demo bench bench-cli bench-runtime bench-analysis bench-fsstats bench-report bench-diagnose format clean lock cluster-up \
+	test-python test-cluster lint demo bench bench-cli bench-runtime bench-analysis bench-fsstats bench-report bench-diagnose bench-compare format clean lock cluster-up \
 	cluster-down spack spack-check
 
 help: ## list the targets
@@ -177,12 +177,18 @@ bench-fsstats: setup ## fsstats scan rate and peak memory beside find (and the P
 	$(VENV)/bin/python analysis/bench/bench_fsstats.py --files $(BENCH_FILES) \
 		$(if $(PERL_FSSTATS),--perl-fsstats $(PERL_FSSTATS))
 
+# Trials of bench-compare (each about 38 s; no trial starts after 18 minutes). Root: it makes a
+# loop device, the block throttle and a CPU quota (ci/kernel_limits.py).
+BENCH_TRIALS ?= 30
+bench-compare: setup ## what the regression judgement catches and falsely flags, on real throttled runs (root)
+	$(VENV)/bin/python analysis/bench/bench_compare.py --trials $(BENCH_TRIALS)
+
 # BASELINE_SRC: an older checkout (git worktree add SCRATCH COMMIT) measured beside this one.
 BASELINE_SRC ?=
 bench-cli: venv ## how soon every --help and snakemake -n answer (BASELINE_SRC: beside an older checkout)
 	$(VENV)/bin/python analysis/bench/bench_cli.py $(if $(BASELINE_SRC),--baseline-src $(BASELINE_SRC))
 
-bench: bench-runtime bench-analysis bench-fsstats bench-report bench-diagnose bench-cli ## run every benchmark
+bench: bench-runtime bench-analysis bench-fsstats bench-report bench-diagnose bench-compare bench-cli ## run every benchmark
 
 format: venv ## rewrite Python (ruff) and C (clang-format) sources in place
 	$(VENV)/bin/ruff check --select I --fix $(PY_DIRS)
