@@ -83,9 +83,6 @@ STAT_COLUMNS = [
     "p_value",
     "noise_cov",
     "min_detectable_pct",
-    "history_median",
-    "history_low",
-    "history_high",
 ]
 FINGERPRINT_FIELDS = (
     "check",
@@ -271,8 +268,7 @@ def judge(
     """Every point of ``results`` with its verdict (one of VERDICTS) and evidence: change_pct,
     change_low_pct, change_high_pct, p_value, noise_cov, min_detectable_pct, baseline, basis,
     against (which reference decided: history, accepted run, ceiling, reference, or ""),
-    change_point, history_median (the baseline's median) and history_low, history_high (it
-    x (1 -/+ tolerance)). ``baseline_run``: the accepted run whose repetitions are the baseline
+    change_point. ``baseline_run``: the accepted run whose repetitions are the baseline
     of the runs after it; ``descriptions``: label -> system description (their ceilings). See
     the module docstring."""
     rules = {"window": window, "tolerance": tolerance, "alpha": alpha, "noise": noise_limit}
@@ -381,14 +377,12 @@ def _against_baseline(i: int, points: dict, way: str) -> dict:
         f"change {stats['min_detectable_pct']:.0f}%"
         + (f" (over {100 * points['noise']:.0f}%)" if verdict == "too noisy" else "")
     )
-    hist = {"history_median": med, "history_low": med * (1 - points["tolerance"])}
-    hist["history_high"] = med * (1 + points["tolerance"])
     return {
         "verdict": verdict,
         "text": text,
         "against": against,
         "baseline": baseline,
-        "stats": {**stats, **hist},
+        "stats": stats,
     }
 
 
