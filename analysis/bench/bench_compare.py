@@ -5,21 +5,25 @@ runs with real slowdowns: ``make bench-compare`` (root).
    whose writes from the benchmark's cgroup the kernel's block throttle holds to ``--base-mib-s``
    (50 MiB/s), so that the disk, not the page cache, is measured.
 2. A **run** is ``--repetitions`` (5) executions of ``dd if=/dev/urandom oflag=direct
-   conv=notrunc,fsync`` writing ``--mib`` (16) MiB into one file, each about 320 ms at 50 MiB/s;
+   conv=notrunc,fsync`` writing ``--mib`` (48) MiB into one file, each about 1 s at 50 MiB/s;
    a repetition's value is MiB over its wall time (MiB/s), a run's values are one series point as
    a campaign's repetitions are. /dev/urandom makes the writer spend CPU (about a tenth of its
-   wall time) as an application producing its data does, so that a CPU quota can slow it.
-3. A **trial**: ``--quiet`` (10) quiet runs, then, from that one quiet history, each slowdown
-   case in turn (the order rotated from trial to trial), the throttle lowered for it and set
-   back after: 50 % and 25 % (one slowed run each: judged at the first), 10 % (three slowed
-   runs: flagged within three) and a CPU quota (cgroup cpu.max / cpu.cfs_quota_us at half the
-   CPU share the trial's quiet runs used: three slowed runs). The cases branch from the same
-   quiet history: each is judged as quiet runs + its own slowed runs, never after another case's.
+   wall time) as an application producing its data does, so that a CPU quota can slow it. A
+   write of about 1 s: the throttle (cgroup v1 here) grants whole time slices, so that shorter
+   ones measure one of two rates (16 MiB under a 45 MiB/s limit: 40 or 52 MiB/s, never 45),
+   while 48 to 64 MiB follow the limit (45: -9 %, 37.5: -25 %, 25: -50 %).
+3. The **quiet history** is one sequence of quiet runs, as a nightly campaign's is: ``--quiet``
+   (10) first, then ``--fresh`` (3) more before each trial. A **trial** branches from the last
+   ``--quiet`` quiet runs: each slowdown case in turn (the order rotated from trial to trial),
+   the throttle lowered for it and set back after: 50 % and 25 % (one slowed run each: judged
+   at the first), 10 % (three slowed runs: flagged within three) and a CPU quota (cgroup cpu.max
+   / cpu.cfs_quota_us at half the CPU share the quiet runs used: three slowed runs). Each case
+   is judged as the quiet history + its own slowed runs, never after another case's.
 4. Every run goes through iostudy's own path: perf and runs tables as the store holds them (a
    perf row per repetition, unit MiB/s, no reference), ``compare.results_of`` then
    ``compare.judge``. Each judgement is of the latest run of a series cut where a nightly
-   campaign would have stopped (quiet runs 1..L; quiet runs + slowed runs 1..k), so that a
-   judge looking at the whole history never sees the future.
+   campaign would have stopped (every quiet run with the quiet runs before it; quiet history +
+   slowed runs 1..k), so that a judge looking at the whole history never sees the future.
 5. Counted: a detection is verdict "regression" on the slowed run (the first for 25 % and 50 %,
    any of the three for 10 % and the CPU quota); a false alarm is verdict "regression" on a
    quiet run, over the quiet runs judged (those with enough history: not "not judged" or the
@@ -74,9 +78,19 @@ class Run:
 
 @dataclass
 class Trial:
+    """The quiet runs it branches from (the history's last --quiet) and each case's runs."""
+
     quiet: list[Run]
     slowed: dict[str, list[Run]] = field(default_factory=dict)
     cpu_share: float = math.nan
+
+
+@dataclass
+class Measured:
+    """Every quiet run in order, and the trials that branch from them."""
+
+    quiet: list[Run] = field(default_factory=list)
+    trials: list[Trial] = field(default_factory=list)
 
 
 class Bench:
@@ -126,8 +140,10 @@ class Bench:
             self.limits.write_rate(self.args.base_mib_s)
             self.limits.cpu_share(None)
 
-    def trial(self, number: int) -> Trial:
-        trial = Trial([self.run() for _ in range(self.args.quiet)])
+    def trial(self, number: int, measured: Measured) -> Trial:
+        fresh = self.args.quiet if not measured.quiet else self.args.fresh
+        measured.quiet += [self.run() for _ in range(fresh)]
+        trial = Trial(measured.quiet[-self.args.quiet :])
         order = list(CASES)
         order = order[number % len(order) :] + order[: number % len(order)]
         for case in order:
@@ -166,23 +182,28 @@ def series_rows(name: str, runs: list[Run]) -> tuple[list[dict], list[dict]]:
     return perf, rows
 
 
-def cuts(trials: list[Trial]) -> list[tuple[str, str, int, list[Run]]]:
-    """Every judgement asked of a trial: (trial's name, case, runs, the series cut there):
-    the quiet history at each length, and each case's quiet runs + its first k slowed runs."""
+# the runs a judgement of the latest can look at: its window and the runs judged with it
+SEEN = compare.WINDOW + compare.TRAILING
+
+
+def cuts(measured: Measured) -> list[tuple[str, str, int, list[Run]]]:
+    """Every judgement asked: (trial's name, case, runs, the series cut there): each quiet run
+    with the quiet runs before it, and each trial's case: its quiet runs + its first k slowed
+    runs."""
     out = []
-    for t, trial in enumerate(trials):
-        for n in range(1, len(trial.quiet) + 1):
-            out.append((f"t{t:02d}", "quiet", n, trial.quiet[:n]))
+    for n in range(1, len(measured.quiet) + 1):
+        out.append(("quiet", "quiet", n, measured.quiet[max(0, n - SEEN) : n]))
+    for t, trial in enumerate(measured.trials):
         for case, runs in trial.slowed.items():
             for k in range(1, len(runs) + 1):
                 out.append((f"t{t:02d}", case, k, trial.quiet + runs[:k]))
     return out
 
 
-def judged(trials: list[Trial]) -> pd.DataFrame:
+def judged(measured: Measured) -> pd.DataFrame:
     """Each cut's latest run as compare.judge sees it: trial, case, k, verdict, change_pct."""
     perf, runs, keys = [], [], []
-    for trial, case, k, series in cuts(trials):
+    for trial, case, k, series in cuts(measured):
         name = f"{trial}-{case}-{k}"
         p, r = series_rows(name, series)
         perf += p
@@ -272,10 +293,11 @@ def last_line(scores: dict[str, tuple[int, int]]) -> str:
     return f"detected 25%: {a}/{b}, 50%: {c}/{d}, 10% within 3 runs: {e}/{f}; false alarms: {g}/{h}"
 
 
-def measure(args) -> list[Trial]:
+def measure(args) -> Measured:
     """Trials until --trials are done or --minutes spent (a trial's time, measured, must fit)."""
     deadline = time.monotonic() + 60 * args.minutes
-    trials: list[Trial] = []
+    measured = Measured()
+    trials = measured.trials
     with tempfile.TemporaryDirectory(prefix="bench-compare-", dir=args.tmp) as folder:
         with (
             loop_filesystem(Path(folder), args.mib * 4) as mount,
@@ -286,14 +308,14 @@ def measure(args) -> list[Trial]:
             longest = 0.0
             while len(trials) < args.trials and time.monotonic() + longest < deadline:
                 t0 = time.monotonic()
-                trials.append(bench.trial(len(trials)))
+                trials.append(bench.trial(len(trials), measured))
                 longest = max(longest, time.monotonic() - t0)
                 print(
                     f"bench-compare: trial {len(trials)}/{args.trials} in "
                     f"{time.monotonic() - t0:.1f} s",
                     flush=True,
                 )
-    return trials
+    return measured
 
 
 def interrupted(signum, frame):
@@ -305,8 +327,9 @@ def main(argv=None) -> int:
     ap.add_argument("--trials", type=int, default=30, help="trials at most (30)")
     ap.add_argument("--minutes", type=float, default=18, help="no trial starts after (18)")
     ap.add_argument("--quiet", type=int, default=10, help="quiet runs a trial (10, at least 8)")
+    ap.add_argument("--fresh", type=int, default=3, help="new quiet runs before a trial (3)")
     ap.add_argument("--repetitions", type=int, default=5, help="dd executions a run (5)")
-    ap.add_argument("--mib", type=int, default=16, help="MiB each dd writes (16)")
+    ap.add_argument("--mib", type=int, default=48, help="MiB each dd writes (48)")
     ap.add_argument("--base-mib-s", type=float, default=50, help="the quiet throttle (50)")
     ap.add_argument("--save", help="write every run's values and start there (JSON)")
     ap.add_argument("--tmp", help="where the loop device's image goes (the temporary folder)")
@@ -318,18 +341,19 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, interrupted)  # a kill undoes the limits as Ctrl-C does
     signal.signal(signal.SIGINT, interrupted)  # even where the shell ignored it (cmd &)
     t0 = time.monotonic()
-    trials = measure(args)
+    measured = measure(args)
+    trials = measured.trials
     if not trials:
         print("bench-compare: no trial fitted in --minutes")
         return 1
     t1 = time.monotonic()
     if args.save:  # every repetition's value, to look at or judge again
-        Path(args.save).write_text(json.dumps([dataclasses.asdict(t) for t in trials], default=str))
-    scores = score(judged(trials))
+        Path(args.save).write_text(json.dumps(dataclasses.asdict(measured), default=str))
+    scores = score(judged(measured))
     print(
-        f"\nbench-compare: {len(trials)} trials of {args.quiet} quiet runs, "
-        f"{args.repetitions} repetitions a run, measured in {(t1 - t0) / 60:.1f} min, "
-        f"judged in {time.monotonic() - t1:.1f} s\n"
+        f"\nbench-compare: {len(trials)} trials from {len(measured.quiet)} quiet runs "
+        f"(each from the last {args.quiet}), {args.repetitions} repetitions a run, measured in "
+        f"{(t1 - t0) / 60:.1f} min, judged in {time.monotonic() - t1:.1f} s\n"
     )
     print("\n".join(table(trials, scores, args)))
     print()

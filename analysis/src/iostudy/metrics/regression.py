@@ -192,14 +192,15 @@ def runs_spread(medians) -> float:
 
 def change(cur, base, spread, runs, cov, alpha, tolerance, level=0.95) -> dict:
     """``cur`` against ``base`` in % of the base's median: the Hodges-Lehmann shift and its
-    ``level`` interval widened, on the log of the ratio, by the spread between ``runs`` runs
-    (z x spread x sqrt(1 + 1/runs)), the rank test's p-value, and the smallest change found
+    ``level`` interval widened, on the log of the ratio, by the spread between runs (``runs``:
+    how many runs ``cur`` and ``base`` hold; z x spread x sqrt(1/k + 1/l), since repetitions of
+    one run share that run's conditions), the rank test's p-value, and the smallest change found
     with 80 % power: the larger of the test's at ``alpha`` (the repetitions' standard error,
     ``cov`` x sqrt(1/m + 1/n)) and ``tolerance`` + the interval's (the standard error with the
     spread)."""
     med = float(np.median(base))
     shift, low, high = hodges_lehmann(cur, base, level)
-    between = spread * math.sqrt(1 + 1 / max(runs, 1))
+    between = spread * math.sqrt(1 / max(runs[0], 1) + 1 / max(runs[1], 1))
     pct = 100 / abs(med)
     extra = 100 * normal_quantile(1 - (1 - level) / 2) * between
     se_within = (0.0 if math.isnan(cov) else cov) * math.sqrt(1 / len(cur) + 1 / len(base))

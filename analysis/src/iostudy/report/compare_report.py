@@ -10,7 +10,7 @@ import textwrap
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.core.plotting import legend_below, panels
-from iostudy.metrics import compare
+from iostudy.metrics import cross_site
 from iostudy.report import verdict as verdict_mod
 from iostudy.report.figures import time_span
 
@@ -116,7 +116,7 @@ def noise_text(s: pd.DataFrame) -> str:
 
 def add_cross_site(add, table: pd.DataFrame, descriptions: dict) -> None:
     """The cross-site section through report.render's add(), from compare.results_of's table."""
-    side, apart = compare.cross_site(table, descriptions)
+    side, apart = cross_site.cross_site(table, descriptions)
     add(
         "cross-site",
         "figure",
