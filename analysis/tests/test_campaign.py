@@ -38,7 +38,10 @@ def test_shipped_configs_are_valid(capsys):
 def test_quick_campaign_with_defaults():
     quick = config.load_campaign("quick")
     entry, *spack_points = quick["checks"]
-    assert entry["check"] == "iomodel_check" and entry["repetitions"] == 1
+    # 5 repetitions: the third run is judged by the two before it (the newcomer's three runs).
+    # 5 against 10 with no overlap: exact p = 2 / C(15, 5) = 2 / 3003, under compare's 0.01 with
+    # room for 4 swapped pairs (p = 2 x 12 / 3003 = 0.008); 3 against 6 never under 2 / 84 = 0.024
+    assert entry["check"] == "iomodel_check" and entry["repetitions"] == 5
     assert entry["parameters"] == {
         "size": "256M",
         "max_procs": "system",
@@ -391,7 +394,8 @@ def test_dry_run_manifest(tmp_path, capsys, monkeypatch):
     assert "Loading user configuration" in (run_dir / "reframe" / "startup.log").read_text()
     assert not (run_dir / "reframe" / "tmp").exists()
     assert list(callers_tmp.iterdir()) == []
-    assert len(list((run_dir / "reframe" / "stage").rglob("iomodel_check/rfm_job.sh"))) == 2
+    # quick's 5 repetitions on each of local's 2 MPI flavours
+    assert len(list((run_dir / "reframe" / "stage").rglob("iomodel_check_*/rfm_job.sh"))) == 10
     # nothing ran: ingest leaves it out, says so, and the store has no run
     store_dir = tmp_path / "store"
     assert main(["ingest", str(run_dir), "--store", str(store_dir)]) == 0

@@ -82,8 +82,9 @@ def _asked(args):
         table = table[table["label"].isin(args.system)]
     if args.check:
         table = table[table["check"].isin(args.check)]
-    if args.baseline and not (table["run_id"] == args.baseline).any():
-        raise BadInput(f"--baseline {args.baseline}: no such run among the values asked")
+    for option, run in (("--baseline", args.baseline), ("--run", args.run)):
+        if run and not (table["run_id"] == run).any():
+            raise BadInput(f"{option} {run}: no such run among the values asked")
     return table
 
 
@@ -147,6 +148,10 @@ def cmd_compare(args) -> int:
         ceiling_fraction=args.ceiling_fraction,
     )
     shown = judged if args.all else judged[judged["latest"]]
+    if args.run:
+        # each value judged against the runs before it, shown for this run only: a scheduled
+        # campaign judges its new run, not again another campaign's older one
+        shown = judged[judged["run_id"] == args.run]
     status = EXIT_REGRESSION if (shown["verdict"] == "regression").any() else 0
     if args.json:
         print(as_json(shown, status))
@@ -173,6 +178,12 @@ def register(groups) -> None:
     )
     p.add_argument("--check", action="append", help="only this check; repeatable")
     p.add_argument("--all", action="store_true", help="judge every run, not only the latest")
+    p.add_argument(
+        "--run",
+        metavar="RUN_ID",
+        help="only this run's values, each judged against the runs before it (the run a "
+        "scheduled campaign just made)",
+    )
     p.add_argument(
         "--baseline",
         metavar="RUN_ID",
