@@ -13,6 +13,7 @@ from iostudy.metrics.scaling import WITHIN
 from iostudy.report.figures import to_time
 from iostudy.report.studydata import StudyData
 from iostudy.store import store as store_mod
+from iostudy.store.measured import moved as labels_moved
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -308,13 +309,16 @@ PERF_COLUMNS = [
     "lower",
     "upper",
     "result",
+    "measures",
     "parameters",
 ]
 
 
 def parameter_text(perf: pd.DataFrame) -> pd.DataFrame:
     """The perf rows with their parameters (JSON) as "name=value, ..." text: one column
-    whatever the checks and their parameters, so that the table fits its page."""
+    whatever the checks and their parameters, so that the table fits its page; what each
+    measured in its own column, in a store of either layout (iostudy.store.measured)."""
+    perf = labels_moved(perf)
     text = perf["parameters"].map(
         lambda p: ", ".join(f"{k}={v}" for k, v in parameters_of(p).items())
     )
