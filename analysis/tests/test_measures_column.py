@@ -148,6 +148,11 @@ def test_a_storage_value_and_a_page_cache_value_of_one_case_are_two_series(tmp_p
         ("r-page", PAGE_LOCAL, "page cache possible", 1000.0),
     ]
     assert len({s["fingerprint"] for s in series}) == 2
+    # one name each, so that the report draws each in its own panel
+    assert sorted(s["metric"] for s in series) == [
+        "iomodel_check ssf_write_mib_s (size=256M, openmpi, 2 procs, page cache possible)",
+        "iomodel_check ssf_write_mib_s (size=256M, openmpi, 2 procs, storage)",
+    ]
     # Each is judged as its own series by its band, 100 x (1 - 0.5) = 50 MiB/s upwards, which
     # can fail a series whose median is 100 (50 >= 10 % of it: within, no change) but not one
     # of 1000 (50 < 100: not judged); one series of both (median 550) could fail neither.

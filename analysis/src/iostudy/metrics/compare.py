@@ -256,12 +256,13 @@ def _medians(perf: pd.DataFrame) -> pd.DataFrame:
 
 
 def metric_name(row) -> str:
-    """A series' name for people: check variable (parameters, environ, scale)."""
+    """A series' name for people: check variable (parameters, environ, scale, measured)."""
     params = json.loads(row["parameters"]) if row["parameters"] else {}
     shown = [f"{k}={v}" for k, v in params.items()]
     shown += [str(row["environ"])] if row["environ"] else []
     if row["num_tasks"] is not None and not pd.isna(row["num_tasks"]):
         shown.append(f"{int(row['num_tasks'])} procs")
+    shown += [row["measured"]] if isinstance(row.get("measured"), str) else []
     return f"{row['check']} {row['variable']}" + (f" ({', '.join(shown)})" if shown else "")
 
 
