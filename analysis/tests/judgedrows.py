@@ -23,6 +23,8 @@ def row(run_id="r1", day=1, **values) -> dict:
         "variable": "ssf_write_mib_s",
         "unit": "MiB/s",
         "metric": "iomodel_check ssf_write_mib_s",
+        "measures": "storage (O_DIRECT)",
+        "measured": "storage",
         "direction": "higher",
         "value": 1000.0,
         "repetitions": [990.0, 1000.0, 1010.0],

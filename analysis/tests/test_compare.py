@@ -42,6 +42,8 @@ def series(values, unit="MiB/s", band=(math.nan, math.nan), label="local", fp="f
             "parameters": '{"size": "256M"}',
             "num_tasks": 2,
             "num_tasks_per_node": 2,
+            "measured": "storage",
+            "measures": "storage (O_DIRECT)",
         }
     )
 

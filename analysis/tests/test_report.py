@@ -417,7 +417,8 @@ def test_pages_of_each_kind_within_budget(study, tree_study, browser):
 def test_the_reframe_table_has_one_column_of_parameters_whatever_the_checks():
     """The components campaign's checks (fio, netbw, the I/O models) have 14 parameters between
     them: one column of "name=value" text each row, after the value and its verdict (the
-    table was 21 columns wide, 1,827 px, its value column off-screen)."""
+    table was 21 columns wide, 1,827 px, its value column off-screen). What a case measured
+    has its own column, also when a store of before that column has it in the parameters."""
     import pandas as pd
 
     fio = {
@@ -437,12 +438,16 @@ def test_the_reframe_table_has_one_column_of_parameters_whatever_the_checks():
         "seconds": 0.005,
     }
     iomodel = {"size": "32M", "procs_per_node": 2, "max_procs": 2, "read_back": "yes"}
+    label = "page cache possible: 32 MiB per node < RAM 23.4 GiB"
     rows = [
         reportdata._perf("r1", "local", check, params, "mib_s", 100.0, "MiB/s", 10.0)
-        for check, params in (
-            ("fio_check", fio),
-            ("netbw_check", netbw),
-            ("iomodel_check", iomodel),
+        | {"measures": measured}
+        for check, params, measured in (
+            ("fio_check", fio, None),
+            ("netbw_check", netbw, None),
+            ("iomodel_check", iomodel, label),
+            # as ingest wrote it before the measures column (the views read it null)
+            ("iomodel_check", {**iomodel, "measures": "storage (O_DIRECT)"}, None),
         )
     ]
     table = runtables.parameter_text(pd.DataFrame(rows)[runtables.PERF_COLUMNS])
@@ -452,7 +457,11 @@ def test_the_reframe_table_has_one_column_of_parameters_whatever_the_checks():
         "block=4M, iodepth=1, jobs=2, operation=write, size=16M, storage_target=scratch",
         "max_size=256K, min_size=1K, perturb=3, procs=2, procs_per_node=1, seconds=0.005",
         "size=32M, procs_per_node=2, max_procs=2, read_back=yes",
+        # the old layout's keys sorted, as compare's
+        "max_procs=2, procs_per_node=2, read_back=yes, size=32M",
     ]
+    shown = [m if isinstance(m, str) else None for m in table["measures"]]
+    assert shown == [None, None, label, "storage (O_DIRECT)"]
 
 
 def test_no_table_is_wider_than_its_page(study, browser):

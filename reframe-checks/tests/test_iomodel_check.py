@@ -381,7 +381,8 @@ def test_references_decide(configs_copy, tmp_path, capsys):
 @pytest.mark.exclusive
 def test_what_was_measured_reaches_the_store(configs_copy, tmp_path, capsys):
     """sync auto on a real run: the benchmark's lines say the mode, the log's tags and the
-    store's perf and iomodel parameters say what was measured (the label by dd and findmnt)."""
+    store's perf and iomodel tables (their measures column) say what was measured (the label
+    by dd and findmnt)."""
     require_built()
     iomodel_campaign(
         configs_copy,
@@ -403,9 +404,10 @@ def test_what_was_measured_reaches_the_store(configs_copy, tmp_path, capsys):
     assert main(["ingest", str(run_dir), "--store", str(store)]) == 0
     db = store_mod.connect(store)
     for table in ("perf", "iomodel"):
-        params = {
-            json.dumps(json.loads(p))
-            for (p,) in db.execute(f"SELECT parameters FROM {table}").fetchall()
+        rows = {
+            (json.dumps(json.loads(p)), m)
+            for (p, m) in db.execute(f"SELECT parameters, measures FROM {table}").fetchall()
         }
-        (only,) = params
-        assert json.loads(only)["measures"] == label and json.loads(only)["sync"] == "auto"
+        (only,) = rows
+        assert only[1] == label and json.loads(only[0])["sync"] == "auto"
+        assert "measures" not in json.loads(only[0])  # its own column, not a parameter

@@ -16,7 +16,9 @@ and I/O-model checks therefore take a ``sync`` parameter (:data:`SYNC_MODES`):
 Each result then carries a ``measures`` label (:func:`measures`): "storage (O_DIRECT)",
 "storage (fsync)", "memory (tmpfs)", or for ``none`` the size against the node's RAM ("page
 cache possible: 256 MiB per node < RAM 23.4 GiB"). The checks put it in their logs' tags and
-their ReFrame variables, from which the store's perf parameters and jobs' tags have it.
+their ReFrame variables, from which the store's perf and iomodel tables (their ``measures``
+column) and jobs' tags have it. Its leading words are its :func:`kind` (:data:`KINDS`): what
+tells a value of memory from one of storage, whatever the RAM the label names.
 
 The file system is probed where ReFrame runs (the local machine; on a cluster the login node,
 which sees the nodes' shared file systems): a node-local folder of another kind is not seen.
@@ -38,6 +40,11 @@ MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
 #: O_DIRECT's alignment of buffers, offsets and lengths (as iomodel.c's DIRECT_ALIGN)
 DIRECT_ALIGN = 4096
 MOUNTS = Path("/proc/self/mounts")
+#: what a label says was measured, its leading words (:func:`kind`)
+STORAGE, MEMORY, PAGE_CACHE = "storage", "memory", "page cache possible"
+KINDS = (STORAGE, MEMORY, PAGE_CACHE)
+#: the kind of a label that starts with none of KINDS (another iostudy's, a hand-made one)
+UNKNOWN = "unknown"
 
 
 def _existing(folder: Path) -> Path:
@@ -109,20 +116,31 @@ def resolve_sync(requested: str, folder: Path, aligned: bool = True) -> str:
 
 def measures(sync: str, folder: Path, bytes_per_node: int, memory_mib: int | None) -> str:
     """What a run in folder with sync mode ``sync`` (resolved) measures, as a label."""
-    kind = filesystem_type(folder)
-    if kind in MEMORY_FILESYSTEMS:
-        return f"memory ({kind})"
+    fstype = filesystem_type(folder)
+    if fstype in MEMORY_FILESYSTEMS:
+        return f"{MEMORY} ({fstype})"
     if sync == "direct":
-        return "storage (O_DIRECT)"
+        return f"{STORAGE} (O_DIRECT)"
     if sync == "fsync":
-        return "storage (fsync)"
+        return f"{STORAGE} (fsync)"
     size = f"{numfmt.binary_bytes(bytes_per_node)} per node"
     if not memory_mib:
-        return f"page cache possible: {size}, RAM unknown"
+        return f"{PAGE_CACHE}: {size}, RAM unknown"
     ram = numfmt.binary_bytes(memory_mib * 2**20)
     if bytes_per_node > memory_mib * 2**20:
-        return f"storage: {size} > RAM {ram}"
-    return f"page cache possible: {size} < RAM {ram}"
+        return f"{STORAGE}: {size} > RAM {ram}"
+    return f"{PAGE_CACHE}: {size} < RAM {ram}"
+
+
+def kind(label) -> str | None:
+    """What a ``measures`` label says was measured, without the sizes it names: one of
+    :data:`KINDS` (its leading words), :data:`UNKNOWN` for other text, None when there is no
+    label (a check that does not say, a run before the label)."""
+    if not isinstance(label, str) or not label.strip():
+        return None
+    text = label.strip().lower()
+    found = [k for k in KINDS if text == k or text.startswith((f"{k} ", f"{k}:", f"{k}("))]
+    return found[0] if found else UNKNOWN
 
 
 def node_memory_mib(system: dict) -> int | None:

@@ -32,6 +32,8 @@ JSON_COLUMNS = [
     "variable",
     "unit",
     "metric",
+    "measures",
+    "measured",
     "direction",
     "value",
     "repetitions",

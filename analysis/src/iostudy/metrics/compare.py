@@ -12,6 +12,11 @@ compared:
     parameters                 the check's parameters (size, layout, transfer ...), without
                                the repetition
     num_tasks, per node        the scale
+    measured                   storage, memory or page cache possible: the leading words of
+                               its measures label (iostudy.benchmarks.measures.kind; null: none)
+
+The label itself (the ``measures`` column) names the node's RAM: as a key it would keep two
+systems' same case apart.
 
 A **series** is one fingerprint on one system of one site. Each point (run) of a series gets one
 verdict of VERDICTS from its references:
@@ -61,11 +66,13 @@ import json
 import math
 from pathlib import Path
 
+from iostudy.benchmarks import measures as measures_mod
 from iostudy.core import config
 from iostudy.core.deferred import deferred
 from iostudy.logs.logrows import int_or_none
 from iostudy.metrics import regression
 from iostudy.store import store as store_mod
+from iostudy.store.measured import moved as labels_moved
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -100,6 +107,7 @@ FINGERPRINT_FIELDS = (
     "parameters",
     "num_tasks",
     "num_tasks_per_node",
+    "measured",
 )
 SERIES = ["site", "system", "fingerprint"]
 
@@ -147,10 +155,6 @@ def _parameters(text) -> str:
     # check's own parameters, once, without the repetition
     params = {k.lstrip("."): v for k, v in params.items()}
     params.pop("repetition", None)
-    # What a result measured (its "measures" label: storage through O_DIRECT, the page cache
-    # possible under a node's RAM) describes the result on its system and is shown with it; it
-    # names each system's RAM, so as a key it would keep two sites' same case apart.
-    params.pop("measures", None)
     return json.dumps(params, sort_keys=True)
 
 
@@ -175,9 +179,9 @@ def results(store) -> pd.DataFrame:
 
 def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run and fingerprint: site, system, label, run_id, started, the fingerprint's
-    fields, fingerprint, value (median of the repetitions), repetitions (their values), band_low,
-    band_high, n (values)."""
-    perf = perf[perf["value"].notna()]
+    fields, fingerprint, measures (the label), value (median of the repetitions), repetitions
+    (their values), band_low, band_high, n (values)."""
+    perf = labels_moved(perf[perf["value"].notna()])  # either layout (iostudy.store.measured)
     columns = [
         "site",
         "system",
@@ -186,6 +190,7 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         "started",
         *FINGERPRINT_FIELDS,
         "fingerprint",
+        "measures",
         "value",
         "repetitions",
         "band_low",
@@ -207,8 +212,8 @@ def results_of(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fingerprinted(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """The results with their run's site, system, start and benchmark version, the
-    fingerprint of their FINGERPRINT_FIELDS and their reference band's edges."""
+    """The results with their run's site, system, start and benchmark version, the kind of
+    their measures label, the fingerprint of their FINGERPRINT_FIELDS and their band's edges."""
     perf = perf.drop(columns=["system"]).merge(
         runs[["run_id", "site", "system", "started", "benchmark_versions"]], on="run_id"
     )
@@ -216,6 +221,7 @@ def _fingerprinted(perf: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         _version(v, c) for v, c in zip(perf["benchmark_versions"], perf["check"], strict=True)
     ]
     perf["parameters"] = perf["parameters"].map(_parameters)
+    perf["measured"] = [measures_mod.kind(m) for m in perf["measures"]]
     for column in ("num_tasks", "num_tasks_per_node"):
         perf[column] = [int_or_none(v) for v in perf[column]]
     perf["fingerprint"] = [
@@ -242,6 +248,7 @@ def _medians(perf: pd.DataFrame) -> pd.DataFrame:
             {
                 **dict(zip(keys, key, strict=True)),
                 **{f: first[f] for f in FINGERPRINT_FIELDS},
+                "measures": first["measures"],
                 "value": float(g["value"].median()),
                 "repetitions": [float(v) for v in g["value"]],
                 "band_low": first["band_low"],
@@ -253,12 +260,13 @@ def _medians(perf: pd.DataFrame) -> pd.DataFrame:
 
 
 def metric_name(row) -> str:
-    """A series' name for people: check variable (parameters, environ, scale)."""
+    """A series' name for people: check variable (parameters, environ, scale, measured)."""
     params = json.loads(row["parameters"]) if row["parameters"] else {}
     shown = [f"{k}={v}" for k, v in params.items()]
     shown += [str(row["environ"])] if row["environ"] else []
     if row["num_tasks"] is not None and not pd.isna(row["num_tasks"]):
         shown.append(f"{int(row['num_tasks'])} procs")
+    shown += [row["measured"]] if isinstance(row.get("measured"), str) else []
     return f"{row['check']} {row['variable']}" + (f" ({', '.join(shown)})" if shown else "")
 
 

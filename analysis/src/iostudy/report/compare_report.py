@@ -148,6 +148,7 @@ JUDGED_COLUMNS = [
     "run_id",
     "started",
     "metric",
+    "measures",
     "unit",
     "value",
     "verdict",
@@ -178,6 +179,7 @@ def series_table(judged: pd.DataFrame) -> pd.DataFrame:
                 "system": last["label"],
                 "verdict": last["verdict"],
                 "metric": last["metric"],
+                "measures": last["measures"],
                 "latest_run": last["run_id"],
                 "value": last["value"],
                 "unit": last["unit"],
@@ -204,7 +206,8 @@ def add_regressions(add, judged: pd.DataFrame) -> None:
         "regressions",
         "table",
         "regression-verdicts",
-        "Each series' latest run against its baseline (iostudy compare): its verdict, the "
+        "Each series' latest run against its baseline (iostudy compare): its verdict, what it "
+        "measured (storage, or memory: the page cache), the "
         "change in % of the baseline's median with its 95% interval, the rank test's p value, "
         "what it was compared with; the series' noise (the coefficient of variation of the "
         "repetitions within a run), the smallest change detectable at that noise, and the runs "

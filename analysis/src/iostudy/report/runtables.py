@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 
+from iostudy.benchmarks import measures
 from iostudy.core.deferred import deferred
 from iostudy.metrics import compare, metrics, scaling
 from iostudy.metrics.scaling import WITHIN
 from iostudy.report.figures import to_time
 from iostudy.report.studydata import StudyData
 from iostudy.store import store as store_mod
+from iostudy.store.measured import moved as labels_moved
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -116,11 +118,17 @@ def parameters_of(text) -> dict:
 
 
 def _parameter_labels(perf: pd.DataFrame) -> pd.Series:
-    """Per row, the check's parameters that tell its parameter sets apart ("size=1G"), empty
-    when the check ran with one set. Repetitions of one set are one metric (averaged)."""
-
-    parsed = perf["parameters"].map(
-        lambda text: {k: v for k, v in parameters_of(text).items() if k != "repetition"}
+    """Per row, the check's parameters that tell its parameter sets apart ("size=1G"), and what
+    it measured ("measured=storage": iostudy.benchmarks.measures.kind), empty when the check
+    ran with one set. Repetitions of one set are one metric (averaged)."""
+    perf = labels_moved(perf)
+    parsed = pd.Series(
+        [
+            {k: v for k, v in parameters_of(text).items() if k != "repetition"}
+            | ({"measured": kind} if (kind := measures.kind(label)) else {})
+            for text, label in zip(perf["parameters"], perf["measures"], strict=True)
+        ],
+        index=perf.index,
     )
     labels = pd.Series("", index=perf.index)
     for _, idx in perf.groupby("check", dropna=False).groups.items():
@@ -308,13 +316,16 @@ PERF_COLUMNS = [
     "lower",
     "upper",
     "result",
+    "measures",
     "parameters",
 ]
 
 
 def parameter_text(perf: pd.DataFrame) -> pd.DataFrame:
     """The perf rows with their parameters (JSON) as "name=value, ..." text: one column
-    whatever the checks and their parameters, so that the table fits its page."""
+    whatever the checks and their parameters, so that the table fits its page; what each
+    measured in its own column, in a store of either layout (iostudy.store.measured)."""
+    perf = labels_moved(perf)
     text = perf["parameters"].map(
         lambda p: ", ".join(f"{k}={v}" for k, v in parameters_of(p).items())
     )

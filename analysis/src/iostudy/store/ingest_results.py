@@ -43,18 +43,22 @@ def _case_parameters(case: dict, campaign_parameters=None) -> dict:
     """A test case's parameters: those its display name shows (display_parameters; typed
     as ReFrame recorded them in the case when it did), and the values in the case of the
     variables the campaign set for its check (``campaign_parameters``: check -> names), which
-    ReFrame does not show in the name; and what the case measured (its ``measures`` label:
-    "storage (O_DIRECT)", "page cache possible: ..."; iostudy.benchmarks.measures), so that a
-    value from memory is never compared with one from storage."""
+    ReFrame does not show in the name. What the case measured is not one of them: it has its
+    own column (:func:`_case_measures`)."""
     display = _display_name(case)
     shown = display_parameters(display)
     params = {k: case.get(k, v) if "." not in k else v for k, v in shown.items()}
     for name in (campaign_parameters or {}).get(_case_check(case), ()):
         if name in case and name not in params:
             params[name] = case[name]
-    if isinstance(case.get("measures"), str) and case["measures"]:
-        params["measures"] = case["measures"]
     return params
+
+
+def _case_measures(case: dict) -> str | None:
+    """What a test case measured: its ``measures`` label ("storage (O_DIRECT)", "page cache
+    possible: ..."; iostudy.benchmarks.measures), None when it does not say."""
+    label = case.get("measures")
+    return label if isinstance(label, str) and label else None
 
 
 def campaign_parameters(manifest: dict) -> dict[str, list[str]]:
@@ -134,6 +138,7 @@ def _perf_row(case: dict, params: str, run_id: str, variable: str, entry) -> dic
         "test_name": case.get("display_name") or case.get("name"),
         "num_tasks": int_or_none(case.get("num_tasks")),
         "num_tasks_per_node": int_or_none(case.get("num_tasks_per_node")),
+        "measures": _case_measures(case),
     }
 
 
@@ -218,6 +223,7 @@ def iomodel_rows(lines, run_id: str, case: dict | None, system: str | None, camp
             "environ": case.get("environ"),
             "check": _case_check(case) if case else None,
             "parameters": json.dumps(params, sort_keys=True),
+            "measures": _case_measures(case),
         }
 
     return _line_rows(lines, "iomodel", _iomodel_record, to_row)

@@ -189,6 +189,7 @@ TABLES: dict[str, pa.Schema] = {
             ("test_name", pa.string()),
             ("num_tasks", pa.int64()),  # the scale: ReFrame's processes, and per node
             ("num_tasks_per_node", pa.int64()),
+            ("measures", pa.string()),  # the case's label (iostudy.benchmarks.measures); null: none
         ]
     ),
     "iomodel": pa.schema(
@@ -215,6 +216,7 @@ TABLES: dict[str, pa.Schema] = {
             ("check", pa.string()),
             ("parameters", pa.string()),  # JSON object
             ("source_path", pa.string()),
+            ("measures", pa.string()),  # as perf's
         ]
     ),
     # One row per IOR iteration and operation (reframe/output/**/ior.jsonl of ior_check).
@@ -562,10 +564,6 @@ _DUCKDB_TYPES = {
 }
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _create_views(con, catalog: catalog_mod.Catalog):
     """One view per table over the files the store's catalog names (iostudy.store.catalog): what one
     commit made visible, all of it."""
@@ -576,7 +574,7 @@ def _create_views(con, catalog: catalog_mod.Catalog):
         cols = ", ".join(f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in schema)
         source = f"SELECT {cols} WHERE false"
         if files:
-            listed = ", ".join(_sql_string(f) for f in files)
+            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)  # SQL text
             source += (
                 f" UNION ALL BY NAME SELECT * FROM read_parquet([{listed}], union_by_name = true)"
             )
