@@ -179,17 +179,19 @@ def series_table(judged: pd.DataFrame) -> pd.DataFrame:
                 "system": last["label"],
                 "verdict": last["verdict"],
                 "metric": last["metric"],
-                "measures": last["measures"],
-                "latest_run": last["run_id"],
-                "value": last["value"],
-                "unit": last["unit"],
                 "change": verdict_mod.change_text(last),
-                "p_value": last["p_value"],
-                "baseline": last["baseline"],
+                # noise and change-points in the table's first screen: what says how far a
+                # verdict can be trusted, before the evidence's long texts
                 "noise_cov_pct": 100 * last["noise_cov"],
                 "min_detectable_pct": last["min_detectable_pct"],
                 "change_points": ", ".join(points) or "none",
                 "runs": len(s),
+                "value": last["value"],
+                "unit": last["unit"],
+                "p_value": last["p_value"],
+                "measures": last["measures"],
+                "latest_run": last["run_id"],
+                "baseline": last["baseline"],
                 "basis": last["basis"],
             }
         )
