@@ -24,25 +24,37 @@ def run(i: int, values: list[float]) -> bc.Run:
     return bc.Run(turned, T0 + dt.timedelta(minutes=i), 0.01)
 
 
-def trial() -> bc.Trial:
-    quiet = [run(i, QUIET) for i in range(10)]
+def measured(fresh: int = 0) -> bc.Measured:
+    """10 quiet runs and one trial from them; ``fresh`` more quiet runs before it (the rolling
+    history: the trial then branches from the last 10)."""
+    quiet = [run(i, QUIET) for i in range(10 + fresh)]
+    return bc.Measured(quiet, [trial(quiet[-10:])])
+
+
+def trial(quiet) -> bc.Trial:
+    after = int((quiet[-1].started - T0).total_seconds() // 60) + 1  # slowed runs come after
     slowed = {
-        "50%": [run(10, [v / 2 for v in QUIET])],
-        "25%": [run(10, [v * 0.75 for v in QUIET])],
-        "10%": [run(10 + k, [v * 0.9 for v in QUIET]) for k in range(3)],
-        "cpu": [run(10 + k, [v / 2 for v in QUIET]) for k in range(3)],
+        "50%": [run(after, [v / 2 for v in QUIET])],
+        "25%": [run(after, [v * 0.75 for v in QUIET])],
+        "10%": [run(after + k, [v * 0.9 for v in QUIET]) for k in range(3)],
+        "cpu": [run(after + k, [v / 2 for v in QUIET]) for k in range(3)],
     }
     return bc.Trial(quiet, slowed, 0.05)
 
 
 def test_cuts_each_nightly_judgement_once():
-    """10 quiet cuts (lengths 1..10), one for 50 % and 25 %, three for 10 % and the CPU quota;
-    a slowed cut holds the 10 quiet runs and its case's first k slowed runs, never another's."""
-    cuts = bc.cuts([trial()])
-    assert len(cuts) == 10 + 1 + 1 + 3 + 3
-    assert [n for _, case, n, series in cuts if case == "quiet"] == list(range(1, 11))
+    """A quiet cut per quiet run (each with the runs before it, at most the 13 a judgement of
+    the latest can look at: its window of 10 and the 2 judged with it), one for 50 % and 25 %,
+    three for 10 % and the CPU quota; a slowed cut holds the trial's 10 quiet runs and its
+    case's first k slowed runs, never another's."""
+    cuts = bc.cuts(measured(fresh=6))
+    assert len(cuts) == 16 + 1 + 1 + 3 + 3
+    quiet = [series for _, case, _, series in cuts if case == "quiet"]
+    assert [len(s) for s in quiet] == [*range(1, 14), 13, 13, 13]
+    assert quiet[-1][-1].started == T0 + dt.timedelta(minutes=15)
     ten = [series for _, case, _, series in cuts if case == "10%"]
     assert [len(s) for s in ten] == [11, 12, 13]
+    assert ten[0][0].started == T0 + dt.timedelta(minutes=6)  # the last 10 of 16
     assert all(sorted(s[-1].values) == sorted(v * 0.9 for v in QUIET) for s in ten)
 
 
@@ -79,7 +91,7 @@ def test_score_counts_detections_within_their_runs_and_judged_quiet_runs():
 def test_a_halved_run_is_caught_and_a_steady_history_is_not_through_the_real_judge():
     """Through compare.results_of and compare.judge: quiet runs of the same five values are
     never a regression; a run at half their rate is, at its first run."""
-    scores = bc.score(bc.judged([trial()]))
+    scores = bc.score(bc.judged(measured()))
     assert scores["50%"] == (1, 1)
     assert scores["cpu first"] == (1, 1)
     hits, judged = scores["quiet"]

@@ -16,7 +16,7 @@ import pytest
 
 from iostudy.benchmarks import measures
 from iostudy.cli.cli import main
-from iostudy.metrics import compare
+from iostudy.metrics import compare, cross_site
 from iostudy.store import catalog
 from iostudy.store import store as store_mod
 
@@ -127,7 +127,7 @@ def test_two_systems_whose_labels_differ_by_their_ram_share_a_fingerprint(tmp_pa
         "local": (PAGE_LOCAL, "page cache possible", 1000.0),
         "testcluster": (PAGE_CLUSTER, "page cache possible", 500.0),
     }
-    side, apart = compare.cross_site(table)
+    side, apart = cross_site.cross_site(table)
     assert sorted(side["system"]) == ["local", "testcluster"] and apart.empty
 
 

@@ -41,6 +41,8 @@ def test_quick_campaign_on_testcluster(cluster, tmp_path):
     spack_points = [c for c in cases if c["name"] in ("ior_check", "mdtest_check")]
     assert spack_points and {c["result"] for c in spack_points} <= {"pass", "skip"}
     cases = [c for c in cases if c["name"] == "iomodel_check"]
+    # quick's 5 repetitions of each flavour, a job each
+    assert len(cases) == 5 * len(cluster.system["mpi"])
     partition = config.default_partition(cluster.system)["name"]
     assert {(c["partition"], c["environ"], c["result"]) for c in cases} == {
         (partition, flavour, "pass") for flavour in cluster.system["mpi"]

@@ -183,8 +183,13 @@ def iomodel_campaign(configs: Path, name: str, parameters: dict, environs=(), re
 
 
 def scripts_by_environ(run_dir: Path) -> dict[str, str]:
-    """environ -> its job script (ReFrame's dry run leaves them in the stage folders)."""
-    return {p.parent.parent.name: p.read_text() for p in runs.job_scripts(run_dir, "iomodel_check")}
+    """environ -> its first repetition's job script (ReFrame's dry run leaves them in the stage
+    folders, one per repetition: iomodel_check_<hash>)."""
+    return {
+        p.parent.parent.name: p.read_text()
+        for p in runs.job_scripts(run_dir, "iomodel_check*")
+        if runs.log_tags(p.read_text()).get("repetition") == "0"
+    }
 
 
 def expected_sync(folder: Path) -> tuple[str, str]:
@@ -215,6 +220,8 @@ def test_dry_run_writes_job_scripts(system, configs_copy, spack_build, tmp_path,
     sysdesc = config.load_system(system)
     scripts = scripts_by_environ(run_dir)
     assert sorted(scripts) == sorted(sysdesc["mpi"])
+    # quick's 5 repetitions, a job each
+    assert len(runs.job_scripts(run_dir, "iomodel_check*")) == 5 * len(sysdesc["mpi"])
     for environ, script in scripts.items():
         mpi = sysdesc["mpi"][environ]
         lines = script.splitlines()
