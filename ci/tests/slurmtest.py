@@ -3,6 +3,7 @@ and sinfo with timeouts, parse the MPI hello program's output."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -14,7 +15,9 @@ import pytest
 
 from iostudy.core import config
 
-SYSTEM = "testcluster"
+# The system the cluster was stood up from: its env file says so (conftest); this is the default
+# for a cluster whose env file predates that (IOSTUDY_CLUSTER_SYSTEM overrides it).
+SYSTEM = os.environ.get("IOSTUDY_CLUSTER_SYSTEM", "testcluster")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The tools of the venv that runs the tests (make runs .venv/bin/python).
 VENV_BIN = Path(sys.executable).parent

@@ -1,0 +1,287 @@
+# shellcheck shell=bash
+# The test cluster's GlusterFS volume and link rates (sourced by cluster-up.sh and
+# cluster-down.sh after lib.sh; reads the facts of testbed.sh).
+#
+# Each node runs a glusterd in its network namespace and in a mount namespace of its own, where
+# gluster/<node>/{lib,run,log} of the state directory are mounted over /var/lib/glusterd,
+# /run/gluster and /var/log/glusterfs: the brick processes it starts use those fixed paths, and
+# the nodes share this machine's file system. One brick per node on its storage target, one
+# distributed volume, and each node's FUSE client in the mount namespace of that node's slurmd,
+# so that the node's jobs see its client at the one mount path. Functions that set up the volume
+# return non-zero instead of dying: the cluster then comes up without it (GLUSTER_WHY says why).
+
+GLUSTER_TIMEOUT=20
+# Why the volume is not served ("" while it is).
+GLUSTER_WHY=""
+
+gluster_dir() { echo "${TESTBED_GLUSTER_DIRS[$1]}"; }
+
+# The gluster CLI, aimed at node I's glusterd (by its socket; unix sockets need no netns).
+gluster_cli() {
+    local dir
+    dir=$(gluster_dir "$1")
+    shift
+    gluster --mode=script --glusterd-sock="$dir/run/glusterd.socket" \
+        --log-file="$dir/log/cli.log" "$@"
+}
+
+# Runs "$@" until it succeeds or SECONDS pass; returns 1 on timeout (unlike wait_until).
+within() {
+    local seconds=$1 deadline
+    shift
+    deadline=$((${EPOCHREALTIME/./} + seconds * 1000000))
+    until "$@" >/dev/null 2>&1; do
+        [ "${EPOCHREALTIME/./}" -lt "$deadline" ] || return 1
+        sleep 0.2
+    done
+}
+
+# Why the volume cannot be served here; nothing when it can.
+gluster_unavailable() {
+    local c
+    if [ -z "$TESTBED_GLUSTER_VOLUME" ]; then
+        echo "the system lists no glusterfs storage"
+        return
+    elif [ "$TESTBED_MODE" != netns ]; then
+        echo "$TESTBED_MODE mode: glusterd needs a network namespace per node"
+        return
+    fi
+    for c in glusterd glusterfs gluster getfattr; do
+        if ! command -v "$c" >/dev/null; then
+            echo "no $c command (make setup installs glusterfs-server, glusterfs-client, attr)"
+            return
+        fi
+    done
+    if [ ! -c /dev/fuse ]; then
+        echo "no /dev/fuse on this machine"
+    elif ! { : <>/dev/fuse; } 2>/dev/null; then
+        echo "/dev/fuse cannot be opened here (FUSE is not allowed)"
+    fi
+}
+
+write_gluster_status() {
+    local file=$TESTBED_GLUSTER_STATUS
+    {
+        echo "# Written by cluster-up: is the GlusterFS volume served?"
+        if [ -n "$GLUSTER_WHY" ]; then
+            echo "export IOSTUDY_GLUSTER_UNAVAILABLE='${GLUSTER_WHY//\'/}'"
+        else
+            echo "unset IOSTUDY_GLUSTER_UNAVAILABLE"
+        fi
+    } >"$file.tmp" && mv "$file.tmp" "$file"
+}
+
+start_glusterd() {
+    local i=$1 node=${TESTBED_NODES[$1]} dir pid
+    dir=$(gluster_dir "$i")
+    if pid=$(live_pid "$dir/run/glusterd.pid" glusterd); then
+        say "glusterd $node: running (pid $pid)"
+        return 0
+    fi
+    mkdir -p "$dir/lib" "$dir/run" "$dir/log" /var/lib/glusterd /run/gluster /var/log/glusterfs ||
+        return 1
+    # shellcheck disable=SC2016 # $1 and $2 are the inner shell's arguments
+    nsenter --net="/run/netns/${TESTBED_NETNS[$i]}" unshare --mount --propagation private \
+        sh -c 'mount --bind "$1/lib" /var/lib/glusterd && mount --bind "$1/run" /run/gluster &&
+            mount --bind "$1/log" /var/log/glusterfs &&
+            exec glusterd -f "$2" -p /run/gluster/glusterd.pid -l /var/log/glusterfs/glusterd.log' \
+        sh "$dir" "$(dirname "$TESTBED_SLURM_CONF")/glusterd-$node.vol" 9>&- || return 1
+    within "$GLUSTER_TIMEOUT" gluster_cli "$i" peer status || return 1
+    pid=$(live_pid "$dir/run/glusterd.pid" glusterd) || return 1
+    record "glusterd $node"
+    say "glusterd $node: started at ${TESTBED_NODE_ADDRS[$i]}:24007 (pid $pid)"
+    ACTIONS=$((ACTIONS + 1))
+}
+
+node_index() {
+    local i
+    for i in "${!TESTBED_NODES[@]}"; do
+        [ "${TESTBED_NODES[$i]}" != "$1" ] || echo "$i"
+    done
+}
+
+peer_connected() {
+    gluster_cli 0 peer status | grep -A2 -xF "Hostname: $1" | grep -qF '(Connected)'
+}
+
+# Every other node joins the pool of the first, by address (the nodes resolve no names).
+ensure_peers() {
+    local i addr
+    for i in "${!TESTBED_NODES[@]}"; do
+        [ "$i" -gt 0 ] || continue
+        addr=${TESTBED_NODE_ADDRS[$i]}
+        peer_connected "$addr" && continue
+        gluster_cli 0 peer probe "$addr" >/dev/null || return 1
+        within "$GLUSTER_TIMEOUT" peer_connected "$addr" || return 1
+        say "glusterfs: ${TESTBED_NODES[$i]} ($addr) joined the pool of ${TESTBED_NODES[0]}"
+        ACTIONS=$((ACTIONS + 1))
+    done
+}
+
+# host:brick of every brick, as the volume lists them.
+brick_specs() {
+    local k i
+    for k in "${!TESTBED_GLUSTER_BRICKS[@]}"; do
+        i=$(node_index "${TESTBED_GLUSTER_BRICK_NODES[$k]}")
+        echo "${TESTBED_NODE_ADDRS[$i]}:${TESTBED_GLUSTER_BRICKS[$k]}"
+    done
+}
+
+bricks_online() {
+    local online
+    online=$(gluster_cli 0 volume status "$TESTBED_GLUSTER_VOLUME" --xml |
+        grep -c '<status>1</status>') || return 1
+    [ "$online" -eq "${#TESTBED_GLUSTER_BRICKS[@]}" ]
+}
+
+ensure_volume() {
+    local vol=$TESTBED_GLUSTER_VOLUME specs listed
+    mapfile -t specs < <(brick_specs)
+    if ! gluster_cli 0 volume info "$vol" >/dev/null 2>&1; then
+        mkdir -p "${TESTBED_GLUSTER_BRICKS[@]}" || return 1
+        gluster_cli 0 volume create "$vol" transport tcp "${specs[@]}" >/dev/null || return 1
+        say "glusterfs: created the distributed volume $vol (${specs[*]})"
+        ACTIONS=$((ACTIONS + 1))
+    fi
+    listed=$(gluster_cli 0 volume info "$vol" | sed -n 's/^Brick[0-9]*: //p')
+    if [ "$listed" != "$(printf '%s\n' "${specs[@]}")" ]; then
+        warn "volume $vol has other bricks ($(echo "$listed" | tr '\n' ' ')) than the system" \
+            "lists; remove $(dirname "$(gluster_dir 0)") after cluster-down to start anew"
+        return 1
+    fi
+    bricks_online && return 0
+    # A stopped volume starts; "force" restarts the bricks of a started one that died.
+    if gluster_cli 0 volume info "$vol" | grep -qx 'Status: Started'; then
+        gluster_cli 0 volume start "$vol" force >/dev/null || return 1
+    else
+        gluster_cli 0 volume start "$vol" >/dev/null || return 1
+    fi
+    within "$GLUSTER_TIMEOUT" bricks_online || return 1
+    say "glusterfs: volume $vol started, ${#specs[@]} bricks online"
+    ACTIONS=$((ACTIONS + 1))
+}
+
+# Before the slurmds start: glusterd on every node and the volume started.
+serve_volume() {
+    local i dir
+    GLUSTER_WHY=$(gluster_unavailable)
+    [ -z "$GLUSTER_WHY" ] || return 0
+    for i in "${!TESTBED_NODES[@]}"; do
+        dir=$(gluster_dir "$i")
+        if ! start_glusterd "$i"; then
+            GLUSTER_WHY="glusterd on ${TESTBED_NODES[$i]} did not start (see $dir/log)"
+            return 0
+        fi
+    done
+    ensure_peers || GLUSTER_WHY="the nodes' glusterds did not form a pool (see $dir/log)"
+    [ -n "$GLUSTER_WHY" ] || ensure_volume ||
+        GLUSTER_WHY="volume $TESTBED_GLUSTER_VOLUME did not start (see $(gluster_dir 0)/log)"
+}
+
+# The client of node I runs in the mount namespace of its slurmd (pid S) and is mounted there.
+client_ok() {
+    local i=$1 slurmd=$2 pid
+    pid=$(live_pid "$(gluster_dir "$i")/run/client.pid" glusterfs) || return 1
+    [ "$(readlink "/proc/$pid/ns/mnt")" = "$(readlink "/proc/$slurmd/ns/mnt")" ] || return 1
+    nsenter -t "$slurmd" -m findmnt -n -t fuse.glusterfs --mountpoint "$TESTBED_GLUSTER_MOUNT" &&
+        nsenter -t "$slurmd" -m stat -f "$TESTBED_GLUSTER_MOUNT" >/dev/null
+}
+
+# Unmounts in the client's own mount namespace (the FUSE client then exits) and stops it.
+stop_client() {
+    local pid=$1
+    nsenter -t "$pid" -m umount "$TESTBED_GLUSTER_MOUNT" 2>/dev/null ||
+        nsenter -t "$pid" -m umount -l "$TESTBED_GLUSTER_MOUNT" 2>/dev/null || true
+    stop_pids "glusterfs client" 5 "$pid"
+}
+
+mount_client() {
+    local i=$1 node=${TESTBED_NODES[$1]} dir slurmd pid
+    dir=$(gluster_dir "$i")
+    slurmd=$(daemon_pid "slurmd-$node") || return 1
+    if client_ok "$i" "$slurmd" >/dev/null 2>&1; then
+        say "glusterfs client $node: mounted (pid $(cat "$dir/run/client.pid"))"
+        return 0
+    fi
+    # a client of an earlier slurmd: its mount namespace is gone from the node's jobs
+    if pid=$(live_pid "$dir/run/client.pid" glusterfs); then stop_client "$pid"; fi
+    mkdir -p "$TESTBED_GLUSTER_MOUNT" || return 1
+    nsenter -t "$slurmd" -m -n glusterfs --volfile-server="${TESTBED_NODE_ADDRS[$i]}" \
+        --volfile-id="$TESTBED_GLUSTER_VOLUME" --pid-file="$dir/run/client.pid" \
+        --log-file="$dir/log/client.log" "$TESTBED_GLUSTER_MOUNT" 9>&- || return 1
+    within "$GLUSTER_TIMEOUT" client_ok "$i" "$slurmd" || return 1
+    record "glusterfs-client $node"
+    say "glusterfs client $node: mounted $TESTBED_GLUSTER_VOLUME at $TESTBED_GLUSTER_MOUNT" \
+        "(pid $(cat "$dir/run/client.pid"))"
+    ACTIONS=$((ACTIONS + 1))
+}
+
+# After the slurmds start: every node's client, then the status file env.sh reads.
+mount_volume() {
+    local i
+    if [ -z "$GLUSTER_WHY" ]; then
+        for i in "${!TESTBED_NODES[@]}"; do
+            mount_client "$i" && continue
+            GLUSTER_WHY="the client on ${TESTBED_NODES[$i]} did not mount (see"
+            GLUSTER_WHY+=" $(gluster_dir "$i")/log/client.log)"
+            break
+        done
+    fi
+    write_gluster_status
+    [ -z "$GLUSTER_WHY" ] || warn "no GlusterFS volume: $GLUSTER_WHY; the cluster works without it"
+}
+
+# A root tbf qdisc at TESTBED_LINK_RATE on DEV (in namespace NS, "" for this one's); none when
+# the rate is empty. tc's own listing tells whether anything changed.
+shape() {
+    local ns=$1 dev=$2 tc=(tc) before after
+    [ -z "$ns" ] || tc=(tc -n "$ns")
+    before=$("${tc[@]}" qdisc show dev "$dev" root | sed 's/ [0-9a-f]*: / /')
+    if [ -n "$TESTBED_LINK_RATE" ]; then
+        # burst: a 64 KiB GSO packet and then some (tbf drops what exceeds it)
+        "${tc[@]}" qdisc replace dev "$dev" root tbf rate "$TESTBED_LINK_RATE" burst 512kb \
+            latency 20ms || return 1
+    elif [[ $before == "qdisc tbf "* ]]; then
+        "${tc[@]}" qdisc del dev "$dev" root || return 1
+    fi
+    after=$("${tc[@]}" qdisc show dev "$dev" root | sed 's/ [0-9a-f]*: / /')
+    [ "$before" = "$after" ] || ACTIONS=$((ACTIONS + 1))
+}
+
+# Both ends of every node's veth: the host's end shapes what the node receives, the node's
+# end what it sends.
+shape_links() {
+    [ "$TESTBED_MODE" = netns ] || return 0
+    local i ok=1
+    for i in "${!TESTBED_NODES[@]}"; do
+        shape "" "${TESTBED_VETHS[$i]}" && shape "${TESTBED_NETNS[$i]}" "$TESTBED_NODE_IFACE" ||
+            ok=""
+    done
+    if [ -z "$ok" ]; then
+        warn "tc could not shape the links to ${TESTBED_LINK_RATE:-none} (sch_tbf missing?)"
+    elif [ -n "$TESTBED_LINK_RATE" ]; then
+        say "links: ${#TESTBED_NODES[@]} node links at $TESTBED_LINK_RATE each way (tc tbf)"
+    fi
+}
+
+# cluster-down: the PIDs in glusterd's run folder of NODE (its bricks, then itself).
+stop_glusterd() {
+    local i dir pids=() file pid
+    i=$(node_index "$1")
+    [ -n "$i" ] || return 0
+    dir=$(gluster_dir "$i")
+    while IFS= read -r -d '' file; do
+        pid=$(live_pid "$file" glusterfsd) || pid=$(live_pid "$file" glusterfs) || continue
+        pids+=("$pid")
+    done < <(find "$dir/run" -name '*.pid' ! -name glusterd.pid ! -name client.pid -print0)
+    stop_pids "glusterfs bricks of $1" 5 "${pids[@]}"
+    pid=$(live_pid "$dir/run/glusterd.pid" glusterd) && stop_pids "glusterd $1" 5 "$pid"
+    rm -f "$dir/run/glusterd.pid"
+}
+
+stop_node_client() {
+    local i pid
+    i=$(node_index "$1")
+    [ -n "$i" ] || return 0
+    if pid=$(live_pid "$(gluster_dir "$i")/run/client.pid" glusterfs); then stop_client "$pid"; fi
+}
