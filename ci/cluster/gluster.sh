@@ -101,7 +101,7 @@ node_index() {
 }
 
 peer_connected() {
-    gluster_cli 0 peer status | grep -A2 -xF "Hostname: $1" | grep -qF '(Connected)'
+    gluster_cli 0 peer status | grep -A2 -xF "Hostname: $1" | has_line 'State: Peer in Cluster (Connected)'
 }
 
 # Every other node joins the pool of the first, by address (the nodes resolve no names).
@@ -151,7 +151,7 @@ ensure_volume() {
     fi
     bricks_online && return 0
     # A stopped volume starts; "force" restarts the bricks of a started one that died.
-    if gluster_cli 0 volume info "$vol" | grep -qx 'Status: Started'; then
+    if gluster_cli 0 volume info "$vol" | has_line 'Status: Started'; then
         gluster_cli 0 volume start "$vol" force >/dev/null || return 1
     else
         gluster_cli 0 volume start "$vol" >/dev/null || return 1
@@ -173,7 +173,8 @@ serve_volume() {
             return 0
         fi
     done
-    ensure_peers || GLUSTER_WHY="the nodes' glusterds did not form a pool (see $dir/log)"
+    ensure_peers ||
+        GLUSTER_WHY="the nodes' glusterds did not form a pool (see $(gluster_dir 0)/log)"
     [ -n "$GLUSTER_WHY" ] || ensure_volume ||
         GLUSTER_WHY="volume $TESTBED_GLUSTER_VOLUME did not start (see $(gluster_dir 0)/log)"
 }

@@ -264,7 +264,8 @@ def _glusterd_vol(layout, node, source) -> str:
     ]
     lines = "".join(f"    option {k} {v}\n" for k, v in options)
     return (
-        HEADER.format(source=source)
+        # glusterd's volfile parser takes backticks even in comments for commands to run
+        HEADER.replace("`", "").format(source=source)
         + "volume management\n    type mgmt/glusterd\n"
         + lines
         + "end-volume\n"

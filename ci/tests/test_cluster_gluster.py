@@ -170,7 +170,7 @@ def test_teardown_leaves_nothing_and_the_volume_comes_back(cluster, volume):
     namespaces, links and loop devices; cluster-up then serves the volume again (the tests
     after this one use the cluster)."""
     state = volume["state"]
-    netns, veths = facts(state, "TESTBED_NETNS", "TESTBED_VETHS")
+    netns, veths, bridge = facts(state, "TESTBED_NETNS", "TESTBED_VETHS", "TESTBED_BRIDGE")
     images = [str(p) for p in state.glob("targets/*.img")]
     before = live(state)
     kinds = set(before.values())
@@ -180,7 +180,7 @@ def test_teardown_leaves_nothing_and_the_volume_comes_back(cluster, volume):
         [REPO_ROOT / "ci/cluster/cluster-down.sh"], env=env, capture_output=True, text=True
     )
     assert down.returncode == 0, down.stderr
-    assert leftovers(state, before, netns, veths, images) == [], down.stdout
+    assert leftovers(state, before, netns, veths + bridge, images) == [], down.stdout
     env["CLUSTER_SYSTEM"] = cluster.system["name"]
     up = subprocess.run(
         [REPO_ROOT / "ci/cluster/cluster-up.sh"],
