@@ -140,6 +140,7 @@ main() {
     export SLURM_CONF=$TESTBED_SLURM_CONF
     cancel_jobs
     stop_daemons
+    stop_gluster
     undo_ledger
     # env.sh then says the volume is not served
     rm -f "${TESTBED_GLUSTER_STATUS:-}"

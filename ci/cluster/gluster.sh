@@ -2,10 +2,10 @@
 # The test cluster's GlusterFS volume and link rates (sourced by cluster-up.sh and
 # cluster-down.sh after lib.sh; reads the facts of testbed.sh).
 #
-# Each node runs a glusterd in its network namespace and in a mount namespace of its own, where
-# gluster/<node>/{lib,run,log} of the state directory are mounted over /var/lib/glusterd,
-# /run/gluster and /var/log/glusterfs: the brick processes it starts use those fixed paths, and
-# the nodes share this machine's file system. One brick per node on its storage target, one
+# Each node runs a glusterd in its network namespace, with its host name, and in a mount
+# namespace of its own, where gluster/<node>/{lib,run,log} of the state directory are mounted
+# over /var/lib/glusterd, /run/gluster and /var/log/glusterfs: the brick processes it starts use
+# those fixed paths, and the nodes share this machine's file system. One brick per node on its storage target, one
 # distributed volume, and each node's FUSE client in the mount namespace of that node's slurmd,
 # so that the node's jobs see its client at the one mount path. Functions that set up the volume
 # return non-zero instead of dying: the cluster then comes up without it (GLUSTER_WHY says why).
@@ -80,12 +80,14 @@ start_glusterd() {
     fi
     mkdir -p "$dir/lib" "$dir/run" "$dir/log" /var/lib/glusterd /run/gluster /var/log/glusterfs ||
         return 1
-    # shellcheck disable=SC2016 # $1 and $2 are the inner shell's arguments
-    nsenter --net="/run/netns/${TESTBED_NETNS[$i]}" unshare --mount --propagation private \
-        sh -c 'mount --bind "$1/lib" /var/lib/glusterd && mount --bind "$1/run" /run/gluster &&
+    # The node's host name too: a brick reports it in a file's pathinfo.
+    # shellcheck disable=SC2016 # $1 to $3 are the inner shell's arguments
+    nsenter --net="/run/netns/${TESTBED_NETNS[$i]}" \
+        unshare --uts --mount --propagation private sh -c 'hostname "$3" &&
+            mount --bind "$1/lib" /var/lib/glusterd && mount --bind "$1/run" /run/gluster &&
             mount --bind "$1/log" /var/log/glusterfs &&
             exec glusterd -f "$2" -p /run/gluster/glusterd.pid -l /var/log/glusterfs/glusterd.log' \
-        sh "$dir" "$(dirname "$TESTBED_SLURM_CONF")/glusterd-$node.vol" 9>&- || return 1
+        sh "$dir" "$(dirname "$TESTBED_SLURM_CONF")/glusterd-$node.vol" "$node" 9>&- || return 1
     within "$GLUSTER_TIMEOUT" gluster_cli "$i" peer status || return 1
     pid=$(live_pid "$dir/run/glusterd.pid" glusterd) || return 1
     record "glusterd $node"
@@ -265,19 +267,43 @@ shape_links() {
     fi
 }
 
-# cluster-down: the PIDs in glusterd's run folder of NODE (its bricks, then itself).
+# The live brick processes of node I's glusterd, by the PID files in its run folder.
+brick_pids() {
+    local file pid
+    while IFS= read -r -d '' file; do
+        pid=$(live_pid "$file" glusterfsd) && echo "$pid"
+    done < <(find "$(gluster_dir "$1")/run" -name '*.pid' ! -name glusterd.pid \
+        ! -name client.pid -print0 2>/dev/null)
+    return 0
+}
+
+# cluster-down, before the ledger: every client unmounted in its namespace, then clients,
+# bricks and glusterds stopped together (each takes about 2 s to exit on TERM).
+stop_gluster() {
+    declare -p TESTBED_GLUSTER_DIRS >/dev/null 2>&1 || return 0
+    local i dir pid pids=()
+    for i in "${!TESTBED_GLUSTER_DIRS[@]}"; do
+        dir=$(gluster_dir "$i")
+        if pid=$(live_pid "$dir/run/client.pid" glusterfs); then
+            nsenter -t "$pid" -m umount "$TESTBED_GLUSTER_MOUNT" 2>/dev/null ||
+                nsenter -t "$pid" -m umount -l "$TESTBED_GLUSTER_MOUNT" 2>/dev/null || true
+            pids+=("$pid")
+        fi
+        mapfile -t -O "${#pids[@]}" pids < <(brick_pids "$i")
+        if pid=$(live_pid "$dir/run/glusterd.pid" glusterd); then pids+=("$pid"); fi
+    done
+    stop_pids "GlusterFS clients, bricks and glusterds" 5 "${pids[@]}"
+}
+
+# The ledger's entry for NODE's glusterd: whatever of it still runs (stop_gluster ran first).
 stop_glusterd() {
-    local i dir pids=() file pid
+    local i pids pid
     i=$(node_index "$1")
     [ -n "$i" ] || return 0
-    dir=$(gluster_dir "$i")
-    while IFS= read -r -d '' file; do
-        pid=$(live_pid "$file" glusterfsd) || pid=$(live_pid "$file" glusterfs) || continue
-        pids+=("$pid")
-    done < <(find "$dir/run" -name '*.pid' ! -name glusterd.pid ! -name client.pid -print0)
-    stop_pids "glusterfs bricks of $1" 5 "${pids[@]}"
-    pid=$(live_pid "$dir/run/glusterd.pid" glusterd) && stop_pids "glusterd $1" 5 "$pid"
-    rm -f "$dir/run/glusterd.pid"
+    mapfile -t pids < <(brick_pids "$i")
+    if pid=$(live_pid "$(gluster_dir "$i")/run/glusterd.pid" glusterd); then pids+=("$pid"); fi
+    stop_pids "glusterd $1 and its bricks" 5 "${pids[@]}"
+    rm -f "$(gluster_dir "$i")/run/glusterd.pid"
 }
 
 stop_node_client() {

@@ -172,7 +172,18 @@ def test_env_file_exports_slurm_conf_path_and_the_state(rendered):
         ln
         for ln in code
         if "export" in ln
-        and not any(name in ln for name in ("SLURM_CONF", "PATH", "IOSTUDY_CLUSTER_STATE"))
+        and not any(
+            f"export {name}=" in ln
+            for name in (
+                "SLURM_CONF",
+                "PATH",
+                "IOSTUDY_CLUSTER_STATE",
+                "IOSTUDY_CLUSTER_SYSTEM",
+                "IOSTUDY_GLUSTER_VOLUME",
+                "IOSTUDY_GLUSTER_MOUNT",
+                "IOSTUDY_GLUSTER_UNAVAILABLE",
+            )
+        )
     ] == []
     script = 'echo "$SLURM_CONF|$PATH|$IOSTUDY_CLUSTER_STATE"'
     out = subprocess.run(
@@ -265,7 +276,9 @@ def test_the_glusterfs_volume_is_placed_as_the_system_says(system, rendered):
     assert volume == entry["volume"] == "iostudy"
     assert mount == str(state / entry["path"].removeprefix(in_state))
     assert nodes.split() == [t["node"] for t in entry["targets"]] == config.node_names(system)
-    assert bricks.split() == [str(state / t["brick"].removeprefix(in_state)) for t in entry["targets"]]
+    assert bricks.split() == [
+        str(state / t["brick"].removeprefix(in_state)) for t in entry["targets"]
+    ]
     assert dirs.split() == [str(state / "gluster" / n) for n in config.node_names(system)]
     # tc shapes veths, which only netns mode has
     assert rate == (system["testbed"]["network"]["link_rate"] if mode == "netns" else "")
