@@ -73,7 +73,7 @@ def pathinfo(cluster, node: str, mount: str, names: list[str]) -> dict[str, tupl
         cluster,
         node,
         'cd "$1" && shift && for f; do echo "$f $(getfattr --only-values -n '
-        'trusted.glusterfs.pathinfo "$f")"; done',
+        'trusted.glusterfs.pathinfo "$f" | tr -d "\\000")"; done',
         mount,
         *names,
     )
@@ -99,7 +99,7 @@ def test_a_file_written_on_one_node_reads_back_identical_on_another(cluster, vol
     assert read_back == hashlib.sha256(data).hexdigest()
     # one of the two reached the file's brick over the network: they are different nodes
     host, brick = pathinfo(cluster, reader, volume["mount"], [name])[name]
-    assert (brick / name).read_bytes() == data
+    assert brick == volume["bricks"][host] and (brick / name).read_bytes() == data
     on(cluster, reader, 'rm -f "$1"', target)
 
 
