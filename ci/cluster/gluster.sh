@@ -201,7 +201,9 @@ stop_client() {
 mount_client() {
     local i=$1 node=${TESTBED_NODES[$1]} dir slurmd pid
     dir=$(gluster_dir "$i")
-    slurmd=$(daemon_pid "slurmd-$node") || return 1
+    # a slurmd just started writes its PID file a moment later
+    within "$GLUSTER_TIMEOUT" daemon_pid "slurmd-$node" || return 1
+    slurmd=$(daemon_pid "slurmd-$node")
     if client_ok "$i" "$slurmd" >/dev/null 2>&1; then
         say "glusterfs client $node: mounted (pid $(cat "$dir/run/client.pid"))"
         return 0
