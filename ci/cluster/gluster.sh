@@ -88,9 +88,9 @@ start_glusterd() {
             mount --bind "$1/log" /var/log/glusterfs &&
             exec glusterd -f "$2" -p /run/gluster/glusterd.pid -l /var/log/glusterfs/glusterd.log' \
         sh "$dir" "$(dirname "$TESTBED_SLURM_CONF")/glusterd-$node.vol" "$node" 9>&- || return 1
+    record "glusterd $node"
     within "$GLUSTER_TIMEOUT" gluster_cli "$i" peer status || return 1
     pid=$(live_pid "$dir/run/glusterd.pid" glusterd) || return 1
-    record "glusterd $node"
     say "glusterd $node: started at ${TESTBED_NODE_ADDRS[$i]}:24007 (pid $pid)"
     ACTIONS=$((ACTIONS + 1))
 }
@@ -103,7 +103,8 @@ node_index() {
 }
 
 peer_connected() {
-    gluster_cli 0 peer status | grep -A2 -xF "Hostname: $1" | has_line 'State: Peer in Cluster (Connected)'
+    gluster_cli 0 peer status | grep -A2 -xF "Hostname: $1" |
+        has_line 'State: Peer in Cluster (Connected)'
 }
 
 # Every other node joins the pool of the first, by address (the nodes resolve no names).
@@ -112,7 +113,11 @@ ensure_peers() {
     for i in "${!TESTBED_NODES[@]}"; do
         [ "$i" -gt 0 ] || continue
         addr=${TESTBED_NODE_ADDRS[$i]}
-        peer_connected "$addr" && continue
+        # a peer of an earlier run reconnects by itself once both glusterds run
+        if gluster_cli 0 peer status | has_line "Hostname: $addr"; then
+            within "$GLUSTER_TIMEOUT" peer_connected "$addr" || return 1
+            continue
+        fi
         gluster_cli 0 peer probe "$addr" >/dev/null || return 1
         within "$GLUSTER_TIMEOUT" peer_connected "$addr" || return 1
         say "glusterfs: ${TESTBED_NODES[$i]} ($addr) joined the pool of ${TESTBED_NODES[0]}"
