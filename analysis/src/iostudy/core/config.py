@@ -194,6 +194,15 @@ def _check_targets(path: Path, system: dict) -> None:
                 )
 
 
+def scratch_storage(system: dict) -> dict:
+    """The storage entry campaigns write to: the one marked ``scratch``, else the one named
+    scratch, else the first; <run>/scratch when the system lists none."""
+    storage = system.get("storage") or [{"name": "scratch", "path": "scratch"}]
+    marked = [s for s in storage if s.get("scratch")]
+    named = [s for s in storage if s["name"] == "scratch"]
+    return (marked or named or storage)[0]
+
+
 def storage_targets(system: dict) -> list[dict]:
     """The devices a system lists behind its storage (each storage entry's ``targets``), in
     order: each {name, path, node?}."""
