@@ -76,3 +76,24 @@ def own_scrontab(cluster):
         cluster.run("scrontab", "-", input=before.stdout)
     else:
         cluster.run("scrontab", "-r", check=False)
+
+
+@pytest.fixture(scope="session")
+def volume(cluster) -> dict:
+    """The GlusterFS volume cluster-up serves (ci/cluster/gluster.sh): mount, name, state
+    directory, bricks by node; skips with cluster-up's reason where it is not served."""
+    why = cluster.env.get("IOSTUDY_GLUSTER_UNAVAILABLE")
+    if why:
+        pytest.skip(f"no GlusterFS volume on this cluster: {why}")
+    state = Path(cluster.env["IOSTUDY_CLUSTER_STATE"])
+    entry = next(s for s in cluster.system["storage"] if s.get("fs_type") == "glusterfs")
+    bricks = {
+        t["node"]: Path(t["brick"].replace("$IOSTUDY_CLUSTER_STATE", str(state)))
+        for t in entry["targets"]
+    }
+    return {
+        "mount": cluster.env["IOSTUDY_GLUSTER_MOUNT"],
+        "name": entry["volume"],
+        "state": state,
+        "bricks": bricks,
+    }

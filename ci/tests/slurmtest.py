@@ -181,3 +181,10 @@ def bytes_written(device: str) -> int:
     """What the block device wrote since it was set up: the kernel's sectors written (field 7
     of /sys/block/<dev>/stat; 512 bytes each whatever the device)."""
     return int(Path(f"/sys/block/{device}/stat").read_text().split()[6]) * 512
+
+
+def on(cluster, node: str, script: str, *args, timeout=60) -> str:
+    """stdout of a shell script run as a one-task job step on node."""
+    return cluster.run(
+        "srun", "-w", node, "-N1", "-n1", "sh", "-c", script, "sh", *args, timeout=timeout
+    ).stdout

@@ -14,36 +14,9 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-from slurmtest import REPO_ROOT
+from slurmtest import REPO_ROOT, on
 
 PATHINFO = re.compile(r"<POSIX\(([^)]+)\):([^:>]+):([^>]+)>")
-
-
-@pytest.fixture(scope="module")
-def volume(cluster) -> dict:
-    why = cluster.env.get("IOSTUDY_GLUSTER_UNAVAILABLE")
-    if why:
-        pytest.skip(f"no GlusterFS volume on this cluster: {why}")
-    state = Path(cluster.env["IOSTUDY_CLUSTER_STATE"])
-    entry = next(s for s in cluster.system["storage"] if s.get("fs_type") == "glusterfs")
-    bricks = {
-        t["node"]: Path(t["brick"].replace("$IOSTUDY_CLUSTER_STATE", str(state)))
-        for t in entry["targets"]
-    }
-    return {
-        "mount": cluster.env["IOSTUDY_GLUSTER_MOUNT"],
-        "name": entry["volume"],
-        "state": state,
-        "bricks": bricks,
-    }
-
-
-def on(cluster, node: str, script: str, *args, timeout=60) -> str:
-    """stdout of a shell script run as a one-task job step on node."""
-    return cluster.run(
-        "srun", "-w", node, "-N1", "-n1", "sh", "-c", script, "sh", *args, timeout=timeout
-    ).stdout
 
 
 def ns_of(pid: int | str, kind: str) -> str:

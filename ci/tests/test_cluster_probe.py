@@ -65,10 +65,10 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
                     "sequences": 2000,
                 },
             },
-            # the probe's writers on both nodes
+            # the probe's writers on both nodes, one per brick of the volume (its 2 targets)
             {
                 "check": "probe_check",
-                "parameters": {"writers_per_target": 2, "size": "32M", "procs_per_node": 1},
+                "parameters": {"writers_per_target": 1, "size": "32M", "procs_per_node": 1},
             },
         ],
     }
@@ -95,6 +95,11 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
     probes = con.execute("SELECT * FROM probes").df()
     assert sorted(probes["writer"]) == [0, 1] and set(probes["nodes"]) == {2}
     assert (probes["bytes"] == 32 << 20).all() and (probes["write_time"] > 0).all()
+    # writer r on target r mod 2, in the system's order of the volume's bricks
+    assert dict(zip(probes["writer"], probes["target"], strict=True)) == {
+        0: "n1-disk",
+        1: "n2-disk",
+    }
     jobs = con.execute("SELECT * FROM jobs WHERE \"check\" = 'hmmer_check'").df()
     files = con.execute("SELECT * FROM files WHERE module = 'stdio'").df()
     configs_seen = set()
