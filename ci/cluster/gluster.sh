@@ -248,8 +248,11 @@ shape() {
     [ -z "$ns" ] || tc=(tc -n "$ns")
     before=$("${tc[@]}" qdisc show dev "$dev" root | sed 's/ [0-9a-f]*: / /')
     if [ -n "$TESTBED_LINK_RATE" ]; then
-        # burst: a 64 KiB GSO packet and then some (tbf drops what exceeds it)
-        "${tc[@]}" qdisc replace dev "$dev" root tbf rate "$TESTBED_LINK_RATE" burst 512kb \
+        # burst: two 64 KiB GSO packets (tbf drops what exceeds it), and no more: a message
+        # that fits the bucket passes faster than the link (netbw's small messages did, up to
+        # 170 MiB/s on 1gbit with 512 KiB), and the larger the burst, the larger the messages
+        # that must be measured to see the link's rate
+        "${tc[@]}" qdisc replace dev "$dev" root tbf rate "$TESTBED_LINK_RATE" burst 128kb \
             latency 20ms || return 1
     elif [[ $before == "qdisc tbf "* ]]; then
         "${tc[@]}" qdisc del dev "$dev" root || return 1
