@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from analysis.tests import chromium
 from slurmtest import REPO_ROOT, VENV_BIN, bytes_written, target_devices
 
 from iostudy.report import report
@@ -91,6 +92,15 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
     limits = (index.parent / "component-limits-testcluster.csv").read_text()
     assert "node link" in limits and "netbw_check between two nodes" in limits
     # the model's node link is the best of the largest messages, not a small one's burst
+    # the system's storage: the volume the campaigns write to, its bricks the targets, each
+    # with what fio measured on it from its node (its ceiling)
+    assert 'id="storage-targets-testcluster"' in page
+    storage = pd.read_csv(index.parent / "storage-targets-testcluster.csv")
+    volume = storage[storage["fs_type"] == "glusterfs"]
+    assert volume["scratch"].all() and set(volume["volume"]) == {"iostudy"}
+    assert list(volume["target"]) == ["n1-disk", "n2-disk"]
+    assert (volume["write_mib_s"] > 0).all() and (volume["read_mib_s"] > 0).all()
+    chromium.assert_within_budget(index)
     table = pd.read_csv(index.parent / "component-limits-testcluster.csv")
     link = table[(table["limit"] == "node link") & (table["operation"] == "write")]
     assert link["measured_mib_s"].tolist() == pytest.approx([largest["mib_s"].max()], rel=1e-3)
