@@ -4,11 +4,16 @@ The probe on the real volume: ci/tests/test_cluster_placement.py."""
 
 import json
 
+import pandas as pd
+import pytest
+
 from iostudy.benchmarks import probe
 from iostudy.core import config
 from iostudy.logs import proberows
+from iostudy.report import probe_report
 
 STATE = "/srv/cluster"
+MIB = 1 << 20
 
 
 def cluster(monkeypatch):
@@ -60,3 +65,46 @@ def test_rows_name_the_target_each_writer_was_placed_on():
 def test_sanity_counts_the_files_named():
     line = {"writers": 2, "bytes_per_writer": 1, "write_s": [0.1, 0.1], "files": ["writer.0"]}
     assert probe.sanity(line, 2, 1) == ["1 files named, expected 2"]
+
+
+def test_the_report_shows_each_targets_writers():
+    rows = pd.DataFrame(
+        [
+            # two samples; writer r on brick r mod 2; 64 MiB each
+            {
+                "system": "tc",
+                "log_sha256": "a",
+                "target": "n1-disk",
+                "bytes": 64 * MIB,
+                "write_time": 0.5,
+            },
+            {
+                "system": "tc",
+                "log_sha256": "a",
+                "target": "n2-disk",
+                "bytes": 64 * MIB,
+                "write_time": 2.0,
+            },
+            {
+                "system": "tc",
+                "log_sha256": "b",
+                "target": "n1-disk",
+                "bytes": 64 * MIB,
+                "write_time": 1.0,
+            },
+            {
+                "system": "tc",
+                "log_sha256": "b",
+                "target": "n2-disk",
+                "bytes": 64 * MIB,
+                "write_time": 4.0,
+            },
+        ]
+    )
+    table = probe_report.per_target(rows).set_index("target")
+    # n1-disk: 128 and 64 MiB/s -> mean 96; n2-disk: 32 and 16 -> mean 24
+    assert table.loc["n1-disk", ["samples", "writers"]].tolist() == [2, 2]
+    assert table.loc["n1-disk", "mean_writer_mib_s"] == pytest.approx(96.0)
+    assert table.loc["n2-disk", "slowest_writer_mib_s"] == pytest.approx(16.0)
+    assert table.loc["n2-disk", "fastest_writer_mib_s"] == pytest.approx(32.0)
+    assert probe_report.per_target(rows.assign(target=None)).empty

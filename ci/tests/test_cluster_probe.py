@@ -6,8 +6,11 @@ import json
 import re
 import shutil
 
+import pandas as pd
+from analysis.tests import chromium
 from slurmtest import REPO_ROOT, VENV_BIN, poll
 
+from iostudy.report import report
 from iostudy.store import store
 
 ENTRY_NAME = "iostudy-probe-testcluster"
@@ -100,6 +103,14 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
         0: "n1-disk",
         1: "n2-disk",
     }
+    # the report's interference section shows each brick's writers
+    index = report.build(
+        tmp_path / "store", "tests", tmp_path / "reports", results=tmp_path / "results"
+    )
+    assert 'id="probe-targets"' in index.read_text()
+    targets = pd.read_csv(index.parent / "probe-targets.csv")
+    assert list(targets["target"]) == ["n1-disk", "n2-disk"] and (targets["writers"] == 1).all()
+    chromium.assert_within_budget(index)
     jobs = con.execute("SELECT * FROM jobs WHERE \"check\" = 'hmmer_check'").df()
     files = con.execute("SELECT * FROM files WHERE module = 'stdio'").df()
     configs_seen = set()
