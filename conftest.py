@@ -1,5 +1,6 @@
 """Fixtures shared by the test folders of every component (pytest finds this file first)."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,10 @@ def configs_copy(tmp_path, monkeypatch):
     root = tmp_path / "configs"
     shutil.copytree(REPO_ROOT / "configs", root, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setenv("IOSTUDY_CONFIGS", str(root))
+    # testcluster's storage (its GlusterFS volume, the campaigns' scratch) lies under the
+    # cluster's state directory: a folder of the test's when no cluster's is set
+    if not os.environ.get("IOSTUDY_CLUSTER_STATE"):
+        monkeypatch.setenv("IOSTUDY_CLUSTER_STATE", str(tmp_path / "cluster-state"))
     return root
 
 

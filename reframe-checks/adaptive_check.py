@@ -4,10 +4,12 @@ procs writers (MPI ranks) in one group per storage target write size bytes each 
 modes: adaptive (a sub-coordinator per target, a coordinator that moves waiting writers from
 busy targets to idle ones, a global index), mpiio (one shared file, collective writes) or
 posix-fpp (a file per process). The targets are the storage targets the system description
-lists (each a folder of its own; the test cluster's: one loop device per node), else the
-system's peaks.storage_targets folders under the scratch storage. With interference, the job
-first starts a competing writer on the first half of the targets (dd with an fsync, again and
-again; seed 004 Figs. 5-7 compare runs with and without it) and stops it after. Under iostudy's
+lists (each a folder of its own), else the system's peaks.storage_targets folders under the
+scratch storage; on a GlusterFS scratch storage (the test cluster's volume) a folder per brick
+on the volume, each data file named onto its target's brick, the run's row naming the targets.
+With interference, the job first starts a competing writer on the first half of the targets (dd
+with an fsync, again and again; seed 004 Figs. 5-7 compare runs with and without it) and stops
+it after (on the volume its file lies on the brick its name hashes to, not chosen). Under iostudy's
 runtime: the log's per-file records show what the coordinator did. adaptive.jsonl keeps the run
 for the store's adaptive table. By hand:
 
@@ -48,7 +50,9 @@ class adaptive_check(BenchmarkCheck):
         why = f"{program} is not built (run `make build-checks`)"
         tags = {"mode": self.mode, "size": self.size, "interference": self.interference}
         workdir = self.prepare(CHECK, program if program.is_file() else None, why, tags)
-        self.targets = self.target_folders(config.load_system(system), workdir)
+        description = config.load_system(system)
+        self.bricks = probe.bricks(description, self.target != "memory" and self.scratch_dir)
+        self.targets = self.target_folders(description, workdir)
         self.prerun_cmds.append(f"mkdir -p {' '.join(map(str, self.targets))}")
         self.postrun_cmds += [f"rm -rf {' '.join(map(str, self.targets))}"]
         if self.interference:
@@ -56,13 +60,17 @@ class adaptive_check(BenchmarkCheck):
             self.prerun_cmds += start
             self.postrun_cmds = stop + self.postrun_cmds
         self.executable_opts = adaptive.arguments(
-            workdir, self.targets, self.mode, self.size, self.block
+            workdir, self.targets, self.mode, self.size, self.block, self.bricks
         ) + ["--verify"]
 
     def target_folders(self, system: dict, workdir: Path) -> list[Path]:
         """This case's folder on each storage target the system lists, else K folders under
-        its scratch folder; at most one a writer."""
+        its scratch folder; at most one a writer. On a GlusterFS scratch storage, a folder per
+        brick on the volume (the benchmark names the files onto the bricks: --brick)."""
         listed = config.storage_targets(system)[: self.procs]
+        if self.bricks:
+            self.bricks = self.bricks[: self.procs]
+            return [workdir / f"target.{k}" for k in range(len(self.bricks))]
         if listed:
             roots = [config.storage_path(t["path"], self.run_folder()) for t in listed]
             for target, root in zip(listed, roots, strict=True):
@@ -89,5 +97,5 @@ class adaptive_check(BenchmarkCheck):
         if self.is_dry_run():
             return
         nodes = self.node_count(self.procs, self.procs_per_node)
-        row = adaptive.record(self.parsed(), self.interference, nodes)
+        row = adaptive.record(self.parsed(), self.interference, nodes, self.bricks)
         checks.save_json_lines([row], Path(self.stagedir, "adaptive.jsonl"), self.log_tags)

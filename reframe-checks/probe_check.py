@@ -3,6 +3,8 @@
 writers_per_target writers per storage target (the system's peaks.storage_targets), as MPI
 ranks of iostudy's ioprobe, each writing size bytes in transfer calls to a file of its own
 (writer.<rank>) with POSIX calls and an fsync, all starting together, under iostudy's runtime.
+On a GlusterFS scratch storage the targets are its bricks: writer r's file is named onto brick
+r mod K (ioprobe --brick), and the store's rows name each writer's target (writer_targets tag).
 The log's per-file records give each writer's write time (iostudy.benchmarks.probe): the store keeps
 them as the sample's rows of the probes table (the time series of the hourly probe, `iostudy
 schedule probe`), and the report derives the aggregate and per-writer bandwidth and the imbalance
@@ -38,7 +40,9 @@ class probe_check(BenchmarkCheck):
     @run_after("setup")
     def set_job(self):
         system = self.current_system.name
-        self.targets = probe.storage_targets(config.load_system(system))
+        description = config.load_system(system)
+        on_bricks = probe.bricks(description, self.target != "memory" and self.scratch_dir)
+        self.targets = len(on_bricks) or probe.storage_targets(description)
         self.procs = probe.writers(self.targets, self.writers_per_target)
         program = checks.benchmark_program(system, "ioprobe", self.current_environ.name)
         why = f"{program} is not built (run `make build-checks`)"
@@ -48,8 +52,12 @@ class probe_check(BenchmarkCheck):
             "size": self.size,
             "transfer": self.transfer,
         }
+        if on_bricks:  # each writer's target, for the store's probes rows (proberows)
+            tags["writer_targets"] = ",".join(name for name, _ in on_bricks)
         workdir = self.prepare(CHECK, program if program.is_file() else None, why, tags)
-        self.executable_opts = probe.arguments(workdir, self.size, self.transfer, self.targets)
+        self.executable_opts = probe.arguments(
+            workdir, self.size, self.transfer, self.targets, on_bricks
+        )
 
     def parse(self, text):
         return probe.parse(text)

@@ -309,7 +309,8 @@ def test_missing_build_says_make_setup(monkeypatch, tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
-def test_reframe_command_line(tmp_path):
+def test_reframe_command_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOSTUDY_CLUSTER_STATE", "/state")
     system = resolve_system("testcluster")
     quick = config.load_campaign("quick")
     quick["checks"][0]["parameters"]["max_procs"] = [2, 4]
@@ -325,7 +326,8 @@ def test_reframe_command_line(tmp_path):
         "-S campaign=quick",
         "-S run_id=RID",
         f"-S run_dir={tmp_path}",
-        f"-S scratch_dir={tmp_path / 'scratch'}",
+        # the storage entry marked scratch: testcluster's GlusterFS volume
+        "-S scratch_dir=/state/gluster/scratch",
         "-S iomodel_check.size=256M",
         "-P iomodel_check.max_procs=2,4",
         # "system": the check takes 0 as the partition's cores per node, at most max_procs
@@ -406,7 +408,8 @@ def test_dry_run_manifest(tmp_path, capsys, monkeypatch):
     assert (run_dir / "darshan").is_dir()
 
 
-def test_each_storage_target_is_a_test_case_where_the_system_lists_targets(tmp_path):
+def test_each_storage_target_is_a_test_case_where_the_system_lists_targets(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOSTUDY_CLUSTER_STATE", "/state")
     local, cluster = resolve_system("local"), resolve_system("testcluster")
     assert resolve_storage_target("each", cluster) == ["n1-disk", "n2-disk"]
     assert resolve_storage_target("each", local) == "scratch"  # lists none
@@ -488,3 +491,14 @@ def test_bad_storage_targets_name_the_entry(configs_copy, targets, problem):
     with pytest.raises(config.ConfigError) as err:
         config.load_system("testcluster")
     assert str(err.value).startswith(f"{path}: {problem}")
+
+
+def test_campaigns_write_to_the_storage_marked_scratch(tmp_path):
+    marked = {
+        "storage": [{"name": "scratch", "path": "s"}, {"name": "v", "path": "/v", "scratch": True}]
+    }
+    assert campaign.scratch_dir(marked, tmp_path) == Path("/v")
+    named = {"storage": [{"name": "a", "path": "/a"}, {"name": "scratch", "path": "s"}]}
+    assert campaign.scratch_dir(named, tmp_path) == tmp_path / "s"
+    assert campaign.scratch_dir({"storage": [{"name": "a", "path": "/a"}]}, tmp_path) == Path("/a")
+    assert campaign.scratch_dir({}, tmp_path) == tmp_path / "scratch"

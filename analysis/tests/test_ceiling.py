@@ -30,7 +30,8 @@ def component(kind, op, rate, aggregate, jobs=None, nodes=1, procs=1, size=None,
 
 # fio on one target: writes 100 (1 job) and 180 MiB/s (2 jobs), reads 250: x 2 targets
 # -> storage 360 (write), 500 (read). netbw across two nodes: one pair 300, all pairs 550;
-# on one node (shared memory) 9,000, which is no network.
+# on one node (shared memory) 9,000, which is no network. 64 KiB messages went at 700 and 900
+# (a burst), but the limits come from the largest messages (1 MiB and 1 MiB - 3): 300 and 550.
 COMPONENTS = pd.DataFrame(
     [
         component("storage", "write", 100, 100, jobs=1),
@@ -38,6 +39,9 @@ COMPONENTS = pd.DataFrame(
         component("storage", "read", 250, 250, jobs=1),
         component("storage", "syncwrite", 6, 6, jobs=1),
         component("network", "pingpong", 300, 550, nodes=2, procs=4, size=1 << 20),
+        # a smaller message through a link's token bucket: faster than the link, not its rate
+        component("network", "pingpong", 700, 900, nodes=2, procs=4, size=64 << 10),
+        component("network", "pingpong", 290, 540, nodes=2, procs=4, size=(1 << 20) - 3),
         component("network", "pingpong", 9000, 9000, nodes=1, procs=2, size=1 << 20),
     ]
 )

@@ -66,6 +66,19 @@ def with_nodes(**nodes) -> dict:
     return system
 
 
+def with_storage(name: str, index: int, **fields) -> dict:
+    """testcluster as system name, with fields of its storage entry index replaced."""
+    system = cluster_system() | {"name": name}
+    system["storage"][index] |= fields
+    return system
+
+
+def with_link_rate(rate) -> dict:
+    system = cluster_system()
+    system["testbed"]["network"]["link_rate"] = rate
+    return system
+
+
 # name -> (content of system.json, what the error says after "<path>: ")
 BAD = {
     "latin1": (b'{"name": "caf\xe9"}', "line 1: not UTF-8 text (byte 0xe9 at offset 13)"),
@@ -74,6 +87,11 @@ BAD = {
     "nodes": (with_nodes(count=10**9), "nodes.count: 1000000000 is greater than the maximum"),
     "cores": (with_nodes(cores_per_node=10**9), "nodes.cores_per_node: 1000000000 is greater"),
     "float": (with_nodes(count=4.0), "nodes.count: 4.0 is not of type 'integer'"),
+    "servers": (
+        with_storage("servers", 1, servers=["n1", "n9"]),
+        "storage[1].servers: 'n9' is not one of the system's nodes (n1, n2)",
+    ),
+    "rate": (with_link_rate("fast"), "testbed.network.link_rate: 'fast' does not match"),
 }
 
 

@@ -193,12 +193,13 @@ def test_interference_shows_in_the_samples_and_the_report(configs_copy, tmp_path
 
 def test_a_probe_larger_than_the_system_is_refused(configs_copy, tmp_path, capsys):
     """writers_per_target x the system's storage targets processes must fit its nodes: 32
-    writers cannot run on testcluster's 2 nodes of 2 cores (refused before anything runs)."""
+    writers on each of testcluster's 2 targets (its volume's bricks), 64, cannot run on its 2
+    nodes of 2 cores (refused before anything runs)."""
     point = {"check": "probe_check", "parameters": {"writers_per_target": [1, 32], "size": "1M"}}
     campaign = {"name": "bigprobe", "description": "test", "study": "probetest", "checks": [point]}
     (configs_copy / "campaigns" / "bigprobe.json").write_text(json.dumps(campaign))
     argv = ["campaign", "run", "bigprobe", "--system", "testcluster", "--dry-run"]
     assert main(argv + ["--results", str(tmp_path / "results")]) == 2
     err = capsys.readouterr().err
-    assert "checks[0].parameters: procs 32 at 2 per node needs 16 nodes" in err, err
+    assert "checks[0].parameters: procs 64 at 2 per node needs 32 nodes" in err, err
     assert not (tmp_path / "results").exists()

@@ -29,11 +29,12 @@ def testcluster():
 
 def other_machine(testcluster: dict) -> dict:
     """The test cluster's description without what only it has: the testbed section and the
-    storage targets on its nodes."""
+    storage targets and servers on its nodes."""
     system = copy.deepcopy(testcluster)
     del system["testbed"]
     for entry in system["storage"]:
         entry.pop("targets", None)
+        entry.pop("servers", None)
     return system
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Stops the Slurm test cluster that cluster-up.sh started: cancels every job, stops each daemon
 # by its PID file (TERM, then KILL after a grace period) and removes what the ledger says
-# cluster-up created (namespaces, veths, bridge, the storage targets' mounts and loop devices,
-# the /etc/slurm/slurm.conf symlink, munged).
+# cluster-up created (the GlusterFS clients, bricks and glusterds, namespaces, veths, bridge,
+# the storage targets' mounts and loop devices, the /etc/slurm/slurm.conf symlink, munged).
 # Keeps the state directory (accounting database, slurmctld state, logs) for the next start.
 # Safe to run when nothing is up.
 #
@@ -15,6 +15,8 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
 # shellcheck source=ci/cluster/lib.sh
 source ci/cluster/lib.sh
+# shellcheck source=ci/cluster/gluster.sh
+source ci/cluster/gluster.sh
 
 DRAIN_SECONDS=5
 GRACE_SECONDS=5
@@ -94,6 +96,8 @@ undo() {
         if ip link show dev "$what" >/dev/null 2>&1; then ip link delete "$what"; fi
         ;;
     munged) return 0 ;; # stopped with the daemons
+    glusterfs-client) stop_node_client "$what" ;;
+    glusterd) stop_glusterd "$what" ;;
     mount)
         if mountpoint -q "$what"; then umount "$what"; fi
         ;;
@@ -136,7 +140,10 @@ main() {
     export SLURM_CONF=$TESTBED_SLURM_CONF
     cancel_jobs
     stop_daemons
+    stop_gluster
     undo_ledger
+    # env.sh then says the volume is not served
+    rm -f "${TESTBED_GLUSTER_STATUS:-}"
     say "done in $(elapsed "$t0") s; nothing of the cluster runs (state kept in $state)"
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stands up the Slurm test cluster of a system description on this machine: munged, a private
-# MariaDB, slurmdbd, slurmctld and one slurmd per node, with accounting. Idempotent: what runs
-# already is kept, and a healthy cluster is left untouched.
+# MariaDB, slurmdbd, slurmctld and one slurmd per node, with accounting, and (netns mode) the
+# system's GlusterFS volume served by the nodes (gluster.sh). Idempotent: what runs already is
+# kept, and a healthy cluster is left untouched.
 #
 #   CLUSTER_STATE=build/cluster  state directory (configuration, spool, logs, PID files)
 #   CLUSTER_NODES=N              node count instead of the system's
@@ -16,6 +17,8 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
 # shellcheck source=ci/cluster/lib.sh
 source ci/cluster/lib.sh
+# shellcheck source=ci/cluster/gluster.sh
+source ci/cluster/gluster.sh
 
 TOOLS=$REPO/build/tools
 # Counts what this run changed, so that a run on a healthy cluster can say it changed nothing.
@@ -74,7 +77,7 @@ load_facts() {
 require_commands() {
     local c missing=()
     for c in munged mungekey mariadbd mariadb-install-db mariadb slurmdbd slurmctld slurmd \
-        sacctmgr sinfo ss ip nsenter unshare flock losetup mkfs.ext4 mountpoint; do
+        sacctmgr sinfo ss ip tc nsenter unshare flock losetup mkfs.ext4 mountpoint findmnt; do
         command -v "$c" >/dev/null || missing+=("$c")
     done
     [ ${#missing[@]} -eq 0 ] ||
@@ -294,7 +297,9 @@ setup_targets() {
 }
 
 # netns: nsenter, not `ip netns exec`, which remounts /sys and leaves slurmd an empty
-# /sys/fs/cgroup; a private UTS namespace gives each node its own host name.
+# /sys/fs/cgroup; a private UTS namespace gives each node its own host name, and a mount
+# namespace of its own the node's GlusterFS client (mounted there after it starts), which its
+# jobs inherit.
 start_slurmd() {
     local i=$1 node=${TESTBED_NODES[$1]} pid
     if pid=$(daemon_pid "slurmd-$node"); then
@@ -303,7 +308,8 @@ start_slurmd() {
     fi
     if [ "$TESTBED_MODE" = netns ]; then
         # shellcheck disable=SC2016 # $1 and $2 are the inner shell's arguments
-        nsenter --net="/run/netns/${TESTBED_NETNS[$i]}" unshare --uts \
+        nsenter --net="/run/netns/${TESTBED_NETNS[$i]}" \
+            unshare --uts --mount --propagation slave \
             sh -c 'hostname "$1" && exec slurmd -f "$2" -N "$1"' sh "$node" "$SLURM_CONF" 9>&-
     else
         slurmd -f "$SLURM_CONF" -N "$node" 9>&-
@@ -391,8 +397,11 @@ main() {
     register_cluster
     start_slurmctld
     setup_network
+    shape_links
     setup_targets
+    serve_volume
     for i in "${!TESTBED_NODES[@]}"; do start_slurmd "$i"; done
+    mount_volume
     register_account
     resume_nodes
     wait_for_nodes

@@ -6,6 +6,7 @@ Expected values come from configs/systems/testcluster/system.json through iostud
 from the renderer, so a renderer that drifts from the system description fails here.
 """
 
+import re
 import resource
 import shutil
 import stat
@@ -171,7 +172,18 @@ def test_env_file_exports_slurm_conf_path_and_the_state(rendered):
         ln
         for ln in code
         if "export" in ln
-        and not any(name in ln for name in ("SLURM_CONF", "PATH", "IOSTUDY_CLUSTER_STATE"))
+        and not any(
+            f"export {name}=" in ln
+            for name in (
+                "SLURM_CONF",
+                "PATH",
+                "IOSTUDY_CLUSTER_STATE",
+                "IOSTUDY_CLUSTER_SYSTEM",
+                "IOSTUDY_GLUSTER_VOLUME",
+                "IOSTUDY_GLUSTER_MOUNT",
+                "IOSTUDY_GLUSTER_UNAVAILABLE",
+            )
+        )
     ] == []
     script = 'echo "$SLURM_CONF|$PATH|$IOSTUDY_CLUSTER_STATE"'
     out = subprocess.run(
@@ -242,6 +254,72 @@ def test_a_storage_target_outside_the_state_directory_is_refused(system, state_d
         r"\$IOSTUDY_CLUSTER_STATE/targets/<folder>",
     ):
         render(elsewhere, state_dir, "netns")
+
+
+def bash_lines(state, script):
+    """Output lines of script run in bash after sourcing the state directory's testbed.sh."""
+    full = f"source {state / 'testbed.sh'}; {script}"
+    return subprocess.run(["bash", "-c", full], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_glusterfs_volume_is_placed_as_the_system_says(system, rendered):
+    mode, state = rendered
+    entry = next(s for s in system["storage"] if s.get("fs_type") == "glusterfs")
+    out = bash_lines(
+        state,
+        'echo "$TESTBED_GLUSTER_VOLUME"; echo "$TESTBED_GLUSTER_MOUNT"; '
+        'echo "${TESTBED_GLUSTER_BRICK_NODES[*]}"; echo "${TESTBED_GLUSTER_BRICKS[*]}"; '
+        'echo "${TESTBED_GLUSTER_DIRS[*]}"; echo "$TESTBED_LINK_RATE"',
+    ).split("\n")
+    volume, mount, nodes, bricks, dirs, rate = out[:6]
+    in_state = "$IOSTUDY_CLUSTER_STATE/"
+    assert volume == entry["volume"] == "iostudy"
+    assert mount == str(state / entry["path"].removeprefix(in_state))
+    assert nodes.split() == [t["node"] for t in entry["targets"]] == config.node_names(system)
+    assert bricks.split() == [
+        str(state / t["brick"].removeprefix(in_state)) for t in entry["targets"]
+    ]
+    assert dirs.split() == [str(state / "gluster" / n) for n in config.node_names(system)]
+    # tc shapes veths, which only netns mode has
+    assert rate == (system["testbed"]["network"]["link_rate"] if mode == "netns" else "")
+
+
+def test_each_glusterd_keeps_its_state_in_its_node_folder(system, state_dir):
+    render(system, state_dir, "netns")
+    for node in config.node_names(system):
+        text = (state_dir / "etc" / f"glusterd-{node}.vol").read_text()
+        options = dict(re.findall(r"^ *option (\S+) (.*)$", text, re.M))
+        assert options["working-directory"] == str(state_dir / "gluster" / node / "lib")
+        socket = state_dir / "gluster" / node / "run" / "glusterd.socket"
+        assert options["glusterd-sockfile"] == str(socket)
+        assert (state_dir / "gluster" / node / "lib").is_dir()
+
+
+def sourced_env(state):
+    script = f"source {state / 'env.sh'}; env -0"
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    return dict(item.split("=", 1) for item in out.stdout.split("\0") if "=" in item)
+
+
+def test_env_says_why_the_volume_is_not_served_until_cluster_up_says_it_is(system, state_dir):
+    render(system, state_dir, "netns")
+    env = sourced_env(state_dir)
+    assert env["IOSTUDY_GLUSTER_MOUNT"] == str(state_dir / "gluster" / "scratch")
+    assert env["IOSTUDY_CLUSTER_SYSTEM"] == SYSTEM
+    assert env["IOSTUDY_GLUSTER_UNAVAILABLE"] == "cluster-up has not served it"
+    status = state_dir / "run" / "gluster.sh"
+    status.write_text("export IOSTUDY_GLUSTER_UNAVAILABLE='no /dev/fuse on this machine'\n")
+    assert sourced_env(state_dir)["IOSTUDY_GLUSTER_UNAVAILABLE"] == "no /dev/fuse on this machine"
+    status.write_text("unset IOSTUDY_GLUSTER_UNAVAILABLE\n")
+    assert "IOSTUDY_GLUSTER_UNAVAILABLE" not in sourced_env(state_dir)
+
+
+def test_a_brick_outside_its_target_is_refused(system, state_dir):
+    entry = next(s for s in system["storage"] if s.get("fs_type") == "glusterfs")
+    target = {**entry["targets"][0], "brick": "$IOSTUDY_CLUSTER_STATE/targets/n2-disk/brick"}
+    moved = {**system, "storage": [{**entry, "targets": [target]}]}
+    with pytest.raises(config.ConfigError, match="is not a folder of the target's path"):
+        render(moved, state_dir, "netns")
 
 
 def test_node_count_override(system, state_dir):

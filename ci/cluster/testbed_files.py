@@ -1,5 +1,5 @@
 """The text of every file of the test cluster's state directory: slurm.conf, slurmdbd.conf,
-mariadb.cnf, the task prolog and epilog, env.sh and testbed.sh.
+mariadb.cnf, the task prolog and epilog, each node's glusterd.vol, env.sh and testbed.sh.
 
 ``render`` is a pure function from a validated system description (its ``nodes``,
 ``partitions``, ``mpi`` and ``testbed`` sections) to those texts; it touches no file. Separate
@@ -20,7 +20,10 @@ from testbed_layout import (
     Layout,
     bridge_addr,
     check_socket_room,
+    gluster_volume,
+    glusterd_socket,
     host_ports,
+    link_rate,
     nodes,
     storage_targets,
     testbed_section,
@@ -243,16 +246,60 @@ def _epilog(layout, source) -> str:
     )
 
 
-def _env_sh(layout, tools_dir, source) -> str:
+def _glusterd_vol(layout, node, source) -> str:
+    """glusterd's volfile for one node. glusterd runs in the node's network namespace (its own
+    port 24007) and in a mount namespace of its own, where gluster/<node>/run and log are
+    mounted over /run/gluster and /var/log/glusterfs (the brick processes' fixed paths)."""
+    options = [
+        ("working-directory", layout.gluster / node / "lib"),
+        # where `gluster --glusterd-sock` reaches it (the default is one path for all nodes)
+        ("glusterd-sockfile", glusterd_socket(layout, node)),
+        ("transport-type", "socket"),
+        ("transport.socket.listen-port", 24007),
+        ("transport.socket.keepalive-time", 10),
+        ("transport.socket.keepalive-interval", 2),
+        ("transport.socket.read-fail-log", "off"),
+        ("ping-timeout", 0),
+        ("event-threads", 1),
+    ]
+    lines = "".join(f"    option {k} {v}\n" for k, v in options)
+    return (
+        # glusterd's volfile parser takes backticks even in comments for commands to run
+        HEADER.replace("`", "").format(source=source)
+        + "volume management\n    type mgmt/glusterd\n"
+        + lines
+        + "end-volume\n"
+    )
+
+
+def _gluster_env(system, layout) -> str:
+    volume = gluster_volume(system, layout)
+    if volume is None:
+        why = "the system lists no glusterfs storage"
+        return f"export IOSTUDY_GLUSTER_UNAVAILABLE={shlex.quote(why)}\n"
+    status = shlex.quote(str(layout.gluster_status))
+    return (
+        "# The GlusterFS volume, mounted at the same path on every node (jobs see it, this\n"
+        + "# host does not). cluster-up's status file says why when it is not served.\n"
+        + f"export IOSTUDY_GLUSTER_VOLUME={shlex.quote(volume.name)}\n"
+        + f"export IOSTUDY_GLUSTER_MOUNT={shlex.quote(str(volume.mount))}\n"
+        + "export IOSTUDY_GLUSTER_UNAVAILABLE='cluster-up has not served it'\n"
+        + f"[ ! -r {status} ] || . {status}\n"
+    )
+
+
+def _env_sh(system, layout, tools_dir, source) -> str:
     tools = shlex.quote(str(tools_dir))
     return (
         HEADER.format(source=source)
         + "# Source it to use the test cluster: clients read SLURM_CONF; PATH adds the\n"
         + "# scrontab client that ci/cluster builds (Debian's slurm-client lacks it).\n"
         + f"export SLURM_CONF={shlex.quote(str(layout.slurm_conf))}\n"
+        + f"export IOSTUDY_CLUSTER_SYSTEM={shlex.quote(system['name'])}\n"
         + "# Where the system description's storage targets are ($IOSTUDY_CLUSTER_STATE/...).\n"
         + f"export {STATE_VARIABLE}={shlex.quote(str(layout.state))}\n"
         + f'case ":$PATH:" in *:{tools}:*) ;; *) export PATH={tools}:"$PATH" ;; esac\n'
+        + _gluster_env(system, layout)
     )
 
 
@@ -264,6 +311,7 @@ def _facts(system, layout, mode, source) -> str:
     bed = testbed_section(system)
     node_list = nodes(system, mode)
     ports = host_ports(system, mode)
+    volume = gluster_volume(system, layout)
     scalars = {
         "TESTBED_SYSTEM": system["name"],
         "TESTBED_MODE": mode,
@@ -282,6 +330,10 @@ def _facts(system, layout, mode, source) -> str:
         "TESTBED_BRIDGE_CIDR": f"{bridge_addr(system)}/24" if mode == "netns" else "",
         "TESTBED_NODE_IFACE": NODE_IFACE if mode == "netns" else "",
         "TESTBED_TARGET_MIB": TARGET_MIB,
+        "TESTBED_LINK_RATE": link_rate(system) if mode == "netns" else "",
+        "TESTBED_GLUSTER_VOLUME": volume.name if volume else "",
+        "TESTBED_GLUSTER_MOUNT": volume.mount if volume else "",
+        "TESTBED_GLUSTER_STATUS": layout.gluster_status,
     }
     arrays = {
         "TESTBED_NODES": [n.name for n in node_list],
@@ -292,6 +344,10 @@ def _facts(system, layout, mode, source) -> str:
         "TESTBED_PORT_DAEMONS": list(ports),
         "TESTBED_PORTS": list(ports.values()),
         "TESTBED_TARGETS": [path for _, path in storage_targets(system, layout)],
+        # per node: its glusterd's lib, run and log (its volfile: etc/glusterd-<node>.vol)
+        "TESTBED_GLUSTER_DIRS": [layout.gluster / n.name for n in node_list],
+        "TESTBED_GLUSTER_BRICK_NODES": [node for node, _ in volume.bricks] if volume else [],
+        "TESTBED_GLUSTER_BRICKS": [brick for _, brick in volume.bricks] if volume else [],
     }
     return (
         HEADER.format(source=source)
@@ -322,6 +378,10 @@ def render(
         "etc/mariadb.cnf": File(_mariadb_cnf(system, layout, source)),
         "etc/task-prolog.sh": File(_task_prolog(system, mode, source), 0o755),
         "etc/epilog.sh": File(_epilog(layout, source), 0o755),
-        "env.sh": File(_env_sh(layout, tools_dir, source)),
+        "env.sh": File(_env_sh(system, layout, tools_dir, source)),
         "testbed.sh": File(_facts(system, layout, mode, source)),
+        **{
+            f"etc/glusterd-{n}.vol": File(_glusterd_vol(layout, n, source))
+            for n in config.node_names(system)
+        },
     }

@@ -17,7 +17,11 @@ State directory layout (every path the daemons use lives under it)::
     spool/slurmctld     StateSaveLocation;   spool/slurmd/<node>   SlurmdSpoolDir
     tmp/<node>          TmpFS (per node: PMIx steps fail when nodes share it)
     targets/<name>      a storage target the system lists: ext4 on a loop device over
-                        targets/<name>.img (made and mounted by cluster-up)
+                        targets/<name>.img (made and mounted by cluster-up); a GlusterFS
+                        target holds its brick in a folder of it
+    gluster/<node>/     that node's glusterd: lib (its working directory), run, log
+    gluster/scratch     the GlusterFS volume's mount point (each node's client mounts it
+                        in that node's slurmd mount namespace)
     log/  run/          daemon logs; PID files and sockets
     mariadb/data        the private MariaDB's datadir
 """
@@ -124,6 +128,16 @@ class Layout:
         return self.state / "targets"
 
     @property
+    def gluster(self) -> Path:
+        """One folder per node: glusterd's working directory (lib), run and log folders."""
+        return self.state / "gluster"
+
+    @property
+    def gluster_status(self) -> Path:
+        """What cluster-up found of the volume (env.sh sources it)."""
+        return self.run / "gluster.sh"
+
+    @property
     def mariadb_data(self) -> Path:
         return self.state / "mariadb" / "data"
 
@@ -209,12 +223,18 @@ def host_ports(system: dict, mode: str) -> dict[str, int]:
     return out
 
 
+def glusterd_socket(layout: Layout, node: str) -> Path:
+    """The socket a node's glusterd takes commands on (`gluster --glusterd-sock`)."""
+    return layout.gluster / node / "run" / "glusterd.socket"
+
+
 def check_socket_room(layout: Layout, system: dict) -> None:
     """The Unix sockets the daemons make under the state directory fit sun_path."""
     longest = max(len(n) for n in config.node_names(system))
     needs = {
         layout.slurmd_spool: len(str(layout.slurmd_spool)) + 1 + longest + 1 + STEPD_SOCKET_MAX,
         layout.mariadb_socket: len(str(layout.mariadb_socket)),
+        layout.gluster: len(str(glusterd_socket(layout, "n" * longest))),
     }
     for where, length in needs.items():
         if length > SUN_PATH_MAX:
@@ -263,4 +283,59 @@ def directories(system: dict, state: Path) -> list[Path]:
         layout.mariadb_data.parent,
         *(layout.slurmd_spool / n for n in names),
         *(layout.tmpfs / n for n in names),
+        *(layout.gluster / n / d for n in names for d in ("lib", "run", "log")),
     ]
+
+
+@dataclass(frozen=True)
+class Volume:
+    """The system's GlusterFS storage as the test cluster serves it."""
+
+    name: str
+    mount: Path
+    #: (node, brick folder) per target, in the system's order
+    bricks: tuple[tuple[str, Path], ...]
+
+
+def _state_path(system: dict, layout: Layout, what: str, path: str) -> Path:
+    """A path of the system description under $IOSTUDY_CLUSTER_STATE, resolved."""
+    prefix = f"${STATE_VARIABLE}/"
+    rest = path[len(prefix) :]
+    if not path.startswith(prefix) or not rest or ".." in Path(rest).parts:
+        raise config.ConfigError(
+            f"{config.system_path(system['name'])}: {what}: path {path!r} is not "
+            f"{prefix}<folder> (the test cluster makes nothing elsewhere)"
+        )
+    return layout.state / rest
+
+
+def gluster_volume(system: dict, layout: Layout) -> Volume | None:
+    """The system's first glusterfs storage entry, None when it lists none. Each target needs
+    its node (the brick's server) and a brick inside the target's folder; bricks on nodes the
+    cluster lacks (a smaller CLUSTER_NODES) are left out."""
+    entry = next((s for s in system.get("storage") or [] if s.get("fs_type") == "glusterfs"), None)
+    if entry is None:
+        return None
+    where = f"{config.system_path(system['name'])}: storage {entry['name']}"
+    names, bricks = config.node_names(system), []
+    for target in entry.get("targets") or []:
+        if "node" not in target or "brick" not in target:
+            raise config.ConfigError(f"{where}: target {target['name']} needs a node and a brick")
+        root = _state_path(system, layout, f"storage target {target['name']}", target["path"])
+        brick = _state_path(system, layout, f"brick of {target['name']}", target["brick"])
+        if root not in brick.parents:
+            raise config.ConfigError(
+                f"{where}: target {target['name']}: brick {target['brick']!r} is not a folder "
+                f"of the target's path {target['path']!r}"
+            )
+        if target["node"] in names:
+            bricks.append((target["node"], brick))
+    if not bricks:
+        raise config.ConfigError(f"{where}: no brick on the cluster's nodes")
+    mount = _state_path(system, layout, f"storage {entry['name']}", entry["path"])
+    return Volume(entry.get("volume") or entry["name"], mount, tuple(bricks))
+
+
+def link_rate(system: dict) -> str:
+    """The tc rate of every node's link, "" for none."""
+    return testbed_section(system)["network"].get("link_rate") or ""

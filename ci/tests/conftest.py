@@ -4,8 +4,9 @@ The cluster is found through IOSTUDY_CLUSTER_ENV, the env file whose path is the
 `make cluster-up` (it exports SLURM_CONF and a PATH with the scrontab client). Without it every
 test fails with a message saying what to run: these tests never skip silently.
 
-Facts about the cluster (nodes, partitions, MPI flavours) come from
-configs/systems/testcluster/system.json, as they do for the cluster itself.
+Facts about the cluster (nodes, partitions, MPI flavours) come from its system description
+(configs/systems/testcluster/system.json unless the env file's IOSTUDY_CLUSTER_SYSTEM names
+another), as they do for the cluster itself.
 """
 
 import os
@@ -34,7 +35,7 @@ def cluster() -> Cluster:
     # Run from inside a job (salloc, a CI job on a Slurm cluster), the job's SLURM_* variables
     # would steer our srun and sbatch calls into it.
     env = {k: v for k, v in env.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
-    c = Cluster(env=env, system=config.load_system(SYSTEM))
+    c = Cluster(env=env, system=config.load_system(env.get("IOSTUDY_CLUSTER_SYSTEM") or SYSTEM))
 
     def all_nodes_up():
         proc = c.run("sinfo", "-h", "-N", "-o", "%N %T", check=False, timeout=20)
@@ -75,3 +76,24 @@ def own_scrontab(cluster):
         cluster.run("scrontab", "-", input=before.stdout)
     else:
         cluster.run("scrontab", "-r", check=False)
+
+
+@pytest.fixture(scope="session")
+def volume(cluster) -> dict:
+    """The GlusterFS volume cluster-up serves (ci/cluster/gluster.sh): mount, name, state
+    directory, bricks by node; skips with cluster-up's reason where it is not served."""
+    why = cluster.env.get("IOSTUDY_GLUSTER_UNAVAILABLE")
+    if why:
+        pytest.skip(f"no GlusterFS volume on this cluster: {why}")
+    state = Path(cluster.env["IOSTUDY_CLUSTER_STATE"])
+    entry = next(s for s in cluster.system["storage"] if s.get("fs_type") == "glusterfs")
+    bricks = {
+        t["node"]: Path(t["brick"].replace("$IOSTUDY_CLUSTER_STATE", str(state)))
+        for t in entry["targets"]
+    }
+    return {
+        "mount": cluster.env["IOSTUDY_GLUSTER_MOUNT"],
+        "name": entry["volume"],
+        "state": state,
+        "bricks": bricks,
+    }

@@ -3,6 +3,7 @@ and sinfo with timeouts, parse the MPI hello program's output."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -14,7 +15,9 @@ import pytest
 
 from iostudy.core import config
 
-SYSTEM = "testcluster"
+# The system the cluster was stood up from: its env file says so (conftest); this is the default
+# for a cluster whose env file predates that (IOSTUDY_CLUSTER_SYSTEM overrides it).
+SYSTEM = os.environ.get("IOSTUDY_CLUSTER_SYSTEM", "testcluster")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The tools of the venv that runs the tests (make runs .venv/bin/python).
 VENV_BIN = Path(sys.executable).parent
@@ -178,3 +181,10 @@ def bytes_written(device: str) -> int:
     """What the block device wrote since it was set up: the kernel's sectors written (field 7
     of /sys/block/<dev>/stat; 512 bytes each whatever the device)."""
     return int(Path(f"/sys/block/{device}/stat").read_text().split()[6]) * 512
+
+
+def on(cluster, node: str, script: str, *args, timeout=60) -> str:
+    """stdout of a shell script run as a one-task job step on node."""
+    return cluster.run(
+        "srun", "-w", node, "-N1", "-n1", "sh", "-c", script, "sh", *args, timeout=timeout
+    ).stdout

@@ -1,8 +1,9 @@
 """Seed 004's adaptive I/O on the test cluster, run as a facility runs it (`iostudy campaign run
 adaptive --ingest STORE`, ReFrame submitting to Slurm): every core of both nodes a writer, one
-group on each of the cluster's storage targets (an ext4 file system on a loop device per node),
-each mode with and without a competing writer. The kernel's count of the sectors each loop
-device wrote is the independent check that the data went where the runs say."""
+group on each brick of the cluster's GlusterFS volume (the campaigns' scratch; each brick on an
+ext4 file system on a loop device per node), its files named onto that brick, each mode with and
+without a competing writer. The kernel's count of the sectors each loop device wrote is the
+independent check that the data went through the volume to the brick the runs name."""
 
 import json
 import shutil
@@ -45,6 +46,8 @@ def test_adaptive_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
     cores = cluster.system["nodes"]["count"] * cluster.system["nodes"]["cores_per_node"]
     assert set(rows["writers"]) == {cores} and set(rows["nodes"]) == {2}
     assert set(rows["targets"]) == {len(devices)}
+    # every run names its targets, the volume's bricks in the system's order
+    assert {tuple(json.loads(t)) for t in rows["target_names"]} == {("n1-disk", "n2-disk")}
     placed = [json.loads(w) for w in rows["writers_per_target"]]
     assert all(sum(p) == cores for p in placed)
     # each target's device wrote at least the data the runs put there

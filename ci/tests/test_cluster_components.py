@@ -9,6 +9,9 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
+import pytest
+from analysis.tests import chromium
 from slurmtest import REPO_ROOT, VENV_BIN, bytes_written, target_devices
 
 from iostudy.report import report
@@ -23,7 +26,9 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
     campaign = json.loads((configs / "campaigns" / "components.json").read_text())
     fio, netbw = campaign["checks"][:2]  # without IOR: no Spack view here
     fio["parameters"] |= {"size": "16M", "jobs": [1, 2]}
-    netbw["parameters"] |= {"max_size": "1M", "seconds": 0.01}
+    # up to 16 MiB: messages far larger than the links' token bucket (128 KiB), whose rate
+    # only they see
+    netbw["parameters"] |= {"max_size": "16M", "seconds": 0.01}
     campaign |= {"name": "parts", "study": "tests", "checks": [fio, netbw]}
     (configs / "campaigns" / "parts.json").write_text(json.dumps(campaign))
     devices = target_devices(cluster, monkeypatch)
@@ -48,9 +53,14 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = store.connect(tmp_path / "store").execute("SELECT * FROM components").df()
     network = rows[rows["component"] == "network"]
-    # 1 KiB to 1 MiB, each with 3 bytes more and less, between the two nodes
-    assert len(network) == 11 * 3 and set(network["nodes"]) == {2}
+    # 1 KiB to 16 MiB, each with 3 bytes more and less, between the two nodes
+    assert len(network) == 15 * 3 and set(network["nodes"]) == {2}
     assert (network["mib_s"] > 0).all()
+    # the largest messages see the link: below its rate (plus what one burst of the bucket
+    # adds to a 16 MiB message) and above a floor that a working link clears
+    largest = network[network["bytes"] > 8 * MIB]
+    top = link_mib_s(cluster.system) * (1 + 128 / (16 << 10))
+    assert (largest["mib_s"] < top).all() and (largest["mib_s"] > 40).all(), largest
     storage = rows[rows["component"] == "storage"]
     assert (storage["aggregate_mib_s"] > 0).all()
     for name, (_, device) in devices.items():
@@ -81,3 +91,23 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
         assert f'id="{ident}"' in page, ident
     limits = (index.parent / "component-limits-testcluster.csv").read_text()
     assert "node link" in limits and "netbw_check between two nodes" in limits
+    # the model's node link is the best of the largest messages, not a small one's burst
+    # the system's storage: the volume the campaigns write to, its bricks the targets, each
+    # with what fio measured on it from its node (its ceiling)
+    assert 'id="storage-targets-testcluster"' in page
+    storage = pd.read_csv(index.parent / "storage-targets-testcluster.csv")
+    volume = storage[storage["fs_type"] == "glusterfs"]
+    assert volume["scratch"].all() and set(volume["volume"]) == {"iostudy"}
+    assert list(volume["target"]) == ["n1-disk", "n2-disk"]
+    assert (volume["write_mib_s"] > 0).all() and (volume["read_mib_s"] > 0).all()
+    chromium.assert_within_budget(index)
+    table = pd.read_csv(index.parent / "component-limits-testcluster.csv")
+    link = table[(table["limit"] == "node link") & (table["operation"] == "write")]
+    assert link["measured_mib_s"].tolist() == pytest.approx([largest["mib_s"].max()], rel=1e-3)
+
+
+def link_mib_s(system: dict) -> float:
+    """The system's tc link rate (testbed.network.link_rate, "<n>gbit" or "<n>mbit") in MiB/s."""
+    rate = system["testbed"]["network"]["link_rate"]
+    bits = float(rate[:-4]) * {"gbit": 1e9, "mbit": 1e6}[rate[-4:]]
+    return bits / 8 / MIB

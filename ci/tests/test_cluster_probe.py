@@ -6,8 +6,11 @@ import json
 import re
 import shutil
 
+import pandas as pd
+from analysis.tests import chromium
 from slurmtest import REPO_ROOT, VENV_BIN, poll
 
+from iostudy.report import report
 from iostudy.store import store
 
 ENTRY_NAME = "iostudy-probe-testcluster"
@@ -65,10 +68,10 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
                     "sequences": 2000,
                 },
             },
-            # the probe's writers on both nodes
+            # the probe's writers on both nodes, one per brick of the volume (its 2 targets)
             {
                 "check": "probe_check",
-                "parameters": {"writers_per_target": 2, "size": "32M", "procs_per_node": 1},
+                "parameters": {"writers_per_target": 1, "size": "32M", "procs_per_node": 1},
             },
         ],
     }
@@ -95,6 +98,19 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
     probes = con.execute("SELECT * FROM probes").df()
     assert sorted(probes["writer"]) == [0, 1] and set(probes["nodes"]) == {2}
     assert (probes["bytes"] == 32 << 20).all() and (probes["write_time"] > 0).all()
+    # writer r on target r mod 2, in the system's order of the volume's bricks
+    assert dict(zip(probes["writer"], probes["target"], strict=True)) == {
+        0: "n1-disk",
+        1: "n2-disk",
+    }
+    # the report's interference section shows each brick's writers
+    index = report.build(
+        tmp_path / "store", "tests", tmp_path / "reports", results=tmp_path / "results"
+    )
+    assert 'id="probe-targets"' in index.read_text()
+    targets = pd.read_csv(index.parent / "probe-targets.csv")
+    assert list(targets["target"]) == ["n1-disk", "n2-disk"] and (targets["writers"] == 1).all()
+    chromium.assert_within_budget(index)
     jobs = con.execute("SELECT * FROM jobs WHERE \"check\" = 'hmmer_check'").df()
     files = con.execute("SELECT * FROM files WHERE module = 'stdio'").df()
     configs_seen = set()

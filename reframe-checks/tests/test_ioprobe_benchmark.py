@@ -34,6 +34,7 @@ KEYS = [
     "targets",
     "bytes_per_writer",
     "transfer",
+    "files",
     "write_s",
     "open_s",
     "close_s",

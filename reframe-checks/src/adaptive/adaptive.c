@@ -3,7 +3,9 @@
  *
  * The ranks are split into K groups of consecutive ranks, one per storage target; target k is the
  * folder DIR/target.<k> (on Lustre its files get one stripe on OST k, the shared file a stripe on
- * each of K OSTs). In --mode adaptive the
+ * each of K OSTs; on GlusterFS, given the targets' bricks with --brick, each file's name gets
+ * the first suffix of "", ".1", ".2", ... that puts it on its target's brick, the shared file on
+ * the first brick: gluster.h). In --mode adaptive the
  * first rank of each group is its sub-coordinator (SC): it writes its own data first, then lets
  * its writers write one at a time, each at the next offset of the group's one file
  * DIR/target.<k>/adaptive.dat. Rank 0 is also the coordinator (C): as groups finish, it asks the
@@ -41,6 +43,7 @@
 
 #include "bench_args.h"
 #include "bench_mpi.h"
+#include "gluster.h"
 #include "lustre.h"
 
 enum { EXIT_IO = 1, EXIT_USAGE = 2 };
@@ -76,6 +79,8 @@ typedef struct {
     bool no_adapt, verify, keep, help;
     const char *target_dirs[MAX_TARGET_DIRS]; /* --target-dir: target k's folder */
     int ntarget_dirs;
+    const char *bricks[MAX_TARGET_DIRS]; /* --brick: target k's GlusterFS brick */
+    int nbricks;
 } options_t;
 
 /* An index entry: where one writer's data is. */
@@ -93,6 +98,7 @@ typedef struct {
     int nindex;
     long moves;  /* rank 0: adaptive writes */
     char *bsend; /* the buffer MPI_Bsend uses */
+    int *suffix; /* per rank: the placement suffix of the file it owns (owned_file); 0: none */
 } bench_t;
 
 #define USAGE_TEXT                                                                                 \
@@ -114,6 +120,9 @@ static const char USAGE[] = USAGE_TEXT
     "                       group k's files get one stripe on OST k, the shared file K stripes\n"
     "  -t, --target-dir D   a target's folder instead of DIR/target.<k> (repeat: one per\n"
     "                       target, in order; the number of them is K); DIR keeps the index\n"
+    "  -B, --brick B        GlusterFS: target k's brick as trusted.glusterfs.pathinfo names it\n"
+    "                       (repeat: one per target, in order): each data file is named onto\n"
+    "                       its target's brick (NAME, NAME.1, ...; the shared file: brick 0)\n"
     "  -b, --block B        bytes per write call, a multiple of 8, at most SIZE (default 1M)\n"
     "  -n, --no-adapt       adaptive's groups and files without moving writers: the baseline\n"
     "  -V, --verify         read every rank's data back (adaptive: through the global index)\n"
@@ -142,6 +151,7 @@ static const struct option LONG_OPTIONS[] = {
     {"slow-target", required_argument, NULL, 'S'},
     {"slow-ms", required_argument, NULL, 'M'},
     {"target-dir", required_argument, NULL, 't'},
+    {"brick", required_argument, NULL, 'B'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -185,6 +195,11 @@ static int apply_option(void *opts, int c, const char *arg, char *err) {
             return fail(err, "--target-dir '%s': empty or too long", arg);
         o->target_dirs[o->ntarget_dirs++] = arg;
         return 0;
+    case 'B':
+        if (o->nbricks == MAX_TARGET_DIRS)
+            return fail(err, "more than %d --brick", MAX_TARGET_DIRS);
+        o->bricks[o->nbricks++] = arg;
+        return 0;
     case 'n':
         o->no_adapt = true;
         return 0;
@@ -205,7 +220,7 @@ static int setup_local(bench_t *b, int argc, char **argv, char *err) {
     options_t *o = &b->opt;
     o->targets = 1;
     o->slow_target = -1;
-    if (parse_args(argc, argv, ":d:m:s:T:t:b:S:M:nVkh", LONG_OPTIONS, apply_option, o, err) != 0)
+    if (parse_args(argc, argv, ":d:m:s:T:t:B:b:S:M:nVkh", LONG_OPTIONS, apply_option, o, err) != 0)
         return -1;
     if (o->help)
         return 0;
@@ -216,6 +231,8 @@ static int setup_local(bench_t *b, int argc, char **argv, char *err) {
     if (o->ntarget_dirs > 0 && o->targets != 1 && o->targets != o->ntarget_dirs)
         return fail(err, "--targets %ld and %d --target-dir differ", o->targets, o->ntarget_dirs);
     o->targets = o->ntarget_dirs > 0 ? o->ntarget_dirs : o->targets;
+    if (o->nbricks > 0 && o->nbricks != o->targets)
+        return fail(err, "%d --brick for %ld targets", o->nbricks, o->targets);
     if (o->block == 0)
         o->block = o->size < DEFAULT_BLOCK ? o->size : DEFAULT_BLOCK;
     if (o->size % 8 != 0 || o->block % 8 != 0)
@@ -271,6 +288,16 @@ static void target_path(const bench_t *b, char *path, int target, const char *na
     target_folder(b, path, target); /* the folder has room for a name (NAME_ROOM) */
     size_t n = strlen(path);
     snprintf(path + n, PATH_LEN - n, "/%s", name);
+}
+
+/* target's file NAME as its owner placed it: NAME, or NAME.<suffix> on a brick (place_files). */
+static void owned_path(const bench_t *b, char *path, int target, const char *name, int owner) {
+    char placed[64];
+    if (b->suffix != NULL && b->suffix[owner] > 0)
+        snprintf(placed, sizeof placed, "%s.%d", name, b->suffix[owner]);
+    else
+        snprintf(placed, sizeof placed, "%s", name);
+    target_path(b, path, target, placed);
 }
 
 /* ---- the data: 8-byte words, word p of rank r's data ((r + 1) << 40 | p), never zero ------- */
@@ -337,7 +364,7 @@ static int writer(bench_t *b) {
     int64_t m[MSG_LEN];
     MPI_Recv(m, MSG_LEN, MPI_INT64_T, sc_of(b, b->group), TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     char path[PATH_LEN];
-    target_path(b, path, (int)m[1], "adaptive.dat");
+    owned_path(b, path, (int)m[1], "adaptive.dat", sc_of(b, (int)m[1]));
     int status = write_file(b, path, (int)m[1], (uint64_t)m[2]);
     /* WRITE COMPLETE with the index entry, to the SC that started it and to the file's SC */
     send(b, sc_of(b, b->group), MSG_DONE, b->rank, m[1], m[2], (int64_t)b->opt.size);
@@ -447,7 +474,7 @@ static int sub_coordinator(bench_t *b) {
         c.asked = calloc((size_t)k, sizeof *c.asked);
     }
     char path[PATH_LEN];
-    target_path(b, path, b->group, "adaptive.dat");
+    owned_path(b, path, b->group, "adaptive.dat", b->rank);
     int status = write_file(b, path, b->group, 0); /* its own data first */
     b->index[b->nindex++] = b->mine;
     s.own_offset = (int64_t)b->opt.size;
@@ -532,7 +559,7 @@ static int write_indices(bench_t *b) {
 static int write_fpp(bench_t *b) {
     char path[PATH_LEN], name[32];
     snprintf(name, sizeof name, "fpp.%d", b->rank);
-    target_path(b, path, b->group, name);
+    owned_path(b, path, b->group, name, b->rank);
     return write_file(b, path, b->group, 0);
 }
 
@@ -540,7 +567,7 @@ static int write_fpp(bench_t *b) {
  * (every rank has the same number of blocks); MPI_File_sync before the close. */
 static int write_shared(bench_t *b) {
     char path[PATH_LEN];
-    target_path(b, path, 0, "shared.dat");
+    owned_path(b, path, 0, "shared.dat", 0);
     MPI_File fh;
     int rc =
         MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
@@ -600,7 +627,10 @@ static int check_data(bench_t *b, const entry_t *e) {
                        : b->opt.mode == MODE_FPP ? name
                                                  : "adaptive.dat";
     snprintf(name, sizeof name, "fpp.%d", b->rank);
-    target_path(b, path, (int)e->target, file);
+    int owner = b->opt.mode == MODE_MPIIO ? 0
+                : b->opt.mode == MODE_FPP ? b->rank
+                                          : sc_of(b, (int)e->target);
+    owned_path(b, path, (int)e->target, file, owner);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return io_error(b, "open", path, errno);
@@ -670,6 +700,16 @@ static bool owned_file(const bench_t *b, char *path, int *ost, int *stripes) {
     return true;
 }
 
+/* Untimed: the owned file stem (owned_file) named onto target's brick (gluster.h); its suffix
+ * in b->suffix[rank], which run() then shares with every rank. */
+static int place_on_brick(bench_t *b, const char *stem, int target) {
+    char placed[PATH_LEN];
+    const char *call = NULL;
+    int e = gluster_place(stem, b->opt.bricks[target], placed, sizeof placed, &b->suffix[b->rank],
+                          &call);
+    return e == 0 ? 0 : io_error(b, call, placed, e);
+}
+
 /* Untimed, before the barrier: a file of an earlier run (--keep) is removed, so that no stale
  * byte stays past the new data and, on Lustre, the file is made anew with its layout
  * (owned_file; llapi_file_create refuses an existing file). Rank 0 says whether the targets
@@ -684,6 +724,8 @@ static int place_files(bench_t *b) {
     int ost, stripes;
     if (!owned_file(b, path, &ost, &stripes))
         return 0;
+    if (b->opt.nbricks > 0)
+        return place_on_brick(b, path, ost < 0 ? 0 : ost);
     if (unlink(path) != 0 && errno != ENOENT)
         return io_error(b, "unlink", path, errno);
     int rc = create ? create(path, 0, ost, stripes, 0) : 0;
@@ -755,17 +797,18 @@ static int measure(bench_t *b) {
 static void remove_files(const bench_t *b) {
     char path[PATH_LEN], name[32];
     snprintf(name, sizeof name, "fpp.%d", b->rank);
-    target_path(b, path, b->group, name);
+    owned_path(b, path, b->group, name, b->rank);
     unlink(path);
     MPI_Barrier(MPI_COMM_WORLD); /* every rank's own file first, then rank 0 the rest */
     if (b->rank != 0)
         return;
-    static const char *const names[] = {"adaptive.dat", "adaptive.idx", "shared.dat"};
     for (long k = 0; k < b->opt.targets; k++) {
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-            target_path(b, path, (int)k, names[i]);
-            unlink(path);
-        }
+        owned_path(b, path, (int)k, "adaptive.dat", sc_of(b, (int)k));
+        unlink(path);
+        owned_path(b, path, (int)k, "shared.dat", 0);
+        unlink(path);
+        target_path(b, path, (int)k, "adaptive.idx");
+        unlink(path);
         target_folder(b, path, k);
         if (b->opt.ntarget_dirs == 0) /* a given folder is the caller's */
             rmdir(path);
@@ -780,7 +823,8 @@ static int run(bench_t *b) {
     b->index = calloc((size_t)b->nranks, sizeof *b->index);
     int bsize = (2 * b->nranks + 8 * (int)b->opt.targets + 64) * (MSG_LEN * 8 + MPI_BSEND_OVERHEAD);
     b->bsend = malloc((size_t)bsize);
-    int status = b->buf && b->index && b->bsend ? 0 : EXIT_IO;
+    b->suffix = calloc((size_t)b->nranks, sizeof *b->suffix);
+    int status = b->buf && b->index && b->bsend && b->suffix ? 0 : EXIT_IO;
     if (status != 0)
         fprintf(stderr, "adaptive: rank %d: cannot allocate %" PRIu64 " bytes\n", b->rank,
                 b->opt.block);
@@ -791,6 +835,8 @@ static int run(bench_t *b) {
     status = make_targets(b);
     if (status == 0)
         status = agree(place_files(b));
+    if (status == 0) /* every rank's placement suffix, for the files it opens of others */
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b->suffix, 1, MPI_INT, MPI_COMM_WORLD);
     if (status == 0)
         status = measure(b);
     void *attached;
@@ -814,6 +860,7 @@ int main(int argc, char **argv) {
     free(b.buf);
     free(b.index);
     free(b.bsend);
+    free(b.suffix);
     MPI_Finalize();
     return status;
 }

@@ -6,9 +6,11 @@
  * fsyncs and closes it, timing the open, the writes with the fsync, and the close apart (the seed
  * omits open and close times). Writer r is on target r mod K: on Lustre its file is created on
  * OST r mod K with one stripe ("each process writes data to a separate file and to some fixed OST
- * using POSIX-IO. Writers are split evenly across the OSTs"); elsewhere the target only labels
- * the writer. Rank 0 prints one JSON line with every writer's times and the imbalance factor,
- * slowest over fastest write time. The CLI and the output are documented in
+ * using POSIX-IO. Writers are split evenly across the OSTs"); on GlusterFS, given the targets'
+ * bricks (--brick), its file is the first of DIR/writer.<r>, DIR/writer.<r>.1, ... that lies on
+ * brick r mod K (a distributed volume places a file by its name: gluster.h); elsewhere the
+ * target only labels the writer. Rank 0 prints one JSON line with every writer's times and the
+ * imbalance factor, slowest over fastest write time. The CLI and the output are documented in
  * reframe-checks/README.md.
  *
  * Exit status: 0 success, 1 a failing I/O call (every rank finishes), 2 bad parameters.
@@ -30,12 +32,15 @@
 
 #include "bench_args.h"
 #include "bench_mpi.h"
+#include "gluster.h"
 #include "lustre.h"
 
 enum { EXIT_IO = 1, EXIT_USAGE = 2 };
 
-/* Room after DIR for "/writer.<r>" with a 10-digit rank. */
-#define NAME_ROOM 32
+/* Room after DIR for "/writer.<r>.<i>" with a 10-digit rank and a placement suffix. */
+#define NAME_ROOM 40
+/* --brick: at most this many targets by brick. */
+#define MAX_BRICKS 64
 #define DEFAULT_TRANSFER ((uint64_t)1 << 20)
 /* Lustre numbers OSTs with 16 bits. */
 #define MAX_TARGETS 65536L
@@ -45,6 +50,8 @@ typedef struct {
     const char *dir;
     uint64_t size, transfer; /* transfer 0: the default, at most size */
     long targets;
+    const char *bricks[MAX_BRICKS]; /* --brick: target k's GlusterFS brick */
+    int nbricks;
     bool keep, help;
 } options_t;
 
@@ -54,14 +61,16 @@ enum { T_OPEN, T_WRITE, T_CLOSE, NTIMES };
 typedef struct {
     options_t opt;
     int rank, nranks;
-    char path[PATH_LEN]; /* DIR/writer.<r> */
+    char path[PATH_LEN]; /* DIR/writer.<r>, or DIR/writer.<r>.<suffix> placed on a brick */
+    int suffix;          /* that placement suffix; 0: none */
+    int *suffixes;       /* rank 0: every writer's suffix */
     char *buf;           /* one transfer of this writer's pattern */
     double times[NTIMES];
     double *all; /* rank 0: NTIMES per writer, in rank order */
 } bench_t;
 
 #define USAGE_TEXT                                                                                 \
-    "usage: ioprobe --dir DIR --size SIZE [--transfer T] [--targets K] [--keep] [--help]\n"
+    "usage: ioprobe --dir DIR --size SIZE [--transfer T] [--targets K | --brick B ...] [--keep]\n"
 static const char USAGE_LINE[] = USAGE_TEXT;
 
 static const char USAGE[] = USAGE_TEXT
@@ -74,6 +83,10 @@ static const char USAGE[] = USAGE_TEXT
     "                      last piece is shorter when T does not divide SIZE\n"
     "  -T, --targets K     storage targets (default 1): writer r is on target r mod K; on Lustre\n"
     "                      its file gets one stripe on OST r mod K (llapi_file_create)\n"
+    "  -b, --brick B       GlusterFS: target k's brick as trusted.glusterfs.pathinfo names it\n"
+    "                      (repeat: one per target, in order; their number is K): writer r's\n"
+    "                      file is the first of DIR/writer.<r>, DIR/writer.<r>.1, ... on brick\n"
+    "                      r mod K (created before the timing)\n"
     "  -k, --keep          leave the files (byte 1 + r mod 255 throughout); otherwise each\n"
     "                      writer removes its file after the timed phases\n"
     "  -h, --help          this text\n"
@@ -84,6 +97,7 @@ static const char USAGE[] = USAGE_TEXT
     "  targets            K\n"
     "  bytes_per_writer   SIZE\n"
     "  transfer           T\n"
+    "  files              per writer: its file's name in DIR\n"
     "  write_s            per writer in rank order: the pwrites and the fsync (MPI_Wtime)\n"
     "  open_s, close_s    per writer: the open and the close, not in write_s\n"
     "  slowest_write_s    max of write_s\n"
@@ -95,13 +109,10 @@ static const char USAGE[] = USAGE_TEXT
     "parameters.\n";
 
 static const struct option LONG_OPTIONS[] = {
-    {"dir", required_argument, NULL, 'd'},
-    {"size", required_argument, NULL, 's'},
-    {"transfer", required_argument, NULL, 't'},
-    {"targets", required_argument, NULL, 'T'},
-    {"keep", no_argument, NULL, 'k'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+    {"dir", required_argument, NULL, 'd'},      {"size", required_argument, NULL, 's'},
+    {"transfer", required_argument, NULL, 't'}, {"targets", required_argument, NULL, 'T'},
+    {"brick", required_argument, NULL, 'b'},    {"keep", no_argument, NULL, 'k'},
+    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 };
 
 /* One option; the value-taking ones are checked at once so that errors name the option. */
@@ -117,6 +128,11 @@ static int apply_option(void *opts, int c, const char *arg, char *err) {
         return parse_size("--transfer", arg, &o->transfer, err);
     case 'T':
         return parse_count("--targets", arg, MAX_TARGETS, &o->targets, err);
+    case 'b':
+        if (o->nbricks == MAX_BRICKS)
+            return fail(err, "more than %d --brick", MAX_BRICKS);
+        o->bricks[o->nbricks++] = arg;
+        return 0;
     case 'k':
         o->keep = true;
         return 0;
@@ -130,12 +146,16 @@ static int apply_option(void *opts, int c, const char *arg, char *err) {
 static int setup_local(bench_t *b, int argc, char **argv, char *err) {
     options_t *o = &b->opt;
     o->targets = 1;
-    if (parse_args(argc, argv, ":d:s:t:T:kh", LONG_OPTIONS, apply_option, o, err) != 0)
+    if (parse_args(argc, argv, ":d:s:t:T:b:kh", LONG_OPTIONS, apply_option, o, err) != 0)
         return -1;
     if (o->help)
         return 0;
     if (o->dir == NULL || o->dir[0] == '\0')
         return fail(err, "--dir is required");
+    if (o->nbricks > 0 && o->targets != 1 && o->targets != o->nbricks)
+        return fail(err, "--targets %ld differs from the %d --brick", o->targets, o->nbricks);
+    if (o->nbricks > 0)
+        o->targets = o->nbricks;
     if (o->size == 0)
         return fail(err, "--size is required");
     if (o->transfer > o->size)
@@ -168,11 +188,24 @@ static int io_error(const bench_t *b, const char *call, int e) {
 
 static int target_of(const bench_t *b) { return (int)(b->rank % b->opt.targets); }
 
+/* Untimed: writer r's file on brick r mod K (gluster.h), b->path and b->suffix set to it. */
+static int place_on_brick(bench_t *b) {
+    char stem[PATH_LEN];
+    const char *call = NULL;
+    snprintf(stem, sizeof stem, "%s/writer.%d", b->opt.dir, b->rank);
+    int e = gluster_place(stem, b->opt.bricks[target_of(b)], b->path, sizeof b->path, &b->suffix,
+                          &call);
+    return e == 0 ? 0 : io_error(b, call, e);
+}
+
 /* Untimed, before the barrier: on Lustre, the writer's file is made anew (a kept file of an
  * earlier run would keep its layout) with one stripe on OST r mod K, stripe size the default.
  * Rank 0 says whether DIR is on Lustre; a job in which liblustreapi loads on some ranks only
- * says so too. Elsewhere nothing happens: the open creates the file. */
+ * says so too. Given bricks (GlusterFS), the file's name is searched for instead
+ * (place_on_brick). Elsewhere nothing happens: the open creates the file. */
 static int place_file(bench_t *b) {
+    if (b->opt.nbricks > 0)
+        return place_on_brick(b);
     char what[96];
     snprintf(what, sizeof what, "one stripe per file, writer r on OST r mod %ld", b->opt.targets);
     llapi_file_create_fn create = lustre_api(b->rank == 0 ? "ioprobe" : NULL, b->opt.dir, what);
@@ -250,6 +283,18 @@ static void print_ratio(const char *key, double num, double den) {
         printf(",\"%s\":null", key);
 }
 
+/* ,"files":["writer.<r>[.<suffix>]", ...] in rank order. */
+static void print_files(const bench_t *b) {
+    printf(",\"files\":[");
+    for (int r = 0; r < b->nranks; r++) {
+        printf("%s\"writer.%d", r ? "," : "", r);
+        if (b->suffixes[r] > 0)
+            printf(".%d", b->suffixes[r]);
+        printf("\"");
+    }
+    printf("]");
+}
+
 static void report(const bench_t *b) {
     double slowest = 0, fastest = 0, rate_sum = 0;
     bool all_positive = true;
@@ -263,6 +308,7 @@ static void report(const bench_t *b) {
     printf("{\"benchmark\":\"ioprobe\",\"writers\":%d,\"targets\":%ld,\"bytes_per_writer\":%" PRIu64
            ",\"transfer\":%" PRIu64,
            b->nranks, b->opt.targets, b->opt.size, b->opt.transfer);
+    print_files(b);
     print_list("write_s", b->all, b->nranks, T_WRITE);
     print_list("open_s", b->all, b->nranks, T_OPEN);
     print_list("close_s", b->all, b->nranks, T_CLOSE);
@@ -277,9 +323,12 @@ static void report(const bench_t *b) {
 static int run(bench_t *b) {
     snprintf(b->path, sizeof b->path, "%s/writer.%d", b->opt.dir, b->rank);
     b->buf = malloc((size_t)b->opt.transfer);
-    if (b->rank == 0)
+    if (b->rank == 0) {
         b->all = malloc(sizeof *b->all * NTIMES * (size_t)b->nranks);
-    int status = b->buf == NULL || (b->rank == 0 && b->all == NULL) ? EXIT_IO : 0;
+        b->suffixes = malloc(sizeof *b->suffixes * (size_t)b->nranks);
+    }
+    bool lacking = b->rank == 0 && (b->all == NULL || b->suffixes == NULL);
+    int status = b->buf == NULL || lacking ? EXIT_IO : 0;
     if (status != 0)
         fprintf(stderr, "ioprobe: rank %d: cannot allocate %" PRIu64 " bytes\n", b->rank,
                 b->opt.transfer);
@@ -294,6 +343,7 @@ static int run(bench_t *b) {
     }
     if (status == 0) {
         MPI_Gather(b->times, NTIMES, MPI_DOUBLE, b->all, NTIMES, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        MPI_Gather(&b->suffix, 1, MPI_INT, b->suffixes, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (b->rank == 0)
             report(b);
     }
@@ -315,6 +365,7 @@ int main(int argc, char **argv) {
         status = run(&b);
     free(b.buf);
     free(b.all);
+    free(b.suffixes);
     MPI_Finalize();
     return status;
 }

@@ -23,11 +23,14 @@ INTERFERER_FILE = "interference.dat"
 INTERFERER_MIB = 64
 
 
-def arguments(index_dir, target_dirs: list, mode: str, size: str, block: str) -> list[str]:
-    """The benchmark's command line: the global index in index_dir, one folder per target."""
+def arguments(index_dir, target_dirs: list, mode: str, size: str, block: str, on_bricks=()):
+    """The benchmark's command line: the global index in index_dir, one folder per target, and
+    on GlusterFS each target's brick (probe.bricks: (name, brick) pairs)."""
     args = ["--dir", str(index_dir), "--mode", mode, "--size", str(size), "--block", str(block)]
     for folder in target_dirs:
         args += ["--target-dir", str(folder)]
+    for _, brick in on_bricks:
+        args += ["--brick", brick]
     return args
 
 
@@ -87,8 +90,9 @@ def performance(parsed: dict) -> dict[str, tuple[float, str]]:
     }
 
 
-def record(parsed: dict, interference: bool, nodes: int) -> dict:
-    """The store's row of one run (its lists as JSON text)."""
+def record(parsed: dict, interference: bool, nodes: int, on_bricks=()) -> dict:
+    """The store's row of one run (its lists as JSON text); target_names: the targets' names in
+    order (on_bricks: the GlusterFS bricks the files were named onto), null elsewhere."""
     row = {
         k: parsed.get(k)
         for k in (
@@ -109,5 +113,6 @@ def record(parsed: dict, interference: bool, nodes: int) -> dict:
         nodes=nodes,
         target_s=json.dumps(parsed.get("target_s")),
         writers_per_target=json.dumps(parsed.get("writers_per_target")),
+        target_names=json.dumps([name for name, _ in on_bricks]) if on_bricks else None,
     )
     return row

@@ -15,7 +15,10 @@ measures):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from iostudy.benchmarks import benchparse
+from iostudy.core import config
 from iostudy.core.numfmt import MIB_S
 
 
@@ -25,11 +28,28 @@ def storage_targets(system: dict) -> int:
     return (system.get("peaks") or {}).get("storage_targets") or 1
 
 
+def bricks(system: dict, scratch_dir) -> list[tuple[str, str]]:
+    """(target name, brick path) of each target of the system's scratch storage when it is a
+    GlusterFS volume and the probe writes to it (scratch_dir is its path), in the system's
+    order; empty otherwise. ioprobe then places writer r's file on brick r mod K (--brick),
+    so that each target is measured from its own writers: a distributed volume would
+    otherwise put a file wherever its name hashes to."""
+    entry = config.scratch_storage(system)
+    if entry.get("fs_type") != "glusterfs" or not scratch_dir:
+        return []
+    if Path(scratch_dir) != config.storage_path(entry["path"], Path(".")):
+        return []
+    targets = [t for t in entry.get("targets") or [] if t.get("brick")]
+    return [(t["name"], str(config.storage_path(t["brick"], Path(".")))) for t in targets]
+
+
 def writers(targets: int, writers_per_target: int) -> int:
     return targets * writers_per_target
 
 
-def arguments(workdir, size: str, transfer: str, targets: int) -> list[str]:
+def arguments(workdir, size: str, transfer: str, targets: int, on_bricks=()) -> list[str]:
+    """ioprobe's arguments; on_bricks (bricks()): each target's brick, in order."""
+    placed = [arg for _, brick in on_bricks for arg in ("--brick", brick)]
     return [
         "--dir",
         str(workdir),
@@ -39,6 +59,7 @@ def arguments(workdir, size: str, transfer: str, targets: int) -> list[str]:
         str(transfer),
         "--targets",
         str(targets),
+        *placed,
     ]
 
 
@@ -53,6 +74,9 @@ def sanity(parsed: dict, writers_expected: int, size: int) -> list[str]:
         problems.append(f"{parsed.get('writers')} writers, expected {writers_expected}")
     if parsed.get("bytes_per_writer") != size:
         problems.append(f"{parsed.get('bytes_per_writer')} bytes per writer, expected {size}")
+    files = parsed.get("files")
+    if files is not None and len(files) != writers_expected:
+        problems.append(f"{len(files)} files named, expected {writers_expected}")
     times = parsed.get("write_s") or []
     if len(times) != writers_expected or not all(t and t > 0 for t in times):
         problems.append(f"write times {times}: expected {writers_expected} positive ones")

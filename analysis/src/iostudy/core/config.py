@@ -172,9 +172,16 @@ def load_system(name: str) -> dict:
 
 
 def _check_targets(path: Path, system: dict) -> None:
-    """Storage target names are unique across the system, each node one of its nodes."""
+    """Storage target names are unique across the system, each node and server one of its
+    nodes."""
     seen, nodes = set(), node_names(system)
     for i, entry in enumerate(system.get("storage") or []):
+        for server in entry.get("servers") or []:
+            if server not in nodes:
+                raise ConfigError(
+                    f"{path}: storage[{i}].servers: {server!r} is not one of the system's "
+                    f"nodes ({', '.join(nodes)})"
+                )
         for k, target in enumerate(entry.get("targets") or []):
             where = f"{path}: storage[{i}].targets[{k}]"
             if target["name"] in seen:
@@ -185,6 +192,15 @@ def _check_targets(path: Path, system: dict) -> None:
                     f"{where}.node: {target['node']!r} is not one of the "
                     f"system's nodes ({', '.join(nodes)})"
                 )
+
+
+def scratch_storage(system: dict) -> dict:
+    """The storage entry campaigns write to: the one marked ``scratch``, else the one named
+    scratch, else the first; <run>/scratch when the system lists none."""
+    storage = system.get("storage") or [{"name": "scratch", "path": "scratch"}]
+    marked = [s for s in storage if s.get("scratch")]
+    named = [s for s in storage if s["name"] == "scratch"]
+    return (marked or named or storage)[0]
 
 
 def storage_targets(system: dict) -> list[dict]:

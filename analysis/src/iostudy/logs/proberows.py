@@ -9,8 +9,9 @@ import re
 
 from iostudy.core.checknames import PROBE
 
-#: the file each writer writes: DIR/writer.<rank>
-WRITER_FILE = re.compile(r"/writer\.(\d+)$")
+#: the file each writer writes: DIR/writer.<rank>, or DIR/writer.<rank>.<i> when its name was
+#: chosen to put it on a GlusterFS brick (ioprobe --brick)
+WRITER_FILE = re.compile(r"/writer\.(\d+)(?:\.\d+)?$")
 
 
 def _int(value):
@@ -18,6 +19,13 @@ def _int(value):
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def writer_target(tags: dict, writer: int) -> str | None:
+    """The target writer's file was placed on: the writer_targets tag (the targets' names in
+    order, comma-separated; writer r on target r mod K), else the check's target tag."""
+    names = [n for n in (tags.get("writer_targets") or "").split(",") if n]
+    return names[writer % len(names)] if names else tags.get("target")
 
 
 def is_probe(job: dict) -> bool:
@@ -49,7 +57,7 @@ def probe_rows(job: dict, files: list[dict]) -> list[dict]:
                 "writers": job["nprocs"],
                 "writers_per_target": _int(tags.get("writers_per_target")),
                 "targets": _int(tags.get("targets")),
-                "target": tags.get("target"),
+                "target": writer_target(tags, int(match.group(1))),
                 "writer": int(match.group(1)),
                 "rank": rec["rank"],
                 "bytes": rec["bytes_written"],

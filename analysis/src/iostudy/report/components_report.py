@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from iostudy.core import config
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import short
 from iostudy.core.plotting import count_ticks, legend_below, panels
@@ -155,10 +156,71 @@ def ceiling_figure(curve: pd.DataFrame, points: pd.DataFrame) -> Figure:
     return fig
 
 
-def _system_items(add, system, run_id, rows, held, limits) -> dict:
-    """One system's figures and tables (``held``: its ceiling.points); returns its best
-    fractions (ceiling.best_fractions)."""
+STORAGE_COLUMNS = [
+    "storage",
+    "fs_type",
+    "volume",
+    "servers",
+    "scratch",
+    "target",
+    "node",
+    "brick",
+    "write_mib_s",
+    "read_mib_s",
+]
+
+
+def storage_table(description: dict, rows: pd.DataFrame) -> pd.DataFrame:
+    """The system's storage as its description says (a row per storage target, or per storage
+    entry without targets): its file system, volume and servers, whether campaigns write there
+    (scratch: config.scratch_storage), each target's node and brick, and the best aggregate
+    MiB/s fio_check measured on that target (the target's ceiling; empty where not measured)."""
+    storage = description.get("storage") or []
+    scratch = config.scratch_storage(description)["name"] if storage else None
+    fio = rows[(rows["component"] == "storage") & rows["target"].notna()]
+    out = []
+    for entry in storage:
+        shared = {
+            "storage": entry["name"],
+            "fs_type": entry.get("fs_type"),
+            "volume": entry.get("volume"),
+            "servers": ", ".join(entry.get("servers") or []) or None,
+            "scratch": entry["name"] == scratch,
+        }
+        for target in entry.get("targets") or [{}]:
+            mine = fio[fio["target"] == target.get("name")]
+            best = mine.groupby("operation")["aggregate_mib_s"].max()
+            out.append(
+                shared
+                | {
+                    "target": target.get("name"),
+                    "node": target.get("node"),
+                    "brick": target.get("brick"),
+                    "write_mib_s": best.get("write"),
+                    "read_mib_s": best.get("read"),
+                }
+            )
+    return pd.DataFrame(out, columns=STORAGE_COLUMNS)
+
+
+def _system_items(add, system, run_id, rows, held, limits, description=None) -> dict:
+    """One system's figures and tables (``held``: its ceiling.points; ``description``: its
+    system description as the run recorded it); returns its best fractions
+    (ceiling.best_fractions)."""
     label = f"{system}, latest run {run_id}"
+    if description and description.get("storage"):
+        add(
+            SECTION,
+            "table",
+            f"storage-targets-{safe(system)}",
+            f"{system}: its storage as its description says (run {run_id}): the file system "
+            "campaigns write to (scratch), its servers, and its targets (GlusterFS: the bricks "
+            "a file's trusted.glusterfs.pathinfo names), each with the best MiB/s fio_check "
+            "measured on it from its node: the target's ceiling.",
+            storage_table(description, rows),
+            table=True,
+            whole=True,
+        )
     _component_items(add, system, run_id, rows, limits, label)
     return _ceiling_items(add, system, held, limits, label)
 
@@ -258,10 +320,10 @@ def system_limits(data, runs: list[dict], runs_df: pd.DataFrame) -> dict[str, tu
     return out
 
 
-def add_section(add, data, measured: dict, one_node=frozenset()) -> dict:
+def add_section(add, data, measured: dict, one_node=frozenset(), systems=None) -> dict:
     """The section through report.render's add() (``measured``: :func:`system_limits`;
-    ``one_node``: :func:`one_node_runs`); returns {system: {operation: the IOR point nearest
-    its ceiling}} for the verdict."""
+    ``one_node``: :func:`one_node_runs`; ``systems``: run id -> its system description);
+    returns {system: {operation: the IOR point nearest its ceiling}} for the verdict."""
     curves, iomodel = scaling.ior_curves(data["ior"]), data["iomodel"]
     apps = ceiling.application_points(data["perf"], one_node)
     best = {}
@@ -271,7 +333,8 @@ def add_section(add, data, measured: dict, one_node=frozenset()) -> dict:
             iomodel[iomodel["system"] == system],
             apps[apps["system"] == system],
         )
-        best[system] = _system_items(add, system, run_id, mine, held, limits)
+        described = (systems or {}).get(run_id)
+        best[system] = _system_items(add, system, run_id, mine, held, limits, described)
     return best
 
 
@@ -298,4 +361,5 @@ def verdict_lines(best: dict) -> list[str]:
 def section(d) -> None:
     """The section of a report being made (iostudy.report.sectiondata.SectionData); the
     ceiling it finds goes into d.found["ceiling"] for the page's verdict."""
-    d.found["ceiling"] = add_section(d.add, d.data, d.limits, one_node_runs(d.runs))
+    systems = {r["run_id"]: _run_system(r) for r in d.runs}
+    d.found["ceiling"] = add_section(d.add, d.data, d.limits, one_node_runs(d.runs), systems)

@@ -53,7 +53,8 @@ def samples(probes: pd.DataFrame) -> pd.DataFrame:
                 "writers": int(first["writers"]),
                 "writers_per_target": first["writers_per_target"],
                 "targets": first["targets"],
-                "target": first["target"],
+                # every target its writers were on (a probe placed on each brick spans them)
+                "target": ", ".join(dict.fromkeys(group["target"].dropna())) or None,
                 "bytes_per_writer": int(group["bytes"].max()),
                 "aggregate_mib_s": group["bytes"].sum() / MIB / slowest if complete else np.nan,
                 "mean_writer_mib_s": (group["bytes"] / times).mean() / MIB if complete else np.nan,
@@ -103,6 +104,39 @@ def variability(samples_df: pd.DataFrame) -> pd.DataFrame:
             "max_imbalance",
         ],
     )
+
+
+TARGET_COLUMNS = [
+    "system",
+    "target",
+    "samples",
+    "writers",
+    "mean_writer_mib_s",
+    "slowest_writer_mib_s",
+    "fastest_writer_mib_s",
+]
+
+
+def per_target(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per system and storage target the writers were placed on (the probes rows' target: a
+    GlusterFS brick's, a Lustre OST's): the samples and writer files on it, and the mean, the
+    slowest and the fastest writer's MiB/s there (its bytes over its write time)."""
+    if probes is None or probes.empty or probes["target"].isna().all():
+        return pd.DataFrame(columns=TARGET_COLUMNS)
+    rows = probes[probes["write_time"].astype(float) > 0]
+    rows = rows.assign(mib_s=rows["bytes"] / MIB / rows["write_time"].astype(float))
+    table = (
+        rows.groupby(["system", "target"], sort=True)
+        .agg(
+            samples=("log_sha256", "nunique"),
+            writers=("mib_s", "size"),
+            mean_writer_mib_s=("mib_s", "mean"),
+            slowest_writer_mib_s=("mib_s", "min"),
+            fastest_writer_mib_s=("mib_s", "max"),
+        )
+        .reset_index()
+    )
+    return table[TARGET_COLUMNS]
 
 
 def sweep(samples_df: pd.DataFrame) -> pd.DataFrame:
@@ -258,6 +292,20 @@ def add_section(add, probes: pd.DataFrame) -> None:
         variability(samples_df),
         table=True,
     )
+    targets = per_target(probes)
+    if targets["target"].nunique() > 1:  # the writers were placed, target by target
+        add(
+            "probes",
+            "table",
+            "probe-targets",
+            "The probe per storage target its writers' files were placed on (writer r on "
+            "target r mod K; on GlusterFS the brick trusted.glusterfs.pathinfo names, on "
+            "Lustre the OST): samples, writer files, and the mean, slowest and fastest "
+            "writer's MiB/s there. A target slower than the others is where the imbalance "
+            "comes from.",
+            targets,
+            table=True,
+        )
     _add_sweep(add, sweep(samples_df))
 
 

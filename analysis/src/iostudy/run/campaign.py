@@ -88,11 +88,9 @@ def needed_binaries(campaign: dict, system: str, flavours: list[str]) -> list[Pa
 
 
 def scratch_dir(system: dict, run_dir: Path) -> Path:
-    """The system's scratch storage (its "scratch" entry, else its first), relative paths taken
-    from the run directory; <run>/scratch when the system names none."""
-    storage = system.get("storage") or [{"name": "scratch", "path": "scratch"}]
-    entry = next((s for s in storage if s["name"] == "scratch"), storage[0])
-    return config.storage_path(entry["path"], run_dir)
+    """The system's scratch storage (config.scratch_storage), relative paths taken from the run
+    directory."""
+    return config.storage_path(config.scratch_storage(system)["path"], run_dir)
 
 
 def reframe_executable() -> list[str]:

@@ -335,6 +335,7 @@ ADAPTIVE_FIELDS = (
     "index_s",
     "target_s",
     "writers_per_target",
+    "target_names",
 )
 
 

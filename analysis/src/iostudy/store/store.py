@@ -294,6 +294,8 @@ TABLES: dict[str, pa.Schema] = {
             ("index_s", pa.float64()),
             ("target_s", pa.string()),  # JSON list: per target, when its last write closed
             ("writers_per_target", pa.string()),  # JSON list: where the data went
+            # JSON list: each target's name, where the files were named onto its GlusterFS brick
+            ("target_names", pa.string()),
             ("source_path", pa.string()),
             ("log_tags", pa.string()),  # JSON object: the check's tags
         ]
