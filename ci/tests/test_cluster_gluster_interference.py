@@ -38,7 +38,7 @@ WRITERS = 6
 SIZE = "32M"
 # Quiet and loaded samples alternate, so that a drift of the machine hits both alike.
 PAIRS = 8
-# What each sample must show against the quiet ones, from runs on this machine (README).
+# What the loaded samples must show against the quiet ones, from runs on this machine (README).
 BANDWIDTH_FALL = 0.9  # loaded mean aggregate at most this share of the quiet one (0.76-0.86)
 LOAD_WRITERS_PER_BRICK = 2
 # The load: writers on another node, each rewriting a file of its own (64 MiB, fsync) without
@@ -112,11 +112,11 @@ def brick_of_each_writer(cluster, node, mount, folder, bricks) -> dict[int, str]
 
 
 class Load:
-    """The load: a batch job on node rewriting LOAD_WRITERS_PER_BRICK files on each brick."""
+    """The load while in a with block: a batch job on node running LOAD's writers (bricks:
+    BRICK=N each), cancelled at the block's end."""
 
     def __init__(self, cluster, node, folder, bricks, script):
-        self.cluster, self.node, self.folder, self.bricks = cluster, node, folder, bricks
-        self.bricks = list(bricks)
+        self.cluster, self.node, self.folder, self.bricks = cluster, node, folder, list(bricks)
         self.script, self.out = script, script.with_suffix(".out")
 
     def __enter__(self):

@@ -70,7 +70,7 @@ TRACED_CALLS = ("pwrite", "pread")
 # The workload on a disk file system: ext4 on a loop device, as the test cluster's targets are.
 DISK_WALL_TARGET_PCT = 5.0
 DISK_IMAGE_MIB = 256
-# An iteration takes about 1.5 ms through the volume's FUSE client, 20 times one on ext4.
+# An iteration takes 1.5-1.9 ms through the volume's FUSE client, 60-80 times one on ext4.
 GLUSTER_ITERATIONS = 1000
 # Darshan keeps at most 1,024 records per module by default; iostudy keeps what DARSHAN_MODMEM
 # holds (5,953 of the workload's files with 4 MiB). The workload's wall time is also measured
