@@ -5,14 +5,15 @@ between a quiet volume and one that a job on another node keeps writing to, on t
 The figures are the project's own: each sample's aggregate bandwidth and imbalance factor
 (slowest over fastest writer) by :func:`iostudy.report.probe_report.samples`, their CoV over
 samples by :func:`iostudy.report.probe_report.variability`, from the probe's own write times.
-What it asserts, from runs on this 2-core machine (ci/cluster/README.md quotes them): the probe's
-aggregate bandwidth falls (to 0.76-0.86 of the quiet one in 8 runs) and each brick's CoV over
-samples rises (in every run). Seed 004's third sign, a rising imbalance factor, is printed but
-not asserted: here it does not rise. The quiet probe's imbalance is its topology's (writers to
-n1's own brick 3-5x faster than those to n2's, which share n1's 1 Gbit/s link), and a writer
-job on n2 cannot reach n1's sending link: it slows the fast local writers (the CPUs and the one
-disk) more than the link-bound remote ones, so the whole probe's imbalance fell in 7 of 8 runs
-and each brick's stayed within noise."""
+What it asserts, from runs on this 2-core machine (ci/cluster/README.md quotes them): the
+aggregate bandwidth falls, the whole probe's and each brick's writers'. Seed 004's other two
+signs are printed, not asserted. The CoV over samples rose in 11 of 12 runs, not in one whose
+"quiet" samples were shaken by other work on the machine (CoV 31 %): 8 samples a side do not
+make it a test that cannot flake. The imbalance factor does not rise here: the quiet probe's is
+its topology's (writers to n1's own brick 3-5x faster than those to n2's, which share n1's
+1 Gbit/s link), and a writer job on n2 cannot reach n1's sending link: it slows the fast local
+writers (the CPUs and the one disk) more than the link-bound remote ones, so the whole probe's
+imbalance fell in 11 of 13 runs and each brick's stayed within noise."""
 
 from __future__ import annotations
 
@@ -39,8 +40,12 @@ SIZE = "32M"
 # Quiet and loaded samples alternate, so that a drift of the machine hits both alike.
 PAIRS = 8
 # What the loaded samples must show against the quiet ones, from runs on this machine (README).
-BANDWIDTH_FALL = 0.9  # loaded mean aggregate at most this share of the quiet one (0.76-0.86)
-LOAD_WRITERS_PER_BRICK = 2
+# The loaded mean aggregate bandwidth at most this share of the quiet one: the whole probe's
+# (0.76-0.89 in 13 runs: its slowest writers are bound by the link, which the load does not use)
+# and each brick's writers' (their mean over the bricks: 0.47-0.83).
+BANDWIDTH_FALL = 0.95
+BRICK_BANDWIDTH_FALL = 0.9
+LOAD_WRITERS_PER_BRICK = 3
 # The load: writers on another node, each rewriting a file of its own (64 MiB, fsync) without
 # pause; arguments: its folder, then BRICK=N for N writers whose files are on BRICK.
 LOAD = r"""
@@ -161,7 +166,7 @@ def figures(rows: list[dict], per_brick: bool = False) -> dict:
     }
 
 
-def test_a_job_writing_to_the_same_bricks_slows_the_probe_and_unbalances_it(
+def test_a_job_writing_to_the_same_bricks_slows_the_probe(
     cluster,
     volume,  # noqa: F811 (the fixture imported above)
     tmp_path,
@@ -201,4 +206,4 @@ def test_a_job_writing_to_the_same_bricks_slows_the_probe_and_unbalances_it(
     quiet, loaded = shown["quiet", "probe"], shown["loaded", "probe"]
     assert loaded["mib_s"] <= BANDWIDTH_FALL * quiet["mib_s"], shown
     quiet, loaded = shown["quiet", "brick"], shown["loaded", "brick"]
-    assert loaded["cov_pct"] > quiet["cov_pct"], shown
+    assert loaded["mib_s"] <= BRICK_BANDWIDTH_FALL * quiet["mib_s"], shown
