@@ -137,7 +137,8 @@ cluster-down: ## stop the Slurm test cluster, remove its namespaces (keeps its s
 
 # DARSHAN_LIB: a Darshan 3.5.0 libdarshan.so (non-MPI) measured beside iostudy; BENCH_RUNS: the
 # alternating wall-time rounds (at least 30: each overhead comes with its 95 % interval). The
-# workload's ext4 run makes a loop device: as root only (else it says "not measured").
+# workload's ext4 run makes a loop device: as root only (else it says "not measured"); its
+# glusterfs run needs a test cluster with the volume, IOSTUDY_CLUSTER_ENV=<cluster-up's env file>.
 DARSHAN_LIB ?=
 BENCH_RUNS ?= 40
 bench-runtime: setup ## instructions per call and wall-time overhead of the runtime (DARSHAN_LIB: beside Darshan's)

@@ -25,6 +25,8 @@
    - The same workload on ext4 on a loop device (made, mounted and removed by the bench, as
      root; the test cluster's storage targets are such file systems): iostudy's overhead
      against a target.
+   - The same workload (GLUSTER_ITERATIONS) on the GlusterFS volume of the test cluster whose env
+     file IOSTUDY_CLUSTER_ENV names, through a node's FUSE client (gluster_node).
    - 4 processes each writing 256 MiB in 1 MiB writes, in the tmpfs folder.
 
 Standard library only, so it runs with any Python 3.
@@ -43,6 +45,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import gluster_node
 
 # (row, the call under iostudy, under Darshan, target in instructions per call or None).
 # Darshan 3.5.0 wraps only glibc's __xstat/__fxstat, which glibc >= 2.33 no longer calls:
@@ -66,6 +70,8 @@ TRACED_CALLS = ("pwrite", "pread")
 # The workload on a disk file system: ext4 on a loop device, as the test cluster's targets are.
 DISK_WALL_TARGET_PCT = 5.0
 DISK_IMAGE_MIB = 256
+# An iteration takes 1.5-1.9 ms through the volume's FUSE client, 60-80 times one on ext4.
+GLUSTER_ITERATIONS = 1000
 # Darshan keeps at most 1,024 records per module by default; iostudy keeps what DARSHAN_MODMEM
 # holds (5,953 of the workload's files with 4 MiB). The workload's wall time is also measured
 # with iostudy's memory cut to 1,024 POSIX records' worth: the cost of the records kept, apart
@@ -207,13 +213,24 @@ def posix_region_bytes(logs):
     return total
 
 
-def timed(cmds, env, records=False):
+def started(cmd, env, enter=()):
+    """cmd started under env; after enter (a command prefix: nsenter) when given, with the
+    runtime preloaded by env(1) into cmd only, not into enter's command."""
+    if enter:
+        preload = [f"LD_PRELOAD={env['LD_PRELOAD']}"] if "LD_PRELOAD" in env else []
+        cmd = [*enter, "env", *preload, *cmd]
+        env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    return subprocess.Popen(cmd, env=env)
+
+
+def timed(cmds, env, records=False, enter=()):
     """(wall seconds, CPU seconds of the children) of cmds run concurrently under env (whose
-    logs, if a runtime is preloaded, are checked: with records, for POSIX records too)."""
+    logs, if a runtime is preloaded, are checked: with records, for POSIX records too), after
+    the command prefix enter."""
     with logging_to(env) as (run_env, logs):
         subprocess.run(["sync"], check=True)  # keep earlier runs' writeback out of this one
         start = time.perf_counter()
-        children = [subprocess.Popen(cmd, env=run_env) for cmd in cmds]
+        children = [started(cmd, run_env, enter) for cmd in cmds]
         used = 0.0
         for child in children:
             _, status, usage = os.wait4(child.pid, 0)
@@ -273,11 +290,12 @@ def wall_time(build, lib, procs, mib, runs, workdir):
     return alternate(["none", "lib"], runs, measure)
 
 
-def workload_wall(build, envs, iterations, runs, workdir):
+def workload_wall(build, envs, iterations, runs, workdir, enter=()):
     """{label: [wall seconds of `bench_calls create iterations`, one per round]} for each of
-    envs ({label: environment}), runs alternating; each instrumented run must record files."""
-    cmd = [os.path.join(build, "bench_calls"), "create", str(iterations), workdir]
-    return alternate(list(envs), runs, lambda label: timed([cmd], envs[label], True)[0])
+    envs ({label: environment}), runs alternating, after the command prefix enter; each
+    instrumented run must record files."""
+    cmd = [os.path.abspath(os.path.join(build, "bench_calls")), "create", str(iterations), workdir]
+    return alternate(list(envs), runs, lambda label: timed([cmd], envs[label], True, enter)[0])
 
 
 def cell(value, fmt):
@@ -354,10 +372,11 @@ def workload_envs(ours, theirs, records_kept=False):
     return envs
 
 
-def print_workload_runs(args, runs, workdir):
+def print_workload_runs(args, runs, workdir, iterations=None):
     """Print where the workload ran, its time without a runtime and every overhead."""
     print(
-        f"  (wall: {args.runs} alternating rounds of {args.calls} iterations in {workdir}; "
+        f"  (wall: {args.runs} alternating rounds of {iterations or args.calls} iterations in "
+        f"{workdir}; "
         f"without a runtime {statistics.fmean(runs['none']):.3f} s on average)"
     )
     shown = ", ".join(f"{k} {shown_overhead(runs[k], runs['none'])}" for k in runs if k != "none")
@@ -442,6 +461,23 @@ def disk_workload_row(args, ours, theirs):
     return met
 
 
+def gluster_workload_row(args, ours, theirs):
+    """Print the workload's wall-time row on the test cluster's GlusterFS volume; its verdict."""
+    env_file = os.environ.get("IOSTUDY_CLUSTER_ENV")
+    with gluster_node.volume_folder(env_file) as (workdir, enter, node):
+        if workdir is None:
+            print(f"  create+stat+unlink wall% glusterfs: {NOT_MEASURED} ({node})")
+            return None
+        envs = workload_envs(os.path.abspath(ours), theirs)  # the node's cwd is not ours
+        runs = workload_wall(args.build, envs, GLUSTER_ITERATIONS, args.runs, workdir, enter)
+    mine, half_width = paired_overhead(runs["iostudy"], runs["none"])
+    other = paired_overhead(runs["darshan"], runs["none"])[0] if theirs else None
+    name = "create+stat+unlink wall% glusterfs"
+    met = row(name, mine, other, DISK_WALL_TARGET_PCT, "+.1f", half_width)
+    print_workload_runs(args, runs, f"GlusterFS through {node}'s client", GLUSTER_ITERATIONS)
+    return met
+
+
 def call_table(args, workdir, timed_dir):
     """Print the iostudy-against-Darshan table; the verdicts of its rows."""
     ours, theirs = os.path.join(args.build, "libiostudy.so"), args.darshan
@@ -451,6 +487,7 @@ def call_table(args, workdir, timed_dir):
     if not args.no_wall_time:
         verdicts.append(tmpfs_workload_row(args, ours, theirs, timed_dir))
         verdicts.append(disk_workload_row(args, ours, theirs))
+        verdicts.append(gluster_workload_row(args, ours, theirs))
     if not theirs:
         print("  Darshan 3.5.0: not measured (pass DARSHAN_LIB=…/libdarshan.so)")
     print("  Darshan 3.5.0 wraps only __xstat/__fxstat: its stat, fstat measured through them")
