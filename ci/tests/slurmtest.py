@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -188,3 +189,34 @@ def on(cluster, node: str, script: str, *args, timeout=60) -> str:
     return cluster.run(
         "srun", "-w", node, "-N1", "-n1", "sh", "-c", script, "sh", *args, timeout=timeout
     ).stdout
+
+
+def configs_copy(tmp_path: Path) -> Path:
+    """A copy of the project's configs/ for a test's own campaign (IOSTUDY_CONFIGS)."""
+    configs = tmp_path / "configs"
+    shutil.copytree(REPO_ROOT / "configs", configs, ignore=shutil.ignore_patterns("__pycache__"))
+    return configs
+
+
+def run_campaign(cluster, name: str, configs: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`iostudy campaign run NAME --system testcluster` as a facility runs it (ReFrame submitting
+    to Slurm), with the campaigns of ``configs`` (configs_copy), results and an ingested store
+    under tmp_path; fails the test unless the campaign passed."""
+    proc = cluster.run(
+        VENV_BIN / "iostudy",
+        "campaign",
+        "run",
+        name,
+        "--system",
+        "testcluster",
+        "--results",
+        tmp_path / "results",
+        "--ingest",
+        tmp_path / "store",
+        check=False,
+        timeout=900,
+        cwd=REPO_ROOT,
+        env={"IOSTUDY_CONFIGS": str(configs)},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc

@@ -6,9 +6,8 @@ name paths under the volume's mount, and the bricks' loop devices wrote the data
 mdtest, the rest of acceptance, need the Spack view (make spack)."""
 
 import json
-import shutil
 
-from slurmtest import REPO_ROOT, VENV_BIN, bytes_written, target_devices
+from slurmtest import bytes_written, configs_copy, run_campaign, target_devices
 
 from iostudy.store import store
 
@@ -16,8 +15,7 @@ MIB = 1 << 20
 
 
 def test_acceptance_subset_runs_on_the_volume(cluster, volume, tmp_path, monkeypatch):
-    configs = tmp_path / "configs"
-    shutil.copytree(REPO_ROOT / "configs", configs, ignore=shutil.ignore_patterns("__pycache__"))
+    configs = configs_copy(tmp_path)
     campaign = json.loads((configs / "campaigns" / "acceptance.json").read_text())
     picked = {e["check"]: e for e in campaign["checks"]}
     metarates, iomodel = picked["metarates_check"], picked["iomodel_check"]
@@ -28,23 +26,7 @@ def test_acceptance_subset_runs_on_the_volume(cluster, volume, tmp_path, monkeyp
     (configs / "campaigns" / "accsub.json").write_text(json.dumps(campaign))
     devices = target_devices(cluster, monkeypatch)
     before = {name: bytes_written(device) for name, (_, device) in devices.items()}
-    proc = cluster.run(
-        VENV_BIN / "iostudy",
-        "campaign",
-        "run",
-        "accsub",
-        "--system",
-        "testcluster",
-        "--results",
-        tmp_path / "results",
-        "--ingest",
-        tmp_path / "store",
-        check=False,
-        timeout=900,
-        cwd=REPO_ROOT,
-        env={"IOSTUDY_CONFIGS": str(configs)},
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_campaign(cluster, "accsub", configs, tmp_path)
     con = store.connect(tmp_path / "store")
     jobs = con.execute('SELECT "check", nodes FROM jobs').df()
     assert set(jobs["check"]) == {"metarates_check", "iomodel_check"}

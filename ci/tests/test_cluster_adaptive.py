@@ -6,9 +6,8 @@ without a competing writer. The kernel's count of the sectors each loop device w
 independent check that the data went through the volume to the brick the runs name."""
 
 import json
-import shutil
 
-from slurmtest import REPO_ROOT, VENV_BIN, bytes_written, target_devices
+from slurmtest import bytes_written, configs_copy, run_campaign, target_devices
 
 from iostudy.report import report
 from iostudy.store import store
@@ -17,30 +16,13 @@ SIZE = 2 << 20
 
 
 def test_adaptive_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
-    configs = tmp_path / "configs"
-    shutil.copytree(REPO_ROOT / "configs", configs, ignore=shutil.ignore_patterns("__pycache__"))
+    configs = configs_copy(tmp_path)
     campaign = json.loads((configs / "campaigns" / "adaptive.json").read_text())
     campaign["checks"][0]["parameters"]["size"] = "2M"
     (configs / "campaigns" / "adaptive.json").write_text(json.dumps(campaign))
     devices = target_devices(cluster, monkeypatch)
     before = {name: bytes_written(device) for name, (_, device) in devices.items()}
-    proc = cluster.run(
-        VENV_BIN / "iostudy",
-        "campaign",
-        "run",
-        "adaptive",
-        "--system",
-        "testcluster",
-        "--results",
-        tmp_path / "results",
-        "--ingest",
-        tmp_path / "store",
-        check=False,
-        timeout=900,
-        cwd=REPO_ROOT,
-        env={"IOSTUDY_CONFIGS": str(configs)},
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_campaign(cluster, "adaptive", configs, tmp_path)
     rows = store.connect(tmp_path / "store").execute("SELECT * FROM adaptive").df()
     assert len(rows) == 6 and set(rows["mode"]) == {"adaptive", "mpiio", "posix-fpp"}
     cores = cluster.system["nodes"]["count"] * cluster.system["nodes"]["cores_per_node"]

@@ -6,13 +6,12 @@ stored and the report's components section drawn. The kernel's own count of the 
 loop device wrote is the independent check that fio wrote where the row says."""
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from analysis.tests import chromium
-from slurmtest import REPO_ROOT, VENV_BIN, bytes_written, target_devices
+from slurmtest import bytes_written, configs_copy, run_campaign, target_devices
 
 from iostudy.report import report
 from iostudy.store import store
@@ -21,8 +20,7 @@ MIB = 1 << 20
 
 
 def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
-    configs = tmp_path / "configs"
-    shutil.copytree(REPO_ROOT / "configs", configs, ignore=shutil.ignore_patterns("__pycache__"))
+    configs = configs_copy(tmp_path)
     campaign = json.loads((configs / "campaigns" / "components.json").read_text())
     fio, netbw = campaign["checks"][:2]  # without IOR: no Spack view here
     fio["parameters"] |= {"size": "16M", "jobs": [1, 2]}
@@ -34,23 +32,7 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
     devices = target_devices(cluster, monkeypatch)
     assert len(devices) == 2 and len({d for _, d in devices.values()}) == 2
     before = {name: bytes_written(device) for name, (_, device) in devices.items()}
-    proc = cluster.run(
-        VENV_BIN / "iostudy",
-        "campaign",
-        "run",
-        "parts",
-        "--system",
-        "testcluster",
-        "--results",
-        tmp_path / "results",
-        "--ingest",
-        tmp_path / "store",
-        check=False,
-        timeout=900,
-        cwd=REPO_ROOT,
-        env={"IOSTUDY_CONFIGS": str(configs)},
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_campaign(cluster, "parts", configs, tmp_path)
     rows = store.connect(tmp_path / "store").execute("SELECT * FROM components").df()
     network = rows[rows["component"] == "network"]
     # 1 KiB to 16 MiB, each with 3 bytes more and less, between the two nodes

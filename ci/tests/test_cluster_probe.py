@@ -4,11 +4,10 @@ under the runtime), and the hourly probe installed in the user's scrontab."""
 
 import json
 import re
-import shutil
 
 import pandas as pd
 from analysis.tests import chromium
-from slurmtest import REPO_ROOT, VENV_BIN, poll
+from slurmtest import VENV_BIN, configs_copy, poll, run_campaign
 
 from iostudy.report import report
 from iostudy.store import store
@@ -51,8 +50,7 @@ def test_schedule_probe_installs_one_scrontab_entry(cluster, own_scrontab, tmp_p
 
 
 def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
-    configs = tmp_path / "configs"
-    shutil.copytree(REPO_ROOT / "configs", configs, ignore=shutil.ignore_patterns("__pycache__"))
+    configs = configs_copy(tmp_path)
     campaign = {
         "name": "appsprobe",
         "description": "test",
@@ -76,23 +74,7 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
         ],
     }
     (configs / "campaigns" / "appsprobe.json").write_text(json.dumps(campaign))
-    proc = cluster.run(
-        VENV_BIN / "iostudy",
-        "campaign",
-        "run",
-        "appsprobe",
-        "--system",
-        "testcluster",
-        "--results",
-        tmp_path / "results",
-        "--ingest",
-        tmp_path / "store",
-        check=False,
-        timeout=900,
-        cwd=REPO_ROOT,
-        env={"IOSTUDY_CONFIGS": str(configs)},
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_campaign(cluster, "appsprobe", configs, tmp_path)
     assert "runs 1 ingested" in proc.stdout
     con = store.connect(tmp_path / "store")
     probes = con.execute("SELECT * FROM probes").df()
