@@ -330,6 +330,8 @@ def test_json_lists_every_series_with_its_evidence():
     last = out["series"][-1]
     assert set(compare_cmd.JSON_COLUMNS) <= set(last)
     assert last["verdict"] == "regression" and last["repetitions"] == [24, 25, 23, 26, 24]
+    # every piece of evidence the judgement gives, how many runs it judged together too
+    assert last["judged_runs"] == 1
     assert out["series"][0]["p_value"] is None and out["series"][0]["band_high"] is None
 
 

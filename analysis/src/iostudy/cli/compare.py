@@ -38,12 +38,7 @@ JSON_COLUMNS = [
     "value",
     "repetitions",
     "verdict",
-    "change_pct",
-    "change_low_pct",
-    "change_high_pct",
-    "p_value",
-    "noise_cov",
-    "min_detectable_pct",
+    *compare.STAT_COLUMNS,  # the evidence, as judge() names it (one list)
     "baseline",
     "basis",
     "against",
