@@ -482,14 +482,6 @@ def _can_fail(edge, typical: float, low: bool) -> bool:
     return edge >= typical * FAR_EDGE if low else edge <= typical / FAR_EDGE
 
 
-def value_below(value, edge) -> bool:
-    return not pd.isna(edge) and value < edge
-
-
-def value_above(value, edge) -> bool:
-    return not pd.isna(edge) and value > edge
-
-
 def _num(x) -> str:
     if x is None or pd.isna(x):
         return "-"
