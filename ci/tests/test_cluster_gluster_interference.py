@@ -1,19 +1,20 @@
 """Interference measured for real on the GlusterFS volume (seed 004): the per-target probe
 (iostudy's ioprobe, as probe_check runs it) on n1 writing to both bricks, in samples alternating
-between a quiet volume and one that a job on another node keeps writing to, on the same bricks.
+between a quiet volume and one that a job on n2 uses: it writes to both bricks and reads files
+of n1's brick back.
 
 The figures are the project's own: each sample's aggregate bandwidth and imbalance factor
 (slowest over fastest writer) by :func:`iostudy.report.probe_report.samples`, their CoV over
 samples by :func:`iostudy.report.probe_report.variability`, from the probe's own write times.
-What it asserts, from runs on this 2-core machine (ci/cluster/README.md quotes them): the
-aggregate bandwidth falls, the whole probe's and each brick's writers'. Seed 004's other two
-signs are printed, not asserted. The CoV over samples rose in 11 of 12 runs, not in one whose
-"quiet" samples were shaken by other work on the machine (CoV 31 %): 8 samples a side do not
-make it a test that cannot flake. The imbalance factor does not rise here: the quiet probe's is
-its topology's (writers to n1's own brick 3-5x faster than those to n2's, which share n1's
-1 Gbit/s link), and a writer job on n2 cannot reach n1's sending link: it slows the fast local
-writers (the CPUs and the one disk) more than the link-bound remote ones, so the whole probe's
-imbalance fell in 11 of 13 runs and each brick's stayed within noise."""
+It asserts seed 004's three signs against the quiet samples: the aggregate bandwidth falls (the
+whole probe's and each brick's writers'), the imbalance factor and the CoV rise.
+
+Why the job reads too: the quiet probe's imbalance is its topology's (writers to n1's own brick
+finish 3-5 times sooner than those to n2's, which share n1's 1 Gbit/s sending link). A writer on
+n2 sends the other way on that full-duplex link: it slows the fast local writers (the CPUs, the
+one disk) more than the link-bound ones, and the imbalance fell in 11 of 13 runs with writers
+alone. Reads of n1's brick from n2 take n1's sending link, as a load on some OSTs does on
+Lustre: they slow the slowest writers, and the imbalance rises."""
 
 from __future__ import annotations
 
@@ -37,29 +38,41 @@ PROBE = REPO_ROOT / "build" / "reframe-checks" / "ioprobe-openmpi"
 # hashes fall 3 and 3), so 6 writers are 3 per brick.
 WRITERS = 6
 SIZE = "32M"
-# Quiet and loaded samples alternate, so that a drift of the machine hits both alike.
-PAIRS = 8
-# What the loaded samples must show against the quiet ones, from runs on this machine (README).
-# The loaded mean aggregate bandwidth at most this share of the quiet one: the whole probe's
-# (0.76-0.89 in 13 runs: its slowest writers are bound by the link, which the load does not use)
-# and each brick's writers' (their mean over the bricks: 0.47-0.83).
-BANDWIDTH_FALL = 0.95
-BRICK_BANDWIDTH_FALL = 0.9
+# Pairs of a quiet and a loaded sample in one look (a second look when the first misses a sign).
+PAIRS = 10
+# What the loaded samples must show against the quiet ones: seed 004's three signs, with margins
+# from runs on this machine (ci/cluster/README.md quotes them). The loaded mean aggregate
+# bandwidth at most this share of the quiet one, the whole probe's and each brick's writers'
+# (their mean over the bricks); the mean imbalance factor and the CoV of the aggregate over
+# samples at least this multiple of the quiet ones.
+BANDWIDTH_FALL = 0.75
+BRICK_BANDWIDTH_FALL = 0.75
+IMBALANCE_RISE = 1.15
+COV_RISE = 1.2
 LOAD_WRITERS_PER_BRICK = 3
-# The load: writers on another node, each rewriting a file of its own (64 MiB, fsync) without
-# pause; arguments: its folder, then BRICK=N for N writers whose files are on BRICK.
+LOAD_READERS = 3
+# The load: a job on another node, each of its processes on a file of its own without pause;
+# arguments: its folder, then KIND:BRICK=N for N processes whose files are on BRICK, KIND w (a
+# writer rewriting 64 MiB with fsync) or r (a reader of 128 MiB with O_DIRECT, so that each
+# read crosses the link: its file is written once, on the first load, and kept).
 LOAD = r"""
 set -e
 cd "$1"; shift
 k=0
 for spec in "$@"; do
-  brick="${spec%=*}"; n=0
-  while [ "$n" -lt "${spec##*=}" ]; do
-    f="load.$k"; k=$((k + 1)); : >"$f"
+  kind="${spec%%:*}"; rest="${spec#*:}"; brick="${rest%=*}"; n=0
+  while [ "$n" -lt "${rest##*=}" ]; do
+    f="$kind.$k"; k=$((k + 1)); [ -e "$f" ] || : >"$f"
     if getfattr --only-values -n trusted.glusterfs.pathinfo "$f" | tr -d '\000' \
         | grep -qF "($brick)"; then
       n=$((n + 1))
-      (while :; do dd if=/dev/zero of="$f" bs=1M count=64 conv=fsync 2>/dev/null; done) &
+      if [ "$kind" = w ]; then
+        (while :; do dd if=/dev/zero of="$f" bs=1M count=64 conv=fsync 2>/dev/null; done) &
+      else
+        [ "$(stat -c %s "$f")" -eq 134217728 ] ||
+          dd if=/dev/zero of="$f" bs=1M count=128 conv=fsync 2>/dev/null
+        (while :; do dd if="$f" of=/dev/null bs=1M iflag=direct 2>/dev/null; done) &
+      fi
     else
       rm -f "$f"
     fi
@@ -142,6 +155,8 @@ class Load:
             return not self.cluster.run("squeue", "-h", "-j", self.job, check=False).stdout
 
         poll(gone, 60, f"load job {self.job} to leave the queue")
+        # the killed writers' last data, written back during the next quiet sample otherwise
+        os.sync()
 
 
 def variability(rows: list[dict], per_brick: bool) -> pd.DataFrame:
@@ -166,7 +181,7 @@ def figures(rows: list[dict], per_brick: bool = False) -> dict:
     }
 
 
-def test_a_job_writing_to_the_same_bricks_slows_the_probe(
+def test_a_job_on_the_same_bricks_slows_the_probe_and_spreads_its_writers(
     cluster,
     volume,
     tmp_path,
@@ -180,8 +195,11 @@ def test_a_job_writing_to_the_same_bricks_slows_the_probe(
     on(cluster, prober, 'mkdir -p "$1/load" "$1/probe"', base)
     script = tmp_path / "load.sh"
     script.write_text("#!/bin/sh\n" + LOAD)
-    load_writers = [f"{brick}={LOAD_WRITERS_PER_BRICK}" for brick in volume["bricks"].values()]
-    load = Load(cluster, loader, f"{base}/load", load_writers, script)
+    processes = [
+        f"w:{volume['bricks'][loader]}={LOAD_WRITERS_PER_BRICK}",
+        f"r:{volume['bricks'][prober]}={LOAD_READERS}",
+    ]
+    load = Load(cluster, loader, f"{base}/load", processes, script)
     rows = {"quiet": [], "loaded": []}
     try:
         # the files' names decide their bricks: made once, the probe's runs truncate them
@@ -189,21 +207,46 @@ def test_a_job_writing_to_the_same_bricks_slows_the_probe(
         bricks = brick_of_each_writer(cluster, prober, volume["mount"], folder, volume["bricks"])
         assert sorted(Counter(bricks.values()).values()) == [3, 3], bricks
         probe_sample(cluster, prober, folder, bricks)  # a warm-up, not counted
-        for _ in range(PAIRS):
-            rows["quiet"] += probe_sample(cluster, prober, folder, bricks)
-            with load:
-                rows["loaded"] += probe_sample(cluster, prober, folder, bricks)
+        sample_pairs(cluster, prober, folder, bricks, load, rows)
+        shown, missing = judged(rows)
+        if missing:
+            # One quiet sample slowed by other work on this 2-core machine lifts the quiet CoV
+            # of 10 samples past a loaded one: a second look judges all 20 pairs together.
+            print(f"after {PAIRS} pairs, not shown: {missing}; {PAIRS} more pairs")
+            sample_pairs(cluster, prober, folder, bricks, load, rows)
+            shown, missing = judged(rows)
     finally:
         on(cluster, prober, 'rm -rf "$1"', base)
+    print(f"interference on {volume['name']} ({numfmt.MIB_S}, x, %): {shown}")
+    for kind in rows:
+        print(f"{kind}, per brick:\n{variability(rows[kind], True).round(2).to_string()}")
+    assert not missing, shown
+
+
+def sample_pairs(cluster, prober, folder, bricks, load, rows) -> None:
+    """PAIRS quiet and loaded samples, alternating, so that a drift of the machine hits both."""
+    for _ in range(PAIRS):
+        rows["quiet"] += probe_sample(cluster, prober, folder, bricks)
+        with load:
+            rows["loaded"] += probe_sample(cluster, prober, folder, bricks)
+
+
+def judged(rows: dict) -> tuple[dict, list[str]]:
+    """The figures (figures(), whole probe and per brick, quiet and loaded) and the signs of
+    seed 004 they do not show."""
     shown = {
         (kind, scope): {n: round(v, 2) for n, v in figures(rows[kind], scope == "brick").items()}
         for kind in rows
         for scope in ("probe", "brick")
     }
-    print(f"interference on {volume['name']} ({numfmt.MIB_S}, x, %): {shown}")
-    for kind in rows:
-        print(f"{kind}, per brick:\n{variability(rows[kind], True).round(2).to_string()}")
     quiet, loaded = shown["quiet", "probe"], shown["loaded", "probe"]
-    assert loaded["mib_s"] <= BANDWIDTH_FALL * quiet["mib_s"], shown
-    quiet, loaded = shown["quiet", "brick"], shown["loaded", "brick"]
-    assert loaded["mib_s"] <= BRICK_BANDWIDTH_FALL * quiet["mib_s"], shown
+    brick_quiet, brick_loaded = shown["quiet", "brick"], shown["loaded", "brick"]
+    signs = {
+        "bandwidth falls": loaded["mib_s"] <= BANDWIDTH_FALL * quiet["mib_s"],
+        "imbalance rises": loaded["imbalance"] >= IMBALANCE_RISE * quiet["imbalance"],
+        "CoV rises": loaded["cov_pct"] >= COV_RISE * quiet["cov_pct"],
+        "each brick's bandwidth falls": (
+            brick_loaded["mib_s"] <= BRICK_BANDWIDTH_FALL * brick_quiet["mib_s"]
+        ),
+    }
+    return shown, [sign for sign, held in signs.items() if not held]
