@@ -296,6 +296,8 @@ TABLES: dict[str, pa.Schema] = {
             ("writers_per_target", pa.string()),  # JSON list: where the data went
             # JSON list: each target's name, where the files were named onto its GlusterFS brick
             ("target_names", pa.string()),
+            # JSON list: the targets the competing writer's files were named onto (interference)
+            ("interferer_targets", pa.string()),
             ("source_path", pa.string()),
             ("log_tags", pa.string()),  # JSON object: the check's tags
         ]
