@@ -42,9 +42,7 @@ def interfered(targets: list) -> list:
     return targets[: max(1, len(targets) // 2)]
 
 
-def interference_commands(
-    targets: list, on_bricks=(), placer=None
-) -> tuple[list[str], list[str]]:
+def interference_commands(targets: list, on_bricks=(), placer=None) -> tuple[list[str], list[str]]:
     """The job's shell lines that start one competing writer per interfered target before the
     benchmark (dd of INTERFERER_MIB MiB with an fsync, again and again) and stop it and remove
     its file after. On GlusterFS (on_bricks: each target's (name, brick), as for the benchmark)
@@ -59,7 +57,7 @@ def interference_commands(
             var = f"IOSTUDY_INTERFERER_{k}"
             place = shlex.join([str(placer), f"{folder}/{INTERFERER_FILE}", brick])
             why = shlex.quote(f"the competing writer's file cannot be placed on {name} ({brick})")
-            start.append(f'{var}=$({place}) || {{ echo {why} >&2; exit 1; }}')
+            start.append(f"{var}=$({place}) || {{ echo {why} >&2; exit 1; }}")
             start.append(f'echo "competing writer on {name}: ${var}"')
             path = f'"${var}"'
         dd = f"dd if=/dev/zero of={path} bs=1M count={INTERFERER_MIB} conv=fsync status=none"
