@@ -6,12 +6,14 @@
  *   glusterplace STEM BRICK
  *
  * creates the file (empty) and prints its path on stdout. Not MPI: one process, in the job's
- * shell. Exit status: 0; 1 the file could not be placed (the failing call on stderr); 2 usage.
+ * shell. Exit status: 0; 1 the file could not be placed (the failing call on stderr, the
+ * candidate removed); 2 usage.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gluster.h"
 
@@ -28,6 +30,9 @@ int main(int argc, char **argv) {
     int e = gluster_place(argv[1], argv[2], placed, sizeof placed, &suffix, &call);
     if (e != 0) {
         fprintf(stderr, "glusterplace: %s %s: %s\n", call, placed, strerror(e));
+        /* the candidate whose place could not be read goes: a failed job leaves no file */
+        if (strcmp(call, "naming") != 0 && strcmp(call, "open") != 0)
+            unlink(placed);
         return 1;
     }
     printf("%s\n", placed);
