@@ -11,6 +11,7 @@ import json
 import re
 
 import pandas as pd
+from analysis.tests import chromium
 from slurmtest import SYSTEM, bytes_written, configs_copy, on, run_campaign, target_devices
 
 from iostudy.benchmarks import adaptive, checks
@@ -57,6 +58,8 @@ def test_adaptive_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
     assert (per_run == cores * SIZE).all(), per_run
     competing = table[table["competing_writer"].astype(str) == "True"]
     assert set(competing["target"]) == {"n1-disk"} and competing["interference"].all()
+    chromium.assert_within_budget(index)
+    assert [t for t in chromium.overflowing_tables(index) if t[0] == "section-adaptive"] == []
 
 
 def test_the_competing_writer_loads_the_brick_it_is_given(cluster, volume, tmp_path):
