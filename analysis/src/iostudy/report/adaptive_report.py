@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING
 
 from iostudy.core.deferred import deferred
-from iostudy.core.numfmt import short
+from iostudy.core.numfmt import MIB, short
 from iostudy.core.plotting import legend_below, panels
 from iostudy.report.figures import safe
 
@@ -98,9 +98,10 @@ def _target_rows(run) -> list[dict]:
     writers = json.loads(run["writers_per_target"] or "[]")
     times = json.loads(run["target_s"] or "[]")
     placed = run.get("interferer_targets")
-    loaded = json.loads(placed) if isinstance(placed, str) else None
     if not run["interference"]:
         loaded = []
+    else:  # a competing writer that was not placed wrote where its name hashed: unknown
+        loaded = json.loads(placed) if isinstance(placed, str) else None
     out = []
     for k, name in enumerate(names):
         data = writers[k] * run["bytes_per_writer"]
@@ -111,7 +112,7 @@ def _target_rows(run) -> list[dict]:
                 "writers": writers[k],
                 "bytes": data,
                 "seconds": seconds,
-                "mib_s": data / 2**20 / seconds if data else np.nan,
+                "mib_s": data / MIB / seconds if data else np.nan,
                 "competing_writer": name in loaded if loaded is not None else None,
             }
         )
@@ -127,7 +128,7 @@ def per_target(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=TARGET_COLUMNS)
     flat = [
         {**{k: run[k] for k in ("system", "mode", "interference")}, **target}
-        | {"size_mib": run["bytes_per_writer"] / 2**20}
+        | {"size_mib": run["bytes_per_writer"] / MIB}
         for run in rows[rows["target_names"].notna()].to_dict("records")
         for target in _target_rows(run)
     ]
