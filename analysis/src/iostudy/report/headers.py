@@ -63,15 +63,16 @@ HEADERS = {
     "b": "B (after)",
     "b_over_a": "B / A",
     # seed 004's interference probe (iostudy.report.probe_report) and adaptive I/O
-    # (adaptive_report): words that wrap, so that their wide tables fit the page
+    # (adaptive_report), some shared with other tables (a job's ranks: slowest_s): words that
+    # wrap, so that their wide tables fit the page
     "writers_per_target": "writers per target",
     "bytes_per_writer": "bytes per writer",
     "aggregate_mib_s": "aggregate MiB/s",
     "mean_writer_mib_s": "mean writer MiB/s",
     "slowest_writer_mib_s": "slowest writer MiB/s",
     "fastest_writer_mib_s": "fastest writer MiB/s",
-    "slowest_s": "slowest writer (s)",
-    "fastest_s": "fastest writer (s)",
+    "slowest_s": "slowest (s)",
+    "fastest_s": "fastest (s)",
     "mean_mib_s": "mean MiB/s",
     "min_mib_s": "min MiB/s",
     "max_mib_s": "max MiB/s",
@@ -79,7 +80,7 @@ HEADERS = {
     "cov_pct": "CoV %",
     "mean_imbalance": "mean imbalance",
     "max_imbalance": "max imbalance",
-    "mean_s": "mean s",
+    "mean_s": "mean (s)",
     "target_spread": "target spread",
     "size_mib": "MiB per writer",
     "competing_writer": "competing writer here",
