@@ -9,7 +9,8 @@ scratch storage; on a GlusterFS scratch storage (the test cluster's volume) a fo
 on the volume, each data file named onto its target's brick, the run's row naming the targets.
 With interference, the job first starts a competing writer on the first half of the targets (dd
 with an fsync, again and again; seed 004 Figs. 5-7 compare runs with and without it) and stops
-it after (on the volume its file lies on the brick its name hashes to, not chosen). Under iostudy's
+it after; on the volume its file is named onto its target's brick too (glusterplace), the row's
+interferer_targets naming them. Under iostudy's
 runtime: the log's per-file records show what the coordinator did. adaptive.jsonl keeps the run
 for the store's adaptive table. By hand:
 
@@ -56,7 +57,10 @@ class adaptive_check(BenchmarkCheck):
         self.prerun_cmds.append(f"mkdir -p {' '.join(map(str, self.targets))}")
         self.postrun_cmds += [f"rm -rf {' '.join(map(str, self.targets))}"]
         if self.interference:
-            start, stop = adaptive.interference_commands(self.targets)
+            placer = checks.tool_program(system, adaptive.PLACER)
+            missing = bool(self.bricks) and not placer.is_file()
+            self.skip_if(missing, f"{placer} is not built (run `make build-checks`)")
+            start, stop = adaptive.interference_commands(self.targets, self.bricks, placer)
             self.prerun_cmds += start
             self.postrun_cmds = stop + self.postrun_cmds
         self.executable_opts = adaptive.arguments(

@@ -531,7 +531,10 @@ def test_adaptive_records_from_the_check(run_dir, tmp_path, capsys):
         "writers_per_target": [6, 2],
     }
     tags = {"check": "adaptive_check", "system": "local", "environ": "openmpi"}
-    checks.save_json_lines([adaptive.record(parsed, True, 1)], out / "adaptive.jsonl", tags)
+    # on a GlusterFS volume of two bricks: the competing writer's file on the first half
+    on_bricks = [("n1-disk", "/t/n1/brick"), ("n2-disk", "/t/n2/brick")]
+    row = adaptive.record(parsed, True, 1, on_bricks)
+    checks.save_json_lines([row], out / "adaptive.jsonl", tags)
     bad = [
         {"log_tags": {"check": "fio_check"}, "mode": "adaptive"},
         {"log_tags": tags, "mode": "hdf5", "writers": 1, "seconds": 1, "mib_s": 1},
@@ -551,6 +554,13 @@ def test_adaptive_records_from_the_check(run_dir, tmp_path, capsys):
         True,
     )
     assert json.loads(row["writers_per_target"]) == [6, 2] and row["mib_s"] == 16.0
+    assert json.loads(row["target_names"]) == ["n1-disk", "n2-disk"]
+    assert json.loads(row["interferer_targets"]) == ["n1-disk"]
+    quiet = adaptive.record(parsed, False, 1, on_bricks)
+    assert (
+        quiet["interferer_targets"] is None
+        and adaptive.record(parsed, True, 1)["interferer_targets"] is None
+    )
     (reason,) = con.execute(
         "SELECT reason FROM quarantine WHERE path LIKE '%adaptive.jsonl'"
     ).fetchone()

@@ -93,6 +93,8 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
     targets = pd.read_csv(index.parent / "probe-targets.csv")
     assert list(targets["target"]) == ["n1-disk", "n2-disk"] and (targets["writers"] == 1).all()
     chromium.assert_within_budget(index)
+    # the section's tables fit its box: no last column behind a scroll bar
+    assert [t for t in chromium.overflowing_tables(index) if t[0] == "section-probes"] == []
     jobs = con.execute("SELECT * FROM jobs WHERE \"check\" = 'hmmer_check'").df()
     files = con.execute("SELECT * FROM files WHERE module = 'stdio'").df()
     configs_seen = set()

@@ -21,6 +21,8 @@ MODES = ("adaptive", "mpiio", "posix-fpp")
 #: the competing writer's file on an interfered target, and how much it writes at a time
 INTERFERER_FILE = "interference.dat"
 INTERFERER_MIB = 64
+#: the program that names the competing writer's file onto a brick (reframe-checks/src)
+PLACER = "glusterplace"
 
 
 def arguments(index_dir, target_dirs: list, mode: str, size: str, block: str, on_bricks=()):
@@ -40,14 +42,24 @@ def interfered(targets: list) -> list:
     return targets[: max(1, len(targets) // 2)]
 
 
-def interference_commands(targets: list) -> tuple[list[str], list[str]]:
+def interference_commands(targets: list, on_bricks=(), placer=None) -> tuple[list[str], list[str]]:
     """The job's shell lines that start one competing writer per interfered target before the
     benchmark (dd of INTERFERER_MIB MiB with an fsync, again and again) and stop it and remove
-    its file after."""
+    its file after. On GlusterFS (on_bricks: each target's (name, brick), as for the benchmark)
+    placer (the glusterplace program) first names each writer's file onto its target's brick,
+    the job failing when it cannot: the row's interferer_targets then say where it wrote."""
     start = []
     stop = ["kill $IOSTUDY_INTERFERERS 2>/dev/null; wait $IOSTUDY_INTERFERERS 2>/dev/null"]
-    for folder in interfered(targets):
+    for k, folder in enumerate(interfered(targets)):
         path = shlex.quote(f"{folder}/{INTERFERER_FILE}")
+        if on_bricks:
+            name, brick = on_bricks[k]
+            var = f"IOSTUDY_INTERFERER_{k}"
+            place = shlex.join([str(placer), f"{folder}/{INTERFERER_FILE}", brick])
+            why = shlex.quote(f"the competing writer's file cannot be placed on {name} ({brick})")
+            start.append(f"{var}=$({place}) || {{ echo {why} >&2; exit 1; }}")
+            start.append(f'echo "competing writer on {name}: ${var}"')
+            path = f'"${var}"'
         dd = f"dd if=/dev/zero of={path} bs=1M count={INTERFERER_MIB} conv=fsync status=none"
         # the loop's TERM ends its dd too: nothing writes once the job has stopped it
         loop = (
@@ -92,7 +104,8 @@ def performance(parsed: dict) -> dict[str, tuple[float, str]]:
 
 def record(parsed: dict, interference: bool, nodes: int, on_bricks=()) -> dict:
     """The store's row of one run (its lists as JSON text); target_names: the targets' names in
-    order (on_bricks: the GlusterFS bricks the files were named onto), null elsewhere."""
+    order (on_bricks: the GlusterFS bricks the files were named onto), null elsewhere;
+    interferer_targets: the targets the competing writer's files were named onto, likewise."""
     row = {
         k: parsed.get(k)
         for k in (
@@ -114,5 +127,11 @@ def record(parsed: dict, interference: bool, nodes: int, on_bricks=()) -> dict:
         target_s=json.dumps(parsed.get("target_s")),
         writers_per_target=json.dumps(parsed.get("writers_per_target")),
         target_names=json.dumps([name for name, _ in on_bricks]) if on_bricks else None,
+        # where the competing writer's files were named onto (interference_commands)
+        interferer_targets=(
+            json.dumps([name for name, _ in interfered(on_bricks)])
+            if interference and on_bricks
+            else None
+        ),
     )
     return row

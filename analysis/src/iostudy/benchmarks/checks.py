@@ -40,6 +40,12 @@ def benchmark_program(system: str, benchmark: str, environ: str) -> Path:
     return spackenv.view_program(system, name) or CHECKS_BUILD / name
 
 
+def tool_program(system: str, name: str) -> Path:
+    """A program of the benchmarks' build that is no MPI benchmark (one binary, no flavour):
+    from the system's Spack view when it has one, else from the CMake build."""
+    return spackenv.view_program(system, name) or CHECKS_BUILD / name
+
+
 def parse_size(text: str | int) -> int:
     """Bytes of a size as the benchmark reads it: a number with an optional K, M or G suffix
     (KiB, MiB, GiB)."""

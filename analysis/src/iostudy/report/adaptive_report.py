@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING
 
 from iostudy.core.deferred import deferred
-from iostudy.core.numfmt import short
+from iostudy.core.numfmt import MIB, short
 from iostudy.core.plotting import legend_below, panels
 from iostudy.report.figures import safe
 
@@ -73,6 +73,86 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     return out[SUMMARY_COLUMNS]
+
+
+TARGET_COLUMNS = [
+    "system",
+    "size_mib",
+    "mode",
+    "interference",
+    "target",
+    "runs",
+    "writers",
+    "bytes",
+    "seconds",
+    "mib_s",
+    "competing_writer",
+]
+
+
+def _target_rows(run) -> list[dict]:
+    """One run's targets: each one's name, the writers whose data went there, their bytes, when
+    its last write closed, and whether the competing writer's file was named onto it (None
+    where the run names no target the competing writer loaded: not placed)."""
+    names = json.loads(run["target_names"])
+    writers = json.loads(run["writers_per_target"] or "[]")
+    times = json.loads(run["target_s"] or "[]")
+    placed = run.get("interferer_targets")
+    if not run["interference"]:
+        loaded = []
+    else:  # a competing writer that was not placed wrote where its name hashed: unknown
+        loaded = json.loads(placed) if isinstance(placed, str) else None
+    out = []
+    for k, name in enumerate(names):
+        data = writers[k] * run["bytes_per_writer"]
+        seconds = times[k] if k < len(times) and times[k] else np.nan
+        out.append(
+            {
+                "target": name,
+                "writers": writers[k],
+                "bytes": data,
+                "seconds": seconds,
+                "mib_s": data / MIB / seconds if data else np.nan,
+                "competing_writer": name in loaded if loaded is not None else None,
+            }
+        )
+    return out
+
+
+def per_target(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per system, size, mode, interference and target (the runs that name their targets: on
+    GlusterFS, each group's files named onto its brick): the runs, the writers whose data went
+    there and its bytes (means over the runs), the time to its last close, its MiB/s, and
+    whether the competing writer wrote there (TARGET_COLUMNS). Empty without such runs."""
+    if rows.empty or "target_names" not in rows or rows["target_names"].isna().all():
+        return pd.DataFrame(columns=TARGET_COLUMNS)
+    flat = [
+        {**{k: run[k] for k in ("system", "mode", "interference")}, **target}
+        | {"size_mib": run["bytes_per_writer"] / MIB}
+        for run in rows[rows["target_names"].notna()].to_dict("records")
+        for target in _target_rows(run)
+    ]
+    keys = ["system", "size_mib", "mode", "interference", "target"]
+    table = (
+        pd.DataFrame(flat)
+        .groupby(keys, sort=False)
+        .agg(
+            runs=("writers", "size"),
+            writers=("writers", "mean"),
+            bytes=("bytes", "mean"),
+            seconds=("seconds", "mean"),
+            mib_s=("mib_s", "mean"),
+            competing_writer=("competing_writer", "first"),
+        )
+        .reset_index()
+    )
+    order = {mode: i for i, mode in enumerate(MODES)}
+    table = table.sort_values(
+        ["system", "size_mib", "mode", "interference"],
+        key=lambda c: c.map(order) if c.name == "mode" else c,
+        kind="stable",
+    )
+    return table[TARGET_COLUMNS].reset_index(drop=True)
 
 
 def bandwidth_figure(table: pd.DataFrame) -> Figure:
@@ -141,3 +221,20 @@ def add_section(add, rows: pd.DataFrame) -> None:
             mine,
             table=True,
         )
+        same = (rows["system"] == system) & (rows["writers"] == writers)
+        targets_df = per_target(rows[same & (rows["targets"] == targets)])
+        if len(targets_df):  # the runs named their targets: the data's place is known
+            add(
+                SECTION,
+                "table",
+                f"adaptive-targets-{ident}",
+                f"{system}: per size, mode and interference, each storage target (on GlusterFS "
+                "the brick its group's files were named onto, as trusted.glusterfs.pathinfo "
+                "says): the writers whose data went there and its bytes (adaptive I/O moves "
+                "writers to idle targets; MPI-IO's one shared file is on the first), the time "
+                "to its last close and its MiB/s (means over the runs), and whether the "
+                "competing writer's file was named onto it.",
+                targets_df,
+                table=True,
+                whole=True,
+            )

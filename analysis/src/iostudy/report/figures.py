@@ -13,8 +13,8 @@ from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import binary_bytes, short
 from iostudy.core.plotting import headroom, legend_below, panels
-from iostudy.metrics import metrics
 from iostudy.metrics.scaling import WITHIN  # a cross-check's verdict column
+from iostudy.report.headers import HEADERS
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -25,10 +25,6 @@ if TYPE_CHECKING:
 
 def to_time(values) -> pd.Series:
     return pd.to_datetime(pd.Series(values), utc=True, errors="coerce", format="mixed")
-
-
-# Seed 000: the MiB/s derived from the logs is within 3% of the benchmark's (Table I).
-TOLERANCE_PCT = 100 * metrics.TABLE1_TOLERANCE
 
 
 def colours(names) -> dict[str, str]:
@@ -378,62 +374,6 @@ def side_by_side_figure(table: pd.DataFrame, colours: dict[str, str]) -> Figure:
         ax.tick_params(labelsize=7)
         ax.grid(axis="y", alpha=0.3)
     return fig
-
-
-# Display headers of table columns (the CSVs keep the column names).
-HEADERS = {
-    "benchmark_mib_s": "benchmark MiB/s",
-    "derived_mib_s": "derived from logs MiB/s",
-    "difference_pct": "difference %",
-    WITHIN: f"within {TOLERANCE_PCT:g}%?",
-    "mib_s": "MiB/s",
-    "ior_mib_s": "IOR MiB/s",
-    "log_mib_s": "derived from log MiB/s",
-    "mib_s_per_cn": "MiB/s/CN",
-    "median_mib_s_per_cn": "median MiB/s/CN",
-    "slowest_mib_s_per_cn": "slowest MiB/s/CN",
-    "fastest_mib_s_per_cn": "fastest MiB/s/CN",
-    "key_access_size": "key access size",
-    "mib_s_per_cn_span": "MiB/s/CN, seed 000's span form",
-    "io_time_slowest_s": "slowest rank's I/O time (s)",
-    "nodes_source": "nodes from",
-    "ingested_from": "ingested from",
-    "lower": "lower (fraction)",
-    "upper": "upper (fraction)",
-    # seed 000's workload tables (iostudy.metrics.workload)
-    "bytes_read": "bytes read",
-    "bytes_written": "bytes written",
-    "bytes_moved": "bytes moved",
-    "jobs_instrumented": "jobs with a log",
-    "jobs_total": "jobs",
-    "job_coverage_pct": "job coverage %",
-    "core_hours_instrumented": "core-hours with a log",
-    "core_hours_total": "core-hours",
-    "core_hour_coverage_pct": "core-hour coverage %",
-    "apis": "APIs",
-    "md_cost_pct": "metadata cost %",
-    "files_per_proc": "files per process",
-    "creates_per_proc": "creates per process",
-    "seq_pct": "sequential %",
-    "aligned_pct": "aligned %",
-    "mib_per_proc": "MiB per process",
-    # the diagnoses (iostudy.report.diagnoses)
-    "jobs_pct": "% of jobs",
-    "jobs_with_a_finding": "jobs with a finding",
-    "most_frequent": "most frequent rules (jobs)",
-    "found": "what fired it",
-    # the components and their ceiling (iostudy.metrics.ceiling)
-    "measured_mib_s": "measured MiB/s",
-    "declared_mib_s": "declared MiB/s",
-    "used_mib_s": "used MiB/s",
-    "ceiling_mib_s": "ceiling MiB/s",
-    "ceiling_pct": "% of the ceiling",
-    "limited_by": "limited by",
-    # a before/after pair (iostudy.report.beforeafter)
-    "a": "A (before)",
-    "b": "B (after)",
-    "b_over_a": "B / A",
-}
 
 
 # Columns that are identifiers or small counts: shown as they are, without digit grouping.

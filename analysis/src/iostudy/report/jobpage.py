@@ -12,7 +12,7 @@ from iostudy.core import nodecount
 from iostudy.core.deferred import deferred
 from iostudy.logs import sharing, sizebins
 from iostudy.metrics import jobdetail
-from iostudy.report import dxtfigure, figures, jobfigures
+from iostudy.report import dxtfigure, figures, headers, jobfigures
 
 pd = deferred("pandas")
 
@@ -59,7 +59,7 @@ RECORD = [
     "flags",
     "log_sha256",
 ]
-#: the record table's names of fields it words otherwise than every table (figures.HEADERS)
+#: the record table's names of fields it words otherwise than every table (headers.HEADERS)
 LABELS = {"log_path": "log", "nprocs": "processes (nprocs)"}
 
 
@@ -74,7 +74,7 @@ def record_table(job: pd.Series) -> pd.DataFrame:
         if figures.is_bytes(field) and pd.api.types.is_number(value) and pd.notna(value):
             # the exact count beside the binary prefix
             text += f" ({int(value):,} bytes)"
-        label = LABELS.get(field) or figures.HEADERS.get(field, field)
+        label = LABELS.get(field) or headers.HEADERS.get(field, field)
         rows.append({"field": label, "value": text})
     return pd.DataFrame(rows)
 

@@ -40,7 +40,7 @@ from iostudy.core.errors import BadInput
 from iostudy.core.processes import private_dir
 from iostudy.core.runmanifest import study_of
 from iostudy.metrics import compare, comparejobs, workload
-from iostudy.report import figures, headline, layout, pages, sections
+from iostudy.report import figures, headers, headline, layout, pages, sections
 from iostudy.report import publish as publish_mod
 from iostudy.report.publish import (
     build_manifest,
@@ -173,7 +173,7 @@ def _page(report: SectionData, rendered: Rendered, page, study, version, title, 
             kind=rendered.kind,
             headline=headline.headline(report, rendered.kind),
             summary=headline.summary(report),
-            tolerance=f"{figures.TOLERANCE_PCT:g}",
+            tolerance=f"{headers.TOLERANCE_PCT:g}",
             page=page,
             anonymized=report.options.anonymizer is not None,
             missing_manifests=[

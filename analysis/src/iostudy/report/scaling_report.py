@@ -8,7 +8,8 @@ from __future__ import annotations
 from iostudy.core.deferred import deferred
 from iostudy.metrics import metrics, scaling
 from iostudy.report import components_report
-from iostudy.report.figures import TOLERANCE_PCT, safe
+from iostudy.report.figures import safe
+from iostudy.report.headers import TOLERANCE_PCT
 from iostudy.report.studydata import StudyData
 
 pd = deferred("pandas")

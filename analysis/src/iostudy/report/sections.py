@@ -26,7 +26,8 @@ from iostudy.report import (
     runtables,
     scaling_report,
 )
-from iostudy.report.figures import TOLERANCE_PCT, safe
+from iostudy.report.figures import safe
+from iostudy.report.headers import TOLERANCE_PCT
 from iostudy.report.sectiondata import SectionData
 
 # Up to this many jobs, the report draws each job's MiB/s/CN (a bar and a row per job).

@@ -336,6 +336,7 @@ ADAPTIVE_FIELDS = (
     "target_s",
     "writers_per_target",
     "target_names",
+    "interferer_targets",
 )
 
 

@@ -296,6 +296,7 @@ TABLES: dict[str, pa.Schema] = {
             ("writers_per_target", pa.string()),  # JSON list: where the data went
             # JSON list: each target's name, where the files were named onto its GlusterFS brick
             ("target_names", pa.string()),
+            ("interferer_targets", pa.string()),  # JSON list: where the competing writer wrote
             ("source_path", pa.string()),
             ("log_tags", pa.string()),  # JSON object: the check's tags
         ]
