@@ -36,13 +36,13 @@ def runtime_library(system: str, environ: str) -> Path:
 def benchmark_program(system: str, benchmark: str, environ: str) -> Path:
     """iostudy's own benchmark for an MPI flavour, <benchmark>-<environ>: from the system's
     Spack view when it has one, else from the CMake build of `make setup`."""
-    name = f"{benchmark}-{environ}"
-    return spackenv.view_program(system, name) or CHECKS_BUILD / name
+    return tool_program(system, f"{benchmark}-{environ}")
 
 
 def tool_program(system: str, name: str) -> Path:
-    """A program of the benchmarks' build that is no MPI benchmark (one binary, no flavour):
-    from the system's Spack view when it has one, else from the CMake build."""
+    """A program of the benchmarks' build by its file name (a benchmark's, or one without MPI
+    such as glusterplace): from the system's Spack view when it has one, else from the CMake
+    build."""
     return spackenv.view_program(system, name) or CHECKS_BUILD / name
 
 
