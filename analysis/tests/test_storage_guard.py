@@ -41,6 +41,15 @@ def test_an_empty_reason_is_no_reason(monkeypatch):
     assert config.scratch_storage(system)["name"] == "gluster"
 
 
+def test_availability_follows_the_environment_given(monkeypatch):
+    system = the_testcluster(monkeypatch, why="glusterd on n1 did not start")
+    served = config.with_availability(system, {"IOSTUDY_GLUSTER_UNAVAILABLE": ""})
+    assert config.scratch_storage(served)["name"] == "gluster"
+    assert all("unavailable" not in s for s in served["storage"])
+    off = config.with_availability(served, {"IOSTUDY_GLUSTER_UNAVAILABLE": "no /dev/fuse"})
+    assert config.scratch_storage(off)["name"] == "scratch"
+
+
 def test_only_unavailable_storage_is_still_written_to():
     only = {"storage": [{"name": "vol", "path": "/v", "unavailable": "down"}]}
     assert config.scratch_storage(only)["name"] == "vol"

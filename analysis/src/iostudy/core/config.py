@@ -171,15 +171,21 @@ def load_system(name: str) -> dict:
     return with_availability(system)
 
 
-def with_availability(system: dict) -> dict:
+def with_availability(system: dict, environ=None) -> dict:
     """The system with each storage entry whose ``unavailable_env`` variable is set (to why) in
-    this environment marked ``unavailable``: the test cluster's GlusterFS volume where
-    cluster-up could not serve it (env.sh exports the reason). scratch_storage then passes it
-    over, and a run's manifest (its effective system) says why."""
+    environ (default: this process's) marked ``unavailable``, and unmarked where it is not: the
+    test cluster's GlusterFS volume where cluster-up could not serve it (env.sh exports the
+    reason). scratch_storage then passes it over, and a run's manifest (its effective system)
+    says why."""
+    environ = os.environ if environ is None else environ
     for entry in system.get("storage") or []:
-        why = os.environ.get(entry.get("unavailable_env") or "")
+        if "unavailable_env" not in entry:
+            continue
+        why = environ.get(entry["unavailable_env"])
         if why:
             entry["unavailable"] = why
+        else:
+            entry.pop("unavailable", None)
     return system
 
 
