@@ -218,9 +218,10 @@ def _system_items(add, system, run_id, rows, held, limits, description=None) -> 
             "table",
             f"storage-targets-{safe(system)}",
             f"{system}: its storage as its description says (run {run_id}): the file system "
-            "campaigns write to (scratch; unavailable: why not, where the run found it not served), its servers, and its targets (GlusterFS: the bricks "
-            "a file's trusted.glusterfs.pathinfo names), each with the best MiB/s fio_check "
-            "measured on it from its node: the target's ceiling.",
+            "campaigns write to (scratch; unavailable: why not, where the run found it not "
+            "served), its servers, and its targets (GlusterFS: the bricks a file's "
+            "trusted.glusterfs.pathinfo names), each with the best MiB/s fio_check measured on "
+            "it from its node: the target's ceiling.",
             storage_table(description, rows),
             table=True,
             whole=True,
