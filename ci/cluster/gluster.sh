@@ -177,7 +177,9 @@ serve_volume() {
     GLUSTER_WHY=$(gluster_unavailable)
     if [ -n "$GLUSTER_WHY" ]; then
         # what an earlier run served (IOSTUDY_GLUSTER=off now) must not outlive the reason
-        stop_gluster
+        local stopped
+        stopped=$(stop_gluster)
+        [ -z "$stopped" ] || { echo "$stopped"; ACTIONS=$((ACTIONS + 1)); }
         return 0
     fi
     for i in "${!TESTBED_NODES[@]}"; do
