@@ -48,6 +48,9 @@ class netbw_check(BenchmarkCheck):
             self.min_size, self.max_size, self.perturb, self.seconds
         )
 
+    def write_folder(self):
+        return None  # messages between ranks only: no storage to guard
+
     def parse(self, text):
         return components.netbw_parse(text)
 

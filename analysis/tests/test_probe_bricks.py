@@ -18,6 +18,7 @@ MIB = 1 << 20
 
 def cluster(monkeypatch):
     monkeypatch.setenv("IOSTUDY_CLUSTER_STATE", STATE)
+    monkeypatch.delenv("IOSTUDY_GLUSTER_UNAVAILABLE", raising=False)  # the volume is served
     return config.load_system("testcluster")
 
 

@@ -13,7 +13,8 @@ def fio(target, op, aggregate):
     return {"component": "storage", "target": target, "operation": op, "aggregate_mib_s": aggregate}
 
 
-def test_the_volume_is_the_storage_and_its_bricks_the_targets_with_their_ceilings():
+def test_the_volume_is_the_storage_and_its_bricks_the_targets_with_their_ceilings(monkeypatch):
+    monkeypatch.delenv("IOSTUDY_GLUSTER_UNAVAILABLE", raising=False)  # the volume is served
     description = config.load_system("testcluster")
     rows = pd.DataFrame(
         [
@@ -36,6 +37,16 @@ def test_the_volume_is_the_storage_and_its_bricks_the_targets_with_their_ceiling
     assert n1["brick"] == "$IOSTUDY_CLUSTER_STATE/targets/n1-disk/brick"
     assert (n1["write_mib_s"], n1["read_mib_s"]) == (420.0, 900.0)
     assert n2["write_mib_s"] == 250.0 and pd.isna(n2["read_mib_s"])
+
+
+def test_a_run_without_the_volume_shows_why_and_its_scratch_the_local_one(monkeypatch):
+    monkeypatch.setenv("IOSTUDY_GLUSTER_UNAVAILABLE", "switched off (IOSTUDY_GLUSTER=off)")
+    description = config.load_system("testcluster")  # as the run's manifest records it
+    rows = pd.DataFrame(columns=["component", "target", "operation", "aggregate_mib_s"])
+    table = components_report.storage_table(description, rows)
+    assert [bool(x) for x in table["scratch"]] == [True, False, False]
+    assert pd.isna(table["unavailable"].iloc[0])
+    assert set(table["unavailable"].iloc[1:]) == {"switched off (IOSTUDY_GLUSTER=off)"}
 
 
 def test_a_system_without_storage_has_an_empty_table():

@@ -42,6 +42,9 @@ gluster_unavailable() {
     if [ -z "$TESTBED_GLUSTER_VOLUME" ]; then
         echo "the system lists no glusterfs storage"
         return
+    elif [ "${IOSTUDY_GLUSTER:-on}" = off ]; then
+        echo "switched off (IOSTUDY_GLUSTER=off)"
+        return
     elif [ "$TESTBED_MODE" != netns ]; then
         echo "$TESTBED_MODE mode: glusterd needs a network namespace per node"
         return
@@ -172,7 +175,13 @@ ensure_volume() {
 serve_volume() {
     local i dir
     GLUSTER_WHY=$(gluster_unavailable)
-    [ -z "$GLUSTER_WHY" ] || return 0
+    if [ -n "$GLUSTER_WHY" ]; then
+        # what an earlier run served (IOSTUDY_GLUSTER=off now) must not outlive the reason
+        local stopped
+        stopped=$(stop_gluster)
+        [ -z "$stopped" ] || { echo "$stopped"; ACTIONS=$((ACTIONS + 1)); }
+        return 0
+    fi
     for i in "${!TESTBED_NODES[@]}"; do
         dir=$(gluster_dir "$i")
         if ! start_glusterd "$i"; then

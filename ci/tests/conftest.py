@@ -35,7 +35,9 @@ def cluster() -> Cluster:
     # Run from inside a job (salloc, a CI job on a Slurm cluster), the job's SLURM_* variables
     # would steer our srun and sbatch calls into it.
     env = {k: v for k, v in env.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
-    c = Cluster(env=env, system=config.load_system(env.get("IOSTUDY_CLUSTER_SYSTEM") or SYSTEM))
+    # the storage as the cluster's campaigns see it: its volume unavailable where not served
+    system = config.load_system(env.get("IOSTUDY_CLUSTER_SYSTEM") or SYSTEM)
+    c = Cluster(env=env, system=config.with_availability(system, env))
 
     def all_nodes_up():
         proc = c.run("sinfo", "-h", "-N", "-o", "%N %T", check=False, timeout=20)

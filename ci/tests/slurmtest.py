@@ -198,10 +198,12 @@ def configs_copy(tmp_path: Path) -> Path:
     return configs
 
 
-def run_campaign(cluster, name: str, configs: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+def run_campaign(
+    cluster, name: str, configs: Path, tmp_path: Path, passes: bool = True
+) -> subprocess.CompletedProcess:
     """`iostudy campaign run NAME --system testcluster` as a facility runs it (ReFrame submitting
     to Slurm), with the campaigns of ``configs`` (configs_copy), results and an ingested store
-    under tmp_path; fails the test unless the campaign passed."""
+    under tmp_path; fails the test unless the campaign passed (failed, with passes false)."""
     proc = cluster.run(
         VENV_BIN / "iostudy",
         "campaign",
@@ -218,5 +220,5 @@ def run_campaign(cluster, name: str, configs: Path, tmp_path: Path) -> subproces
         cwd=REPO_ROOT,
         env={"IOSTUDY_CONFIGS": str(configs)},
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (proc.returncode == 0) == passes, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc

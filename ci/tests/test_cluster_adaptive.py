@@ -21,7 +21,7 @@ from iostudy.store import store
 SIZE = 2 << 20
 
 
-def test_adaptive_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch):
+def test_adaptive_campaign_runs_on_testcluster(cluster, volume, tmp_path, monkeypatch):
     configs = configs_copy(tmp_path)
     campaign = json.loads((configs / "campaigns" / "adaptive.json").read_text())
     campaign["checks"][0]["parameters"]["size"] = "2M"

@@ -79,7 +79,9 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
     assert 'id="storage-targets-testcluster"' in page
     storage = pd.read_csv(index.parent / "storage-targets-testcluster.csv")
     volume = storage[storage["fs_type"] == "glusterfs"]
-    assert volume["scratch"].all() and set(volume["volume"]) == {"iostudy"}
+    # ... unless cluster-up did not serve it: the campaigns then wrote to the local scratch
+    served = not cluster.env.get("IOSTUDY_GLUSTER_UNAVAILABLE")
+    assert (volume["scratch"] == served).all() and set(volume["volume"]) == {"iostudy"}
     assert list(volume["target"]) == ["n1-disk", "n2-disk"]
     assert (volume["write_mib_s"] > 0).all() and (volume["read_mib_s"] > 0).all()
     chromium.assert_within_budget(index)

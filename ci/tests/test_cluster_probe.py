@@ -80,6 +80,10 @@ def test_hmmer_and_probe_run_on_testcluster(cluster, tmp_path):
     probes = con.execute("SELECT * FROM probes").df()
     assert sorted(probes["writer"]) == [0, 1] and set(probes["nodes"]) == {2}
     assert (probes["bytes"] == 32 << 20).all() and (probes["write_time"] > 0).all()
+    why = cluster.env.get("IOSTUDY_GLUSTER_UNAVAILABLE")
+    if why:  # on the local scratch (test_cluster_storage_guard): the check's target only
+        assert set(probes["target"]) == {"scratch"}, f"no volume ({why}) yet bricks named"
+        return
     # writer r on target r mod 2, in the system's order of the volume's bricks
     assert dict(zip(probes["writer"], probes["target"], strict=True)) == {
         0: "n1-disk",

@@ -79,6 +79,23 @@ class RuntimeCheck(rfm.RunOnlyRegressionTest):
     def scratch_folder(self) -> Path:
         return Path(self.scratch_dir or self.run_folder() / "scratch")
 
+    def write_folder(self) -> Path | None:
+        """The folder the job writes its files to (None: it writes none)."""
+        return self.scratch_folder()
+
+    @run_before("run")
+    def guard_storage(self):
+        """The job's first command verifies, on the node, that the folder it writes to is on
+        the distributed file system its storage entry names (checks.storage_guard_command):
+        once here for every check, after each check's own setup has set its prerun commands."""
+        folder = self.write_folder()
+        if folder is None:
+            return
+        system = config.load_system(self.current_system.name)
+        guard = checks.storage_guard_command(system, folder, self.run_folder())
+        if guard:
+            self.prerun_cmds.insert(0, guard)
+
     def require_target_folder(self, name: str, folder) -> None:
         """The job fails first, naming the storage target and the host, where the target's
         folder is missing: a missing mount would have the benchmark measure whatever disk holds
@@ -140,6 +157,9 @@ class BenchmarkCheck(RuntimeCheck):
         if self.target == "memory":
             return checks.memory_target_root(self.run_id)
         return self.scratch_folder()
+
+    def write_folder(self) -> Path | None:
+        return self.target_folder()
 
     def prepare(self, check: str, program: Path | None, why: str, tags: dict) -> Path:
         """Skips (with why) without program or when the campaign excluded this combination;

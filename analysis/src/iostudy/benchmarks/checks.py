@@ -163,6 +163,45 @@ def memory_target_root(run_id: str) -> Path:
     return Path("/dev/shm") / "iostudy" / (run_id or "manual")
 
 
+def storage_of(system: dict, folder: Path, run_dir: Path) -> tuple[dict, Path] | None:
+    """The storage entry of the system that folder is in, and that entry's path; None when it
+    is in none (/dev/shm, a storage target's folder) or an entry's path cannot be resolved
+    here (its variable is unset: folder cannot be in it)."""
+    for entry in system.get("storage") or []:
+        try:
+            root = config.storage_path(entry["path"], run_dir)
+        except config.ConfigError:
+            continue
+        if Path(folder) == root or root in Path(folder).parents:
+            return entry, root
+    return None
+
+
+def storage_guard_command(system: dict, folder: Path, run_dir: Path) -> str | None:
+    """A shell line for the job: fails, naming the storage entry, its path, the node and the
+    expected and found file system types, unless folder's storage entry is, on the node, the
+    distributed file system its fs_type says (config.MOUNT_TYPES). Without it a job on a node
+    that lacks the mount writes to the disk under the mount point, and its numbers are
+    labelled with the wrong storage. None where there is nothing to check (a local fs_type,
+    or folder in no storage entry)."""
+    found = storage_of(system, folder, run_dir)
+    if found is None:
+        return None
+    entry, root = found
+    types = config.MOUNT_TYPES.get(entry.get("fs_type") or "")
+    if not types:
+        return None
+    path, expected = shlex.quote(str(root)), " or ".join(types)
+    what = shlex.quote(f"storage {entry['name']} ({entry['fs_type']}): {root} on")
+    return (
+        f"found=$(findmnt -n -o FSTYPE -T {path} 2>/dev/null | head -n 1); "
+        f'case " {" ".join(types)} " in *" ${{found:-none}} "*) ;; '
+        f'*) echo {what} "${{SLURMD_NODENAME:-$(hostname)}} is on '
+        f"${{found:-no file system (no such folder)}}, expected {expected}: "
+        f'is it mounted on this node?" >&2; exit 1 ;; esac'
+    )
+
+
 def remove_empty_dirs(root: Path) -> None:
     """Removes root and the folders under it, deepest first, that are empty; a folder that
     still holds a file stays (and with it its parents), so nothing is lost."""

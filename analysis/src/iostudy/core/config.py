@@ -168,6 +168,24 @@ def load_system(name: str) -> dict:
     if system["name"] != name:
         raise ConfigError(f"{path}: name: '{system['name']}' differs from its folder '{name}'")
     _check_targets(path, system)
+    return with_availability(system)
+
+
+def with_availability(system: dict, environ=None) -> dict:
+    """The system with each storage entry whose ``unavailable_env`` variable is set (to why) in
+    environ (default: this process's) marked ``unavailable``, and unmarked where it is not: the
+    test cluster's GlusterFS volume where cluster-up could not serve it (env.sh exports the
+    reason). scratch_storage then passes it over, and a run's manifest (its effective system)
+    says why."""
+    environ = os.environ if environ is None else environ
+    for entry in system.get("storage") or []:
+        if "unavailable_env" not in entry:
+            continue
+        why = environ.get(entry["unavailable_env"])
+        if why:
+            entry["unavailable"] = why
+        else:
+            entry.pop("unavailable", None)
     return system
 
 
@@ -195,9 +213,11 @@ def _check_targets(path: Path, system: dict) -> None:
 
 
 def scratch_storage(system: dict) -> dict:
-    """The storage entry campaigns write to: the one marked ``scratch``, else the one named
-    scratch, else the first; <run>/scratch when the system lists none."""
-    storage = system.get("storage") or [{"name": "scratch", "path": "scratch"}]
+    """The storage entry campaigns write to: of those not ``unavailable`` (with_availability),
+    the one marked ``scratch``, else the one named scratch, else the first; <run>/scratch when
+    the system lists none."""
+    listed = system.get("storage") or [{"name": "scratch", "path": "scratch"}]
+    storage = [s for s in listed if not s.get("unavailable")] or listed
     marked = [s for s in storage if s.get("scratch")]
     named = [s for s in storage if s["name"] == "scratch"]
     return (marked or named or storage)[0]
@@ -224,6 +244,20 @@ def storage_path(text: str, run_dir: Path) -> Path:
             raise ConfigError(f"storage path {text!r}: the environment variable {name} is not set")
         text = value + text[found.end() :]
     return Path(run_dir) / text  # an absolute path stays as it is
+
+
+# What the node's kernel reports (`findmnt -n -o FSTYPE -T PATH`) for a folder of a storage
+# entry of each distributed fs_type: a folder that reports anything else is not on that storage
+# (a mount missing on the node: the job would write to the disk under the mount point). Other
+# fs_types (local, or unknown here) are not checked.
+MOUNT_TYPES = {
+    "glusterfs": ("fuse.glusterfs",),
+    "lustre": ("lustre",),
+    "gpfs": ("gpfs",),
+    "nfs": ("nfs", "nfs4"),
+    "beegfs": ("beegfs",),
+    "cephfs": ("ceph", "fuse.ceph-fuse"),
+}
 
 
 def node_names(system: dict) -> list[str]:

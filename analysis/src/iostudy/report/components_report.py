@@ -162,6 +162,7 @@ STORAGE_COLUMNS = [
     "volume",
     "servers",
     "scratch",
+    "unavailable",
     "target",
     "node",
     "brick",
@@ -173,7 +174,8 @@ STORAGE_COLUMNS = [
 def storage_table(description: dict, rows: pd.DataFrame) -> pd.DataFrame:
     """The system's storage as its description says (a row per storage target, or per storage
     entry without targets): its file system, volume and servers, whether campaigns write there
-    (scratch: config.scratch_storage), each target's node and brick, and the best aggregate
+    (scratch: config.scratch_storage; unavailable: why not, where the run found it not
+    served), each target's node and brick, and the best aggregate
     MiB/s fio_check measured on that target (the target's ceiling; empty where not measured)."""
     storage = description.get("storage") or []
     scratch = config.scratch_storage(description)["name"] if storage else None
@@ -186,6 +188,8 @@ def storage_table(description: dict, rows: pd.DataFrame) -> pd.DataFrame:
             "volume": entry.get("volume"),
             "servers": ", ".join(entry.get("servers") or []) or None,
             "scratch": entry["name"] == scratch,
+            # why campaigns did not write there (config.with_availability), as the run recorded
+            "unavailable": entry.get("unavailable"),
         }
         for target in entry.get("targets") or [{}]:
             mine = fio[fio["target"] == target.get("name")]
@@ -214,9 +218,10 @@ def _system_items(add, system, run_id, rows, held, limits, description=None) -> 
             "table",
             f"storage-targets-{safe(system)}",
             f"{system}: its storage as its description says (run {run_id}): the file system "
-            "campaigns write to (scratch), its servers, and its targets (GlusterFS: the bricks "
-            "a file's trusted.glusterfs.pathinfo names), each with the best MiB/s fio_check "
-            "measured on it from its node: the target's ceiling.",
+            "campaigns write to (scratch; unavailable: why not, where the run found it not "
+            "served), its servers, and its targets (GlusterFS: the bricks a file's "
+            "trusted.glusterfs.pathinfo names), each with the best MiB/s fio_check measured on "
+            "it from its node: the target's ceiling.",
             storage_table(description, rows),
             table=True,
             whole=True,
