@@ -291,9 +291,27 @@ ensure_target() {
     ACTIONS=$((ACTIONS + 1))
 }
 
+# A folder as a shared mount of its own (a bind on itself). Unmount events propagate through a
+# mount's parent: with the targets under the machine's private root, the copy of a target in a
+# node namespace made later (another cluster's too) would keep its file system and loop device
+# busy after cluster-down. Under a shared parent the copies are slaves, and the unmount reaches
+# them.
+ensure_shared_folder() {
+    local folder=$1
+    mkdir -p "$folder"
+    mountpoint -q "$folder" && return 0
+    { mount --bind "$folder" "$folder" && mount --make-shared "$folder"; } ||
+        die "cannot make $folder a shared mount"
+    record "mount $folder"
+    ACTIONS=$((ACTIONS + 1))
+}
+
 setup_targets() {
     local mount
-    for mount in "${TESTBED_TARGETS[@]}"; do ensure_target "$mount"; done
+    for mount in "${TESTBED_TARGETS[@]}"; do
+        ensure_shared_folder "$(dirname "$mount")"
+        ensure_target "$mount"
+    done
 }
 
 # netns: nsenter, not `ip netns exec`, which remounts /sys and leaves slurmd an empty

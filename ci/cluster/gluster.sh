@@ -86,7 +86,7 @@ start_glusterd() {
     # The node's host name too: a brick reports it in a file's pathinfo.
     # shellcheck disable=SC2016 # $1 to $3 are the inner shell's arguments
     nsenter --net="/run/netns/${TESTBED_NETNS[$i]}" \
-        unshare --uts --mount --propagation private sh -c 'hostname "$3" &&
+        unshare --uts --mount --propagation slave sh -c 'hostname "$3" &&
             mount --bind "$1/lib" /var/lib/glusterd && mount --bind "$1/run" /run/gluster &&
             mount --bind "$1/log" /var/log/glusterfs &&
             exec glusterd -f "$2" -p /run/gluster/glusterd.pid -l /var/log/glusterfs/glusterd.log' \
