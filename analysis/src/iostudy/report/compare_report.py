@@ -12,7 +12,7 @@ from iostudy.core.numfmt import short
 from iostudy.core.plotting import legend_below, panels
 from iostudy.metrics import cross_site
 from iostudy.report import verdict as verdict_mod
-from iostudy.report.figures import time_span
+from iostudy.report.figures import date_axis, time_span
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -48,8 +48,6 @@ def over_time_figure(judged: pd.DataFrame):
     reference floor, the change-points (dashed vertical lines: a run that starts a new
     segment), the latest verdicts' marks; the title says the series' noise and the smallest
     change it can detect."""
-    from matplotlib import dates as mdates
-
     keys = list(dict.fromkeys(zip(judged["label"], judged["metric"], strict=True)))[:PANELS]
     fig, axes = panels(len(keys), 5.4, 2.6)
     span = time_span(pd.to_datetime(judged["started"]))
@@ -57,10 +55,7 @@ def over_time_figure(judged: pd.DataFrame):
         s = judged[(judged["label"] == label) & (judged["metric"] == metric)]
         _draw_series(ax, s.sort_values("started"))
         ax.set_title(textwrap.fill(f"{label}: {metric}", 70) + f"\n{noise_text(s)}", fontsize=7)
-        ax.set_xlim(*span)
-        locator = mdates.AutoDateLocator(maxticks=5)
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        date_axis(ax, span)
     legend_below(fig)
     return fig
 

@@ -241,6 +241,17 @@ def time_span(times: pd.Series) -> tuple:
     return lo - pad, hi + pad
 
 
+def date_axis(ax, span: tuple) -> None:
+    """A time axis over span (time_span), at most 5 ticks, labelled concisely."""
+    from matplotlib import dates as mdates
+
+    ax.set_xlim(*span)
+    locator = mdates.AutoDateLocator(maxticks=5)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.xaxis.get_offset_text().set_fontsize(7)  # the date the ticks omit, as small as they are
+
+
 def size_bins(nprocs: pd.Series) -> pd.Series:
     """A job's size bin: its processes rounded down to a power of two (1, 2, 4, ...)."""
     return (2 ** np.floor(np.log2(nprocs.clip(lower=1).astype(float)))).astype("int64")
@@ -289,7 +300,6 @@ def rates_by_size_figure(jobs: pd.DataFrame) -> Figure:
 
 
 def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Figure:
-    from matplotlib import dates as mdates
     from matplotlib import ticker
 
     names = list(dict.fromkeys(metric_table["metric"]))
@@ -325,10 +335,7 @@ def over_runs_figure(metric_table: pd.DataFrame, colours: dict[str, str]) -> Fig
         ax.set_title(textwrap.fill(name, 70), fontsize=8)
         ax.set_ylabel(g["unit"].iloc[0], fontsize=8)
         ax.set_ylim(0, top)
-        ax.set_xlim(*span)
-        locator = mdates.AutoDateLocator(maxticks=5)
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        date_axis(ax, span)
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short(v)))
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)

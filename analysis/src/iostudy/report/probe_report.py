@@ -9,6 +9,7 @@ import math
 from iostudy.core.deferred import deferred
 from iostudy.core.numfmt import MIB
 from iostudy.core.plotting import count_ticks, legend_below
+from iostudy.report.figures import date_axis, time_span
 
 np = deferred("numpy")
 pd = deferred("pandas")
@@ -180,6 +181,8 @@ def over_time_figure(samples_df: pd.DataFrame):
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=7)
     bottom.set_xlabel("sample time (UTC)", fontsize=8)
+    if len(good):  # one sample: a point on an axis of minutes, not of years
+        date_axis(bottom, time_span(pd.to_datetime(good["start"])))
     legend_below(fig)
     return fig
 
