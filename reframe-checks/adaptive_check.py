@@ -26,6 +26,7 @@ from reframe.core.builtins import run_after, run_before, variable
 
 from iostudy.benchmarks import adaptive, checks, probe, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
+from iostudy.collect import placement
 from iostudy.core import config
 
 CHECK = "adaptive_check"
@@ -52,7 +53,9 @@ class adaptive_check(BenchmarkCheck):
         tags = {"mode": self.mode, "size": self.size, "interference": self.interference}
         workdir = self.prepare(CHECK, program if program.is_file() else None, why, tags)
         description = config.load_system(system)
-        self.bricks = probe.bricks(description, self.target != "memory" and self.scratch_dir)
+        scratch = self.target != "memory" and self.scratch_dir
+        # a brick per target, at most one target a writer
+        self.bricks = placement.scratch_bricks(description, scratch)[: self.procs]
         self.targets = self.target_folders(description, workdir)
         self.prerun_cmds.append(f"mkdir -p {' '.join(map(str, self.targets))}")
         self.postrun_cmds += [f"rm -rf {' '.join(map(str, self.targets))}"]
@@ -73,7 +76,6 @@ class adaptive_check(BenchmarkCheck):
         brick on the volume (the benchmark names the files onto the bricks: --brick)."""
         listed = config.storage_targets(system)[: self.procs]
         if self.bricks:
-            self.bricks = self.bricks[: self.procs]
             return [workdir / f"target.{k}" for k in range(len(self.bricks))]
         if listed:
             roots = [config.storage_path(t["path"], self.run_folder()) for t in listed]

@@ -21,6 +21,7 @@ from reframe.core.builtins import run_after, variable
 
 from iostudy.benchmarks import checks, probe, registry
 from iostudy.benchmarks.benchcheck import BenchmarkCheck
+from iostudy.collect import placement
 from iostudy.core import config
 
 CHECK = "probe_check"
@@ -41,7 +42,9 @@ class probe_check(BenchmarkCheck):
     def set_job(self):
         system = self.current_system.name
         description = config.load_system(system)
-        on_bricks = probe.bricks(description, self.target != "memory" and self.scratch_dir)
+        on_bricks = placement.scratch_bricks(
+            description, self.target != "memory" and self.scratch_dir
+        )
         self.targets = len(on_bricks) or probe.storage_targets(description)
         self.procs = probe.writers(self.targets, self.writers_per_target)
         program = checks.benchmark_program(system, "ioprobe", self.current_environ.name)

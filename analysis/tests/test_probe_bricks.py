@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from iostudy.benchmarks import probe
+from iostudy.collect import placement
 from iostudy.core import config
 from iostudy.logs import proberows
 from iostudy.report import probe_report
@@ -24,7 +25,7 @@ def cluster(monkeypatch):
 
 def test_the_probe_on_the_volume_passes_each_targets_brick(monkeypatch):
     system = cluster(monkeypatch)
-    found = probe.bricks(system, f"{STATE}/gluster/scratch")
+    found = placement.scratch_bricks(system, f"{STATE}/gluster/scratch")
     assert found == [
         ("n1-disk", f"{STATE}/targets/n1-disk/brick"),
         ("n2-disk", f"{STATE}/targets/n2-disk/brick"),
@@ -32,8 +33,9 @@ def test_the_probe_on_the_volume_passes_each_targets_brick(monkeypatch):
     args = probe.arguments("/w", "8M", "1M", 2, found)
     assert args[-4:] == ["--brick", found[0][1], "--brick", found[1][1]]
     # elsewhere (a run by hand in its stage folder; memory) the probe places nothing
-    assert probe.bricks(system, "/stage/scratch") == [] and probe.bricks(system, False) == []
-    assert probe.bricks(config.load_system("local"), f"{STATE}/gluster/scratch") == []
+    assert placement.scratch_bricks(system, "/stage/scratch") == []
+    assert placement.scratch_bricks(system, False) == []
+    assert placement.scratch_bricks(config.load_system("local"), f"{STATE}/gluster/scratch") == []
 
 
 def test_rows_name_the_target_each_writer_was_placed_on():

@@ -27,7 +27,7 @@ PLACER = "glusterplace"
 
 def arguments(index_dir, target_dirs: list, mode: str, size: str, block: str, on_bricks=()):
     """The benchmark's command line: the global index in index_dir, one folder per target, and
-    on GlusterFS each target's brick (probe.bricks: (name, brick) pairs)."""
+    on GlusterFS each target's brick (placement.scratch_bricks: (name, brick) pairs)."""
     args = ["--dir", str(index_dir), "--mode", mode, "--size", str(size), "--block", str(block)]
     for folder in target_dirs:
         args += ["--target-dir", str(folder)]

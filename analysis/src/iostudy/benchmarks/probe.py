@@ -15,10 +15,7 @@ measures):
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from iostudy.benchmarks import benchparse
-from iostudy.core import config
 from iostudy.core.numfmt import MIB_S
 
 
@@ -28,27 +25,13 @@ def storage_targets(system: dict) -> int:
     return (system.get("peaks") or {}).get("storage_targets") or 1
 
 
-def bricks(system: dict, scratch_dir) -> list[tuple[str, str]]:
-    """(target name, brick path) of each target of the system's scratch storage when it is a
-    GlusterFS volume and the probe writes to it (scratch_dir is its path), in the system's
-    order; empty otherwise. ioprobe then places writer r's file on brick r mod K (--brick),
-    so that each target is measured from its own writers: a distributed volume would
-    otherwise put a file wherever its name hashes to."""
-    entry = config.scratch_storage(system)
-    if entry.get("fs_type") != "glusterfs" or not scratch_dir:
-        return []
-    if Path(scratch_dir) != config.storage_path(entry["path"], Path(".")):
-        return []
-    targets = [t for t in entry.get("targets") or [] if t.get("brick")]
-    return [(t["name"], str(config.storage_path(t["brick"], Path(".")))) for t in targets]
-
-
 def writers(targets: int, writers_per_target: int) -> int:
     return targets * writers_per_target
 
 
 def arguments(workdir, size: str, transfer: str, targets: int, on_bricks=()) -> list[str]:
-    """ioprobe's arguments; on_bricks (bricks()): each target's brick, in order."""
+    """ioprobe's arguments; on_bricks (placement.scratch_bricks): each target's brick, in
+    order."""
     placed = [arg for _, brick in on_bricks for arg in ("--brick", brick)]
     return [
         "--dir",

@@ -9,7 +9,8 @@ storage names its ``brick`` (and ``node``): that is the target the file is on.
 
 Placing a file on a target is choosing its name (a distributed volume hashes the name), which
 the benchmarks do in the job (reframe-checks/src/common/gluster.h); this module reads and maps
-what pathinfo says, for checks and tests. No getfattr: os.getxattr reads the attribute.
+what pathinfo says, for checks and tests, and names the bricks the checks hand the benchmarks
+(scratch_bricks). No getfattr: os.getxattr reads the attribute.
 """
 
 from __future__ import annotations
@@ -49,6 +50,20 @@ def bricks(system: dict, run_dir: Path = Path(".")) -> dict[str, dict]:
         for t in config.storage_targets(system)
         if t.get("brick")
     }
+
+
+def scratch_bricks(system: dict, scratch_dir) -> list[tuple[str, str]]:
+    """(target name, brick path) of each target of the system's scratch storage when it is a
+    GlusterFS volume and a check writes to it (scratch_dir is its path), in the system's order;
+    empty otherwise. The benchmarks then name writer r's file onto brick r mod K (--brick), so
+    that each target is measured from its own writers: a distributed volume would otherwise put
+    a file wherever its name hashes to."""
+    entry = config.scratch_storage(system)
+    if entry.get("fs_type") != "glusterfs" or not scratch_dir:
+        return []
+    if Path(scratch_dir) != config.storage_path(entry["path"], Path(".")):
+        return []
+    return [(t["name"], path) for path, t in bricks({"storage": [entry]}).items()]
 
 
 def target_named(system: dict, text: str, run_dir: Path = Path(".")) -> str:
