@@ -53,6 +53,19 @@ def cluster() -> Cluster:
     return c
 
 
+@pytest.fixture(autouse=True)
+def cluster_left_clean(request):
+    """After each test, no job of it stays on the cluster and no node is left drained or
+    down: a job left queued or running (a campaign killed at its timeout leaves ReFrame's jobs
+    behind, a hung job holds its nodes until its time limit) is cancelled, a node resumed, and
+    the test errors with the cluster's state, so that the tests after it find the nodes free."""
+    yield
+    if "cluster" in request.fixturenames:
+        left = request.getfixturevalue("cluster").left_behind()
+        if left:
+            pytest.fail(left)
+
+
 @pytest.fixture(scope="session")
 def mpi_hello(cluster, tmp_path_factory):
     """mpi_hello(flavour): the hello program built with that flavour's compiler wrapper."""

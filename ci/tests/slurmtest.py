@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jobsteps
 import pytest
 
 from iostudy.core import config
@@ -36,6 +37,10 @@ FINAL_STATES = {
     "PREEMPTED",
     "TIMEOUT",
 }
+# How long cancelled jobs may take to leave the queue: slurmd sends SIGKILL KillWait (3 s,
+# testbed_files) after SIGTERM, and gives up on processes that outlive UnkillableStepTimeout
+# (60 s by default), draining their node.
+JOB_GONE_S = 90
 HELLO_LINE = re.compile(r"^hello rank (\d+) of (\d+) host (\S+) node (\S+)$", re.M)
 
 
@@ -77,14 +82,21 @@ class Cluster:
     def run(self, *args, timeout=60, check=True, env=None, **kwargs):
         """Runs a command with the cluster's environment (plus env); returns the completed
         process, failing the test with its output if it did not exit 0 and check is set."""
-        proc = subprocess.run(
-            [str(a) for a in args],
-            env={**self.env, **(env or {})},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            **kwargs,
-        )
+        try:
+            proc = subprocess.run(
+                [str(a) for a in args],
+                env={**self.env, **(env or {})},
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                **kwargs,
+            )
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(
+                f"{' '.join(map(str, args))} timed out after {timeout} s\n"
+                f"stdout (end):\n{tail(e.stdout)}\nstderr (end):\n{tail(e.stderr)}\n"
+                f"{self.state()}"
+            )
         if check and proc.returncode != 0:
             pytest.fail(
                 f"{' '.join(map(str, args))} exited {proc.returncode}\n"
@@ -145,6 +157,64 @@ class Cluster:
 
         poll(listed, timeout, f"jobs {', '.join(map(str, jobids))} in sacct -S {since}")
 
+    def jobs(self, completing: bool = False) -> list[str]:
+        """The ids of the jobs still queued or running; with completing, also of those whose
+        processes are being killed (a job a test just saw end is completing for a moment)."""
+        out = self.run("squeue", "-h", "-o", "%i %T", timeout=20).stdout
+        rows = (line.split() for line in out.splitlines())
+        return [job for job, state in rows if completing or state != "COMPLETING"]
+
+    def unavailable_nodes(self) -> dict[str, str]:
+        """Nodes drained or down (a node whose job's processes outlived UnkillableStepTimeout
+        is drained "Kill task failed"): node -> state and reason."""
+        out = self.run("sinfo", "-h", "-N", "-o", "%N|%T|%E", timeout=20).stdout
+        rows = (line.split("|", 2) for line in out.splitlines())
+        return {
+            node: f"{state} ({reason})"
+            for node, state, reason in rows
+            if state.rstrip("*~#$@") in ("down", "drained", "draining", "fail", "failing")
+        }
+
+    def left_behind(self) -> str | None:
+        """Cancels the jobs still in the queue and resumes the nodes drained or down; what they
+        were, with the cluster's state before, or None when the cluster was clean."""
+        jobs, nodes = self.jobs(), self.unavailable_nodes()
+        if not jobs and not nodes:
+            return None
+        state = self.state()
+        if jobs:
+            self.run("scancel", *jobs, check=False, timeout=30)
+            poll(
+                lambda: not self.jobs(completing=True),
+                JOB_GONE_S,
+                f"jobs {', '.join(jobs)} to go (scancel)",
+            )
+            nodes.update(self.unavailable_nodes())
+        for node in nodes:
+            self.run("scontrol", "update", f"nodename={node}", "state=resume", check=False)
+        said = [f"jobs {', '.join(jobs)} were left on the cluster (cancelled)"] if jobs else []
+        said += [f"node {node} was {why} (resumed)" for node, why in nodes.items()]
+        return "\n".join([*said, state])
+
+    def state(self) -> str:
+        """What the cluster is doing, for a test that waited too long: the queue, the nodes
+        and why they are not idle, and the processes of every job step (jobsteps.tree)."""
+        parts = []
+        for what, args in (
+            ("queue", ["squeue", "-o", "%.8i %.24j %.9T %.10M %.10l %.6D %R"]),
+            ("nodes", ["sinfo", "-N", "-o", "%N %T %E"]),
+        ):
+            try:
+                proc = subprocess.run(
+                    args, env=self.env, capture_output=True, text=True, timeout=20
+                )
+                parts.append(f"{what}:\n{proc.stdout}{proc.stderr}")
+            except subprocess.TimeoutExpired:
+                parts.append(f"{what}: {args[0]} did not answer in 20 s")
+        parts.append(f"job steps' processes:\n{jobsteps.tree()}")
+        parts.append(gluster_complaints(Path(self.env.get("IOSTUDY_CLUSTER_STATE", "."))))
+        return "\n".join(parts)
+
     def node_state(self, node: str) -> str:
         return self.run("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
 
@@ -155,6 +225,26 @@ class Cluster:
 
     def mpi_env(self, flavour: str) -> dict[str, str]:
         return self.system["mpi"][flavour].get("env", {})
+
+
+def gluster_complaints(state: Path, lines: int = 12) -> str:
+    """The last errors and warnings of each node's GlusterFS client and brick logs (the state
+    folder's gluster/<node>/log): a brick gone or a client that lost it says so there."""
+    parts = []
+    for log in sorted(state.glob("gluster/*/log/client.log")) + sorted(
+        state.glob("gluster/*/log/bricks/*.log")
+    ):
+        text = log.read_text(errors="replace").splitlines()
+        complaints = [line for line in text if re.search(r"\] [EWC] \[", line)][-lines:]
+        parts.append(f"{log.relative_to(state)}:\n" + "\n".join(complaints or ["(none)"]))
+    return "GlusterFS errors and warnings:\n" + ("\n".join(parts) or "(no GlusterFS log)")
+
+
+def tail(output, chars: int = 3000) -> str:
+    """The end of a timed-out command's output (bytes or text, or None)."""
+    if isinstance(output, bytes):
+        output = output.decode(errors="replace")
+    return (output or "")[-chars:]
 
 
 def parse_hello(output: str) -> list[tuple[int, int, str, str]]:
