@@ -36,7 +36,7 @@ def cluster() -> Cluster:
     # would steer our srun and sbatch calls into it.
     env = {k: v for k, v in env.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
     # the storage as the cluster's campaigns see it: its volume unavailable where not served
-    system = config.load_system(env.get("IOSTUDY_CLUSTER_SYSTEM") or SYSTEM)
+    system = config.load_system(SYSTEM)
     c = Cluster(env=env, system=config.with_availability(system, env))
 
     def all_nodes_up():

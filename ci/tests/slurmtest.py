@@ -17,9 +17,18 @@ import pytest
 
 from iostudy.core import config
 
-# The system the cluster was stood up from: its env file says so (conftest); this is the default
-# for a cluster whose env file predates that (IOSTUDY_CLUSTER_SYSTEM overrides it).
-SYSTEM = os.environ.get("IOSTUDY_CLUSTER_SYSTEM", "testcluster")
+
+def cluster_system() -> str:
+    """The system the cluster was stood up from, which the tests name in their commands: the
+    IOSTUDY_CLUSTER_SYSTEM its env file exports (cluster-up writes it), else the environment's,
+    else testcluster."""
+    env_file = Path(os.environ.get("IOSTUDY_CLUSTER_ENV", ""))
+    text = env_file.read_text() if env_file.is_file() else ""
+    written = re.search(r"^export IOSTUDY_CLUSTER_SYSTEM=(\S+)$", text, re.M)
+    return written[1] if written else os.environ.get("IOSTUDY_CLUSTER_SYSTEM", "testcluster")
+
+
+SYSTEM = cluster_system()
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The tools of the venv that runs the tests (make runs .venv/bin/python).
 VENV_BIN = Path(sys.executable).parent
@@ -291,7 +300,7 @@ def configs_copy(tmp_path: Path) -> Path:
 def run_campaign(
     cluster, name: str, configs: Path, tmp_path: Path, passes: bool = True
 ) -> subprocess.CompletedProcess:
-    """`iostudy campaign run NAME --system testcluster` as a facility runs it (ReFrame submitting
+    """`iostudy campaign run NAME --system SYSTEM` as a facility runs it (ReFrame submitting
     to Slurm), with the campaigns of ``configs`` (configs_copy), results and an ingested store
     under tmp_path; fails the test unless the campaign passed (failed, with passes false)."""
     proc = cluster.run(
@@ -300,7 +309,7 @@ def run_campaign(
         "run",
         name,
         "--system",
-        "testcluster",
+        SYSTEM,
         "--results",
         tmp_path / "results",
         "--ingest",

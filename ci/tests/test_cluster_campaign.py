@@ -4,7 +4,7 @@ testcluster`, ReFrame submitting the I/O-model check to Slurm on both nodes, und
 import json
 from pathlib import Path
 
-from slurmtest import REPO_ROOT, VENV_BIN
+from slurmtest import REPO_ROOT, SYSTEM, VENV_BIN
 
 from iostudy.core import config
 from iostudy.logs.darshanlog import read_log
@@ -19,7 +19,7 @@ def test_quick_campaign_on_testcluster(cluster, tmp_path):
         "run",
         "quick",
         "--system",
-        "testcluster",
+        SYSTEM,
         "--results",
         results,
         check=False,
@@ -28,7 +28,7 @@ def test_quick_campaign_on_testcluster(cluster, tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = Path(proc.stdout.splitlines()[-1])
-    assert run_dir.parent == results and run_dir.name.endswith("-quick-testcluster")
+    assert run_dir.parent == results and run_dir.name.endswith(f"-quick-{SYSTEM}")
 
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert (manifest["status"], manifest["exit_code"]) == ("passed", 0)
@@ -75,7 +75,7 @@ def test_quick_campaign_on_testcluster(cluster, tmp_path):
         assert (tags["campaign"], tags["check"], tags["system"]) == (
             "quick",
             "iomodel_check",
-            "testcluster",
+            SYSTEM,
         )
         assert (tags["nodes"], tags["procs_per_node"], tags["run_id"]) == ("2", "2", run_dir.name)
         # quick's sync auto (reframe-checks/README.md): the mode used and what it measured

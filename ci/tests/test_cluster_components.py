@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from analysis.tests import chromium
-from slurmtest import bytes_written, configs_copy, run_campaign, target_devices
+from slurmtest import SYSTEM, bytes_written, configs_copy, run_campaign, target_devices
 
 from iostudy.report import report
 from iostudy.store import store
@@ -69,15 +69,15 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
         tmp_path / "store", "tests", tmp_path / "reports", results=tmp_path / "results"
     )
     page = index.read_text()
-    for ident in ("network-testcluster", "storage-testcluster", "component-limits-testcluster"):
+    for ident in (f"network-{SYSTEM}", f"storage-{SYSTEM}", f"component-limits-{SYSTEM}"):
         assert f'id="{ident}"' in page, ident
-    limits = (index.parent / "component-limits-testcluster.csv").read_text()
+    limits = (index.parent / f"component-limits-{SYSTEM}.csv").read_text()
     assert "node link" in limits and "netbw_check between two nodes" in limits
     # the model's node link is the best of the largest messages, not a small one's burst
     # the system's storage: the volume the campaigns write to, its bricks the targets, each
     # with what fio measured on it from its node (its ceiling)
-    assert 'id="storage-targets-testcluster"' in page
-    storage = pd.read_csv(index.parent / "storage-targets-testcluster.csv")
+    assert f'id="storage-targets-{SYSTEM}"' in page
+    storage = pd.read_csv(index.parent / f"storage-targets-{SYSTEM}.csv")
     volume = storage[storage["fs_type"] == "glusterfs"]
     # ... unless cluster-up did not serve it: the campaigns then wrote to the local scratch
     served = not cluster.env.get("IOSTUDY_GLUSTER_UNAVAILABLE")
@@ -85,7 +85,7 @@ def test_components_campaign_runs_on_testcluster(cluster, tmp_path, monkeypatch)
     assert list(volume["target"]) == ["n1-disk", "n2-disk"]
     assert (volume["write_mib_s"] > 0).all() and (volume["read_mib_s"] > 0).all()
     chromium.assert_within_budget(index)
-    table = pd.read_csv(index.parent / "component-limits-testcluster.csv")
+    table = pd.read_csv(index.parent / f"component-limits-{SYSTEM}.csv")
     link = table[(table["limit"] == "node link") & (table["operation"] == "write")]
     assert link["measured_mib_s"].tolist() == pytest.approx([largest["mib_s"].max()], rel=1e-3)
 

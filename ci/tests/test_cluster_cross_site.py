@@ -14,7 +14,7 @@ from pathlib import Path
 
 from analysis.tests import chromium
 from analysis.tests.filestate import snapshot
-from slurmtest import REPO_ROOT, VENV_BIN
+from slurmtest import REPO_ROOT, SYSTEM, VENV_BIN
 
 # The I/O-model check on one rank (the same on both systems: comparable) and on every core
 # (4 ranks on 2 nodes there, 2 here: not comparable), with one MPI flavour.
@@ -30,7 +30,7 @@ CAMPAIGN = {
         }
     ],
 }
-SITES = {"hpc-centre": "testcluster", "dev-lab": "local"}
+SITES = {"hpc-centre": SYSTEM, "dev-lab": "local"}
 LABELS = {f"{site}/{system}" for site, system in SITES.items()}
 
 
@@ -57,7 +57,7 @@ def site_bundle(cluster, tmp_path, campaign, site, system):
         "--results",
         results,
     ]
-    if system == "testcluster":
+    if system == SYSTEM:
         proc = cluster.run(*run, check=False, timeout=900, cwd=REPO_ROOT)
     else:
         proc = subprocess.run(run, capture_output=True, text=True, timeout=900, cwd=REPO_ROOT)
@@ -120,7 +120,7 @@ def test_two_sites_compared_in_a_third_store(cluster, tmp_path):
     assert {row["system"] for row in side} == LABELS
     assert all("1 procs" in row["metric"] for row in side), side
     assert {row["metric"] for row in side if row["system"] == "dev-lab/local"} == {
-        row["metric"] for row in side if row["system"] == "hpc-centre/testcluster"
+        row["metric"] for row in side if row["system"] == f"hpc-centre/{SYSTEM}"
     }
     assert all(float(row["latest"]) > 0 for row in side)
     # every core: 4 ranks there, 2 here; said so, per site
@@ -130,7 +130,7 @@ def test_two_sites_compared_in_a_third_store(cluster, tmp_path):
     assert all("num_tasks" in row["reason"] for row in apart), apart
 
     html = (version / "index.html").read_text()
-    assert "hpc-centre/testcluster" in html and "dev-lab/local" in html
+    assert f"hpc-centre/{SYSTEM}" in html and "dev-lab/local" in html
     load = chromium.load(Path(page).resolve().as_uri())
     assert load.errors() == []
     chromium.assert_not_blank(load.screenshot)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from slurmtest import REPO_ROOT, VENV_BIN, on
+from slurmtest import REPO_ROOT, SYSTEM, VENV_BIN, on
 
 from iostudy.benchmarks import checks
 
@@ -28,7 +28,7 @@ def brick_named(cluster, node: str, path: str) -> str:
 def test_ioprobe_puts_writer_r_on_brick_r_mod_k(cluster, volume, tmp_path):
     bricks = [str(volume["bricks"][node]) for node in ("n1", "n2")]
     folder = f"{volume['mount']}/placement-{tmp_path.name}"
-    program = checks.benchmark_program("testcluster", "ioprobe", "openmpi")
+    program = checks.benchmark_program(SYSTEM, "ioprobe", "openmpi")
     args = ["--dir", folder, "--size", "1M", "--keep", "--brick", bricks[0], "--brick", bricks[1]]
     out = cluster.run("srun", "--mpi=pmix", "-N2", "-n4", program, *args, timeout=120).stdout
     line = json.loads(next(t for t in out.splitlines() if t.startswith("{")))
@@ -41,7 +41,7 @@ def test_ioprobe_puts_writer_r_on_brick_r_mod_k(cluster, volume, tmp_path):
         # iostudy's own reader agrees with getfattr, named by the system's targets
         script = (
             "import sys; from iostudy.collect import placement; from iostudy.core import config; "
-            "s = config.load_system('testcluster'); "
+            f"s = config.load_system({SYSTEM!r}); "
             "print(*(placement.target_of(s, p) for p in sys.argv[1:]))"
         )
         paths = [f"{folder}/{name}" for name in line["files"]]

@@ -7,12 +7,12 @@ import re
 
 import pandas as pd
 from analysis.tests import chromium
-from slurmtest import VENV_BIN, configs_copy, poll, run_campaign
+from slurmtest import SYSTEM, VENV_BIN, configs_copy, poll, run_campaign
 
 from iostudy.report import report
 from iostudy.store import store
 
-ENTRY_NAME = "iostudy-probe-testcluster"
+ENTRY_NAME = f"iostudy-probe-{SYSTEM}"
 
 
 def queued(cluster):
@@ -25,7 +25,7 @@ def test_schedule_probe_installs_one_scrontab_entry(cluster, own_scrontab, tmp_p
         "schedule",
         "probe",
         "--system",
-        "testcluster",
+        SYSTEM,
         "--store",
         tmp_path / "store",
         "--results",
@@ -33,10 +33,10 @@ def test_schedule_probe_installs_one_scrontab_entry(cluster, own_scrontab, tmp_p
     ]
     shown = cluster.run(*iostudy, "--dry-run").stdout.splitlines()
     assert shown[:2] == [
-        "# iostudy schedule probe --system testcluster",
+        f"# iostudy schedule probe --system {SYSTEM}",
         f"#SCRON --job-name={ENTRY_NAME}",
     ]
-    assert re.match(r"0 \* \* \* \* mkdir -p .* campaign run probe --system testcluster", shown[-1])
+    assert re.match(rf"0 \* \* \* \* mkdir -p .* campaign run probe --system {SYSTEM}", shown[-1])
     for _ in range(2):  # installing twice leaves one entry
         cluster.run(*iostudy)
         listed = cluster.run("scrontab", "-l").stdout.splitlines()

@@ -2,7 +2,7 @@
 
 import json
 
-from slurmtest import REPO_ROOT, VENV_BIN
+from slurmtest import REPO_ROOT, SYSTEM, VENV_BIN
 
 from iostudy.run import profiles
 
@@ -15,7 +15,7 @@ def test_reframe_mpi_hello(cluster, tmp_path):
     proc = cluster.run(
         VENV_BIN / "reframe",
         f"--config-file={SETTINGS}",
-        "--system=testcluster",
+        f"--system={SYSTEM}",
         f"--checkpath={CHECK}",
         "--run",
         f"--prefix={tmp_path}",
@@ -31,7 +31,7 @@ def test_reframe_mpi_hello(cluster, tmp_path):
     cases = [case for run in json.loads(report.read_text())["runs"] for case in run["testcases"]]
     results = {(c["name"], c["system"], c["partition"], c["environ"]): c["result"] for c in cases}
     expected = {
-        ("mpi_hello_check", "testcluster", part["name"], env): "pass"
+        ("mpi_hello_check", SYSTEM, part["name"], env): "pass"
         for part in cluster.system["partitions"]
         for env in cluster.system["mpi"]
     }

@@ -3,16 +3,14 @@
 
 import re
 
-from slurmtest import REPO_ROOT, VENV_BIN
+from slurmtest import REPO_ROOT, SYSTEM, VENV_BIN
 
 SNAKEFILE = REPO_ROOT / "ci" / "tests" / "snakemake" / "Snakefile"
 
 
 def test_snakemake_on_slurm(cluster, tmp_path):
     profile = tmp_path / "profile"
-    cluster.run(
-        VENV_BIN / "iostudy", "config", "snakemake-profile", "testcluster", "--out", profile
-    )
+    cluster.run(VENV_BIN / "iostudy", "config", "snakemake-profile", SYSTEM, "--out", profile)
     work = tmp_path / "work"
     proc = cluster.run(
         VENV_BIN / "snakemake",

@@ -10,9 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from slurmtest import configs_copy, run_campaign
-
-SYSTEM = "testcluster"  # the system run_campaign runs
+from slurmtest import SYSTEM, configs_copy, run_campaign
 
 
 def tiny_campaign(configs: Path, name: str) -> None:

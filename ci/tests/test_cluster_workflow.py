@@ -6,13 +6,13 @@ import json
 import re
 import shutil
 
-from slurmtest import REPO_ROOT, VENV_BIN
+from slurmtest import REPO_ROOT, SYSTEM, VENV_BIN
 
 WORKFLOW = REPO_ROOT / "workflow"
 RELEASE_LOG = (
     REPO_ROOT.parent / "shared/testdata/darshan-logs/release_logs/mpi-io-test-x86_64-3.5.0.darshan"
 )
-RUN = "20260302T093000Z-quick-testcluster"
+RUN = f"20260302T093000Z-quick-{SYSTEM}"
 
 
 def make_run(results):
@@ -21,7 +21,7 @@ def make_run(results):
     manifest = {
         "run_id": RUN,
         "campaign": "quick",
-        "system": "testcluster",
+        "system": SYSTEM,
         "started": "2026-03-02T09:30:00Z",
         "finished": "2026-03-02T09:35:00Z",
         "status": "finished",
@@ -35,9 +35,7 @@ def make_run(results):
 
 def test_workflow_on_slurm(cluster, tmp_path):
     profile = tmp_path / "profile"
-    cluster.run(
-        VENV_BIN / "iostudy", "config", "snakemake-profile", "testcluster", "--out", profile
-    )
+    cluster.run(VENV_BIN / "iostudy", "config", "snakemake-profile", SYSTEM, "--out", profile)
     work = tmp_path / "work"
     make_run(work / "results")
     proc = cluster.run(
