@@ -3,6 +3,7 @@ and sinfo with timeouts, parse the MPI hello program's output."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -17,18 +18,6 @@ import pytest
 
 from iostudy.core import config
 
-
-def cluster_system() -> str:
-    """The system the cluster was stood up from, which the tests name in their commands: the
-    IOSTUDY_CLUSTER_SYSTEM its env file exports (cluster-up writes it), else the environment's,
-    else testcluster."""
-    env_file = Path(os.environ.get("IOSTUDY_CLUSTER_ENV", ""))
-    text = env_file.read_text() if env_file.is_file() else ""
-    written = re.search(r"^export IOSTUDY_CLUSTER_SYSTEM=(\S+)$", text, re.M)
-    return written[1] if written else os.environ.get("IOSTUDY_CLUSTER_SYSTEM", "testcluster")
-
-
-SYSTEM = cluster_system()
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The tools of the venv that runs the tests (make runs .venv/bin/python).
 VENV_BIN = Path(sys.executable).parent
@@ -65,6 +54,7 @@ def poll(fn, timeout, what, interval=0.5):
         time.sleep(interval)
 
 
+@functools.cache
 def env_from_file(path: Path) -> dict[str, str]:
     """The environment after sourcing path in bash, so that `export PATH=...:$PATH` works."""
     proc = subprocess.run(
@@ -77,6 +67,18 @@ def env_from_file(path: Path) -> dict[str, str]:
         pytest.fail(f"IOSTUDY_CLUSTER_ENV={path}: cannot source it: {proc.stderr.strip()}")
     pairs = (item.split("=", 1) for item in proc.stdout.split("\0") if "=" in item)
     return dict(pairs)
+
+
+def cluster_system() -> str:
+    """The system the cluster was stood up from, which the tests name in their commands: the
+    IOSTUDY_CLUSTER_SYSTEM its env file exports (IOSTUDY_CLUSTER_ENV), else the environment's,
+    else testcluster."""
+    env_file = Path(os.environ.get("IOSTUDY_CLUSTER_ENV", ""))
+    env = env_from_file(env_file) if env_file.is_file() else os.environ
+    return env.get("IOSTUDY_CLUSTER_SYSTEM") or "testcluster"
+
+
+SYSTEM = cluster_system()
 
 
 @dataclass
@@ -166,6 +168,14 @@ class Cluster:
 
         poll(listed, timeout, f"jobs {', '.join(map(str, jobids))} in sacct -S {since}")
 
+    def wait_running(self, jobid: str, timeout: float = 60) -> None:
+        """Polls squeue until the job runs."""
+        poll(
+            lambda: self.run("squeue", "-h", "-j", jobid, "-o", "%T").stdout.strip() == "RUNNING",
+            timeout,
+            f"job {jobid} to run",
+        )
+
     def jobs(self, completing: bool = False) -> list[str]:
         """The ids of the jobs still queued or running; with completing, also of those whose
         processes are being killed (a job a test just saw end is completing for a moment)."""
@@ -209,6 +219,7 @@ class Cluster:
         """What the cluster is doing, for a test that waited too long: the queue, the nodes
         and why they are not idle, and the processes of every job step (jobsteps.tree)."""
         parts = []
+        # not self.run: a command of its that timed out would come back here
         for what, args in (
             ("queue", ["squeue", "-o", "%.8i %.24j %.9T %.10M %.10l %.6D %R"]),
             ("nodes", ["sinfo", "-N", "-o", "%N %T %E"]),

@@ -37,11 +37,7 @@ def test_node_down_fails_job_then_resume(cluster, lost_node):
         "--output=/dev/null",
         "--wrap=srun sleep 300",
     )
-    poll(
-        lambda: cluster.run("squeue", "-h", "-j", jobid, "-o", "%T").stdout.strip() == "RUNNING",
-        60,
-        f"job {jobid} to run",
-    )
+    cluster.wait_running(jobid)
     try:
         cluster.run(
             "scontrol", "update", f"nodename={lost_node}", "state=down", "reason=iostudy-test"
@@ -76,11 +72,7 @@ def test_node_down_fails_job_then_resume(cluster, lost_node):
 def running_job(cluster, command: str) -> str:
     """A one-task batch job running command, once it runs."""
     jobid = cluster.sbatch("--time=2", "--output=/dev/null", f"--wrap={command}")
-    poll(
-        lambda: cluster.run("squeue", "-h", "-j", jobid, "-o", "%T").stdout.strip() == "RUNNING",
-        60,
-        f"job {jobid} to run",
-    )
+    cluster.wait_running(jobid)
     return jobid
 
 
