@@ -29,7 +29,7 @@ from rt_checks import (
     records_named,
 )
 from rt_darshan import darshan_parser_records
-from rt_killed import merged, mmap_logs, wait_ready
+from rt_killed import kill_unless_gone, merged, mmap_logs, wait_ready
 from rt_run import clean_env, fs_block_size, real_tmp
 
 from iostudy.cli.cli import main as iostudy
@@ -169,7 +169,7 @@ def test_killed_mpi_job_leaves_one_log_per_rank(runner, tmp_path_factory, flavou
         ready = wait_ready(proc, nprocs)
         pids = {int(r): int(p) for _, r, p in (line.split() for line in ready)}
         for pid in pids.values():
-            os.kill(pid, signal.SIGKILL)
+            kill_unless_gone(pid)
         assert proc.wait(timeout=60) != 0
     finally:
         if proc.poll() is None:
