@@ -168,7 +168,7 @@ class Load:
         self.job = self.cluster.sbatch(
             "-w", self.node, "-N1", "-n1", "-o", self.out, self.script, self.folder, *self.specs
         )
-        poll(lambda: "loading" in self.text(), 60, "the load job's writers")
+        poll(lambda: "loading" in self.text(), 60, f"the {self.name} load job's processes")
         return self
 
     def text(self):
