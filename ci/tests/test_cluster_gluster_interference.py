@@ -59,13 +59,14 @@ BANDWIDTH_FALL = 0.75
 BRICK_BANDWIDTH_FALL = 0.75
 IMBALANCE_RISE = 1.05
 COV_RISE = 1.2
-# The loads of the loaded samples, in turn: three heavy ones, then a light one; each as LOAD's
-# processes, (KIND, the node whose brick holds their files, how many). Against the quiet samples
-# in 6 runs (ci/cluster/README.md), the heavy load slowed the probe to 0.50-0.53, the light one
-# to 0.78-0.84: its two readers pause after each MiB, and it writes nothing.
+# The loads of the loaded samples, in turn (TURNS): three heavy ones, then a light one; each as
+# LOAD's processes, (KIND, the node whose brick holds their files, how many). Against the quiet
+# samples in 6 runs (ci/cluster/README.md), the heavy load slowed the probe to 0.50-0.53, the
+# light one to 0.78-0.84: its two readers pause after each MiB, and it writes nothing.
 HEAVY = (("w", "loader", 2), ("r", "prober", 4))
 LIGHT = (("r0.05", "prober", 2),)
-LOADS = (("heavy", HEAVY), ("heavy", HEAVY), ("heavy", HEAVY), ("light", LIGHT))
+LOADS = {"heavy": HEAVY, "light": LIGHT}
+TURNS = ("heavy", "heavy", "heavy", "light")
 # The load: a job on another node, each of its processes on a file of its own; arguments: its
 # folder, then KIND:BRICK=N for N processes whose files are on BRICK, KIND w (a writer rewriting
 # 64 MiB with fsync, without pause), r (a reader of 128 MiB with O_DIRECT without pause, so that
@@ -156,7 +157,7 @@ def brick_of_each_writer(cluster, node, mount, folder, bricks) -> dict[int, str]
 
 class Load:
     """The load while in a with block: a batch job on node running LOAD's processes (specs:
-    KIND:BRICK=N each), cancelled at the block's end; name: the load's, of LOADS."""
+    KIND:BRICK=N each), cancelled at the block's end; name: its key in LOADS."""
 
     def __init__(self, cluster, node, folder, specs, script, name):
         self.cluster, self.node, self.folder, self.specs = cluster, node, folder, list(specs)
@@ -221,14 +222,13 @@ def test_a_job_on_the_same_bricks_slows_the_probe_and_spreads_its_writers(
     on(cluster, prober, 'mkdir -p "$1/load" "$1/probe"', base)
     script = tmp_path / "load.sh"
     script.write_text("#!/bin/sh\n" + LOAD)
-    loads = itertools.cycle(
-        [
-            Load(cluster, loader, f"{base}/load", specs, script, name)
-            for name, specs in load_specs(volume["bricks"], prober, loader)
-        ]
-    )
+    jobs = {
+        name: Load(cluster, loader, f"{base}/load", specs, script, name)
+        for name, specs in load_specs(volume["bricks"], prober, loader).items()
+    }
+    loads = (jobs[name] for name in itertools.cycle(TURNS))
     # each loaded sample's rows are in "loaded" and in its load's list, which are shown
-    rows = {"quiet": [], "loaded": [], **{name: [] for name, _ in LOADS}}
+    rows = {"quiet": [], "loaded": [], **{name: [] for name in LOADS}}
     try:
         # the files' names decide their bricks: made once, the probe's runs truncate them
         on(cluster, prober, f'for r in $(seq 0 {WRITERS - 1}); do : >"$1/writer.$r"; done', folder)
@@ -251,13 +251,13 @@ def test_a_job_on_the_same_bricks_slows_the_probe_and_spreads_its_writers(
     assert not missing, shown
 
 
-def load_specs(bricks: dict, prober: str, loader: str) -> list[tuple[str, list[str]]]:
-    """(name, LOAD's arguments after its folder) for each of LOADS (bricks: node -> brick)."""
+def load_specs(bricks: dict, prober: str, loader: str) -> dict[str, list[str]]:
+    """{name: LOAD's arguments after its folder} for each of LOADS (bricks: node -> brick)."""
     node = {"prober": prober, "loader": loader}
-    return [
-        (name, [f"{kind}:{bricks[node[role]]}={n}" for kind, role, n in processes])
-        for name, processes in LOADS
-    ]
+    return {
+        name: [f"{kind}:{bricks[node[role]]}={n}" for kind, role, n in processes]
+        for name, processes in LOADS.items()
+    }
 
 
 def sample_pairs(cluster, prober, folder, bricks, loads, rows) -> None:

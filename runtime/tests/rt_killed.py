@@ -3,6 +3,7 @@ memory-mapped logs it left, merge them with `iostudy logs merge`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -44,10 +45,10 @@ def mmap_logs(d: str) -> list[Path]:
 
 def kill_when_ready(
     runner, args: list, d: str, nprocs: int, flavour: str = "openmpi", env_extra=None
-) -> None:
+) -> dict[int, int]:
     """Runs ``args`` on ``nprocs`` ranks of ``flavour`` under the runtime (with ``env_extra``),
     with memory-mapped logs in ``d``, and SIGKILLs each rank once it says it is ready: the job
-    ends without a shutdown."""
+    ends without a shutdown. Returns {rank: pid} from the ranks' "ready <rank> <pid>" lines."""
     app_env = {
         "LD_PRELOAD": str(runner.lib),
         "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
@@ -57,21 +58,16 @@ def kill_when_ready(
     cmd, env = runner.mpirun_command(flavour, nprocs, args, app_env)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        for pid in [int(line.split()[2]) for line in wait_ready(proc, nprocs)]:
-            kill_unless_gone(pid)
+        pids = {int(r): int(p) for _, r, p in (line.split() for line in wait_ready(proc, nprocs))}
+        for pid in pids.values():
+            # MPICH's launcher ends a job's other ranks once one is killed, and may be faster
+            # than this loop (a CI run lost three tests to it); those ranks wait in pause()
+            # too, so they end without a shutdown all the same
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         assert proc.wait(timeout=60) != 0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def kill_unless_gone(pid: int) -> None:
-    """SIGKILLs pid unless it has ended already: MPICH's launcher ends a job's other ranks once
-    one is killed, and may be faster than this loop (a CI run lost three tests to it). The
-    programs wait in pause() once ready, so a rank its launcher ended never reached its
-    shutdown either."""
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    return pids

@@ -29,7 +29,7 @@ from rt_checks import (
     records_named,
 )
 from rt_darshan import darshan_parser_records
-from rt_killed import kill_unless_gone, merged, mmap_logs, wait_ready
+from rt_killed import kill_when_ready, merged, mmap_logs, wait_ready
 from rt_run import clean_env, fs_block_size, real_tmp
 
 from iostudy.cli.cli import main as iostudy
@@ -158,23 +158,7 @@ def test_killed_mpi_job_leaves_one_log_per_rank(runner, tmp_path_factory, flavou
     prog = runner.mpi_program("killed_mpi", flavour)
     d = real_tmp(tmp_path_factory, f"killed_{flavour}")
     nprocs = 2
-    app_env = {
-        "LD_PRELOAD": str(runner.lib),
-        "DARSHAN_LOGFILE": os.path.join(d, "x.darshan"),
-        "DARSHAN_MMAP_LOGPATH": d,
-    }
-    cmd, env = runner.mpirun_command(flavour, nprocs, [prog, d], app_env)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        ready = wait_ready(proc, nprocs)
-        pids = {int(r): int(p) for _, r, p in (line.split() for line in ready)}
-        for pid in pids.values():
-            kill_unless_gone(pid)
-        assert proc.wait(timeout=60) != 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    pids = kill_when_ready(runner, [prog, d], d, nprocs, flavour)
     assert not os.path.exists(os.path.join(d, "x.darshan"))
     logs = {}
     for path in mmap_logs(d):
