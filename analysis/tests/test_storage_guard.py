@@ -89,7 +89,7 @@ def test_the_guard_fails_where_the_volume_is_not_mounted(monkeypatch, tmp_path):
 def test_nothing_to_guard_on_local_storage_memory_or_a_storage_target(monkeypatch):
     system = the_testcluster(monkeypatch)
     assert guard(system, "/run/scratch/testcluster") is None  # "scratch": local
-    assert guard(system, "/dev/shm/iostudy/r1") is None
+    assert guard(system, "/dev/shm/iostudy-r1") is None
     assert guard(system, f"{STATE}/targets/n1-disk") is None  # fio on a target: its own check
     # a storage path whose variable is unset here cannot hold the folder
     monkeypatch.delenv("IOSTUDY_CLUSTER_STATE")

@@ -337,7 +337,9 @@ def test_job_scripts_with_the_view(configs_copy, tmp_path, capsys, system):
         assert runs.exported(text, "LD_PRELOAD") == str(checks.runtime_library(system, mpi))
         assert runs.exported(text, "DARSHAN_LOGPATH") == str(run_dir / "darshan")
         workdir = Path(re.search(r"^mkdir -p (\S+) ", text, re.M).group(1))
-        root = run_dir / "scratch" if target == "scratch" else Path("/dev/shm/iostudy")
+        root = (
+            run_dir / "scratch" if target == "scratch" else Path(f"/dev/shm/iostudy-{run_dir.name}")
+        )
         assert workdir.is_relative_to(root), workdir
         args = f"100000 {workdir / 'checkpoint'}"
         lines = text.splitlines()

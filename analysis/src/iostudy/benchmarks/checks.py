@@ -159,8 +159,10 @@ def save_iomodel_lines(stdout: Path, dest: Path) -> list[dict]:
 
 
 def memory_target_root(run_id: str) -> Path:
-    """Where a run's jobs with target "memory" keep their files: /dev/shm of the nodes."""
-    return Path("/dev/shm") / "iostudy" / (run_id or "manual")
+    """Where a run's jobs with target "memory" keep their files: /dev/shm of the nodes, in a
+    folder of the run's own that the campaign removes (a parent shared by runs would stay: a
+    concurrent run may be making its folder in it)."""
+    return Path("/dev/shm") / f"iostudy-{run_id or 'manual'}"
 
 
 def storage_of(system: dict, folder: Path, run_dir: Path) -> tuple[dict, Path] | None:
