@@ -5,9 +5,10 @@ reads files of n1's brick back; when light, it reads a little of them.
 
 The figures are the project's own: each sample's aggregate bandwidth and imbalance factor
 (slowest over fastest writer) by :func:`iostudy.report.probe_report.samples`, their CoV over
-samples by :func:`iostudy.report.probe_report.variability`, from the probe's own write times.
-It asserts seed 004's three signs against the quiet samples: the aggregate bandwidth falls (the
-whole probe's and each brick's writers'), the imbalance factor and the CoV rise.
+samples by :func:`iostudy.report.probe_report.variability`, from the probe's own write times,
+of the whole probe and of each brick's writers. It asserts seed 004's three signs against the
+quiet samples: the aggregate bandwidth falls (the whole probe's, and that of the writers to the
+loaded brick: n2's, whose link and brick the load uses), the imbalance factor and the CoV rise.
 
 Why the load varies: a constant load slows every sample alike, and the CoV, a ratio, stays
 where it was but for the contention's own randomness: on an idle machine that lifted it 2-5
@@ -17,12 +18,20 @@ in phases ("the dynamic and potentially transient nature of external interferenc
 loads here: of four loaded samples, three see a heavy job on the probe's bricks and links, the
 fourth a light one.
 
-Why the heavy job reads too: the quiet probe's imbalance is its topology's (writers to n1's own
-brick finish 3-5 times sooner than those to n2's, which share n1's 1 Gbit/s sending link). A
-writer on n2 sends the other way on that full-duplex link: it slows the fast local writers (the
-CPUs, the one disk) more than the link-bound ones, and the imbalance fell in 15 of 17 runs with
-writers alone. Reads of n1's brick from n2 take n1's sending link, as a load on some OSTs does
-on Lustre: they slow the slowest writers, and the imbalance rises."""
+Why the heavy job mostly reads: the quiet probe's imbalance is its topology's (writers to n1's
+own brick finish 3-5 times sooner than those to n2's, which share n1's 1 Gbit/s sending link).
+Reads of n1's brick from n2 take n1's sending link, as a load on some OSTs does on Lustre: they
+slow the slowest writers, and the imbalance rises. A writer on n2 sends the other way on that
+full-duplex link: it takes the 2 CPUs, which the fast local writers are bound by, more than the
+link-bound ones, and the imbalance fell in 15 of 17 runs with writers alone; with two writers
+beside the readers the imbalance rose only 1.09-1.35 times while a busy loop shared the CPUs
+(and once fell, 0.91, after the rest of the suite). So the heavy job has one writer.
+
+Why the brick judged is the loaded one: the fast writers to n1's brick are bound by the CPUs,
+which every process on this machine shares; so a load that slowed them as much as the slow
+ones took CPUs, and hid the imbalance. Seed 004's per-target view asks which target a load
+slows: the writers to n2's brick, whose link the readers take and whose brick the writer writes.
+The other brick's figures are shown."""
 
 from __future__ import annotations
 
@@ -52,19 +61,18 @@ SIZE = "32M"
 PAIRS = 8
 # What the loaded samples must show against the quiet ones: seed 004's three signs, with margins
 # from runs on this machine (ci/cluster/README.md quotes them). The loaded mean aggregate
-# bandwidth at most this share of the quiet one, the whole probe's and each brick's writers'
-# (their mean over the bricks); the mean imbalance factor and the CoV of the aggregate over
-# samples at least this multiple of the quiet ones.
+# bandwidth at most this share of the quiet one, the whole probe's and that of the writers to
+# the loaded brick; the mean imbalance factor and the CoV of the aggregate over samples at
+# least this multiple of the quiet ones.
 BANDWIDTH_FALL = 0.75
-BRICK_BANDWIDTH_FALL = 0.75
 IMBALANCE_RISE = 1.05
 COV_RISE = 1.2
 # The loads of the loaded samples, in turn (TURNS): three heavy ones, then a light one; each as
 # LOAD's processes, (KIND, the node whose brick holds their files, how many). Against the quiet
-# samples in 6 runs (ci/cluster/README.md), the heavy load slowed the probe to 0.50-0.53, the
-# light one to 0.78-0.84: its two readers pause after each MiB, and it writes nothing.
-HEAVY = (("w", "loader", 2), ("r", "prober", 4))
-LIGHT = (("r0.05", "prober", 2),)
+# samples in 10 runs (ci/cluster/README.md), the heavy load slowed the probe to 0.49-0.53, the
+# light one to 0.78-0.87: its one reader pauses after each MiB, and it writes nothing.
+HEAVY = (("w", "loader", 1), ("r", "prober", 4))
+LIGHT = (("r0.02", "prober", 1),)
 LOADS = {"heavy": HEAVY, "light": LIGHT}
 TURNS = ("heavy", "heavy", "heavy", "light")
 # The load: a job on another node, each of its processes on a file of its own; arguments: its
@@ -199,13 +207,18 @@ def variability(rows: list[dict], per_brick: bool) -> pd.DataFrame:
 
 def figures(rows: list[dict], per_brick: bool = False) -> dict:
     """Mean aggregate bandwidth (MiB/s), mean imbalance factor and the CoV (%) of the aggregate
-    bandwidth over the samples; per_brick: their means over the bricks."""
+    bandwidth over the samples: of the whole probe, or per_brick: of each brick's writers,
+    {brick's node: those figures}."""
     table = variability(rows, per_brick)
-    return {
-        "mib_s": table["mean_mib_s"].mean(),
-        "imbalance": table["mean_imbalance"].mean(),
-        "cov_pct": table["cov_pct"].mean(),
+    shown = {
+        row.system: {
+            "mib_s": row.mean_mib_s,
+            "imbalance": row.mean_imbalance,
+            "cov_pct": row.cov_pct,
+        }
+        for row in table.itertuples()
     }
+    return shown if per_brick else next(iter(shown.values()))
 
 
 def test_a_job_on_the_same_bricks_slows_the_probe_and_spreads_its_writers(
@@ -236,18 +249,18 @@ def test_a_job_on_the_same_bricks_slows_the_probe_and_spreads_its_writers(
         assert sorted(Counter(bricks.values()).values()) == [3, 3], bricks
         probe_sample(cluster, prober, folder, bricks)  # a warm-up, not counted
         sample_pairs(cluster, prober, folder, bricks, loads, rows)
-        shown, missing = judged(rows)
+        shown, missing = judged(rows, loader)
         if missing:
             # One quiet sample slowed by other work on this 2-core machine lifts the quiet CoV
             # of PAIRS samples past a loaded one: a second look judges all pairs together.
             print(f"after {PAIRS} pairs, not shown: {missing}; {PAIRS} more pairs")
             sample_pairs(cluster, prober, folder, bricks, loads, rows)
-            shown, missing = judged(rows)
+            shown, missing = judged(rows, loader)
     finally:
         on(cluster, prober, 'rm -rf "$1"', base)
-    print(f"interference on {volume['name']} ({numfmt.MIB_S}, x, %): {shown}")
-    for kind in rows:
-        print(f"{kind}, per brick:\n{variability(rows[kind], True).round(2).to_string()}")
+    print(f"interference on {volume['name']} ({numfmt.MIB_S}, x, %):")
+    for (kind, scope), values in shown.items():
+        print(f"  {kind}, {scope}: {values}")
     assert not missing, shown
 
 
@@ -271,22 +284,22 @@ def sample_pairs(cluster, prober, folder, bricks, loads, rows) -> None:
         rows[load.name] += sample
 
 
-def judged(rows: dict) -> tuple[dict, list[str]]:
-    """The figures (figures(), whole probe and per brick, of each list of rows: quiet, loaded
-    and each load's) and the signs of seed 004 that loaded against quiet do not show."""
-    shown = {
-        (kind, scope): {n: round(v, 2) for n, v in figures(rows[kind], scope == "brick").items()}
-        for kind in rows
-        for scope in ("probe", "brick")
-    }
+def judged(rows: dict, loader: str) -> tuple[dict, list[str]]:
+    """The figures (figures(), of the whole probe and of each brick's writers, by the brick's
+    node, for each list of rows: quiet, loaded and each load's) and the signs of seed 004 that
+    loaded against quiet do not show (loader: the node of the brick the load's writer uses)."""
+    shown = {}
+    for kind in rows:
+        shown[kind, "probe"] = figures(rows[kind])
+        shown.update({(kind, brick): f for brick, f in figures(rows[kind], True).items()})
+    shown = {key: {n: round(v, 2) for n, v in f.items()} for key, f in shown.items()}
     quiet, loaded = shown["quiet", "probe"], shown["loaded", "probe"]
-    brick_quiet, brick_loaded = shown["quiet", "brick"], shown["loaded", "brick"]
     signs = {
         "bandwidth falls": loaded["mib_s"] <= BANDWIDTH_FALL * quiet["mib_s"],
         "imbalance rises": loaded["imbalance"] >= IMBALANCE_RISE * quiet["imbalance"],
         "CoV rises": loaded["cov_pct"] >= COV_RISE * quiet["cov_pct"],
-        "each brick's bandwidth falls": (
-            brick_loaded["mib_s"] <= BRICK_BANDWIDTH_FALL * brick_quiet["mib_s"]
+        "the loaded brick's bandwidth falls": (
+            shown["loaded", loader]["mib_s"] <= BANDWIDTH_FALL * shown["quiet", loader]["mib_s"]
         ),
     }
     return shown, [sign for sign, held in signs.items() if not held]
