@@ -63,7 +63,9 @@ class adaptive_check(BenchmarkCheck):
             placer = checks.tool_program(system, adaptive.PLACER)
             missing = bool(self.bricks) and not placer.is_file()
             self.skip_if(missing, f"{placer} is not built (run `make build-checks`)")
-            start, stop = adaptive.interference_commands(self.targets, self.bricks, placer)
+            # a job the placer stops removes its folders there, as its end would have
+            undo = self.postrun_cmds
+            start, stop = adaptive.interference_commands(self.targets, self.bricks, placer, undo)
             self.prerun_cmds += start
             self.postrun_cmds = stop + self.postrun_cmds
         self.executable_opts = adaptive.arguments(

@@ -123,22 +123,26 @@ def test_the_competing_writer_stops_with_the_job_and_leaves_nothing(tmp_path):
 def test_a_competing_writer_that_cannot_be_placed_stops_the_job(tmp_path):
     """On GlusterFS the competing writer's file is named onto its brick (glusterplace); where
     that cannot be done (here: no GlusterFS, no pathinfo to read) the job stops, saying why,
-    before anything writes, rather than load a target its row would not name."""
+    before anything writes, rather than load a target its row would not name; and it runs the
+    cleanup its end would have run (undo: here, removing the job's folders)."""
     placer = bench.checks_build_dir() / adaptive.PLACER
     if not placer.is_file():
         pytest.fail(f"{placer} not found: {bench.BUILD_HINT}", pytrace=False)
-    folders = [tmp_path / "a", tmp_path / "b"]
+    job = tmp_path / "job"
+    folders = [job / "a", job / "b"]
     for f in folders:
-        f.mkdir()
+        f.mkdir(parents=True)
     bricks = [("n1-disk", "/srv/n1/brick"), ("n2-disk", "/srv/n2/brick")]
-    start, stop = adaptive.interference_commands(folders, bricks, placer)
+    undo = [f"rm -rf {job}", "echo undone"]
+    start, stop = adaptive.interference_commands(folders, bricks, placer, undo)
     script = "\n".join([*start, "echo benchmark", *stop])
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "benchmark" not in done.stdout, done
+    assert done.stdout.split() == ["undone"], done
     assert "cannot be placed on n1-disk (/srv/n1/brick)" in done.stderr, done
     assert "trusted.glusterfs.pathinfo" in done.stderr, done  # glusterplace's own reason
-    # nothing written, not even the candidate name it tried
-    assert not [p for f in folders for p in f.iterdir()]
+    # nothing left, not even the job's folders
+    assert not job.exists()
 
 
 @pytest.mark.parametrize("flavour", bench.FLAVOURS)

@@ -42,12 +42,16 @@ def interfered(targets: list) -> list:
     return targets[: max(1, len(targets) // 2)]
 
 
-def interference_commands(targets: list, on_bricks=(), placer=None) -> tuple[list[str], list[str]]:
+def interference_commands(
+    targets: list, on_bricks=(), placer=None, undo=()
+) -> tuple[list[str], list[str]]:
     """The job's shell lines that start one competing writer per interfered target before the
     benchmark (dd of INTERFERER_MIB MiB with an fsync, again and again) and stop it and remove
     its file after. On GlusterFS (on_bricks: each target's (name, brick), as for the benchmark)
     placer (the glusterplace program) first names each writer's file onto its target's brick,
-    the job failing when it cannot: the row's interferer_targets then say where it wrote."""
+    the job failing when it cannot: the row's interferer_targets then say where it wrote. A job
+    that fails so stops the writers already started and runs undo (the job's own cleanup, which
+    its end would have run) first."""
     start = []
     stop = ["kill $IOSTUDY_INTERFERERS 2>/dev/null; wait $IOSTUDY_INTERFERERS 2>/dev/null"]
     for k, folder in enumerate(interfered(targets)):
@@ -57,7 +61,8 @@ def interference_commands(targets: list, on_bricks=(), placer=None) -> tuple[lis
             var = f"IOSTUDY_INTERFERER_{k}"
             place = shlex.join([str(placer), f"{folder}/{INTERFERER_FILE}", brick])
             why = shlex.quote(f"the competing writer's file cannot be placed on {name} ({brick})")
-            start.append(f"{var}=$({place}) || {{ echo {why} >&2; exit 1; }}")
+            fail = "; ".join([f"echo {why} >&2", *stop, *undo, "exit 1"])
+            start.append(f"{var}=$({place}) || {{ {fail}; }}")
             start.append(f'echo "competing writer on {name}: ${var}"')
             path = f'"${var}"'
         dd = f"dd if=/dev/zero of={path} bs=1M count={INTERFERER_MIB} conv=fsync status=none"
