@@ -153,8 +153,6 @@ class Load:
             return not self.cluster.run("squeue", "-h", "-j", self.job, check=False).stdout
 
         poll(gone, 60, f"load job {self.job} to leave the queue")
-        # the killed writers' last data, written back during the next quiet sample otherwise
-        os.sync()
 
 
 def figures(rows: list[dict]) -> dict:
