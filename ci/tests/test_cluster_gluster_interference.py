@@ -44,7 +44,7 @@ pd = pytest.importorskip("pandas")
 
 PROBE = REPO_ROOT / "build" / "reframe-checks" / "ioprobe-openmpi"
 # Writers per brick, each writing SIZE: placed as probe_check places them on a GlusterFS volume
-# (--brick), writer r on the r mod 2nd brick; the prober's brick first.
+# (--brick), writer r on brick r mod 2, brick 0 the prober's.
 WRITERS_PER_BRICK = 2
 WRITERS = 2 * WRITERS_PER_BRICK
 SIZE = "32M"
