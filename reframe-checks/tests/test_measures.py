@@ -115,16 +115,18 @@ def test_ior_arguments_carry_odirect():
 
 
 # ---- the system calls of real runs ------------------------------------------------------------
-TRACE = re.compile(r"^(openat|fsync|fdatasync)\((.*)\)\s+=\s+(-?\d+)")
+TRACE = re.compile(r"^(openat|mknodat|mknod|fsync|fdatasync)\((.*)\)\s+=\s+(-?\d+)")
 
 
 def traced(command: list[str], tmp_path: Path, env: dict) -> list[tuple[str, str, str]]:
-    """(call, arguments, result) of command's openat/fsync/fdatasync calls in every process."""
+    """(call, arguments, result) of command's openat/mknod/fsync/fdatasync calls in every
+    process."""
     if shutil.which("strace") is None:
         pytest.fail("strace not found: ci/apt-packages.txt lists it", pytrace=False)
     out = tmp_path / "trace"
     # -ff: a file per process, so that no call is split by another process's
-    cmd = ["strace", "-ff", "-o", str(out), "-e", "trace=openat,fsync,fdatasync", *command]
+    traced_calls = "trace=openat,mknodat,mknod,fsync,fdatasync"
+    cmd = ["strace", "-ff", "-o", str(out), "-e", traced_calls, *command]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, f"{cmd}\n{done.stdout}\n{done.stderr}"
     calls = []
@@ -140,8 +142,9 @@ def traced(command: list[str], tmp_path: Path, env: dict) -> list[tuple[str, str
 @pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize(
     ("sync", "direct_opens", "fsyncs"),
-    # 2 ranks, 2 per node, the file-per-process models (1,1,1,1) and (1,2,2,1): 3 files written
-    # by one rank each, then read back: 6 opens, 3 fsyncs (writes only)
+    # 2 ranks, 2 per node, the file-per-process models (1,1,1,1) and (1,2,2,1): 3 files made
+    # empty before the timed phase (mknod, so that ranks of several nodes do not race to create a
+    # shared file), written by one rank each, then read back: 6 opens, 3 fsyncs (writes only)
     [("direct", 6, 0), ("fsync", 0, 3), ("none", 0, 0)],
 )
 def test_iomodel_sync_in_system_calls(flavour, sync, direct_opens, fsyncs, tmp_path):
@@ -152,6 +155,8 @@ def test_iomodel_sync_in_system_calls(flavour, sync, direct_opens, fsyncs, tmp_p
     args += ["--models", "fpp", "--read-back", "--sync", sync]
     binary = str(Path(checks.CHECKS_BUILD) / f"iomodel-{flavour}")
     calls = traced([*launcher(flavour, 2), binary, *args], tmp_path, run_env())
+    made = [(a, r) for call, a, r in calls if call.startswith("mknod") and "/file" in a]
+    assert len(made) == 3 and all("S_IFREG" in a and int(r) == 0 for a, r in made), made
     opens = [(a, r) for call, a, r in calls if call == "openat" and "/file" in a]
     assert len(opens) == 6 and all(int(r) >= 0 for _, r in opens), opens
     assert sum("O_DIRECT" in a for a, _ in opens) == direct_opens, opens
