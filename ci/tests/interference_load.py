@@ -2,8 +2,9 @@
 """The interference test's load (test_cluster_gluster_interference.py): a batch job's readers,
 each of a file of its own on a GlusterFS volume, until the job is cancelled.
 
-Arguments: the folder (on the volume), then KIND:BRICK=N for N readers whose files the volume
-placed on BRICK (a brick's path as pathinfo names it). KIND is r: a reader of 128 MiB with
+Arguments: the folder (on the volume), glusterplace (which names each reader's file onto its
+brick, as it does adaptive_check's competing writer), then KIND:BRICK=N for N readers whose
+files are on BRICK (a brick's path as pathinfo names it). KIND is r: a reader of 128 MiB with
 O_DIRECT, so that each read crosses the link to the brick rather than hitting this client's
 cache, optionally followed by a pause in seconds after each MiB (r0.02: at most 50 MiB/s).
 Prints "loading" once every reader has started.
@@ -15,6 +16,7 @@ the link. Standard library only: it runs on the node's interpreter."""
 
 import mmap
 import os
+import subprocess
 import sys
 import time
 
@@ -22,26 +24,13 @@ MIB = 1 << 20
 READ_SIZE = 128 * MIB
 
 
-def on_brick(name: str, brick: str) -> bool:
-    """Whether the volume placed name on brick (pathinfo: "... <POSIX(BRICK):host:...>)")."""
-    where = os.getxattr(name, "trusted.glusterfs.pathinfo").decode(errors="replace")
-    return f"({brick})" in where
-
-
-def files_on(brick: str, count: int) -> list[str]:
-    """count files named r.<k> that the volume placed on brick (a name's hash decides its brick,
-    so names are tried in turn); the others are removed."""
-    found, k = [], 0
-    while len(found) < count:
-        name = f"r.{k}"
-        k += 1
-        with open(name, "ab"):
-            pass
-        if on_brick(name, brick):
-            found.append(name)
-        else:
-            os.remove(name)
-    return found
+def files_on(placer: str, brick: str, count: int) -> list[str]:
+    """count files on brick, named r<k> or, where the volume would put that name elsewhere,
+    r<k>.<n> (glusterplace prints the name it made)."""
+    place = [[placer, f"r{k}", brick] for k in range(count)]
+    return [
+        subprocess.run(p, check=True, capture_output=True, text=True).stdout.strip() for p in place
+    ]
 
 
 def prepare(name: str) -> None:
@@ -65,27 +54,27 @@ def read(name: str, pause: float) -> None:
             time.sleep(pause)
 
 
-def start(spec: str) -> None:
+def start(placer: str, spec: str) -> None:
     """Forks the readers of one KIND:BRICK=N."""
     kind, rest = spec.split(":", 1)
     brick, count = rest.rsplit("=", 1)
     if kind[0] != "r":
         raise ValueError(f"{spec}: KIND {kind!r} is not r followed by a pause in seconds")
     pause = float(kind[1:] or 0)
-    for name in files_on(brick, int(count)):
+    for name in files_on(placer, brick, int(count)):
         prepare(name)
         if os.fork() == 0:
             read(name, pause)
 
 
-def main(folder: str, specs: list[str]) -> None:
+def main(folder: str, placer: str, specs: list[str]) -> None:
     os.chdir(folder)
     for spec in specs:
-        start(spec)
+        start(placer, spec)
     print("loading", flush=True)
     while True:
         os.wait()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])

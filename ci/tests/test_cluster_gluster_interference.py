@@ -36,13 +36,14 @@ import pytest
 from slurmtest import REPO_ROOT, on, poll
 from test_cluster_gluster import pathinfo
 
-from iostudy.benchmarks import probe
+from iostudy.benchmarks import adaptive, probe
 from iostudy.core import numfmt
 from iostudy.report import probe_report
 
 pd = pytest.importorskip("pandas")
 
 PROBE = REPO_ROOT / "build" / "reframe-checks" / "ioprobe-openmpi"
+PLACER = PROBE.with_name(adaptive.PLACER)
 # Writers per brick, each writing SIZE: placed as probe_check places them on a GlusterFS volume
 # (--brick), writer r on brick r mod 2, brick 0 the prober's.
 WRITERS_PER_BRICK = 2
@@ -67,8 +68,8 @@ HEAVY = (("r", 2),)
 LIGHT = (("r0.02", 1),)
 LOADS = {"heavy": HEAVY, "light": LIGHT}
 TURNS = ("heavy", "heavy", "heavy", "light")
-# The load job's script: its arguments are its folder, then KIND:BRICK=N for each of a load's
-# kinds of reader.
+# The load job's script: its arguments are its folder, PLACER, then KIND:BRICK=N for each of a
+# load's kinds of reader.
 LOAD = Path(__file__).with_name("interference_load.py")
 
 
@@ -138,7 +139,7 @@ class Load:
     def __enter__(self):
         self.out.unlink(missing_ok=True)
         self.job = self.cluster.sbatch(
-            "-w", self.node, "-N1", "-n1", "-o", self.out, LOAD, self.folder, *self.specs
+            "-w", self.node, "-N1", "-n1", "-o", self.out, LOAD, self.folder, PLACER, *self.specs
         )
         poll(lambda: "loading" in self.text(), 60, f"the {self.name} load job's processes")
         return self
@@ -180,8 +181,9 @@ def test_a_job_on_the_same_bricks_slows_the_probe_and_spreads_its_writers(
     volume,
     tmp_path,
 ):
-    if not PROBE.is_file():
-        pytest.skip(f"{PROBE} is not built (make build-checks)")
+    for program in (PROBE, PLACER):
+        if not program.is_file():
+            pytest.skip(f"{program} is not built (make build-checks)")
     prober, loader = cluster.nodes[0], cluster.nodes[-1]
     assert prober != loader, "needs two nodes"
     base = f"{volume['mount']}/interference-{os.getpid()}-{tmp_path.name}"
